@@ -1,0 +1,233 @@
+/**
+ * The garbage collector. It compacts a *prefix* of the segment list: the
+ * oldest immutable segments, up to the longest run whose dead share passes
+ * the threshold. Working on a prefix is what makes it safe to drop
+ * tombstones and expired versions: no older segment remains in which the
+ * version they shadow could survive.
+ *
+ * Steps, each bounded so the event loop never stalls:
+ *  1. copy: read the run in 1 MiB chunks; append every entry the directory
+ *     still points at to `<out>.log.tmp`, keeping its batch sequence number;
+ *  2. seal: fdatasync, write the hint, rename the output into place, fsync
+ *     the directory. From here a crash replays the old segments and then the
+ *     output, which holds copies of the same live versions: same result;
+ *  3. swap: in slices, repoint every entry that still points at its old place;
+ *  4. retire: unlink the old segments and their hints.
+ * If a failed write put back a version that lives in the run while we worked
+ * (`conflict`), the inputs are kept: deleting them could lose that version.
+ */
+import {
+  BATCH_HEADER_SIZE, encodeSegmentHeader, HintWriter, Op, SEGMENT_HEADER_SIZE, SegmentKind,
+  writeSeq,
+} from './format.js';
+import { crc32 } from 'node:zlib';
+import type { Engine } from './engine.js';
+import type { Entry } from './keydir.js';
+import { ID_STEP, Segment } from './segment.js';
+import { SegmentScanner } from './scanner.js';
+import { writeFileDurably } from './hints.js';
+
+export interface CompactionPolicy {
+  minDeadRatio: number;
+  minDeadBytes: number;
+}
+
+const OUT_BATCH = 1 << 20;
+const SWAP_SLICE = 20_000;
+
+const yieldNow = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+export class Compactor {
+  state: 0 | 1 | 2 = 0;
+  conflict = false;
+  private running: Promise<boolean> | undefined;
+  private stopping = false;
+  /** Completed passes, for tests and stats. */
+  passes = 0;
+
+  constructor(private readonly engine: Engine, private readonly policy: CompactionPolicy) {}
+
+  /** Picks the run to compact: the longest prefix of immutable segments over the threshold. */
+  pickRun(force: boolean): Segment[] {
+    const segs = this.engine.segments;
+    let dead = 0;
+    let total = 0;
+    let best = -1;
+    for (let i = 0; i < segs.length; i++) {
+      const s = segs[i];
+      if (s === this.engine.active) break;
+      const d = s.dead(SEGMENT_HEADER_SIZE);
+      dead += d;
+      total += s.size - SEGMENT_HEADER_SIZE;
+      if (total === 0) continue;
+      if (force ? dead > 0 : dead >= this.policy.minDeadBytes && dead / total >= this.policy.minDeadRatio) best = i;
+    }
+    return best < 0 ? [] : segs.slice(0, best + 1);
+  }
+
+  maybeRun(force = false): Promise<boolean> {
+    if (this.running !== undefined || this.stopping) return this.running ?? Promise.resolve(false);
+    const run = this.pickRun(force);
+    if (run.length === 0) return Promise.resolve(false);
+    this.running = this.compact(run).finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    if (this.running !== undefined) await this.running.catch(() => {});
+  }
+
+  private async compact(run: Segment[]): Promise<boolean> {
+    const e = this.engine;
+    const f = e.fs;
+    this.state = 1;
+    this.conflict = false;
+    for (const s of run) s.compacting = true;
+    const last = run[run.length - 1];
+    let outId = last.id + 1;
+    const taken = new Set(e.segments.map((s) => s.id));
+    while (taken.has(outId)) outId++;
+    if (outId % ID_STEP === 0) throw new Error('compaction id space exhausted');
+    const out = new Segment(e.dir, outId, SegmentKind.Compacted);
+    const tmp = `${out.path}.tmp`;
+    let sealed = false;
+    const started = Date.now();
+    try {
+      let baseSeq = 0;
+      for (const s of run) baseSeq = Math.max(baseSeq, s.maxSeq);
+      out.fd = await f.open(tmp, 'w+');
+      await f.writeAll(out.fd, encodeSegmentHeader(SegmentKind.Compacted, baseSeq + 1), 0, SEGMENT_HEADER_SIZE, 0);
+      out.size = SEGMENT_HEADER_SIZE;
+      out.maxSeq = baseSeq;
+
+      // 1. copy. Live entries are packed into output batches of up to
+      // OUT_BATCH bytes, each stamped with the highest sequence number it holds
+      // (replay order comes from file order; seq only has to stay monotone).
+      const moved: Entry[] = [];
+      const newPos: number[] = [];
+      const oldPos: number[] = [];
+      const oldSeg: Segment[] = [];
+      const hint = new HintWriter();
+      let parts: Buffer[] = [];
+      let partsBytes = 0;
+      let batchSeq = 0;
+      let batchCount = 0;
+      let pendingHint: Array<[string, number, number, number]> = []; // key, rel value pos, vlen, exp
+      let pendingSizes: number[] = [];
+      const emitBatch = async (): Promise<void> => {
+        if (batchCount === 0) return;
+        const head = Buffer.allocUnsafe(BATCH_HEADER_SIZE);
+        const len = BATCH_HEADER_SIZE + partsBytes;
+        head.writeUInt32LE(len, 4);
+        writeSeq(head, 8, batchSeq);
+        head.writeUInt32LE(batchCount, 16);
+        const data = Buffer.concat([head, ...parts], len);
+        data.writeUInt32LE(crc32(data.subarray(4)) >>> 0, 0);
+        const base = out.size;
+        await f.writeAll(out.fd, data, 0, len, base);
+        for (let i = 0; i < pendingHint.length; i++) {
+          const [key, rel, vlen, exp] = pendingHint[i];
+          newPos.push(base + BATCH_HEADER_SIZE + rel);
+          hint.add(Op.Put, key, base + BATCH_HEADER_SIZE + rel, vlen, pendingSizes[i], exp);
+        }
+        out.size += len;
+        if (batchSeq > out.maxSeq) out.maxSeq = batchSeq;
+        parts = [];
+        partsBytes = 0;
+        batchSeq = 0;
+        batchCount = 0;
+        pendingHint = [];
+        pendingSizes = [];
+      };
+      for (const s of run) {
+        const scanner = new SegmentScanner(f, s, s.size);
+        for (;;) {
+          if (this.stopping) throw new Error('compaction stopped by close');
+          const step = await scanner.next();
+          if (step.kind === 'end') break;
+          if (step.kind === 'bad') throw new Error(`${s.name} at ${step.pos}: ${step.reason}`);
+          const { batch, pos, buf, bufPos } = step;
+          const now = e.now();
+          for (const en of batch.entries) {
+            if (en.op !== Op.Put) continue; // tombstones die here: nothing older survives the run
+            const cur = e.keydir.get(en.key);
+            const vpos = pos + (en.valueOffset - bufPos);
+            if (cur === undefined || cur.seg !== s || cur.vpos !== vpos) continue;
+            if (cur.exp !== 0 && cur.exp <= now) continue;
+            const start = en.valueOffset - en.size + en.valueLength; // entry header in buf
+            parts.push(buf.subarray(start, start + en.size));
+            pendingHint.push([en.key, partsBytes + en.size - en.valueLength, en.valueLength, en.expiresAt]);
+            pendingSizes.push(en.size);
+            partsBytes += en.size;
+            batchCount++;
+            if (batch.seq > batchSeq) batchSeq = batch.seq;
+            moved.push(cur);
+            oldSeg.push(s);
+            oldPos.push(vpos);
+          }
+          if (partsBytes >= OUT_BATCH) await emitBatch();
+        }
+      }
+      await emitBatch();
+
+      // 2. seal
+      await f.fdatasync(out.fd);
+      if (this.conflict) throw new Error('a rolled-back write restored a version inside the run');
+      await writeFileDurably(e, out.hintPath, hint.finish(out.size, out.maxSeq));
+      await f.rename(tmp, out.path);
+      await f.syncDir(e.dir);
+      sealed = true;
+      out.hasHint = true;
+      const idx = e.segments.indexOf(last);
+      e.segments.splice(idx + 1, 0, out);
+
+      // 3. swap
+      for (let i = 0; i < moved.length; i++) {
+        const cur = moved[i];
+        if (cur.seg === oldSeg[i] && cur.vpos === oldPos[i]) {
+          const current = (cur.flags & 1) !== 0;
+          if (current) cur.seg.live -= cur.size;
+          cur.seg = out;
+          cur.vpos = newPos[i];
+          if (current) out.live += cur.size;
+        }
+        if (i % SWAP_SLICE === SWAP_SLICE - 1) await yieldNow();
+      }
+
+      // 4. retire. Batches in flight when the copy ran may still fail and
+      // put back a version that lives in the run; wait until they settle.
+      await e.settled();
+      const stillUsed = this.conflict || run.some((s) => s.live > 0);
+      if (stillUsed) {
+        e.log('warn', 'compaction kept its input segments: a version inside them became current again');
+      } else {
+        e.segments = e.segments.filter((s) => !run.includes(s));
+        for (const s of run) {
+          s.retired = true;
+          await f.unlink(s.path).catch(() => {});
+          await f.unlink(s.hintPath).catch(() => {});
+          void s.closeQuietly(f);
+        }
+        await f.syncDir(e.dir);
+      }
+      const inBytes = run.reduce((a, s) => a + s.size, 0);
+      e.log('info', `compacted ${run.length} segment(s), ${inBytes} -> ${out.size} bytes, ${moved.length} live entries, in ${Date.now() - started} ms`);
+      this.passes++;
+      return true;
+    } catch (err) {
+      if (!sealed) {
+        await out.closeQuietly(f);
+        await f.unlink(tmp).catch(() => {});
+        await f.unlink(`${out.hintPath}.tmp`).catch(() => {});
+      }
+      if (!this.stopping) e.log('warn', `compaction abandoned: ${String((err as Error).message ?? err)}`);
+      return false;
+    } finally {
+      for (const s of run) s.compacting = false;
+      this.state = 2;
+    }
+  }
+}

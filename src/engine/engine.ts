@@ -1,0 +1,630 @@
+/**
+ * The storage engine: an append-only log of checksummed batches, an
+ * in-memory key directory pointing into it, group commit, expiry and
+ * compaction. Bytes and string keys only; no knowledge of HTTP or JSON.
+ *
+ * Writes are applied to the directory synchronously when `write` is called
+ * (so the caller's next read sees them, and read-modify-write sequences
+ * need no locks: the event loop is the one writer) and acknowledged when the
+ * log has them under the configured durability. If the log write fails, that
+ * batch and every batch queued after it are rolled back in reverse order
+ * before anything else runs, then rejected with a typed error.
+ */
+import * as path from 'node:path';
+import * as fs from 'node:fs';
+import { EngineClosedError, DirectoryLockedError, StorageIOError, storageError } from './errors.js';
+import {
+  encodeBatch, encodeSegmentHeader, entrySize, type EntryIn, MAX_BATCH_BYTES, MAX_KEY_BYTES, Op,
+  SEGMENT_HEADER_SIZE, SegmentKind,
+} from './format.js';
+import { type FileOps, nodeFileOps } from './fileops.js';
+import { type Decoder, Entry, FLAG_CURRENT, KeyDir } from './keydir.js';
+import { ID_STEP, Segment } from './segment.js';
+import { recover } from './recovery.js';
+import { buildHint } from './hints.js';
+import { Compactor } from './compaction.js';
+
+export { Op } from './format.js';
+export type { Decoder } from './keydir.js';
+
+export type Durability = 'always' | 'everysec' | 'never';
+export type Logger = (level: 'info' | 'warn' | 'error', msg: string) => void;
+
+export interface EngineOptions {
+  dir: string;
+  /** always (default): ack after fdatasync; everysec: ack after write, sync each second; never: ack after write. */
+  durability?: Durability;
+  /** Rotate the active segment when it would grow past this (default 64 MiB). */
+  segmentBytes?: number;
+  /** Budget for cached values and their decoded forms (default 256 MiB). */
+  cacheBytes?: number;
+  /** Clock in ms since the epoch; injectable so ttl tests need not sleep. */
+  now?: () => number;
+  /** How often expired keys are swept from the directory (default 1000 ms; 0 = only on demand). */
+  sweepIntervalMs?: number;
+  /** How often compaction checks for work (default 10 s; 0 = only on demand). */
+  compactIntervalMs?: number;
+  /** Compact a run of segments once this share of its bytes is dead (default 0.5). */
+  compactMinDeadRatio?: number;
+  /** ... and at least this many bytes are dead (default 16 MiB). */
+  compactMinDeadBytes?: number;
+  /** Drop damaged batches instead of refusing to open (keeps every intact batch). */
+  repair?: boolean;
+  log?: Logger;
+  fileOps?: FileOps;
+}
+
+export interface WriteOp extends EntryIn {
+  /** Decoded form of `value` to cache beside it, produced as `decoder` would. */
+  memo?: unknown;
+  decoder?: Decoder<unknown>;
+}
+
+export interface EngineStats {
+  /** Keys in the directory (expired ones count until swept). */
+  keys: number;
+  /** Keys outside any group. */
+  topLevelKeys: number;
+  liveBytes: number;
+  deadBytes: number;
+  segments: number;
+  /** 0: compaction never ran, 1: running, 2: idle. */
+  gcState: 0 | 1 | 2;
+  cacheBytes: number;
+  nextSeq: number;
+}
+
+/** Returned by peek() when the value is not cached and must be read with read(). */
+export const MISS: unique symbol = Symbol('miss');
+
+interface Pending {
+  seq: number;
+  buf: Buffer;
+  /** Entries created by this batch, with their value offsets inside `buf`. */
+  created: Entry[];
+  createdOffsets: number[];
+  /** (key, previous version) pairs in the order they were replaced. */
+  undoKeys: string[];
+  undoPrev: Array<Entry | undefined>;
+  resolve: () => void;
+  reject: (e: unknown) => void;
+}
+
+export class Engine {
+  // Fields below are shared with recovery.ts, hints.ts and compaction.ts.
+  readonly dir: string;
+  readonly fs: FileOps;
+  readonly keydir: KeyDir;
+  readonly now: () => number;
+  readonly log: Logger;
+  readonly durability: Durability;
+  readonly segmentBytes: number;
+  /** All segments in replay order (ascending id); the last is the active one. */
+  segments: Segment[] = [];
+  active!: Segment;
+  nextSeq = 1;
+
+  private queue: Pending[] = [];
+  private flushing = false;
+  private flushDone: Array<() => void> = [];
+  private groupsDone = 0;
+  private barriers: Array<{ target: number; resolve: () => void }> = [];
+  /** Set when a failed write could not be cut off the file; retried before the next write. */
+  private tailDirty = false;
+  private closed = false;
+  private syncedSize = 0;
+  private timers: NodeJS.Timeout[] = [];
+  private sweepRunning = false;
+  readonly compactor: Compactor;
+  private readonly keyLens: number[] = [];
+  private readonly valueOffsets: number[] = [];
+
+  private constructor(opts: EngineOptions) {
+    this.dir = path.resolve(opts.dir);
+    this.fs = opts.fileOps ?? nodeFileOps;
+    this.keydir = new KeyDir(opts.cacheBytes ?? 256 * 1024 * 1024);
+    this.keydir.evictable = (e) => e.seg !== undefined;
+    this.now = opts.now ?? Date.now;
+    this.log = opts.log ?? (() => {});
+    this.durability = opts.durability ?? 'always';
+    this.segmentBytes = opts.segmentBytes ?? 64 * 1024 * 1024;
+    this.compactor = new Compactor(this, {
+      minDeadRatio: opts.compactMinDeadRatio ?? 0.5,
+      minDeadBytes: opts.compactMinDeadBytes ?? 16 * 1024 * 1024,
+    });
+  }
+
+  static async open(opts: EngineOptions): Promise<Engine> {
+    const e = new Engine(opts);
+    await e.fs.mkdir(e.dir);
+    lockDirectory(e.dir);
+    try {
+      const started = Date.now();
+      const r = await recover(e, opts.repair === true);
+      e.segments = r.segments;
+      e.nextSeq = r.nextSeq;
+      await e.openActive(r.appendTo);
+      e.log('info', `recovered ${e.keydir.size} keys from ${e.segments.length} segment(s) in ${Date.now() - started} ms`);
+      for (const s of e.segments) {
+        if (s !== e.active && !s.hasHint) void buildHint(e, s).catch((err) => e.log('warn', `hint for ${s.name}: ${String(err)}`));
+      }
+    } catch (err) {
+      await e.closeFiles();
+      unlockDirectory(e.dir);
+      throw err;
+    }
+    const sweepMs = opts.sweepIntervalMs ?? 1000;
+    if (sweepMs > 0) e.timers.push(setInterval(() => void e.sweep(), sweepMs).unref());
+    const compactMs = opts.compactIntervalMs ?? 10_000;
+    if (compactMs > 0) e.timers.push(setInterval(() => void e.compactor.maybeRun(), compactMs).unref());
+    if (e.durability === 'everysec') e.timers.push(setInterval(() => void e.syncQuietly(), 1000).unref());
+    return e;
+  }
+
+  /** Continues the newest log segment if it has room, else starts a new one. */
+  private async openActive(appendTo: Segment | undefined): Promise<void> {
+    if (appendTo !== undefined && appendTo.size < this.segmentBytes) {
+      await this.fs.close(appendTo.fd);
+      appendTo.fd = await this.fs.open(appendTo.path, 'r+');
+      this.active = appendTo;
+      this.syncedSize = appendTo.size;
+      return;
+    }
+    const maxId = this.segments.length > 0 ? this.segments[this.segments.length - 1].id : 0;
+    this.active = await this.createLogSegment((Math.floor(maxId / ID_STEP) + 1) * ID_STEP);
+    this.segments.push(this.active);
+  }
+
+  private async createLogSegment(id: number): Promise<Segment> {
+    const seg = new Segment(this.dir, id, SegmentKind.Log);
+    seg.fd = await this.fs.open(seg.path, 'wx+');
+    try {
+      await this.fs.writeAll(seg.fd, encodeSegmentHeader(SegmentKind.Log, this.nextSeq), 0, SEGMENT_HEADER_SIZE, 0);
+      await this.fs.fdatasync(seg.fd);
+      await this.fs.syncDir(this.dir);
+    } catch (err) {
+      await seg.closeQuietly(this.fs);
+      await this.fs.unlink(seg.path).catch(() => {});
+      throw err;
+    }
+    seg.size = SEGMENT_HEADER_SIZE;
+    this.syncedSize = SEGMENT_HEADER_SIZE;
+    return seg;
+  }
+
+  // ---- writes --------------------------------------------------------------
+
+  /** The sequence number the next call to write() will take. */
+  get upcomingSeq(): number {
+    return this.nextSeq;
+  }
+
+  /**
+   * Appends one batch. The directory reflects it when this returns; the
+   * promise settles when the log has it (durably, under `always`).
+   */
+  write(ops: readonly WriteOp[]): Promise<void> {
+    if (this.closed) return Promise.reject(new EngineClosedError());
+    if (ops.length === 0) return Promise.resolve();
+    for (let i = 0; i < ops.length; i++) {
+      const o = ops[i];
+      if (typeof o.key !== 'string' || o.key.length === 0 || o.key.length * 3 > MAX_KEY_BYTES && Buffer.byteLength(o.key) > MAX_KEY_BYTES) {
+        return Promise.reject(new RangeError(`key must be 1..${MAX_KEY_BYTES} bytes`));
+      }
+      if (o.op === Op.Put && !(o.value instanceof Buffer)) return Promise.reject(new TypeError('put needs a Buffer value'));
+    }
+    const seq = this.nextSeq;
+    const buf = encodeBatch(seq, ops, this.keyLens, this.valueOffsets);
+    if (buf.length > MAX_BATCH_BYTES) return Promise.reject(new RangeError('batch exceeds 1 GiB'));
+    this.nextSeq++;
+    const kd = this.keydir;
+    const now = this.now();
+    const p: Pending = {
+      seq, buf, created: [], createdOffsets: [], undoKeys: [], undoPrev: [],
+      resolve: noop, reject: noop,
+    };
+    for (let i = 0; i < ops.length; i++) {
+      const o = ops[i];
+      if (o.op === Op.Put) {
+        const value = o.value as Buffer;
+        if (o.expiresAt !== 0 && o.expiresAt <= now) {
+          // Already expired: logged for order's sake, invisible at once.
+          if (kd.get(o.key) !== undefined) {
+            p.undoKeys.push(o.key);
+            p.undoPrev.push(kd.delete(o.key));
+          }
+          continue;
+        }
+        const e = new Entry(undefined, 0, value.length, entrySize(this.keyLens[i], value.length), o.expiresAt);
+        kd.cache(e, value, o.memo, o.memo === undefined ? undefined : o.decoder);
+        p.undoKeys.push(o.key);
+        p.undoPrev.push(kd.set(o.key, e));
+        p.created.push(e);
+        p.createdOffsets.push(this.valueOffsets[i]);
+      } else if (o.op === Op.Del) {
+        const prev = kd.delete(o.key);
+        if (prev !== undefined) {
+          p.undoKeys.push(o.key);
+          p.undoPrev.push(prev);
+        }
+      } else {
+        for (const [k, e] of kd.dropGroup(o.key)) {
+          p.undoKeys.push(k);
+          p.undoPrev.push(e);
+        }
+      }
+    }
+    const promise = new Promise<void>((resolve, reject) => {
+      p.resolve = resolve;
+      p.reject = reject;
+    });
+    this.queue.push(p);
+    if (!this.flushing) {
+      this.flushing = true;
+      // Let every request that arrived in this turn of the loop join the group.
+      setImmediate(this.flushLoop);
+    }
+    return promise;
+  }
+
+  private readonly flushLoop = async (): Promise<void> => {
+    while (this.queue.length > 0) {
+      const group = this.queue;
+      this.queue = [];
+      try {
+        await this.writeGroup(group);
+      } catch (err) {
+        // writeGroup has already rolled back and rejected; keep serving.
+        this.log('error', `log write failed: ${String((err as Error).message ?? err)}`);
+      }
+      this.groupsDone++;
+      if (this.barriers.length > 0) this.releaseBarriers(false);
+    }
+    this.releaseBarriers(true);
+    this.flushing = false;
+    const waiters = this.flushDone;
+    this.flushDone = [];
+    for (const w of waiters) w();
+  };
+
+  private releaseBarriers(all: boolean): void {
+    const keep: Array<{ target: number; resolve: () => void }> = [];
+    for (const b of this.barriers) {
+      if (all || this.groupsDone >= b.target) b.resolve();
+      else keep.push(b);
+    }
+    this.barriers = keep;
+  }
+
+  private async writeGroup(group: Pending[]): Promise<void> {
+    let total = 0;
+    for (const p of group) total += p.buf.length;
+    let seg = this.active;
+    try {
+      if (this.tailDirty) {
+        await this.fs.ftruncate(seg.fd, seg.size);
+        this.tailDirty = false;
+      }
+      if (seg.size + total > this.segmentBytes && seg.size > SEGMENT_HEADER_SIZE) seg = await this.rotate();
+    } catch (err) {
+      this.failFrom(group, storageError('segment rotation', err));
+      throw err;
+    }
+    const data = group.length === 1 ? group[0].buf : Buffer.concat(group.map((p) => p.buf), total);
+    const pos = seg.size;
+    try {
+      await this.fs.writeAll(seg.fd, data, 0, total, pos);
+    } catch (err) {
+      const e = storageError('write', err);
+      this.failFrom(group, e);
+      await this.cutTail(seg, pos);
+      throw e;
+    }
+    // The bytes are in the file: entries may now point there (and leave the cache).
+    let off = pos;
+    for (const p of group) {
+      for (let i = 0; i < p.created.length; i++) {
+        const e = p.created[i];
+        e.seg = seg;
+        e.vpos = off + p.createdOffsets[i];
+        if ((e.flags & FLAG_CURRENT) !== 0) seg.live += e.size;
+      }
+      off += p.buf.length;
+    }
+    seg.size = pos + total;
+    seg.maxSeq = group[group.length - 1].seq;
+    if (this.durability === 'always') {
+      try {
+        await this.fs.fdatasync(seg.fd);
+        this.syncedSize = seg.size;
+      } catch (err) {
+        // After a failed fsync the page cache can no longer be trusted to
+        // hold these bytes (PostgreSQL's "fsyncgate"): drop them and say so.
+        const e = storageError('fdatasync', err);
+        this.failFrom(group, e);
+        seg.size = pos;
+        await this.cutTail(seg, pos);
+        throw e;
+      }
+    }
+    for (const p of group) p.resolve();
+  }
+
+  /**
+   * Rolls back `group` and everything queued after it, newest first, and
+   * rejects them all. Runs synchronously so no other request can observe or
+   * build on the state being undone.
+   */
+  private failFrom(group: Pending[], err: unknown): void {
+    const all = group.concat(this.queue);
+    this.queue = [];
+    const kd = this.keydir;
+    for (let b = all.length - 1; b >= 0; b--) {
+      const p = all[b];
+      for (let i = p.undoKeys.length - 1; i >= 0; i--) {
+        const prev = p.undoPrev[i];
+        if (prev !== undefined && prev.seg !== undefined && prev.seg.compacting) this.compactor.conflict = true;
+        kd.restore(p.undoKeys[i], prev);
+      }
+    }
+    for (const p of all) p.reject(err);
+  }
+
+  /** Cuts a failed write off the file so no stray batch can follow a later good one. */
+  private async cutTail(seg: Segment, len: number): Promise<void> {
+    try {
+      await this.fs.ftruncate(seg.fd, len);
+    } catch (err) {
+      this.tailDirty = true;
+      this.log('error', `could not truncate ${seg.name} to ${len}: ${String(err)}; will retry before the next write`);
+    }
+  }
+
+  private async rotate(): Promise<Segment> {
+    const old = this.active;
+    await this.fs.fdatasync(old.fd);
+    const next = await this.createLogSegment(old.id + ID_STEP);
+    this.segments.push(next);
+    this.active = next;
+    void buildHint(this, old).catch((err) => this.log('warn', `hint for ${old.name}: ${String(err)}`));
+    return next;
+  }
+
+  private async syncQuietly(): Promise<void> {
+    const seg = this.active;
+    if (seg.size === this.syncedSize || seg.fd < 0) return;
+    const size = seg.size;
+    try {
+      await this.fs.fdatasync(seg.fd);
+      this.syncedSize = size;
+    } catch (err) {
+      this.log('error', `background fdatasync of ${seg.name} failed: ${String(err)}`);
+    }
+  }
+
+  /** Resolves once every batch queued or in flight at the time of the call has settled. */
+  settled(): Promise<void> {
+    if (!this.flushing) return Promise.resolve();
+    const target = this.groupsDone + (this.queue.length > 0 ? 2 : 1);
+    return new Promise((resolve) => this.barriers.push({ target, resolve }));
+  }
+
+  /** Resolves when the flush loop has nothing left to do. */
+  drain(): Promise<void> {
+    if (!this.flushing) return Promise.resolve();
+    return new Promise((resolve) => this.flushDone.push(resolve));
+  }
+
+  // ---- reads ---------------------------------------------------------------
+
+  private live(key: string): Entry | undefined {
+    const e = this.keydir.get(key);
+    if (e === undefined) return undefined;
+    if (e.exp !== 0 && e.exp <= this.now()) return undefined;
+    return e;
+  }
+
+  has(key: string): boolean {
+    return this.live(key) !== undefined;
+  }
+
+  /** Absolute expiry of a live key (0 = never), or undefined when absent. */
+  expiresAt(key: string): number | undefined {
+    return this.live(key)?.exp;
+  }
+
+  /**
+   * The decoded value when it is in memory, undefined when the key is absent,
+   * MISS when it must be read from disk with read(). Never waits.
+   */
+  peek<T>(key: string, dec: Decoder<T>): T | undefined | typeof MISS {
+    const e = this.live(key);
+    if (e === undefined) return undefined;
+    return this.decoded(key, e, dec);
+  }
+
+  private decoded<T>(key: string, e: Entry, dec: Decoder<T>): T | typeof MISS {
+    if (e.memo !== undefined && e.dec === dec) {
+      this.keydir.touch(e);
+      return e.memo as T;
+    }
+    if (e.val !== undefined) {
+      const memo = dec(e.val, key);
+      this.keydir.cache(e, e.val, memo, dec as Decoder<unknown>);
+      return memo;
+    }
+    return MISS;
+  }
+
+  /** The decoded value, reading it from its segment when it is not cached. */
+  async read<T>(key: string, dec: Decoder<T>): Promise<T | undefined> {
+    for (let attempt = 0; attempt < 8; attempt++) {
+      const e = this.live(key);
+      if (e === undefined) return undefined;
+      const v = this.decoded(key, e, dec);
+      if (v !== MISS) return v;
+      const buf = await this.readValue(e);
+      if (this.keydir.get(key) !== e) continue; // changed while we read
+      if (buf === undefined) continue;
+      const memo = dec(buf, key);
+      this.keydir.cache(e, buf, memo, dec as Decoder<unknown>);
+      return memo;
+    }
+    throw new StorageIOError(`could not read a stable value for a key`, undefined);
+  }
+
+  private async readValue(e: Entry): Promise<Buffer | undefined> {
+    const seg = e.seg;
+    if (seg === undefined || seg.fd < 0) return undefined;
+    const buf = Buffer.allocUnsafe(e.vlen);
+    let n: number;
+    try {
+      n = await seg.read(this.fs, buf, 0, e.vlen, e.vpos);
+    } catch (err) {
+      if (seg.retired) return undefined; // compaction moved it; look again
+      throw storageError('read', err);
+    }
+    if (n !== e.vlen) {
+      if (seg.retired || e.seg !== seg) return undefined;
+      throw new StorageIOError(`short read in ${seg.name} at ${e.vpos}`, undefined);
+    }
+    return buf;
+  }
+
+  /**
+   * Decoded values of a group's live keys, in key order. Synchronous when all
+   * of them are cached; otherwise a promise.
+   */
+  scan<T>(group: string, dec: Decoder<T>): T[] | Promise<T[]> {
+    const members = this.keydir.groupMembers(group);
+    const out: T[] = [];
+    if (members === undefined) return out;
+    const now = this.now();
+    let missing: Array<[number, string]> | undefined;
+    for (const [key, e] of members) {
+      if (e.exp !== 0 && e.exp <= now) continue;
+      const v = this.decoded(key, e, dec);
+      if (v === MISS) {
+        (missing ??= []).push([out.length, key]);
+        out.push(undefined as T);
+      } else {
+        out.push(v);
+      }
+    }
+    if (missing === undefined) return out;
+    return this.fillMissing(out, missing, dec);
+  }
+
+  private async fillMissing<T>(out: T[], missing: Array<[number, string]>, dec: Decoder<T>): Promise<T[]> {
+    await Promise.all(missing.map(async ([i, key]) => {
+      out[i] = (await this.read(key, dec)) as T;
+    }));
+    // A key deleted while we read leaves a hole; drop it.
+    return out.filter((v) => v !== undefined);
+  }
+
+  /** Number of live keys in a group (expired-but-unswept ones included). */
+  groupSize(group: string): number {
+    return this.keydir.groupMembers(group)?.size ?? 0;
+  }
+
+  // ---- expiry, compaction, stats -----------------------------------------
+
+  /** Removes expired keys from the directory in slices that yield between them. */
+  async sweep(): Promise<void> {
+    if (this.sweepRunning) return;
+    this.sweepRunning = true;
+    try {
+      while (this.keydir.sweep(this.now(), 10_000) === 10_000) {
+        await new Promise((r) => setImmediate(r));
+      }
+    } finally {
+      this.sweepRunning = false;
+    }
+  }
+
+  /** Runs one compaction pass now if there is a run worth compacting (or any, with force). */
+  compact(force = false): Promise<boolean> {
+    return this.compactor.maybeRun(force);
+  }
+
+  stats(): EngineStats {
+    let live = 0;
+    let dead = 0;
+    for (const s of this.segments) {
+      live += s.live;
+      dead += s.dead(SEGMENT_HEADER_SIZE);
+    }
+    return {
+      keys: this.keydir.size,
+      topLevelKeys: this.keydir.ungroupedSize,
+      liveBytes: live,
+      deadBytes: dead,
+      segments: this.segments.length,
+      gcState: this.compactor.state,
+      cacheBytes: this.keydir.cacheBytes,
+      nextSeq: this.nextSeq,
+    };
+  }
+
+  // ---- shutdown ------------------------------------------------------------
+
+  /** Flushes, syncs and closes every file. Writes after this reject. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const t of this.timers) clearInterval(t);
+    await this.drain();
+    await this.compactor.stop();
+    try {
+      if (this.active !== undefined && this.active.fd >= 0) await this.fs.fdatasync(this.active.fd);
+    } finally {
+      await this.closeFiles();
+      unlockDirectory(this.dir);
+    }
+  }
+
+  private async closeFiles(): Promise<void> {
+    for (const s of this.segments) {
+      s.retired = true;
+      await s.closeQuietly(this.fs);
+    }
+  }
+}
+
+function noop(): void {}
+
+/**
+ * One process per data directory: a LOCK file holding the owner's pid. A
+ * stale file (its process is gone, e.g. after SIGKILL) is taken over.
+ */
+function lockDirectory(dir: string): void {
+  const file = path.join(dir, 'LOCK');
+  try {
+    const pid = Number(fs.readFileSync(file, 'utf8').trim());
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && processAlive(pid)) {
+      throw new DirectoryLockedError(dir, pid);
+    }
+  } catch (err) {
+    if (err instanceof DirectoryLockedError) throw err;
+  }
+  fs.writeFileSync(file, `${process.pid}\n`);
+}
+
+function unlockDirectory(dir: string): void {
+  try {
+    const file = path.join(dir, 'LOCK');
+    if (Number(fs.readFileSync(file, 'utf8').trim()) === process.pid) fs.unlinkSync(file);
+  } catch {
+    // Nothing to release.
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

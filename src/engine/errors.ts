@@ -1,0 +1,52 @@
+/**
+ * Typed engine failures. The HTTP layer maps these to statuses in one place
+ * (src/http/errors.ts); the engine itself never thinks in statuses.
+ */
+
+/** The device is full (ENOSPC / EDQUOT). Writes are refused, reads go on. */
+export class StorageFullError extends Error {
+  readonly code = 'STORAGE_FULL';
+  constructor(override readonly cause: unknown) {
+    super('the disk is full');
+  }
+}
+
+/** Any other write-side I/O failure (EIO on write or fsync, EBADF, ...). */
+export class StorageIOError extends Error {
+  readonly code = 'STORAGE_IO';
+  constructor(message: string, override readonly cause: unknown) {
+    super(message);
+  }
+}
+
+/** A checksum or structure failure that is not a torn tail. Refuses open. */
+export class CorruptionError extends Error {
+  readonly code = 'CORRUPTION';
+  constructor(readonly file: string, readonly offset: number, reason: string) {
+    super(`corrupt data in ${file} at offset ${offset}: ${reason}; ` +
+      'start with --repair (or run `pithos repair`) to keep every intact batch and drop the damaged bytes');
+  }
+}
+
+/** The engine is closed or closing. */
+export class EngineClosedError extends Error {
+  readonly code = 'ENGINE_CLOSED';
+  constructor() {
+    super('the storage engine is closed');
+  }
+}
+
+/** Another process holds the data directory. */
+export class DirectoryLockedError extends Error {
+  readonly code = 'DIR_LOCKED';
+  constructor(dir: string, pid: number) {
+    super(`data directory ${dir} is in use by process ${pid}`);
+  }
+}
+
+/** Wraps a raw errno failure into the typed error callers can branch on. */
+export function storageError(op: string, err: unknown): StorageFullError | StorageIOError {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  if (code === 'ENOSPC' || code === 'EDQUOT') return new StorageFullError(err);
+  return new StorageIOError(`${op} failed: ${code ?? String(err)}`, err);
+}

@@ -1,0 +1,303 @@
+/**
+ * On-disk formats: segment header, batch records, hint files.
+ * docs/format.md describes the same layout for humans; keep them in step.
+ *
+ * All integers are little-endian. Sequence numbers are stored as two u32
+ * halves and handled as JS numbers (exact up to 2^53).
+ */
+import { crc32 } from 'node:zlib';
+
+export const SEGMENT_MAGIC = 0x53485450; // "PTHS" read as LE u32
+export const HINT_MAGIC = 0x48485450; // "PTHH"
+export const FORMAT_VERSION = 1;
+export const SEGMENT_HEADER_SIZE = 16;
+export const BATCH_HEADER_SIZE = 20;
+export const ENTRY_HEADER_SIZE = 15;
+export const HINT_HEADER_SIZE = 8;
+export const HINT_ENTRY_HEADER_SIZE = 23;
+export const HINT_FOOTER_SIZE = 16;
+/** Upper bound on one batch; larger writes are refused before they reach the log. */
+export const MAX_BATCH_BYTES = 1 << 30;
+export const MAX_KEY_BYTES = 0xffff;
+
+export enum Op {
+  Put = 1,
+  Del = 2,
+  /** Removes every key of a group (the part of a key up to its last U+0000). */
+  DropGroup = 3,
+}
+
+export const enum SegmentKind {
+  Log = 0,
+  Compacted = 1,
+}
+
+export interface EntryIn {
+  op: Op;
+  key: string;
+  value: Buffer | undefined;
+  /** Absolute expiry in ms since the epoch; 0 = never. */
+  expiresAt: number;
+}
+
+export function writeSeq(buf: Buffer, off: number, seq: number): void {
+  buf.writeUInt32LE(seq % 0x100000000, off);
+  buf.writeUInt32LE(Math.floor(seq / 0x100000000), off + 4);
+}
+
+export function readSeq(buf: Buffer, off: number): number {
+  return buf.readUInt32LE(off) + buf.readUInt32LE(off + 4) * 0x100000000;
+}
+
+export function encodeSegmentHeader(kind: SegmentKind, baseSeq: number): Buffer {
+  const b = Buffer.alloc(SEGMENT_HEADER_SIZE);
+  b.writeUInt32LE(SEGMENT_MAGIC, 0);
+  b[4] = FORMAT_VERSION;
+  b[5] = kind;
+  writeSeq(b, 8, baseSeq);
+  return b;
+}
+
+export interface SegmentHeader {
+  kind: SegmentKind;
+  baseSeq: number;
+}
+
+export function decodeSegmentHeader(b: Buffer): SegmentHeader | string {
+  if (b.length < SEGMENT_HEADER_SIZE) return 'segment header is truncated';
+  if (b.readUInt32LE(0) !== SEGMENT_MAGIC) return 'bad segment magic';
+  if (b[4] !== FORMAT_VERSION) return `unsupported format version ${b[4]}`;
+  if (b[5] !== SegmentKind.Log && b[5] !== SegmentKind.Compacted) return `unknown segment kind ${b[5]}`;
+  return { kind: b[5] as SegmentKind, baseSeq: readSeq(b, 8) };
+}
+
+/** Bytes one entry takes inside a batch. */
+export function entrySize(keyBytes: number, valueBytes: number): number {
+  return ENTRY_HEADER_SIZE + keyBytes + valueBytes;
+}
+
+/**
+ * Encodes one batch. `valueOffsets[i]` receives the offset of entry i's value
+ * relative to the start of the batch, so the caller can place it in a file.
+ *
+ * Layout: crc32 u32 | length u32 | seq u64 | count u32 | entries...
+ * entry:  op u8 | keyLen u16 | valueLen u32 | expiresAt f64 | key | value
+ * The crc covers every byte after itself, so a length field torn by a crash
+ * is caught like any other damage.
+ */
+export function encodeBatch(seq: number, entries: readonly EntryIn[], keyLens: number[], valueOffsets: number[]): Buffer {
+  let total = BATCH_HEADER_SIZE;
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i];
+    const kl = Buffer.byteLength(e.key, 'utf8');
+    keyLens[i] = kl;
+    total += ENTRY_HEADER_SIZE + kl + (e.value === undefined ? 0 : e.value.length);
+  }
+  const buf = Buffer.allocUnsafe(total);
+  buf.writeUInt32LE(total, 4);
+  writeSeq(buf, 8, seq);
+  buf.writeUInt32LE(entries.length, 16);
+  let off = BATCH_HEADER_SIZE;
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i];
+    const kl = keyLens[i];
+    const vl = e.value === undefined ? 0 : e.value.length;
+    buf[off] = e.op;
+    buf.writeUInt16LE(kl, off + 1);
+    buf.writeUInt32LE(vl, off + 3);
+    buf.writeDoubleLE(e.expiresAt, off + 7);
+    off += ENTRY_HEADER_SIZE;
+    buf.write(e.key, off, kl, 'utf8');
+    off += kl;
+    valueOffsets[i] = off;
+    if (vl > 0) (e.value as Buffer).copy(buf, off);
+    off += vl;
+  }
+  buf.writeUInt32LE(crc32(buf.subarray(4)) >>> 0, 0);
+  return buf;
+}
+
+/** One decoded entry; `valueOffset` is relative to the buffer handed to the decoder. */
+export interface DecodedEntry {
+  op: Op;
+  key: string;
+  valueOffset: number;
+  valueLength: number;
+  expiresAt: number;
+  size: number;
+}
+
+export interface DecodedBatch {
+  seq: number;
+  length: number;
+  entries: DecodedEntry[];
+}
+
+/** Result of looking at `buf` at `off` for a batch. */
+export const enum Probe {
+  Ok,
+  /** Fewer bytes remain than the batch claims (or than a header needs). */
+  Short,
+  /** The bytes are there but do not form a valid batch. */
+  Bad,
+}
+
+/**
+ * Checks whether a valid batch starts at `off`. On success returns its
+ * length in `out[0]`. Cheap structural checks run before the crc, so the
+ * resynchronising scan in recovery can probe every offset quickly.
+ */
+export function probeBatch(buf: Buffer, off: number, end: number, out: number[]): Probe {
+  if (end - off < BATCH_HEADER_SIZE) return Probe.Short;
+  const len = buf.readUInt32LE(off + 4);
+  if (len < BATCH_HEADER_SIZE || len > MAX_BATCH_BYTES) return Probe.Bad;
+  const count = buf.readUInt32LE(off + 16);
+  if (count === 0 || count * ENTRY_HEADER_SIZE > len - BATCH_HEADER_SIZE) return Probe.Bad;
+  if (off + len > end) return Probe.Short;
+  if ((crc32(buf.subarray(off + 4, off + len)) >>> 0) !== buf.readUInt32LE(off)) return Probe.Bad;
+  // Entries must tile the batch exactly; a crc collision on garbage fails here.
+  let p = off + BATCH_HEADER_SIZE;
+  const stop = off + len;
+  for (let i = 0; i < count; i++) {
+    if (p + ENTRY_HEADER_SIZE > stop) return Probe.Bad;
+    const op = buf[p];
+    if (op !== Op.Put && op !== Op.Del && op !== Op.DropGroup) return Probe.Bad;
+    p += ENTRY_HEADER_SIZE + buf.readUInt16LE(p + 1) + buf.readUInt32LE(p + 3);
+  }
+  if (p !== stop) return Probe.Bad;
+  out[0] = len;
+  return Probe.Ok;
+}
+
+/** Decodes a batch already accepted by probeBatch. */
+export function decodeBatch(buf: Buffer, off: number, len: number): DecodedBatch {
+  const seq = readSeq(buf, off + 8);
+  const count = buf.readUInt32LE(off + 16);
+  const entries: DecodedEntry[] = new Array(count);
+  let p = off + BATCH_HEADER_SIZE;
+  for (let i = 0; i < count; i++) {
+    const op = buf[p] as Op;
+    const kl = buf.readUInt16LE(p + 1);
+    const vl = buf.readUInt32LE(p + 3);
+    const expiresAt = buf.readDoubleLE(p + 7);
+    const key = buf.toString('utf8', p + ENTRY_HEADER_SIZE, p + ENTRY_HEADER_SIZE + kl);
+    const valueOffset = p + ENTRY_HEADER_SIZE + kl;
+    entries[i] = { op, key, valueOffset, valueLength: vl, expiresAt, size: ENTRY_HEADER_SIZE + kl + vl };
+    p = valueOffset + vl;
+  }
+  return { seq, length: len, entries };
+}
+
+/**
+ * Hint file: the directory view of one immutable segment, so recovery does
+ * not read values. Layout:
+ *   magic u32 | version u8 | pad[3]
+ *   entries: op u8 | keyLen u16 | valueLen u32 | valuePos u32 | size u32 | expiresAt f64 | key
+ *   footer:  segmentSize u32 | count u32 | maxSeq u64 ... crc32 over all before it
+ * The footer's segment size ties the hint to the exact segment it describes;
+ * a hint that disagrees with its segment is ignored and the segment scanned.
+ */
+export interface HintEntry {
+  op: Op;
+  key: string;
+  valuePos: number;
+  valueLength: number;
+  size: number;
+  expiresAt: number;
+}
+
+export class HintWriter {
+  private chunks: Buffer[] = [];
+  private cur: Buffer = Buffer.allocUnsafe(1 << 16);
+  private pos = 0;
+  private count = 0;
+
+  constructor() {
+    this.cur.writeUInt32LE(HINT_MAGIC, 0);
+    this.cur[4] = FORMAT_VERSION;
+    this.cur[5] = 0;
+    this.cur[6] = 0;
+    this.cur[7] = 0;
+    this.pos = HINT_HEADER_SIZE;
+  }
+
+  add(op: Op, key: string, valuePos: number, valueLength: number, size: number, expiresAt: number): void {
+    const kl = Buffer.byteLength(key, 'utf8');
+    const need = HINT_ENTRY_HEADER_SIZE + kl;
+    if (this.pos + need > this.cur.length) {
+      this.chunks.push(this.cur.subarray(0, this.pos));
+      this.cur = Buffer.allocUnsafe(Math.max(1 << 16, need));
+      this.pos = 0;
+    }
+    const b = this.cur;
+    let p = this.pos;
+    b[p] = op;
+    b.writeUInt16LE(kl, p + 1);
+    b.writeUInt32LE(valueLength, p + 3);
+    b.writeUInt32LE(valuePos, p + 7);
+    b.writeUInt32LE(size, p + 11);
+    b.writeDoubleLE(expiresAt, p + 15);
+    p += HINT_ENTRY_HEADER_SIZE;
+    b.write(key, p, kl, 'utf8');
+    this.pos = p + kl;
+    this.count++;
+  }
+
+  finish(segmentSize: number, maxSeq: number): Buffer {
+    this.chunks.push(this.cur.subarray(0, this.pos));
+    const body = Buffer.concat(this.chunks);
+    const footer = Buffer.allocUnsafe(HINT_FOOTER_SIZE + 4);
+    footer.writeUInt32LE(segmentSize, 0);
+    footer.writeUInt32LE(this.count, 4);
+    writeSeq(footer, 8, maxSeq);
+    let c = crc32(body);
+    c = crc32(footer.subarray(0, HINT_FOOTER_SIZE), c);
+    footer.writeUInt32LE(c >>> 0, HINT_FOOTER_SIZE);
+    return Buffer.concat([body, footer]);
+  }
+}
+
+export interface HintVisitor {
+  hint(op: Op, key: string, valuePos: number, valueLength: number, size: number, expiresAt: number): void;
+}
+
+export interface HintFooter {
+  segmentSize: number;
+  maxSeq: number;
+  count: number;
+}
+
+/**
+ * Validates a hint file and returns its footer, or a reason string when it
+ * cannot be trusted. Entries are not decoded here; see visitHint.
+ */
+export function checkHint(buf: Buffer): HintFooter | string {
+  const minLen = HINT_HEADER_SIZE + HINT_FOOTER_SIZE + 4;
+  if (buf.length < minLen) return 'hint file is truncated';
+  if (buf.readUInt32LE(0) !== HINT_MAGIC || buf[4] !== FORMAT_VERSION) return 'bad hint magic';
+  const crcPos = buf.length - 4;
+  if ((crc32(buf.subarray(0, crcPos)) >>> 0) !== buf.readUInt32LE(crcPos)) return 'hint checksum mismatch';
+  const footer = crcPos - HINT_FOOTER_SIZE;
+  return { segmentSize: buf.readUInt32LE(footer), count: buf.readUInt32LE(footer + 4), maxSeq: readSeq(buf, footer + 8) };
+}
+
+/**
+ * Feeds the entries of a checked hint to `v`, `limit` at a time starting at
+ * byte `pos`; returns the position to continue from (0 when done), so the
+ * caller can yield to the event loop between slices. Throws on a structure
+ * error, which the checksum makes a bug rather than damage.
+ */
+export function visitHint(buf: Buffer, pos: number, limit: number, v: HintVisitor): number {
+  const footer = buf.length - 4 - HINT_FOOTER_SIZE;
+  let p = pos === 0 ? HINT_HEADER_SIZE : pos;
+  for (let i = 0; i < limit; i++) {
+    if (p >= footer) return 0;
+    const kl = buf.readUInt16LE(p + 1);
+    const keyStart = p + HINT_ENTRY_HEADER_SIZE;
+    if (keyStart + kl > footer) throw new Error('hint entries overrun');
+    v.hint(buf[p] as Op, buf.toString('utf8', keyStart, keyStart + kl), buf.readUInt32LE(p + 7),
+      buf.readUInt32LE(p + 3), buf.readUInt32LE(p + 11), buf.readDoubleLE(p + 15));
+    p = keyStart + kl;
+  }
+  return p >= footer ? 0 : p;
+}

@@ -1,0 +1,47 @@
+/**
+ * Hint files for immutable segments: written once a segment stops being
+ * appended to, so recovery can rebuild the directory without reading values.
+ * A missing or damaged hint only costs time: recovery scans the segment.
+ */
+import { HintWriter, Op } from './format.js';
+import type { Engine } from './engine.js';
+import type { Segment } from './segment.js';
+import { SegmentScanner } from './scanner.js';
+
+/** Writes `bytes` to `final` through a temporary file, so a crash never leaves half a file under the real name. */
+export async function writeFileDurably(engine: Engine, final: string, bytes: Buffer): Promise<void> {
+  const f = engine.fs;
+  const tmp = `${final}.tmp`;
+  const fd = await f.open(tmp, 'w');
+  try {
+    await f.writeAll(fd, bytes, 0, bytes.length, 0);
+    await f.fdatasync(fd);
+  } finally {
+    await f.close(fd);
+  }
+  await f.rename(tmp, final);
+  await f.syncDir(engine.dir);
+}
+
+/** Scans an immutable segment and writes its hint file. */
+export async function buildHint(engine: Engine, seg: Segment): Promise<void> {
+  const size = seg.size;
+  const scanner = new SegmentScanner(engine.fs, seg, size);
+  const hint = new HintWriter();
+  let maxSeq = 0;
+  for (;;) {
+    if (seg.retired) return; // compacted away meanwhile
+    const step = await scanner.next();
+    if (step.kind === 'end') break;
+    if (step.kind === 'bad') throw new Error(`${seg.name} at ${step.pos}: ${step.reason}`);
+    const { batch, pos, bufPos } = step;
+    if (batch.seq > maxSeq) maxSeq = batch.seq;
+    for (const en of batch.entries) {
+      const valuePos = en.op === Op.Put ? pos + (en.valueOffset - bufPos) : 0;
+      hint.add(en.op, en.key, valuePos, en.valueLength, en.size, en.expiresAt);
+    }
+  }
+  if (seg.retired) return;
+  await writeFileDurably(engine, seg.hintPath, hint.finish(size, maxSeq));
+  seg.hasHint = true;
+}

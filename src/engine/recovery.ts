@@ -1,0 +1,240 @@
+/**
+ * Rebuilds the key directory at open: segments in id order, each from its
+ * hint file when that is present and matches, else by scanning its batches.
+ *
+ * Damage policy (DESIGN.md invariant 3):
+ *  - the newest log segment may end in a torn batch (the process died inside
+ *    a write). If no valid batch follows the damage, the tail is cut off and
+ *    the number of bytes dropped is logged.
+ *  - damage anywhere else refuses to open with the file and offset, unless
+ *    `repair` is set: then every intact batch is kept, the damaged ranges are
+ *    dropped, the segment is rewritten without them, and each drop is logged.
+ */
+import * as path from 'node:path';
+import { CorruptionError } from './errors.js';
+import {
+  checkHint, decodeSegmentHeader, type HintVisitor, Op, SEGMENT_HEADER_SIZE, SegmentKind, visitHint,
+} from './format.js';
+import type { Engine } from './engine.js';
+import { Entry } from './keydir.js';
+import { parseFileName, Segment } from './segment.js';
+import { SegmentScanner } from './scanner.js';
+import { writeFileDurably } from './hints.js';
+
+export interface Recovered {
+  segments: Segment[];
+  nextSeq: number;
+  /** The newest log segment, to continue appending to if it has room. */
+  appendTo: Segment | undefined;
+}
+
+/** Applies recovered entries to the directory, in log order. */
+class Applier implements HintVisitor {
+  seg!: Segment;
+  applied = 0;
+  constructor(private readonly engine: Engine, private readonly now: number) {}
+
+  hint(op: Op, key: string, valuePos: number, valueLength: number, size: number, expiresAt: number): void {
+    const kd = this.engine.keydir;
+    this.applied++;
+    if (op === Op.Put) {
+      // An expired version still shadows older ones, so it deletes.
+      if (expiresAt !== 0 && expiresAt <= this.now) kd.delete(key);
+      else kd.set(key, new Entry(this.seg, valuePos, valueLength, size, expiresAt));
+    } else if (op === Op.Del) {
+      kd.delete(key);
+    } else {
+      kd.dropGroup(key);
+    }
+  }
+}
+
+const yieldNow = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+export async function recover(engine: Engine, repair: boolean): Promise<Recovered> {
+  const f = engine.fs;
+  const names = await f.readdir(engine.dir);
+  const logs: number[] = [];
+  const hints = new Set<number>();
+  for (const n of names) {
+    if (n.endsWith('.tmp')) {
+      // An unfinished compaction output or hint: never renamed, never needed.
+      await f.unlink(path.join(engine.dir, n)).catch(() => {});
+      continue;
+    }
+    const p = parseFileName(n);
+    if (p === undefined) continue;
+    if (p.ext === 'log') logs.push(p.id);
+    else hints.add(p.id);
+  }
+  logs.sort((a, b) => a - b);
+  const lastLogId = [...logs].reverse().find((id) => id % 1024 === 0);
+
+  const segments: Segment[] = [];
+  const applier = new Applier(engine, engine.now());
+  let maxSeq = 0;
+  let appendTo: Segment | undefined;
+
+  for (const id of logs) {
+    const kind = id % 1024 === 0 ? SegmentKind.Log : SegmentKind.Compacted;
+    const seg = new Segment(engine.dir, id, kind);
+    const isTail = id === lastLogId;
+    seg.fd = await f.open(seg.path, isTail ? 'r+' : 'r');
+    let size = await f.fstatSize(seg.fd);
+    const head = Buffer.alloc(SEGMENT_HEADER_SIZE);
+    const got = size >= SEGMENT_HEADER_SIZE ? await seg.read(f, head, 0, SEGMENT_HEADER_SIZE, 0) : 0;
+    const header = decodeSegmentHeader(head.subarray(0, got));
+    if (typeof header === 'string') {
+      if (isTail && size < SEGMENT_HEADER_SIZE) {
+        // Died while creating this segment: it holds nothing. Start it afresh.
+        engine.log('warn', `${seg.name}: ${size}-byte segment without a header (died while creating it); removed`);
+        await seg.closeQuietly(f);
+        await f.unlink(seg.path);
+        continue;
+      }
+      await seg.closeQuietly(f);
+      throw new CorruptionError(seg.name, 0, header);
+    }
+    maxSeq = Math.max(maxSeq, header.baseSeq - 1);
+    applier.seg = seg;
+
+    let loaded = false;
+    if (hints.has(id) && !isTail) {
+      loaded = await loadHint(engine, seg, size, applier);
+      if (loaded) seg.hasHint = true;
+    }
+    if (!loaded) {
+      size = await scanSegment(engine, seg, size, isTail, repair, applier);
+    }
+    seg.size = size;
+    maxSeq = Math.max(maxSeq, seg.maxSeq);
+    segments.push(seg);
+    if (isTail) appendTo = seg;
+  }
+  return { segments, nextSeq: maxSeq + 1, appendTo };
+}
+
+async function loadHint(engine: Engine, seg: Segment, size: number, applier: Applier): Promise<boolean> {
+  const f = engine.fs;
+  let buf: Buffer;
+  try {
+    const fd = await f.open(seg.hintPath, 'r');
+    try {
+      const len = await f.fstatSize(fd);
+      buf = Buffer.allocUnsafe(len);
+      let done = 0;
+      while (done < len) {
+        const n = await f.read(fd, buf, done, len - done, done);
+        if (n === 0) break;
+        done += n;
+      }
+      buf = buf.subarray(0, done);
+    } finally {
+      await f.close(fd);
+    }
+  } catch (err) {
+    engine.log('warn', `${seg.name}: hint unreadable (${String(err)}); scanning the segment`);
+    return false;
+  }
+  const footer = checkHint(buf);
+  if (typeof footer === 'string' || footer.segmentSize !== size) {
+    engine.log('warn', `${seg.name}: hint ignored (${typeof footer === 'string' ? footer : 'size mismatch'}); scanning the segment`);
+    return false;
+  }
+  let pos = 0;
+  do {
+    pos = visitHint(buf, pos, 50_000, applier);
+    if (pos !== 0) await yieldNow();
+  } while (pos !== 0);
+  seg.maxSeq = footer.maxSeq;
+  return true;
+}
+
+/** Scans a segment's batches into the directory; returns the segment's valid size. */
+async function scanSegment(
+  engine: Engine, seg: Segment, size: number, isTail: boolean, repair: boolean, applier: Applier,
+): Promise<number> {
+  const scanner = new SegmentScanner(engine.fs, seg, size);
+  const dropped: Array<[number, number]> = [];
+  let sinceYield = 0;
+  for (;;) {
+    const step = await scanner.next();
+    if (step.kind === 'end') break;
+    if (step.kind === 'bad') {
+      const next = await scanner.resync(step.pos);
+      if (next < 0 && isTail) {
+        // Torn tail: the last write never completed. Cut it off.
+        const cut = size - step.pos;
+        engine.log('warn', `${seg.name}: torn tail at offset ${step.pos}, dropped ${cut} byte(s) of an unfinished write`);
+        await engine.fs.ftruncate(seg.fd, step.pos);
+        await engine.fs.fdatasync(seg.fd);
+        size = step.pos;
+        break;
+      }
+      if (!repair) throw new CorruptionError(seg.name, step.pos, step.reason);
+      const end = next < 0 ? size : next;
+      engine.log('warn', `${seg.name}: repair dropped ${end - step.pos} damaged byte(s) at offset ${step.pos} (${step.reason})`);
+      dropped.push([step.pos, end]);
+      if (next < 0) break;
+      continue;
+    }
+    const { batch, pos, bufPos } = step;
+    if (batch.seq > seg.maxSeq) seg.maxSeq = batch.seq;
+    for (const en of batch.entries) {
+      applier.hint(en.op, en.key, pos + (en.valueOffset - bufPos), en.valueLength, en.size, en.expiresAt);
+    }
+    sinceYield += batch.entries.length;
+    if (sinceYield >= 20_000) {
+      sinceYield = 0;
+      await yieldNow();
+    }
+  }
+  if (dropped.length > 0) return rewriteWithout(engine, seg, size, dropped, applier);
+  return size;
+}
+
+/**
+ * Repair: writes the segment again without the damaged ranges and replays it
+ * from the new file, so every directory entry points at real bytes.
+ */
+async function rewriteWithout(
+  engine: Engine, seg: Segment, size: number, dropped: Array<[number, number]>, applier: Applier,
+): Promise<number> {
+  const f = engine.fs;
+  const keep: Buffer[] = [];
+  let from = 0;
+  for (const [a, b] of dropped) {
+    if (a > from) keep.push(await readRange(engine, seg, from, a));
+    from = b;
+  }
+  if (size > from) keep.push(await readRange(engine, seg, from, size));
+  const bytes = Buffer.concat(keep);
+  // Entries applied from the old file point at old offsets; rebuild them.
+  for (const [k, e] of Array.from(engine.keydir.map)) if (e.seg === seg) engine.keydir.delete(k);
+  await writeFileDurably(engine, seg.path, bytes);
+  await f.unlink(seg.hintPath).catch(() => {});
+  await seg.closeQuietly(f);
+  seg.retired = false;
+  seg.fd = await f.open(seg.path, 'r+');
+  seg.maxSeq = 0;
+  seg.live = 0;
+  engine.log('warn', `${seg.name}: rewritten without ${size - bytes.length} damaged byte(s)`);
+  const scanner = new SegmentScanner(f, seg, bytes.length);
+  for (;;) {
+    const step = await scanner.next();
+    if (step.kind === 'end') break;
+    if (step.kind === 'bad') throw new CorruptionError(seg.name, step.pos, 'damage left after repair');
+    const { batch, pos, bufPos } = step;
+    if (batch.seq > seg.maxSeq) seg.maxSeq = batch.seq;
+    for (const en of batch.entries) {
+      applier.hint(en.op, en.key, pos + (en.valueOffset - bufPos), en.valueLength, en.size, en.expiresAt);
+    }
+  }
+  return bytes.length;
+}
+
+async function readRange(engine: Engine, seg: Segment, a: number, b: number): Promise<Buffer> {
+  const buf = Buffer.allocUnsafe(b - a);
+  const n = await seg.read(engine.fs, buf, 0, b - a, a);
+  return buf.subarray(0, n);
+}

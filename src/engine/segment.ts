@@ -1,0 +1,89 @@
+/**
+ * One segment file of the log, open for reads for as long as the directory
+ * may point into it. Segment ids order replay: log segments take ids that
+ * are multiples of ID_STEP; a compaction of a run of segments ending at id X
+ * writes its output under the next free id above X, so the output replays
+ * after every segment it replaced and before every segment written later.
+ */
+import * as path from 'node:path';
+import { SegmentKind } from './format.js';
+import type { FileOps } from './fileops.js';
+
+export const ID_STEP = 1024;
+
+export function segmentFileName(id: number): string {
+  return `${String(id).padStart(16, '0')}.log`;
+}
+
+export function hintFileName(id: number): string {
+  return `${String(id).padStart(16, '0')}.hint`;
+}
+
+/** Parses "<16 digits>.log" / ".hint"; anything else is not ours. */
+export function parseFileName(name: string): { id: number; ext: 'log' | 'hint' } | undefined {
+  const m = /^(\d{16})\.(log|hint)$/.exec(name);
+  if (m === null) return undefined;
+  return { id: Number(m[1]), ext: m[2] as 'log' | 'hint' };
+}
+
+export class Segment {
+  /** Bytes of the file that are written (for the active segment: acknowledged or in flight). */
+  size = 0;
+  /** Sum of Entry.size of current directory entries that point here. */
+  live = 0;
+  /** Highest batch sequence number stored here. */
+  maxSeq = 0;
+  /** Reads in flight; the fd is closed only when this drops to 0 after retirement. */
+  readers = 0;
+  retired = false;
+  compacting = false;
+  hasHint = false;
+  fd = -1;
+
+  constructor(readonly dir: string, readonly id: number, readonly kind: SegmentKind) {}
+
+  get path(): string {
+    return path.join(this.dir, segmentFileName(this.id));
+  }
+
+  get hintPath(): string {
+    return path.join(this.dir, hintFileName(this.id));
+  }
+
+  get name(): string {
+    return segmentFileName(this.id);
+  }
+
+  /** Bytes that no current entry needs (overwritten, deleted, expired, headers). */
+  dead(headerSize: number): number {
+    return Math.max(0, this.size - headerSize - this.live);
+  }
+
+  /** Reads `len` bytes at `pos`, keeping the fd open while the read is in flight. */
+  async read(fs: FileOps, buf: Buffer, off: number, len: number, pos: number): Promise<number> {
+    this.readers++;
+    try {
+      let done = 0;
+      while (done < len) {
+        const n = await fs.read(this.fd, buf, off + done, len - done, pos + done);
+        if (n === 0) break;
+        done += n;
+      }
+      return done;
+    } finally {
+      this.readers--;
+      if (this.retired && this.readers === 0) void this.closeQuietly(fs);
+    }
+  }
+
+  async closeQuietly(fs: FileOps): Promise<void> {
+    if (this.fd < 0 || this.readers > 0) return;
+    const fd = this.fd;
+    this.fd = -1;
+    try {
+      await fs.close(fd);
+    } catch {
+      // A failed close of a read-only descriptor loses nothing.
+    }
+  }
+}
