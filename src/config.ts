@@ -1,0 +1,123 @@
+/**
+ * Command-line flags and environment variables. Every flag has a variable
+ * and a default; a flag beats its variable. A bad value is a ConfigError
+ * with a one-line reason, which main.ts prints before exiting non-zero.
+ */
+import type { Durability } from './engine/index.js';
+
+export interface Config {
+  command: 'serve' | 'repair' | 'help' | 'version';
+  host: string;
+  port: number;
+  dataDir: string;
+  authToken: string | undefined;
+  fsync: Durability;
+  maxBodyBytes: number;
+  cacheMb: number;
+  segmentMb: number;
+  repair: boolean;
+}
+
+export class ConfigError extends Error {}
+
+interface Spec {
+  flag: string;
+  env: string;
+  key: keyof Config;
+  kind: 'string' | 'port' | 'fsync' | 'posint' | 'bool';
+  def: string | number | boolean | undefined;
+  help: string;
+}
+
+const SPECS: Spec[] = [
+  { flag: '--host', env: 'PITHOS_HOST', key: 'host', kind: 'string', def: '127.0.0.1', help: 'address to listen on' },
+  { flag: '--port', env: 'PITHOS_PORT', key: 'port', kind: 'port', def: 2668, help: 'TCP port (0 picks a free one)' },
+  { flag: '--data-dir', env: 'PITHOS_DATA_DIR', key: 'dataDir', kind: 'string', def: './data', help: 'directory holding the log' },
+  { flag: '--auth-token', env: 'PITHOS_AUTH_TOKEN', key: 'authToken', kind: 'string', def: undefined,
+    help: 'secret clients send as Auth-Token (default: generated once, kept in <data-dir>/auth-token)' },
+  { flag: '--fsync', env: 'PITHOS_FSYNC', key: 'fsync', kind: 'fsync', def: 'always',
+    help: 'durability: always (ack after fdatasync) | everysec | never' },
+  { flag: '--max-body-bytes', env: 'PITHOS_MAX_BODY_BYTES', key: 'maxBodyBytes', kind: 'posint', def: 16 * 1024 * 1024,
+    help: 'largest request body accepted (413 above)' },
+  { flag: '--cache-mb', env: 'PITHOS_CACHE_MB', key: 'cacheMb', kind: 'posint', def: 256, help: 'value cache budget in MiB' },
+  { flag: '--segment-mb', env: 'PITHOS_SEGMENT_MB', key: 'segmentMb', kind: 'posint', def: 64, help: 'log segment size in MiB' },
+  { flag: '--repair', env: 'PITHOS_REPAIR', key: 'repair', kind: 'bool', def: false,
+    help: 'open a damaged log by dropping damaged batches (keeps every intact one)' },
+];
+
+export function usage(): string {
+  const lines = [
+    'usage: pithos [repair] [options]',
+    '',
+    '  pithos            start the server',
+    '  pithos repair     repair the data directory (see --repair), then exit',
+    '',
+    'options (each also read from the environment variable shown):',
+  ];
+  for (const s of SPECS) {
+    const def = s.def === undefined ? '' : ` (default ${String(s.def)})`;
+    lines.push(`  ${(s.flag + (s.kind === 'bool' ? '' : ' <value>')).padEnd(26)} ${s.env.padEnd(22)} ${s.help}${def}`);
+  }
+  lines.push(`  ${'--help'.padEnd(26)} ${''.padEnd(22)} print this and exit`);
+  lines.push(`  ${'--version'.padEnd(26)} ${''.padEnd(22)} print the version and exit`);
+  return lines.join('\n');
+}
+
+function convert(s: Spec, raw: string, from: string): string | number | boolean {
+  switch (s.kind) {
+    case 'string':
+      if (raw === '') throw new ConfigError(`${from} must not be empty`);
+      return raw;
+    case 'port': {
+      if (!/^\d+$/.test(raw) || Number(raw) > 65535) throw new ConfigError(`${from} must be an integer 0-65535, got '${raw}'`);
+      return Number(raw);
+    }
+    case 'posint': {
+      if (!/^\d+$/.test(raw) || Number(raw) < 1 || !Number.isSafeInteger(Number(raw))) {
+        throw new ConfigError(`${from} must be a positive integer, got '${raw}'`);
+      }
+      return Number(raw);
+    }
+    case 'fsync':
+      if (raw !== 'always' && raw !== 'everysec' && raw !== 'never') {
+        throw new ConfigError(`${from} must be always, everysec or never, got '${raw}'`);
+      }
+      return raw;
+    case 'bool':
+      if (raw === '' || raw === '1' || raw === 'true') return true;
+      if (raw === '0' || raw === 'false') return false;
+      throw new ConfigError(`${from} must be true or false, got '${raw}'`);
+  }
+}
+
+export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Config {
+  const out: Record<string, unknown> = { command: 'serve' };
+  for (const s of SPECS) {
+    const v = env[s.env];
+    out[s.key] = v === undefined ? s.def : convert(s, v, s.env);
+  }
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--help' || a === '-h') return { ...(out as unknown as Config), command: 'help' };
+    if (a === '--version') return { ...(out as unknown as Config), command: 'version' };
+    if (a === 'repair' && i === 0) {
+      out.command = 'repair';
+      out.repair = true;
+      continue;
+    }
+    const eq = a.indexOf('=');
+    const flag = eq > 0 ? a.slice(0, eq) : a;
+    const s = SPECS.find((x) => x.flag === flag);
+    if (s === undefined) throw new ConfigError(`unknown option '${a}' (see --help)`);
+    if (s.kind === 'bool' && eq < 0) {
+      out[s.key] = true;
+      continue;
+    }
+    let raw: string | undefined;
+    if (eq > 0) raw = a.slice(eq + 1);
+    else raw = argv[++i];
+    if (raw === undefined) throw new ConfigError(`${flag} needs a value`);
+    out[s.key] = convert(s, raw, flag);
+  }
+  return out as unknown as Config;
+}

@@ -1,0 +1,45 @@
+/**
+ * Response envelopes (API.md section 2). Success answers are built from
+ * per-message parts computed once at start-up, so the hot path only
+ * concatenates the data JSON (which the model hands over as text).
+ */
+import type { ServerResponse } from 'node:http';
+
+const CONTENT_TYPE = 'application/json; charset=utf-8';
+
+export class Answer {
+  /** Whole body for an answer without data. */
+  readonly bare: Buffer;
+  /** Body up to where the data JSON goes. */
+  readonly prefix: string;
+
+  constructor(readonly message: string) {
+    const head = `{"status":"success","message":${JSON.stringify(message)}`;
+    this.bare = Buffer.from(head + '}');
+    this.prefix = head + ',"data":';
+  }
+}
+
+export function send(res: ServerResponse, status: number, answer: Answer, data?: string): void {
+  if (data === undefined) {
+    res.writeHead(status, ['Content-Type', CONTENT_TYPE, 'Content-Length', String(answer.bare.length)]);
+    res.end(answer.bare);
+    return;
+  }
+  const body = answer.prefix + data + '}';
+  res.writeHead(status, ['Content-Type', CONTENT_TYPE, 'Content-Length', String(Buffer.byteLength(body))]);
+  res.end(body);
+}
+
+/** Error envelope: never carries data. `extra` adds headers such as Allow. */
+export function sendError(res: ServerResponse, status: number, message: string, extra?: string[]): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = Buffer.from(`{"status":"error","message":${JSON.stringify(message)}}`);
+  const headers = ['Content-Type', CONTENT_TYPE, 'Content-Length', String(body.length)];
+  if (extra !== undefined) headers.push(...extra);
+  res.writeHead(status, headers);
+  res.end(body);
+}

@@ -1,0 +1,120 @@
+/**
+ * The `pithos` command: parse configuration, open the data directory, serve
+ * PQL over HTTP until SIGTERM/SIGINT, then drain, flush and exit 0.
+ */
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type Config, ConfigError, parseConfig, usage } from './config.js';
+import { Database } from './model/database.js';
+import { PithosServer } from './http/server.js';
+import { Health } from './health.js';
+import { log } from './log.js';
+
+const TOKEN_FILE = 'auth-token';
+
+function version(): string {
+  const pkg = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'package.json');
+  return (JSON.parse(fs.readFileSync(pkg, 'utf8')) as { version: string }).version;
+}
+
+/** The configured secret, else the one kept in the data directory, else a new one stored there (0600). */
+function resolveToken(cfg: Config): { token: string; generated: boolean } {
+  if (cfg.authToken !== undefined) return { token: cfg.authToken, generated: false };
+  const file = path.join(cfg.dataDir, TOKEN_FILE);
+  try {
+    const t = fs.readFileSync(file, 'utf8').trim();
+    if (t.length > 0) return { token: t, generated: true };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const token = randomBytes(24).toString('base64url');
+  fs.writeFileSync(file, token + '\n', { mode: 0o600, flag: 'wx' });
+  return { token, generated: true };
+}
+
+async function main(): Promise<number> {
+  let cfg: Config;
+  try {
+    cfg = parseConfig(process.argv.slice(2), process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`pithos: ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  if (cfg.command === 'help') {
+    process.stdout.write(usage() + '\n');
+    return 0;
+  }
+  if (cfg.command === 'version') {
+    process.stdout.write(version() + '\n');
+    return 0;
+  }
+  fs.mkdirSync(cfg.dataDir, { recursive: true });
+  const dataDir = fs.realpathSync(cfg.dataDir);
+
+  // The clock every expiry uses. PITHOS_TEST_CLOCK=1 lets tests move it forward.
+  let offset = 0;
+  const testClock = process.env.PITHOS_TEST_CLOCK === '1';
+  const now = testClock ? () => Date.now() + offset : Date.now;
+
+  const db = await Database.open({
+    dir: dataDir,
+    durability: cfg.fsync,
+    cacheBytes: cfg.cacheMb * 1024 * 1024,
+    segmentBytes: cfg.segmentMb * 1024 * 1024,
+    repair: cfg.repair,
+    now,
+    log,
+  });
+  if (cfg.command === 'repair') {
+    await db.close();
+    log('info', `repair of ${dataDir} finished`);
+    return 0;
+  }
+  const { token, generated } = resolveToken({ ...cfg, dataDir });
+  const server = new PithosServer({
+    ctx: { db, health: new Health(dataDir, db), advanceClock: testClock ? (ms) => (offset += ms) : undefined },
+    authToken: token,
+    maxBodyBytes: cfg.maxBodyBytes,
+    testClock,
+    log,
+  });
+  const addr = await server.listen(cfg.port, cfg.host);
+  log('info', `pithos ${version()}: data dir ${dataDir}, fsync ${cfg.fsync}`);
+  if (generated) log('info', `default password (send as Auth-Token): ${token}`);
+  if (testClock) log('warn', 'PITHOS_TEST_CLOCK=1: POST /_test/clock can move the clock; never use this in production');
+  const shown = addr.host.includes(':') ? `[${addr.host}]` : addr.host;
+  log('info', `listening on http://${shown}:${addr.port}`);
+
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (signal: string): void => {
+      if (stopping) {
+        log('warn', `${signal} again: exiting without a clean shutdown`);
+        process.exit(1);
+      }
+      stopping = true;
+      log('info', `${signal}: draining requests, then flushing and closing`);
+      server.shutdown(10_000)
+        .then(() => db.close())
+        .then(() => {
+          log('info', 'stopped cleanly');
+          resolve(0);
+        }, (err: unknown) => {
+          log('error', `shutdown failed: ${String((err as Error)?.stack ?? err)}`);
+          resolve(1);
+        });
+    };
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
+  });
+}
+
+main().then((code) => process.exit(code), (err: unknown) => {
+  log('error', `fatal: ${(err as Error)?.message ?? String(err)}`);
+  process.exit(1);
+});

@@ -1,0 +1,76 @@
+/**
+ * JSON helpers that are safe with hostile input: a nesting bound checked
+ * before parsing (so no later recursion can overflow the stack), deep
+ * equality without prototype lookups, and object building that treats
+ * `__proto__` as an ordinary key.
+ */
+
+export const MAX_DEPTH = 64;
+
+/**
+ * Depth of the deepest array/object nesting in JSON text, ignoring brackets
+ * inside strings. Stops counting as soon as `limit` is passed.
+ */
+export function exceedsDepth(text: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92 /* \ */) i++;
+      else if (c === 34 /* " */) inString = false;
+    } else if (c === 34) {
+      inString = true;
+    } else if (c === 123 /* { */ || c === 91 /* [ */) {
+      if (++depth > limit) return true;
+    } else if (c === 125 || c === 93) {
+      depth--;
+    }
+  }
+  return false;
+}
+
+const hasOwn = Object.prototype.hasOwnProperty;
+
+/** Deep JSON equality: objects by content (key order ignored), arrays by order and content. */
+export function deepEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  const aa = Array.isArray(a);
+  if (aa !== Array.isArray(b)) return false;
+  if (aa) {
+    const x = a as unknown[];
+    const y = b as unknown[];
+    if (x.length !== y.length) return false;
+    for (let i = 0; i < x.length; i++) if (!deepEqual(x[i], y[i])) return false;
+    return true;
+  }
+  const ka = Object.keys(a);
+  if (ka.length !== Object.keys(b).length) return false;
+  for (const k of ka) {
+    if (!hasOwn.call(b, k)) return false;
+    if (!deepEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])) return false;
+  }
+  return true;
+}
+
+/** Sets an own data property, even for names like `__proto__` that assignment would treat specially. */
+export function defineField(o: Record<string, unknown>, k: string, v: unknown): void {
+  Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
+}
+
+/** A copy of `row` with the top-level fields of `sets` written over it. */
+export function mergeFields(row: Record<string, unknown>, sets: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(row)) defineField(out, k, row[k]);
+  for (const k of Object.keys(sets)) defineField(out, k, sets[k]);
+  return out;
+}
+
+export function ownField(o: Record<string, unknown>, k: string): unknown {
+  return hasOwn.call(o, k) ? o[k] : undefined;
+}
+
+export function hasField(o: Record<string, unknown>, k: string): boolean {
+  return hasOwn.call(o, k);
+}

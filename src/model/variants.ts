@@ -1,0 +1,108 @@
+/**
+ * Variant namespace: one typed scalar per name. The type is fixed by the
+ * first value (integer, double, string, boolean). Increments read and write
+ * with no await in between, so N concurrent +1s add exactly N.
+ */
+import { type Decoder, type Engine, MISS, Op } from '../engine/index.js';
+import { conflict, invalid, notFound } from './errors.js';
+import { variantKey } from './keys.js';
+import { expiryOf } from './validate.js';
+
+type VType = 'i' | 'd' | 's' | 'b';
+interface Variant {
+  t: VType;
+  v: number | string | boolean;
+  /** The answer's data, precomputed: {"variant":<v>} */
+  data: string;
+}
+
+const TYPE_NAMES: Record<VType, string> = { i: 'an integer', d: 'a double', s: 'a string', b: 'a boolean' };
+const LIMIT = Number.MAX_SAFE_INTEGER;
+
+const make = (t: VType, v: number | string | boolean): Variant => ({ t, v, data: `{"variant":${JSON.stringify(v)}}` });
+const variantDecoder: Decoder<Variant> = (buf) => {
+  const s = buf.toString('utf8');
+  return make(s[0] as VType, JSON.parse(s.slice(1)) as number | string | boolean);
+};
+const encode = (x: Variant): Buffer => Buffer.from(x.t + JSON.stringify(x.v), 'utf8');
+
+const missing = (name: string) => notFound(`variant '${name}' does not exist`);
+
+function typeOf(v: unknown): VType {
+  switch (typeof v) {
+    case 'string':
+      return 's';
+    case 'boolean':
+      return 'b';
+    case 'number':
+      if (!Number.isFinite(v)) throw invalid(`field 'variant' must be a finite number`);
+      if (Number.isInteger(v)) {
+        if (Math.abs(v) > LIMIT) throw invalid(`field 'variant' is an integer outside ±(2^53−1)`);
+        return 'i';
+      }
+      return 'd';
+    default:
+      throw invalid(v === undefined
+        ? `field 'variant' is required (a string, boolean or number)`
+        : `field 'variant' must be a string, boolean or number`);
+  }
+}
+
+export class Variants {
+  constructor(private readonly engine: Engine, private readonly now: () => number) {}
+
+  private current(name: string): Variant | undefined | Promise<unknown> {
+    const x = this.engine.peek(variantKey(name), variantDecoder);
+    return x === MISS ? this.engine.read(variantKey(name), variantDecoder) : x;
+  }
+
+  /** Creates or replaces; resolves to [created, data JSON]. */
+  async put(name: string, value: unknown, ttl: number): Promise<[boolean, string]> {
+    const t = typeOf(value);
+    let cur = this.current(name);
+    while (cur instanceof Promise) cur = (await cur, this.current(name));
+    if (cur !== undefined && cur.t !== t) {
+      throw conflict(`variant '${name}' holds ${TYPE_NAMES[cur.t]}; cannot store ${TYPE_NAMES[t]} (delete it first to change its type)`);
+    }
+    const x = make(t, value as number | string | boolean);
+    await this.engine.write([{
+      op: Op.Put, key: variantKey(name), value: encode(x), expiresAt: expiryOf(ttl, this.now()), memo: x, decoder: variantDecoder,
+    }]);
+    return [cur === undefined, x.data];
+  }
+
+  async increment(name: string, delta: unknown): Promise<string> {
+    if (typeof delta !== 'number' || !Number.isFinite(delta)) {
+      throw invalid(delta === undefined ? `field 'delta' is required (a number)` : `field 'delta' must be a number`);
+    }
+    let cur = this.current(name);
+    while (cur instanceof Promise) cur = (await cur, this.current(name));
+    if (cur === undefined) throw missing(name);
+    // No await from here to write(): the increment is atomic.
+    if (cur.t === 's' || cur.t === 'b') throw conflict(`variant '${name}' holds ${TYPE_NAMES[cur.t]}; only numbers can be incremented`);
+    if (cur.t === 'i' && !Number.isInteger(delta)) {
+      throw conflict(`variant '${name}' holds an integer; delta must be an integer`);
+    }
+    const next = (cur.v as number) + delta;
+    if (!(Math.abs(next) <= LIMIT)) throw conflict(`variant '${name}' would overflow: the result is outside ±(2^53−1)`);
+    const x = make(cur.t, next);
+    const key = variantKey(name);
+    await this.engine.write([{
+      op: Op.Put, key, value: encode(x), expiresAt: this.engine.expiresAt(key) ?? 0, memo: x, decoder: variantDecoder,
+    }]);
+    return x.data;
+  }
+
+  get(name: string): string | Promise<string> {
+    const x = this.current(name);
+    if (x instanceof Promise) return x.then(() => this.get(name));
+    if (x === undefined) throw missing(name);
+    return x.data;
+  }
+
+  delete(name: string): Promise<void> {
+    const key = variantKey(name);
+    if (!this.engine.has(key)) return Promise.reject(missing(name));
+    return this.engine.write([{ op: Op.Del, key, value: undefined, expiresAt: 0 }]);
+  }
+}
