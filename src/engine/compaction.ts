@@ -68,7 +68,11 @@ export class Compactor {
   maybeRun(force = false): Promise<boolean> {
     if (this.running !== undefined || this.stopping) return this.running ?? Promise.resolve(false);
     const run = this.pickRun(force);
-    if (run.length === 0) return Promise.resolve(false);
+    if (run.length === 0) {
+      // A pass that found nothing worth compacting has still run.
+      if (this.state === 0) this.state = 2;
+      return Promise.resolve(false);
+    }
     this.running = this.compact(run).finally(() => {
       this.running = undefined;
     });

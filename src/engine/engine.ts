@@ -211,6 +211,11 @@ export class Engine {
       if (typeof o.key !== 'string' || o.key.length === 0 || o.key.length * 3 > MAX_KEY_BYTES && Buffer.byteLength(o.key) > MAX_KEY_BYTES) {
         return Promise.reject(new RangeError(`key must be 1..${MAX_KEY_BYTES} bytes`));
       }
+      // A lone surrogate would be stored as U+FFFD: the key read back at the
+      // next start would differ from (and could collide with) the one written.
+      if (!isWellFormed.call(o.key)) return Promise.reject(new RangeError('key must be well-formed UTF-16 (no lone surrogates)'));
+      // Any other op byte would make the batch unreadable at the next start.
+      if (o.op !== Op.Put && o.op !== Op.Del && o.op !== Op.DropGroup) return Promise.reject(new RangeError(`unknown op ${String(o.op)}`));
       if (o.op === Op.Put && !(o.value instanceof Buffer)) return Promise.reject(new TypeError('put needs a Buffer value'));
     }
     const seq = this.nextSeq;
@@ -593,6 +598,8 @@ export class Engine {
 }
 
 function noop(): void {}
+
+const isWellFormed = (String.prototype as unknown as { isWellFormed: (this: string) => boolean }).isWellFormed;
 
 /**
  * One process per data directory: a LOCK file holding the owner's pid. A

@@ -46,9 +46,11 @@ export class PithosServer {
   private idle: Array<() => void> = [];
 
   readonly maxBodyBytes: number;
+  readonly ctx: Ctx;
 
   constructor(private readonly opts: ServerOptions) {
     this.maxBodyBytes = opts.maxBodyBytes;
+    this.ctx = opts.ctx;
     this.token = Buffer.from(opts.authToken, 'utf8');
     this.http = http.createServer({
       IncomingMessage: PithosRequest,
@@ -100,12 +102,7 @@ export class PithosServer {
   }
 
   dispatch(handler: Handler, name: string, body: Body, res: ServerResponse): void {
-    try {
-      const r = handler(this.opts.ctx, name, body, res);
-      if (r !== undefined) r.catch((err: unknown) => this.fail(res, err));
-    } catch (err) {
-      this.fail(res, err);
-    }
+    void run(this, handler, name, body, res);
   }
 
   fail(res: ServerResponse, err: unknown): void {
@@ -149,6 +146,15 @@ export class PithosServer {
     await Promise.race([drained, timer]);
     this.http.closeAllConnections();
     await closed;
+  }
+}
+
+/** Runs a handler and maps whatever it throws; one shared function, no closure per request. */
+async function run(server: PithosServer, handler: Handler, name: string, body: Body, res: ServerResponse): Promise<void> {
+  try {
+    await handler(server.ctx, name, body, res);
+  } catch (err) {
+    server.fail(res, err);
   }
 }
 
