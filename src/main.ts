@@ -29,8 +29,24 @@ function resolveToken(cfg: Config): { token: string; generated: boolean } {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
+  // New (or an empty file left by a crash): write it whole and durably, so a
+  // client that saw this token can use it after any restart.
   const token = randomBytes(24).toString('base64url');
-  fs.writeFileSync(file, token + '\n', { mode: 0o600, flag: 'wx' });
+  const tmp = `${file}.tmp`;
+  const fd = fs.openSync(tmp, 'w', 0o600);
+  try {
+    fs.writeSync(fd, token + '\n');
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  fs.renameSync(tmp, file);
+  const dfd = fs.openSync(cfg.dataDir, 'r');
+  try {
+    fs.fsyncSync(dfd);
+  } finally {
+    fs.closeSync(dfd);
+  }
   return { token, generated: true };
 }
 
@@ -53,7 +69,8 @@ async function main(): Promise<number> {
     process.stdout.write(version() + '\n');
     return 0;
   }
-  fs.mkdirSync(cfg.dataDir, { recursive: true });
+  // The log holds every value and lock token in clear: keep it to this user.
+  fs.mkdirSync(cfg.dataDir, { recursive: true, mode: 0o700 });
   const dataDir = fs.realpathSync(cfg.dataDir);
 
   // The clock every expiry uses. PITHOS_TEST_CLOCK=1 lets tests move it forward.

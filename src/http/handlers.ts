@@ -6,6 +6,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Database } from '../model/database.js';
 import { invalid } from '../model/errors.js';
+import { numberText } from '../model/json.js';
 import { objectField, stringField, ttlField } from '../model/validate.js';
 import type { Body } from './body.js';
 import { Answer, send } from './envelope.js';
@@ -18,7 +19,8 @@ export interface Ctx {
   advanceClock: ((ms: number) => void) | undefined;
 }
 
-export type Handler = (ctx: Ctx, name: string, body: Body, res: ServerResponse) => void | Promise<void>;
+/** `raw` is the body's text ('' without a body); only handlers that need the source look at it. */
+export type Handler = (ctx: Ctx, name: string, body: Body, res: ServerResponse, raw: string) => void | Promise<void>;
 
 const A = {
   tableCreated: new Answer('table created successfully'),
@@ -113,9 +115,10 @@ export async function deleteRecord(ctx: Ctx, id: string, _body: Body, res: Serve
 
 // ---- variants -----------------------------------------------------------------
 
-export async function putVariant(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+export async function putVariant(ctx: Ctx, name: string, body: Body, res: ServerResponse, raw: string): Promise<void> {
   const ttl = ttlField(body, 0);
-  const [created, data] = await ctx.db.variants.put(name, body.variant, ttl);
+  const text = typeof body.variant === 'number' ? numberText(raw, 'variant') : undefined;
+  const [created, data] = await ctx.db.variants.put(name, body.variant, ttl, text);
   send(res, created ? 201 : 200, A.variantCreated, data);
 }
 

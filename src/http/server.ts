@@ -8,6 +8,7 @@
 import * as http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { timingSafeEqual } from 'node:crypto';
+import type { Duplex } from 'node:stream';
 import { type Body, parseBody, tooLarge } from './body.js';
 import { toStatus } from './errors.js';
 import { sendError } from './envelope.js';
@@ -59,7 +60,10 @@ export class PithosServer {
       headersTimeout: 10_000,
       requestTimeout: 60_000,
       maxHeaderSize: 16 * 1024,
+      // Enforce the two timeouts above within a second, not Node's default 30 s.
+      connectionsCheckingInterval: 1_000,
     }, (req, res) => this.onRequest(req as PithosRequest, res));
+    this.http.on('clientError', onClientError);
     this.http.maxRequestsPerSocket = 0;
   }
 
@@ -94,15 +98,15 @@ export class PithosServer {
     res.on('close', onResponseClose);
     if ((declared === undefined || declared === '0') && req.headers['transfer-encoding'] === undefined) {
       // No body: the common GET. Skip the stream machinery.
-      this.dispatch(req.handler, req.name, Object.create(null) as Body, res);
+      this.dispatch(req.handler, req.name, Object.create(null) as Body, res, '');
       return;
     }
     req.on('data', onData);
     req.on('end', onEnd);
   }
 
-  dispatch(handler: Handler, name: string, body: Body, res: ServerResponse): void {
-    void run(this, handler, name, body, res);
+  dispatch(handler: Handler, name: string, body: Body, res: ServerResponse, raw: string): void {
+    void run(this, handler, name, body, res, raw);
   }
 
   fail(res: ServerResponse, err: unknown): void {
@@ -150,12 +154,35 @@ export class PithosServer {
 }
 
 /** Runs a handler and maps whatever it throws; one shared function, no closure per request. */
-async function run(server: PithosServer, handler: Handler, name: string, body: Body, res: ServerResponse): Promise<void> {
+async function run(server: PithosServer, handler: Handler, name: string, body: Body, res: ServerResponse, raw: string): Promise<void> {
   try {
-    await handler(server.ctx, name, body, res);
+    await handler(server.ctx, name, body, res, raw);
   } catch (err) {
     server.fail(res, err);
   }
+}
+
+/**
+ * Requests node:http rejects before they reach us (malformed, headers too
+ * large, too slow) still get the JSON envelope API.md promises for every answer.
+ */
+function onClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  let status = 400;
+  let message = 'malformed HTTP request';
+  if (err.code === 'HPE_HEADER_OVERFLOW') {
+    status = 431;
+    message = 'request headers are too large';
+  } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    status = 408;
+    message = 'request took too long to arrive';
+  }
+  const body = `{"status":"error","message":"${message}"}`;
+  socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+    `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
 }
 
 function onResponseClose(this: ServerResponse): void {
@@ -181,13 +208,14 @@ function onEnd(this: PithosRequest): void {
   if (this.failed) return;
   const res = this.response;
   let body: Body;
+  let text: string;
   try {
     const c = this.chunks;
-    const text = c.length === 1 ? c[0].toString('utf8') : Buffer.concat(c, this.size).toString('utf8');
+    text = c.length === 1 ? c[0].toString('utf8') : Buffer.concat(c, this.size).toString('utf8');
     this.chunks = [];
     body = parseBody(text);
   } catch (err) {
     return this.server.fail(res, err);
   }
-  this.server.dispatch(this.handler, this.name, body, res);
+  this.server.dispatch(this.handler, this.name, body, res, text);
 }

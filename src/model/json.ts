@@ -74,3 +74,44 @@ export function ownField(o: Record<string, unknown>, k: string): unknown {
 export function hasField(o: Record<string, unknown>, k: string): boolean {
   return hasOwn.call(o, k);
 }
+
+const NUMBER = /-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+
+/**
+ * The source text of the number stored under top-level `field` of a JSON
+ * object, or undefined. JSON.parse forgets whether `1.0` was written with a
+ * fraction; the variant namespace needs to know (API.md section 8), so it
+ * looks at the text. Expects text that JSON.parse already accepted.
+ */
+export function numberText(text: string, field: string): string | undefined {
+  let depth = 0;
+  let found: string | undefined;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 34 /* " */) {
+      const start = i;
+      for (i++; i < text.length; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 92) i++;
+        else if (d === 34) break;
+      }
+      if (depth !== 1) continue;
+      let j = i + 1;
+      while (j < text.length && (text[j] === ' ' || text[j] === '\t' || text[j] === '\n' || text[j] === '\r')) j++;
+      if (text[j] !== ':') continue;
+      if ((JSON.parse(text.slice(start, i + 1)) as string) !== field) continue;
+      j++;
+      while (j < text.length && (text[j] === ' ' || text[j] === '\t' || text[j] === '\n' || text[j] === '\r')) j++;
+      NUMBER.lastIndex = j;
+      const m = NUMBER.exec(text);
+      // Later duplicates win in JSON.parse; do the same.
+      found = m === null ? undefined : m[0];
+      i = j - 1;
+    } else if (c === 123 || c === 91) {
+      depth++;
+    } else if (c === 125 || c === 93) {
+      depth--;
+    }
+  }
+  return found;
+}

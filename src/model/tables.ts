@@ -161,7 +161,8 @@ export class Tables {
 
   patch(name: string, wheres: Record<string, unknown>, sets: Record<string, unknown>): Promise<void> {
     if (Object.keys(sets).length === 0) {
-      // A no-op patch still answers 404 for a missing table.
+      // A no-op patch still checks its wheres and answers 404 for a missing table.
+      compileWheres(wheres);
       return this.snapshot(name).then(() => undefined);
     }
     return this.mutate(name, wheres, sets);

@@ -19,7 +19,12 @@ interface Variant {
 const TYPE_NAMES: Record<VType, string> = { i: 'an integer', d: 'a double', s: 'a string', b: 'a boolean' };
 const LIMIT = Number.MAX_SAFE_INTEGER;
 
-const make = (t: VType, v: number | string | boolean): Variant => ({ t, v, data: `{"variant":${JSON.stringify(v)}}` });
+/** JSON for a value; a double with an integral value keeps a `.0`, so clients can see its type. */
+function render(t: VType, v: number | string | boolean): string {
+  if (t === 'd' && Number.isInteger(v) && Math.abs(v as number) < 1e21) return `${String(v)}.0`;
+  return JSON.stringify(v);
+}
+const make = (t: VType, v: number | string | boolean): Variant => ({ t, v, data: `{"variant":${render(t, v)}}` });
 const variantDecoder: Decoder<Variant> = (buf) => {
   const s = buf.toString('utf8');
   return make(s[0] as VType, JSON.parse(s.slice(1)) as number | string | boolean);
@@ -28,7 +33,12 @@ const encode = (x: Variant): Buffer => Buffer.from(x.t + JSON.stringify(x.v), 'u
 
 const missing = (name: string) => notFound(`variant '${name}' does not exist`);
 
-function typeOf(v: unknown): VType {
+/**
+ * The type a value gets: integer when the JSON number has no fraction or
+ * exponent-made fraction (`1`, `-7`, `1e3`), double otherwise (`1.5`, `1.0`).
+ * `text` is the number as written; JSON.parse alone cannot tell 1.0 from 1.
+ */
+function typeOf(v: unknown, text: string | undefined): VType {
   switch (typeof v) {
     case 'string':
       return 's';
@@ -36,7 +46,7 @@ function typeOf(v: unknown): VType {
       return 'b';
     case 'number':
       if (!Number.isFinite(v)) throw invalid(`field 'variant' must be a finite number`);
-      if (Number.isInteger(v)) {
+      if (Number.isInteger(v) && (text === undefined || !text.includes('.'))) {
         if (Math.abs(v) > LIMIT) throw invalid(`field 'variant' is an integer outside ±(2^53−1)`);
         return 'i';
       }
@@ -57,10 +67,12 @@ export class Variants {
   }
 
   /** Creates or replaces; resolves to [created, data JSON]. */
-  async put(name: string, value: unknown, ttl: number): Promise<[boolean, string]> {
-    const t = typeOf(value);
+  async put(name: string, value: unknown, ttl: number, text: string | undefined): Promise<[boolean, string]> {
+    let t = typeOf(value, text);
     let cur = this.current(name);
     while (cur instanceof Promise) cur = (await cur, this.current(name));
+    // An integral number is a valid double: `0` resets a double variant.
+    if (cur !== undefined && cur.t === 'd' && t === 'i') t = 'd';
     if (cur !== undefined && cur.t !== t) {
       throw conflict(`variant '${name}' holds ${TYPE_NAMES[cur.t]}; cannot store ${TYPE_NAMES[t]} (delete it first to change its type)`);
     }

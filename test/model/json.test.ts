@@ -45,3 +45,14 @@ test('deepEqual', () => {
   assert.equal(deepEqual(0, -0), true);
   assert.equal(deepEqual(null, {}), false);
 });
+
+test('numberText finds the source of a top-level number', async () => {
+  const { numberText } = await import('../../src/model/json.js');
+  assert.equal(numberText('{"variant":1.0}', 'variant'), '1.0');
+  assert.equal(numberText('{ "variant" : -2e3 , "ttl":1}', 'variant'), '-2e3');
+  assert.equal(numberText('{"x":{"variant":1.5},"variant":7}', 'variant'), '7', 'nested keys are not top-level');
+  assert.equal(numberText('{"x":"\\"variant\\":1.5","variant":7}', 'variant'), '7', 'keys inside strings do not count');
+  assert.equal(numberText('{"vari\\u0061nt":3.25}', 'variant'), '3.25', 'escaped key names are decoded');
+  assert.equal(numberText('{"variant":1,"variant":2.5}', 'variant'), '2.5', 'the last duplicate wins, as in JSON.parse');
+  assert.equal(numberText('{"other":1}', 'variant'), undefined);
+});
