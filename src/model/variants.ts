@@ -68,11 +68,11 @@ export class Variants {
 
   /** Creates or replaces; resolves to [created, data JSON]. */
   async put(name: string, value: unknown, ttl: number, text: string | undefined): Promise<[boolean, string]> {
-    let t = typeOf(value, text);
+    // `3` is an integer and `3.0` a double (API.md section 8); to reset a
+    // double variant to a whole number, write it with a fraction.
+    const t = typeOf(value, text);
     let cur = this.current(name);
     while (cur instanceof Promise) cur = (await cur, this.current(name));
-    // An integral number is a valid double: `0` resets a double variant.
-    if (cur !== undefined && cur.t === 'd' && t === 'i') t = 'd';
     if (cur !== undefined && cur.t !== t) {
       throw conflict(`variant '${name}' holds ${TYPE_NAMES[cur.t]}; cannot store ${TYPE_NAMES[t]} (delete it first to change its type)`);
     }

@@ -1,0 +1,124 @@
+/** Black-box tests of the `pithos` command line: --help, bad flags, environment variables, signals. */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { PithosServer, expectError, expectSuccess, runCli } from '../helpers/server.js';
+
+let tmp: string;
+before(() => {
+  tmp = mkdtempSync(path.join(os.tmpdir(), 'pithos-cli-'));
+});
+after(() => {
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+test('--help exits 0 and lists every flag', async () => {
+  const r = await runCli(['--help']);
+  assert.equal(r.timedOut, false, '--help did not exit');
+  assert.equal(r.code, 0, `exit code ${r.code}; stderr: ${r.stderr}`);
+  for (const flag of ['--host', '--port', '--data-dir', '--auth-token', '--fsync', '--max-body-bytes', '--help']) {
+    assert.ok(r.stdout.includes(flag), `--help output lacks ${flag}:\n${r.stdout}`);
+  }
+  for (const env of ['PITHOS_HOST', 'PITHOS_PORT', 'PITHOS_DATA_DIR', 'PITHOS_AUTH_TOKEN', 'PITHOS_FSYNC', 'PITHOS_MAX_BODY_BYTES']) {
+    assert.ok(r.stdout.includes(env), `--help output lacks ${env}`);
+  }
+  assert.ok(!r.stdout.includes('listening on'), '--help must not start the server');
+});
+
+test('bad flag values exit non-zero with a one-line reason on stderr', async () => {
+  const cases: string[][] = [
+    ['--fsync', 'sometimes'],
+    ['--port', '-1'],
+    ['--port', '65536'],
+    ['--port', 'abc'],
+    ['--port', '1.5'],
+    ['--port'],
+    ['--max-body-bytes', '-5'],
+    ['--max-body-bytes', 'lots'],
+    ['--no-such-flag'],
+  ];
+  const results = await Promise.all(
+    cases.map((args, i) => runCli(['--host', '127.0.0.1', '--data-dir', path.join(tmp, `bad${i}`), '--auth-token', 'x', ...args], {}, 8000)),
+  );
+  cases.forEach((args, i) => {
+    const r = results[i]!;
+    const label = args.join(' ');
+    assert.equal(r.timedOut, false, `${label}: the server started instead of refusing (stdout: ${r.stdout.trim()})`);
+    assert.notEqual(r.code, 0, `${label}: exit code 0`);
+    assert.equal(r.signal, null, `${label}: died of signal ${r.signal}`);
+    const err = r.stderr.trim();
+    assert.ok(err.length > 0, `${label}: empty stderr`);
+    assert.ok(!err.includes('\n'), `${label}: reason is not one line:\n${r.stderr}`);
+    assert.ok(!/\bat .+:\d+:\d+\)?$/m.test(r.stderr), `${label}: stack trace on stderr:\n${r.stderr}`);
+    assert.ok(!r.stdout.includes('listening on'), `${label}: started listening`);
+  });
+});
+
+test('bad environment values exit non-zero with a one-line reason', async () => {
+  const cases: Record<string, string>[] = [{ PITHOS_FSYNC: 'sometimes' }, { PITHOS_PORT: '-1' }, { PITHOS_PORT: 'http' }, { PITHOS_MAX_BODY_BYTES: 'x' }];
+  const results = await Promise.all(
+    cases.map((env, i) => runCli([], { PITHOS_HOST: '127.0.0.1', PITHOS_PORT: '0', PITHOS_DATA_DIR: path.join(tmp, `badenv${i}`), PITHOS_AUTH_TOKEN: 'x', ...env }, 8000)),
+  );
+  cases.forEach((env, i) => {
+    const r = results[i]!;
+    const label = JSON.stringify(env);
+    assert.equal(r.timedOut, false, `${label}: the server started instead of refusing`);
+    assert.notEqual(r.code, 0, `${label}: exit code 0`);
+    const err = r.stderr.trim();
+    assert.ok(err.length > 0 && !err.includes('\n'), `${label}: stderr must be one line:\n${r.stderr}`);
+  });
+});
+
+test('configuration by environment variables alone (PITHOS_PORT=0, PITHOS_AUTH_TOKEN=x, ...)', async () => {
+  const s = await PithosServer.start({
+    bare: true,
+    testClock: false,
+    env: { PITHOS_HOST: '127.0.0.1', PITHOS_PORT: '0', PITHOS_AUTH_TOKEN: 'x', PITHOS_FSYNC: 'everysec', PITHOS_MAX_BODY_BYTES: '200' },
+  });
+  try {
+    assert.ok(s.port > 0);
+    assert.ok(!s.stdout.includes('default password'), 'a configured env token must not trigger a generated one');
+    assert.equal((await s.req('GET', '/health')).status, 200);
+    assert.equal((await s.req('GET', '/health', undefined, { 'Auth-Token': 'y' })).status, 401);
+    expectSuccess(await s.req('PUT', '/records/e', { record: { a: 1 } }), 201, 'record created successfully');
+    // PITHOS_MAX_BODY_BYTES took effect
+    expectError(await s.req('PUT', '/records/big', { record: { s: 'x'.repeat(300) } }, { Connection: 'close' }), 413);
+    // PITHOS_DATA_DIR took effect: data survives a restart on the same directory
+    await s.restart('SIGTERM');
+    expectSuccess(await s.req('GET', '/records/e'), 200, 'record queried successfully', { a: 1 });
+  } finally {
+    await s.close();
+  }
+});
+
+test('flags win over environment variables', async () => {
+  const s = await PithosServer.start({
+    testClock: false,
+    args: ['--max-body-bytes', '100000'],
+    env: { PITHOS_MAX_BODY_BYTES: '50', PITHOS_AUTH_TOKEN: 'env-token' },
+  });
+  try {
+    expectSuccess(await s.req('PUT', '/records/f', { record: { s: 'x'.repeat(500) } }), 201, 'record created successfully');
+    assert.equal((await s.req('GET', '/health', undefined, { 'Auth-Token': 'env-token' })).status, 401);
+  } finally {
+    await s.close();
+  }
+});
+
+test('--fsync everysec and never are accepted; SIGINT exits 0', async () => {
+  for (const mode of ['everysec', 'never']) {
+    const s = await PithosServer.start({ testClock: false, fsync: mode });
+    try {
+      expectSuccess(await s.req('PUT', '/variants/v', { variant: 1 }), 201, 'variant created successfully', { variant: 1 });
+      const info = await s.kill(mode === 'never' ? 'SIGINT' : 'SIGTERM');
+      assert.deepEqual(info, { code: 0, signal: null }, `${mode}: exit ${JSON.stringify(info)}`);
+      // a graceful stop flushes, whatever the fsync mode
+      await s.spawn();
+      expectSuccess(await s.req('GET', '/variants/v'), 200, 'variant queried successfully', { variant: 1 });
+    } finally {
+      await s.close();
+    }
+  }
+});
