@@ -3,6 +3,7 @@
  * and a default; a flag beats its variable. A bad value is a ConfigError
  * with a one-line reason, which main.ts prints before exiting non-zero.
  */
+import { isIP } from 'node:net';
 import type { Durability } from './engine/index.js';
 
 export interface Config {
@@ -16,6 +17,8 @@ export interface Config {
   cacheMb: number;
   segmentMb: number;
   repair: boolean;
+  /** Addresses and CIDR subnets allowed to connect; empty = everyone. */
+  allowFrom: string[];
 }
 
 export class ConfigError extends Error {}
@@ -24,8 +27,8 @@ interface Spec {
   flag: string;
   env: string;
   key: keyof Config;
-  kind: 'string' | 'port' | 'fsync' | 'posint' | 'bool';
-  def: string | number | boolean | undefined;
+  kind: 'string' | 'port' | 'fsync' | 'posint' | 'bool' | 'list';
+  def: string | number | boolean | string[] | undefined;
   help: string;
 }
 
@@ -41,6 +44,8 @@ const SPECS: Spec[] = [
     help: 'largest request body accepted (413 above)' },
   { flag: '--cache-mb', env: 'PITHOS_CACHE_MB', key: 'cacheMb', kind: 'posint', def: 256, help: 'value cache budget in MiB' },
   { flag: '--segment-mb', env: 'PITHOS_SEGMENT_MB', key: 'segmentMb', kind: 'posint', def: 64, help: 'log segment size in MiB' },
+  { flag: '--allow-from', env: 'PITHOS_ALLOW_FROM', key: 'allowFrom', kind: 'list', def: [],
+    help: 'comma-separated addresses or CIDR subnets allowed to connect; others get 403 (default: any)' },
   { flag: '--repair', env: 'PITHOS_REPAIR', key: 'repair', kind: 'bool', def: false,
     help: 'open a damaged log by dropping damaged batches (keeps every intact one)' },
 ];
@@ -55,7 +60,7 @@ export function usage(): string {
     'options (each also read from the environment variable shown):',
   ];
   for (const s of SPECS) {
-    const def = s.def === undefined ? '' : ` (default ${String(s.def)})`;
+    const def = s.def === undefined || (Array.isArray(s.def) && s.def.length === 0) ? '' : ` (default ${String(s.def)})`;
     lines.push(`  ${(s.flag + (s.kind === 'bool' ? '' : ' <value>')).padEnd(26)} ${s.env.padEnd(22)} ${s.help}${def}`);
   }
   lines.push(`  ${'--help'.padEnd(26)} ${''.padEnd(22)} print this and exit`);
@@ -63,7 +68,7 @@ export function usage(): string {
   return lines.join('\n');
 }
 
-function convert(s: Spec, raw: string, from: string): string | number | boolean {
+function convert(s: Spec, raw: string, from: string): string | number | boolean | string[] {
   switch (s.kind) {
     case 'string':
       if (raw === '') throw new ConfigError(`${from} must not be empty`);
@@ -83,6 +88,13 @@ function convert(s: Spec, raw: string, from: string): string | number | boolean 
         throw new ConfigError(`${from} must be always, everysec or never, got '${raw}'`);
       }
       return raw;
+    case 'list': {
+      const items = raw.split(',').map((x) => x.trim()).filter((x) => x.length > 0);
+      for (const it of items) {
+        if (parseSubnet(it) === undefined) throw new ConfigError(`${from}: '${it}' is not an IP address or CIDR subnet`);
+      }
+      return items;
+    }
     case 'bool':
       if (raw === '' || raw === '1' || raw === 'true') return true;
       if (raw === '0' || raw === 'false') return false;
@@ -120,4 +132,16 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Co
     out[s.key] = convert(s, raw, flag);
   }
   return out as unknown as Config;
+}
+
+/** "10.0.0.0/8" -> [address, prefix, family]; a bare address gets the full prefix. */
+export function parseSubnet(s: string): [string, number, 'ipv4' | 'ipv6'] | undefined {
+  const slash = s.indexOf('/');
+  const addr = slash < 0 ? s : s.slice(0, slash);
+  const fam = isIP(addr);
+  if (fam === 0) return undefined;
+  const max = fam === 4 ? 32 : 128;
+  const prefix = slash < 0 ? max : Number(s.slice(slash + 1));
+  if (!Number.isInteger(prefix) || prefix < 0 || prefix > max || (slash >= 0 && !/^\d+$/.test(s.slice(slash + 1)))) return undefined;
+  return [addr, prefix, fam === 4 ? 'ipv4' : 'ipv6'];
 }

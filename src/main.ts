@@ -6,7 +6,8 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Config, ConfigError, parseConfig, usage } from './config.js';
+import { BlockList } from 'node:net';
+import { type Config, ConfigError, parseConfig, parseSubnet, usage } from './config.js';
 import { Database } from './model/database.js';
 import { PithosServer } from './http/server.js';
 import { Health } from './health.js';
@@ -48,6 +49,16 @@ function resolveToken(cfg: Config): { token: string; generated: boolean } {
     fs.closeSync(dfd);
   }
   return { token, generated: true };
+}
+
+function allowList(cfg: Config): BlockList | undefined {
+  if (cfg.allowFrom.length === 0) return undefined;
+  const list = new BlockList();
+  for (const s of cfg.allowFrom) {
+    const [addr, prefix, family] = parseSubnet(s) as [string, number, 'ipv4' | 'ipv6'];
+    list.addSubnet(addr, prefix, family);
+  }
+  return list;
 }
 
 async function main(): Promise<number> {
@@ -98,6 +109,7 @@ async function main(): Promise<number> {
     authToken: token,
     maxBodyBytes: cfg.maxBodyBytes,
     testClock,
+    allow: allowList(cfg),
     log,
   });
   const addr = await server.listen(cfg.port, cfg.host);

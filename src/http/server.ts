@@ -9,6 +9,7 @@ import * as http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { timingSafeEqual } from 'node:crypto';
 import type { Duplex } from 'node:stream';
+import type { BlockList } from 'node:net';
 import { type Body, parseBody, tooLarge } from './body.js';
 import { toStatus } from './errors.js';
 import { sendError } from './envelope.js';
@@ -20,6 +21,8 @@ export interface ServerOptions {
   authToken: string;
   maxBodyBytes: number;
   testClock: boolean;
+  /** When set, only these clients may connect (API.md: 403 "client address not allowed"). */
+  allow?: BlockList;
   log: (level: 'info' | 'warn' | 'error', msg: string) => void;
 }
 
@@ -78,6 +81,9 @@ export class PithosServer {
     if (this.shuttingDown) {
       res.shouldKeepAlive = false;
       return sendError(res, 503, 'server is shutting down');
+    }
+    if (this.opts.allow !== undefined && !allowed(this.opts.allow, req.socket.remoteAddress)) {
+      return sendError(res, 403, 'client address not allowed');
     }
     if (!this.authorised(req.headers['auth-token'])) return sendError(res, 401, UNAUTHORISED);
     try {
@@ -151,6 +157,13 @@ export class PithosServer {
     this.http.closeAllConnections();
     await closed;
   }
+}
+
+function allowed(list: BlockList, addr: string | undefined): boolean {
+  if (addr === undefined) return false;
+  // An IPv4 client of a dual-stack listener shows up as ::ffff:a.b.c.d.
+  if (addr.startsWith('::ffff:') && addr.includes('.')) return list.check(addr.slice(7), 'ipv4');
+  return list.check(addr, addr.includes(':') ? 'ipv6' : 'ipv4');
 }
 
 /** Runs a handler and maps whatever it throws; one shared function, no closure per request. */

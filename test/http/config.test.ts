@@ -52,3 +52,11 @@ test('router: shapes, 404, 405 with Allow, names', () => {
   assert.equal(kind(() => route('GET', '/records/' + 'x'.repeat(256), false)), 'invalid');
   assert.equal(kind(() => route('GET', '/records/', false)), 'invalid');
 });
+
+test('--allow-from takes addresses and CIDR subnets', () => {
+  assert.deepEqual(parseConfig(['--allow-from', '127.0.0.1, 10.0.0.0/8,::1'], {}).allowFrom, ['127.0.0.1', '10.0.0.0/8', '::1']);
+  assert.deepEqual(parseConfig([], {}).allowFrom, []);
+  for (const bad of ['300.1.1.1', '10.0.0.0/33', 'host.example', '10.0.0.0/x']) {
+    assert.throws(() => parseConfig(['--allow-from', bad], {}), ConfigError, bad);
+  }
+});

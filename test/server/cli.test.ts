@@ -122,3 +122,19 @@ test('--fsync everysec and never are accepted; SIGINT exits 0', async () => {
     }
   }
 });
+
+test('--allow-from: other client addresses get 403 before auth, listed ones are served', async () => {
+  const denied = await PithosServer.start({ args: ['--allow-from', '10.0.0.0/8'] });
+  try {
+    expectError(await denied.req('GET', '/health'), 403, 'client address not allowed');
+    expectError(await denied.req('PUT', '/records/r', { record: { a: 1 } }), 403);
+  } finally {
+    await denied.close();
+  }
+  const ok = await PithosServer.start({ env: { PITHOS_ALLOW_FROM: '127.0.0.0/8,::1' } });
+  try {
+    assert.equal((await ok.req('GET', '/health')).status, 200);
+  } finally {
+    await ok.close();
+  }
+});
