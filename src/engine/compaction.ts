@@ -18,13 +18,13 @@
  */
 import {
   BATCH_HEADER_SIZE, encodeSegmentHeader, HintWriter, Op, SEGMENT_HEADER_SIZE, SegmentKind,
-  writeSeq,
+  valueCrc, writeSeq,
 } from './format.js';
 import { crc32 } from 'node:zlib';
 import type { Engine } from './engine.js';
 import type { Entry } from './keydir.js';
 import { ID_STEP, Segment } from './segment.js';
-import { SegmentScanner } from './scanner.js';
+import { SegmentScanner, Yielder } from './scanner.js';
 import { writeFileDurably } from './hints.js';
 
 export interface CompactionPolicy {
@@ -87,14 +87,22 @@ export class Compactor {
   private async compact(run: Segment[]): Promise<boolean> {
     const e = this.engine;
     const f = e.fs;
-    this.state = 1;
-    this.conflict = false;
-    for (const s of run) s.compacting = true;
     const last = run[run.length - 1];
+    // The output must replay after the run and before every later segment:
+    // its id has to stay below the id of the segment that follows the run.
+    const following = e.segments[e.segments.indexOf(last) + 1];
+    const limit = following !== undefined ? following.id : (Math.floor(last.id / ID_STEP) + 1) * ID_STEP;
     let outId = last.id + 1;
     const taken = new Set(e.segments.map((s) => s.id));
     while (taken.has(outId)) outId++;
-    if (outId % ID_STEP === 0) throw new Error('compaction id space exhausted');
+    if (outId >= limit) {
+      e.log('warn', `compaction skipped: no free segment id between ${last.name} and the next segment; it resumes after the next rotation`);
+      if (this.state === 0) this.state = 2;
+      return false;
+    }
+    this.state = 1;
+    this.conflict = false;
+    for (const s of run) s.compacting = true;
     const out = new Segment(e.dir, outId, SegmentKind.Compacted);
     const tmp = `${out.path}.tmp`;
     let sealed = false;
@@ -119,7 +127,7 @@ export class Compactor {
       let partsBytes = 0;
       let batchSeq = 0;
       let batchCount = 0;
-      let pendingHint: Array<[string, number, number, number]> = []; // key, rel value pos, vlen, exp
+      let pendingHint: Array<[string, number, number, number, number]> = []; // key, rel value pos, vlen, exp, crc
       let pendingSizes: number[] = [];
       const emitBatch = async (): Promise<void> => {
         if (batchCount === 0) return;
@@ -133,9 +141,9 @@ export class Compactor {
         const base = out.size;
         await f.writeAll(out.fd, data, 0, len, base);
         for (let i = 0; i < pendingHint.length; i++) {
-          const [key, rel, vlen, exp] = pendingHint[i];
+          const [key, rel, vlen, exp, crc] = pendingHint[i];
           newPos.push(base + BATCH_HEADER_SIZE + rel);
-          hint.add(Op.Put, key, base + BATCH_HEADER_SIZE + rel, vlen, pendingSizes[i], exp);
+          hint.add(Op.Put, key, base + BATCH_HEADER_SIZE + rel, vlen, pendingSizes[i], exp, crc);
         }
         out.size += len;
         if (batchSeq > out.maxSeq) out.maxSeq = batchSeq;
@@ -146,9 +154,11 @@ export class Compactor {
         pendingHint = [];
         pendingSizes = [];
       };
+      const yielder = new Yielder();
       for (const s of run) {
         const scanner = new SegmentScanner(f, s, s.size);
         for (;;) {
+          await yielder.maybe();
           if (this.stopping) throw new Error('compaction stopped by close');
           const step = await scanner.next();
           if (step.kind === 'end') break;
@@ -160,10 +170,17 @@ export class Compactor {
             const cur = e.keydir.get(en.key);
             const vpos = pos + (en.valueOffset - bufPos);
             if (cur === undefined || cur.seg !== s || cur.vpos !== vpos) continue;
-            if (cur.exp !== 0 && cur.exp <= now) continue;
+            if (cur.exp !== 0 && cur.exp <= now) {
+              // Expired: not copied, so take it out of the directory now (as
+              // the sweeper would); left there it would keep counting as live
+              // in the run and the inputs could never be retired.
+              e.keydir.delete(en.key);
+              continue;
+            }
             const start = en.valueOffset - en.size + en.valueLength; // entry header in buf
             parts.push(buf.subarray(start, start + en.size));
-            pendingHint.push([en.key, partsBytes + en.size - en.valueLength, en.valueLength, en.expiresAt]);
+            pendingHint.push([en.key, partsBytes + en.size - en.valueLength, en.valueLength, en.expiresAt,
+              valueCrc(buf, en.valueOffset, en.valueOffset + en.valueLength)]);
             pendingSizes.push(en.size);
             partsBytes += en.size;
             batchCount++;

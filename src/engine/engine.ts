@@ -12,10 +12,10 @@
  */
 import * as path from 'node:path';
 import * as fs from 'node:fs';
-import { EngineClosedError, DirectoryLockedError, StorageIOError, storageError } from './errors.js';
+import { CorruptionError, EngineClosedError, DirectoryLockedError, StorageIOError, storageError } from './errors.js';
 import {
   encodeBatch, encodeSegmentHeader, entrySize, type EntryIn, MAX_BATCH_BYTES, MAX_KEY_BYTES, Op,
-  SEGMENT_HEADER_SIZE, SegmentKind,
+  SEGMENT_HEADER_SIZE, SegmentKind, valueCrc,
 } from './format.js';
 import { type FileOps, nodeFileOps } from './fileops.js';
 import { type Decoder, Entry, FLAG_CURRENT, KeyDir } from './keydir.js';
@@ -115,6 +115,8 @@ export class Engine {
   private syncedSize = 0;
   private timers: NodeJS.Timeout[] = [];
   private sweepRunning = false;
+  /** Hint files being built; close() waits for them so no file is written after it returns. */
+  private readonly hintBuilds = new Set<Promise<void>>();
   readonly compactor: Compactor;
   private readonly keyLens: number[] = [];
   private readonly valueOffsets: number[] = [];
@@ -146,7 +148,7 @@ export class Engine {
       await e.openActive(r.appendTo);
       e.log('info', `recovered ${e.keydir.size} keys from ${e.segments.length} segment(s) in ${Date.now() - started} ms`);
       for (const s of e.segments) {
-        if (s !== e.active && !s.hasHint) void buildHint(e, s).catch((err) => e.log('warn', `hint for ${s.name}: ${String(err)}`));
+        if (s !== e.active && !s.hasHint) e.hintLater(s);
       }
     } catch (err) {
       await e.closeFiles();
@@ -216,6 +218,8 @@ export class Engine {
       if (!isWellFormed.call(o.key)) return Promise.reject(new RangeError('key must be well-formed UTF-16 (no lone surrogates)'));
       // Any other op byte would make the batch unreadable at the next start.
       if (o.op !== Op.Put && o.op !== Op.Del && o.op !== Op.DropGroup) return Promise.reject(new RangeError(`unknown op ${String(o.op)}`));
+      // NaN would never expire yet sit in the expiry heap, breaking its order.
+      if (typeof o.expiresAt !== 'number' || Number.isNaN(o.expiresAt)) return Promise.reject(new RangeError('expiresAt must be a number (0 = never)'));
       if (o.op === Op.Put && !(o.value instanceof Buffer)) return Promise.reject(new TypeError('put needs a Buffer value'));
     }
     const seq = this.nextSeq;
@@ -240,7 +244,8 @@ export class Engine {
           }
           continue;
         }
-        const e = new Entry(undefined, 0, value.length, entrySize(this.keyLens[i], value.length), o.expiresAt);
+        const e = new Entry(undefined, 0, value.length, entrySize(this.keyLens[i], value.length), o.expiresAt,
+          valueCrc(value, 0, value.length));
         kd.cache(e, value, o.memo, o.memo === undefined ? undefined : o.decoder);
         p.undoKeys.push(o.key);
         p.undoPrev.push(kd.set(o.key, e));
@@ -391,8 +396,16 @@ export class Engine {
     const next = await this.createLogSegment(old.id + ID_STEP);
     this.segments.push(next);
     this.active = next;
-    void buildHint(this, old).catch((err) => this.log('warn', `hint for ${old.name}: ${String(err)}`));
+    this.hintLater(old);
     return next;
+  }
+
+  /** Builds a segment's hint in the background; close() waits for it. */
+  private hintLater(seg: Segment): void {
+    const p: Promise<void> = buildHint(this, seg)
+      .catch((err) => this.log('warn', `hint for ${seg.name}: ${String(err)}`))
+      .finally(() => this.hintBuilds.delete(p));
+    this.hintBuilds.add(p);
   }
 
   private async syncQuietly(): Promise<void> {
@@ -493,6 +506,13 @@ export class Engine {
       if (seg.retired || e.seg !== seg) return undefined;
       throw new StorageIOError(`short read in ${seg.name} at ${e.vpos}`, undefined);
     }
+    if (valueCrc(buf, 0, n) !== e.crc) {
+      // Damage after the segment was last verified (hinted segments are not
+      // scanned at open): refuse to serve it rather than return wrong bytes.
+      const err = new CorruptionError(seg.name, e.vpos, `value checksum mismatch (${e.vlen} bytes)`);
+      this.log('error', err.message);
+      throw err;
+    }
     return buf;
   }
 
@@ -581,8 +601,17 @@ export class Engine {
     for (const t of this.timers) clearInterval(t);
     await this.drain();
     await this.compactor.stop();
+    while (this.hintBuilds.size > 0) await Promise.all(this.hintBuilds);
     try {
-      if (this.active !== undefined && this.active.fd >= 0) await this.fs.fdatasync(this.active.fd);
+      if (this.active !== undefined && this.active.fd >= 0) {
+        // A failed write whose bytes could not be cut off must not outlive
+        // us: the next open would replay a batch that was rejected.
+        if (this.tailDirty) {
+          await this.fs.ftruncate(this.active.fd, this.active.size);
+          this.tailDirty = false;
+        }
+        await this.fs.fdatasync(this.active.fd);
+      }
     } finally {
       await this.closeFiles();
       unlockDirectory(this.dir);

@@ -14,7 +14,9 @@ export const SEGMENT_HEADER_SIZE = 16;
 export const BATCH_HEADER_SIZE = 20;
 export const ENTRY_HEADER_SIZE = 15;
 export const HINT_HEADER_SIZE = 8;
-export const HINT_ENTRY_HEADER_SIZE = 23;
+export const HINT_ENTRY_HEADER_SIZE = 27;
+/** Hint files have their own version: they are derived data, rebuilt from the log when they do not match. */
+export const HINT_VERSION = 2;
 export const HINT_FOOTER_SIZE = 16;
 /** Upper bound on one batch; larger writes are refused before they reach the log. */
 export const MAX_BATCH_BYTES = 1 << 30;
@@ -188,11 +190,18 @@ export function decodeBatch(buf: Buffer, off: number, len: number): DecodedBatch
   return { seq, length: len, entries };
 }
 
+/** Checksum of one value, as kept in the key directory (a signed int32, so V8 stores it unboxed). */
+export function valueCrc(buf: Buffer, start: number, end: number): number {
+  return crc32(buf.subarray(start, end)) | 0;
+}
+
 /**
  * Hint file: the directory view of one immutable segment, so recovery does
  * not read values. Layout:
- *   magic u32 | version u8 | pad[3]
- *   entries: op u8 | keyLen u16 | valueLen u32 | valuePos u32 | size u32 | expiresAt f64 | key
+ *   magic u32 | version u8 (HINT_VERSION) | pad[3]
+ *   entries: op u8 | keyLen u16 | valueLen u32 | valuePos u32 | size u32 | expiresAt f64 | valueCrc u32 | key
+ * valueCrc is the crc32 of the value bytes: recovery from a hint never sees
+ * the batch checksums, so reads verify each value against it instead.
  *   footer:  segmentSize u32 | count u32 | maxSeq u64 ... crc32 over all before it
  * The footer's segment size ties the hint to the exact segment it describes;
  * a hint that disagrees with its segment is ignored and the segment scanned.
@@ -204,6 +213,7 @@ export interface HintEntry {
   valueLength: number;
   size: number;
   expiresAt: number;
+  crc: number;
 }
 
 export class HintWriter {
@@ -214,14 +224,14 @@ export class HintWriter {
 
   constructor() {
     this.cur.writeUInt32LE(HINT_MAGIC, 0);
-    this.cur[4] = FORMAT_VERSION;
+    this.cur[4] = HINT_VERSION;
     this.cur[5] = 0;
     this.cur[6] = 0;
     this.cur[7] = 0;
     this.pos = HINT_HEADER_SIZE;
   }
 
-  add(op: Op, key: string, valuePos: number, valueLength: number, size: number, expiresAt: number): void {
+  add(op: Op, key: string, valuePos: number, valueLength: number, size: number, expiresAt: number, crc: number): void {
     const kl = Buffer.byteLength(key, 'utf8');
     const need = HINT_ENTRY_HEADER_SIZE + kl;
     if (this.pos + need > this.cur.length) {
@@ -237,6 +247,7 @@ export class HintWriter {
     b.writeUInt32LE(valuePos, p + 7);
     b.writeUInt32LE(size, p + 11);
     b.writeDoubleLE(expiresAt, p + 15);
+    b.writeInt32LE(crc | 0, p + 23);
     p += HINT_ENTRY_HEADER_SIZE;
     b.write(key, p, kl, 'utf8');
     this.pos = p + kl;
@@ -258,7 +269,7 @@ export class HintWriter {
 }
 
 export interface HintVisitor {
-  hint(op: Op, key: string, valuePos: number, valueLength: number, size: number, expiresAt: number): void;
+  hint(op: Op, key: string, valuePos: number, valueLength: number, size: number, expiresAt: number, crc: number): void;
 }
 
 export interface HintFooter {
@@ -274,7 +285,8 @@ export interface HintFooter {
 export function checkHint(buf: Buffer): HintFooter | string {
   const minLen = HINT_HEADER_SIZE + HINT_FOOTER_SIZE + 4;
   if (buf.length < minLen) return 'hint file is truncated';
-  if (buf.readUInt32LE(0) !== HINT_MAGIC || buf[4] !== FORMAT_VERSION) return 'bad hint magic';
+  if (buf.readUInt32LE(0) !== HINT_MAGIC) return 'bad hint magic';
+  if (buf[4] !== HINT_VERSION) return `unsupported hint version ${buf[4]}`;
   const crcPos = buf.length - 4;
   if ((crc32(buf.subarray(0, crcPos)) >>> 0) !== buf.readUInt32LE(crcPos)) return 'hint checksum mismatch';
   const footer = crcPos - HINT_FOOTER_SIZE;
@@ -296,7 +308,7 @@ export function visitHint(buf: Buffer, pos: number, limit: number, v: HintVisito
     const keyStart = p + HINT_ENTRY_HEADER_SIZE;
     if (keyStart + kl > footer) throw new Error('hint entries overrun');
     v.hint(buf[p] as Op, buf.toString('utf8', keyStart, keyStart + kl), buf.readUInt32LE(p + 7),
-      buf.readUInt32LE(p + 3), buf.readUInt32LE(p + 11), buf.readDoubleLE(p + 15));
+      buf.readUInt32LE(p + 3), buf.readUInt32LE(p + 11), buf.readDoubleLE(p + 15), buf.readInt32LE(p + 23));
     p = keyStart + kl;
   }
   return p >= footer ? 0 : p;

@@ -3,10 +3,10 @@
  * appended to, so recovery can rebuild the directory without reading values.
  * A missing or damaged hint only costs time: recovery scans the segment.
  */
-import { HintWriter, Op } from './format.js';
+import { HintWriter, Op, valueCrc } from './format.js';
 import type { Engine } from './engine.js';
 import type { Segment } from './segment.js';
-import { SegmentScanner } from './scanner.js';
+import { SegmentScanner, Yielder } from './scanner.js';
 
 /** Writes `bytes` to `final` through a temporary file, so a crash never leaves half a file under the real name. */
 export async function writeFileDurably(engine: Engine, final: string, bytes: Buffer): Promise<void> {
@@ -29,16 +29,20 @@ export async function buildHint(engine: Engine, seg: Segment): Promise<void> {
   const scanner = new SegmentScanner(engine.fs, seg, size);
   const hint = new HintWriter();
   let maxSeq = 0;
+  const yielder = new Yielder();
   for (;;) {
+    await yielder.maybe();
     if (seg.retired) return; // compacted away meanwhile
     const step = await scanner.next();
     if (step.kind === 'end') break;
     if (step.kind === 'bad') throw new Error(`${seg.name} at ${step.pos}: ${step.reason}`);
-    const { batch, pos, bufPos } = step;
+    const { batch, pos, buf, bufPos } = step;
     if (batch.seq > maxSeq) maxSeq = batch.seq;
     for (const en of batch.entries) {
-      const valuePos = en.op === Op.Put ? pos + (en.valueOffset - bufPos) : 0;
-      hint.add(en.op, en.key, valuePos, en.valueLength, en.size, en.expiresAt);
+      const put = en.op === Op.Put;
+      const valuePos = put ? pos + (en.valueOffset - bufPos) : 0;
+      const crc = put ? valueCrc(buf, en.valueOffset, en.valueOffset + en.valueLength) : 0;
+      hint.add(en.op, en.key, valuePos, en.valueLength, en.size, en.expiresAt, crc);
     }
   }
   if (seg.retired) return;

@@ -15,6 +15,8 @@ export type Decoder<T> = (value: Buffer, key: string) => T;
 
 export const FLAG_CURRENT = 1;
 const FLAG_REF = 2;
+/** The entry has a slot in the cache queue (so it is never queued twice). */
+const FLAG_QUEUED = 4;
 
 /**
  * One version of one key. `seg` is undefined while the batch that wrote it
@@ -29,18 +31,21 @@ export class Entry {
   size: number;
   /** Absolute expiry in ms since the epoch; 0 = never. */
   exp: number;
+  /** crc32 of the value (as int32), checked whenever the value is read from its segment. */
+  crc: number;
   val: Buffer | undefined;
   /** Decoded form of `val`, produced by `dec`. */
   memo: unknown;
   dec: Decoder<unknown> | undefined;
   flags: number;
 
-  constructor(seg: Segment | undefined, vpos: number, vlen: number, size: number, exp: number) {
+  constructor(seg: Segment | undefined, vpos: number, vlen: number, size: number, exp: number, crc: number) {
     this.seg = seg;
     this.vpos = vpos;
     this.vlen = vlen;
     this.size = size;
     this.exp = exp;
+    this.crc = crc;
     this.val = undefined;
     this.memo = undefined;
     this.dec = undefined;
@@ -80,11 +85,15 @@ export class KeyDir {
   // Value cache: a CLOCK queue of entries whose val/memo is set.
   private cacheQueue: Entry[] = [];
   private cacheHead = 0;
+  /** Entries whose val or memo is set (the queue may also hold slots of dropped ones). */
+  private cachedEntries = 0;
   cacheBytes = 0;
   cacheBudget: number;
 
   // Expiry: a binary min-heap of the entries that carry an expiry.
   private heap: ExpiryItem[] = [];
+  /** Current entries that carry an expiry (the heap also holds items of replaced versions). */
+  private expiring = 0;
 
   /** Decides whether an entry's value may leave memory (false while its bytes are not in the file). */
   evictable: (e: Entry) => boolean = () => true;
@@ -121,7 +130,10 @@ export class KeyDir {
       if (prev === undefined) this.addToGroup(g, key, e);
       else (this.groups.get(g) as Group).map.set(key, e); // same position, new version
     }
-    if (e.exp !== 0) this.pushExpiry(key, e);
+    if (e.exp !== 0) {
+      this.expiring++;
+      this.pushExpiry(key, e);
+    }
     return prev;
   }
 
@@ -170,6 +182,7 @@ export class KeyDir {
 
   private retire(e: Entry): void {
     e.flags &= ~FLAG_CURRENT;
+    if (e.exp !== 0) this.expiring--;
     if (e.seg !== undefined) e.seg.live -= e.size;
     this.uncache(e);
   }
@@ -211,9 +224,31 @@ export class KeyDir {
     e.memo = memo;
     e.dec = dec;
     this.cacheBytes += cacheCost(e) - before;
-    if (!wasCached) this.cacheQueue.push(e);
+    if (!wasCached) {
+      this.cachedEntries++;
+      if ((e.flags & FLAG_QUEUED) === 0) {
+        e.flags |= FLAG_QUEUED;
+        this.cacheQueue.push(e);
+        // Versions replaced or deleted while under budget leave their slots
+        // behind; drop them once they outnumber the cached entries, or the
+        // queue would grow with every overwrite.
+        if (this.cacheQueue.length - this.cacheHead > 2 * this.cachedEntries + 1024) this.pruneQueue();
+      }
+    }
     e.flags |= FLAG_REF;
     if (this.cacheBytes > this.cacheBudget) this.evict();
+  }
+
+  private pruneQueue(): void {
+    const q = this.cacheQueue;
+    const kept: Entry[] = [];
+    for (let i = this.cacheHead; i < q.length; i++) {
+      const e = q[i];
+      if (e.val !== undefined || e.memo !== undefined) kept.push(e);
+      else e.flags &= ~FLAG_QUEUED;
+    }
+    this.cacheQueue = kept;
+    this.cacheHead = 0;
   }
 
   touch(e: Entry): void {
@@ -222,6 +257,7 @@ export class KeyDir {
 
   uncache(e: Entry): void {
     if (e.val === undefined && e.memo === undefined) return;
+    this.cachedEntries--;
     this.cacheBytes -= cacheCost(e);
     e.val = undefined;
     e.memo = undefined;
@@ -236,12 +272,16 @@ export class KeyDir {
       const e = q[this.cacheHead];
       (q as Array<Entry | undefined>)[this.cacheHead] = undefined;
       this.cacheHead++;
-      if (e.val === undefined && e.memo === undefined) continue; // already dropped
+      if (e.val === undefined && e.memo === undefined) {
+        e.flags &= ~FLAG_QUEUED; // already dropped
+        continue;
+      }
       if ((e.flags & FLAG_REF) !== 0 || !this.evictable(e)) {
         e.flags &= ~FLAG_REF;
         q.push(e);
         continue;
       }
+      e.flags &= ~FLAG_QUEUED;
       this.uncache(e);
     }
     if (this.cacheHead > 4096 && this.cacheHead * 2 > q.length) {
@@ -253,6 +293,10 @@ export class KeyDir {
   // ---- expiry ------------------------------------------------------------
 
   private pushExpiry(key: string, entry: Entry): void {
+    // Items of replaced versions stay until their time comes; a key that is
+    // rewritten often with a long ttl would pile them up. Rebuild without
+    // them once they outnumber the live ones.
+    if (this.heap.length > 2 * this.expiring + 1024) this.pruneHeap();
     const h = this.heap;
     const item: ExpiryItem = { exp: entry.exp, key, entry };
     let i = h.length;
@@ -264,6 +308,19 @@ export class KeyDir {
       i = parent;
     }
     h[i] = item;
+  }
+
+  private pruneHeap(): void {
+    const seen = new Set<Entry>();
+    const kept: ExpiryItem[] = [];
+    for (const item of this.heap) {
+      if (this.map.get(item.key) === item.entry && !seen.has(item.entry)) {
+        seen.add(item.entry);
+        kept.push(item);
+      }
+    }
+    kept.sort((a, b) => a.exp - b.exp); // a sorted array is a valid min-heap
+    this.heap = kept;
   }
 
   private popExpiry(): ExpiryItem | undefined {

@@ -13,12 +13,12 @@
 import * as path from 'node:path';
 import { CorruptionError } from './errors.js';
 import {
-  checkHint, decodeSegmentHeader, type HintVisitor, Op, SEGMENT_HEADER_SIZE, SegmentKind, visitHint,
+  checkHint, decodeSegmentHeader, type HintVisitor, Op, SEGMENT_HEADER_SIZE, SegmentKind, valueCrc, visitHint,
 } from './format.js';
 import type { Engine } from './engine.js';
 import { Entry } from './keydir.js';
 import { parseFileName, Segment } from './segment.js';
-import { SegmentScanner } from './scanner.js';
+import { SegmentScanner, Yielder } from './scanner.js';
 import { writeFileDurably } from './hints.js';
 
 export interface Recovered {
@@ -34,13 +34,13 @@ class Applier implements HintVisitor {
   applied = 0;
   constructor(private readonly engine: Engine, private readonly now: number) {}
 
-  hint(op: Op, key: string, valuePos: number, valueLength: number, size: number, expiresAt: number): void {
+  hint(op: Op, key: string, valuePos: number, valueLength: number, size: number, expiresAt: number, crc: number): void {
     const kd = this.engine.keydir;
     this.applied++;
     if (op === Op.Put) {
       // An expired version still shadows older ones, so it deletes.
       if (expiresAt !== 0 && expiresAt <= this.now) kd.delete(key);
-      else kd.set(key, new Entry(this.seg, valuePos, valueLength, size, expiresAt));
+      else kd.set(key, new Entry(this.seg, valuePos, valueLength, size, expiresAt, crc));
     } else if (op === Op.Del) {
       kd.delete(key);
     } else {
@@ -49,7 +49,6 @@ class Applier implements HintVisitor {
   }
 }
 
-const yieldNow = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 export async function recover(engine: Engine, repair: boolean): Promise<Recovered> {
   const f = engine.fs;
@@ -75,41 +74,48 @@ export async function recover(engine: Engine, repair: boolean): Promise<Recovere
   let maxSeq = 0;
   let appendTo: Segment | undefined;
 
-  for (const id of logs) {
-    const kind = id % 1024 === 0 ? SegmentKind.Log : SegmentKind.Compacted;
-    const seg = new Segment(engine.dir, id, kind);
-    const isTail = id === lastLogId;
-    seg.fd = await f.open(seg.path, isTail ? 'r+' : 'r');
-    let size = await f.fstatSize(seg.fd);
-    const head = Buffer.alloc(SEGMENT_HEADER_SIZE);
-    const got = size >= SEGMENT_HEADER_SIZE ? await seg.read(f, head, 0, SEGMENT_HEADER_SIZE, 0) : 0;
-    const header = decodeSegmentHeader(head.subarray(0, got));
-    if (typeof header === 'string') {
-      if (isTail && size < SEGMENT_HEADER_SIZE) {
-        // Died while creating this segment: it holds nothing. Start it afresh.
-        engine.log('warn', `${seg.name}: ${size}-byte segment without a header (died while creating it); removed`);
+  let seg: Segment | undefined;
+  try {
+    for (const id of logs) {
+      seg = new Segment(engine.dir, id, id % 1024 === 0 ? SegmentKind.Log : SegmentKind.Compacted);
+      const isTail = id === lastLogId;
+      seg.fd = await f.open(seg.path, isTail ? 'r+' : 'r');
+      let size = await f.fstatSize(seg.fd);
+      const head = Buffer.alloc(SEGMENT_HEADER_SIZE);
+      const got = size >= SEGMENT_HEADER_SIZE ? await seg.read(f, head, 0, SEGMENT_HEADER_SIZE, 0) : 0;
+      const header = decodeSegmentHeader(head.subarray(0, got));
+      if (typeof header === 'string') {
+        if (isTail && size < SEGMENT_HEADER_SIZE) {
+          // Died while creating this segment: it holds nothing. Start it afresh.
+          engine.log('warn', `${seg.name}: ${size}-byte segment without a header (died while creating it); removed`);
+          await seg.closeQuietly(f);
+          await f.unlink(seg.path);
+          continue;
+        }
         await seg.closeQuietly(f);
-        await f.unlink(seg.path);
-        continue;
+        throw new CorruptionError(seg.name, 0, header);
       }
-      await seg.closeQuietly(f);
-      throw new CorruptionError(seg.name, 0, header);
-    }
-    maxSeq = Math.max(maxSeq, header.baseSeq - 1);
-    applier.seg = seg;
+      maxSeq = Math.max(maxSeq, header.baseSeq - 1);
+      applier.seg = seg;
 
-    let loaded = false;
-    if (hints.has(id) && !isTail) {
-      loaded = await loadHint(engine, seg, size, applier);
-      if (loaded) seg.hasHint = true;
+      let loaded = false;
+      if (hints.has(id) && !isTail) {
+        loaded = await loadHint(engine, seg, size, applier);
+        if (loaded) seg.hasHint = true;
+      }
+      if (!loaded) {
+        size = await scanSegment(engine, seg, size, isTail, repair, applier);
+      }
+      seg.size = size;
+      maxSeq = Math.max(maxSeq, seg.maxSeq);
+      segments.push(seg);
+      if (isTail) appendTo = seg;
     }
-    if (!loaded) {
-      size = await scanSegment(engine, seg, size, isTail, repair, applier);
-    }
-    seg.size = size;
-    maxSeq = Math.max(maxSeq, seg.maxSeq);
-    segments.push(seg);
-    if (isTail) appendTo = seg;
+  } catch (err) {
+    // Refusing to open must not leak the descriptors opened so far.
+    for (const s of segments) await s.closeQuietly(f);
+    if (seg !== undefined) await seg.closeQuietly(f);
+    throw err;
   }
   return { segments, nextSeq: maxSeq + 1, appendTo };
 }
@@ -141,10 +147,11 @@ async function loadHint(engine: Engine, seg: Segment, size: number, applier: App
     engine.log('warn', `${seg.name}: hint ignored (${typeof footer === 'string' ? footer : 'size mismatch'}); scanning the segment`);
     return false;
   }
+  const yielder = new Yielder();
   let pos = 0;
   do {
-    pos = visitHint(buf, pos, 50_000, applier);
-    if (pos !== 0) await yieldNow();
+    pos = visitHint(buf, pos, 1024, applier);
+    if (pos !== 0) await yielder.maybe();
   } while (pos !== 0);
   seg.maxSeq = footer.maxSeq;
   return true;
@@ -156,7 +163,7 @@ async function scanSegment(
 ): Promise<number> {
   const scanner = new SegmentScanner(engine.fs, seg, size);
   const dropped: Array<[number, number]> = [];
-  let sinceYield = 0;
+  const yielder = new Yielder();
   for (;;) {
     const step = await scanner.next();
     if (step.kind === 'end') break;
@@ -178,16 +185,13 @@ async function scanSegment(
       if (next < 0) break;
       continue;
     }
-    const { batch, pos, bufPos } = step;
+    const { batch, pos, buf, bufPos } = step;
     if (batch.seq > seg.maxSeq) seg.maxSeq = batch.seq;
     for (const en of batch.entries) {
-      applier.hint(en.op, en.key, pos + (en.valueOffset - bufPos), en.valueLength, en.size, en.expiresAt);
+      const crc = en.op === Op.Put ? valueCrc(buf, en.valueOffset, en.valueOffset + en.valueLength) : 0;
+      applier.hint(en.op, en.key, pos + (en.valueOffset - bufPos), en.valueLength, en.size, en.expiresAt, crc);
     }
-    sinceYield += batch.entries.length;
-    if (sinceYield >= 20_000) {
-      sinceYield = 0;
-      await yieldNow();
-    }
+    await yielder.maybe();
   }
   if (dropped.length > 0) return rewriteWithout(engine, seg, size, dropped, applier);
   return size;
@@ -224,10 +228,11 @@ async function rewriteWithout(
     const step = await scanner.next();
     if (step.kind === 'end') break;
     if (step.kind === 'bad') throw new CorruptionError(seg.name, step.pos, 'damage left after repair');
-    const { batch, pos, bufPos } = step;
+    const { batch, pos, buf, bufPos } = step;
     if (batch.seq > seg.maxSeq) seg.maxSeq = batch.seq;
     for (const en of batch.entries) {
-      applier.hint(en.op, en.key, pos + (en.valueOffset - bufPos), en.valueLength, en.size, en.expiresAt);
+      const crc = en.op === Op.Put ? valueCrc(buf, en.valueOffset, en.valueOffset + en.valueLength) : 0;
+      applier.hint(en.op, en.key, pos + (en.valueOffset - bufPos), en.valueLength, en.size, en.expiresAt, crc);
     }
   }
   return bytes.length;

@@ -9,6 +9,23 @@ import type { Segment } from './segment.js';
 
 const CHUNK = 1 << 20;
 
+/**
+ * Yields to the event loop once `budgetMs` of synchronous work has passed.
+ * Awaiting a scanner step is only a microtask unless it had to read, so
+ * loops over batches call this between them to keep every stall short
+ * (DESIGN.md invariant 5).
+ */
+export class Yielder {
+  private last = performance.now();
+  constructor(private readonly budgetMs = 4) {}
+
+  async maybe(): Promise<void> {
+    if (performance.now() - this.last < this.budgetMs) return;
+    await new Promise<void>((r) => setImmediate(r));
+    this.last = performance.now();
+  }
+}
+
 export type ScanStep =
   | { kind: 'batch'; batch: DecodedBatch; pos: number; buf: Buffer; bufPos: number }
   | { kind: 'bad'; pos: number; reason: string }
