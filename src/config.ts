@@ -43,7 +43,7 @@ const SPECS: Spec[] = [
   { flag: '--max-body-bytes', env: 'PITHOS_MAX_BODY_BYTES', key: 'maxBodyBytes', kind: 'posint', def: 16 * 1024 * 1024,
     help: 'largest request body accepted (413 above)' },
   { flag: '--cache-mb', env: 'PITHOS_CACHE_MB', key: 'cacheMb', kind: 'posint', def: 256, help: 'value cache budget in MiB' },
-  { flag: '--segment-mb', env: 'PITHOS_SEGMENT_MB', key: 'segmentMb', kind: 'posint', def: 64, help: 'log segment size in MiB' },
+  { flag: '--segment-mb', env: 'PITHOS_SEGMENT_MB', key: 'segmentMb', kind: 'posint', def: 64, help: 'log segment size in MiB (at most 1024)' },
   { flag: '--allow-from', env: 'PITHOS_ALLOW_FROM', key: 'allowFrom', kind: 'list', def: [],
     help: 'comma-separated addresses or CIDR subnets allowed to connect; others get 403 (default: any)' },
   { flag: '--repair', env: 'PITHOS_REPAIR', key: 'repair', kind: 'bool', def: false,
@@ -131,7 +131,10 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Co
     if (raw === undefined) throw new ConfigError(`${flag} needs a value`);
     out[s.key] = convert(s, raw, flag);
   }
-  return out as unknown as Config;
+  const cfg = out as unknown as Config;
+  // Hint files address values with 32-bit offsets.
+  if (cfg.segmentMb > 1024) throw new ConfigError(`--segment-mb must be at most 1024, got ${cfg.segmentMb}`);
+  return cfg;
 }
 
 /** "10.0.0.0/8" -> [address, prefix, family]; a bare address gets the full prefix. */

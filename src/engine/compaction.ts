@@ -33,6 +33,8 @@ export interface CompactionPolicy {
 }
 
 const OUT_BATCH = 1 << 20;
+/** Most live bytes one compaction pass copies. */
+export const MAX_RUN_LIVE = 2 ** 31;
 const SWAP_SLICE = 20_000;
 
 const yieldNow = (): Promise<void> => new Promise((r) => setImmediate(r));
@@ -52,10 +54,15 @@ export class Compactor {
     const segs = this.engine.segments;
     let dead = 0;
     let total = 0;
+    let live = 0;
     let best = -1;
     for (let i = 0; i < segs.length; i++) {
       const s = segs[i];
       if (s === this.engine.active) break;
+      // One output file per pass, and hint offsets are 32-bit: keep a run's
+      // live data under MAX_RUN_LIVE (the first segment always fits, see config).
+      live += s.live;
+      if (i > 0 && live > MAX_RUN_LIVE) break;
       const d = s.dead(SEGMENT_HEADER_SIZE);
       dead += d;
       total += s.size - SEGMENT_HEADER_SIZE;

@@ -12,7 +12,7 @@
  */
 import * as path from 'node:path';
 import * as fs from 'node:fs';
-import { CorruptionError, EngineClosedError, DirectoryLockedError, StorageIOError, storageError } from './errors.js';
+import { BatchTooLargeError, CorruptionError, EngineClosedError, DirectoryLockedError, StorageIOError, storageError } from './errors.js';
 import {
   encodeBatch, encodeSegmentHeader, entrySize, type EntryIn, MAX_BATCH_BYTES, MAX_KEY_BYTES, Op,
   SEGMENT_HEADER_SIZE, SegmentKind, valueCrc,
@@ -222,9 +222,22 @@ export class Engine {
       if (typeof o.expiresAt !== 'number' || Number.isNaN(o.expiresAt)) return Promise.reject(new RangeError('expiresAt must be a number (0 = never)'));
       if (o.op === Op.Put && !(o.value instanceof Buffer)) return Promise.reject(new TypeError('put needs a Buffer value'));
     }
+    // Refuse an oversized batch before encoding it (a Buffer that large may not even be allocatable).
+    let bound = 20;
+    for (let i = 0; i < ops.length; i++) {
+      const v = ops[i].value;
+      bound += 15 + 3 * ops[i].key.length + (v === undefined ? 0 : v.length);
+    }
+    if (bound > MAX_BATCH_BYTES) {
+      let exact = 20;
+      for (let i = 0; i < ops.length; i++) {
+        const v = ops[i].value;
+        exact += 15 + Buffer.byteLength(ops[i].key) + (v === undefined ? 0 : v.length);
+      }
+      if (exact > MAX_BATCH_BYTES) return Promise.reject(new BatchTooLargeError(MAX_BATCH_BYTES));
+    }
     const seq = this.nextSeq;
     const buf = encodeBatch(seq, ops, this.keyLens, this.valueOffsets);
-    if (buf.length > MAX_BATCH_BYTES) return Promise.reject(new RangeError('batch exceeds 1 GiB'));
     this.nextSeq++;
     const kd = this.keydir;
     const now = this.now();

@@ -50,3 +50,11 @@ export function storageError(op: string, err: unknown): StorageFullError | Stora
   if (code === 'ENOSPC' || code === 'EDQUOT') return new StorageFullError(err);
   return new StorageIOError(`${op} failed: ${code ?? String(err)}`, err);
 }
+
+/** One batch larger than the log accepts (MAX_BATCH_BYTES). Nothing was applied. */
+export class BatchTooLargeError extends Error {
+  readonly code = 'BATCH_TOO_LARGE';
+  constructor(limit: number) {
+    super(`the change is too large: one batch may hold at most ${limit} bytes`);
+  }
+}

@@ -3,7 +3,7 @@
  * Anything not listed here is a 500: the client gets a generic message and
  * the details go to the server log.
  */
-import { EngineClosedError, StorageFullError } from '../engine/index.js';
+import { BatchTooLargeError, EngineClosedError, StorageFullError } from '../engine/index.js';
 import { type ErrorKind, PithosError } from '../model/errors.js';
 
 const STATUS: Record<ErrorKind, number> = {
@@ -25,6 +25,7 @@ export const DISK_FULL_MESSAGE = 'the disk is full: writes are refused until spa
 export function toStatus(err: unknown): [number, string, boolean] {
   if (err instanceof PithosError) return [STATUS[err.kind], err.message, false];
   if (err instanceof StorageFullError) return [507, DISK_FULL_MESSAGE, true];
+  if (err instanceof BatchTooLargeError) return [413, err.message, false];
   if (err instanceof EngineClosedError) return [503, 'server is shutting down', false];
   return [500, INTERNAL_MESSAGE, true];
 }

@@ -27,6 +27,8 @@ const VARIANT = new Methods('variant', { PUT: h.putVariant, POST: h.incrementVar
 const LOCK = new Methods('lock', { PUT: h.acquireLock, PATCH: h.renewLock, DELETE: h.releaseLock, GET: h.queryLock });
 const CLOCK = new Methods('', { POST: h.advanceClock });
 
+const NON_ASCII = /[^\x00-\x7f]/;
+
 export interface Route {
   handler: Handler;
   name: string;
@@ -79,7 +81,10 @@ export function route(method: string, url: string, testClock: boolean): Route {
   if (m.what === '') return { handler, name: '' };
   let name: string;
   try {
-    name = decodeURIComponent(seg[2]);
+    // node:http hands over raw path bytes one per char; a client that sent
+    // UTF-8 without percent-encoding it still means UTF-8.
+    const raw = NON_ASCII.test(seg[2]) ? Buffer.from(seg[2], 'latin1').toString('utf8') : seg[2];
+    name = decodeURIComponent(raw);
   } catch {
     throw new PithosError('invalid', `${m.what} name is not valid percent-encoded UTF-8`);
   }
