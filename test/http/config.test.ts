@@ -50,7 +50,7 @@ test('router: shapes, 404, 405 with Allow, names', () => {
   assert.equal(kind(() => route('GET', '/records/' + encodeURIComponent('é'.repeat(127)), false)), 'ok');
   assert.equal(kind(() => route('GET', '/records/' + encodeURIComponent('é'.repeat(128)), false)), 'invalid', '256 bytes');
   // node:http gives raw (unencoded) UTF-8 path bytes one per char: they still mean UTF-8.
-  assert.equal(route('GET', '/records/' + Buffer.from('zoë/日本', 'utf8').toString('latin1'), false).name, 'zoë/日本');
+  assert.equal(route('GET', '/records/' + Buffer.from('zoë日本', 'utf8').toString('latin1'), false).name, 'zoë日本');
   assert.equal(kind(() => route('GET', '/records/' + 'x'.repeat(255), false)), 'ok');
   assert.equal(kind(() => route('GET', '/records/' + 'x'.repeat(256), false)), 'invalid');
   assert.equal(kind(() => route('GET', '/records/', false)), 'invalid');
