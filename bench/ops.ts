@@ -1,0 +1,302 @@
+/**
+ * The operations the benchmark measures: how each is prepared on a fresh server,
+ * which request wrk sends (a template, see bench/wrk/bench.lua), how Pithos's real
+ * answer is captured and checked for the baseline to replay, and its targets.
+ */
+import type { BaselineConfig, CannedResponse } from './baseline.js';
+import { http, parallel, type HttpAnswer } from './proc.js';
+
+export type Fsync = 'always' | 'everysec' | 'never';
+
+export interface Ctx {
+  server: { host: string; port: number };
+  token: string;
+}
+
+export interface LuaRequest {
+  mode: 'template' | 'lock';
+  method: string;
+  path: string;
+  body: string;
+  keys: number;
+}
+
+export interface OpSpec {
+  id: string;
+  label: string;
+  kind: 'read' | 'write';
+  modes: Fsync[];
+  unit: 'req/s' | 'pairs/s';
+  /** wrk threads: 0 = the run's default; lock pairs need one connection per thread. */
+  threadsPerConnection?: boolean;
+  lua: LuaRequest;
+  /**
+   * Text every 2xx answer under load must contain (checked by bench.lua), when
+   * Pithos's captured answer contains it; otherwise `"status":"success"` is used.
+   */
+  expect?: string;
+  /** Minimum Pithos ÷ baseline throughput, per durability mode. */
+  ratioTarget: Partial<Record<Fsync, number>>;
+  /** Maximum Pithos p99 latency in ms. */
+  p99TargetMs: number;
+  prepare(ctx: Ctx): Promise<void>;
+  /** Sends the operation's request once, checks the answer, returns what the baseline replays. */
+  capture(ctx: Ctx, runId: string): Promise<BaselineConfig>;
+}
+
+export const KEYS = 1000;
+export const CONTENT_TYPE = 'application/json; charset=utf-8';
+
+/** Same substitution as bench/wrk/bench.lua, for index `i`. */
+export function instantiate(template: string, keys: number, i: number, runId: string): string {
+  return template.replace(/\{\{([a-z])\}\}/g, (_m, v: string) => {
+    switch (v) {
+      case 'k': return String(i % keys).padStart(6, '0');
+      case 'i': return String(i % keys);
+      case 'n': return String(i);
+      case 'r': return runId;
+      default: throw new Error(`unknown template variable {{${v}}}`);
+    }
+  });
+}
+
+export class CaptureError extends Error {
+  constructor(message: string, readonly request: string, readonly answer?: HttpAnswer) {
+    super(message);
+  }
+}
+
+function describe(req: string, a?: HttpAnswer): string {
+  return a ? `${req} → ${a.status} ${a.body.slice(0, 300)}` : req;
+}
+
+function parseEnvelope(req: string, a: HttpAnswer): { status?: unknown; message?: unknown; data?: unknown } {
+  try {
+    const v = JSON.parse(a.body) as unknown;
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error('not an object');
+    return v as { status?: unknown; message?: unknown; data?: unknown };
+  } catch {
+    throw new CaptureError(`answer is not a JSON envelope: ${describe(req, a)}`, req, a);
+  }
+}
+
+/** Issues one request and insists on one of the `ok` statuses and a success envelope. */
+async function expectOk(ctx: Ctx, method: string, path: string, body: string, ok: number[]): Promise<HttpAnswer> {
+  const req = `${method} ${path}${body ? ' ' + (body.length > 200 ? body.slice(0, 200) + '…' : body) : ''}`;
+  const a = await http(ctx.server, ctx.token, method, path, body);
+  if (!ok.includes(a.status)) {
+    throw new CaptureError(`expected ${ok.join('/')}: ${describe(req, a)}`, req, a);
+  }
+  const env = parseEnvelope(req, a);
+  if (env.status !== 'success') throw new CaptureError(`envelope status is not "success": ${describe(req, a)}`, req, a);
+  return a;
+}
+
+/** Headers the baseline replays: everything Node would not set by itself. */
+export function canned(a: HttpAnswer): CannedResponse {
+  const skip = new Set(['date', 'connection', 'keep-alive', 'transfer-encoding', 'content-length']);
+  return { status: a.status, headers: a.headers.filter(([k]) => !skip.has(k.toLowerCase())), body: a.body };
+}
+
+function dataOf(a: HttpAnswer): unknown {
+  return (JSON.parse(a.body) as { data?: unknown }).data;
+}
+
+function check(cond: boolean, what: string, req: string, a: HttpAnswer): void {
+  if (!cond) throw new CaptureError(`${what}: ${describe(req, a)}`, req, a);
+}
+
+/** A 1 KiB record: its JSON text is exactly 1024 bytes for any 6-character key. */
+export function recordTemplate(): string {
+  const shell = (payload: string): string => `{"id":"{{k}}","kind":"bench","n":7,"payload":"${payload}"}`;
+  const base = instantiate(shell(''), KEYS, 0, 'r').length;
+  const alphabet = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
+  let payload = '';
+  while (payload.length < 1024 - base) payload += alphabet[(payload.length * 7) % alphabet.length];
+  return shell(payload);
+}
+
+const RECORD = recordTemplate();
+
+/** Runs `n` set-up requests, 16 at a time, each expected to succeed. */
+async function fill(ctx: Ctx, n: number, make: (i: number) => [string, string, string], ok: number[]): Promise<void> {
+  await parallel([...Array(n).keys()], 16, async (i) => {
+    const [method, path, body] = make(i);
+    await expectOk(ctx, method, path, body, ok);
+  });
+}
+
+/** Default capture: the request wrk sends first, answered by Pithos, checked by `validate`. */
+function captureTemplate(lua: LuaRequest, ok: number[], validate: (data: unknown) => string | null) {
+  return async (ctx: Ctx, runId: string): Promise<BaselineConfig> => {
+    const path = instantiate(lua.path, lua.keys, 0, runId);
+    const body = instantiate(lua.body, lua.keys, 0, runId);
+    const a = await expectOk(ctx, lua.method, path, body, ok);
+    const problem = validate(dataOf(a));
+    check(problem === null, problem ?? '', `${lua.method} ${path}`, a);
+    return { default: canned(a) };
+  };
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const L = {
+  getVariant: { mode: 'template', method: 'GET', path: '/variants/bv-{{k}}', body: '', keys: KEYS },
+  getRecord: { mode: 'template', method: 'GET', path: '/records/br-{{k}}', body: '', keys: KEYS },
+  incr: { mode: 'template', method: 'POST', path: '/variants/bc-{{k}}', body: '{"delta":1}', keys: KEYS },
+  putRecord: { mode: 'template', method: 'PUT', path: '/records/bw-{{k}}', body: `{"record":${RECORD}}`, keys: KEYS },
+  insertRow: {
+    mode: 'template',
+    method: 'POST',
+    path: '/tables/bench_ins/rows',
+    body: '{"rows":{"seq":{{n}},"name":"user-{{n}}","email":"user{{n}}@example.com","active":true,"score":42}}',
+    keys: 1,
+  },
+  // 1,000 rows, `group` = seq % 250: each where matches exactly 4 rows
+  queryRows: { mode: 'template', method: 'GET', path: '/tables/bench_q/rows', body: '{"wheres":{"group":{{i}}}}', keys: 250 },
+  lock: { mode: 'lock', method: 'PUT', path: '/locks/bl-{{r}}-{{n}}', body: '{"ttl":60}', keys: 1 },
+  health: { mode: 'template', method: 'GET', path: '/health', body: '', keys: 1 },
+} satisfies Record<string, LuaRequest>;
+
+/**
+ * In run order. `insert-row` comes last: it grows a table by hundreds of thousands
+ * of rows, and the bigger heap (longer GC) would otherwise weigh on every later row.
+ */
+export const OPS: OpSpec[] = [
+  {
+    id: 'get-variant',
+    label: 'GET variant',
+    kind: 'read',
+    modes: ['always'],
+    unit: 'req/s',
+    lua: L.getVariant,
+    expect: '"data":{"variant":12345}',
+    ratioTarget: { always: 0.8 },
+    p99TargetMs: 5,
+    prepare: (ctx) => fill(ctx, KEYS, (i) => ['PUT', instantiate(L.getVariant.path, KEYS, i, ''), '{"variant":12345}'], [201]),
+    capture: captureTemplate(L.getVariant, [200], (d) =>
+      isObj(d) && d['variant'] === 12345 ? null : 'expected data {"variant":12345}'),
+  },
+  {
+    id: 'get-record',
+    label: 'GET record (1 KiB)',
+    kind: 'read',
+    modes: ['always'],
+    unit: 'req/s',
+    lua: L.getRecord,
+    expect: '"kind":"bench","n":7,"payload":"',
+    ratioTarget: { always: 0.8 },
+    p99TargetMs: 5,
+    prepare: (ctx) =>
+      fill(ctx, KEYS, (i) => ['PUT', instantiate(L.getRecord.path, KEYS, i, ''), instantiate(`{"record":${RECORD}}`, KEYS, i, '')], [201]),
+    capture: captureTemplate(L.getRecord, [200], (d) =>
+      isObj(d) && Buffer.byteLength(JSON.stringify(d)) === 1024 && d['id'] === '000000' ? null : 'expected the 1 KiB record back'),
+  },
+  {
+    id: 'incr-variant',
+    label: 'POST variant increment',
+    kind: 'write',
+    modes: ['always', 'never'],
+    unit: 'req/s',
+    lua: L.incr,
+    expect: '"data":{"variant":',
+    ratioTarget: { always: 0.6, never: 0.75 },
+    p99TargetMs: 10,
+    prepare: (ctx) => fill(ctx, KEYS, (i) => ['PUT', instantiate(L.incr.path, KEYS, i, ''), '{"variant":0}'], [201]),
+    capture: captureTemplate(L.incr, [200], (d) =>
+      isObj(d) && Number.isInteger(d['variant']) && (d['variant'] as number) > 0 ? null : 'expected data {"variant":<int>}'),
+  },
+  {
+    id: 'put-record',
+    label: 'PUT record (1 KiB)',
+    kind: 'write',
+    modes: ['always'],
+    unit: 'req/s',
+    lua: L.putRecord,
+    ratioTarget: { always: 0.5 },
+    p99TargetMs: 10,
+    // every measured PUT replaces an existing record (200), like the captured answer
+    prepare: (ctx) => fill(ctx, KEYS, (i) => ['PUT', instantiate(L.putRecord.path, KEYS, i, ''), instantiate(L.putRecord.body, KEYS, i, '')], [201]),
+    capture: captureTemplate(L.putRecord, [200], () => null),
+  },
+  {
+    id: 'query-rows',
+    label: 'GET rows wheres (1,000 rows)',
+    kind: 'read',
+    modes: ['always'],
+    unit: 'req/s',
+    lua: L.queryRows,
+    expect: '"data":[{',
+    ratioTarget: { always: 0.1 },
+    p99TargetMs: 5,
+    prepare: async (ctx) => {
+      await expectOk(ctx, 'PUT', '/tables/bench_q', '', [201]);
+      // four batches of 250 (in parallel within a batch): rows of one group are in seq order
+      for (let b = 0; b < 4; b++) {
+        await fill(ctx, 250, (j) => {
+          const i = b * 250 + j;
+          return ['POST', '/tables/bench_q/rows', JSON.stringify({ rows: { seq: i, group: i % 250, name: `row-${i}`, active: i % 2 === 0 } })];
+        }, [201]);
+      }
+    },
+    capture: async (ctx, runId) => {
+      const body = instantiate(L.queryRows.body, L.queryRows.keys, 7, runId);
+      const a = await expectOk(ctx, 'GET', L.queryRows.path, body, [200]);
+      const d = dataOf(a);
+      const ok = Array.isArray(d) && d.length === 4 && d.every((r, j) => isObj(r) && r['group'] === 7 && r['seq'] === 7 + 250 * j);
+      check(ok, 'expected the 4 rows with group 7 in t_id order', `GET ${L.queryRows.path} ${body}`, a);
+      return { default: canned(a) };
+    },
+  },
+  {
+    id: 'lock',
+    label: 'lock acquire + release',
+    kind: 'write',
+    modes: ['always'],
+    unit: 'pairs/s',
+    threadsPerConnection: true,
+    lua: L.lock,
+    ratioTarget: {},
+    p99TargetMs: 10,
+    prepare: async () => {},
+    capture: async (ctx, runId) => {
+      const path = instantiate(L.lock.path, 1, 0, `cap${runId}`);
+      const put = await expectOk(ctx, 'PUT', path, L.lock.body, [201]);
+      const d = dataOf(put);
+      check(isObj(d) && typeof d['token'] === 'string' && Number.isInteger(d['fence']), 'expected data {"token":…,"fence":…}', `PUT ${path}`, put);
+      const token = (d as { token: string }).token;
+      check(!/["\\]/.test(token), 'lock token contains a quote or backslash (bench.lua cannot extract it)', `PUT ${path}`, put);
+      const del = await expectOk(ctx, 'DELETE', path, JSON.stringify({ token }), [200]);
+      return { default: canned(put), byMethod: { PUT: canned(put), DELETE: canned(del) } };
+    },
+  },
+  {
+    id: 'health',
+    label: 'GET health',
+    kind: 'read',
+    modes: ['always'],
+    unit: 'req/s',
+    lua: L.health,
+    ratioTarget: {},
+    p99TargetMs: 5,
+    prepare: async () => {},
+    capture: captureTemplate(L.health, [200], (d) =>
+      isObj(d) && Number.isInteger(d['key_count']) ? null : 'expected data.key_count'),
+  },
+  {
+    id: 'insert-row',
+    label: 'POST table row',
+    kind: 'write',
+    modes: ['always', 'never'],
+    unit: 'req/s',
+    lua: L.insertRow,
+    expect: '"data":{"t_id":',
+    ratioTarget: { always: 0.5 },
+    p99TargetMs: 10,
+    prepare: async (ctx) => {
+      await expectOk(ctx, 'PUT', '/tables/bench_ins', '', [201]);
+    },
+    capture: captureTemplate(L.insertRow, [201], (d) =>
+      isObj(d) && Number.isInteger(d['t_id']) ? null : 'expected data {"t_id":<int>}'),
+  },
+];
