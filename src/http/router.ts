@@ -5,7 +5,7 @@
  * wrong method are 405 with an Allow header.
  */
 import { PithosError } from '../model/errors.js';
-import { checkName } from '../model/validate.js';
+import { checkName, MAX_NAME_BYTES } from '../model/validate.js';
 import * as h from './handlers.js';
 import type { Handler } from './handlers.js';
 
@@ -67,6 +67,22 @@ function shape(seg: string[], testClock: boolean): Methods | undefined {
   }
 }
 
+/**
+ * The common case, checked in one pass: printable ASCII with no `%`, so no
+ * decoding and one byte per character. Returns undefined for anything else
+ * (including every invalid name), which takes the general path below.
+ */
+function plainName(seg: string): string | undefined {
+  const n = seg.length;
+  if (n === 0 || n > MAX_NAME_BYTES) return undefined;
+  for (let i = 0; i < n; i++) {
+    const c = seg.charCodeAt(i);
+    if (c < 0x20 || c >= 0x7f || c === 0x25 /* % */) return undefined;
+  }
+  if (seg === '.' || seg === '..') return undefined;
+  return seg;
+}
+
 /** Resolves a request line to a handler; throws 404 / 405 / 400 as PithosErrors. */
 export function route(method: string, url: string, testClock: boolean): Route {
   const q = url.indexOf('?');
@@ -79,6 +95,8 @@ export function route(method: string, url: string, testClock: boolean): Route {
     throw new MethodNotAllowed(method, path, m.allow);
   }
   if (m.what === '') return { handler, name: '' };
+  const plain = plainName(seg[2]);
+  if (plain !== undefined) return { handler, name: plain };
   let name: string;
   try {
     // node:http hands over raw path bytes one per char; a client that sent

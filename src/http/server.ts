@@ -35,7 +35,8 @@ class PithosRequest extends http.IncomingMessage {
   handler!: Handler;
   response!: ServerResponse;
   name = '';
-  chunks: Buffer[] = [];
+  /** Body chunks; allocated by the first one, so a body-less GET allocates nothing here. */
+  chunks: Buffer[] | undefined = undefined;
   size = 0;
   failed = false;
 }
@@ -45,6 +46,7 @@ const UNAUTHORISED = 'access not authorised';
 export class PithosServer {
   readonly http: http.Server;
   private readonly token: Buffer;
+  private readonly scratch: Buffer;
   private shuttingDown = false;
   private inFlight = 0;
   private idle: Array<() => void> = [];
@@ -56,6 +58,7 @@ export class PithosServer {
     this.maxBodyBytes = opts.maxBodyBytes;
     this.ctx = opts.ctx;
     this.token = Buffer.from(opts.authToken, 'utf8');
+    this.scratch = Buffer.alloc(this.token.length);
     this.http = http.createServer({
       IncomingMessage: PithosRequest,
       // Slow or idle clients must not pin the server (issue 3, operations).
@@ -71,10 +74,12 @@ export class PithosServer {
   }
 
   private authorised(header: string | string[] | undefined): boolean {
-    if (typeof header !== 'string') return false;
-    const given = Buffer.from(header, 'utf8');
+    // node:http hands header bytes over one per char (latin1), so the token's
+    // UTF-8 bytes are compared as latin1, in a buffer reused for every request.
     // Lengths may differ in time; contents never do (timingSafeEqual).
-    return given.length === this.token.length && timingSafeEqual(given, this.token);
+    if (typeof header !== 'string' || header.length !== this.token.length) return false;
+    this.scratch.write(header, 0, 'latin1');
+    return timingSafeEqual(this.scratch, this.token);
   }
 
   private onRequest(req: PithosRequest, res: ServerResponse): void {
@@ -98,21 +103,37 @@ export class PithosServer {
       res.shouldKeepAlive = false;
       return this.fail(res, tooLarge(this.opts.maxBodyBytes));
     }
-    req.server = this;
-    req.response = res;
-    this.inFlight++;
-    res.on('close', onResponseClose);
     if ((declared === undefined || declared === '0') && req.headers['transfer-encoding'] === undefined) {
       // No body: the common GET. Skip the stream machinery.
       this.dispatch(req.handler, req.name, Object.create(null) as Body, res, '');
       return;
     }
+    // A request whose body is still arriving is in flight (shutdown waits for
+    // it) until its response closes, also when the client goes away mid-body.
+    req.server = this;
+    req.response = res;
+    this.inFlight++;
+    res.on('close', onResponseClose);
     req.on('data', onData);
     req.on('end', onEnd);
   }
 
+  /**
+   * Runs a handler. One that answered synchronously (a cached read) has sent
+   * its response already: it costs no promise and is never in flight. An
+   * asynchronous one is in flight until it settles.
+   */
   dispatch(handler: Handler, name: string, body: Body, res: ServerResponse, raw: string): void {
-    void run(this, handler, name, body, res, raw);
+    let pending: void | Promise<void>;
+    try {
+      pending = handler(this.ctx, name, body, res, raw);
+    } catch (err) {
+      return this.fail(res, err);
+    }
+    if (pending !== undefined) {
+      this.inFlight++;
+      void settle(this, pending, res);
+    }
   }
 
   fail(res: ServerResponse, err: unknown): void {
@@ -121,7 +142,7 @@ export class PithosServer {
     sendError(res, status, message, err instanceof MethodNotAllowed ? ['Allow', err.allow] : undefined);
   }
 
-  /** Called when a response is done (or its connection dropped). */
+  /** Called when an asynchronous handler settles and when a request with a body closes. */
   settle(): void {
     this.inFlight--;
     if (this.inFlight === 0 && this.idle.length > 0) {
@@ -166,12 +187,14 @@ function allowed(list: BlockList, addr: string | undefined): boolean {
   return list.check(addr, addr.includes(':') ? 'ipv6' : 'ipv4');
 }
 
-/** Runs a handler and maps whatever it throws; one shared function, no closure per request. */
-async function run(server: PithosServer, handler: Handler, name: string, body: Body, res: ServerResponse, raw: string): Promise<void> {
+/** Maps whatever an asynchronous handler rejects with; one shared function, no closure per request. */
+async function settle(server: PithosServer, pending: Promise<void>, res: ServerResponse): Promise<void> {
   try {
-    await handler(server.ctx, name, body, res, raw);
+    await pending;
   } catch (err) {
     server.fail(res, err);
+  } finally {
+    server.settle();
   }
 }
 
@@ -208,13 +231,14 @@ function onData(this: PithosRequest, chunk: Buffer): void {
   const limit = this.server.maxBodyBytes;
   if (this.size > limit) {
     this.failed = true;
-    this.chunks = [];
+    this.chunks = undefined;
     const res = this.response;
     res.shouldKeepAlive = false;
     this.server.fail(res, tooLarge(limit));
     return;
   }
-  this.chunks.push(chunk);
+  if (this.chunks === undefined) this.chunks = [chunk];
+  else this.chunks.push(chunk);
 }
 
 function onEnd(this: PithosRequest): void {
@@ -224,8 +248,9 @@ function onEnd(this: PithosRequest): void {
   let text: string;
   try {
     const c = this.chunks;
-    text = c.length === 1 ? c[0].toString('utf8') : Buffer.concat(c, this.size).toString('utf8');
-    this.chunks = [];
+    // A chunked body may turn out empty: no chunk ever arrived.
+    text = c === undefined ? '' : c.length === 1 ? c[0].toString('utf8') : Buffer.concat(c, this.size).toString('utf8');
+    this.chunks = undefined;
     body = parseBody(text);
   } catch (err) {
     return this.server.fail(res, err);
