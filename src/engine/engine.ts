@@ -18,7 +18,7 @@ import {
   SEGMENT_HEADER_SIZE, SegmentKind, valueCrc,
 } from './format.js';
 import { type FileOps, nodeFileOps } from './fileops.js';
-import { type Decoder, Entry, FLAG_CURRENT, KeyDir } from './keydir.js';
+import { type Decoder, Entry, FLAG_CURRENT, FLAG_REF, KeyDir } from './keydir.js';
 import { ID_STEP, Segment } from './segment.js';
 import { recover } from './recovery.js';
 import { buildHint } from './hints.js';
@@ -538,6 +538,21 @@ export class Engine {
     const out: T[] = [];
     if (members === undefined) return out;
     const now = this.now();
+    // Fast path: every member's decoded value is cached, so keys are not needed
+    // (iterating values avoids an entry pair per member).
+    for (const e of members.values()) {
+      if (e.exp !== 0 && e.exp <= now) continue;
+      if (e.memo === undefined || e.dec !== dec) {
+        out.length = 0;
+        return this.scanSlow(members, now, out, dec);
+      }
+      e.flags |= FLAG_REF;
+      out.push(e.memo as T);
+    }
+    return out;
+  }
+
+  private scanSlow<T>(members: Map<string, Entry>, now: number, out: T[], dec: Decoder<T>): T[] | Promise<T[]> {
     let missing: Array<[number, string]> | undefined;
     for (const [key, e] of members) {
       if (e.exp !== 0 && e.exp <= now) continue;

@@ -14,7 +14,8 @@ import type { Segment } from './segment.js';
 export type Decoder<T> = (value: Buffer, key: string) => T;
 
 export const FLAG_CURRENT = 1;
-const FLAG_REF = 2;
+/** Set when the cached value is used; CLOCK eviction gives such entries a second chance. */
+export const FLAG_REF = 2;
 /** The entry has a slot in the cache queue (so it is never queued twice). */
 const FLAG_QUEUED = 4;
 

@@ -11,6 +11,8 @@ import { deepEqual, hasField } from './json.js';
 export type Row = Record<string, unknown>;
 
 const enum T {
+  /** Equality with a string, number or boolean: one `===` (see compileWheres). */
+  EqPrimitive,
   Eq,
   Ne,
   Gt,
@@ -48,7 +50,10 @@ export function compileWheres(wheres: Record<string, unknown>): Matcher {
   for (const field of Object.keys(wheres)) {
     const v = wheres[field];
     if (!isOperatorObject(v)) {
-      tests.push({ field, op: T.Eq, arg: v });
+      // Object.prototype holds no string, number or boolean values, so
+      // row[field] === v can only hold for an own field: no ownership check needed.
+      const t = typeof v;
+      tests.push({ field, op: t === 'string' || t === 'number' || t === 'boolean' ? T.EqPrimitive : T.Eq, arg: v });
       continue;
     }
     for (const name of Object.keys(v)) {
@@ -89,6 +94,10 @@ function codePointCompare(a: string, b: string): number {
 export function matches(row: Row, m: Matcher): boolean {
   for (let i = 0; i < m.length; i++) {
     const t = m[i];
+    if (t.op === T.EqPrimitive) {
+      if (row[t.field] !== t.arg) return false;
+      continue;
+    }
     const present = hasField(row, t.field);
     if (t.op === T.Exists) {
       if (present !== t.arg) return false;

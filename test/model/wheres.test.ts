@@ -33,6 +33,22 @@ test('prototype names are ordinary fields', () => {
   assert.equal(m({ a: 1 }, { toString: { $exists: true } }), false);
 });
 
+test('primitive where-values never match an inherited name, only an own field', () => {
+  // Equality with a string, number or boolean skips the ownership check (one ===).
+  const inherited = ['constructor', 'toString', 'valueOf', 'hasOwnProperty', '__proto__', '__defineGetter__'];
+  for (const name of inherited) {
+    for (const v of ['x', 0, 1, true, false, '']) {
+      const where = JSON.parse(`{${JSON.stringify(name)}:${JSON.stringify(v)}}`) as Record<string, unknown>;
+      assert.equal(m({ a: 1 }, where), false, `${name} = ${JSON.stringify(v)} on a row without it`);
+      assert.equal(m(JSON.parse(`{"a":1,${JSON.stringify(name)}:${JSON.stringify(v)}}`) as Record<string, unknown>, where), true,
+        `${name} = ${JSON.stringify(v)} on a row with it`);
+    }
+  }
+  assert.equal(m({ a: 0 }, { a: false }), false, 'no coercion');
+  assert.equal(m({ a: '1' }, { a: 1 }), false, 'no coercion');
+  assert.equal(m({ a: -0 }, { a: 0 }), true, 'JSON has one zero');
+});
+
 test('range operators compare numbers with numbers and strings with strings only', () => {
   assert.equal(m({ a: 5 }, { a: { $gt: 4 } }), true);
   assert.equal(m({ a: 5 }, { a: { $gt: 5 } }), false);
