@@ -122,6 +122,20 @@ test('header name is case-insensitive (auth-token / AUTH-TOKEN)', async () => {
   }
 });
 
+test('a non-ASCII token matches its UTF-8 bytes; a near miss of the same length does not', async () => {
+  const token = 'pässwörd-日本';
+  const s = await PithosServer.start({ token, testClock: false });
+  try {
+    // node:http refuses header strings above U+00FF: send the UTF-8 bytes, one per char.
+    const wire = (t: string) => Buffer.from(t, 'utf8').toString('latin1');
+    assert.equal((await s.req('GET', '/health', undefined, { 'Auth-Token': wire(token) })).status, 200);
+    expectError(await s.req('GET', '/health', undefined, { 'Auth-Token': wire('pässwörd-日末') }), 401, 'access not authorised');
+    expectError(await s.req('GET', '/health', undefined, { 'Auth-Token': wire(token).slice(1) }), 401, 'access not authorised');
+  } finally {
+    await s.close();
+  }
+});
+
 // ---------------------------------------------------------------- content type and bodies
 
 test('every response is application/json; charset=utf-8 with a JSON envelope', async () => {
