@@ -12,6 +12,12 @@ export const MAX_DEPTH = 64;
  * inside strings. Stops counting as soon as `limit` is passed.
  */
 export function exceedsDepth(text: string, limit: number): boolean {
+  // Depth never exceeds the number of opening brackets (strings included), and
+  // indexOf counts those natively: most bodies are cleared without the loop below.
+  let opens = 0;
+  for (let i = text.indexOf('{'); i !== -1 && opens <= limit; i = text.indexOf('{', i + 1)) opens++;
+  for (let i = text.indexOf('['); i !== -1 && opens <= limit; i = text.indexOf('[', i + 1)) opens++;
+  if (opens <= limit) return false;
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {

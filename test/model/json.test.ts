@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { deepEqual, exceedsDepth, mergeFields } from '../../src/model/json.js';
 import { parseBody } from '../../src/http/body.js';
 import { PithosError } from '../../src/model/errors.js';
@@ -55,4 +56,29 @@ test('numberText finds the source of a top-level number', async () => {
   assert.equal(numberText('{"vari\\u0061nt":3.25}', 'variant'), '3.25', 'escaped key names are decoded');
   assert.equal(numberText('{"variant":1,"variant":2.5}', 'variant'), '2.5', 'the last duplicate wins, as in JSON.parse');
   assert.equal(numberText('{"other":1}', 'variant'), undefined);
+});
+
+/** Nesting depth of a parsed JSON value: 0 for scalars, 1 for [] or {}, ... */
+function depthOf(v: unknown): number {
+  if (typeof v !== 'object' || v === null) return 0;
+  const kids = Array.isArray(v) ? v : Object.values(v);
+  let d = 0;
+  for (const k of kids) d = Math.max(d, depthOf(k));
+  return d + 1;
+}
+
+test('exceedsDepth agrees with the real depth of any JSON text, for any limit', () => {
+  // Strings full of brackets and quotes exercise both the counting shortcut and the exact scan.
+  const tricky = fc.constantFrom('[', ']', '{', '}', '"', '\\', '[[[[', 'x');
+  const str = fc.array(tricky, { maxLength: 30 }).map((a) => a.join(''));
+  const value = fc.letrec((tie) => ({
+    v: fc.oneof({ depthSize: 'small' }, str, fc.integer(), fc.array(tie('v'), { maxLength: 4 }), fc.dictionary(str, tie('v'), { maxKeys: 4 })),
+  })).v;
+  fc.assert(
+    fc.property(value, fc.integer({ min: 0, max: 12 }), (v, limit) => {
+      const text = JSON.stringify(v);
+      assert.equal(exceedsDepth(text, limit), depthOf(v) > limit, `${text} limit ${limit}`);
+    }),
+    { numRuns: 2000 },
+  );
 });
