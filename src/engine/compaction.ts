@@ -161,7 +161,7 @@ export class Compactor {
         pendingHint = [];
         pendingSizes = [];
       };
-      const yielder = new Yielder();
+      const yielder = Yielder.background();
       for (const s of run) {
         const scanner = new SegmentScanner(f, s, s.size);
         for (;;) {

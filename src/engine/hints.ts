@@ -29,7 +29,7 @@ export async function buildHint(engine: Engine, seg: Segment): Promise<void> {
   const scanner = new SegmentScanner(engine.fs, seg, size);
   const hint = new HintWriter();
   let maxSeq = 0;
-  const yielder = new Yielder();
+  const yielder = Yielder.background();
   for (;;) {
     await yielder.maybe();
     if (seg.retired) return; // compacted away meanwhile

@@ -8,6 +8,7 @@ import type { FileOps } from './fileops.js';
 import type { Segment } from './segment.js';
 
 const CHUNK = 1 << 20;
+const BACKGROUND_SLICE_MS = 1;
 
 /**
  * Yields to the event loop once `budgetMs` of synchronous work has passed.
@@ -18,6 +19,15 @@ const CHUNK = 1 << 20;
 export class Yielder {
   private last = performance.now();
   constructor(private readonly budgetMs = 4) {}
+
+  /**
+   * For work done while requests are being served (hint building, compaction):
+   * every request in flight waits out a whole slice, so slices are kept short.
+   * Recovery runs before the server listens and uses the default.
+   */
+  static background(): Yielder {
+    return new Yielder(BACKGROUND_SLICE_MS);
+  }
 
   async maybe(): Promise<void> {
     if (performance.now() - this.last < this.budgetMs) return;
