@@ -122,8 +122,9 @@ export async function putVariant(ctx: Ctx, name: string, body: Body, res: Server
   send(res, created ? 201 : 200, A.variantCreated, data);
 }
 
-export async function incrementVariant(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
-  send(res, 200, A.variantIncremented, await ctx.db.variants.increment(name, body.delta));
+export async function incrementVariant(ctx: Ctx, name: string, body: Body, res: ServerResponse, raw: string): Promise<void> {
+  const text = typeof body.delta === 'number' ? numberText(raw, 'delta') : undefined;
+  send(res, 200, A.variantIncremented, await ctx.db.variants.increment(name, body.delta, text));
 }
 
 export function getVariant(ctx: Ctx, name: string, _body: Body, res: ServerResponse): void | Promise<void> {

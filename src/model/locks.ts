@@ -15,7 +15,14 @@ export const MAX_HOLDER_BYTES = 255;
 interface Lease {
   token: string;
   holder: string | null;
+  /** Length of the current lease, seconds. */
   ttl: number;
+  /**
+   * Length given at acquire: a renewal without its own ttl lasts this long
+   * (API.md section 9, "the original lease length"). Absent in leases written
+   * before it was kept; `ttl` stands in for it then.
+   */
+  orig?: number;
   /** ms since the epoch of the acquire */
   acq: number;
   fence: number;
@@ -51,7 +58,7 @@ export class Locks {
     if (this.engine.has(key)) throw new PithosError('locked', `lock '${name}' is held`);
     const now = this.now();
     const lease: Lease = {
-      token: randomUUID(), holder: typeof holder === 'string' ? holder : null, ttl, acq: now, fence: this.engine.upcomingSeq,
+      token: randomUUID(), holder: typeof holder === 'string' ? holder : null, ttl, orig: ttl, acq: now, fence: this.engine.upcomingSeq,
     };
     await this.engine.write([{ op: Op.Put, key, value: encode(lease), expiresAt: now + ttl * 1000, memo: lease, decoder: leaseDecoder }]);
     return `{"token":"${lease.token}","fence":${lease.fence}}`;
@@ -65,15 +72,16 @@ export class Locks {
     return l;
   }
 
-  /** Renews the lease for `ttl` seconds from now (the lease's own length when 0). */
+  /** Renews the lease for `ttl` seconds from now (the length given at acquire when 0). */
   async renew(name: string, token: unknown, ttl: number): Promise<string> {
     let cur = this.lease(name);
     while (cur instanceof Promise) cur = (await cur, this.lease(name));
     // verify() and write() run in one turn: a token renews at most once.
     const l = this.verify(name, cur, token);
     const now = this.now();
-    const len = ttl === 0 ? l.ttl : ttl;
-    const next: Lease = { token: randomUUID(), holder: l.holder, ttl: len, acq: l.acq, fence: l.fence };
+    const orig = l.orig ?? l.ttl;
+    const len = ttl === 0 ? orig : ttl;
+    const next: Lease = { token: randomUUID(), holder: l.holder, ttl: len, orig, acq: l.acq, fence: l.fence };
     await this.engine.write([{
       op: Op.Put, key: lockKey(name), value: encode(next), expiresAt: now + len * 1000, memo: next, decoder: leaseDecoder,
     }]);

@@ -19,10 +19,15 @@ interface Variant {
 const TYPE_NAMES: Record<VType, string> = { i: 'an integer', d: 'a double', s: 'a string', b: 'a boolean' };
 const LIMIT = Number.MAX_SAFE_INTEGER;
 
-/** JSON for a value; a double with an integral value keeps a `.0`, so clients can see its type. */
+/**
+ * JSON for a value. A double always shows a fraction (`3.0`, `1.0e+300`), so
+ * a client can see its type and writing it back keeps it a double.
+ */
 function render(t: VType, v: number | string | boolean): string {
-  if (t === 'd' && Number.isInteger(v) && Math.abs(v as number) < 1e21) return `${String(v)}.0`;
-  return JSON.stringify(v);
+  const s = JSON.stringify(v);
+  if (t !== 'd' || s.includes('.')) return s;
+  const e = s.indexOf('e');
+  return e < 0 ? `${s}.0` : `${s.slice(0, e)}.0${s.slice(e)}`;
 }
 const make = (t: VType, v: number | string | boolean): Variant => ({ t, v, data: `{"variant":${render(t, v)}}` });
 const variantDecoder: Decoder<Variant> = (buf) => {
@@ -34,10 +39,16 @@ const encode = (x: Variant): Buffer => Buffer.from(x.t + JSON.stringify(x.v), 'u
 const missing = (name: string) => notFound(`variant '${name}' does not exist`);
 
 /**
- * The type a value gets: integer when the JSON number has no fraction or
- * exponent-made fraction (`1`, `-7`, `1e3`), double otherwise (`1.5`, `1.0`).
- * `text` is the number as written; JSON.parse alone cannot tell 1.0 from 1.
+ * Whether a JSON number is an integer by API.md section 8: no fraction as
+ * written and none made by an exponent (`1`, `-7`, `1e3`), unlike `1.5`, `1.0`
+ * or `15e-1`. `text` is the number as written; JSON.parse alone cannot tell
+ * 1.0 from 1. PUT values and increment deltas follow the same rule.
  */
+function isIntegerLiteral(v: number, text: string | undefined): boolean {
+  return Number.isInteger(v) && (text === undefined || !text.includes('.'));
+}
+
+/** The type a value gets: see isIntegerLiteral. */
 function typeOf(v: unknown, text: string | undefined): VType {
   switch (typeof v) {
     case 'string':
@@ -46,7 +57,7 @@ function typeOf(v: unknown, text: string | undefined): VType {
       return 'b';
     case 'number':
       if (!Number.isFinite(v)) throw invalid(`field 'variant' must be a finite number`);
-      if (Number.isInteger(v) && (text === undefined || !text.includes('.'))) {
+      if (isIntegerLiteral(v, text)) {
         if (Math.abs(v) > LIMIT) throw invalid(`field 'variant' is an integer outside ±(2^53−1)`);
         return 'i';
       }
@@ -83,7 +94,8 @@ export class Variants {
     return [cur === undefined, x.data];
   }
 
-  async increment(name: string, delta: unknown): Promise<string> {
+  /** `text` is the delta as written (see isIntegerLiteral). */
+  async increment(name: string, delta: unknown, text: string | undefined): Promise<string> {
     if (typeof delta !== 'number' || !Number.isFinite(delta)) {
       throw invalid(delta === undefined ? `field 'delta' is required (a number)` : `field 'delta' must be a number`);
     }
@@ -92,8 +104,10 @@ export class Variants {
     if (cur === undefined) throw missing(name);
     // No await from here to write(): the increment is atomic.
     if (cur.t === 's' || cur.t === 'b') throw conflict(`variant '${name}' holds ${TYPE_NAMES[cur.t]}; only numbers can be incremented`);
-    if (cur.t === 'i' && !Number.isInteger(delta)) {
-      throw conflict(`variant '${name}' holds an integer; delta must be an integer`);
+    if (cur.t === 'i') {
+      if (!isIntegerLiteral(delta, text)) throw conflict(`variant '${name}' holds an integer; delta must be an integer`);
+      // Beyond 2^53 JSON.parse has already rounded the delta: the sum would be silently wrong.
+      if (!Number.isSafeInteger(delta)) throw invalid(`field 'delta' is an integer outside ±(2^53−1)`);
     }
     const next = (cur.v as number) + delta;
     if (!(Math.abs(next) <= LIMIT)) throw conflict(`variant '${name}' would overflow: the result is outside ±(2^53−1)`);

@@ -281,6 +281,22 @@ test('renewal extends the lease to ttl seconds from now', async () => {
   expectError(await srv.req('PATCH', L(n), { token: g2.token }), 404);
 });
 
+test('a renewal without ttl lasts the original lease length, even after a renewal with its own ttl', async () => {
+  const n = uniq('orig');
+  const g = await acquire(n, { ttl: 10 });
+  const g2 = expectGrant(await srv.req('PATCH', L(n), { token: g.token, ttl: 60 }), 200, 'lease acquired successfully');
+  let s = await state(n);
+  assert.equal(s.ttl, 60);
+  assert.ok((s.expires_in_ms as number) > 59000, `expires_in_ms after a 60 s renewal ${s.expires_in_ms}`);
+  const g3 = expectGrant(await srv.req('PATCH', L(n), { token: g2.token }), 200, 'lease acquired successfully');
+  s = await state(n);
+  assert.equal(s.ttl, 10, 'back to the length given at acquire');
+  assert.ok((s.expires_in_ms as number) > 9000 && (s.expires_in_ms as number) <= 10000, `expires_in_ms ${s.expires_in_ms}`);
+  assert.equal(g3.fence, g.fence, 'a renewal is not a new acquire: same fence');
+  await srv.advance(10500);
+  expectError(await srv.req('GET', L(n)), 404);
+});
+
 test('held locks count in health key_count; expired ones do not', async () => {
   await srv.advance(300_000); // let every earlier lease of this file expire first
   const h0 = await srv.req('GET', '/health');

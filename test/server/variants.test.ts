@@ -111,6 +111,42 @@ test('integer variant takes only an integer delta (fractional → 4xx, no effect
   assert.equal(await get(n), 10);
 });
 
+test('a delta is typed by how it is written, like a PUT value: 1.0 on an integer variant → 409', async () => {
+  const n = uniq('intlit');
+  expectSuccess(await srv.req('PUT', V(n), '{"variant":10}'), 201, 'variant created successfully', { variant: 10 });
+  for (const text of ['1.0', '1.50', '15e-1', '-2.0e0']) {
+    expectError(await srv.req('POST', V(n), `{"delta":${text}}`), 409, `variant '${n}' holds an integer; delta must be an integer`);
+  }
+  assert.equal(await get(n), 10, 'nothing changed');
+  expectSuccess(await srv.req('POST', V(n), '{"delta":1e1}'), 200, 'variant incremented successfully', { variant: 20 });
+  expectSuccess(await srv.req('POST', V(n), '{"delta":-2E0}'), 200, 'variant incremented successfully', { variant: 18 });
+});
+
+test('an integer delta beyond ±(2^53−1) is refused, not silently rounded', async () => {
+  const n = uniq('bigdelta');
+  expectSuccess(await srv.req('PUT', V(n), '{"variant":-2}'), 201, 'variant created successfully', { variant: -2 });
+  // 2^53 + 1 cannot be represented; JSON.parse would round it and -2 + it would come out wrong.
+  for (const text of ['9007199254740993', '-9007199254740993', '9007199254740992', '1e300']) {
+    expectError(await srv.req('POST', V(n), `{"delta":${text}}`), 400, "field 'delta' is an integer outside ±(2^53−1)");
+  }
+  assert.equal(await get(n), -2, 'nothing changed');
+  expectSuccess(await srv.req('POST', V(n), `{"delta":${MAX}}`), 200, 'variant incremented successfully', { variant: MAX - 2 });
+});
+
+test('a double prints with a fraction in every form, so it reads back (and writes back) as a double', async () => {
+  const n = uniq('bigdbl');
+  const r = await srv.req('PUT', V(n), '{"variant":1.0e300}');
+  expectSuccess(r, 201, 'variant created successfully', { variant: 1e300 });
+  assert.match(r.raw, /"data":\{"variant":1\.0e\+300\}/);
+  const g = await srv.req('GET', V(n));
+  assert.match(g.raw, /"data":\{"variant":1\.0e\+300\}/);
+  // Writing the printed text back keeps it a double (an integer would be 400 here: out of range).
+  expectSuccess(await srv.req('PUT', V(n), '{"variant":1.0e+300}'), 200, 'variant created successfully', { variant: 1e300 });
+  const small = uniq('tinydbl');
+  const t = await srv.req('PUT', V(small), '{"variant":1.0e-7}');
+  assert.match(t.raw, /"data":\{"variant":1\.0e-7\}/);
+});
+
 test('overflow beyond ±(2^53−1) → 409, no effect', async () => {
   const n = uniq('ovf');
   expectSuccess(await srv.req('PUT', V(n), { variant: MAX - 1 }), 201, 'variant created successfully', { variant: MAX - 1 });
