@@ -112,7 +112,16 @@ async function main(): Promise<number> {
     allow: allowList(cfg),
     log,
   });
-  const addr = await server.listen(cfg.port, cfg.host);
+  let addr: { port: number; host: string };
+  try {
+    addr = await server.listen(cfg.port, cfg.host);
+  } catch (err) {
+    await db.close();
+    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      throw new Error(`${cfg.host}:${cfg.port} is already in use; pick another port with --port (or PITHOS_PORT)`);
+    }
+    throw err;
+  }
   log('info', `pithos ${version()}: data dir ${dataDir}, fsync ${cfg.fsync}`);
   if (generated) log('info', `default password (send as Auth-Token): ${token}`);
   if (testClock) log('warn', 'PITHOS_TEST_CLOCK=1: POST /_test/clock can move the clock; never use this in production');

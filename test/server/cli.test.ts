@@ -1,6 +1,7 @@
 /** Black-box tests of the `pithos` command line: --help, bad flags, environment variables, signals. */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -136,5 +137,21 @@ test('--allow-from: other client addresses get 403 before auth, listed ones are 
     assert.equal((await ok.req('GET', '/health')).status, 200);
   } finally {
     await ok.close();
+  }
+});
+
+test('a port already in use: exit 1 with a hint naming --port, data directory left unlocked', async () => {
+  const blocker = net.createServer();
+  await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
+  const port = (blocker.address() as net.AddressInfo).port;
+  const dir = path.join(tmp, 'busy-port');
+  try {
+    const r = await runCli(['--port', String(port), '--data-dir', dir, '--auth-token', 'x']);
+    assert.equal(r.timedOut, false);
+    assert.equal(r.code, 1, `exit code ${r.code}`);
+    assert.match(r.stdout + r.stderr, new RegExp(`127\\.0\\.0\\.1:${port} is already in use; pick another port with --port \\(or PITHOS_PORT\\)`));
+    assert.equal(existsSync(path.join(dir, 'LOCK')), false, 'the data directory was closed');
+  } finally {
+    blocker.close();
   }
 });
