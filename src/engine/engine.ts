@@ -44,6 +44,14 @@ export interface EngineOptions {
   sweepIntervalMs?: number;
   /** How often compaction checks for work (default 10 s; 0 = only on demand). */
   compactIntervalMs?: number;
+  /**
+   * How long after a rotation the old segment's hint is built (default 30 s;
+   * 0 = at once). A hint only speeds up the next open, and in an overwrite-heavy
+   * log the segment is often compacted away before the delay ends (compaction
+   * writes hints for its own output), which saves re-reading it. A segment whose
+   * hint is still pending is scanned at the next open, which then builds the hint.
+   */
+  hintDelayMs?: number;
   /** Compact a run of segments once this share of its bytes is dead (default 0.5). */
   compactMinDeadRatio?: number;
   /** ... and at least this many bytes are dead (default 16 MiB). */
@@ -117,6 +125,9 @@ export class Engine {
   private sweepRunning = false;
   /** Hint files being built; close() waits for them so no file is written after it returns. */
   private readonly hintBuilds = new Set<Promise<void>>();
+  private readonly hintDelayMs: number;
+  /** Hint builds waiting out hintDelayMs; close() drops them. */
+  private readonly hintTimers = new Set<NodeJS.Timeout>();
   readonly compactor: Compactor;
   private readonly keyLens: number[] = [];
   private readonly valueOffsets: number[] = [];
@@ -130,6 +141,7 @@ export class Engine {
     this.log = opts.log ?? (() => {});
     this.durability = opts.durability ?? 'always';
     this.segmentBytes = opts.segmentBytes ?? 64 * 1024 * 1024;
+    this.hintDelayMs = opts.hintDelayMs ?? 30_000;
     this.compactor = new Compactor(this, {
       minDeadRatio: opts.compactMinDeadRatio ?? 0.5,
       minDeadBytes: opts.compactMinDeadBytes ?? 16 * 1024 * 1024,
@@ -409,7 +421,15 @@ export class Engine {
     const next = await this.createLogSegment(old.id + ID_STEP);
     this.segments.push(next);
     this.active = next;
-    this.hintLater(old);
+    if (this.hintDelayMs === 0) {
+      this.hintLater(old);
+    } else {
+      const t = setTimeout(() => {
+        this.hintTimers.delete(t);
+        if (!old.retired && !this.closed) this.hintLater(old);
+      }, this.hintDelayMs).unref();
+      this.hintTimers.add(t);
+    }
     return next;
   }
 
@@ -627,6 +647,8 @@ export class Engine {
     if (this.closed) return;
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
+    for (const t of this.hintTimers) clearTimeout(t);
+    this.hintTimers.clear();
     await this.drain();
     await this.compactor.stop();
     while (this.hintBuilds.size > 0) await Promise.all(this.hintBuilds);

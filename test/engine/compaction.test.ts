@@ -194,3 +194,47 @@ test('automatic compaction runs on its timer once enough is dead', async () => {
   assert.ok(totalLogBytes(d) < written / 3, `${totalLogBytes(d)} bytes of log left of ${written} written`);
   await e.close();
 });
+
+test('a rotated segment gets its hint after hintDelayMs, or never if compacted first; close() drops pending ones', async () => {
+  const hintOf = (d: string, log: string): string => path.join(d, `${log.slice(0, 16)}.hint`);
+  const fill = async (e: Awaited<ReturnType<typeof open>>, round: number): Promise<void> => {
+    for (let i = 0; i < 200; i++) await e.write([put(`k${i % 20}`, val(`k${i % 20}`, round))]);
+  };
+
+  // Built once the delay has passed.
+  const d1 = dir('hint-delay');
+  const e1 = await open(d1, { segmentBytes: 16 * 1024, hintDelayMs: 300 });
+  await fill(e1, 0);
+  const logs1 = logFiles(d1);
+  assert.ok(logs1.length >= 3, `rotated: ${logs1.join(' ')}`);
+  const first = logs1[0];
+  assert.equal(fs.existsSync(hintOf(d1, first)), false, 'no hint right after rotation');
+  await new Promise((r) => setTimeout(r, 600));
+  await e1.close(); // waits for builds in flight
+  assert.equal(fs.existsSync(hintOf(d1, first)), true, 'hint built after the delay');
+
+  // Compacted before the delay: the segment is gone and no hint is ever written for it.
+  const d2 = dir('hint-delay-compacted');
+  const e2 = await open(d2, { segmentBytes: 16 * 1024, hintDelayMs: 300, compactMinDeadBytes: 1, compactMinDeadRatio: 0.1 });
+  await fill(e2, 0);
+  await fill(e2, 1);
+  const before = logFiles(d2);
+  assert.equal(await e2.compact(true), true, 'a compaction ran');
+  const retired = before.filter((l) => !logFiles(d2).includes(l));
+  assert.ok(retired.length > 0, 'compaction retired segments');
+  await new Promise((r) => setTimeout(r, 600));
+  for (const l of retired) assert.equal(fs.existsSync(hintOf(d2, l)), false, `no hint for compacted ${l}`);
+  await e2.close();
+
+  // close() before the delay: nothing more is written; the next open scans and builds the hint.
+  const d3 = dir('hint-delay-close');
+  const e3 = await open(d3, { segmentBytes: 16 * 1024, hintDelayMs: 60_000 });
+  await fill(e3, 0);
+  await e3.close();
+  const logs3 = logFiles(d3);
+  assert.equal(fs.readdirSync(d3).filter((f) => f.endsWith('.hint')).length, 0, 'no hint written by close()');
+  const e4 = await open(d3, { segmentBytes: 16 * 1024 });
+  for (let i = 0; i < 20; i++) assert.equal(await e4.read(`k${i}`, (b) => b.toString()), val(`k${i}`, 0), `k${i} after reopen`);
+  await e4.close(); // waits for the hints open started
+  assert.equal(fs.existsSync(hintOf(d3, logs3[0])), true, 'open built the missing hint');
+});

@@ -48,6 +48,8 @@ async function main(): Promise<void> {
     compactMinDeadBytes: 32 * 1024,
     compactMinDeadRatio: 0.3,
     sweepIntervalMs: 0,
+    // Hints built at once or soon after rotation, so kills land inside hint writes too.
+    hintDelayMs: Math.floor(Math.random() * 50),
     log: (level, msg) => process.stderr.write(`${level}: ${msg}\n`),
   });
   const v = await e.read('s0', (b) => Number(b.toString()));

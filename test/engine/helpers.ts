@@ -35,7 +35,8 @@ export class LogSink {
 }
 
 export async function open(dir: string, opts: Partial<EngineOptions> = {}): Promise<Engine> {
-  return Engine.open({ dir, sweepIntervalMs: 0, compactIntervalMs: 0, ...opts });
+  // Hints at once: these tests check what recovery does with them (the delay has its own test).
+  return Engine.open({ dir, sweepIntervalMs: 0, compactIntervalMs: 0, hintDelayMs: 0, ...opts });
 }
 
 export function put(key: string, value: string | Buffer, expiresAt = 0): WriteOp {
