@@ -9,7 +9,8 @@ import * as http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { timingSafeEqual } from 'node:crypto';
 import type { Duplex } from 'node:stream';
-import type { BlockList } from 'node:net';
+import * as net from 'node:net';
+import type { BlockList, Socket } from 'node:net';
 import { type Body, parseBody, tooLarge } from './body.js';
 import { toStatus } from './errors.js';
 import { sendError } from './envelope.js';
@@ -49,6 +50,8 @@ export class PithosServer {
   private readonly scratch: Buffer;
   private shuttingDown = false;
   private inFlight = 0;
+  /** Open connections: shutdown waits for the bytes they still have to send. */
+  private readonly sockets = new Set<Socket>();
   private idle: Array<() => void> = [];
 
   readonly maxBodyBytes: number;
@@ -70,6 +73,10 @@ export class PithosServer {
       connectionsCheckingInterval: 1_000,
     }, (req, res) => this.onRequest(req as PithosRequest, res));
     this.http.on('clientError', onClientError);
+    this.http.on('connection', (socket: Socket) => {
+      this.sockets.add(socket);
+      socket.once('close', () => this.sockets.delete(socket));
+    });
     this.http.maxRequestsPerSocket = 0;
   }
 
@@ -166,15 +173,26 @@ export class PithosServer {
 
   /**
    * Stops accepting, lets in-flight requests finish (answering 503 to new
-   * ones on open connections), then closes every connection.
+   * ones on open connections), waits until the responses already written
+   * have left for the kernel (a slow reader may still be receiving one),
+   * then closes every connection. All of it within `graceMs`.
    */
   async shutdown(graceMs: number): Promise<void> {
+    const deadline = Date.now() + graceMs;
     this.shuttingDown = true;
-    const closed = new Promise<void>((r) => this.http.close(() => r()));
-    this.http.closeIdleConnections();
+    // Stop accepting, but leave open connections alone for now: node:http's own
+    // close() also destroys every connection whose response has been ended,
+    // even when its bytes are still queued for a slow reader. Keep-alive clients
+    // that send another request meanwhile get a 503 that closes the connection.
+    const closed = new Promise<void>((r) => net.Server.prototype.close.call(this.http, () => r()));
     const drained = this.inFlight === 0 ? Promise.resolve() : new Promise<void>((r) => this.idle.push(r));
     const timer = new Promise<void>((r) => setTimeout(r, graceMs).unref());
     await Promise.race([drained, timer]);
+    // A handler that has answered is no longer in flight, but its bytes may
+    // still wait in the socket's buffer; destroying the socket would drop them.
+    while (Date.now() < deadline && [...this.sockets].some((s) => s.writableLength > 0 && !s.destroyed)) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
     this.http.closeAllConnections();
     await closed;
   }

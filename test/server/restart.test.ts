@@ -1,6 +1,7 @@
 /** Black-box durability tests: graceful restarts, SIGKILL after acknowledged writes, atomic PATCH under SIGKILL. */
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { PithosServer, expectError, expectSuccess, pool, rawRequest, sleep, uniq, type Res } from '../helpers/server.js';
 
@@ -331,4 +332,32 @@ test('SIGTERM while a request body is half-sent: that in-flight request still co
   const g = await srv.req('GET', `/records/${id}`);
   assert.equal(g.status, 200, g.raw.slice(0, 200));
   assert.equal(g.body.data.s.length, 200_000);
+});
+
+test('SIGTERM while a slow client is still reading a large response: it receives every byte', async () => {
+  const id = uniq('slowread');
+  const payload = 'z'.repeat(12 * 1024 * 1024); // more than the kernel buffers on both ends hold
+  expectSuccess(await srv.req('PUT', `/records/${id}`, { record: { p: payload } }), 201, 'record created successfully');
+  const sock = net.connect(srv.port, '127.0.0.1');
+  await new Promise<void>((r) => sock.once('connect', () => r()));
+  const chunks: Buffer[] = [];
+  const ended = new Promise<void>((r) => sock.once('close', () => r()));
+  // Read nothing yet: the kernel buffers fill and most of the answer waits inside the server.
+  sock.pause();
+  sock.write(`GET /records/${id} HTTP/1.1\r\nHost: x\r\nAuth-Token: ${srv.token}\r\n\r\n`);
+  await sleep(500); // the handler has answered; its bytes are queued on the socket
+  sock.on('data', (c: Buffer) => chunks.push(c));
+  sock.pause();
+  srv.signal('SIGTERM');
+  await sleep(500); // the server is shutting down and must wait for this reader
+  sock.resume();
+  await ended;
+  const raw = Buffer.concat(chunks);
+  const head = raw.subarray(0, raw.indexOf('\r\n\r\n')).toString('latin1');
+  const declared = Number(/content-length: (\d+)/i.exec(head)?.[1]);
+  const body = raw.subarray(head.length + 4);
+  assert.equal(body.length, declared, `received ${body.length} of ${declared} body bytes`);
+  assert.equal((JSON.parse(body.toString('utf8')) as { data: { p: string } }).data.p.length, payload.length);
+  assert.deepEqual(await srv.waitExit(), { code: 0, signal: null });
+  await srv.spawn();
 });
