@@ -18,6 +18,7 @@ interface Variant {
 
 const TYPE_NAMES: Record<VType, string> = { i: 'an integer', d: 'a double', s: 'a string', b: 'a boolean' };
 const LIMIT = Number.MAX_SAFE_INTEGER;
+const LIMIT_BIG = BigInt(LIMIT);
 
 /**
  * JSON for a value. A double always shows a fraction (`3.0`, `1.0e+300`), so
@@ -37,15 +38,43 @@ const variantDecoder: Decoder<Variant> = (buf) => {
 const encode = (x: Variant): Buffer => Buffer.from(x.t + JSON.stringify(x.v), 'utf8');
 
 const missing = (name: string) => notFound(`variant '${name}' does not exist`);
+const overflow = (name: string) => conflict(`variant '${name}' would overflow: the result is outside ±(2^53−1)`);
+
+const NUMBER_PARTS = /^-?(\d+)(\.\d+)?(?:[eE]([+-]?\d+))?$/;
 
 /**
- * Whether a JSON number is an integer by API.md section 8: no fraction as
- * written and none made by an exponent (`1`, `-7`, `1e3`), unlike `1.5`, `1.0`
- * or `15e-1`. `text` is the number as written; JSON.parse alone cannot tell
- * 1.0 from 1. PUT values and increment deltas follow the same rule.
+ * Whether a JSON number is an integer by API.md section 8: written without a
+ * fraction, and none made by its exponent (`1`, `-7`, `1e3`, `100e-2`), unlike
+ * `1.5`, `1.0`, `15e-1` or `1e-400`. Decided on the text as written, exactly:
+ * JSON.parse cannot tell 1.0 from 1, and rounds 1e-400 to 0. PUT values and
+ * increment deltas follow the same rule.
  */
 function isIntegerLiteral(v: number, text: string | undefined): boolean {
-  return Number.isInteger(v) && (text === undefined || !text.includes('.'));
+  if (text === undefined) return Number.isInteger(v);
+  const m = NUMBER_PARTS.exec(text);
+  if (m === null || m[2] !== undefined) return false;
+  const exp = m[3] === undefined ? 0 : Number(m[3]);
+  if (exp >= 0) return true;
+  // A negative exponent must only consume zeros (or the number is zero).
+  const digits = m[1];
+  if (/^0+$/.test(digits)) return true;
+  if (-exp > digits.length) return false;
+  for (let i = digits.length + exp; i < digits.length; i++) if (digits.charCodeAt(i) !== 48 /* 0 */) return false;
+  return true;
+}
+
+/** The exact value of an integer literal (isIntegerLiteral holds) whose magnitude is below 2^55. */
+function exactInteger(text: string): bigint {
+  const m = NUMBER_PARTS.exec(text) as RegExpExecArray;
+  let digits = m[1];
+  let exp = m[3] === undefined ? 0 : Number(m[3]);
+  if (exp < 0) {
+    // Drop the zeros the exponent consumes first, so BigInt only sees the ~17 digits that matter.
+    digits = /^0+$/.test(digits) ? '0' : digits.slice(0, digits.length + exp);
+    exp = 0;
+  }
+  const v = BigInt(digits) * 10n ** BigInt(exp);
+  return text.charCodeAt(0) === 45 /* - */ ? -v : v;
 }
 
 /** The type a value gets: see isIntegerLiteral. */
@@ -104,13 +133,24 @@ export class Variants {
     if (cur === undefined) throw missing(name);
     // No await from here to write(): the increment is atomic.
     if (cur.t === 's' || cur.t === 'b') throw conflict(`variant '${name}' holds ${TYPE_NAMES[cur.t]}; only numbers can be incremented`);
+    let next: number;
     if (cur.t === 'i') {
       if (!isIntegerLiteral(delta, text)) throw conflict(`variant '${name}' holds an integer; delta must be an integer`);
-      // Beyond 2^53 JSON.parse has already rounded the delta: the sum would be silently wrong.
-      if (!Number.isSafeInteger(delta)) throw invalid(`field 'delta' is an integer outside ±(2^53−1)`);
+      if (Number.isSafeInteger(delta)) {
+        next = (cur.v as number) + delta;
+      } else {
+        // JSON.parse has rounded a delta this large, so add the one that was
+        // written, exactly: -2 + 9007199254740993 is 9007199254740991, in range.
+        // Beyond 2^55 no current value can bring the result back into range.
+        if (text === undefined || Math.abs(delta) > 2 ** 55) throw overflow(name);
+        const exact = BigInt(cur.v as number) + exactInteger(text);
+        if (exact > LIMIT_BIG || exact < -LIMIT_BIG) throw overflow(name);
+        next = Number(exact);
+      }
+    } else {
+      next = (cur.v as number) + delta;
     }
-    const next = (cur.v as number) + delta;
-    if (!(Math.abs(next) <= LIMIT)) throw conflict(`variant '${name}' would overflow: the result is outside ±(2^53−1)`);
+    if (!(Math.abs(next) <= LIMIT)) throw overflow(name);
     const x = make(cur.t, next);
     const key = variantKey(name);
     await this.engine.write([{

@@ -122,15 +122,41 @@ test('a delta is typed by how it is written, like a PUT value: 1.0 on an integer
   expectSuccess(await srv.req('POST', V(n), '{"delta":-2E0}'), 200, 'variant incremented successfully', { variant: 18 });
 });
 
-test('an integer delta beyond ±(2^53−1) is refused, not silently rounded', async () => {
+test('an integer delta beyond 2^53 is added exactly as written: only a result out of range is refused', async () => {
   const n = uniq('bigdelta');
-  expectSuccess(await srv.req('PUT', V(n), '{"variant":-2}'), 201, 'variant created successfully', { variant: -2 });
-  // 2^53 + 1 cannot be represented; JSON.parse would round it and -2 + it would come out wrong.
-  for (const text of ['9007199254740993', '-9007199254740993', '9007199254740992', '1e300']) {
-    expectError(await srv.req('POST', V(n), `{"delta":${text}}`), 400, "field 'delta' is an integer outside ±(2^53−1)");
+  const put = async (v: string): Promise<void> => {
+    const r = await srv.req('PUT', V(n), `{"variant":${v}}`);
+    assert.ok(r.status === 200 || r.status === 201, r.raw);
+  };
+  const inc = (d: string) => srv.req('POST', V(n), `{"delta":${d}}`);
+  // JSON.parse rounds 9007199254740993 to ...992; the sum must still be exact.
+  await put('-2');
+  expectSuccess(await inc('9007199254740993'), 200, 'variant incremented successfully', { variant: MAX });
+  await put('-2');
+  expectSuccess(await inc('9007199254740992'), 200, 'variant incremented successfully', { variant: MAX - 1 });
+  await put('5');
+  expectSuccess(await inc('-9007199254740993'), 200, 'variant incremented successfully', { variant: -9007199254740988 });
+  await put('-2');
+  expectSuccess(await inc('900719925474099300e-2'), 200, 'variant incremented successfully', { variant: MAX }); // = 9007199254740993
+  // Results out of range: 409, nothing changes.
+  await put('-2');
+  for (const d of ['9007199254740994', '1e300', '-9007199254740993', '36028797018963968']) {
+    expectError(await inc(d), 409, `variant '${n}' would overflow: the result is outside ±(2^53−1)`);
   }
   assert.equal(await get(n), -2, 'nothing changed');
-  expectSuccess(await srv.req('POST', V(n), `{"delta":${MAX}}`), 200, 'variant incremented successfully', { variant: MAX - 2 });
+});
+
+test('integer or double is decided exactly from the text: 1e-400 is a double, 100e-2 an integer', async () => {
+  const d = uniq('tiny');
+  expectSuccess(await srv.req('PUT', V(d), '{"variant":1e-400}'), 201, 'variant created successfully', { variant: 0 });
+  assert.match((await srv.req('GET', V(d))).raw, /"data":\{"variant":0\.0\}/, 'a double (JSON.parse made it 0)');
+  const i = uniq('exact');
+  expectSuccess(await srv.req('PUT', V(i), '{"variant":100e-2}'), 201, 'variant created successfully', { variant: 1 });
+  assert.match((await srv.req('GET', V(i))).raw, /"data":\{"variant":1\}/, 'an integer');
+  expectError(await srv.req('POST', V(i), '{"delta":1e-400}'), 409, `variant '${i}' holds an integer; delta must be an integer`);
+  expectError(await srv.req('POST', V(i), '{"delta":5e-1}'), 409, `variant '${i}' holds an integer; delta must be an integer`);
+  expectSuccess(await srv.req('POST', V(i), '{"delta":2000e-3}'), 200, 'variant incremented successfully', { variant: 3 });
+  expectSuccess(await srv.req('POST', V(i), '{"delta":0e-7}'), 200, 'variant incremented successfully', { variant: 3 });
 });
 
 test('a double prints with a fraction in every form, so it reads back (and writes back) as a double', async () => {
