@@ -47,5 +47,8 @@ export async function buildHint(engine: Engine, seg: Segment): Promise<void> {
   }
   if (seg.retired) return;
   await writeFileDurably(engine, seg.hintPath, hint.finish(size, maxSeq));
-  seg.hasHint = true;
+  // Compaction may have retired the segment (and unlinked its files) while the
+  // hint was being written: do not leave a hint behind without its segment.
+  if (seg.retired) await engine.fs.unlink(seg.hintPath).catch(() => {});
+  else seg.hasHint = true;
 }

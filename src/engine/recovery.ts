@@ -17,7 +17,7 @@ import {
 } from './format.js';
 import type { Engine } from './engine.js';
 import { Entry } from './keydir.js';
-import { parseFileName, Segment } from './segment.js';
+import { hintFileName, parseFileName, Segment } from './segment.js';
 import { SegmentScanner, Yielder } from './scanner.js';
 import { writeFileDurably } from './hints.js';
 
@@ -67,6 +67,14 @@ export async function recover(engine: Engine, repair: boolean): Promise<Recovere
     else hints.add(p.id);
   }
   logs.sort((a, b) => a - b);
+  // A hint whose segment is gone (a crash between compaction removing the
+  // segment and a late hint build landing) describes nothing.
+  for (const id of hints) {
+    if (!logs.includes(id)) {
+      await f.unlink(path.join(engine.dir, hintFileName(id))).catch(() => {});
+      hints.delete(id);
+    }
+  }
   const lastLogId = [...logs].reverse().find((id) => id % 1024 === 0);
 
   const segments: Segment[] = [];

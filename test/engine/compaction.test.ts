@@ -201,34 +201,41 @@ test('a rotated segment gets its hint after hintDelayMs, or never if compacted f
     for (let i = 0; i < 200; i++) await e.write([put(`k${i % 20}`, val(`k${i % 20}`, round))]);
   };
 
-  // Built once the delay has passed.
+  // Built once the delay has passed. (Durability never: filling must take far less than the delay.)
   const d1 = dir('hint-delay');
-  const e1 = await open(d1, { segmentBytes: 16 * 1024, hintDelayMs: 300 });
+  const e1 = await open(d1, { segmentBytes: 16 * 1024, hintDelayMs: 1500, durability: 'never' });
   await fill(e1, 0);
   const logs1 = logFiles(d1);
   assert.ok(logs1.length >= 3, `rotated: ${logs1.join(' ')}`);
   const first = logs1[0];
   assert.equal(fs.existsSync(hintOf(d1, first)), false, 'no hint right after rotation');
-  await new Promise((r) => setTimeout(r, 600));
+  await new Promise((r) => setTimeout(r, 2000));
   await e1.close(); // waits for builds in flight
   assert.equal(fs.existsSync(hintOf(d1, first)), true, 'hint built after the delay');
 
-  // Compacted before the delay: the segment is gone and no hint is ever written for it.
+  // Compacted before the delay: no hint is ever written for the removed segments,
+  // while the segments that survive (rotated after the compaction) still get theirs.
   const d2 = dir('hint-delay-compacted');
-  const e2 = await open(d2, { segmentBytes: 16 * 1024, hintDelayMs: 300, compactMinDeadBytes: 1, compactMinDeadRatio: 0.1 });
+  const e2 = await open(d2, { segmentBytes: 16 * 1024, hintDelayMs: 1500, durability: 'never', compactMinDeadBytes: 1, compactMinDeadRatio: 0.1 });
   await fill(e2, 0);
   await fill(e2, 1);
   const before = logFiles(d2);
   assert.equal(await e2.compact(true), true, 'a compaction ran');
   const retired = before.filter((l) => !logFiles(d2).includes(l));
   assert.ok(retired.length > 0, 'compaction retired segments');
-  await new Promise((r) => setTimeout(r, 600));
-  for (const l of retired) assert.equal(fs.existsSync(hintOf(d2, l)), false, `no hint for compacted ${l}`);
+  await fill(e2, 2); // rotates again: new immutable segments, their timers run after the compaction
+  const survivors = logFiles(d2).filter((l) => !before.includes(l)).slice(0, -1); // not the active one
+  assert.ok(survivors.length > 0, `rotated after compaction: ${logFiles(d2).join(' ')}`);
+  await new Promise((r) => setTimeout(r, 2000));
   await e2.close();
+  for (const l of retired) assert.equal(fs.existsSync(hintOf(d2, l)), false, `no hint for compacted ${l}`);
+  for (const l of survivors) assert.equal(fs.existsSync(hintOf(d2, l)), true, `hint for surviving ${l}`);
+  const orphans = fs.readdirSync(d2).filter((f) => f.endsWith('.hint') && !fs.existsSync(path.join(d2, `${f.slice(0, 16)}.log`)));
+  assert.deepEqual(orphans, [], 'no hint without its segment');
 
   // close() before the delay: nothing more is written; the next open scans and builds the hint.
   const d3 = dir('hint-delay-close');
-  const e3 = await open(d3, { segmentBytes: 16 * 1024, hintDelayMs: 60_000 });
+  const e3 = await open(d3, { segmentBytes: 16 * 1024, hintDelayMs: 60_000, durability: 'never' });
   await fill(e3, 0);
   await e3.close();
   const logs3 = logFiles(d3);
