@@ -10,7 +10,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { timingSafeEqual } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import * as net from 'node:net';
-import type { BlockList, Socket } from 'node:net';
 import { type Body, parseBody, tooLarge } from './body.js';
 import { toStatus } from './errors.js';
 import { sendError } from './envelope.js';
@@ -23,7 +22,7 @@ export interface ServerOptions {
   maxBodyBytes: number;
   testClock: boolean;
   /** When set, only these clients may connect (API.md: 403 "client address not allowed"). */
-  allow?: BlockList;
+  allow?: net.BlockList;
   log: (level: 'info' | 'warn' | 'error', msg: string) => void;
 }
 
@@ -51,7 +50,7 @@ export class PithosServer {
   private shuttingDown = false;
   private inFlight = 0;
   /** Open connections: shutdown waits for the bytes they still have to send. */
-  private readonly sockets = new Set<Socket>();
+  private readonly sockets = new Set<net.Socket>();
   private idle: Array<() => void> = [];
 
   readonly maxBodyBytes: number;
@@ -73,7 +72,7 @@ export class PithosServer {
       connectionsCheckingInterval: 1_000,
     }, (req, res) => this.onRequest(req as PithosRequest, res));
     this.http.on('clientError', onClientError);
-    this.http.on('connection', (socket: Socket) => {
+    this.http.on('connection', (socket: net.Socket) => {
       this.sockets.add(socket);
       socket.once('close', () => this.sockets.delete(socket));
     });
@@ -198,7 +197,7 @@ export class PithosServer {
   }
 }
 
-function allowed(list: BlockList, addr: string | undefined): boolean {
+function allowed(list: net.BlockList, addr: string | undefined): boolean {
   if (addr === undefined) return false;
   // An IPv4 client of a dual-stack listener shows up as ::ffff:a.b.c.d.
   if (addr.startsWith('::ffff:') && addr.includes('.')) return list.check(addr.slice(7), 'ipv4');

@@ -51,6 +51,8 @@ const NUMBER_PARTS = /^-?(\d+)(\.\d+)?(?:[eE]([+-]?\d+))?$/;
  */
 function isIntegerLiteral(v: number, text: string | undefined): boolean {
   if (text === undefined) return Number.isInteger(v);
+  // The common case, digits only: no regex needed.
+  if (text.indexOf('.') < 0 && text.indexOf('e') < 0 && text.indexOf('E') < 0) return true;
   const m = NUMBER_PARTS.exec(text);
   if (m === null || m[2] !== undefined) return false;
   const exp = m[3] === undefined ? 0 : Number(m[3]);
