@@ -19,6 +19,8 @@ export interface Config {
   repair: boolean;
   /** Addresses and CIDR subnets allowed to connect; empty = everyone. */
   allowFrom: string[];
+  /** Open connections at most; undefined = 10000, lowered to fit the open-file limit. */
+  maxConnections: number | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -46,6 +48,8 @@ const SPECS: Spec[] = [
   { flag: '--segment-mb', env: 'PITHOS_SEGMENT_MB', key: 'segmentMb', kind: 'posint', def: 64, help: 'log segment size in MiB (at most 1024)' },
   { flag: '--allow-from', env: 'PITHOS_ALLOW_FROM', key: 'allowFrom', kind: 'list', def: [],
     help: 'comma-separated addresses or CIDR subnets allowed to connect; others get 403 (default: any)' },
+  { flag: '--max-connections', env: 'PITHOS_MAX_CONNECTIONS', key: 'maxConnections', kind: 'posint', def: undefined,
+    help: 'open connections at most; beyond it the oldest idle one is closed (default 10000, lowered to the open-file limit minus 256)' },
   { flag: '--repair', env: 'PITHOS_REPAIR', key: 'repair', kind: 'bool', def: false,
     help: 'open a damaged log by dropping damaged batches (keeps every intact one)' },
 ];

@@ -10,6 +10,7 @@ import { BlockList } from 'node:net';
 import { type Config, ConfigError, parseConfig, parseSubnet, usage } from './config.js';
 import { Database } from './model/database.js';
 import { PithosServer } from './http/server.js';
+import { effectiveMaxConnections } from './http/connections.js';
 import { Health } from './health.js';
 import { log } from './log.js';
 
@@ -104,12 +105,17 @@ async function main(): Promise<number> {
     return 0;
   }
   const { token, generated } = resolveToken({ ...cfg, dataDir });
+  const conns = effectiveMaxConnections(cfg.maxConnections);
+  if (conns.limitedBy !== undefined) {
+    log('warn', `open-file limit is ${conns.limitedBy}: at most ${conns.max} connections (raise it with ulimit -n, or set --max-connections)`);
+  }
   const server = new PithosServer({
     ctx: { db, health: new Health(dataDir, db), advanceClock: testClock ? (ms) => (offset += ms) : undefined },
     authToken: token,
     maxBodyBytes: cfg.maxBodyBytes,
     testClock,
     allow: allowList(cfg),
+    maxConnections: conns.max,
     log,
   });
   let addr: { port: number; host: string };

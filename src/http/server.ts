@@ -10,7 +10,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { timingSafeEqual } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import * as net from 'node:net';
-import { type Body, parseBody, tooLarge } from './body.js';
+import { type Body, decodeBody, parseBody, tooLarge } from './body.js';
+import { answerLast, conn, Connections, linger, mustWait, park, rawError, responseDone, shown } from './connections.js';
 import { toStatus } from './errors.js';
 import { sendError } from './envelope.js';
 import type { Ctx, Handler } from './handlers.js';
@@ -23,6 +24,8 @@ export interface ServerOptions {
   testClock: boolean;
   /** When set, only these clients may connect (API.md: 403 "client address not allowed"). */
   allow?: net.BlockList;
+  /** Open connections at most; beyond it the oldest idle one is closed (docs/operations.md). */
+  maxConnections: number;
   log: (level: 'info' | 'warn' | 'error', msg: string) => void;
 }
 
@@ -39,6 +42,23 @@ class PithosRequest extends http.IncomingMessage {
   chunks: Buffer[] | undefined = undefined;
   size = 0;
   failed = false;
+
+  constructor(socket: net.Socket) {
+    super(socket);
+    // Counted until its response finishes (PithosResponse.detachSocket): the
+    // connection is then idle, and answers held back behind it may go.
+    const c = conn(socket);
+    if (c !== undefined) c.pending++;
+  }
+}
+
+/** node:http calls detachSocket once per finished response, in order. */
+class PithosResponse extends http.ServerResponse<PithosRequest> {
+  override detachSocket(socket: net.Socket): void {
+    super.detachSocket(socket);
+    const c = conn(socket);
+    if (c !== undefined) responseDone(c);
+  }
 }
 
 const UNAUTHORISED = 'access not authorised';
@@ -50,7 +70,7 @@ export class PithosServer {
   private shuttingDown = false;
   private inFlight = 0;
   /** Open connections: shutdown waits for the bytes they still have to send. */
-  private readonly sockets = new Set<net.Socket>();
+  readonly conns: Connections;
   private idle: Array<() => void> = [];
 
   readonly maxBodyBytes: number;
@@ -61,8 +81,12 @@ export class PithosServer {
     this.ctx = opts.ctx;
     this.token = Buffer.from(opts.authToken, 'utf8');
     this.scratch = Buffer.alloc(this.token.length);
+    this.conns = new Connections(opts.maxConnections, (req, res) => this.onRequest(req as PithosRequest, res));
     this.http = http.createServer({
       IncomingMessage: PithosRequest,
+      ServerResponse: PithosResponse,
+      // Checked in accept(), so that the answer is the JSON envelope.
+      requireHostHeader: false,
       // Slow or idle clients must not pin the server (issue 3, operations).
       keepAliveTimeout: 5_000,
       headersTimeout: 10_000,
@@ -70,12 +94,13 @@ export class PithosServer {
       maxHeaderSize: 16 * 1024,
       // Enforce the two timeouts above within a second, not Node's default 30 s.
       connectionsCheckingInterval: 1_000,
-    }, (req, res) => this.onRequest(req as PithosRequest, res));
+    }, (req, res) => this.accept(req as PithosRequest, res));
     this.http.on('clientError', onClientError);
-    this.http.on('connection', (socket: net.Socket) => {
-      this.sockets.add(socket);
-      socket.once('close', () => this.sockets.delete(socket));
-    });
+    this.http.on('connection', (socket: net.Socket) => this.conns.add(socket));
+    this.http.on('checkContinue', (req: http.IncomingMessage, res: ServerResponse) => this.onContinue(req as PithosRequest, res));
+    this.http.on('checkExpectation', onExpectation);
+    this.http.on('connect', onConnect);
+    this.http.on('upgrade', onUpgrade);
     this.http.maxRequestsPerSocket = 0;
   }
 
@@ -86,6 +111,42 @@ export class PithosServer {
     if (typeof header !== 'string' || header.length !== this.token.length) return false;
     this.scratch.write(header, 0, 'latin1');
     return timingSafeEqual(this.scratch, this.token);
+  }
+
+  /**
+   * What node:http would check itself, answered with the envelope, and the
+   * bound on output queued per connection; then the request proper.
+   */
+  private accept(req: PithosRequest, res: ServerResponse): void {
+    if (req.headers.host === undefined && req.httpVersionMinor === 1 && req.httpVersionMajor === 1) {
+      res.shouldKeepAlive = false;
+      return sendError(res, 400, 'an HTTP/1.1 request must carry a Host header');
+    }
+    const c = conn(req.socket);
+    if (c !== undefined && mustWait(c)) return park(c, req, res);
+    this.onRequest(req, res);
+  }
+
+  /**
+   * Expect: 100-continue. The interim answer may only go out when this
+   * response is next on the wire (node:http would queue it behind, or ahead
+   * of, earlier pipelined answers), and only when the body is wanted: a
+   * request refused on its headers gets its final answer instead.
+   */
+  private onContinue(req: PithosRequest, res: ServerResponse): void {
+    const c = conn(req.socket);
+    if (c !== undefined && mustWait(c)) return park(c, req, res);
+    this.onRequest(req, res);
+    if (res.headersSent || res.writableEnded || req.listenerCount('data') === 0) return;
+    if (res.socket !== null) {
+      res.writeContinue();
+    } else {
+      // Queued behind earlier answers: no 100 (the client sends the body after
+      // its own wait). The answer comes only once the whole body has been read,
+      // so the framing is known and node:http need not close the connection
+      // for a 100 it thinks is still owed.
+      (res as ServerResponse & { _expect_continue: boolean })._expect_continue = false;
+    }
   }
 
   private onRequest(req: PithosRequest, res: ServerResponse): void {
@@ -165,6 +226,7 @@ export class PithosServer {
         this.http.off('error', reject);
         const a = this.http.address();
         if (a === null || typeof a === 'string') return reject(new Error('no address'));
+        this.conns.startSweeping();
         resolve({ port: a.port, host: a.address });
       });
     });
@@ -185,15 +247,23 @@ export class PithosServer {
     // that send another request meanwhile get a 503 that closes the connection.
     const closed = new Promise<void>((r) => net.Server.prototype.close.call(this.http, () => r()));
     const drained = this.inFlight === 0 ? Promise.resolve() : new Promise<void>((r) => this.idle.push(r));
-    const timer = new Promise<void>((r) => setTimeout(r, graceMs).unref());
-    await Promise.race([drained, timer]);
+    // A referenced timer: the process must not exit (skipping the engine's
+    // close) just because nothing else is pending (issue 14, item 11).
+    let timer: NodeJS.Timeout | undefined;
+    const graceOver = new Promise<void>((r) => (timer = setTimeout(r, graceMs)));
+    await Promise.race([drained, graceOver]);
     // A handler that has answered is no longer in flight, but its bytes may
     // still wait in the socket's buffer; destroying the socket would drop them.
-    while (Date.now() < deadline && [...this.sockets].some((s) => s.writableLength > 0 && !s.destroyed)) {
+    while (Date.now() < deadline && [...this.conns.all].some((s) => s.writableLength > 0 && !s.destroyed)) {
       await new Promise((r) => setTimeout(r, 20));
     }
+    this.conns.stop();
     this.http.closeAllConnections();
-    await closed;
+    // Connections node:http no longer tracks (handed over by CONNECT or
+    // Upgrade, lingering) would keep close() waiting.
+    for (const s of this.conns.all) s.destroy();
+    await Promise.race([closed, graceOver]);
+    clearTimeout(timer);
   }
 }
 
@@ -217,9 +287,15 @@ async function settle(server: PithosServer, pending: Promise<void>, res: ServerR
 
 /**
  * Requests node:http rejects before they reach us (malformed, headers too
- * large, too slow) still get the JSON envelope API.md promises for every answer.
+ * large, too slow) still get the JSON envelope API.md promises for every
+ * answer; the connection is then closed with a lingering close, so neither a
+ * client still sending loses the answer nor a client that never reads or
+ * closes keeps the socket (issue 14, items 1 and 10).
  */
-function onClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+function onClientError(err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex): void {
+  const c = conn(socket as net.Socket);
+  // A failed parser fails again on every later chunk: the answer is out already.
+  if (c !== undefined && (c.lingering || c.deferred !== null)) return;
   if (err.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy();
     return;
@@ -232,10 +308,56 @@ function onClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
   } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
     status = 408;
     message = 'request took too long to arrive';
+  } else if (err.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW') {
+    status = 413;
+    message = 'chunk extensions are too large';
+  } else if (err.code === 'HPE_INVALID_METHOD') {
+    message = methodMessage(err.rawPacket);
   }
-  const body = `{"status":"error","message":"${message}"}`;
-  socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-    `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+  const answer = rawError(status, message);
+  const s = socket as net.Socket;
+  const current = (s as net.Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+  // Answers already on their way go first; a request still waiting for its
+  // body (the one that timed out) gets this answer instead of its own.
+  if (c !== undefined && c.pending > 0 && current != null && current.headersSent) {
+    c.deferred = answer;
+    return;
+  }
+  s.write(answer);
+  linger(s);
+}
+
+/** `curl -X get` sends a lowercase method, which HTTP does not allow: say so. */
+function methodMessage(raw: Buffer | undefined): string {
+  if (raw === undefined) return 'malformed HTTP request: unknown method';
+  const m = /^\s*([^\s/]{1,32})/.exec(raw.subarray(0, 64).toString('latin1'));
+  if (m === null) return 'malformed HTTP request: unknown method';
+  const name = m[1];
+  const upper = name.toUpperCase();
+  if (upper !== name && ['GET', 'PUT', 'POST', 'PATCH', 'DELETE'].includes(upper)) {
+    return `unknown HTTP method '${shown(name)}': methods are case-sensitive, use ${upper}`;
+  }
+  return `unknown HTTP method '${shown(name)}'`;
+}
+
+const EXPECT_ALLOWED = '100-continue';
+
+/** An Expect other than 100-continue: 417, as the envelope (node:http sends an empty one). */
+function onExpectation(req: http.IncomingMessage, res: ServerResponse): void {
+  sendError(res, 417, `unsupported Expect header '${shown(String(req.headers.expect))}': only ${EXPECT_ALLOWED} is supported`);
+}
+
+const CONNECT_ANSWER = rawError(405, 'method CONNECT is not supported: Pithos is not a proxy', 'Allow: GET, PUT, POST, PATCH, DELETE\r\n');
+const UPGRADE_ANSWER = rawError(400, 'the Upgrade header is not supported: send the request without Upgrade (HTTP/1.1 only)');
+
+/** CONNECT: node:http hands the socket over; answer after earlier pipelined answers, then close. */
+function onConnect(_req: http.IncomingMessage, socket: Duplex): void {
+  answerLast(socket as net.Socket, CONNECT_ANSWER);
+}
+
+/** A request with Upgrade: same, with 400 (nothing after it can be parsed as HTTP with certainty). */
+function onUpgrade(_req: http.IncomingMessage, socket: Duplex): void {
+  answerLast(socket as net.Socket, UPGRADE_ANSWER);
 }
 
 function onResponseClose(this: ServerResponse): void {
@@ -266,7 +388,7 @@ function onEnd(this: PithosRequest): void {
   try {
     const c = this.chunks;
     // A chunked body may turn out empty: no chunk ever arrived.
-    text = c === undefined ? '' : c.length === 1 ? c[0].toString('utf8') : Buffer.concat(c, this.size).toString('utf8');
+    text = c === undefined ? '' : decodeBody(c.length === 1 ? c[0] : Buffer.concat(c, this.size));
     this.chunks = undefined;
     body = parseBody(text);
   } catch (err) {
