@@ -24,8 +24,6 @@ const LINGER_TICK_MS = 250;
 export const WRITE_STALL_MS = 10_000;
 /** Requests on one connection wait (unread) while this much output is still queued for it. */
 export const MAX_QUEUED_OUTPUT = 1024 * 1024;
-/** At most this many requests of one connection are being answered at once; later ones wait. */
-export const MAX_PIPELINED = 16;
 
 /** Per-connection state. */
 export class Conn {
@@ -255,13 +253,14 @@ export function responseDone(c: Conn): void {
 }
 
 /**
- * Whether a request must wait until earlier output on its connection has
- * gone: a client that pipelines requests but never reads would otherwise
- * make the server hold every answer in memory (issue 14, item 15). Once one
- * request waits, later ones wait behind it, so they still run in order.
+ * Whether a request must wait: pipelined requests of one connection run one
+ * after the other, and not while more than MAX_QUEUED_OUTPUT of earlier
+ * answers is still queued. A client that pipelines requests but never reads
+ * would otherwise make the server hold every answer in memory (issue 14,
+ * item 15), and a pipelined GET could overtake the PUT before it.
  */
 export function mustWait(c: Conn): boolean {
-  return c.parked !== null || c.socket.writableLength > MAX_QUEUED_OUTPUT || c.pending > MAX_PIPELINED;
+  return c.pending > 1 || c.parked !== null || c.socket.writableLength > MAX_QUEUED_OUTPUT;
 }
 
 export function park(c: Conn, req: http.IncomingMessage, res: http.ServerResponse): void {
@@ -280,16 +279,14 @@ function onDrain(this: PSocket): void {
 function unpark(c: Conn): void {
   const q = c.parked;
   if (q === null || c.lingering) return;
-  // Parked requests count in `pending`; those being answered are the rest.
-  while (q.length > 0 && c.socket.writableLength <= MAX_QUEUED_OUTPUT && c.pending - q.length < MAX_PIPELINED) {
-    const [req, res] = q.shift()!;
-    if (q.length === 0) {
-      c.parked = null;
-      c.socket.off('drain', onDrain);
-    }
-    c.owner.resume(req, res);
-    if (c.parked === null) return;
+  // Parked requests count in `pending`: go on when none of the others is left.
+  if (c.pending - q.length > 0 || c.socket.writableLength > MAX_QUEUED_OUTPUT) return;
+  const [req, res] = q.shift()!;
+  if (q.length === 0) {
+    c.parked = null;
+    c.socket.off('drain', onDrain);
   }
+  c.owner.resume(req, res);
 }
 
 /** Printable, bounded form of client-sent text for an error message. */

@@ -81,7 +81,7 @@ export class PithosServer {
     this.ctx = opts.ctx;
     this.token = Buffer.from(opts.authToken, 'utf8');
     this.scratch = Buffer.alloc(this.token.length);
-    this.conns = new Connections(opts.maxConnections, (req, res) => this.onRequest(req as PithosRequest, res));
+    this.conns = new Connections(opts.maxConnections, (req, res) => this.resume(req as PithosRequest, res));
     this.http = http.createServer({
       IncomingMessage: PithosRequest,
       ServerResponse: PithosResponse,
@@ -137,16 +137,13 @@ export class PithosServer {
     const c = conn(req.socket);
     if (c !== undefined && mustWait(c)) return park(c, req, res);
     this.onRequest(req, res);
-    if (res.headersSent || res.writableEnded || req.listenerCount('data') === 0) return;
-    if (res.socket !== null) {
-      res.writeContinue();
-    } else {
-      // Queued behind earlier answers: no 100 (the client sends the body after
-      // its own wait). The answer comes only once the whole body has been read,
-      // so the framing is known and node:http need not close the connection
-      // for a 100 it thinks is still owed.
-      (res as ServerResponse & { _expect_continue: boolean })._expect_continue = false;
-    }
+    continueIfReading(req, res);
+  }
+
+  /** Runs a request that waited for the earlier ones of its connection. */
+  private resume(req: PithosRequest, res: ServerResponse): void {
+    this.onRequest(req, res);
+    if (req.headers.expect !== undefined) continueIfReading(req, res);
   }
 
   private onRequest(req: PithosRequest, res: ServerResponse): void {
@@ -265,6 +262,19 @@ export class PithosServer {
     await Promise.race([closed, graceOver]);
     clearTimeout(timer);
   }
+}
+
+/**
+ * Sends 100 Continue when the request's body is being read and its answer is
+ * next on the wire; queued behind earlier answers, a 100 could come out of
+ * order, so none is sent (the client sends the body after its own wait) and,
+ * since the answer only goes out once the whole body has been read, node:http
+ * is told that no 100 is owed (it would close the connection otherwise).
+ */
+function continueIfReading(req: PithosRequest, res: ServerResponse): void {
+  if (res.headersSent || res.writableEnded || req.listenerCount('data') === 0) return;
+  if (res.socket !== null) res.writeContinue();
+  else (res as ServerResponse & { _expect_continue: boolean })._expect_continue = false;
 }
 
 function allowed(list: net.BlockList, addr: string | undefined): boolean {
