@@ -35,8 +35,8 @@ export class Conn {
   lingerStart = 0;
   lingerRead = 0;
   lingerReadAt = 0;
-  /** Bytes handed to the kernel at the last sweep, and since when that has not moved. */
-  flushed = 0;
+  /** Output not yet taken by the kernel at the last sweep, and since when that has not moved. */
+  left = 0;
   stalledSince = 0;
   /** Requests held back while output is queued (see MAX_QUEUED_OUTPUT). */
   parked: Array<[http.IncomingMessage, http.ServerResponse]> | null = null;
@@ -224,10 +224,11 @@ function sweep(conns: Connections): void {
   for (const s of conns.all) {
     const c = s.pithos;
     if (c === undefined) continue;
-    const queued = s.writableLength;
-    const flushed = s.bytesWritten - queued;
-    if (queued === 0 || flushed !== c.flushed) {
-      c.flushed = flushed;
+    // Output still in node's buffer plus what libuv has yet to hand to the
+    // kernel: any change means the client reads (or more was queued).
+    const left = s.writableLength + ((s as net.Socket & { _handle?: { writeQueueSize?: number } })._handle?.writeQueueSize ?? 0);
+    if (left === 0 || left !== c.left) {
+      c.left = left;
       c.stalledSince = now;
     } else if (now - c.stalledSince >= WRITE_STALL_MS) {
       s.destroy();
