@@ -31,6 +31,8 @@ export class Conn {
   pending = 0;
   /** An answer to write once every earlier response has gone (CONNECT, Upgrade). */
   deferred: Buffer | null = null;
+  /** The deferred answer goes out once `pending` is down to this. */
+  deferredAt = 0;
   lingering = false;
   lingerStart = 0;
   lingerRead = 0;
@@ -39,11 +41,14 @@ export class Conn {
   left = 0;
   stalledSince = 0;
   /** Requests held back while output is queued (see MAX_QUEUED_OUTPUT). */
-  parked: Array<[http.IncomingMessage, http.ServerResponse]> | null = null;
+  parked: Array<[http.IncomingMessage, http.ServerResponse, Step]> | null = null;
   constructor(readonly socket: net.Socket, readonly owner: Connections) {}
 }
 
 export type PSocket = net.Socket & { pithos?: Conn };
+
+/** What to do with a request once it may go (a shared function, not a closure). */
+export type Step = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
 export function conn(socket: net.Socket | null | undefined): Conn | undefined {
   return (socket as PSocket | null | undefined)?.pithos;
@@ -168,10 +173,7 @@ export class Connections {
   readonly all = new Set<PSocket>();
   private sweeper: NodeJS.Timeout | undefined;
 
-  /**
-   * @param resume runs a request that waited (see mustWait)
-   */
-  constructor(readonly max: number, readonly resume: (req: http.IncomingMessage, res: http.ServerResponse) => void) {}
+  constructor(readonly max: number) {}
 
   add(socket: PSocket): void {
     const c = new Conn(socket, this);
@@ -243,7 +245,7 @@ function sweep(conns: Connections): void {
  */
 export function responseDone(c: Conn): void {
   c.pending--;
-  if (c.pending <= 0 && c.deferred !== null) {
+  if (c.deferred !== null && c.pending <= c.deferredAt) {
     const d = c.deferred;
     c.deferred = null;
     c.socket.write(d);
@@ -264,12 +266,20 @@ export function mustWait(c: Conn): boolean {
   return c.pending > 1 || c.parked !== null || c.socket.writableLength > MAX_QUEUED_OUTPUT;
 }
 
-export function park(c: Conn, req: http.IncomingMessage, res: http.ServerResponse): void {
+/**
+ * Runs `step` now, or once every earlier request of the connection has been
+ * answered. Every request goes through here, also those answered without a
+ * handler (417, a missing Host): one answered ahead of a waiting one would
+ * sit in node:http's queue behind it and count as unanswered, so neither
+ * would ever go.
+ */
+export function inTurn(c: Conn | undefined, req: http.IncomingMessage, res: http.ServerResponse, step: Step): void {
+  if (c === undefined || !mustWait(c)) return step(req, res);
   if (c.parked === null) {
     c.parked = [];
     c.socket.on('drain', onDrain);
   }
-  c.parked.push([req, res]);
+  c.parked.push([req, res, step]);
 }
 
 function onDrain(this: PSocket): void {
@@ -282,12 +292,12 @@ function unpark(c: Conn): void {
   if (q === null || c.lingering) return;
   // Parked requests count in `pending`: go on when none of the others is left.
   if (c.pending - q.length > 0 || c.socket.writableLength > MAX_QUEUED_OUTPUT) return;
-  const [req, res] = q.shift()!;
+  const [req, res, step] = q.shift()!;
   if (q.length === 0) {
     c.parked = null;
     c.socket.off('drain', onDrain);
   }
-  c.owner.resume(req, res);
+  step(req, res);
 }
 
 /** Printable, bounded form of client-sent text for an error message. */
@@ -302,6 +312,17 @@ export function shown(s: string, max = 40): string {
  * Upgrade) and closes the connection: once every earlier pipelined response
  * has been written, so none is lost or overtaken.
  */
+/**
+ * Holds `answer` (the connection's last) until only `remaining` requests are
+ * still unanswered; false when it can be written now.
+ */
+export function deferAnswer(c: Conn, answer: Buffer, remaining: number): boolean {
+  if (c.pending <= remaining) return false;
+  c.deferred = answer;
+  c.deferredAt = remaining;
+  return true;
+}
+
 export function answerLast(socket: net.Socket, answer: Buffer): void {
   socket.on('error', ignore);
   const c = conn(socket);
@@ -311,10 +332,7 @@ export function answerLast(socket: net.Socket, answer: Buffer): void {
     return;
   }
   c.pending--; // this request never gets a ServerResponse
-  if (c.pending <= 0) {
-    socket.write(answer);
-    linger(socket);
-  } else {
-    c.deferred = answer;
-  }
+  if (deferAnswer(c, answer, 0)) return;
+  socket.write(answer);
+  linger(socket);
 }

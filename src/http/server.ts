@@ -11,7 +11,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import * as net from 'node:net';
 import { type Body, decodeBody, parseBody, tooLarge } from './body.js';
-import { answerLast, conn, Connections, linger, mustWait, park, rawError, responseDone, shown } from './connections.js';
+import { answerLast, conn, Connections, deferAnswer, inTurn, linger, rawError, responseDone, shown, type Step } from './connections.js';
 import { toStatus } from './errors.js';
 import { sendError } from './envelope.js';
 import type { Ctx, Handler } from './handlers.js';
@@ -81,7 +81,9 @@ export class PithosServer {
     this.ctx = opts.ctx;
     this.token = Buffer.from(opts.authToken, 'utf8');
     this.scratch = Buffer.alloc(this.token.length);
-    this.conns = new Connections(opts.maxConnections, (req, res) => this.resume(req as PithosRequest, res));
+    this.conns = new Connections(opts.maxConnections);
+    this.serveStep = (req, res) => this.serve(req as PithosRequest, res);
+    this.continueStep = (req, res) => this.serveContinue(req as PithosRequest, res);
     this.http = http.createServer({
       IncomingMessage: PithosRequest,
       ServerResponse: PithosResponse,
@@ -98,7 +100,7 @@ export class PithosServer {
     this.http.on('clientError', onClientError);
     this.http.on('connection', (socket: net.Socket) => this.conns.add(socket));
     this.http.on('checkContinue', (req: http.IncomingMessage, res: ServerResponse) => this.onContinue(req as PithosRequest, res));
-    this.http.on('checkExpectation', onExpectation);
+    this.http.on('checkExpectation', (req: http.IncomingMessage, res: ServerResponse) => inTurn(conn(req.socket), req, res, expectationFailed));
     this.http.on('connect', onConnect);
     this.http.on('upgrade', onUpgrade);
     this.http.maxRequestsPerSocket = 0;
@@ -113,17 +115,21 @@ export class PithosServer {
     return timingSafeEqual(this.scratch, this.token);
   }
 
-  /**
-   * What node:http would check itself, answered with the envelope, and the
-   * bound on output queued per connection; then the request proper.
-   */
+  /** Shared per server, so that a request waiting its turn allocates no closure. */
+  private readonly serveStep: Step;
+  private readonly continueStep: Step;
+
+  /** Every request, in its turn on its connection (see inTurn). */
   private accept(req: PithosRequest, res: ServerResponse): void {
+    inTurn(conn(req.socket), req, res, this.serveStep);
+  }
+
+  /** What node:http would check itself, answered with the envelope; then the request proper. */
+  private serve(req: PithosRequest, res: ServerResponse): void {
     if (req.headers.host === undefined && req.httpVersionMinor === 1 && req.httpVersionMajor === 1) {
       res.shouldKeepAlive = false;
       return sendError(res, 400, 'an HTTP/1.1 request must carry a Host header');
     }
-    const c = conn(req.socket);
-    if (c !== undefined && mustWait(c)) return park(c, req, res);
     this.onRequest(req, res);
   }
 
@@ -134,16 +140,12 @@ export class PithosServer {
    * request refused on its headers gets its final answer instead.
    */
   private onContinue(req: PithosRequest, res: ServerResponse): void {
-    const c = conn(req.socket);
-    if (c !== undefined && mustWait(c)) return park(c, req, res);
-    this.onRequest(req, res);
-    continueIfReading(req, res);
+    inTurn(conn(req.socket), req, res, this.continueStep);
   }
 
-  /** Runs a request that waited for the earlier ones of its connection. */
-  private resume(req: PithosRequest, res: ServerResponse): void {
-    this.onRequest(req, res);
-    if (req.headers.expect !== undefined) continueIfReading(req, res);
+  private serveContinue(req: PithosRequest, res: ServerResponse): void {
+    this.serve(req, res);
+    continueIfReading(req, res);
   }
 
   private onRequest(req: PithosRequest, res: ServerResponse): void {
@@ -326,13 +328,11 @@ function onClientError(err: NodeJS.ErrnoException & { rawPacket?: Buffer }, sock
   }
   const answer = rawError(status, message);
   const s = socket as net.Socket;
-  const current = (s as net.Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
-  // Answers already on their way go first; a request still waiting for its
-  // body (the one that timed out) gets this answer instead of its own.
-  if (c !== undefined && c.pending > 0 && current != null && current.headersSent) {
-    c.deferred = answer;
-    return;
-  }
+  // Answers to the complete requests before this one go first. A request cut
+  // short (a bad chunk, a timeout) is the one this answer is for: it never
+  // gets its own, so do not wait for it.
+  const incoming = (s as net.Socket & { parser?: { incoming?: http.IncomingMessage | null } | null }).parser?.incoming;
+  if (c !== undefined && deferAnswer(c, answer, incoming != null && !incoming.complete ? 1 : 0)) return;
   s.write(answer);
   linger(s);
 }
@@ -353,7 +353,7 @@ function methodMessage(raw: Buffer | undefined): string {
 const EXPECT_ALLOWED = '100-continue';
 
 /** An Expect other than 100-continue: 417, as the envelope (node:http sends an empty one). */
-function onExpectation(req: http.IncomingMessage, res: ServerResponse): void {
+function expectationFailed(req: http.IncomingMessage, res: ServerResponse): void {
   sendError(res, 417, `unsupported Expect header '${shown(String(req.headers.expect))}': only ${EXPECT_ALLOWED} is supported`);
 }
 

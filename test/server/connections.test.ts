@@ -48,8 +48,8 @@ test('item 10: under a 1,024 open-file limit, GET /health works while 1,100 sile
     }
     await sleep(300);
     const held = serverSockets(s);
-    t.diagnostic(`server holds ${held} sockets with 1,100 silent clients (cap 768 + listener)`);
-    assert.ok(held <= 770, `server holds ${held} sockets`);
+    t.diagnostic(`server holds ${held} sockets with 1,100 silent clients (cap 768, plus the listener and two stdio pipes)`);
+    assert.ok(held <= 768 + 3, `server holds ${held} sockets`);
     for (let i = 0; i < 5; i++) {
       const r = await rawRequest({ port: s.port, method: 'GET', path: '/health', headers: { 'Auth-Token': s.token }, agent: false });
       assert.equal(r.status, 200, r.raw);
@@ -92,8 +92,9 @@ test('item 15: clients pipelining GETs of a 10 MiB record and never reading are 
     }
     t.diagnostic(`RSS before ${before} MiB, peak ${peak} MiB, after ${rssMiB(s)} MiB; stalled connections released after ${released} ms`);
     assert.ok(released >= 0, 'the stalled connections must be closed within 16 s');
-    // 20 connections × 3 answers of 10 MiB would be 600 MiB of output; one answer each is 200 MiB.
-    assert.ok(peak - before < 450, `RSS grew by ${peak - before} MiB`);
+    // An answer of 10 MiB costs about 20 MiB while queued (the text and its bytes): one per
+    // connection is about 400 MiB, all three (unbounded, measured 1 GB in issue 14) about 1.2 GB.
+    assert.ok(peak - before < 700, `RSS grew by ${peak - before} MiB`);
   } finally {
     for (const x of socks) x.destroy();
     await s.close();
