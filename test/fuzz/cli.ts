@@ -2,7 +2,7 @@
  * `npm run fuzz -- --requests N [--seed S] [--workers W]`: the fuzzer of the
  * test suite, standalone, against a fresh server; prints the figures.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { PithosServer } from '../helpers/server.js';
 import { fuzz } from './fuzzer.js';
 
@@ -38,8 +38,12 @@ try {
   });
   const alive = s.child?.exitCode === null;
   const health = alive ? (await s.req('GET', '/health')).status : 0;
-  console.log(JSON.stringify({ ...report, violations: report.violations.length, serverAlive: alive, healthAfter: health, serverRss: rss() }, null, 1));
+  console.log(JSON.stringify({ ...report, lastTimeout: report.lastTimeout?.slice(0, 300), violations: report.violations.length, serverAlive: alive, healthAfter: health, serverRss: rss() }, null, 1));
   for (const v of report.violations) console.log(`VIOLATION ${v}`);
+  if (report.lastTimeout !== undefined) {
+    writeFileSync('fuzz-timeout.bin', Buffer.from(report.lastTimeout, 'latin1'));
+    console.log('the bytes of the last exchange that timed out are in fuzz-timeout.bin');
+  }
   if (/request failed|ERROR/.test(s.stdout + s.stderr)) {
     console.log('server logged errors:\n' + (s.stdout + s.stderr).split('\n').filter((l) => /ERROR|request failed/.test(l)).slice(0, 20).join('\n'));
     code = 1;

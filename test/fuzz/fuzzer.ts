@@ -257,7 +257,7 @@ function buildRequest(g: Gen, token: string, names: string[]): Built {
       poison = true;
       if (f < 0.17) headers.push(`Content-Length: ${body.length}`, `Content-Length: ${body.length + 1}`);
       else if (f < 0.18) headers.push(`Content-Length: ${body.length}`, 'Transfer-Encoding: chunked');
-      else headers.push(`Content-Length: ${g.pick(['-1', 'abc', '1e3', ' 5', '99999999999999999999'])}`);
+      else headers.push(`Content-Length: ${g.pick(['-1', 'abc', '1e3', ` ${body.length}`, '99999999999999999999'])}`);
     } else {
       headers.push(`Content-Length: ${body.length}`);
     }
@@ -350,7 +350,7 @@ class Conn {
       if (finals.length >= n || this.closed || Date.now() > deadline) {
         if (finals.length < n && !this.closed) {
           Conn.timeouts++;
-          Conn.lastTimeout = bytes.subarray(0, 300).toString('latin1');
+          Conn.lastTimeout = bytes.toString('latin1');
           this.close();
         }
         return { answers: finals, closed: this.closed };
