@@ -404,7 +404,7 @@ export async function fuzz(o: FuzzOptions): Promise<FuzzReport> {
     const check = new Conn(o.port);
     let fresh = 0;
     const recent: string[] = [];
-    while (next < o.requests && !timeUp()) {
+    while (report.requests < o.requests && !timeUp()) {
       next++;
       const pipelined = g.chance(0.1);
       const reqs: Built[] = [];
