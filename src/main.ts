@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BlockList } from 'node:net';
 import { type Config, ConfigError, parseConfig, parseSubnet, usage } from './config.js';
-import { Database } from './model/database.js';
+import { LogStore } from './store/log/index.js';
 import { PithosServer } from './http/server.js';
 import { Health } from './health.js';
 import { log } from './log.js';
@@ -89,7 +89,7 @@ async function main(): Promise<number> {
   const testClock = process.env.PITHOS_TEST_CLOCK === '1';
   const now = testClock ? () => Date.now() + offset : Date.now;
 
-  const db = await Database.open({
+  const db = await LogStore.open({
     dir: dataDir,
     durability: cfg.fsync,
     cacheBytes: cfg.cacheMb * 1024 * 1024,
@@ -105,7 +105,7 @@ async function main(): Promise<number> {
   }
   const { token, generated } = resolveToken({ ...cfg, dataDir });
   const server = new PithosServer({
-    ctx: { db, health: new Health(dataDir, db), advanceClock: testClock ? (ms) => (offset += ms) : undefined },
+    ctx: { store: db, health: new Health(dataDir, db), advanceClock: testClock ? (ms) => (offset += ms) : undefined },
     authToken: token,
     maxBodyBytes: cfg.maxBodyBytes,
     testClock,

@@ -13,8 +13,9 @@ import * as net from 'node:net';
 import { type Body, parseBody, tooLarge } from './body.js';
 import { toStatus } from './errors.js';
 import { sendError } from './envelope.js';
-import type { Ctx, Handler } from './handlers.js';
-import { MethodNotAllowed, route } from './router.js';
+import type { Ctx } from './handlers.js';
+import { HttpError } from './errors.js';
+import { type Route, route } from './router.js';
 
 export interface ServerOptions {
   ctx: Ctx;
@@ -32,7 +33,7 @@ export interface ServerOptions {
  */
 class PithosRequest extends http.IncomingMessage {
   server!: PithosServer;
-  handler!: Handler;
+  route!: Route;
   response!: ServerResponse;
   name = '';
   /** Body chunks; allocated by the first one, so a body-less GET allocates nothing here. */
@@ -98,9 +99,9 @@ export class PithosServer {
     }
     if (!this.authorised(req.headers['auth-token'])) return sendError(res, 401, UNAUTHORISED);
     try {
-      const r = route(req.method ?? 'GET', req.url ?? '/', this.opts.testClock);
-      req.handler = r.handler;
-      req.name = r.name;
+      const m = route(req.method ?? 'GET', req.url ?? '/', this.opts.testClock);
+      req.route = m.route;
+      req.name = m.name;
     } catch (err) {
       return this.fail(res, err);
     }
@@ -111,7 +112,7 @@ export class PithosServer {
     }
     if ((declared === undefined || declared === '0') && req.headers['transfer-encoding'] === undefined) {
       // No body: the common GET. Skip the stream machinery.
-      this.dispatch(req.handler, req.name, Object.create(null) as Body, res, '');
+      this.dispatch(req.route, req.name, Object.create(null) as Body, res, '');
       return;
     }
     // A request whose body is still arriving is in flight (shutdown waits for
@@ -129,10 +130,11 @@ export class PithosServer {
    * its response already: it costs no promise and is never in flight. An
    * asynchronous one is in flight until it settles.
    */
-  dispatch(handler: Handler, name: string, body: Body, res: ServerResponse, raw: string): void {
+  dispatch(route: Route, name: string, body: Body, res: ServerResponse, raw: string): void {
     let pending: void | Promise<void>;
     try {
-      pending = handler(this.ctx, name, body, res, raw);
+      route.checkBody(body);
+      pending = route.def.handler(this.ctx, name, body, res, raw);
     } catch (err) {
       return this.fail(res, err);
     }
@@ -145,7 +147,7 @@ export class PithosServer {
   fail(res: ServerResponse, err: unknown): void {
     const [status, message, logIt] = toStatus(err);
     if (logIt) this.opts.log('error', `request failed: ${(err as Error)?.stack ?? String(err)}`);
-    sendError(res, status, message, err instanceof MethodNotAllowed ? ['Allow', err.allow] : undefined);
+    sendError(res, status, message, err instanceof HttpError ? err.headers : undefined);
   }
 
   /** Called when an asynchronous handler settles and when a request with a body closes. */
@@ -272,5 +274,5 @@ function onEnd(this: PithosRequest): void {
   } catch (err) {
     return this.server.fail(res, err);
   }
-  this.server.dispatch(this.handler, this.name, body, res, text);
+  this.server.dispatch(this.route, this.name, body, res, text);
 }
