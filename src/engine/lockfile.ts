@@ -6,7 +6,7 @@
  * process is gone (SIGKILL, power loss) is stale and is taken over, but never
  * by deleting it directly: two starters that both judged it stale could then
  * delete each other's fresh lock. A starter first takes `<dir>/LOCK.takeover`
- * (also O_EXCL), checks that LOCK is still the same stale file, removes it,
+ * (also O_EXCL), judges LOCK again (still stale?), removes it,
  * drops the guard and competes for LOCK again with O_EXCL. Only the guard's
  * own creator ever removes the guard.
  */
@@ -36,13 +36,9 @@ export async function lockDirectory(dir: string): Promise<void> {
     const held = readLock(file);
     if (held === undefined) continue; // released between our create and our read: try again
     if (held.pid === process.pid) return; // this process already holds it (reopened without close)
-    if (held.pid !== 0) {
-      if (processAlive(held.pid)) throw new DirectoryLockedError(dir, held.pid);
-    } else if (Date.now() - held.mtimeMs < EMPTY_GRACE_MS) {
-      await sleep(RETRY_MS);
-      continue;
-    }
-    if (!(await takeOver(dir, file, held.ino))) await sleep(RETRY_MS);
+    const verdict = judge(held);
+    if (verdict === 'live') throw new DirectoryLockedError(dir, held.pid);
+    if (verdict === 'young' || !takeOver(dir, file)) await sleep(RETRY_MS);
   }
   throw new DirectoryLockedError(dir, 0,
     `could not take the lock on ${dir} after ${MAX_ATTEMPTS} attempts; if no Pithos server is starting there, ` +
@@ -81,8 +77,13 @@ function tryCreate(file: string): boolean {
 interface Held {
   /** 0 when the file holds no pid (yet). */
   pid: number;
-  ino: number;
   mtimeMs: number;
+}
+
+/** 'young': no pid yet, but its creator may still be writing it. */
+function judge(held: Held): 'live' | 'stale' | 'young' {
+  if (held.pid !== 0) return processAlive(held.pid) ? 'live' : 'stale';
+  return Date.now() - held.mtimeMs < EMPTY_GRACE_MS ? 'young' : 'stale';
 }
 
 function readLock(file: string): Held | undefined {
@@ -99,24 +100,26 @@ function readLock(file: string): Held | undefined {
     const n = fs.readSync(fd, buf, 0, buf.length, 0);
     const text = buf.toString('utf8', 0, n);
     const pid = /^\d+\n$/.test(text) ? Number(text.trim()) : 0;
-    return { pid: Number.isSafeInteger(pid) ? pid : 0, ino: st.ino, mtimeMs: st.mtimeMs };
+    return { pid: Number.isSafeInteger(pid) ? pid : 0, mtimeMs: st.mtimeMs };
   } finally {
     fs.closeSync(fd);
   }
 }
 
 /**
- * Removes the stale LOCK with inode `ino` under the guard. Returns false when
+ * Removes LOCK under the guard if it is (still) stale. Returns false when
  * another process holds the guard (it is doing the same; the caller waits).
  */
-async function takeOver(dir: string, file: string, ino: number): Promise<boolean> {
+function takeOver(dir: string, file: string): boolean {
   const guard = path.join(dir, GUARD_FILE);
   if (!tryCreate(guard)) return false;
   try {
-    // Only guard holders remove a LOCK that is not their own, so while we hold
-    // the guard the file can change only by its owner releasing it.
+    // Judged again under the guard: since we looked, another starter may have
+    // removed the stale file and created its own (possibly with the same
+    // inode number, which file systems reuse at once). Only guard holders
+    // remove a LOCK that is not their own, so this verdict holds until we act.
     const again = readLock(file);
-    if (again !== undefined && again.ino === ino) fs.unlinkSync(file);
+    if (again !== undefined && again.pid !== process.pid && judge(again) === 'stale') fs.unlinkSync(file);
   } finally {
     fs.unlinkSync(guard);
   }
