@@ -48,6 +48,11 @@ export class DirectoryLockedError extends Error {
   }
 }
 
+/** A data directory that cannot be created or used (or, for repair, holds no data); the message says why. */
+export class DataDirError extends Error {
+  readonly code = 'DATA_DIR';
+}
+
 /** Wraps a raw errno failure into the typed error callers can branch on. */
 export function storageError(op: string, err: unknown): StorageFullError | StorageIOError {
   const code = (err as NodeJS.ErrnoException | null)?.code;

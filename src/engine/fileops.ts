@@ -6,6 +6,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { DataDirError } from './errors.js';
 
 export interface FileOps {
   open(path: string, flags: string, mode?: number): Promise<number>;
@@ -83,11 +84,6 @@ export async function writeFileDurably(f: FileOps, final: string, bytes: Buffer,
   await f.syncDir(path.dirname(final));
 }
 
-/** A data directory that cannot be used, with a message that says why. */
-export class DataDirError extends Error {
-  readonly code = 'DATA_DIR';
-}
-
 /**
  * Creates `dir` and any missing parents, one level at a time. Node's
  * recursive mkdir loops forever where a parent exists but refuses children
@@ -105,7 +101,8 @@ export async function makeDirectory(dir: string, mode?: number): Promise<void> {
       st = await fs.promises.stat(p);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code !== 'ENOENT') throw new DataDirError(`cannot use data directory ${abs}: ${code ?? String(err)} on ${p}`);
+      // ENOTDIR: some ancestor is not a directory; the walk up finds and names it.
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw new DataDirError(`cannot use data directory ${abs}: ${code ?? String(err)} on ${p}`);
     }
     if (st !== undefined) {
       if (!st.isDirectory()) {
