@@ -103,7 +103,8 @@ interface Pending {
 export class Engine {
   /** What recovery, hint building and compaction may touch (they never see the Engine). */
   private readonly core: EngineCore;
-  // Copies of core's fields, read directly on the hot path.
+  // dir, fs, keydir, now and log are the same objects core holds, kept here so
+  // the write path reads them from `this` without a hop through core.
   private readonly dir: string;
   private readonly fs: FileOps;
   private readonly keydir: KeyDir;
