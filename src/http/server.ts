@@ -6,8 +6,8 @@
  * closures of its own.
  */
 import * as http from 'node:http';
+import * as https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { timingSafeEqual } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import * as net from 'node:net';
 import { type Body, parseBody, tooLarge } from './body.js';
@@ -15,11 +15,24 @@ import { toStatus } from './errors.js';
 import { sendError } from './envelope.js';
 import type { Ctx } from './handlers.js';
 import { HttpError } from './errors.js';
-import { type Route, route } from './router.js';
+import { type Match, type Route, route } from './router.js';
+import { Authenticator } from './auth.js';
+import type { Cors } from './cors.js';
+import type { AccessLog } from './access.js';
+import { answerProbe, probeOf } from './probes.js';
+import type { TlsMaterial } from '../tls.js';
 
 export interface ServerOptions {
   ctx: Ctx;
   authToken: string;
+  /** Tokens and roles (auth.ts); built from authToken alone when not given. */
+  auth?: Authenticator;
+  /** --cors-origin (cors.ts); undefined = no CORS. */
+  cors?: Cors;
+  /** --access-log (access.ts); undefined = off. */
+  access?: AccessLog;
+  /** --tls-cert/--tls-key: serve HTTPS on the port. */
+  tls?: TlsMaterial;
   maxBodyBytes: number;
   testClock: boolean;
   /** When set, only these clients may connect (API.md: 403 "client address not allowed"). */
@@ -42,12 +55,9 @@ class PithosRequest extends http.IncomingMessage {
   failed = false;
 }
 
-const UNAUTHORISED = 'access not authorised';
-
 export class PithosServer {
   readonly http: http.Server;
-  private readonly token: Buffer;
-  private readonly scratch: Buffer;
+  readonly auth: Authenticator;
   private shuttingDown = false;
   private inFlight = 0;
   /** Open connections: shutdown waits for the bytes they still have to send. */
@@ -60,9 +70,8 @@ export class PithosServer {
   constructor(private readonly opts: ServerOptions) {
     this.maxBodyBytes = opts.maxBodyBytes;
     this.ctx = opts.ctx;
-    this.token = Buffer.from(opts.authToken, 'utf8');
-    this.scratch = Buffer.alloc(this.token.length);
-    this.http = http.createServer({
+    this.auth = opts.auth ?? new Authenticator(opts.authToken);
+    const options: http.ServerOptions = {
       IncomingMessage: PithosRequest,
       // Slow or idle clients must not pin the server (issue 3, operations).
       keepAliveTimeout: 5_000,
@@ -71,7 +80,11 @@ export class PithosServer {
       maxHeaderSize: 16 * 1024,
       // Enforce the two timeouts above within a second, not Node's default 30 s.
       connectionsCheckingInterval: 1_000,
-    }, (req, res) => this.onRequest(req as PithosRequest, res));
+    };
+    const onRequest = (req: IncomingMessage, res: ServerResponse): void => this.onRequest(req as PithosRequest, res);
+    // Same port, same handling; https.Server differs from http.Server only in its TLS parts.
+    this.http = opts.tls === undefined ? http.createServer(options, onRequest)
+      : https.createServer({ ...options, cert: opts.tls.cert, key: opts.tls.key }, onRequest) as unknown as http.Server;
     this.http.on('clientError', onClientError);
     this.http.on('connection', (socket: net.Socket) => {
       this.sockets.add(socket);
@@ -80,31 +93,33 @@ export class PithosServer {
     this.http.maxRequestsPerSocket = 0;
   }
 
-  private authorised(header: string | string[] | undefined): boolean {
-    // node:http hands header bytes over one per char (latin1), so the token's
-    // UTF-8 bytes are compared as latin1, in a buffer reused for every request.
-    // Lengths may differ in time; contents never do (timingSafeEqual).
-    if (typeof header !== 'string' || header.length !== this.token.length) return false;
-    this.scratch.write(header, 0, 'latin1');
-    return timingSafeEqual(this.scratch, this.token);
-  }
-
   private onRequest(req: PithosRequest, res: ServerResponse): void {
+    if (this.opts.access !== undefined) this.opts.access.begin(req, res);
+    if (this.opts.allow !== undefined && !allowed(this.opts.allow, req.socket.remoteAddress)) {
+      return sendError(res, 403, 'client address not allowed');
+    }
+    if (this.opts.cors !== undefined && this.opts.cors.handle(req, res)) return;
+    const probe = probeOf(req.url);
+    if (probe !== undefined) return answerProbe(res, probe, !this.shuttingDown, req.method === 'HEAD');
     if (this.shuttingDown) {
       res.shouldKeepAlive = false;
       return sendError(res, 503, 'server is shutting down');
     }
-    if (this.opts.allow !== undefined && !allowed(this.opts.allow, req.socket.remoteAddress)) {
-      return sendError(res, 403, 'client address not allowed');
-    }
-    if (!this.authorised(req.headers['auth-token'])) return sendError(res, 401, UNAUTHORISED);
+    // Routing is a pure lookup; its verdict (404, 405, a bad name) is held back
+    // until the token has passed, so an unauthenticated client learns nothing
+    // (API.md section 3). A path that matches no route needs a valid token.
+    let m: Match | undefined;
+    let miss: unknown;
     try {
-      const m = route(req.method ?? 'GET', req.url ?? '/', this.opts.testClock);
-      req.route = m.route;
-      req.name = m.name;
+      m = route(req.method ?? 'GET', req.url ?? '/', this.opts.testClock);
     } catch (err) {
-      return this.fail(res, err);
+      miss = err;
     }
+    const who = this.auth.check(req.headers['auth-token'], m === undefined ? 'read' : m.route.def.role, req.method, req.url);
+    if (who.ok !== true) return sendError(res, who.status, who.message);
+    if (m === undefined) return this.fail(res, miss);
+    req.route = m.route;
+    req.name = m.name;
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > this.opts.maxBodyBytes) {
       res.shouldKeepAlive = false;
