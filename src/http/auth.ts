@@ -8,10 +8,14 @@
  * Hot path: a request carrying the main secret costs what it did before this
  * module existed — one length test, one latin1 write into a buffer reused for
  * every request, one timingSafeEqual — and returns a result object built once.
+ * server.ts passes the role the matched route declares (routes.ts), or `read`
+ * for a request that matches no route.
  */
 import { timingSafeEqual } from 'node:crypto';
 
-export type Role = 'public' | 'read' | 'write' | 'admin';
+import type { Role } from './routes.js';
+
+/** The role a route needs comes from the route table (routes.ts); a token holds one of these. */
 export type TokenRole = Exclude<Role, 'public'>;
 
 export type AuthResult = { readonly ok: true; readonly name: string } | { readonly ok: false; readonly status: 401 | 403; readonly message: string };
@@ -159,24 +163,4 @@ export class Authenticator {
 function pathOnly(url: string): string {
   const q = url.indexOf('?');
   return q < 0 ? url : url.slice(0, q);
-}
-
-/**
- * The role a request needs until the route table declares one per route
- * (DESIGN.md, Revision 2): GET and HEAD read, so does the query alias
- * `POST /tables/<t>/query`; every other method writes.
- */
-export function methodRole(method: string | undefined, url: string | undefined): Role {
-  if (method === 'GET' || method === 'HEAD') return 'read';
-  if (method === 'POST' && url !== undefined && isQueryAlias(url)) return 'read';
-  return 'write';
-}
-
-/** `/tables/<t>/query`, optionally followed by a query string. */
-function isQueryAlias(url: string): boolean {
-  if (!url.startsWith('/tables/')) return false;
-  const q = url.indexOf('?');
-  const end = q < 0 ? url.length : q;
-  const slash = url.indexOf('/', 8);
-  return slash > 8 && slash === end - 6 && url.startsWith('/query', slash);
 }

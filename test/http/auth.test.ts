@@ -1,7 +1,9 @@
 /** Unit tests of src/http/auth.ts: token parsing, 401/403 decisions, the interim method-based roles. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Authenticator, methodRole, parseTokens, TokensFileError } from '../../src/http/auth.js';
+import { Authenticator, parseTokens, TokensFileError } from '../../src/http/auth.js';
+import { ROUTES } from '../../src/http/routes.js';
+import { route } from '../../src/http/router.js';
 
 const FILE = `# comment
 reader   read  r-token-0123456789
@@ -92,16 +94,18 @@ test('non-ASCII tokens compare as their UTF-8 bytes (node:http delivers headers 
   assert.equal(a.check('pässwort', 'read', 'GET', '/').ok, false);
 });
 
-test('methodRole: GET/HEAD and the query alias read; everything else writes', () => {
-  assert.equal(methodRole('GET', '/records/a'), 'read');
-  assert.equal(methodRole('HEAD', '/records/a'), 'read');
-  assert.equal(methodRole('POST', '/tables/t/query'), 'read');
-  assert.equal(methodRole('POST', '/tables/t/query?x=1'), 'read');
-  assert.equal(methodRole('POST', '/tables/t/rows'), 'write');
-  assert.equal(methodRole('POST', '/tables/query'), 'write');
-  assert.equal(methodRole('POST', '/tables//query'), 'write');
-  assert.equal(methodRole('POST', '/tables/t/queryx'), 'write');
-  assert.equal(methodRole('POST', '/tables/t/x/query'), 'write');
-  assert.equal(methodRole('POST', '/records/query'), 'write');
-  for (const m of ['PUT', 'PATCH', 'DELETE', 'OPTIONS', undefined]) assert.equal(methodRole(m, '/tables/t/query'), 'write');
+test('route table roles (API.md section 18): reads are read, the query alias is read, data changes write, test clock admin', () => {
+  const role = (m: string, p: string): string => ROUTES.find((r) => r.method === m && r.path === p)!.role;
+  for (const r of ROUTES) {
+    if (r.method === 'GET') assert.equal(r.role, 'read', `${r.method} ${r.path}`);
+    else if (r.method === 'PUT' || r.method === 'PATCH' || r.method === 'DELETE') assert.ok(r.role === 'write' || r.role === 'admin', `${r.method} ${r.path}`);
+  }
+  assert.equal(role('POST', '/tables/{name}/query'), 'read');
+  assert.equal(role('POST', '/tables/{name}/rows'), 'write');
+  assert.equal(role('POST', '/variants/{name}'), 'write');
+  assert.equal(role('POST', '/txns'), 'write');
+  assert.equal(role('POST', '/_test/clock'), 'admin');
+  // the route a request matches is what server.ts authorises against
+  assert.equal(route('POST', '/tables/t/query?x=1', false).route.def.role, 'read');
+  assert.equal(route('PATCH', '/locks/l', false).route.def.role, 'write');
 });

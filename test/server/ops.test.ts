@@ -106,7 +106,7 @@ const ADMIN = 'admin-token-01234567890';
 test('roles: read, write and admin tokens for every method class; 401 and 403 messages; SIGHUP reload', async () => {
   const file = path.join(tmp, 'tokens');
   writeFileSync(file, `# role tokens\nreader read ${READER}\nwriter write ${WRITER}\nboss admin ${ADMIN}\n`, { mode: 0o600 });
-  const s = await PithosServer.start({ testClock: false, args: ['--access-log'], env: { PITHOS_TOKENS_FILE: file } });
+  const s = await PithosServer.start({ args: ['--access-log'], env: { PITHOS_TOKENS_FILE: file } });
   try {
     assert.match(s.stdout, /tokens file .* 3 named token\(s\)/);
     const t = uniq('roles');
@@ -123,6 +123,9 @@ test('roles: read, write and admin tokens for every method class; 401 and 403 me
     assert.equal((await s.req('GET', `/tables/${t}/rows`, { wheres: {} }, as(READER))).status, 200);
     assert.equal((await s.req('POST', `/tables/${t}/query`, { wheres: {} }, as(READER))).status, 200);
     assert.equal((await s.req('GET', '/health', undefined, as(READER))).status, 200);
+    assert.equal((await s.req('POST', `/records/${t}`, { column: 'a' }, as(READER))).status, 200, 'record search is a read');
+    // a reader is authenticated: an unknown path is then an ordinary 404
+    expectError(await s.req('PUT', '/no/such/path', undefined, as(READER)), 404);
     // everything else is refused to the reader, naming token, method and path, and changes nothing
     const refused: [string, string, unknown?][] = [
       ['PUT', `/records/${t}?x=1`, { record: { a: 2 } }],
@@ -132,8 +135,7 @@ test('roles: read, write and admin tokens for every method class; 401 and 403 me
       ['DELETE', `/records/${t}`],
       ['POST', `/variants/${t}`, { delta: 1 }],
       ['PUT', `/locks/${t}`, { ttl: 5 }],
-      ['POST', `/records/${t}`, { column: 'a' }],
-      ['PUT', '/no/such/path'],
+      ['POST', '/txns', { ops: [] }],
     ];
     for (const [m, p, b] of refused) {
       const bare = p.split('?')[0];
@@ -146,6 +148,10 @@ test('roles: read, write and admin tokens for every method class; 401 and 403 me
     assert.equal((await s.req('PATCH', `/tables/${t}`, { wheres: {}, sets: { n: 5 } }, as(WRITER))).status, 200);
     assert.equal((await s.req('GET', `/tables/${t}/rows`, { wheres: {} }, as(READER))).body.data[0].n, 5);
     expectSuccess(await s.req('DELETE', `/records/${t}`, undefined, as(WRITER)), 200, 'record deleted successfully');
+    // admin-only routes: refused to a writer, served to an admin token and the main secret
+    expectError(await s.req('POST', '/_test/clock', { advance_ms: 1 }, as(WRITER)), 403, "token 'writer' may not POST /_test/clock");
+    assert.equal((await s.req('POST', '/_test/clock', { advance_ms: 1 }, as(ADMIN))).status, 200);
+    assert.equal((await s.req('POST', '/_test/clock', { advance_ms: 1 })).status, 200);
     // 401s
     expectError(await s.req('GET', `/variants/${t}`, undefined, { 'Auth-Token': null }), 401, 'missing Auth-Token header');
     expectError(await s.req('GET', `/variants/${t}`, undefined, as(READER.slice(0, -1) + 'X')), 401, 'wrong Auth-Token');
