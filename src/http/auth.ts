@@ -1,5 +1,5 @@
 /**
- * Who may do what (API.md section 18; docs/operations.md, "Roles and the
+ * Who may do what (docs/api.md, "Authentication"; docs/operations.md, "Roles and the
  * tokens file"). The main secret is admin; a tokens file adds named tokens
  * with a role. `check` is pure apart from the reused comparison buffers: it
  * looks at the header value and the role a route requires, nothing else, so

@@ -1,6 +1,6 @@
 /**
- * CORS for the origins given with --cors-origin (API.md section 18;
- * docs/operations.md, "CORS"). Off unless configured. A browser's preflight
+ * CORS for the origins given with --cors-origin (docs/operations.md,
+ * "CORS"). Off unless configured. A browser's preflight
  * carries no Auth-Token (it cannot), so a listed origin's preflight is
  * answered here, before auth; an actual request from a listed origin gets
  * Access-Control-Allow-Origin and is then authorised like any other.

@@ -1,5 +1,5 @@
 /**
- * Liveness and readiness probes (API.md section 17; docs/operations.md,
+ * Liveness and readiness probes (docs/operations.md,
  * "Probes"): no auth, plain text, nothing but the status. `/livez` is 200
  * while the process serves at all; `/readyz` is 200 only when the server
  * takes requests, 503 while it is shutting down (and, were it listening

@@ -107,7 +107,7 @@ export class PithosServer {
     }
     // Routing is a pure lookup; its verdict (404, 405, a bad name) is held back
     // until the token has passed, so an unauthenticated client learns nothing
-    // (API.md section 3). A path that matches no route needs a valid token.
+    // (docs/api.md, "Authentication"). A path matching no route needs a valid token.
     let m: Match | undefined;
     let miss: unknown;
     try {

@@ -94,7 +94,7 @@ test('non-ASCII tokens compare as their UTF-8 bytes (node:http delivers headers 
   assert.equal(a.check('pässwort', 'read', 'GET', '/').ok, false);
 });
 
-test('route table roles (API.md section 18): reads are read, the query alias is read, data changes write, test clock admin', () => {
+test('route table roles (docs/operations.md, "Roles"): reads are read, the query alias is read, data changes write, test clock admin', () => {
   const role = (m: string, p: string): string => ROUTES.find((r) => r.method === m && r.path === p)!.role;
   for (const r of ROUTES) {
     if (r.method === 'GET') assert.equal(r.role, 'read', `${r.method} ${r.path}`);

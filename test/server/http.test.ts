@@ -18,7 +18,7 @@ after(async () => {
   await srv?.close();
 });
 
-// API.md section 18: the 401 message says whether the header was missing or the token wrong.
+// docs/api.md, "Authentication": the 401 message says whether the header was missing or the token wrong.
 const MISSING = 'missing Auth-Token header';
 const WRONG = 'wrong Auth-Token';
 

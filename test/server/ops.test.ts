@@ -1,5 +1,5 @@
 /**
- * Black-box tests of issue 13's operations features (docs/operations.md): probes, roles and
+ * Black-box tests of the operations features in docs/operations.md: probes, roles and
  * the tokens file (with SIGHUP reload), CORS, the access log and request ids, the config
  * file and --print-config. TLS is in tls.test.ts.
  */
