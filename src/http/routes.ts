@@ -65,7 +65,7 @@ export const ROUTES: readonly RouteDef[] = [
     ok: { status: [201, 200], message: 'record created successfully' } },
   { method: 'GET', path: '/records/{name}', handler: h.getRecord, role: 'read', names: 'record', summary: 'Read a record',
     ok: { status: [200], message: 'record queried successfully' } },
-  { method: 'POST', path: '/records/{name}', handler: h.searchRecord, role: 'read', names: 'record', summary: "One field's value",
+  { method: 'POST', path: '/records/{name}', handler: h.searchRecord, role: 'write', names: 'record', summary: "One field's value",
     body: { column: { type: 'string', required: true, doc: 'the field to return' } },
     ok: { status: [200], message: 'search completed successfully' } },
   { method: 'DELETE', path: '/records/{name}', handler: h.deleteRecord, role: 'write', names: 'record', summary: 'Delete a record',
