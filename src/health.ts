@@ -1,11 +1,11 @@
 /**
- * GET /health data (API.md section 10). Operating-system figures come from
+ * GET /health data (docs/api.md, "Health"). Operating-system figures come from
  * Node's own fs.statfs and os, asynchronously, and are cached for a second so
  * polling stays cheap and never blocks the event loop.
  */
 import { statfs } from 'node:fs/promises';
 import * as os from 'node:os';
-import type { Database } from './model/database.js';
+import type { Store } from './store/store.js';
 
 const GB = 2 ** 30;
 const gb = (bytes: number): string => `${(bytes / GB).toFixed(2)}GB`;
@@ -19,7 +19,7 @@ export class Health {
   private cached: OsFigures | undefined;
   private refreshing: Promise<OsFigures> | undefined;
 
-  constructor(private readonly dataDir: string, private readonly db: Database, private readonly maxAgeMs = 1000) {}
+  constructor(private readonly dataDir: string, private readonly db: Store, private readonly maxAgeMs = 1000) {}
 
   private async refresh(): Promise<OsFigures> {
     const s = await statfs(this.dataDir);

@@ -3,9 +3,9 @@
  * `token`), bounded in size, parsed as JSON whatever the Content-Type, and
  * bounded in nesting before JSON.parse so nothing later can recurse deeply.
  */
-import { PithosError } from '../model/errors.js';
-import { exceedsDepth, MAX_DEPTH } from '../model/json.js';
-import { isPlainObject } from '../model/validate.js';
+import { exceedsDepth, MAX_DEPTH } from '../store/json.js';
+import { isPlainObject } from '../store/validate.js';
+import { HttpError } from './errors.js';
 
 export type Body = Record<string, unknown>;
 
@@ -14,15 +14,15 @@ const EMPTY = /^[\s]*$/;
 export function parseBody(text: string): Body {
   if (text.length === 0 || EMPTY.test(text)) return Object.create(null) as Body;
   if (exceedsDepth(text, MAX_DEPTH)) {
-    throw new PithosError('invalid', `request body nests deeper than ${MAX_DEPTH} levels`);
+    throw new HttpError('invalid', `request body nests deeper than ${MAX_DEPTH} levels`);
   }
   let v: unknown;
   try {
     v = JSON.parse(text);
   } catch (err) {
-    throw new PithosError('invalid', `request body is not valid JSON: ${(err as Error).message}`);
+    throw new HttpError('invalid', `request body is not valid JSON: ${(err as Error).message}`);
   }
-  if (!isPlainObject(v)) throw new PithosError('invalid', 'request body must be a JSON object');
+  if (!isPlainObject(v)) throw new HttpError('invalid', 'request body must be a JSON object');
   return v;
 }
 
@@ -38,7 +38,7 @@ export function decodeBody(buf: Buffer): string {
   try {
     return UTF8.decode(buf);
   } catch {
-    throw new PithosError('invalid', `request body is not valid UTF-8 (bad byte at offset ${firstBadByte(buf)})`);
+    throw new HttpError('invalid', `request body is not valid UTF-8 (bad byte at offset ${firstBadByte(buf)})`);
   }
 }
 
@@ -77,6 +77,6 @@ export function firstBadByte(b: Uint8Array): number {
   return i;
 }
 
-export function tooLarge(limit: number): PithosError {
-  return new PithosError('too_large', `request body exceeds the limit of ${limit} bytes`);
+export function tooLarge(limit: number): HttpError {
+  return new HttpError('too_large', `request body exceeds the limit of ${limit} bytes`);
 }

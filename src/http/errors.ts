@@ -1,29 +1,48 @@
 /**
- * The one place where failures become HTTP statuses (API.md section 11).
- * Anything not listed here is a 500: the client gets a generic message and
- * the details go to the server log.
+ * The one place where failures become HTTP statuses (docs/api.md, "Errors").
+ * Store failures carry a StoreError kind; failures of the HTTP exchange
+ * itself (unknown path, wrong method, body too large, auth) are HttpErrors.
+ * Anything else is a 500: the client gets a generic message and the details
+ * go to the server log.
  */
 import { BatchTooLargeError, EngineClosedError, StorageFullError } from '../engine/index.js';
-import { type ErrorKind, PithosError } from '../model/errors.js';
+import { StoreError, type StoreErrorKind } from '../store/errors.js';
 
-const STATUS: Record<ErrorKind, number> = {
+const STATUS: Record<StoreErrorKind, number> = {
   invalid: 400,
-  unauthorized: 401,
   forbidden: 403,
   not_found: 404,
-  method: 405,
   conflict: 409,
+  precondition: 412,
   too_large: 413,
   locked: 423,
   unavailable: 503,
 };
+
+export type HttpErrorKind = 'invalid' | 'unauthorized' | 'not_found' | 'method' | 'too_large';
+const HTTP_STATUS: Record<HttpErrorKind, number> = { invalid: 400, unauthorized: 401, not_found: 404, method: 405, too_large: 413 };
+
+export class HttpError extends Error {
+  constructor(readonly kind: HttpErrorKind, message: string, readonly headers?: string[]) {
+    super(message);
+  }
+
+  static notFound(method: string, path: string): HttpError {
+    return new HttpError('not_found', `no endpoint at ${method} ${path}`);
+  }
+
+  static methodNotAllowed(method: string, path: string, allow: string): HttpError {
+    return new HttpError('method', `method ${method} is not allowed on ${path}; allowed: ${allow}`, ['Allow', allow]);
+  }
+}
 
 export const INTERNAL_MESSAGE = 'internal error';
 export const DISK_FULL_MESSAGE = 'the disk is full: writes are refused until space is freed; reads still work';
 
 /** [status, client-facing message, whether the server log needs the details]. */
 export function toStatus(err: unknown): [number, string, boolean] {
-  if (err instanceof PithosError) return [STATUS[err.kind], err.message, false];
+  if (err instanceof StoreError) return [STATUS[err.kind], err.message, false];
+  if (err instanceof HttpError) return [HTTP_STATUS[err.kind], err.message, false];
   if (err instanceof StorageFullError) return [507, DISK_FULL_MESSAGE, true];
   if (err instanceof BatchTooLargeError) return [413, err.message, false];
   if (err instanceof EngineClosedError) return [503, 'server is shutting down', false];

@@ -1,19 +1,21 @@
 /**
- * One function per endpoint: check the body's fields, call the model, send
- * the envelope. Messages are the contract's (API.md sections 6-10), byte for
- * byte; each lives in one precomputed Answer.
+ * One function per endpoint: turn the checked body (fields.ts, as routes.ts
+ * declares it) into the store's typed input, call the store, send the
+ * envelope. Messages are the contract's, byte for byte (docs/api.md); each
+ * lives in one precomputed Answer.
  */
 import type { ServerResponse } from 'node:http';
-import type { Database } from '../model/database.js';
-import { invalid } from '../model/errors.js';
-import { numberText } from '../model/json.js';
-import { objectField, stringField, ttlField } from '../model/validate.js';
+import type { Store } from '../store/store.js';
+import type { Row } from '../store/wheres.js';
+import { invalid } from '../store/errors.js';
+import { numberText } from '../store/json.js';
 import type { Body } from './body.js';
 import { Answer, send } from './envelope.js';
 import type { Health } from '../health.js';
+import { parseTransaction } from './txn-body.js';
 
 export interface Ctx {
-  db: Database;
+  store: Store;
   health: Health;
   /** Advances the injectable clock; undefined unless PITHOS_TEST_CLOCK=1. */
   advanceClock: ((ms: number) => void) | undefined;
@@ -42,121 +44,125 @@ const A = {
   leaseAcquired: new Answer('lease acquired successfully'),
   lockDeleted: new Answer('lock deleted successfully'),
   lockQueried: new Answer('lock queried successfully'),
+  txnDone: new Answer('transaction execute successfully'),
   healthy: new Answer('server is healthy'),
   clock: new Answer('clock advanced'),
 };
 
+const ttlOf = (body: Body): number => (body.ttl === undefined ? 0 : (body.ttl as number));
+
 // ---- tables ------------------------------------------------------------------
 
 export async function createTable(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
-  await ctx.db.tables.create(name, ttlField(body, 0));
+  await ctx.store.tables.create(name, ttlOf(body));
   send(res, 201, A.tableCreated);
 }
 
 export async function insertRow(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
-  const id = await ctx.db.tables.insert(name, objectField(body, 'rows'));
+  const id = await ctx.store.tables.insert(name, body.rows as Row);
   send(res, 201, A.rowInserted, `{"t_id":${id}}`);
 }
 
 export async function queryTable(ctx: Ctx, name: string, _body: Body, res: ServerResponse): Promise<void> {
-  send(res, 200, A.tableQueried, await ctx.db.tables.all(name));
+  send(res, 200, A.tableQueried, await ctx.store.tables.all(name));
 }
 
 export async function queryRows(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
-  send(res, 200, A.rowsQueried, await ctx.db.tables.query(name, objectField(body, 'wheres')));
+  send(res, 200, A.rowsQueried, await ctx.store.tables.query(name, body.wheres as Row));
 }
 
 export async function patchRows(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
-  const wheres = objectField(body, 'wheres');
-  await ctx.db.tables.patch(name, wheres, objectField(body, 'sets'));
+  await ctx.store.tables.patch(name, body.wheres as Row, body.sets as Row);
   send(res, 200, A.rowsPatched);
 }
 
 export async function deleteRows(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
-  await ctx.db.tables.deleteRows(name, objectField(body, 'wheres'));
+  await ctx.store.tables.deleteRows(name, body.wheres as Row);
   send(res, 200, A.rowsRemoved);
 }
 
 export async function dropTable(ctx: Ctx, name: string, _body: Body, res: ServerResponse): Promise<void> {
-  await ctx.db.tables.drop(name);
+  await ctx.store.tables.drop(name);
   send(res, 200, A.tableDeleted);
 }
 
 // ---- records (and the quick-start /table/<key> spelling) ----------------------
 
-async function putDocument(ctx: Ctx, id: string, body: Body, field: string, res: ServerResponse): Promise<void> {
-  const created = await ctx.db.records.put(id, objectField(body, field), ttlField(body, 0));
+export async function putRecord(ctx: Ctx, id: string, body: Body, res: ServerResponse): Promise<void> {
+  const created = await ctx.store.records.put(id, body.record as Row, ttlOf(body));
   send(res, created ? 201 : 200, A.recordCreated);
 }
 
-export function putRecord(ctx: Ctx, id: string, body: Body, res: ServerResponse): Promise<void> {
-  return putDocument(ctx, id, body, 'record', res);
-}
-
-export function putQuick(ctx: Ctx, id: string, body: Body, res: ServerResponse): Promise<void> {
-  return putDocument(ctx, id, body, 'table', res);
+export async function putQuick(ctx: Ctx, id: string, body: Body, res: ServerResponse): Promise<void> {
+  const created = await ctx.store.records.put(id, body.table as Row, ttlOf(body));
+  send(res, created ? 201 : 200, A.recordCreated);
 }
 
 export function getRecord(ctx: Ctx, id: string, _body: Body, res: ServerResponse): void | Promise<void> {
-  const json = ctx.db.records.get(id);
+  const json = ctx.store.records.get(id);
   if (typeof json === 'string') return send(res, 200, A.recordQueried, json);
   return json.then((j) => send(res, 200, A.recordQueried, j));
 }
 
 export async function searchRecord(ctx: Ctx, id: string, body: Body, res: ServerResponse): Promise<void> {
-  const column = stringField(body, 'column');
-  send(res, 200, A.searched, await ctx.db.records.search(id, column));
+  send(res, 200, A.searched, await ctx.store.records.search(id, body.column as string));
 }
 
 export async function deleteRecord(ctx: Ctx, id: string, _body: Body, res: ServerResponse): Promise<void> {
-  await ctx.db.records.delete(id);
+  await ctx.store.records.delete(id);
   send(res, 200, A.recordDeleted);
 }
 
 // ---- variants -----------------------------------------------------------------
 
 export async function putVariant(ctx: Ctx, name: string, body: Body, res: ServerResponse, raw: string): Promise<void> {
-  const ttl = ttlField(body, 0);
+  // The number's source text decides its type: 3 is an integer, 3.0 a double.
   const text = typeof body.variant === 'number' ? numberText(raw, 'variant') : undefined;
-  const [created, data] = await ctx.db.variants.put(name, body.variant, ttl, text);
+  const [created, data] = await ctx.store.variants.put(name, { value: body.variant, text }, ttlOf(body));
   send(res, created ? 201 : 200, A.variantCreated, data);
 }
 
 export async function incrementVariant(ctx: Ctx, name: string, body: Body, res: ServerResponse, raw: string): Promise<void> {
   const text = typeof body.delta === 'number' ? numberText(raw, 'delta') : undefined;
-  send(res, 200, A.variantIncremented, await ctx.db.variants.increment(name, body.delta, text));
+  send(res, 200, A.variantIncremented, await ctx.store.variants.increment(name, { value: body.delta, text }));
 }
 
 export function getVariant(ctx: Ctx, name: string, _body: Body, res: ServerResponse): void | Promise<void> {
-  const data = ctx.db.variants.get(name);
+  const data = ctx.store.variants.get(name);
   if (typeof data === 'string') return send(res, 200, A.variantQueried, data);
   return data.then((d) => send(res, 200, A.variantQueried, d));
 }
 
 export async function deleteVariant(ctx: Ctx, name: string, _body: Body, res: ServerResponse): Promise<void> {
-  await ctx.db.variants.delete(name);
+  await ctx.store.variants.delete(name);
   send(res, 200, A.variantDeleted);
 }
 
 // ---- locks --------------------------------------------------------------------
 
 export async function acquireLock(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
-  send(res, 201, A.lockCreated, await ctx.db.locks.acquire(name, ttlField(body, 1), body.holder));
+  const holder = typeof body.holder === 'string' ? body.holder : null;
+  send(res, 201, A.lockCreated, await ctx.store.locks.acquire(name, body.ttl as number, holder));
 }
 
 export async function renewLock(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
-  // Omitted ttl keeps the lease's own length; a given one must be >= 1.
-  const ttl = body.ttl === undefined ? 0 : ttlField(body, 1);
-  send(res, 200, A.leaseAcquired, await ctx.db.locks.renew(name, body.token, ttl));
+  // Omitted ttl keeps the lease's own length.
+  send(res, 200, A.leaseAcquired, await ctx.store.locks.renew(name, body.token as string, ttlOf(body)));
 }
 
 export async function releaseLock(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
-  await ctx.db.locks.release(name, body.token);
+  await ctx.store.locks.release(name, body.token as string);
   send(res, 200, A.lockDeleted);
 }
 
 export async function queryLock(ctx: Ctx, name: string, _body: Body, res: ServerResponse): Promise<void> {
-  send(res, 200, A.lockQueried, await ctx.db.locks.query(name));
+  send(res, 200, A.lockQueried, await ctx.store.locks.query(name));
+}
+
+// ---- transactions -------------------------------------------------------------
+
+export async function transact(ctx: Ctx, _name: string, body: Body, res: ServerResponse, raw: string): Promise<void> {
+  send(res, 200, A.txnDone, await ctx.store.transact(parseTransaction(body, raw)));
 }
 
 // ---- health and the test clock ------------------------------------------------

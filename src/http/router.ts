@@ -1,71 +1,73 @@
 /**
- * Maps a method and path to a handler and the decoded name segment. The
- * path space is small and fixed, so this is a switch on the first segment,
- * not a general router; unknown paths are 404 and known paths with the
- * wrong method are 405 with an Allow header.
+ * The router, derived from the route table (routes.ts): a tree of path
+ * segments, each node holding literal children and at most one parameter
+ * child, and at a path's end the routes by method with a precomputed Allow
+ * header. Unknown paths are 404; known paths with the wrong method are 405.
  */
-import { PithosError } from '../model/errors.js';
-import { checkName, MAX_NAME_BYTES } from '../model/validate.js';
-import * as h from './handlers.js';
-import type { Handler } from './handlers.js';
+import { HttpError } from './errors.js';
+import { StoreError } from '../store/errors.js';
+import { checkName, MAX_NAME_BYTES } from '../store/validate.js';
+import { checkBody } from './fields.js';
+import type { Body } from './body.js';
+import { ROUTES, type RouteDef } from './routes.js';
 
-/** Handlers of one path shape, by method; `allow` is the Allow header value. */
-class Methods {
-  readonly allow: string;
-  constructor(readonly what: string, readonly byMethod: Readonly<Record<string, Handler>>) {
-    this.allow = Object.keys(byMethod).join(', ');
+/** A route ready to serve: its definition plus what the router and the body check need, computed once. */
+export class Route {
+  readonly fieldNames: readonly string[];
+  constructor(readonly def: RouteDef) {
+    this.fieldNames = def.body === undefined ? [] : Object.keys(def.body);
+  }
+
+  get handler() {
+    return this.def.handler;
+  }
+
+  /** Checks the body against the declared fields (fields.ts). */
+  checkBody(body: Body): void {
+    if (this.fieldNames.length > 0 || this.def.strict === true) checkBody(this.def.body ?? {}, this.fieldNames, body, this.def.strict === true);
   }
 }
 
-const HEALTH = new Methods('', { GET: h.health });
-const TABLE = new Methods('table', { PUT: h.createTable, GET: h.queryTable, PATCH: h.patchRows, DELETE: h.dropTable });
-const ROWS = new Methods('table', { POST: h.insertRow, GET: h.queryRows, DELETE: h.deleteRows });
-const QUERY = new Methods('table', { POST: h.queryRows });
-const QUICK = new Methods('record', { PUT: h.putQuick, GET: h.getRecord, DELETE: h.deleteRecord });
-const RECORD = new Methods('record', { PUT: h.putRecord, GET: h.getRecord, POST: h.searchRecord, DELETE: h.deleteRecord });
-const VARIANT = new Methods('variant', { PUT: h.putVariant, POST: h.incrementVariant, GET: h.getVariant, DELETE: h.deleteVariant });
-const LOCK = new Methods('lock', { PUT: h.acquireLock, PATCH: h.renewLock, DELETE: h.releaseLock, GET: h.queryLock });
-const CLOCK = new Methods('', { POST: h.advanceClock });
+class Node {
+  readonly literal = new Map<string, Node>();
+  param: Node | undefined;
+  /** What the parameter at this node names (for its messages). */
+  names: string | undefined;
+  byMethod: Record<string, Route> | undefined;
+  allow = '';
+}
 
-const NON_ASCII = /[^\x00-\x7f]/;
-
-export interface Route {
-  handler: Handler;
+export interface Match {
+  route: Route;
   name: string;
 }
 
-function notFoundPath(method: string, path: string): PithosError {
-  return new PithosError('not_found', `no endpoint at ${method} ${path}`);
+function build(testClock: boolean): Node {
+  const root = new Node();
+  for (const def of ROUTES) {
+    if (def.testOnly === true && !testClock) continue;
+    let n = root;
+    for (const s of def.path.split('/').slice(1)) {
+      if (s.startsWith('{')) {
+        n = n.param ??= new Node();
+        n.names = def.names;
+      } else {
+        let c = n.literal.get(s);
+        if (c === undefined) n.literal.set(s, (c = new Node()));
+        n = c;
+      }
+    }
+    n.byMethod ??= Object.create(null) as Record<string, Route>;
+    n.byMethod[def.method] = new Route(def);
+    n.allow = Object.keys(n.byMethod).join(', ');
+  }
+  return root;
 }
 
-export class MethodNotAllowed extends PithosError {
-  constructor(method: string, path: string, readonly allow: string) {
-    super('method', `method ${method} is not allowed on ${path}; allowed: ${allow}`);
-  }
-}
+const trees: Array<Node | undefined> = [undefined, undefined];
+const tree = (testClock: boolean): Node => (trees[testClock ? 1 : 0] ??= build(testClock));
 
-function shape(seg: string[], testClock: boolean): Methods | undefined {
-  switch (seg[1]) {
-    case 'health':
-      return seg.length === 2 ? HEALTH : undefined;
-    case 'tables':
-      if (seg.length === 3) return TABLE;
-      if (seg.length === 4) return seg[3] === 'rows' ? ROWS : seg[3] === 'query' ? QUERY : undefined;
-      return undefined;
-    case 'table':
-      return seg.length === 3 ? QUICK : undefined;
-    case 'records':
-      return seg.length === 3 ? RECORD : undefined;
-    case 'variants':
-      return seg.length === 3 ? VARIANT : undefined;
-    case 'locks':
-      return seg.length === 3 ? LOCK : undefined;
-    case '_test':
-      return testClock && seg.length === 3 && seg[2] === 'clock' ? CLOCK : undefined;
-    default:
-      return undefined;
-  }
-}
+const NON_ASCII = /[^\x00-\x7f]/;
 
 /**
  * The common case, checked in one pass: printable ASCII with no `%`, so no
@@ -83,29 +85,49 @@ function plainName(seg: string): string | undefined {
   return seg;
 }
 
-/** Resolves a request line to a handler; throws 404 / 405 / 400 as PithosErrors. */
-export function route(method: string, url: string, testClock: boolean): Route {
-  const q = url.indexOf('?');
-  const path = q < 0 ? url : url.slice(0, q);
-  const seg = path.split('/');
-  const m = seg[0] === '' ? shape(seg, testClock) : undefined;
-  if (m === undefined) throw notFoundPath(method, path);
-  const handler = m.byMethod[method];
-  if (handler === undefined || !Object.prototype.hasOwnProperty.call(m.byMethod, method)) {
-    throw new MethodNotAllowed(method, path, m.allow);
-  }
-  if (m.what === '') return { handler, name: '' };
-  const plain = plainName(seg[2]);
-  if (plain !== undefined) return { handler, name: plain };
+function decodeName(seg: string, what: string): string {
+  const plain = plainName(seg);
+  if (plain !== undefined) return plain;
   let name: string;
   try {
     // node:http hands over raw path bytes one per char; a client that sent
     // UTF-8 without percent-encoding it still means UTF-8.
-    const raw = NON_ASCII.test(seg[2]) ? Buffer.from(seg[2], 'latin1').toString('utf8') : seg[2];
+    const raw = NON_ASCII.test(seg) ? Buffer.from(seg, 'latin1').toString('utf8') : seg;
     name = decodeURIComponent(raw);
   } catch {
-    throw new PithosError('invalid', `${m.what} name is not valid percent-encoded UTF-8`);
+    throw new StoreError('invalid', `${what} name is not valid percent-encoded UTF-8`);
   }
-  checkName(name, m.what);
-  return { handler, name };
+  checkName(name, what);
+  return name;
+}
+
+/** Resolves a request line to a route and its decoded name; throws 404 / 405 / 400. */
+export function route(method: string, url: string, testClock: boolean): Match {
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
+  const seg = path.split('/');
+  let n: Node | undefined = seg[0] === '' ? tree(testClock) : undefined;
+  let param: string | undefined;
+  let names = '';
+  for (let i = 1; i < seg.length && n !== undefined; i++) {
+    const lit: Node | undefined = n.literal.get(seg[i]);
+    if (lit !== undefined) {
+      n = lit;
+    } else if (n.param !== undefined) {
+      n = n.param;
+      param = seg[i];
+      names = n.names ?? 'object';
+    } else {
+      n = undefined;
+    }
+  }
+  if (n === undefined || n.byMethod === undefined) throw HttpError.notFound(method, path);
+  const r = n.byMethod[method];
+  if (r === undefined) throw HttpError.methodNotAllowed(method, path, n.allow);
+  return { route: r, name: param === undefined ? '' : decodeName(param, names) };
+}
+
+/** Every route the server serves (test clock included when asked): for documents derived from the table. */
+export function servedRoutes(testClock: boolean): RouteDef[] {
+  return ROUTES.filter((r) => testClock || r.testOnly !== true);
 }

@@ -6,20 +6,34 @@
  * closures of its own.
  */
 import * as http from 'node:http';
+import * as https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { timingSafeEqual } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import * as net from 'node:net';
 import { type Body, decodeBody, parseBody, tooLarge } from './body.js';
 import { answerLast, conn, Connections, deferAnswer, inTurn, linger, rawError, responseDone, shown, type Step } from './connections.js';
 import { toStatus } from './errors.js';
 import { sendError } from './envelope.js';
-import type { Ctx, Handler } from './handlers.js';
-import { MethodNotAllowed, route } from './router.js';
+import type { Ctx } from './handlers.js';
+import { HttpError } from './errors.js';
+import { type Match, type Route, route } from './router.js';
+import { Authenticator } from './auth.js';
+import type { Cors } from './cors.js';
+import type { AccessLog } from './access.js';
+import { answerProbe, probeOf } from './probes.js';
+import type { TlsMaterial } from '../tls.js';
 
 export interface ServerOptions {
   ctx: Ctx;
   authToken: string;
+  /** Tokens and roles (auth.ts); built from authToken alone when not given. */
+  auth?: Authenticator;
+  /** --cors-origin (cors.ts); undefined = no CORS. */
+  cors?: Cors;
+  /** --access-log (access.ts); undefined = off. */
+  access?: AccessLog;
+  /** --tls-cert/--tls-key: serve HTTPS on the port. */
+  tls?: TlsMaterial;
   maxBodyBytes: number;
   testClock: boolean;
   /** When set, only these clients may connect (API.md: 403 "client address not allowed"). */
@@ -35,7 +49,7 @@ export interface ServerOptions {
  */
 class PithosRequest extends http.IncomingMessage {
   server!: PithosServer;
-  handler!: Handler;
+  route!: Route;
   response!: ServerResponse;
   name = '';
   /** Body chunks; allocated by the first one, so a body-less GET allocates nothing here. */
@@ -61,12 +75,9 @@ class PithosResponse extends http.ServerResponse<PithosRequest> {
   }
 }
 
-const UNAUTHORISED = 'access not authorised';
-
 export class PithosServer {
   readonly http: http.Server;
-  private readonly token: Buffer;
-  private readonly scratch: Buffer;
+  readonly auth: Authenticator;
   private shuttingDown = false;
   private inFlight = 0;
   /** Open connections: shutdown waits for the bytes they still have to send. */
@@ -79,12 +90,11 @@ export class PithosServer {
   constructor(private readonly opts: ServerOptions) {
     this.maxBodyBytes = opts.maxBodyBytes;
     this.ctx = opts.ctx;
-    this.token = Buffer.from(opts.authToken, 'utf8');
-    this.scratch = Buffer.alloc(this.token.length);
+    this.auth = opts.auth ?? new Authenticator(opts.authToken);
     this.conns = new Connections(opts.maxConnections);
     this.serveStep = (req, res) => this.serve(req as PithosRequest, res);
     this.continueStep = (req, res) => this.serveContinue(req as PithosRequest, res);
-    this.http = http.createServer({
+    const options: http.ServerOptions<typeof PithosRequest, typeof PithosResponse> = {
       IncomingMessage: PithosRequest,
       ServerResponse: PithosResponse,
       // Checked in accept(), so that the answer is the JSON envelope.
@@ -96,23 +106,19 @@ export class PithosServer {
       maxHeaderSize: 16 * 1024,
       // Enforce the two timeouts above within a second, not Node's default 30 s.
       connectionsCheckingInterval: 1_000,
-    }, (req, res) => this.accept(req as PithosRequest, res));
+    };
+    const accept = (req: PithosRequest, res: ServerResponse): void => this.accept(req, res);
+    // Same port, same handling; https.Server differs from http.Server only in its TLS parts.
+    this.http = (opts.tls === undefined ? http.createServer(options, accept)
+      : https.createServer({ ...options, cert: opts.tls.cert, key: opts.tls.key }, accept)) as unknown as http.Server;
     this.http.on('clientError', onClientError);
-    this.http.on('connection', (socket: net.Socket) => this.conns.add(socket));
+    // Under TLS the HTTP layer works on the TLS socket, which exists once the handshake is done.
+    this.http.on(opts.tls === undefined ? 'connection' : 'secureConnection', (socket: net.Socket) => this.conns.add(socket));
     this.http.on('checkContinue', (req: http.IncomingMessage, res: ServerResponse) => this.onContinue(req as PithosRequest, res));
     this.http.on('checkExpectation', (req: http.IncomingMessage, res: ServerResponse) => inTurn(conn(req.socket), req, res, expectationFailed));
     this.http.on('connect', onConnect);
     this.http.on('upgrade', onUpgrade);
     this.http.maxRequestsPerSocket = 0;
-  }
-
-  private authorised(header: string | string[] | undefined): boolean {
-    // node:http hands header bytes over one per char (latin1), so the token's
-    // UTF-8 bytes are compared as latin1, in a buffer reused for every request.
-    // Lengths may differ in time; contents never do (timingSafeEqual).
-    if (typeof header !== 'string' || header.length !== this.token.length) return false;
-    this.scratch.write(header, 0, 'latin1');
-    return timingSafeEqual(this.scratch, this.token);
   }
 
   /** Shared per server, so that a request waiting its turn allocates no closure. */
@@ -149,21 +155,32 @@ export class PithosServer {
   }
 
   private onRequest(req: PithosRequest, res: ServerResponse): void {
+    if (this.opts.access !== undefined) this.opts.access.begin(req, res);
+    if (this.opts.allow !== undefined && !allowed(this.opts.allow, req.socket.remoteAddress)) {
+      return sendError(res, 403, 'client address not allowed');
+    }
+    if (this.opts.cors !== undefined && this.opts.cors.handle(req, res)) return;
+    const probe = probeOf(req.url);
+    if (probe !== undefined) return answerProbe(res, probe, !this.shuttingDown, req.method === 'HEAD');
     if (this.shuttingDown) {
       res.shouldKeepAlive = false;
       return sendError(res, 503, 'server is shutting down');
     }
-    if (this.opts.allow !== undefined && !allowed(this.opts.allow, req.socket.remoteAddress)) {
-      return sendError(res, 403, 'client address not allowed');
-    }
-    if (!this.authorised(req.headers['auth-token'])) return sendError(res, 401, UNAUTHORISED);
+    // Routing is a pure lookup; its verdict (404, 405, a bad name) is held back
+    // until the token has passed, so an unauthenticated client learns nothing
+    // (docs/api.md, "Authentication"). A path matching no route needs a valid token.
+    let m: Match | undefined;
+    let miss: unknown;
     try {
-      const r = route(req.method ?? 'GET', req.url ?? '/', this.opts.testClock);
-      req.handler = r.handler;
-      req.name = r.name;
+      m = route(req.method ?? 'GET', req.url ?? '/', this.opts.testClock);
     } catch (err) {
-      return this.fail(res, err);
+      miss = err;
     }
+    const who = this.auth.check(req.headers['auth-token'], m === undefined ? 'read' : m.route.def.role, req.method, req.url);
+    if (who.ok !== true) return sendError(res, who.status, who.message);
+    if (m === undefined) return this.fail(res, miss);
+    req.route = m.route;
+    req.name = m.name;
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > this.opts.maxBodyBytes) {
       res.shouldKeepAlive = false;
@@ -171,7 +188,7 @@ export class PithosServer {
     }
     if ((declared === undefined || declared === '0') && req.headers['transfer-encoding'] === undefined) {
       // No body: the common GET. Skip the stream machinery.
-      this.dispatch(req.handler, req.name, Object.create(null) as Body, res, '');
+      this.dispatch(req.route, req.name, Object.create(null) as Body, res, '');
       return;
     }
     // A request whose body is still arriving is in flight (shutdown waits for
@@ -189,10 +206,11 @@ export class PithosServer {
    * its response already: it costs no promise and is never in flight. An
    * asynchronous one is in flight until it settles.
    */
-  dispatch(handler: Handler, name: string, body: Body, res: ServerResponse, raw: string): void {
+  dispatch(route: Route, name: string, body: Body, res: ServerResponse, raw: string): void {
     let pending: void | Promise<void>;
     try {
-      pending = handler(this.ctx, name, body, res, raw);
+      route.checkBody(body);
+      pending = route.def.handler(this.ctx, name, body, res, raw);
     } catch (err) {
       return this.fail(res, err);
     }
@@ -205,7 +223,7 @@ export class PithosServer {
   fail(res: ServerResponse, err: unknown): void {
     const [status, message, logIt] = toStatus(err);
     if (logIt) this.opts.log('error', `request failed: ${(err as Error)?.stack ?? String(err)}`);
-    sendError(res, status, message, err instanceof MethodNotAllowed ? ['Allow', err.allow] : undefined);
+    sendError(res, status, message, err instanceof HttpError ? err.headers : undefined);
   }
 
   /** Called when an asynchronous handler settles and when a request with a body closes. */
@@ -404,5 +422,5 @@ function onEnd(this: PithosRequest): void {
   } catch (err) {
     return this.server.fail(res, err);
   }
-  this.server.dispatch(this.handler, this.name, body, res, text);
+  this.server.dispatch(this.route, this.name, body, res, text);
 }

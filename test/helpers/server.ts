@@ -191,7 +191,7 @@ export class PithosServer {
       );
       child.stdout!.on('data', (d: string) => {
         this.stdout += d;
-        const m = /listening on http:\/\/[^\s:]+:(\d+)/.exec(this.stdout);
+        const m = /listening on https?:\/\/[^\s:]+:(\d+)/.exec(this.stdout);
         if (m) {
           this.port = Number(m[1]);
           if (token === null) {

@@ -1,5 +1,5 @@
 /**
- * Row matching for `wheres` (API.md section 6): every listed field must
+ * Row matching for `wheres` (docs/api.md, "How wheres matches"): every listed field must
  * match. A where-value that is an object whose keys all start with `$` is an
  * operator object; any other value means deep equality. The where object is
  * compiled once per request into a list of tests, so matching 1,000 rows

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { compileWheres, matches } from '../../src/model/wheres.js';
-import { PithosError } from '../../src/model/errors.js';
+import { compileWheres, matches } from '../../src/store/wheres.js';
+import { StoreError } from '../../src/store/errors.js';
 
 const m = (row: Record<string, unknown>, wheres: Record<string, unknown>): boolean => matches(row, compileWheres(wheres));
 
@@ -79,7 +79,7 @@ test('an object with a non-$ key is a value, not an operator object', () => {
 test('unknown or ill-typed operators are 400s', () => {
   for (const w of [{ a: { $regex: 'x' } }, { a: { $in: 3 } }, { a: { $exists: 1 } }, { a: { $constructor: 1 } }, { a: { __proto__x: 1, $gt: 1 } }]) {
     if (Object.keys(w.a).some((k) => !k.startsWith('$'))) continue;
-    assert.throws(() => compileWheres(w), (e: unknown) => e instanceof PithosError && e.kind === 'invalid', JSON.stringify(w));
+    assert.throws(() => compileWheres(w), (e: unknown) => e instanceof StoreError && e.kind === 'invalid', JSON.stringify(w));
   }
-  assert.throws(() => compileWheres({ a: { $toString: 1 } }), PithosError);
+  assert.throws(() => compileWheres({ a: { $toString: 1 } }), StoreError);
 });

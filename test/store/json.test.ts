@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { deepEqual, exceedsDepth, mergeFields } from '../../src/model/json.js';
+import { deepEqual, exceedsDepth, mergeFields } from '../../src/store/json.js';
 import { parseBody } from '../../src/http/body.js';
-import { PithosError } from '../../src/model/errors.js';
+import { HttpError } from '../../src/http/errors.js';
 
 test('nesting depth is counted outside strings only', () => {
   assert.equal(exceedsDepth('[[[]]]', 3), false);
@@ -18,7 +18,7 @@ test('parseBody: empty means no fields, deep or non-object bodies are 400', () =
   assert.deepEqual(Object.keys(parseBody('')), []);
   assert.deepEqual(Object.keys(parseBody('  \n')), []);
   assert.deepEqual(parseBody('{"a":1}'), { a: 1 });
-  const bad = (s: string) => assert.throws(() => parseBody(s), (e: unknown) => e instanceof PithosError && e.kind === 'invalid', s);
+  const bad = (s: string) => assert.throws(() => parseBody(s), (e: unknown) => e instanceof HttpError && e.kind === 'invalid', s);
   bad('{"a":');
   bad('[1,2]');
   bad('"str"');
@@ -48,7 +48,7 @@ test('deepEqual', () => {
 });
 
 test('numberText finds the source of a top-level number', async () => {
-  const { numberText } = await import('../../src/model/json.js');
+  const { numberText } = await import('../../src/store/json.js');
   assert.equal(numberText('{"variant":1.0}', 'variant'), '1.0');
   assert.equal(numberText('{ "variant" : -2e3 , "ttl":1}', 'variant'), '-2e3');
   assert.equal(numberText('{"x":{"variant":1.5},"variant":7}', 'variant'), '7', 'nested keys are not top-level');

@@ -1,0 +1,118 @@
+/**
+ * Every endpoint, as data (docs/architecture.md): method, path template,
+ * handler, the role a token needs, and the body fields with their types. The
+ * router, the 405/Allow answers and the body checks are derived from this
+ * table; so are, by design, the OpenAPI document, the metrics' route labels
+ * and the typed client, so none of them can drift from what the server does.
+ */
+import type { Fields } from './fields.js';
+import * as h from './handlers.js';
+import type { Handler } from './handlers.js';
+
+/** `public`: no token; `read`: reads (and the POST query alias); `write`: data changes; `admin`: everything. */
+export type Role = 'public' | 'read' | 'write' | 'admin';
+export type Method = 'GET' | 'PUT' | 'POST' | 'PATCH' | 'DELETE';
+
+export interface RouteDef {
+  method: Method;
+  /** Literal segments and `{name}` parameters, e.g. `/tables/{name}/rows`. */
+  path: string;
+  handler: Handler;
+  role: Role;
+  /** What the `{name}` parameter names, for its error messages ("table name must …"). */
+  names?: 'table' | 'record' | 'variant' | 'lock';
+  summary: string;
+  body?: Fields;
+  /** Undeclared body fields are refused (every Part-two endpoint; Part one ignores them, as its clients expect). */
+  strict?: boolean;
+  /** Success status(es) and message, for documentation. */
+  ok: { status: number[]; message: string };
+  /** Served only with PITHOS_TEST_CLOCK=1. */
+  testOnly?: boolean;
+}
+
+const wheres = { type: 'object', required: true, doc: 'fields a row must match (docs/api.md "wheres")' } as const;
+const ttl = { type: 'ttl', doc: 'lifetime in seconds; 0 or absent = no expiry' } as const;
+const token = { type: 'string', required: true, doc: 'the lease token from acquire or renew' } as const;
+
+export const ROUTES: readonly RouteDef[] = [
+  { method: 'GET', path: '/health', handler: h.health, role: 'read', summary: 'Server health figures',
+    ok: { status: [200], message: 'server is healthy' } },
+
+  // ---- tables
+  { method: 'PUT', path: '/tables/{name}', handler: h.createTable, role: 'write', names: 'table', summary: 'Create a table',
+    body: { ttl }, ok: { status: [201], message: 'table created successfully' } },
+  { method: 'GET', path: '/tables/{name}', handler: h.queryTable, role: 'read', names: 'table', summary: 'Every row, by t_id',
+    ok: { status: [200], message: 'table queried successfully' } },
+  { method: 'PATCH', path: '/tables/{name}', handler: h.patchRows, role: 'write', names: 'table', summary: 'Set fields of matching rows',
+    body: { wheres, sets: { type: 'object', required: true, doc: 'top-level fields to write into every matching row' } },
+    ok: { status: [200], message: 'table rows patched successfully' } },
+  { method: 'DELETE', path: '/tables/{name}', handler: h.dropTable, role: 'write', names: 'table', summary: 'Drop a table and its rows',
+    ok: { status: [200], message: 'table deleted successfully' } },
+  { method: 'POST', path: '/tables/{name}/rows', handler: h.insertRow, role: 'write', names: 'table', summary: 'Insert a row',
+    body: { rows: { type: 'object', required: true, doc: 'the row' } }, ok: { status: [201], message: 'table rows insert successfully' } },
+  { method: 'GET', path: '/tables/{name}/rows', handler: h.queryRows, role: 'read', names: 'table', summary: 'Matching rows, in t_id order',
+    body: { wheres }, ok: { status: [200], message: 'table queried rows successfully' } },
+  { method: 'DELETE', path: '/tables/{name}/rows', handler: h.deleteRows, role: 'write', names: 'table', summary: 'Delete matching rows',
+    body: { wheres }, ok: { status: [200], message: 'table rows remove successfully' } },
+  { method: 'POST', path: '/tables/{name}/query', handler: h.queryRows, role: 'read', names: 'table',
+    summary: 'Matching rows (POST alias of GET …/rows for clients that cannot send a GET body)',
+    body: { wheres }, ok: { status: [200], message: 'table queried rows successfully' } },
+
+  // ---- records, and the quick-start spelling /table/<key>
+  { method: 'PUT', path: '/records/{name}', handler: h.putRecord, role: 'write', names: 'record', summary: 'Create or replace a record',
+    body: { record: { type: 'object', required: true, doc: 'the document' }, ttl },
+    ok: { status: [201, 200], message: 'record created successfully' } },
+  { method: 'GET', path: '/records/{name}', handler: h.getRecord, role: 'read', names: 'record', summary: 'Read a record',
+    ok: { status: [200], message: 'record queried successfully' } },
+  { method: 'POST', path: '/records/{name}', handler: h.searchRecord, role: 'write', names: 'record', summary: "One field's value",
+    body: { column: { type: 'string', required: true, doc: 'the field to return' } },
+    ok: { status: [200], message: 'search completed successfully' } },
+  { method: 'DELETE', path: '/records/{name}', handler: h.deleteRecord, role: 'write', names: 'record', summary: 'Delete a record',
+    ok: { status: [200], message: 'record deleted successfully' } },
+  { method: 'PUT', path: '/table/{name}', handler: h.putQuick, role: 'write', names: 'record', summary: 'Quick-start spelling of PUT /records',
+    body: { table: { type: 'object', required: true, doc: 'the document' }, ttl },
+    ok: { status: [201, 200], message: 'record created successfully' } },
+  { method: 'GET', path: '/table/{name}', handler: h.getRecord, role: 'read', names: 'record', summary: 'Quick-start spelling of GET /records',
+    ok: { status: [200], message: 'record queried successfully' } },
+  { method: 'DELETE', path: '/table/{name}', handler: h.deleteRecord, role: 'write', names: 'record', summary: 'Quick-start spelling of DELETE /records',
+    ok: { status: [200], message: 'record deleted successfully' } },
+
+  // ---- variants
+  { method: 'PUT', path: '/variants/{name}', handler: h.putVariant, role: 'write', names: 'variant', summary: 'Create or replace a variant',
+    body: { ttl, variant: { type: 'scalar', required: true, doc: 'the value; its type is fixed by the first value' } },
+    ok: { status: [201, 200], message: 'variant created successfully' } },
+  { method: 'POST', path: '/variants/{name}', handler: h.incrementVariant, role: 'write', names: 'variant', summary: 'Add to a numeric variant',
+    body: { delta: { type: 'number', required: true, doc: 'the amount; an integer for integer variants' } },
+    ok: { status: [200], message: 'variant incremented successfully' } },
+  { method: 'GET', path: '/variants/{name}', handler: h.getVariant, role: 'read', names: 'variant', summary: 'Read a variant',
+    ok: { status: [200], message: 'variant queried successfully' } },
+  { method: 'DELETE', path: '/variants/{name}', handler: h.deleteVariant, role: 'write', names: 'variant', summary: 'Delete a variant',
+    ok: { status: [200], message: 'variant deleted successfully' } },
+
+  // ---- locks
+  { method: 'PUT', path: '/locks/{name}', handler: h.acquireLock, role: 'write', names: 'lock', summary: 'Acquire a lease lock',
+    body: { ttl: { type: 'lease', required: true, doc: 'lease length in seconds' },
+      holder: { type: 'holder', doc: 'a label shown to other clients' } },
+    ok: { status: [201], message: 'lock created successfully' } },
+  { method: 'PATCH', path: '/locks/{name}', handler: h.renewLock, role: 'write', names: 'lock', summary: 'Renew a lease',
+    body: { ttl: { type: 'lease', doc: 'new lease length; absent = the length given at acquire' }, token },
+    ok: { status: [200], message: 'lease acquired successfully' } },
+  { method: 'DELETE', path: '/locks/{name}', handler: h.releaseLock, role: 'write', names: 'lock', summary: 'Release a lock',
+    body: { token }, ok: { status: [200], message: 'lock deleted successfully' } },
+  { method: 'GET', path: '/locks/{name}', handler: h.queryLock, role: 'read', names: 'lock', summary: 'Who holds a lock',
+    ok: { status: [200], message: 'lock queried successfully' } },
+
+  // ---- transactions
+  { method: 'POST', path: '/txns', handler: h.transact, role: 'write', summary: 'Checks and mutations, all or nothing', strict: true,
+    body: {
+      mutations: { type: 'array', required: true, doc: 'INSERT/UPDATE/REMOVE on tables, ADD/SET on variants, PUT/DELETE on records' },
+      checks: { type: 'array', doc: 'conditions on the state before the first mutation' },
+      serializable: { type: 'boolean', doc: 'SERIALIZABLE isolation on a shared store' },
+      serialization: { type: 'boolean', doc: 'alias of serializable' },
+    },
+    ok: { status: [200], message: 'transaction execute successfully' } },
+
+  { method: 'POST', path: '/_test/clock', handler: h.advanceClock, role: 'admin', summary: 'Move the test clock', testOnly: true,
+    ok: { status: [200], message: 'clock advanced' } },
+];

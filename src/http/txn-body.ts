@@ -1,0 +1,158 @@
+/**
+ * POST /txns bodies → the store's typed Transaction (docs/api.md
+ * "Transactions"). Shape only: every kind, operation and field is checked
+ * here, naming the mutation's or check's index, before any store sees it.
+ * UrnaDB's own clients send `"where": {}` with every INSERT and
+ * `"values": {}` with every REMOVE: empty ones are accepted and ignored.
+ */
+import { invalid } from '../store/errors.js';
+import type { Check, Mutation, Transaction } from '../store/store.js';
+import { checkName, isPlainObject, MAX_TTL } from '../store/validate.js';
+import type { Body } from './body.js';
+
+export const MAX_TXN_ITEMS = 1000;
+
+type Obj = Record<string, unknown>;
+const hasOwn = (o: Obj, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
+
+function allowOnly(o: Obj, allowed: readonly string[], where: string): void {
+  for (const k of Object.keys(o)) {
+    if (!allowed.includes(k)) throw invalid(`${where}: unknown field '${k}' (allowed: ${allowed.join(', ')})`);
+  }
+}
+
+function obj(o: Obj, k: string, where: string): Obj {
+  const v = o[k];
+  if (!isPlainObject(v)) throw invalid(`${where}: field '${k}' ${v === undefined ? 'is required (an object)' : 'must be an object'}`);
+  return v;
+}
+
+function emptyOrAbsent(o: Obj, k: string, where: string, why: string): void {
+  const v = o[k];
+  if (v === undefined) return;
+  if (!isPlainObject(v) || Object.keys(v).length > 0) throw invalid(`${where}: field '${k}' must be absent or {} (${why})`);
+}
+
+function ttlOf(o: Obj, where: string): number {
+  const v = o.ttl;
+  if (v === undefined) return 0;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > MAX_TTL) {
+    throw invalid(`${where}: field 'ttl' must be an integer ≥ 0 and ≤ ${MAX_TTL}`);
+  }
+  return v;
+}
+
+function bool(o: Obj, k: string, where: string): boolean | undefined {
+  const v = o[k];
+  if (v === undefined || typeof v === 'boolean') return v;
+  throw invalid(`${where}: field '${k}' must be true or false`);
+}
+
+function nameOf(o: Obj, kind: string, where: string): string {
+  const v = o.name;
+  if (typeof v !== 'string') throw invalid(`${where}: field 'name' ${v === undefined ? 'is required (a string)' : 'must be a string'}`);
+  try {
+    checkName(v, kind);
+  } catch (err) {
+    throw invalid(`${where}: ${(err as Error).message}`);
+  }
+  return v;
+}
+
+function kindOf(o: Obj, where: string): 'table' | 'variant' | 'record' {
+  const k = o.kind ?? 'table';
+  if (k === 'table' || k === 'variant' || k === 'record') return k;
+  throw invalid(`${where}: field 'kind' must be 'table', 'variant' or 'record'${typeof k === 'string' ? `, not '${k}'` : ''}`);
+}
+
+function scalar(o: Obj, k: string, where: string): unknown {
+  const v = o[k];
+  if (typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v))) return v;
+  throw invalid(`${where}: field '${k}' ${v === undefined ? 'is required' : 'must be'} (a string, boolean or number)`);
+}
+
+const OPS = { table: ['INSERT', 'UPDATE', 'REMOVE'], variant: ['ADD', 'SET'], record: ['PUT', 'DELETE'] } as const;
+
+function mutation(m: unknown, i: number): Mutation {
+  const where = `mutation ${i}`;
+  if (!isPlainObject(m)) throw invalid(`${where} must be an object`);
+  const kind = kindOf(m, where);
+  const op = m.operation;
+  if (typeof op !== 'string' || !(OPS[kind] as readonly string[]).includes(op)) {
+    throw invalid(`${where}: field 'operation' must be one of ${OPS[kind].join(', ')} for a ${kind}` +
+      (typeof op === 'string' ? `, not '${op}'` : ''));
+  }
+  const name = nameOf(m, kind, where);
+  switch (`${kind} ${op}`) {
+    case 'table INSERT':
+      allowOnly(m, ['kind', 'name', 'operation', 'values', 'where'], where);
+      emptyOrAbsent(m, 'where', where, 'an INSERT matches no rows');
+      return { kind: 'table', name, op: 'INSERT', values: obj(m, 'values', where) };
+    case 'table UPDATE':
+      allowOnly(m, ['kind', 'name', 'operation', 'values', 'where'], where);
+      return { kind: 'table', name, op: 'UPDATE', where: obj(m, 'where', where), values: obj(m, 'values', where) };
+    case 'table REMOVE':
+      allowOnly(m, ['kind', 'name', 'operation', 'values', 'where'], where);
+      emptyOrAbsent(m, 'values', where, 'a REMOVE writes no values');
+      return { kind: 'table', name, op: 'REMOVE', where: obj(m, 'where', where) };
+    case 'variant ADD': {
+      allowOnly(m, ['kind', 'name', 'operation', 'delta'], where);
+      const d = m.delta;
+      if (typeof d !== 'number' || !Number.isFinite(d)) {
+        throw invalid(`${where}: field 'delta' ${d === undefined ? 'is required (a number)' : 'must be a number'}`);
+      }
+      // The delta's source text is not kept for nested fields: its value decides integrality (docs/api.md).
+      return { kind: 'variant', name, op: 'ADD', delta: { value: d, text: undefined } };
+    }
+    case 'variant SET':
+      allowOnly(m, ['kind', 'name', 'operation', 'variant', 'ttl'], where);
+      return { kind: 'variant', name, op: 'SET', value: { value: scalar(m, 'variant', where), text: undefined }, ttl: ttlOf(m, where) };
+    case 'record PUT':
+      allowOnly(m, ['kind', 'name', 'operation', 'values', 'ttl'], where);
+      return { kind: 'record', name, op: 'PUT', values: obj(m, 'values', where), ttl: ttlOf(m, where) };
+    default:
+      allowOnly(m, ['kind', 'name', 'operation'], where);
+      return { kind: 'record', name, op: 'DELETE' };
+  }
+}
+
+function check(c: unknown, i: number): Check {
+  const where = `check ${i}`;
+  if (!isPlainObject(c)) throw invalid(`${where} must be an object`);
+  const kind = c.kind;
+  if (kind !== 'table' && kind !== 'variant' && kind !== 'record') {
+    throw invalid(`${where}: field 'kind' must be 'table', 'variant' or 'record'`);
+  }
+  const name = nameOf(c, kind, where);
+  const exists = bool(c, 'exists', where);
+  switch (kind) {
+    case 'variant':
+      allowOnly(c, ['kind', 'name', 'exists', 'value'], where);
+      if (exists === undefined && !hasOwn(c, 'value')) throw invalid(`${where}: a variant check needs 'value' or 'exists'`);
+      return { kind, name, exists, value: c.value, hasValue: hasOwn(c, 'value') };
+    case 'record':
+      allowOnly(c, ['kind', 'name', 'exists'], where);
+      if (exists === undefined) throw invalid(`${where}: a record check needs 'exists'`);
+      return { kind, name, exists };
+    default: {
+      allowOnly(c, ['kind', 'name', 'exists', 'where', 'count'], where);
+      const hasWhere = hasOwn(c, 'where');
+      if (hasWhere !== hasOwn(c, 'count')) throw invalid(`${where}: a table check takes 'where' and 'count' together`);
+      if (exists === undefined && !hasWhere) throw invalid(`${where}: a table check needs 'exists', or 'where' and 'count'`);
+      return { kind, name, exists, where: hasWhere ? obj(c, 'where', where) : undefined, count: c.count };
+    }
+  }
+}
+
+/** The body's fields are already declared and type-checked by the route table (arrays, booleans). */
+export function parseTransaction(body: Body, _raw: string): Transaction {
+  const ms = body.mutations as unknown[];
+  const cs = (body.checks ?? []) as unknown[];
+  if (ms.length > MAX_TXN_ITEMS) throw invalid(`field 'mutations' holds ${ms.length} mutations; at most ${MAX_TXN_ITEMS} are allowed`);
+  if (cs.length > MAX_TXN_ITEMS) throw invalid(`field 'checks' holds ${cs.length} checks; at most ${MAX_TXN_ITEMS} are allowed`);
+  return {
+    mutations: ms.map(mutation),
+    checks: cs.map(check),
+    serializable: (body.serializable ?? body.serialization ?? false) as boolean,
+  };
+}

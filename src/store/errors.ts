@@ -1,0 +1,24 @@
+/**
+ * The one error type a Store fails with. `kind` says what went wrong in the
+ * caller's terms, never in HTTP's; src/http/errors.ts maps each kind to a
+ * status in one table, so a second store (or a CLI) can use the same kinds.
+ */
+export type StoreErrorKind =
+  | 'invalid' // malformed or ill-typed input
+  | 'forbidden' // wrong lock token
+  | 'not_found' // no such object, or expired
+  | 'conflict' // exists, type mismatch, overflow, failed transaction check
+  | 'precondition' // a conditional write whose condition does not hold
+  | 'too_large' // the change exceeds what one atomic write may hold
+  | 'locked' // lock held by someone else
+  | 'unavailable'; // shutting down, or the backing database is unreachable
+
+export class StoreError extends Error {
+  constructor(readonly kind: StoreErrorKind, message: string) {
+    super(message);
+  }
+}
+
+export const invalid = (message: string): StoreError => new StoreError('invalid', message);
+export const notFound = (message: string): StoreError => new StoreError('not_found', message);
+export const conflict = (message: string): StoreError => new StoreError('conflict', message);

@@ -1,0 +1,189 @@
+/**
+ * The log store's one way to change anything: `atomically(load, decide)`.
+ *
+ * The engine is one writer on one thread (docs/engine.md): a batch computed
+ * from state read in the same synchronous run cannot interleave with another
+ * request. So atomicity is a matter of structure: `load` names what must be in
+ * memory and may be awaited; `decide` is synchronous (its type forbids a
+ * promise), reads through a Tx and returns its result after queueing writes
+ * on the Tx; the Tx's batch goes to the engine in the same turn, as one
+ * batch. If `decide` meets a value that is not in memory after all (evicted,
+ * or a row group larger than the cache), the read it needs is started, the
+ * decision is thrown away (nothing was written) and run again once the value
+ * is there. Nothing else in the log store calls engine.write.
+ */
+import { type Decoder, type Engine, MISS, Op, type WriteOp } from '../../engine/index.js';
+import { StoreError } from '../errors.js';
+
+/** Thrown inside `decide` when a value must be read from disk first. */
+class NeedsRead {
+  constructor(readonly promise: Promise<void>) {}
+}
+
+/** Values read from disk for a decision that had to restart, valid while no write has happened since. */
+class Fetched {
+  private readonly values = new Map<string, { seq: number; v: unknown }>();
+  constructor(private readonly engine: Engine) {}
+
+  lookup(key: string): { v: unknown } | undefined {
+    const f = this.values.get(key);
+    return f !== undefined && f.seq === this.engine.upcomingSeq ? f : undefined;
+  }
+
+  need(key: string, read: Promise<unknown>): NeedsRead {
+    const seq = this.engine.upcomingSeq;
+    return new NeedsRead(read.then((v) => {
+      this.values.set(key, { seq, v });
+    }));
+  }
+}
+
+/** A version of a key written earlier in the same decision; null = deleted. */
+interface Slot {
+  memo: unknown;
+  exp: number;
+}
+
+/** One row: the decoded object and its JSON text (what answers are built from). */
+export interface RowMemo {
+  id: number;
+  obj: Record<string, unknown>;
+  json: string;
+}
+
+/**
+ * A decision's view of the store: the engine's state plus the writes queued
+ * so far in this decision, so a later step sees the effect of an earlier one
+ * (a transaction's INSERT then UPDATE of the same row).
+ */
+export class Tx {
+  readonly ops: WriteOp[] = [];
+  private keys: Map<string, Slot | null> | undefined;
+  /** Rows written in this decision, by group and t_id; null = removed. */
+  private groups: Map<string, Map<number, RowMemo | null>> | undefined;
+
+  constructor(private readonly engine: Engine, private readonly fetched: Fetched, readonly now: number) {}
+
+  /** The sequence number the batch of this decision will get (fences, table incarnations). */
+  get seq(): number {
+    return this.engine.upcomingSeq;
+  }
+
+  get<T>(key: string, dec: Decoder<T>): T | undefined {
+    const o = this.keys?.get(key);
+    if (o !== undefined) return o === null ? undefined : (o.memo as T);
+    const v = this.engine.peek(key, dec);
+    if (v !== MISS) return v;
+    const f = this.fetched.lookup(key);
+    if (f !== undefined && this.engine.has(key)) return f.v as T | undefined;
+    throw this.fetched.need(key, this.engine.read(key, dec));
+  }
+
+  has(key: string): boolean {
+    const o = this.keys?.get(key);
+    if (o !== undefined) return o !== null;
+    return this.engine.has(key);
+  }
+
+  /** Absolute expiry of a live key (0 = never); 0 when absent. */
+  expiry(key: string): number {
+    const o = this.keys?.get(key);
+    if (o !== undefined) return o === null ? 0 : o.exp;
+    return this.engine.expiresAt(key) ?? 0;
+  }
+
+  put<T>(key: string, value: Buffer, memo: T, decoder: Decoder<T>, exp: number): void {
+    this.ops.push({ op: Op.Put, key, value, expiresAt: exp, memo, decoder: decoder as Decoder<unknown> });
+    // An already expired value is invisible at once (the engine does the same).
+    (this.keys ??= new Map()).set(key, exp !== 0 && exp <= this.now ? null : { memo, exp });
+  }
+
+  del(key: string): void {
+    this.ops.push({ op: Op.Del, key, value: undefined, expiresAt: 0 });
+    (this.keys ??= new Map()).set(key, null);
+  }
+
+  /** Deletes every key of a group (a table incarnation's rows) in one entry. */
+  dropGroup(group: string): void {
+    this.ops.push({ op: Op.DropGroup, key: group, value: undefined, expiresAt: 0 });
+    (this.groups ??= new Map()).set(group, new Map());
+  }
+
+  putRow(group: string, key: string, memo: RowMemo, decoder: Decoder<RowMemo>, exp: number): void {
+    this.ops.push({ op: Op.Put, key, value: Buffer.from(memo.json), expiresAt: exp, memo, decoder: decoder as Decoder<unknown> });
+    this.rowSlots(group).set(memo.id, memo);
+  }
+
+  delRow(group: string, key: string, id: number): void {
+    this.ops.push({ op: Op.Del, key, value: undefined, expiresAt: 0 });
+    this.rowSlots(group).set(id, null);
+  }
+
+  private rowSlots(group: string): Map<number, RowMemo | null> {
+    const gs = (this.groups ??= new Map());
+    let m = gs.get(group);
+    if (m === undefined) gs.set(group, (m = new Map()));
+    return m;
+  }
+
+  /** Live rows of a group in t_id order, as this decision sees them. */
+  rows(group: string, dec: Decoder<RowMemo>): RowMemo[] {
+    let base = this.engine.scan(group, dec);
+    if (base instanceof Promise) {
+      const f = this.fetched.lookup(group);
+      if (f === undefined) throw this.fetched.need(group, base);
+      base = f.v as RowMemo[];
+    }
+    const over = this.groups?.get(group);
+    if (over === undefined || over.size === 0) return base;
+    const out: RowMemo[] = [];
+    for (const r of base) {
+      const o = over.get(r.id);
+      if (o === undefined) out.push(r);
+      else if (o !== null) out.push(o);
+    }
+    // Rows this decision inserted have ids above every stored one; Map order is insertion (id) order.
+    const top = base.length === 0 ? 0 : base[base.length - 1].id;
+    for (const [id, o] of over) if (id > top && o !== null) out.push(o);
+    return out;
+  }
+}
+
+/** A synchronous decision: a promise here would let another request interleave. */
+export type Decide<T> = (tx: Tx) => T extends PromiseLike<unknown> ? never : T;
+
+/** How many times a decision may restart to read from disk before giving up. */
+const MAX_ATTEMPTS = 32;
+
+export class Atomic {
+  constructor(private readonly engine: Engine, private readonly now: () => number) {}
+
+  /**
+   * Makes what `load` reads resident (awaiting reads as needed), then runs
+   * `decide` synchronously and writes its batch. `load` is an optimisation: a
+   * decision that meets a missing value restarts after reading it.
+   */
+  async atomically<T>(load: ((tx: Tx) => void) | undefined, decide: Decide<T>): Promise<T> {
+    const fetched = new Fetched(this.engine);
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const tx = new Tx(this.engine, fetched, this.now());
+      let result: T;
+      try {
+        if (load !== undefined) load(tx);
+        result = decide(tx) as T;
+      } catch (err) {
+        if (!(err instanceof NeedsRead)) throw err;
+        await err.promise;
+        continue;
+      }
+      if (tx.ops.length > 0) await this.engine.write(tx.ops);
+      return result;
+    }
+    throw new StoreError('unavailable', 'the data changed during every attempt to read it from disk; try again');
+  }
+
+  /** A read of several values that must come from one point in time (no write). */
+  read<T>(decide: Decide<T>): Promise<T> {
+    return this.atomically(undefined, decide);
+  }
+}

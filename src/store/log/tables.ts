@@ -1,0 +1,173 @@
+/**
+ * Table namespace on the log. A table is one metadata entry (its incarnation
+ * and next t_id) plus one engine entry per row, in the group of that
+ * incarnation. A row insert writes the row and the 2-number metadata, never
+ * the table; patch and row-delete are one batch each, so they are atomic
+ * across a crash; drop is one batch that deletes the metadata and the whole
+ * row group. Rows carry the table's expiry, so an expiring table takes its
+ * rows with it.
+ *
+ * The functions taking a Tx are the decisions; transactions (txns.ts) reuse
+ * them, so a table mutation has one implementation whether it comes alone or
+ * in a transaction.
+ */
+import type { Decoder } from '../../engine/index.js';
+import { conflict, notFound } from '../errors.js';
+import { mergeFields } from '../json.js';
+import type { TableStore, Wheres } from '../store.js';
+import { expiryOf } from '../validate.js';
+import { compileWheres, type Matcher, matches, type Row } from '../wheres.js';
+import type { Atomic, RowMemo, Tx } from './atomic.js';
+import { rowGroup, rowIdOf, rowKey, tableKey } from './keys.js';
+
+interface TableMeta {
+  inc: number;
+  next: number;
+}
+
+const metaDecoder: Decoder<TableMeta> = (buf) => {
+  const s = buf.toString('latin1');
+  const sp = s.indexOf(' ');
+  return { inc: Number(s.slice(0, sp)), next: Number(s.slice(sp + 1)) };
+};
+const encodeMeta = (m: TableMeta): Buffer => Buffer.from(`${m.inc} ${m.next}`, 'latin1');
+
+export const rowDecoder: Decoder<RowMemo> = (buf, key) => {
+  const json = buf.toString('utf8');
+  return { id: rowIdOf(key), obj: JSON.parse(json) as Row, json };
+};
+
+const missing = (name: string) => notFound(`table '${name}' does not exist`);
+
+/** The table's metadata; throws 404 when it does not exist. */
+function meta(tx: Tx, name: string): TableMeta {
+  const m = tx.get(tableKey(name), metaDecoder);
+  if (m === undefined) throw missing(name);
+  return m;
+}
+
+export function tableExists(tx: Tx, name: string): boolean {
+  return tx.has(tableKey(name));
+}
+
+/** Live rows of an existing table in t_id order. */
+export function tableRows(tx: Tx, name: string): RowMemo[] {
+  return tx.rows(rowGroup(name, meta(tx, name).inc), rowDecoder);
+}
+
+export function insertRow(tx: Tx, name: string, row: Row): number {
+  const key = tableKey(name);
+  const m = meta(tx, name);
+  const exp = tx.expiry(key);
+  const id = m.next;
+  const next: TableMeta = { inc: m.inc, next: id + 1 };
+  tx.put(key, encodeMeta(next), next, metaDecoder, exp);
+  const group = rowGroup(name, m.inc);
+  tx.putRow(group, rowKey(group, id), { id, obj: row, json: JSON.stringify(row) }, rowDecoder, exp);
+  return id;
+}
+
+/** Writes `sets` over every matching row; returns how many matched. Empty `sets` writes nothing. */
+export function updateRows(tx: Tx, name: string, matcher: Matcher, sets: Row): number {
+  const m = meta(tx, name);
+  const group = rowGroup(name, m.inc);
+  const rows = tx.rows(group, rowDecoder);
+  const write = Object.keys(sets).length > 0;
+  const exp = write ? tx.expiry(tableKey(name)) : 0;
+  let n = 0;
+  for (const r of rows) {
+    if (!matches(r.obj, matcher)) continue;
+    n++;
+    if (!write) continue;
+    const obj = mergeFields(r.obj, sets);
+    tx.putRow(group, rowKey(group, r.id), { id: r.id, obj, json: JSON.stringify(obj) }, rowDecoder, exp);
+  }
+  return n;
+}
+
+/** Deletes every matching row; returns how many matched. */
+export function removeRows(tx: Tx, name: string, matcher: Matcher): number {
+  const m = meta(tx, name);
+  const group = rowGroup(name, m.inc);
+  let n = 0;
+  for (const r of tx.rows(group, rowDecoder)) {
+    if (!matches(r.obj, matcher)) continue;
+    n++;
+    tx.delRow(group, rowKey(group, r.id), r.id);
+  }
+  return n;
+}
+
+export function countRows(tx: Tx, name: string, matcher: Matcher): number {
+  let n = 0;
+  for (const r of tableRows(tx, name)) if (matches(r.obj, matcher)) n++;
+  return n;
+}
+
+export class LogTables implements TableStore {
+  constructor(private readonly atomic: Atomic) {}
+
+  create(name: string, ttl: number): Promise<void> {
+    return this.atomic.atomically(undefined, (tx) => {
+      const key = tableKey(name);
+      if (tx.has(key)) throw conflict(`table '${name}' already exists`);
+      // The incarnation is the sequence number of this very batch: unique forever.
+      const m: TableMeta = { inc: tx.seq, next: 1 };
+      tx.put(key, encodeMeta(m), m, metaDecoder, expiryOf(ttl, tx.now));
+    });
+  }
+
+  insert(name: string, row: Row): Promise<number> {
+    return this.atomic.atomically(undefined, (tx) => insertRow(tx, name, row));
+  }
+
+  all(name: string): Promise<string> {
+    return this.atomic.read((tx) => {
+      const rows = tableRows(tx, name);
+      let out = '{';
+      for (let i = 0; i < rows.length; i++) {
+        if (i > 0) out += ',';
+        out += `"${rows[i].id}":${rows[i].json}`;
+      }
+      return out + '}';
+    });
+  }
+
+  query(name: string, wheres: Wheres): Promise<string> {
+    const matcher = compileWheres(wheres);
+    return this.atomic.read((tx) => {
+      const rows = tableRows(tx, name);
+      let out = '[';
+      let first = true;
+      for (let i = 0; i < rows.length; i++) {
+        if (!matches(rows[i].obj, matcher)) continue;
+        if (!first) out += ',';
+        out += rows[i].json;
+        first = false;
+      }
+      return out + ']';
+    });
+  }
+
+  patch(name: string, wheres: Wheres, sets: Row): Promise<void> {
+    const matcher = compileWheres(wheres);
+    return this.atomic.atomically(undefined, (tx) => {
+      updateRows(tx, name, matcher, sets);
+    });
+  }
+
+  deleteRows(name: string, wheres: Wheres): Promise<void> {
+    const matcher = compileWheres(wheres);
+    return this.atomic.atomically(undefined, (tx) => {
+      removeRows(tx, name, matcher);
+    });
+  }
+
+  drop(name: string): Promise<void> {
+    return this.atomic.atomically(undefined, (tx) => {
+      const m = meta(tx, name);
+      tx.del(tableKey(name));
+      tx.dropGroup(rowGroup(name, m.inc));
+    });
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * Transactions on the log (docs/api.md "Transactions"): every check on the
+ * state before the first mutation, then every mutation in order on one Tx,
+ * all in one decision and so one batch in the log: all or nothing, also
+ * across a crash (docs/engine.md, atomic batches).
+ */
+import { StoreError } from '../errors.js';
+import type { Check, Mutation, Transaction } from '../store.js';
+import { compileWheres, matches } from '../wheres.js';
+import type { Atomic, Tx } from './atomic.js';
+import { deleteRecord, putRecord, recordExists } from './records.js';
+import { countRows, insertRow, removeRows, tableExists, updateRows } from './tables.js';
+import { addVariant, currentVariant, setVariant } from './variants.js';
+
+/** Whether `actual` satisfies a where-value (a literal, or an operator object), as a row field would. */
+export function satisfies(actual: unknown, expected: unknown): boolean {
+  return matches({ v: actual }, compileWheres({ v: expected }));
+}
+
+const exists = (yes: boolean): string => (yes ? 'exists' : 'does not exist');
+
+/** Why a check fails, or undefined when it holds. */
+function failure(tx: Tx, c: Check): string | undefined {
+  switch (c.kind) {
+    case 'variant': {
+      const cur = currentVariant(tx, c.name);
+      if (c.exists !== undefined && c.exists !== (cur !== undefined)) return `variant '${c.name}' ${exists(cur !== undefined)}`;
+      if (!c.hasValue) return undefined;
+      if (cur === undefined) return `variant '${c.name}' does not exist`;
+      if (!satisfies(cur.v, c.value)) return `variant '${c.name}' is ${JSON.stringify(cur.v)}, which does not match ${JSON.stringify(c.value)}`;
+      return undefined;
+    }
+    case 'record': {
+      const has = recordExists(tx, c.name);
+      if (c.exists !== undefined && c.exists !== has) return `record '${c.name}' ${exists(has)}`;
+      return undefined;
+    }
+    case 'table': {
+      const has = tableExists(tx, c.name);
+      if (c.exists !== undefined && c.exists !== has) return `table '${c.name}' ${exists(has)}`;
+      if (c.where === undefined) return undefined;
+      if (!has) return `table '${c.name}' does not exist`;
+      const n = countRows(tx, c.name, compileWheres(c.where));
+      if (!satisfies(n, c.count)) return `table '${c.name}' has ${n} matching row(s), which does not match ${JSON.stringify(c.count)}`;
+      return undefined;
+    }
+  }
+}
+
+/** Applies one mutation; returns its entry of `results` as JSON text. */
+function apply(tx: Tx, m: Mutation): string {
+  switch (m.kind) {
+    case 'table':
+      switch (m.op) {
+        case 'INSERT':
+          return `{"t_id":${insertRow(tx, m.name, m.values)}}`;
+        case 'UPDATE':
+          return `{"matched":${updateRows(tx, m.name, compileWheres(m.where), m.values)}}`;
+        case 'REMOVE':
+          return `{"matched":${removeRows(tx, m.name, compileWheres(m.where))}}`;
+      }
+      break;
+    case 'variant':
+      if (m.op === 'ADD') return addVariant(tx, m.name, m.delta).data;
+      setVariant(tx, m.name, m.value, m.ttl);
+      return '{}';
+    case 'record':
+      if (m.op === 'PUT') putRecord(tx, m.name, m.values, m.ttl);
+      else deleteRecord(tx, m.name);
+      return '{}';
+  }
+  throw new Error('unreachable');
+}
+
+/** Names the failing part of a transaction in the error, keeping its kind (so its status). */
+function at(err: unknown, what: string): unknown {
+  return err instanceof StoreError ? new StoreError(err.kind, `${what}: ${err.message}`) : err;
+}
+
+export function transact(atomic: Atomic, txn: Transaction): Promise<string> {
+  return atomic.atomically(undefined, (tx) => {
+    for (let i = 0; i < txn.checks.length; i++) {
+      let why: string | undefined;
+      try {
+        why = failure(tx, txn.checks[i]);
+      } catch (err) {
+        throw at(err, `transaction check ${i}`);
+      }
+      if (why !== undefined) throw new StoreError('conflict', `transaction check ${i} failed: ${why}`);
+    }
+    let out = '{"results":[';
+    for (let i = 0; i < txn.mutations.length; i++) {
+      let r: string;
+      try {
+        r = apply(tx, txn.mutations[i]);
+      } catch (err) {
+        throw at(err, `mutation ${i}`);
+      }
+      out += i === 0 ? r : ',' + r;
+    }
+    return out + ']}';
+  });
+}

@@ -1,0 +1,106 @@
+/**
+ * The storage boundary (docs/architecture.md): everything the HTTP layer may
+ * ask of a store, with typed inputs and typed failures (StoreError). The
+ * embedded log store (src/store/log/) implements it; a shared database store
+ * can implement it too, and the same black-box suite then runs on both.
+ *
+ * Inputs arrive validated for shape by the caller (names, ttl ranges, field
+ * types); a store checks what depends on stored state. Results that clients
+ * receive as JSON are handed over as JSON text, so a cached value can be
+ * answered without parsing or serialising it again. Reads that a store can
+ * serve from memory may return their text synchronously (`Sync<T>`): that is
+ * the measured fast path of GET (docs/benchmarks.md), worth one union type.
+ */
+import type { ScalarInput } from './variant.js';
+import type { Row } from './wheres.js';
+
+export type Sync<T> = T | Promise<T>;
+export type Wheres = Record<string, unknown>;
+
+export interface StoreStats {
+  /** Tables + records + variants + held locks. */
+  keyCount: number;
+  /** Garbage collector: 0 never ran, 1 running, 2 idle. */
+  gcState: 0 | 1 | 2;
+  /** Logical bytes of live stored data. */
+  liveBytes: number;
+}
+
+export interface TableStore {
+  create(name: string, ttl: number): Promise<void>;
+  /** Resolves to the new row's t_id. */
+  insert(name: string, row: Row): Promise<number>;
+  /** Every row as JSON text: an object from t_id to row. */
+  all(name: string): Promise<string>;
+  /** Matching rows as JSON text: an array in t_id order. */
+  query(name: string, wheres: Wheres): Promise<string>;
+  patch(name: string, wheres: Wheres, sets: Row): Promise<void>;
+  deleteRows(name: string, wheres: Wheres): Promise<void>;
+  drop(name: string): Promise<void>;
+}
+
+export interface RecordStore {
+  /** Resolves to true when the record is new, false when it replaced one. */
+  put(id: string, record: Row, ttl: number): Promise<boolean>;
+  /** The record as JSON text. */
+  get(id: string): Sync<string>;
+  /** `[value]` when the record has the field, `[]` otherwise, as JSON text. */
+  search(id: string, column: string): Promise<string>;
+  delete(id: string): Promise<void>;
+}
+
+export interface VariantStore {
+  /** Creates or replaces; resolves to [created, data JSON]. */
+  put(name: string, value: ScalarInput, ttl: number): Promise<[boolean, string]>;
+  /** `delta.text` is the delta as written; resolves to the data JSON. */
+  increment(name: string, delta: ScalarInput): Promise<string>;
+  get(name: string): Sync<string>;
+  delete(name: string): Promise<void>;
+}
+
+export interface LockStore {
+  /** Acquires without waiting; resolves to the data JSON ({token, fence}). */
+  acquire(name: string, ttl: number, holder: string | null): Promise<string>;
+  /** `ttl` 0 renews for the length given at acquire. */
+  renew(name: string, token: string, ttl: number): Promise<string>;
+  release(name: string, token: string): Promise<void>;
+  query(name: string): Promise<string>;
+}
+
+// ---- transactions (docs/api.md "Transactions") ----------------------------------
+
+export type Check =
+  | { kind: 'variant'; name: string; exists?: boolean; value?: unknown; hasValue: boolean }
+  | { kind: 'record'; name: string; exists?: boolean }
+  | { kind: 'table'; name: string; exists?: boolean; where?: Wheres; count?: unknown };
+
+export type Mutation =
+  | { kind: 'table'; name: string; op: 'INSERT'; values: Row }
+  | { kind: 'table'; name: string; op: 'UPDATE'; where: Wheres; values: Row }
+  | { kind: 'table'; name: string; op: 'REMOVE'; where: Wheres }
+  | { kind: 'variant'; name: string; op: 'ADD'; delta: ScalarInput }
+  | { kind: 'variant'; name: string; op: 'SET'; value: ScalarInput; ttl: number }
+  | { kind: 'record'; name: string; op: 'PUT'; values: Row; ttl: number }
+  | { kind: 'record'; name: string; op: 'DELETE' };
+
+export interface Transaction {
+  checks: Check[];
+  mutations: Mutation[];
+  /** SERIALIZABLE isolation on a shared store; every transaction is serializable on one node. */
+  serializable: boolean;
+}
+
+export interface Store {
+  readonly tables: TableStore;
+  readonly records: RecordStore;
+  readonly variants: VariantStore;
+  readonly locks: LockStore;
+  /**
+   * Runs every check on the state before the first mutation, then every
+   * mutation in order on one view; all of it is one atomic write, or nothing.
+   * Resolves to the data JSON ({"results": [...]}).
+   */
+  transact(txn: Transaction): Promise<string>;
+  stats(): Promise<StoreStats>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,143 @@
+/**
+ * Variant values, independent of where they are stored: the type a value
+ * gets, how it prints, and exact addition. A variant's type is fixed by its
+ * first value (integer, double, string, boolean); docs/api.md "Variants".
+ */
+import { conflict, invalid } from './errors.js';
+
+export type VType = 'i' | 'd' | 's' | 'b';
+export type Scalar = number | string | boolean;
+
+export interface Variant {
+  t: VType;
+  v: Scalar;
+  /** The answer's data, precomputed: {"variant":<v>} */
+  data: string;
+}
+
+/** A value as the client wrote it: `text` is the number's source text, when it is one. */
+export interface ScalarInput {
+  value: unknown;
+  text: string | undefined;
+}
+
+export const TYPE_NAMES: Record<VType, string> = { i: 'an integer', d: 'a double', s: 'a string', b: 'a boolean' };
+const LIMIT = Number.MAX_SAFE_INTEGER;
+const LIMIT_BIG = BigInt(LIMIT);
+
+/**
+ * JSON for a value. A double always shows a fraction (`3.0`, `1.0e+300`), so
+ * a client can see its type and writing it back keeps it a double.
+ */
+export function render(t: VType, v: Scalar): string {
+  const s = JSON.stringify(v);
+  if (t !== 'd' || s.includes('.')) return s;
+  const e = s.indexOf('e');
+  return e < 0 ? `${s}.0` : `${s.slice(0, e)}.0${s.slice(e)}`;
+}
+
+export const makeVariant = (t: VType, v: Scalar): Variant => ({ t, v, data: `{"variant":${render(t, v)}}` });
+
+const overflow = (name: string) => conflict(`variant '${name}' would overflow: the result is outside ±(2^53−1)`);
+
+const NUMBER_PARTS = /^-?(\d+)(\.\d+)?(?:[eE]([+-]?\d+))?$/;
+
+/**
+ * Whether a JSON number is an integer: written without a fraction, and none
+ * made by its exponent (`1`, `-7`, `1e3`, `100e-2`), unlike `1.5`, `1.0`,
+ * `15e-1` or `1e-400`. Decided on the text as written, exactly: JSON.parse
+ * cannot tell 1.0 from 1, and rounds 1e-400 to 0. PUT values and increment
+ * deltas follow the same rule. Without the text, the value decides.
+ */
+export function isIntegerLiteral(v: number, text: string | undefined): boolean {
+  if (text === undefined) return Number.isInteger(v);
+  // The common case, digits only: no regex needed.
+  if (text.indexOf('.') < 0 && text.indexOf('e') < 0 && text.indexOf('E') < 0) return true;
+  const m = NUMBER_PARTS.exec(text);
+  if (m === null || m[2] !== undefined) return false;
+  const exp = m[3] === undefined ? 0 : Number(m[3]);
+  if (exp >= 0) return true;
+  // A negative exponent must only consume zeros (or the number is zero).
+  const digits = m[1];
+  if (/^0+$/.test(digits)) return true;
+  if (-exp > digits.length) return false;
+  for (let i = digits.length + exp; i < digits.length; i++) if (digits.charCodeAt(i) !== 48 /* 0 */) return false;
+  return true;
+}
+
+/** The exact value of an integer literal (isIntegerLiteral holds) whose magnitude is below 2^55. */
+function exactInteger(text: string): bigint {
+  const m = NUMBER_PARTS.exec(text) as RegExpExecArray;
+  let digits = m[1];
+  let exp = m[3] === undefined ? 0 : Number(m[3]);
+  if (exp < 0) {
+    // Drop the zeros the exponent consumes first, so BigInt only sees the ~17 digits that matter.
+    digits = /^0+$/.test(digits) ? '0' : digits.slice(0, digits.length + exp);
+    exp = 0;
+  }
+  const v = BigInt(digits) * 10n ** BigInt(exp);
+  return text.charCodeAt(0) === 45 /* - */ ? -v : v;
+}
+
+/**
+ * The variant a written value makes: `3` is an integer and `3.0` a double; to
+ * reset a double variant to a whole number, write it with a fraction.
+ */
+export function variantOf(input: ScalarInput, field = 'variant'): Variant {
+  const v = input.value;
+  switch (typeof v) {
+    case 'string':
+      return makeVariant('s', v);
+    case 'boolean':
+      return makeVariant('b', v);
+    case 'number':
+      if (!Number.isFinite(v)) throw invalid(`field '${field}' must be a finite number`);
+      if (isIntegerLiteral(v, input.text)) {
+        if (Math.abs(v) > LIMIT) throw invalid(`field '${field}' is an integer outside ±(2^53−1)`);
+        return makeVariant('i', v);
+      }
+      return makeVariant('d', v);
+    default:
+      throw invalid(v === undefined
+        ? `field '${field}' is required (a string, boolean or number)`
+        : `field '${field}' must be a string, boolean or number`);
+  }
+}
+
+/** Refuses to replace a variant with a value of another type. */
+export function checkSameType(name: string, cur: Variant | undefined, next: Variant): void {
+  if (cur !== undefined && cur.t !== next.t) {
+    throw conflict(`variant '${name}' holds ${TYPE_NAMES[cur.t]}; cannot store ${TYPE_NAMES[next.t]} (delete it first to change its type)`);
+  }
+}
+
+/** Checks a delta's shape before anything is looked up (a bad delta is a 400 even for a missing variant). */
+export function checkDelta(delta: unknown): asserts delta is number {
+  if (typeof delta !== 'number' || !Number.isFinite(delta)) {
+    throw invalid(delta === undefined ? `field 'delta' is required (a number)` : `field 'delta' must be a number`);
+  }
+}
+
+/** `cur + delta`, exactly, or a conflict. `text` is the delta as written (see isIntegerLiteral). */
+export function addDelta(name: string, cur: Variant, delta: number, text: string | undefined): Variant {
+  if (cur.t === 's' || cur.t === 'b') throw conflict(`variant '${name}' holds ${TYPE_NAMES[cur.t]}; only numbers can be incremented`);
+  let next: number;
+  if (cur.t === 'i') {
+    if (!isIntegerLiteral(delta, text)) throw conflict(`variant '${name}' holds an integer; delta must be an integer`);
+    if (Number.isSafeInteger(delta)) {
+      next = (cur.v as number) + delta;
+    } else {
+      // JSON.parse has rounded a delta this large, so add the one that was
+      // written, exactly: -2 + 9007199254740993 is 9007199254740991, in range.
+      // Beyond 2^55 no current value can bring the result back into range.
+      if (text === undefined || Math.abs(delta) > 2 ** 55) throw overflow(name);
+      const exact = BigInt(cur.v as number) + exactInteger(text);
+      if (exact > LIMIT_BIG || exact < -LIMIT_BIG) throw overflow(name);
+      next = Number(exact);
+    }
+  } else {
+    next = (cur.v as number) + delta;
+  }
+  if (!(Math.abs(next) <= LIMIT)) throw overflow(name);
+  return makeVariant(cur.t, next);
+}
