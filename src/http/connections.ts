@@ -76,7 +76,7 @@ function destroyThis(this: net.Socket): void {
  * Lingering close: send FIN after the answer, then keep reading and
  * discarding until the client closes, goes quiet, or a time or size bound is
  * reached. Closing with unread input makes the kernel send RST, which can
- * destroy the answer before the client has read it (issue 14, item 1).
+ * destroy the answer before the client has read it (docs/api.md, "413").
  */
 export function linger(socket: net.Socket): void {
   const c = conn(socket);
@@ -259,8 +259,8 @@ export function responseDone(c: Conn): void {
  * Whether a request must wait: pipelined requests of one connection run one
  * after the other, and not while more than MAX_QUEUED_OUTPUT of earlier
  * answers is still queued. A client that pipelines requests but never reads
- * would otherwise make the server hold every answer in memory (issue 14,
- * item 15), and a pipelined GET could overtake the PUT before it.
+ * would otherwise make the server hold every answer in memory, and a
+ * pipelined GET could overtake the PUT before it.
  */
 export function mustWait(c: Conn): boolean {
   return c.pending > 1 || c.parked !== null || c.socket.writableLength > MAX_QUEUED_OUTPUT;

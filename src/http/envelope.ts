@@ -41,7 +41,7 @@ const DRAIN_LIMIT = 64 * 1024;
  * A request refused before its body was read (401, 404, 405, 413, ...)
  * whose body is large or of unknown length: close the connection after the
  * answer (with a lingering close, docs/operations.md) instead of waiting for
- * a body that may never come (issue 14, item 14).
+ * a body that may never come (docs/api.md, "413").
  */
 function closeIfBodyPending(res: ServerResponse): void {
   const req = res.req as IncomingMessage | undefined;

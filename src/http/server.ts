@@ -265,7 +265,7 @@ export class PithosServer {
     const closed = new Promise<void>((r) => net.Server.prototype.close.call(this.http, () => r()));
     const drained = this.inFlight === 0 ? Promise.resolve() : new Promise<void>((r) => this.idle.push(r));
     // A referenced timer: the process must not exit (skipping the engine's
-    // close) just because nothing else is pending (issue 14, item 11).
+    // close) just because nothing else is pending (docs/operations.md, "Graceful shutdown").
     let timer: NodeJS.Timeout | undefined;
     const graceOver = new Promise<void>((r) => (timer = setTimeout(r, graceMs)));
     await Promise.race([drained, graceOver]);
@@ -317,10 +317,10 @@ async function settle(server: PithosServer, pending: Promise<void>, res: ServerR
 
 /**
  * Requests node:http rejects before they reach us (malformed, headers too
- * large, too slow) still get the JSON envelope API.md promises for every
+ * large, too slow) still get the JSON envelope docs/api.md promises for every
  * answer; the connection is then closed with a lingering close, so neither a
  * client still sending loses the answer nor a client that never reads or
- * closes keeps the socket (issue 14, items 1 and 10).
+ * closes keeps the socket (docs/operations.md, "Connections and slow clients").
  */
 function onClientError(err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex): void {
   const c = conn(socket as net.Socket);

@@ -9,6 +9,7 @@ test('rowsHint: wheres without rows names the query paths; otherwise nothing', (
   assert.equal(rowsHint({ rows: { a: 1 }, wheres: {} }, 'users'), '');
   assert.equal(rowsHint({}, 'users'), '');
   assert.equal(rowsHint({ row: {} }, 'users'), '');
+  assert.match(rowsHint({ wheres: {} }), /GET \/tables\/<name>\/rows or POST \/tables\/<name>\/query/);
   // the name is shown as it goes in a path
   assert.match(rowsHint({ wheres: {} }, 'a b/c'), /GET \/tables\/a%20b%2Fc\/rows/);
   // an inherited 'wheres' is not the client's
