@@ -209,7 +209,7 @@ export class PithosServer {
   dispatch(route: Route, name: string, body: Body, res: ServerResponse, raw: string): void {
     let pending: void | Promise<void>;
     try {
-      route.checkBody(body);
+      route.checkBody(body, name);
       pending = route.def.handler(this.ctx, name, body, res, raw);
     } catch (err) {
       return this.fail(res, err);
