@@ -295,8 +295,9 @@ class Group implements Map<string, Entry> {
     if (!c.map.delete(key)) return false;
     this.count--;
     if (c.map.size === 0) {
-      // The next chunk inherits the range: find() sends every key below
-      // chunk 1's lo to chunk 0, whatever chunk 0's lo says.
+      // Its range goes to the chunk before it (find() picks the last chunk
+      // whose lo <= key), whose keys are all below it, so that chunk stays in
+      // order; if it was chunk 0, the new chunk 0 takes everything below.
       this.chunks.splice(i, 1);
     } else if (c.map.size <= this.max >> 3 && this.chunks.length > 1) {
       // Merge a nearly empty chunk into a neighbour, so deletes cannot leave a Map per row behind.
