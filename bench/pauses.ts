@@ -51,6 +51,8 @@ interface Result {
   maxGcKind: string;
   /** Inserts over 10 ms of wall time that also used over 10 ms of the process's CPU time. */
   cpu10: number;
+  /** Which inserts those were (the first 40): clustered at shard growth, or at a collection? */
+  cpuHeavyAt: number[];
   maxCpuMs: number;
   /** Entries in the biggest single Map of the directory (what one rehash copies). */
   largestMap: number;
@@ -87,6 +89,7 @@ async function measure(shape: string): Promise<Result> {
   obs.observe({ entryTypes: ['gc'] });
   const t0 = performance.now();
   let cpu10 = 0;
+  const cpuHeavyAt: number[] = [];
   let maxCpuMs = 0;
   for (let i = 0; i < KEYS; i++) {
     // The process's CPU time too: on a shared machine a wall-clock pause may
@@ -99,7 +102,10 @@ async function measure(shape: string): Promise<Result> {
     if (d > 10) {
       const u = process.cpuUsage(c);
       const cpuMs = (u.user + u.system) / 1000;
-      if (cpuMs > 10) cpu10++;
+      if (cpuMs > 10) {
+        cpu10++;
+        if (cpuHeavyAt.length < 40) cpuHeavyAt.push(i);
+      }
       if (cpuMs > maxCpuMs) maxCpuMs = cpuMs;
     }
     if (d > maxMs) {
@@ -155,7 +161,7 @@ async function measure(shape: string): Promise<Result> {
     largestMap = Math.max(largestMap, members.chunks === undefined ? members.size : Math.max(...members.chunks.map((c) => c.map.size)));
   }
   return {
-    shape, keys: KEYS, totalMs, maxMs, maxAt, over10, over1, over10NoGc, maxNoGcMs, maxGcMs, maxGcKind, largestMap, cpu10, maxCpuMs,
+    shape, keys: KEYS, totalMs, maxMs, maxAt, over10, over1, over10NoGc, maxNoGcMs, maxGcMs, maxGcKind, largestMap, cpu10, cpuHeavyAt, maxCpuMs,
     bytesPerKey: (h1 - h0) / KEYS,
     // Entry objects are part of the directory; the key strings were allocated before h0.
     keyStringBytes: 8 * Math.ceil((16 + keys[0].length) / 8),
@@ -189,6 +195,7 @@ function main(): void {
           `over 10 ms with > 10 ms CPU: ${m.cpu10} (most CPU in one insert ${m.maxCpuMs.toFixed(1)} ms); over 10 ms without a GC: ${m.over10NoGc} (longest ${m.maxNoGcMs.toFixed(1)} ms); longest GC ${m.maxGcMs.toFixed(1)} ms (${m.maxGcKind}); ` +
           `largest Map ${m.largestMap.toLocaleString('en-US')}; directory ${m.bytesPerKey.toFixed(0)} B/key (Entry + maps; key strings not counted); ` +
           `get ${(m.getsPerSec / 1e6).toFixed(2)} M/s`);
+        if (process.env.PITHOS_PAUSE_VERBOSE !== undefined) console.log(`        inserts with > 10 ms CPU: ${m.cpuHeavyAt.join(', ')}`);
       }
     }
   }
