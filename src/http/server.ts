@@ -15,6 +15,7 @@ import { toStatus } from './errors.js';
 import { sendError } from './envelope.js';
 import type { Ctx, Handler } from './handlers.js';
 import { MethodNotAllowed, route } from './router.js';
+import { serveConsole } from './console.js';
 
 export interface ServerOptions {
   ctx: Ctx;
@@ -96,6 +97,8 @@ export class PithosServer {
     if (this.opts.allow !== undefined && !allowed(this.opts.allow, req.socket.remoteAddress)) {
       return sendError(res, 403, 'client address not allowed');
     }
+    // The web console's static files load without a token (the page asks for it).
+    if (req.url !== undefined && req.url.startsWith('/console') && serveConsole(req, res)) return;
     if (!this.authorised(req.headers['auth-token'])) return sendError(res, 401, UNAUTHORISED);
     try {
       const r = route(req.method ?? 'GET', req.url ?? '/', this.opts.testClock);
