@@ -160,8 +160,10 @@ function sparkline(title: string, unit: string): { el: HTMLElement; push: (v: nu
       if (points.length > 60) points.shift();
       const max = Math.max(...points);
       const min = Math.min(...points);
-      const span = max - min || Math.abs(max) || 1;
-      poly.setAttribute('points', points.map((p, i) => `${(i / 59) * 300},${85 - ((p - min) / span) * 78}`).join(' '));
+      const span = max - min;
+      // A flat series draws a flat line across the middle.
+      const y = (p: number): number => (span === 0 ? 45 : 85 - ((p - min) / span) * 78);
+      poly.setAttribute('points', points.map((p, i) => `${(i / 59) * 300},${y(p)}`).join(' '));
       last.textContent = `${+v.toFixed(3)} ${unit}`;
     },
   };
@@ -225,6 +227,8 @@ function viewDashboard(client: Pithos): void {
       prev = { t: now, count, latSum, latCount };
     } catch (err) {
       metricsOn = false;
+      rate.el.remove();
+      latency.el.remove();
       const why = err instanceof PithosError ? `${err.status} “${err.message}”` : String(err);
       metricsNote.replaceChildren(h('p', { class: 'note', id: 'metrics-note' }, `Request-rate and latency charts need GET /metrics (API.md 17); this server answered ${why}. Disk charts come from /health.`));
     }
