@@ -465,7 +465,7 @@ const RUN: Record<string, (c: Ctx) => Promise<void>> = {
 export async function run(argv: readonly string[], io: Io): Promise<number> {
   const cmd = argv[0];
   if (cmd === undefined || !COMMANDS.has(cmd)) {
-    io.err(`pithos: unknown command '${cmd ?? ''}'\n${OVERVIEW}\n`);
+    io.err(`pithos: unknown command '${cmd ?? ''}' (see pithos help)\n`);
     return 2;
   }
   if (cmd === 'version') {

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import http from 'node:http';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -70,9 +71,10 @@ async function served(method: string, p: string, body?: unknown): Promise<boolea
 }
 
 test('help, version and usage errors (exit 2, nothing on stdout)', async () => {
-  const [help, helpGet, helpNope, version, serveHelp] = await Promise.all([
-    cli(['help']), cli(['help', 'get']), cli(['help', 'nope']), cli(['version']), cli(['serve', '--help']),
+  const [help, helpGet, helpNope, version, serveHelp, unknown] = await Promise.all([
+    cli(['help']), cli(['help', 'get']), cli(['help', 'nope']), cli(['version']), cli(['serve', '--help']), cli(['frobnicate', 'x']),
   ]);
+  exits(unknown, 2, 'unknown command', /^pithos: unknown command 'frobnicate' \(see pithos help\)\n$/);
   ok(help, 'help');
   for (const c of ['get', 'put', 'del', 'incr', 'query', 'insert', 'patch', 'lock', 'unlock', 'txn', 'ls', 'watch', 'health', 'serve']) {
     assert.match(help.stdout, new RegExp(`\\b${c}\\b`), `help lists ${c}`);
@@ -127,29 +129,34 @@ test('tables: put table, insert (args and stdin), query, get table, patch, del r
   writeFileSync(file, '{"name":"dee","age":19}');
   ok(await cli(['insert', 'users', `@${file}`]), 'insert @file');
 
-  const q = await cli(['query', 'users', '{"age":{"$gt":26}}', '-o', 'json']);
+  // Reads in parallel: each is its own process.
+  const [q, human, none, g, gj] = await Promise.all([
+    cli(['query', 'users', '{"age":{"$gt":26}}', '-o', 'json']),
+    cli(['query', 'users', '{"age":{"$gt":26}}']),
+    cli(['query', 'users', '{"name":"zed"}']),
+    cli(['get', 'table', 'users']),
+    cli(['get', 'table', 'users', '-o', 'json']),
+  ]);
   ok(q, 'query -o json');
   assert.deepEqual(json(q).data, [{ name: 'ann', age: 31 }, { name: 'cy', age: 40 }]);
   assert.equal(json(q).message, 'table queried rows successfully');
-  const human = await cli(['query', 'users', '{"age":{"$gt":26}}']);
   ok(human, 'query');
   assert.deepEqual(human.stdout.trimEnd().split('\n').map((l) => l.split(/\s+/)), [['name', 'age'], ['----', '---'], ['ann', '31'], ['cy', '40']]);
-  const none = await cli(['query', 'users', '{"name":"zed"}']);
   ok(none, 'query no match');
   assert.equal(none.stdout, '(no rows)\n');
 
-  const g = await cli(['get', 'table', 'users']);
   ok(g, 'get table');
   assert.match(g.stdout, /^t_id\s+name\s+age\n/);
   assert.match(g.stdout, /\n4\s+dee\s+19\n?$/);
-  assert.deepEqual(Object.keys(json(await cli(['get', 'table', 'users', '-o', 'json'])).data), ['1', '2', '3', '4']);
+  assert.deepEqual(Object.keys(json(gj).data), ['1', '2', '3', '4']);
 
   ok(await cli(['patch', 'users', '{"name":"bob"}', '{"age":26,"role":"ops"}']), 'patch');
   assert.deepEqual((await server.req('GET', '/tables/users')).body.data['2'], { name: 'bob', age: 26, role: 'ops' });
   ok(await cli(['del', 'rows', 'users', '{"age":{"$lt":20}}']), 'del rows');
   assert.deepEqual(Object.keys((await server.req('GET', '/tables/users')).body.data), ['1', '2', '3']);
-  exits(await cli(['patch', 'ghost', '{}', '{}']), 1, 'patch missing table', /404 table 'ghost' does not exist/);
-  exits(await cli(['query', 'ghost']), 1, 'query missing table', /does not exist/);
+  const [pg, qg] = await Promise.all([cli(['patch', 'ghost', '{}', '{}']), cli(['query', 'ghost'])]);
+  exits(pg, 1, 'patch missing table', /404 table 'ghost' does not exist/);
+  exits(qg, 1, 'query missing table', /does not exist/);
 
   ok(await cli(['del', 'table', 'users']), 'del table');
   exits(await cli(['get', 'table', 'users']), 1, 'get dropped table', /404/);
@@ -161,12 +168,16 @@ test('records: put (created/replaced), get, --column, del, not found exits 1', a
   assert.equal(p1.stdout, 'created\n');
   const p2 = await cli(['put', 'record', 'doc', '{"a":2,"b":{"c":[1,2]}}', '--ttl', '600']);
   assert.equal(p2.stdout, 'replaced\n');
-  const g = await cli(['get', 'record', 'doc', '-o', 'json']);
+  const [g, human, colB, colZ] = await Promise.all([
+    cli(['get', 'record', 'doc', '-o', 'json']),
+    cli(['get', 'record', 'doc']),
+    cli(['get', 'record', 'doc', '--column', 'b']),
+    cli(['get', 'record', 'doc', '--column', 'zz']),
+  ]);
   assert.deepEqual(json(g).data, { a: 2, b: { c: [1, 2] } });
-  const human = await cli(['get', 'record', 'doc']);
   assert.deepEqual(JSON.parse(human.stdout.replace(/\n\(version \d+\)\n$/, '')), { a: 2, b: { c: [1, 2] } });
-  assert.equal((await cli(['get', 'record', 'doc', '--column', 'b'])).stdout, '{"c":[1,2]}\n');
-  assert.equal((await cli(['get', 'record', 'doc', '--column', 'zz'])).stdout, '(no such field)\n');
+  assert.equal(colB.stdout, '{"c":[1,2]}\n');
+  assert.equal(colZ.stdout, '(no such field)\n');
   ok(await cli(['del', 'record', 'doc']), 'del record');
   const missing = await cli(['get', 'record', 'doc', '-o', 'json']);
   exits(missing, 1, 'get missing record', /404 record 'doc' does not exist/);
@@ -206,21 +217,28 @@ test('locks: lock, held (exit 1), get lock, renew, wrong token (exit 1), unlock'
 });
 
 test('health; auth failures and unreachable servers exit 1; --url/--token beat the environment', async () => {
-  const h = await cli(['health']);
+  const [h, hj, wrong, flagWins, fallback, unreachable, urlWins] = await Promise.all([
+    cli(['health']),
+    cli(['health', '-o', 'json']),
+    cli(['health'], { env: { PITHOS_TOKEN: 'wrong' } }),
+    cli(['health', '--token', server.token], { env: { PITHOS_TOKEN: 'wrong' } }),
+    cli(['health'], { env: { PITHOS_TOKEN: undefined, PITHOS_AUTH_TOKEN: server.token } }),
+    cli(['health'], { env: { PITHOS_URL: 'http://127.0.0.1:9' } }),
+    cli(['health', '--url', server.base], { env: { PITHOS_URL: 'http://127.0.0.1:9' } }),
+  ]);
   ok(h, 'health');
   assert.match(h.stdout, /^key_count\s+\d+$/m);
   assert.match(h.stdout, /^disk_total\s+\d+\.\d\dGB$/m);
-  assert.ok(Number.isInteger(json(await cli(['health', '-o', 'json'])).data.key_count));
-  exits(await cli(['health'], { env: { PITHOS_TOKEN: 'wrong' } }), 1, 'wrong token', /401 .*check --token/);
-  ok(await cli(['health', '--token', server.token], { env: { PITHOS_TOKEN: 'wrong' } }), '--token wins');
-  ok(await cli(['health'], { env: { PITHOS_TOKEN: undefined, PITHOS_AUTH_TOKEN: server.token } }), 'PITHOS_AUTH_TOKEN as fallback');
-  exits(await cli(['health'], { env: { PITHOS_URL: 'http://127.0.0.1:1' } }), 1, 'unreachable', /cannot reach/);
-  ok(await cli(['health', '--url', server.base], { env: { PITHOS_URL: 'http://127.0.0.1:1' } }), '--url wins');
+  assert.ok(Number.isInteger(json(hj).data.key_count));
+  exits(wrong, 1, 'wrong token', /401 .*check --token/);
+  ok(flagWins, '--token wins');
+  ok(fallback, 'PITHOS_AUTH_TOKEN as fallback');
+  exits(unreachable, 1, 'unreachable', /cannot reach http:\/\/127\.0\.0\.1:9/);
+  ok(urlWins, '--url wins');
 });
 
 test('ls, txn and watch: checked where the server answers them, else exit 1 naming the missing endpoint', async () => {
-  ok(await cli(['put', 'table', 'ls-a']), 'setup');
-  ok(await cli(['put', 'table', 'ls-b']), 'setup');
+  for (const r of await Promise.all([cli(['put', 'table', 'ls-a']), cli(['put', 'table', 'ls-b'])])) ok(r, 'setup');
   if (await served('GET', '/tables')) {
     const r = await cli(['ls', 'tables', '--prefix', 'ls-', '--limit', '1', '--all']);
     ok(r, 'ls --all');
@@ -236,19 +254,29 @@ test('ls, txn and watch: checked where the server answers them, else exit 1 nami
   } else {
     exits(await cli(['txn', txn]), 1, 'txn', /404 no endpoint at POST \/txns/);
   }
-  // watch: exits 1 at once without /watch; with it, prints the next event and stops.
-  const w = cli(['watch', '--kind', 'record', '--count-events', '1', '-o', 'json']);
-  const first = await Promise.race([w, new Promise<null>((r) => setTimeout(() => r(null), 1500))]);
-  if (first !== null && first.code === 1) {
-    assert.match(first.stderr, /404 no endpoint at GET \/watch/);
+  // watch: without /watch, exit 1 at once; with it, --since 0 replays the write made first.
+  if ((await watchStatus()) === 404) {
+    exits(await cli(['watch', '--kind', 'record']), 1, 'watch', /404 no endpoint at GET \/watch/);
   } else {
-    ok(await cli(['put', 'record', 'watched', '{}']), 'write for watch');
-    const r = await w;
+    ok(await cli(['put', 'record', 'watched-1', '{}']), 'write for watch');
+    const r = await cli(['watch', '--kind', 'record', '--prefix', 'watched-', '--since', '0', '--count-events', '1', '-o', 'json']);
     ok(r, 'watch');
     const ev = JSON.parse(r.stdout.trim().split('\n')[0]!);
-    assert.equal(ev.data.name, 'watched');
+    assert.equal(ev.event, 'put');
+    assert.equal(ev.data.name, 'watched-1');
   }
 });
+
+/** Status of GET /watch from its headers alone (an event stream never ends). */
+function watchStatus(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const r = http.get({ host: '127.0.0.1', port: server.port, path: '/watch', headers: { 'Auth-Token': server.token } }, (res) => {
+      resolve(res.statusCode ?? 0);
+      res.destroy();
+    });
+    r.on('error', reject);
+  });
+}
 
 test('`pithos serve` and server flags still start the server', async () => {
   const s = await PithosServer.start({ bare: true, args: ['serve', '--host', '127.0.0.1', '--port', '0'], env: { PITHOS_AUTH_TOKEN: 'serve-token' } });

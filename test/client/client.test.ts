@@ -276,12 +276,11 @@ test('watch(): live events when the server has /watch, else a typed 404', async 
     assert.equal(err.unsupported, true);
     return;
   }
-  const ac = new AbortController();
-  const it = db.watch({ kind: 'record', prefix: 'w-', signal: ac.signal });
-  const first = it.next();
-  await new Promise((r) => setTimeout(r, 200));
+  // Written first, then replayed with since 0: no race with the subscription.
   await db.putRecord('w-1', { a: 1 });
-  const ev = await first;
+  const ac = new AbortController();
+  const it = db.watch({ kind: 'record', prefix: 'w-', since: 0, signal: ac.signal });
+  const ev = await it.next();
   assert.equal(ev.done, false);
   assert.equal(ev.value!.event, 'put');
   assert.equal((ev.value!.data as { name: string }).name, 'w-1');
