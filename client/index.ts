@@ -206,6 +206,8 @@ export const ENDPOINTS = {
   livez: ep('GET', '/livez', true, { partTwo: true, text: true }),
   readyz: ep('GET', '/readyz', true, { partTwo: true, text: true }),
   metrics: ep('GET', '/metrics', true, { partTwo: true, text: true }),
+  openapi: ep('GET', '/openapi.json', true, { partTwo: true, text: true }),
+  backup: ep('GET', '/backup', true, { partTwo: true, text: true }),
   // tables
   listTables: ep('GET', '/tables', true, P2),
   createTable: ep('PUT', '/tables/{name}', false),
@@ -500,6 +502,18 @@ export class Pithos {
   /** `GET /metrics` (part two): the Prometheus text. */
   async metrics(): Promise<string> {
     return (await this.call<string>('metrics')).data;
+  }
+
+  /** `GET /openapi.json` (part two): the server's OpenAPI document. */
+  async openapi(): Promise<Record<string, unknown>> {
+    return JSON.parse((await this.call<string>('openapi')).data) as Record<string, unknown>;
+  }
+  /** `GET /backup` (part two): the snapshot as a byte stream (write it to a file as it arrives). */
+  async backup(signal?: AbortSignal): Promise<ReadableStream<Uint8Array>> {
+    const e = ENDPOINTS.backup;
+    const res = await this.send(e, e.path, undefined, undefined, signal);
+    if (!res.ok || res.body === null) throw errorFrom(res.status, await res.text(), e.method, e.path);
+    return res.body;
   }
 
   // --- listing (part two) ---------------------------------------------------------------
