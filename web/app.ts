@@ -592,7 +592,7 @@ async function viewRecord(client: Pithos, id: string): Promise<void> {
       text,
       h('div', { class: 'row' },
         h('button', { type: 'button', class: 'primary', id: 'save-record', onclick: () => void save() }, 'Save'),
-        h('button', { type: 'button', id: 'reload-record', onclick: () => void load() }, 'Reload'),
+        h('button', { type: 'button', id: 'reload-record', onclick: () => { $('#status').replaceChildren(); void load(); } }, 'Reload'),
         h('button', { type: 'button', class: 'danger', id: 'delete-record', onclick: () => void attempt(async () => {
           if (!(await confirmAction(`Delete record '${id}'?`))) return;
           await client.deleteRecord(id);
