@@ -105,6 +105,10 @@ ${COMMON}`,
 Prints the server's health figures (key count, disk, memory, gc state).
 
 ${COMMON}`,
+  serve: `usage: pithos [serve] [server options]
+Starts the server; pithos serve --help lists its options (also read from PITHOS_* variables).`,
+  repair: `usage: pithos repair [server options]
+Opens a damaged data directory keeping every intact batch, then exits; see pithos serve --help.`,
   help: `usage: pithos help [command]`,
   version: `usage: pithos version
 Prints the version of this program.`,

@@ -80,6 +80,9 @@ test('help, version and usage errors (exit 2, nothing on stdout)', async () => {
     assert.match(help.stdout, new RegExp(`\\b${c}\\b`), `help lists ${c}`);
   }
   ok(helpGet, 'help get');
+  const helpServe = await cli(['help', 'serve']);
+  ok(helpServe, 'help serve');
+  assert.match(helpServe.stdout, /^usage: pithos \[serve\]/);
   assert.match(helpGet.stdout, /^usage: pithos get <kind> <name>/);
   exits(helpNope, 2, 'help nope', /no help for 'nope'/);
   ok(version, 'version');
