@@ -322,6 +322,7 @@ function viewTable(client: Pithos, name: string): void {
   const conds: Cond[] = [];
   const condBox = h('div', { id: 'conditions' });
   const combinator = h('select', { id: 'combinator' }, h('option', { value: 'and' }, 'all of (and)'), h('option', { value: 'or' }, 'any of ($or)'));
+  combinator.addEventListener('change', () => sync());
   const raw = h('textarea', { id: 'wheres', rows: '3', spellcheck: 'false', 'aria-label': 'wheres as JSON' });
   raw.value = '{}';
   let rawEdited = false;
@@ -445,6 +446,7 @@ function viewTable(client: Pithos, name: string): void {
       }
       sortRows();
       renderGrid();
+      if (orSupport === undefined && rows.length > 0) void probeOr();
     } catch (err) {
       if (err instanceof PithosError && err.status === 404) {
         main().replaceChildren(h('h1', {}, `Table ${name}`), h('p', { class: 'note' }, err.message), h('p', {}, h('a', { href: '#/tables' }, 'Back to tables')));
@@ -452,6 +454,29 @@ function viewTable(client: Pithos, name: string): void {
       }
       fail(err);
     }
+  };
+
+  /**
+   * Combinators are API.md part two. A part-one server reads {"$or": [...]} as a field
+   * named "$or" and silently matches nothing, so ask once: {"$or": [{}]} matches every
+   * row where $or is understood and none where it is not (the table has rows here).
+   */
+  let orSupport: boolean | undefined;
+  const orNote = h('p', { class: 'note', id: 'or-note', hidden: true },
+    'This server does not understand $or/$and/$not (API.md part two): “any of” is off; conditions are combined with “all of”.');
+  const probeOr = async (): Promise<void> => {
+    try {
+      orSupport = (await client.queryRows(name, { $or: [{}] }, { limit: 1 })).length > 0;
+    } catch {
+      orSupport = false;
+    }
+    const any = combinator.querySelector<HTMLOptionElement>('option[value=or]')!;
+    any.disabled = !orSupport;
+    if (!orSupport && combinator.value === 'or') {
+      combinator.value = 'and';
+      sync();
+    }
+    orNote.hidden = orSupport;
   };
 
   const countMatching = async (wheres: Wheres): Promise<number> => (await client.queryRows(name, wheres)).length;
@@ -505,6 +530,7 @@ function viewTable(client: Pithos, name: string): void {
       h('h2', {}, 'Query'),
       h('div', { class: 'row' }, field('Match', combinator), h('button', { type: 'button', id: 'add-condition', onclick: addCond }, '+ Condition')),
       condBox,
+      orNote,
       field('wheres (JSON, editable)', raw),
       h('div', { class: 'row' }, field('Order by', orderField), field('Direction', orderDir), field('Rows per page', pageSize),
         h('button', { type: 'submit', class: 'primary', id: 'run-query' }, 'Run query')),

@@ -113,6 +113,14 @@ test('console: create a table, insert rows, query with the builder', async () =>
     1: { name: 'ann', age: 31 }, 2: { name: 'bob', age: 25 }, 3: { name: 'cy', age: 40, city: 'Oslo' },
   });
 
+  // $or is offered only where the server understands it (API.md part two).
+  const orProbe = await server.req('POST', '/tables/users/query', { wheres: { $or: [{}] } });
+  const orSupported = orProbe.status === 200 && orProbe.body.data.length === 3;
+  await page.waitForFunction((want) => {
+    const o = document.querySelector<HTMLOptionElement>('#combinator option[value=or]');
+    return o !== null && o.disabled === !want && (document.querySelector('#or-note') as HTMLElement).hidden === want;
+  }, orSupported);
+
   // age ≥ 30, newest first.
   await page.click('#add-condition');
   await page.fill('.cond-field', 'age');
