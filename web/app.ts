@@ -541,9 +541,10 @@ function viewTable(client: Pithos, name: string): void {
     h('form', { class: 'card', 'aria-label': 'Insert row', onsubmit: (e: Event) => {
       e.preventDefault();
       void attempt(async () => {
-        const { t_id } = await client.insertRow(name, parseJsonObject(insertText.value, 'the row'));
+        const sent = insertText.value;
+        const { t_id } = await client.insertRow(name, parseJsonObject(sent, 'the row'));
         say(`row inserted, t_id ${t_id}`);
-        insertText.value = '{}';
+        if (insertText.value === sent) insertText.value = '{}'; // keep what was typed meanwhile
         await run();
       });
     } }, h('h2', {}, 'Insert row'), insertText, h('button', { type: 'submit', class: 'primary', id: 'insert-row' }, 'Insert')),

@@ -94,7 +94,7 @@ test('console: create a table, insert rows, query with the builder', async () =>
   await page.waitForURL(/#\/tables$/);
   const listing = await server.req('GET', '/tables');
   if (listing.status === 404 || listing.status === 405) await page.locator('.note').filter({ hasText: 'does not offer listing' }).waitFor();
-  else await page.locator('#names, text=Nothing here.').first().waitFor();
+  else await page.locator('#names').or(page.getByText('Nothing here.')).first().waitFor();
 
   await page.fill('#new-table', 'users');
   await page.click('text=Create table');
@@ -102,10 +102,11 @@ test('console: create a table, insert rows, query with the builder', async () =>
   await page.locator('#no-rows').waitFor();
   assert.equal((await server.req('GET', '/tables/users')).status, 200, 'the table exists on the server');
 
-  for (const row of [{ name: 'ann', age: 31 }, { name: 'bob', age: 25 }, { name: 'cy', age: 40, city: 'Oslo' }]) {
+  const rows = [{ name: 'ann', age: 31 }, { name: 'bob', age: 25 }, { name: 'cy', age: 40, city: 'Oslo' }];
+  for (const [i, row] of rows.entries()) {
     await page.fill('#insert-json', JSON.stringify(row));
     await page.click('#insert-row');
-    await page.locator('#status .ok').filter({ hasText: 'row inserted' }).waitFor();
+    await page.locator('#status .ok').filter({ hasText: `row inserted, t_id ${i + 1}` }).waitFor();
   }
   await page.locator('#grid tbody tr').nth(2).waitFor();
   assert.equal(await page.locator('#grid tbody tr').count(), 3);
