@@ -163,7 +163,10 @@ function sparkline(title: string, unit: string): { el: HTMLElement; push: (v: nu
       const span = max - min;
       // A flat series draws a flat line across the middle.
       const y = (p: number): number => (span === 0 ? 45 : 85 - ((p - min) / span) * 78);
-      poly.setAttribute('points', points.map((p, i) => `${(i / 59) * 300},${y(p)}`).join(' '));
+      // The series fills the width; a single sample is a flat line.
+      const xs = points.length === 1 ? [0, 300] : points.map((_, i) => (i / (points.length - 1)) * 300);
+      const ys = points.length === 1 ? [y(points[0]!), y(points[0]!)] : points.map(y);
+      poly.setAttribute('points', xs.map((x, i) => `${x},${ys[i]}`).join(' '));
       last.textContent = `${+v.toFixed(3)} ${unit}`;
     },
   };
