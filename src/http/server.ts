@@ -22,6 +22,7 @@ import type { Cors } from './cors.js';
 import type { AccessLog } from './access.js';
 import { answerProbe, probeOf } from './probes.js';
 import type { TlsMaterial } from '../tls.js';
+import { serveConsole } from './console.js';
 
 export interface ServerOptions {
   ctx: Ctx;
@@ -166,6 +167,8 @@ export class PithosServer {
       res.shouldKeepAlive = false;
       return sendError(res, 503, 'server is shutting down');
     }
+    // The web console's static files load without a token (the page asks for it).
+    if (req.url !== undefined && req.url.startsWith('/console') && serveConsole(req, res)) return;
     // Routing is a pure lookup; its verdict (404, 405, a bad name) is held back
     // until the token has passed, so an unauthenticated client learns nothing
     // (docs/api.md, "Authentication"). A path matching no route needs a valid token.
