@@ -19,6 +19,12 @@ export interface Config {
   repair: boolean;
   /** Addresses and CIDR subnets allowed to connect; empty = everyone. */
   allowFrom: string[];
+  /** 'log' (the embedded log in dataDir) or a postgres:// URL (docs/scaling.md). */
+  store: string;
+  /** Connections each node keeps to the shared database at most. */
+  pgPoolSize: number;
+  /** Longest a statement may run on the shared database before it is cancelled (ms). */
+  pgStatementTimeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -27,7 +33,7 @@ interface Spec {
   flag: string;
   env: string;
   key: keyof Config;
-  kind: 'string' | 'port' | 'fsync' | 'posint' | 'bool' | 'list';
+  kind: 'string' | 'port' | 'fsync' | 'posint' | 'bool' | 'list' | 'store';
   def: string | number | boolean | string[] | undefined;
   help: string;
 }
@@ -46,6 +52,12 @@ const SPECS: Spec[] = [
   { flag: '--segment-mb', env: 'PITHOS_SEGMENT_MB', key: 'segmentMb', kind: 'posint', def: 64, help: 'log segment size in MiB (at most 1024)' },
   { flag: '--allow-from', env: 'PITHOS_ALLOW_FROM', key: 'allowFrom', kind: 'list', def: [],
     help: 'comma-separated addresses or CIDR subnets allowed to connect; others get 403 (default: any)' },
+  { flag: '--store', env: 'PITHOS_STORE', key: 'store', kind: 'store', def: 'log',
+    help: 'where data lives: log (the data directory) or postgres://user:pass@host:port/db (shared by many nodes)' },
+  { flag: '--pg-pool-size', env: 'PITHOS_PG_POOL_SIZE', key: 'pgPoolSize', kind: 'posint', def: 10,
+    help: 'connections to the shared database per node (postgres store only)' },
+  { flag: '--pg-statement-timeout-ms', env: 'PITHOS_PG_STATEMENT_TIMEOUT_MS', key: 'pgStatementTimeoutMs', kind: 'posint', def: 5000,
+    help: 'a statement on the shared database running longer is cancelled, answer 503 (postgres store only)' },
   { flag: '--repair', env: 'PITHOS_REPAIR', key: 'repair', kind: 'bool', def: false,
     help: 'open a damaged log by dropping damaged batches (keeps every intact one)' },
 ];
@@ -95,6 +107,9 @@ function convert(s: Spec, raw: string, from: string): string | number | boolean 
       }
       return items;
     }
+    case 'store':
+      if (raw === 'log' || /^postgres(ql)?:\/\/./.test(raw)) return raw;
+      throw new ConfigError(`${from} must be log or a postgres:// URL, got '${raw.replace(/:[^:@/]*@/, ':***@')}'`);
     case 'bool':
       if (raw === '' || raw === '1' || raw === 'true') return true;
       if (raw === '0' || raw === 'false') return false;
