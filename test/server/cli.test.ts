@@ -5,7 +5,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { PithosServer, expectError, expectSuccess, runCli } from '../helpers/server.js';
+import { PithosServer, expectError, expectSuccess, onlyLog, runCli } from '../helpers/server.js';
 
 let tmp: string;
 before(() => {
@@ -140,7 +140,7 @@ test('--allow-from: other client addresses get 403 before auth, listed ones are 
   }
 });
 
-test('a port already in use: exit 1 with a hint naming --port, data directory left unlocked', async () => {
+test('a port already in use: exit 1 with a hint naming --port, data directory left unlocked', { skip: onlyLog('inspects the log data directory LOCK file') }, async () => {
   const blocker = net.createServer();
   await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
   const port = (blocker.address() as net.AddressInfo).port;
