@@ -19,7 +19,7 @@ test('--help exits 0 and lists every flag', async () => {
   const r = await runCli(['--help']);
   assert.equal(r.timedOut, false, '--help did not exit');
   assert.equal(r.code, 0, `exit code ${r.code}; stderr: ${r.stderr}`);
-  for (const flag of ['--host', '--port', '--data-dir', '--auth-token', '--fsync', '--max-body-bytes', '--help']) {
+  for (const flag of ['--host', '--port', '--data-dir', '--auth-token', '--fsync', '--max-body-bytes', '--store', '--pg-pool-size', '--pg-statement-timeout-ms', '--help']) {
     assert.ok(r.stdout.includes(flag), `--help output lacks ${flag}:\n${r.stdout}`);
   }
   for (const env of ['PITHOS_HOST', 'PITHOS_PORT', 'PITHOS_DATA_DIR', 'PITHOS_AUTH_TOKEN', 'PITHOS_FSYNC', 'PITHOS_MAX_BODY_BYTES']) {
@@ -39,6 +39,10 @@ test('bad flag values exit non-zero with a one-line reason on stderr', async () 
     ['--max-body-bytes', '-5'],
     ['--max-body-bytes', 'lots'],
     ['--no-such-flag'],
+    ['--store', 'mysql://x@h/db'],
+    ['--store', ''],
+    ['--pg-pool-size', '0'],
+    ['--pg-statement-timeout-ms', 'soon'],
   ];
   const results = await Promise.all(
     cases.map((args, i) => runCli(['--host', '127.0.0.1', '--data-dir', path.join(tmp, `bad${i}`), '--auth-token', 'x', ...args], {}, 8000)),
@@ -58,7 +62,8 @@ test('bad flag values exit non-zero with a one-line reason on stderr', async () 
 });
 
 test('bad environment values exit non-zero with a one-line reason', async () => {
-  const cases: Record<string, string>[] = [{ PITHOS_FSYNC: 'sometimes' }, { PITHOS_PORT: '-1' }, { PITHOS_PORT: 'http' }, { PITHOS_MAX_BODY_BYTES: 'x' }];
+  const cases: Record<string, string>[] = [{ PITHOS_FSYNC: 'sometimes' }, { PITHOS_PORT: '-1' }, { PITHOS_PORT: 'http' }, { PITHOS_MAX_BODY_BYTES: 'x' },
+    { PITHOS_STORE: 'postgres:' }, { PITHOS_PG_POOL_SIZE: '-3' }];
   const results = await Promise.all(
     cases.map((env, i) => runCli([], { PITHOS_HOST: '127.0.0.1', PITHOS_PORT: '0', PITHOS_DATA_DIR: path.join(tmp, `badenv${i}`), PITHOS_AUTH_TOKEN: 'x', ...env }, 8000)),
   );

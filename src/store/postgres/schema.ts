@@ -72,6 +72,10 @@ async function migrateOnce(pool: pg.Pool): Promise<number[]> {
   for (const m of MIGRATIONS) {
     const c = await pool.connect();
     let broken: Error | undefined;
+    const onError = (err: Error): void => {
+      broken = err;
+    };
+    c.on('error', onError);
     try {
       await c.query('BEGIN');
       const r = await c.query('INSERT INTO pithos_migrations (version, name) VALUES ($1, $2) ON CONFLICT (version) DO NOTHING RETURNING version', [m.version, m.name]);
@@ -90,6 +94,7 @@ async function migrateOnce(pool: pg.Pool): Promise<number[]> {
       }
       throw err;
     } finally {
+      c.removeListener('error', onError);
       c.release(broken);
     }
   }

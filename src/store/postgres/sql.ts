@@ -165,6 +165,13 @@ export class Db {
       }
       let broken: Error | undefined;
       let retry = false;
+      // A connection that breaks between two statements emits 'error' on the
+      // checked-out client; unheard, that would end the process.
+      const onError = (err: Error): void => {
+        broken = err;
+        this.noteDown(err);
+      };
+      client.on('error', onError);
       try {
         const q = this.view(client);
         await q.query(serializable ? 'BEGIN ISOLATION LEVEL SERIALIZABLE' : 'BEGIN');
@@ -184,6 +191,7 @@ export class Db {
         }
         retry = true;
       } finally {
+        client.removeListener('error', onError);
         client.release(broken);
       }
       if (retry) await backoff(attempt);
