@@ -153,9 +153,9 @@ export class PithosServer {
   /** Spawn the process and wait for the listening line. */
   async spawn(): Promise<void> {
     const o = this.opts;
-    if (PG_URL !== undefined && this.storeUrl === undefined) {
+    if (this.storeUrl === undefined && (o.store !== undefined || PG_URL !== undefined)) {
       // Created once per data directory: a restart finds its data again.
-      this.storeUrl = o.store ?? schemaOfDir.get(this.dataDir) ?? await freshSchema(PG_URL, `t${process.pid}_${++schemas}`);
+      this.storeUrl = o.store ?? schemaOfDir.get(this.dataDir) ?? await freshSchema(PG_URL as string, `t${process.pid}_${++schemas}`);
       schemaOfDir.set(this.dataDir, this.storeUrl);
     }
     const args = [BIN];
