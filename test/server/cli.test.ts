@@ -39,10 +39,6 @@ test('bad flag values exit non-zero with a one-line reason on stderr', async () 
     ['--max-body-bytes', '-5'],
     ['--max-body-bytes', 'lots'],
     ['--no-such-flag'],
-    ['--store', 'mysql://x@h/db'],
-    ['--store', ''],
-    ['--pg-pool-size', '0'],
-    ['--pg-statement-timeout-ms', 'soon'],
   ];
   const results = await Promise.all(
     cases.map((args, i) => runCli(['--host', '127.0.0.1', '--data-dir', path.join(tmp, `bad${i}`), '--auth-token', 'x', ...args], {}, 8000)),
@@ -62,8 +58,7 @@ test('bad flag values exit non-zero with a one-line reason on stderr', async () 
 });
 
 test('bad environment values exit non-zero with a one-line reason', async () => {
-  const cases: Record<string, string>[] = [{ PITHOS_FSYNC: 'sometimes' }, { PITHOS_PORT: '-1' }, { PITHOS_PORT: 'http' }, { PITHOS_MAX_BODY_BYTES: 'x' },
-    { PITHOS_STORE: 'postgres:' }, { PITHOS_PG_POOL_SIZE: '-3' }];
+  const cases: Record<string, string>[] = [{ PITHOS_FSYNC: 'sometimes' }, { PITHOS_PORT: '-1' }, { PITHOS_PORT: 'http' }, { PITHOS_MAX_BODY_BYTES: 'x' }];
   const results = await Promise.all(
     cases.map((env, i) => runCli([], { PITHOS_HOST: '127.0.0.1', PITHOS_PORT: '0', PITHOS_DATA_DIR: path.join(tmp, `badenv${i}`), PITHOS_AUTH_TOKEN: 'x', ...env }, 8000)),
   );
@@ -74,6 +69,29 @@ test('bad environment values exit non-zero with a one-line reason', async () => 
     assert.notEqual(r.code, 0, `${label}: exit code 0`);
     const err = r.stderr.trim();
     assert.ok(err.length > 0 && !err.includes('\n'), `${label}: stderr must be one line:\n${r.stderr}`);
+  });
+});
+
+test('bad --store and --pg-* values (flags and environment) exit 2 with a one-line reason, password hidden', async () => {
+  const cases: [string[], Record<string, string>][] = [
+    [['--store', 'mysql://u:hunter2@h/db'], {}],
+    [['--store', ''], {}],
+    [['--pg-pool-size', '0'], {}],
+    [['--pg-statement-timeout-ms', 'soon'], {}],
+    [[], { PITHOS_STORE: 'postgres:' }],
+    [[], { PITHOS_PG_POOL_SIZE: '-3' }],
+  ];
+  const results = await Promise.all(
+    cases.map(([args, env], i) => runCli(['--host', '127.0.0.1', '--data-dir', path.join(tmp, `badstore${i}`), '--auth-token', 'x', ...args], env, 15000)),
+  );
+  cases.forEach(([args, env], i) => {
+    const r = results[i]!;
+    const label = JSON.stringify([args, env]);
+    assert.equal(r.timedOut, false, `${label}: the server started instead of refusing`);
+    assert.equal(r.code, 2, `${label}: exit code ${r.code}`);
+    const err = r.stderr.trim();
+    assert.ok(err.length > 0 && !err.includes('\n'), `${label}: stderr must be one line:\n${r.stderr}`);
+    assert.ok(!err.includes('hunter2'), `${label}: the password is printed: ${err}`);
   });
 });
 

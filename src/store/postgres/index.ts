@@ -61,7 +61,7 @@ export class PgStore implements Store {
           await db.close().catch(() => undefined);
           throw err;
         }
-        opts.log('warn', `shared store: ${m.message} (attempt ${attempt}; retrying every second)`);
+        opts.log('warn', `shared store: cannot migrate the schema: ${(err as Error)?.message ?? String(err)} (attempt ${attempt}; retrying every second)`);
         await new Promise((r) => setTimeout(r, 1000));
       }
     }

@@ -54,15 +54,15 @@ export function isRetryable(err: unknown): boolean {
 export function mapError(err: unknown, statementTimeoutMs: number): unknown {
   if (err instanceof StoreError) return err;
   const e = err as { code?: unknown; severity?: unknown; message?: unknown };
-  const msg = typeof e?.message === 'string' ? e.message : String(err);
   if (typeof e?.severity !== 'string') {
-    // Not an answer from the server: the connection failed, was lost or timed out.
-    return new StoreError('unavailable', `the database is unreachable (${msg}); try again`);
+    // Not an answer from the server: the connection failed, was lost or timed
+    // out. The details (addresses) go to the server log (noteDown), not to clients.
+    return new StoreError('unavailable', 'the database is unreachable; try again');
   }
   const code = typeof e.code === 'string' ? e.code : '';
   if (code === '57014') return new StoreError('unavailable', `the database did not answer within the statement timeout of ${statementTimeoutMs} ms; try again`);
   if (isRetryable(err)) return new StoreError('unavailable', `the database could not serialize this change with concurrent ones; try again`);
-  if (/^(08|53|57|58)/.test(code)) return new StoreError('unavailable', `the database is unavailable (${msg}); try again`);
+  if (/^(08|53|57|58)/.test(code)) return new StoreError('unavailable', `the database is unavailable (${code}); try again`);
   return err;
 }
 
