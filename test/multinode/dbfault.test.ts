@@ -91,3 +91,28 @@ test('PostgreSQL stopped mid-load: 503 meanwhile, no acknowledged write lost, se
   // Both nodes still alive (no crash).
   for (const n of nodes) assert.equal(n.child?.exitCode ?? null, null);
 });
+
+test('a node started while PostgreSQL is down waits for it, then serves (no crash, no restart)', { skip }, async () => {
+  const c = cluster as PgCluster;
+  c.stop();
+  let late: PithosServer | undefined;
+  try {
+    const url = schemaUrl(c);
+    const starting = PithosServer.start({ store: url, testClock: false, startTimeoutMs: 60_000 });
+    await sleep(2000);
+    c.start();
+    late = await starting;
+    assert.match(late.stderr, /shared store: cannot migrate the schema/, 'the wait was logged');
+    expectSuccess(await late.req('PUT', '/variants/late', { variant: 1 }), 201, 'variant created successfully', { variant: 1 });
+    expectSuccess(await nodes[0].req('GET', '/variants/late'), 200, 'variant queried successfully', { variant: 1 });
+  } finally {
+    await late?.close();
+  }
+});
+
+/** The URL of the schema the other nodes use; the schema exists already, so this needs no connection. */
+function schemaUrl(c: PgCluster): string {
+  const u = new URL(c.url);
+  u.searchParams.set('options', '-c search_path=fault');
+  return u.toString();
+}
