@@ -33,6 +33,12 @@ export interface Config {
   corsOrigin: string[];
   logFormat: 'text' | 'json';
   accessLog: boolean;
+  /** 'log' (the embedded log in dataDir) or a postgres:// URL (docs/scaling.md). */
+  store: string;
+  /** Connections each node keeps to the shared database at most. */
+  pgPoolSize: number;
+  /** Longest a statement may run on the shared database before it is cancelled (ms). */
+  pgStatementTimeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -41,7 +47,7 @@ interface Spec {
   flag: string;
   env: string;
   key: keyof Config;
-  kind: 'string' | 'port' | 'fsync' | 'posint' | 'bool' | 'list' | 'origins' | 'logformat';
+  kind: 'string' | 'port' | 'fsync' | 'posint' | 'bool' | 'list' | 'origins' | 'logformat' | 'store';
   def: string | number | boolean | string[] | undefined;
   help: string;
 }
@@ -62,6 +68,12 @@ const SPECS: Spec[] = [
     help: 'comma-separated addresses or CIDR subnets allowed to connect; others get 403 (default: any)' },
   { flag: '--max-connections', env: 'PITHOS_MAX_CONNECTIONS', key: 'maxConnections', kind: 'posint', def: undefined,
     help: 'open connections at most; beyond it the oldest idle one is closed (default 10000, lowered to the open-file limit minus 256)' },
+  { flag: '--store', env: 'PITHOS_STORE', key: 'store', kind: 'store', def: 'log',
+    help: 'where data lives: log (the data directory) or postgres://user:pass@host:port/db (shared by many nodes)' },
+  { flag: '--pg-pool-size', env: 'PITHOS_PG_POOL_SIZE', key: 'pgPoolSize', kind: 'posint', def: 10,
+    help: 'connections to the shared database per node (postgres store only)' },
+  { flag: '--pg-statement-timeout-ms', env: 'PITHOS_PG_STATEMENT_TIMEOUT_MS', key: 'pgStatementTimeoutMs', kind: 'posint', def: 5000,
+    help: 'a statement on the shared database running longer is cancelled, answer 503 (postgres store only)' },
   { flag: '--repair', env: 'PITHOS_REPAIR', key: 'repair', kind: 'bool', def: false,
     help: 'open a damaged log by dropping damaged batches (keeps every intact one)' },
   { flag: '--config', env: 'PITHOS_CONFIG', key: 'config', kind: 'string', def: undefined,
@@ -142,6 +154,9 @@ function convert(s: Spec, raw: string, from: string): string | number | boolean 
       }
       return items;
     }
+    case 'store':
+      if (raw === 'log' || /^postgres(ql)?:\/\/./.test(raw)) return raw;
+      throw new ConfigError(`${from} must be log or a postgres:// URL, got '${raw.replace(/:[^:@/]*@/, ':***@')}'`);
     case 'bool':
       if (raw === '' || raw === '1' || raw === 'true') return true;
       if (raw === '0' || raw === 'false') return false;

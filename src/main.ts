@@ -9,6 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { BlockList } from 'node:net';
 import { type Config, ConfigError, effectiveConfig, parseConfig, parseSubnet, usage } from './config.js';
 import { LogStore } from './store/log/index.js';
+import { PgStore } from './store/postgres/index.js';
+import type { Store } from './store/store.js';
 import { PithosServer } from './http/server.js';
 import { effectiveMaxConnections } from './http/connections.js';
 import { Health } from './health.js';
@@ -127,15 +129,20 @@ async function main(): Promise<number> {
   const testClock = process.env.PITHOS_TEST_CLOCK === '1';
   const now = testClock ? () => Date.now() + offset : Date.now;
 
-  const db = await LogStore.open({
-    dir: dataDir,
-    durability: cfg.fsync,
-    cacheBytes: cfg.cacheMb * 1024 * 1024,
-    segmentBytes: cfg.segmentMb * 1024 * 1024,
-    repair: cfg.repair,
-    now,
-    log,
-  });
+  const shared = cfg.store !== 'log';
+  if (shared && cfg.command === 'repair') throw new Error('repair applies to the log store only; the shared database has its own tools');
+  // The data directory keeps the generated auth token with either store.
+  const db: Store = shared
+    ? await PgStore.open({ url: cfg.store, poolSize: cfg.pgPoolSize, statementTimeoutMs: cfg.pgStatementTimeoutMs, offsetMs: () => offset, log })
+    : await LogStore.open({
+      dir: dataDir,
+      durability: cfg.fsync,
+      cacheBytes: cfg.cacheMb * 1024 * 1024,
+      segmentBytes: cfg.segmentMb * 1024 * 1024,
+      repair: cfg.repair,
+      now,
+      log,
+    });
   if (cfg.command === 'repair') {
     await db.close();
     log('info', `repair of ${dataDir} finished`);
@@ -175,7 +182,9 @@ async function main(): Promise<number> {
     }
     throw err;
   }
-  log('info', `pithos ${version()}: data dir ${dataDir}, fsync ${cfg.fsync}`);
+  log('info', shared
+    ? `pithos ${version()}: shared store ${cfg.store.replace(/:[^:@/]*@/, ':***@')}, pool ${cfg.pgPoolSize}`
+    : `pithos ${version()}: data dir ${dataDir}, fsync ${cfg.fsync}`);
   if (generated) log('info', `default password (send as Auth-Token): ${token}`);
   if (cfg.tokensFile !== undefined) log('info', `tokens file ${cfg.tokensFile}: ${auth.size} named token(s)`);
   if (testClock) log('warn', 'PITHOS_TEST_CLOCK=1: POST /_test/clock can move the clock; never use this in production');
