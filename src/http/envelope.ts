@@ -31,6 +31,16 @@ export function send(res: ServerResponse, status: number, answer: Answer, data?:
   res.end(body);
 }
 
+/**
+ * A success answer with data and the object's version as its ETag
+ * (docs/api.md, "Versions"): `"<version>"`, the form If-Match takes back.
+ */
+export function sendTagged(res: ServerResponse, status: number, answer: Answer, data: string, version: number): void {
+  const body = answer.prefix + data + '}';
+  res.writeHead(status, ['Content-Type', CONTENT_TYPE, 'Content-Length', String(Buffer.byteLength(body)), 'ETag', `"${version}"`]);
+  res.end(body);
+}
+
 /** Error envelope: never carries data. `extra` adds headers such as Allow. */
 export function sendError(res: ServerResponse, status: number, message: string, extra?: string[]): void {
   if (res.headersSent) {

@@ -26,6 +26,27 @@ export interface StoreStats {
   liveBytes: number;
 }
 
+/**
+ * A conditional write (docs/api.md, "Versions and conditional writes"):
+ * `ifVersion` writes only when the object's current version equals it;
+ * `ifAbsent` only when the object does not exist. At most one is set. A
+ * failed condition is a StoreError('precondition') and writes nothing;
+ * src/store/versions.ts words it the same way for every store.
+ */
+export interface Precondition {
+  ifVersion?: number;
+  ifAbsent?: boolean;
+}
+
+/**
+ * Filled by reads with the version of the value they return (the sequence
+ * number of its last write), so a caller gets both from one lookup without
+ * a result object per read; a caller on the hot path passes one it reuses.
+ */
+export interface VersionOut {
+  version: number;
+}
+
 export interface TableStore {
   create(name: string, ttl: number): Promise<void>;
   /** Resolves to the new row's t_id. */
@@ -37,13 +58,19 @@ export interface TableStore {
   patch(name: string, wheres: Wheres, sets: Row): Promise<void>;
   deleteRows(name: string, wheres: Wheres): Promise<void>;
   drop(name: string): Promise<void>;
+  /** Sets the remaining lifetime (0 = none) of the table and so of every row (O(rows)). */
+  expire(name: string, ttl: number): Promise<void>;
 }
 
 export interface RecordStore {
   /** Resolves to true when the record is new, false when it replaced one. */
-  put(id: string, record: Row, ttl: number): Promise<boolean>;
-  /** The record as JSON text. */
-  get(id: string): Sync<string>;
+  put(id: string, record: Row, ttl: number, pre?: Precondition): Promise<boolean>;
+  /** Merges top-level fields (a null deletes the field), keeping the ttl. */
+  patch(id: string, sets: Row, pre?: Precondition): Promise<void>;
+  /** Sets the remaining lifetime (0 = none) without changing the value. */
+  expire(id: string, ttl: number, pre?: Precondition): Promise<void>;
+  /** The record as JSON text; `out` receives its version. */
+  get(id: string, out?: VersionOut): Sync<string>;
   /** `[value]` when the record has the field, `[]` otherwise, as JSON text. */
   search(id: string, column: string): Promise<string>;
   delete(id: string): Promise<void>;
@@ -51,10 +78,13 @@ export interface RecordStore {
 
 export interface VariantStore {
   /** Creates or replaces; resolves to [created, data JSON]. */
-  put(name: string, value: ScalarInput, ttl: number): Promise<[boolean, string]>;
+  put(name: string, value: ScalarInput, ttl: number, pre?: Precondition): Promise<[boolean, string]>;
   /** `delta.text` is the delta as written; resolves to the data JSON. */
   increment(name: string, delta: ScalarInput): Promise<string>;
-  get(name: string): Sync<string>;
+  /** The data JSON; `out` receives the variant's version. */
+  get(name: string, out?: VersionOut): Sync<string>;
+  /** Sets the remaining lifetime (0 = none) without changing the value. */
+  expire(name: string, ttl: number): Promise<void>;
   delete(name: string): Promise<void>;
 }
 
@@ -71,7 +101,7 @@ export interface LockStore {
 
 export type Check =
   | { kind: 'variant'; name: string; exists?: boolean; value?: unknown; hasValue: boolean }
-  | { kind: 'record'; name: string; exists?: boolean }
+  | { kind: 'record'; name: string; exists?: boolean; version?: number }
   | { kind: 'table'; name: string; exists?: boolean; where?: Wheres; count?: unknown };
 
 export type Mutation =
