@@ -10,6 +10,7 @@ import { BlockList } from 'node:net';
 import { type Config, ConfigError, parseConfig, parseSubnet, usage } from './config.js';
 import { LogStore } from './store/log/index.js';
 import { PithosServer } from './http/server.js';
+import { WatchHub } from './http/watch.js';
 import { Health } from './health.js';
 import { log } from './log.js';
 import { assertHoldsData, makeDirectory, nodeFileOps, writeFileDurably } from './engine/index.js';
@@ -93,8 +94,9 @@ async function main(): Promise<number> {
     return 0;
   }
   const { token, generated } = await resolveToken({ ...cfg, dataDir });
+  const watch = new WatchHub(db.changes);
   const server = new PithosServer({
-    ctx: { store: db, health: new Health(dataDir, db), advanceClock: testClock ? (ms) => (offset += ms) : undefined },
+    ctx: { store: db, health: new Health(dataDir, db), advanceClock: testClock ? (ms) => (offset += ms) : undefined, watch },
     authToken: token,
     maxBodyBytes: cfg.maxBodyBytes,
     testClock,
@@ -126,6 +128,8 @@ async function main(): Promise<number> {
       }
       stopping = true;
       log('info', `${signal}: draining requests, then flushing and closing`);
+      // Event streams never finish on their own: end them so shutdown need not wait them out.
+      watch.close();
       server.shutdown(10_000)
         .then(() => db.close())
         .then(() => {

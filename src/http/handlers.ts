@@ -7,18 +7,21 @@
 import type { ServerResponse } from 'node:http';
 import type { Precondition, Store, Sync, VersionOut } from '../store/store.js';
 import type { Row } from '../store/wheres.js';
-import { invalid } from '../store/errors.js';
+import { invalid, StoreError } from '../store/errors.js';
 import { numberText } from '../store/json.js';
 import type { Body } from './body.js';
 import { Answer, send, sendTagged } from './envelope.js';
 import type { Health } from '../health.js';
 import { parseTransaction } from './txn-body.js';
+import type { WatchHub } from './watch.js';
 
 export interface Ctx {
   store: Store;
   health: Health;
   /** Advances the injectable clock; undefined unless PITHOS_TEST_CLOCK=1. */
   advanceClock: ((ms: number) => void) | undefined;
+  /** The change feed's fan-out (watch.ts); absent: GET /watch answers 503. */
+  watch?: WatchHub;
 }
 
 /** `raw` is the body's text ('' without a body); only handlers that need the source look at it. */
@@ -241,6 +244,14 @@ export async function queryLock(ctx: Ctx, name: string, _body: Body, res: Server
 
 export async function transact(ctx: Ctx, _name: string, body: Body, res: ServerResponse, raw: string): Promise<void> {
   send(res, 200, A.txnDone, await ctx.store.transact(parseTransaction(body, raw)));
+}
+
+// ---- change feed --------------------------------------------------------------
+
+/** Sets up the event stream and returns: the stream is not a request in flight (shutdown ends it). */
+export function watch(ctx: Ctx, _name: string, _body: Body, res: ServerResponse): void {
+  if (ctx.watch === undefined) throw new StoreError('unavailable', 'this server has no change feed');
+  ctx.watch.open(res);
 }
 
 // ---- health and the test clock ------------------------------------------------

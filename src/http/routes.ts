@@ -128,6 +128,10 @@ export const ROUTES: readonly RouteDef[] = [
     },
     ok: { status: [200], message: 'transaction execute successfully' } },
 
+  // ---- change feed (query parameters kind, prefix, since, values; unknown ones are 400)
+  { method: 'GET', path: '/watch', handler: h.watch, role: 'read', summary: 'Changes as Server-Sent Events', strict: true,
+    ok: { status: [200], message: 'text/event-stream' } },
+
   { method: 'POST', path: '/_test/clock', handler: h.advanceClock, role: 'admin', summary: 'Move the test clock', testOnly: true,
     ok: { status: [200], message: 'clock advanced' } },
 ];

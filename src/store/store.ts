@@ -120,6 +120,46 @@ export interface Transaction {
   serializable: boolean;
 }
 
+// ---- change feed (docs/api.md "Change feed") --------------------------------------
+
+export type ChangeKind = 'table' | 'record' | 'variant' | 'lock';
+
+/** One change of one object, as the change feed reports it. */
+export interface Change {
+  readonly type: 'put' | 'delete' | 'expire';
+  readonly kind: ChangeKind;
+  /** The object's name; for a table row, the table's name (and `tId` is set). */
+  readonly name: string;
+  /** The version the change wrote (for expire: the version that expired). */
+  readonly version: number;
+  readonly tId: number | undefined;
+  /**
+   * Where the change stands in the feed, for resuming after it: `<version>`
+   * for the last change of its batch, `<version>:<i>` for the i-th (from 0)
+   * before it; '' for expire, which is not in the log and is not replayed.
+   */
+  readonly id: string;
+  /** The new value as JSON text, for puts of records, variants and rows; undefined otherwise. */
+  readonly value: string | undefined;
+}
+
+/**
+ * What a store offers the change feed. Batches arrive whole, in commit
+ * order, once each is durable under the configured mode; expirations arrive
+ * as one-change batches when the store notices them.
+ */
+export interface ChangeFeed {
+  /** The version of the newest change the feed has published (or could replay). */
+  readonly lastVersion: number;
+  subscribe(fn: (batch: readonly Change[]) => void): () => void;
+  /**
+   * Replays the batches with versions in (after, upto], in order. Resolves
+   * false when the store no longer holds that range exactly (the client must
+   * re-read: `reset`). `fn` may throw to stop the replay.
+   */
+  replay(after: number, upto: number, fn: (batch: readonly Change[]) => void): Promise<boolean>;
+}
+
 export interface Store {
   readonly tables: TableStore;
   readonly records: RecordStore;
@@ -131,6 +171,8 @@ export interface Store {
    * Resolves to the data JSON ({"results": [...]}).
    */
   transact(txn: Transaction): Promise<string>;
+  /** The change feed; a store without one answers GET /watch with 503. */
+  readonly changes?: ChangeFeed;
   stats(): Promise<StoreStats>;
   close(): Promise<void>;
 }

@@ -1,0 +1,273 @@
+/**
+ * GET /watch: the change feed as Server-Sent Events (docs/api.md, "Change
+ * feed"). One hub per server fans the store's batches out to watchers.
+ *
+ * - A batch's events are formatted once per batch (with and without values)
+ *   and shared by every watcher; a watcher's events of one batch go out in
+ *   one write.
+ * - A slow watcher never slows writers or other watchers: nothing waits for
+ *   a socket. What a watcher has not taken yet sits in its response's
+ *   buffer; past MAX_BUFFERED bytes (or MAX_PENDING changes held back while
+ *   it replays) it gets `event: overflow` and its stream ends, so memory per
+ *   watcher stays bounded.
+ * - Resuming (`since`, `Last-Event-ID`) replays from the log what the
+ *   watcher has not seen, then follows live with no gap or duplicate: the
+ *   watcher is registered (live batches held back) before the replay bound
+ *   is read, and every held-back batch is newer than that bound.
+ */
+import type { ServerResponse } from 'node:http';
+import type { Change, ChangeFeed, ChangeKind } from '../store/store.js';
+import { invalid, StoreError } from '../store/errors.js';
+
+/** Bytes a watcher may leave unread before it is cut off with `overflow`. */
+export const MAX_BUFFERED = 1 << 20;
+/** Changes held back for a watcher while its replay runs. */
+const MAX_PENDING = 50_000;
+/** A comment line this often keeps idle streams open through proxies. */
+const HEARTBEAT_MS = 15_000;
+/** How long an overflowed stream may take to drain its last bytes before its socket is destroyed. */
+const OVERFLOW_GRACE_MS = 2_000;
+
+const KIND_BITS: Record<ChangeKind, number> = { table: 1, record: 2, variant: 4, lock: 8 };
+const ALL_KINDS = 15;
+const PARAMS = new Set(['kind', 'prefix', 'since', 'values']);
+
+/** Stops a replay whose watcher went away or overflowed. */
+class Stop extends Error {}
+
+class Watcher {
+  /** Changes at or before this position were seen: batch `after`, index `afterIndex` (Infinity = whole batch). */
+  after: number;
+  afterIndex: number;
+  pending: Array<readonly Change[]> | undefined = [];
+  pendingCount = 0;
+  closed = false;
+
+  constructor(
+    readonly res: ServerResponse,
+    readonly kinds: number,
+    readonly prefix: string,
+    readonly values: boolean,
+    after: number,
+    afterIndex: number,
+  ) {
+    this.after = after;
+    this.afterIndex = afterIndex;
+  }
+
+  wants(c: Change): boolean {
+    return (this.kinds & KIND_BITS[c.kind]) !== 0 && (this.prefix === '' || c.name.startsWith(this.prefix));
+  }
+}
+
+/** One event in SSE form; `id` only for changes that are in the log (expire is not). */
+export function formatEvent(c: Change, withValue: boolean): string {
+  let data = `{"kind":"${c.kind}","name":${JSON.stringify(c.name)},"version":${c.version}`;
+  if (c.tId !== undefined) data += `,"t_id":${c.tId}`;
+  if (withValue) {
+    const v = c.value;
+    if (v !== undefined) data += `,"value":${v}`;
+  }
+  data += '}';
+  return (c.id === '' ? '' : `id: ${c.id}\n`) + `event: ${c.type}\ndata: ${data}\n\n`;
+}
+
+export class WatchHub {
+  private readonly watchers = new Set<Watcher>();
+  private unsubscribe: (() => void) | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private closing = false;
+
+  constructor(private readonly feed: ChangeFeed | undefined) {}
+
+  get size(): number {
+    return this.watchers.size;
+  }
+
+  /** Serves one GET /watch; returns once the stream is set up (it then lives on its own). */
+  open(res: ServerResponse): void {
+    const feed = this.feed;
+    if (feed === undefined) throw new StoreError('unavailable', 'this store has no change feed');
+    if (this.closing) throw new StoreError('unavailable', 'server is shutting down');
+    const req = res.req;
+    const url = new URL(req.url ?? '/', 'http://x');
+    let kinds = 0;
+    let prefix = '';
+    let since: string | undefined;
+    let values = false;
+    for (const [k, v] of url.searchParams) {
+      if (!PARAMS.has(k)) throw invalid(`unknown query parameter '${k}' (allowed: kind, prefix, since, values)`);
+      if (k === 'kind') {
+        const bit = (KIND_BITS as Record<string, number>)[v];
+        if (bit === undefined) throw invalid(`query parameter 'kind' must be table, record, variant or lock, not '${v}'`);
+        kinds |= bit;
+      } else if (k === 'prefix') {
+        prefix = v;
+      } else if (k === 'since') {
+        since = v;
+      } else if (v === 'true' || v === '1' || v === '') {
+        values = true;
+      } else if (v !== 'false' && v !== '0') {
+        throw invalid(`query parameter 'values' must be true or false`);
+      }
+    }
+    // A reconnecting EventSource repeats the original URL (with its since):
+    // Last-Event-ID is the newer position and wins.
+    const last = req.headers['last-event-id'];
+    const resumeFrom = typeof last === 'string' && last.trim() !== '' ? last.trim() : since;
+    let after = feed.lastVersion;
+    let afterIndex = Infinity;
+    let replay = false;
+    if (resumeFrom !== undefined) {
+      const m = /^(\d{1,16})(?::(\d{1,9}))?$/.exec(resumeFrom);
+      if (m === null) {
+        throw invalid(resumeFrom === since
+          ? `query parameter 'since' must be a version (an integer ≥ 0)`
+          : `header 'Last-Event-ID' must be an event id of this feed (<version> or <version>:<index>)`);
+      }
+      after = Number(m[1]);
+      afterIndex = m[2] === undefined ? Infinity : Number(m[2]);
+      replay = true;
+    }
+    const w = new Watcher(res, kinds === 0 ? ALL_KINDS : kinds, prefix, values, after, afterIndex);
+    res.writeHead(200, {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-cache',
+      'X-Accel-Buffering': 'no',
+    });
+    // Headers and a first line now, so a client knows it is subscribed before any change.
+    res.write(': watching\n\n');
+    res.on('close', () => this.remove(w));
+    this.add(w);
+    if (!replay) {
+      w.pending = undefined;
+      return;
+    }
+    void this.replay(feed, w);
+  }
+
+  private add(w: Watcher): void {
+    this.watchers.add(w);
+    if (this.unsubscribe === undefined && this.feed !== undefined) {
+      this.unsubscribe = this.feed.subscribe((batch) => this.publish(batch));
+      this.heartbeat = setInterval(() => this.beat(), HEARTBEAT_MS).unref();
+    }
+  }
+
+  private remove(w: Watcher): void {
+    w.closed = true;
+    w.pending = undefined;
+    if (!this.watchers.delete(w)) return;
+    if (this.watchers.size === 0 && this.unsubscribe !== undefined) {
+      // No watcher: the store stops producing changes, so writes pay nothing.
+      this.unsubscribe();
+      this.unsubscribe = undefined;
+      clearInterval(this.heartbeat);
+      this.heartbeat = undefined;
+    }
+  }
+
+  private async replay(feed: ChangeFeed, w: Watcher): Promise<void> {
+    // Everything newer than `upto` arrives live into w.pending meanwhile.
+    const upto = feed.lastVersion;
+    let exact = w.after <= upto;
+    // A partly seen batch (`<v>:<i>`) is replayed again from its start; deliver() skips what was seen.
+    const from = w.afterIndex === Infinity ? w.after : w.after - 1;
+    try {
+      if (exact && from < upto) exact = await feed.replay(from, upto, (batch) => {
+        if (w.closed) throw new Stop();
+        this.deliver(w, batch, undefined);
+        if (w.closed) throw new Stop();
+      });
+    } catch (err) {
+      if (err instanceof Stop) return;
+      exact = false;
+    }
+    if (w.closed) return;
+    if (!exact) {
+      // The log cannot replay from there (compacted, or an id from elsewhere):
+      // the client re-reads what it needs and follows from here.
+      w.after = upto;
+      w.afterIndex = Infinity;
+      this.write(w, `id: ${upto}\nevent: reset\ndata: {"version":${upto}}\n\n`);
+      if (w.closed) return;
+    }
+    const held = w.pending ?? [];
+    w.pending = undefined;
+    for (const b of held) {
+      if (w.closed) return;
+      this.deliver(w, b, undefined);
+    }
+  }
+
+  /** A committed batch (or an expiration), to every watcher, formatted once. */
+  private publish(batch: readonly Change[]): void {
+    const forms: Array<string | undefined> = new Array(batch.length * 2);
+    for (const w of this.watchers) {
+      if (w.pending !== undefined) {
+        w.pending.push(batch);
+        w.pendingCount += batch.length;
+        if (w.pendingCount > MAX_PENDING) this.overflow(w, `more than ${MAX_PENDING} changes arrived while replaying`);
+        continue;
+      }
+      this.deliver(w, batch, forms);
+    }
+  }
+
+  /** Writes the changes of `batch` that `w` wants and has not seen, in one write. */
+  private deliver(w: Watcher, batch: readonly Change[], forms: Array<string | undefined> | undefined): void {
+    let out = '';
+    for (let i = 0; i < batch.length; i++) {
+      const c = batch[i];
+      if (c.id !== '') {
+        if (c.version < w.after || (c.version === w.after && (w.afterIndex === Infinity || i <= w.afterIndex))) continue;
+      }
+      if (!w.wants(c)) continue;
+      const slot = 2 * i + (w.values ? 1 : 0);
+      let text = forms?.[slot];
+      if (text === undefined) {
+        text = formatEvent(c, w.values);
+        if (forms !== undefined) forms[slot] = text;
+      }
+      out += text;
+    }
+    const lastId = batch[batch.length - 1];
+    if (lastId.id !== '') {
+      w.after = lastId.version;
+      w.afterIndex = Infinity;
+    }
+    if (out !== '') this.write(w, out);
+  }
+
+  private write(w: Watcher, text: string): void {
+    if (w.closed) return;
+    w.res.write(text);
+    if (w.res.writableLength > MAX_BUFFERED) this.overflow(w, `more than ${MAX_BUFFERED} bytes unread`);
+  }
+
+  private overflow(w: Watcher, why: string): void {
+    if (w.closed) return;
+    const res = w.res;
+    this.remove(w);
+    res.end(`event: overflow\ndata: ${JSON.stringify({ reason: why })}\n\n`);
+    // A reader that has stopped would pin the buffer until the socket times
+    // out: give the last bytes a moment, then let the memory go.
+    setTimeout(() => {
+      if (!res.writableFinished) res.destroy();
+    }, OVERFLOW_GRACE_MS).unref();
+  }
+
+  private beat(): void {
+    for (const w of this.watchers) if (w.pending === undefined) this.write(w, ':\n\n');
+  }
+
+  /** Ends every stream (shutdown), so no watcher holds the server open. */
+  close(): void {
+    this.closing = true;
+    for (const w of [...this.watchers]) {
+      const res = w.res;
+      this.remove(w);
+      res.end();
+    }
+  }
+}
