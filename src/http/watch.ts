@@ -26,7 +26,7 @@ const MAX_PENDING = 50_000;
 /** A comment line this often keeps idle streams open through proxies. */
 const HEARTBEAT_MS = 15_000;
 /** How long an overflowed stream may take to drain its last bytes before its socket is destroyed. */
-const OVERFLOW_GRACE_MS = 2_000;
+const OVERFLOW_GRACE_MS = 10_000;
 
 const KIND_BITS: Record<ChangeKind, number> = { table: 1, record: 2, variant: 4, lock: 8 };
 const ALL_KINDS = 15;
