@@ -3,8 +3,9 @@
  * feed"). One hub per server fans the store's batches out to watchers.
  *
  * - A batch's events are formatted once per batch (with and without values)
- *   and shared by every watcher; a watcher's events of one batch go out in
- *   one write.
+ *   and shared by every watcher. A watcher's text is collected and written
+ *   once per turn of the event loop, so a commit group of many batches costs
+ *   each watcher one write, not one per batch (measured: docs/benchmarks.md).
  * - A slow watcher never slows writers or other watchers: nothing waits for
  *   a socket. What a watcher has not taken yet sits in its response's
  *   buffer; past MAX_BUFFERED bytes (or MAX_PENDING changes held back while
@@ -23,6 +24,14 @@ import { invalid, StoreError } from '../store/errors.js';
 export const MAX_BUFFERED = 1 << 20;
 /** Changes held back for a watcher while its replay runs. */
 const MAX_PENDING = 50_000;
+/**
+ * With many watchers, every flush costs one socket write per watcher (about
+ * 2 µs each, measured): flushing at most this often bounds that cost however
+ * fast writes come, for at most this much added event latency. With few
+ * watchers, text is flushed at the end of the event-loop turn.
+ */
+const MANY_WATCHERS = 64;
+const MANY_FLUSH_MS = 20;
 /** A comment line this often keeps idle streams open through proxies. */
 const HEARTBEAT_MS = 15_000;
 /** How long an overflowed stream may take to drain its last bytes before its socket is destroyed. */
@@ -42,6 +51,8 @@ class Watcher {
   pending: Array<readonly Change[]> | undefined = [];
   pendingCount = 0;
   closed = false;
+  /** Text collected in this turn of the event loop, written by WatchHub.flush. */
+  out = '';
 
   constructor(
     readonly res: ServerResponse,
@@ -77,6 +88,10 @@ export class WatchHub {
   private unsubscribe: (() => void) | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   private closing = false;
+  /** Watchers with text to write at the end of this turn. */
+  private dirty: Watcher[] = [];
+  private flushScheduled = false;
+  private readonly flushNow = (): void => this.flush();
 
   constructor(private readonly feed: ChangeFeed | undefined) {}
 
@@ -189,7 +204,7 @@ export class WatchHub {
       // the client re-reads what it needs and follows from here.
       w.after = upto;
       w.afterIndex = Infinity;
-      this.write(w, `id: ${upto}\nevent: reset\ndata: {"version":${upto}}\n\n`);
+      this.emit(w, `id: ${upto}\nevent: reset\ndata: {"version":${upto}}\n\n`);
       if (w.closed) return;
     }
     const held = w.pending ?? [];
@@ -236,19 +251,42 @@ export class WatchHub {
       w.after = lastId.version;
       w.afterIndex = Infinity;
     }
-    if (out !== '') this.write(w, out);
+    if (out !== '') this.emit(w, out);
   }
 
-  private write(w: Watcher, text: string): void {
+  /** Queues text for `w`; it is written at the end of this turn, with whatever else arrives meanwhile. */
+  private emit(w: Watcher, text: string): void {
     if (w.closed) return;
-    w.res.write(text);
-    if (w.res.writableLength > MAX_BUFFERED) this.overflow(w, `more than ${MAX_BUFFERED} bytes unread`);
+    if (w.out === '') {
+      this.dirty.push(w);
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        if (this.watchers.size > MANY_WATCHERS) setTimeout(this.flushNow, MANY_FLUSH_MS);
+        else setImmediate(this.flushNow);
+      }
+    }
+    w.out += text;
+    if (w.out.length + w.res.writableLength > MAX_BUFFERED) this.overflow(w, `more than ${MAX_BUFFERED} bytes unread`);
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    const ws = this.dirty;
+    this.dirty = [];
+    for (const w of ws) {
+      if (w.closed || w.out === '') continue;
+      const text = w.out;
+      w.out = '';
+      w.res.write(text);
+      if (w.res.writableLength > MAX_BUFFERED) this.overflow(w, `more than ${MAX_BUFFERED} bytes unread`);
+    }
   }
 
   private overflow(w: Watcher, why: string): void {
     if (w.closed) return;
     const res = w.res;
     this.remove(w);
+    w.out = '';
     res.end(`event: overflow\ndata: ${JSON.stringify({ reason: why })}\n\n`);
     // A reader that has stopped would pin the buffer until the socket times
     // out: give the last bytes a moment, then let the memory go.
@@ -258,7 +296,7 @@ export class WatchHub {
   }
 
   private beat(): void {
-    for (const w of this.watchers) if (w.pending === undefined) this.write(w, ':\n\n');
+    for (const w of this.watchers) if (w.pending === undefined) this.emit(w, ':\n\n');
   }
 
   /** Ends every stream (shutdown), so no watcher holds the server open. */
@@ -266,8 +304,9 @@ export class WatchHub {
     this.closing = true;
     for (const w of [...this.watchers]) {
       const res = w.res;
+      const text = w.out;
       this.remove(w);
-      res.end();
+      res.end(text);
     }
   }
 }
