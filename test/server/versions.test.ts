@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { PithosServer, expectError, expectSuccess, pool, uniq } from '../helpers/server.js';
+import { watch } from '../helpers/sse.js';
 
 let srv: PithosServer;
 before(async () => {
@@ -205,4 +206,36 @@ test('versions survive a restart', async () => {
   assert.equal(etag(await srv.req('GET', `/records/${r}`)), vr);
   assert.equal(etag(await srv.req('GET', `/variants/${v}`)), vv);
   expectSuccess(await srv.req('PUT', `/records/${r}`, { record: { a: 2 }, if_version: vr }), 200, 'record created successfully');
+});
+
+test('versions survive compaction (and a restart after it); the feed then answers an older since with reset', async () => {
+  // Small segments and enough overwritten data for the 10-second compaction timer to act.
+  const s = await PithosServer.start({ fsync: 'never', args: ['--segment-mb', '1'] });
+  try {
+    const keep = Array.from({ length: 20 }, (_, i) => `keep${i}`);
+    for (const k of keep) await s.req('PUT', `/records/${k}`, { record: { k } });
+    await s.req('PUT', '/variants/v', { variant: 1.5 });
+    const before = new Map<string, number>();
+    for (const k of keep) before.set(k, etag(await s.req('GET', `/records/${k}`)));
+    const vv = etag(await s.req('GET', '/variants/v'));
+    const big = 'x'.repeat(100_000);
+    await pool(Array.from({ length: 400 }, (_, i) => i), 4, async (i) => {
+      assert.ok((await s.req('PUT', `/records/hot${i % 4}`, { record: { big, i } })).status < 300);
+    });
+    const deadline = Date.now() + 40_000;
+    while (!/compacted \d+ segment/.test(s.stdout + s.stderr) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    assert.match(s.stdout + s.stderr, /compacted \d+ segment/, 'no compaction ran');
+    for (const k of keep) assert.equal(etag(await s.req('GET', `/records/${k}`)), before.get(k), `${k} after compaction`);
+    assert.equal(etag(await s.req('GET', '/variants/v')), vv);
+    await s.restart();
+    for (const k of keep) assert.equal(etag(await s.req('GET', `/records/${k}`)), before.get(k), `${k} after compaction and restart`);
+    assert.equal(etag(await s.req('GET', '/variants/v')), vv);
+    // The log no longer holds the first batches exactly: resuming from 0 is a reset.
+    const w = watch({ port: s.port, token: s.token, query: 'since=0' });
+    await w.until(() => w.events.length >= 1, 10_000, 'reset');
+    w.close();
+    assert.equal(w.events[0].event, 'reset');
+  } finally {
+    await s.close();
+  }
 });
