@@ -2,10 +2,13 @@
  * GET /watch: the change feed as Server-Sent Events (docs/api.md, "Change
  * feed"). One hub per server fans the store's batches out to watchers.
  *
- * - A batch's events are formatted once per batch (with and without values)
- *   and shared by every watcher. A watcher's text is collected and written
- *   once per turn of the event loop, so a commit group of many batches costs
- *   each watcher one write, not one per batch (measured: docs/benchmarks.md).
+ * - Live watchers with the same filters share a channel: a batch's events
+ *   are formatted once per channel, collected, and the channel's text is
+ *   turned into bytes once per flush and written to each member, so a commit
+ *   group of many batches costs each watcher one write, not one per batch,
+ *   and no per-watcher copy of the text (measured: docs/benchmarks.md).
+ *   A watcher that is replaying has text of its own, written before the
+ *   channel's.
  * - A slow watcher never slows writers or other watchers: nothing waits for
  *   a socket. What a watcher has not taken yet sits in its response's
  *   buffer; past MAX_BUFFERED bytes (or MAX_PENDING changes held back while
@@ -51,8 +54,12 @@ class Watcher {
   pending: Array<readonly Change[]> | undefined = [];
   pendingCount = 0;
   closed = false;
-  /** Text collected in this turn of the event loop, written by WatchHub.flush. */
+  /** Text of its own (replay, reset, heartbeat) collected for the next flush, written before the channel's. */
   out = '';
+  /** The channel it follows live, once its replay is done. */
+  channel: Channel | undefined = undefined;
+  /** Characters of the channel's unflushed text that were there before it joined (it has those already). */
+  skip = 0;
 
   constructor(
     readonly res: ServerResponse,
@@ -65,6 +72,18 @@ class Watcher {
     this.after = after;
     this.afterIndex = afterIndex;
   }
+
+  wants(c: Change): boolean {
+    return (this.kinds & KIND_BITS[c.kind]) !== 0 && (this.prefix === '' || c.name.startsWith(this.prefix));
+  }
+}
+
+/** Live watchers with the same filters: one text per flush for all of them. */
+class Channel {
+  readonly members = new Set<Watcher>();
+  out = '';
+  dirty = false;
+  constructor(readonly key: string, readonly kinds: number, readonly prefix: string, readonly values: boolean) {}
 
   wants(c: Change): boolean {
     return (this.kinds & KIND_BITS[c.kind]) !== 0 && (this.prefix === '' || c.name.startsWith(this.prefix));
@@ -88,8 +107,12 @@ export class WatchHub {
   private unsubscribe: (() => void) | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   private closing = false;
-  /** Watchers with text to write at the end of this turn. */
+  /** Watchers with text of their own to write at the next flush. */
   private dirty: Watcher[] = [];
+  private readonly channels = new Map<string, Channel>();
+  private dirtyChannels: Channel[] = [];
+  /** Watchers whose replay runs: live batches are held back for them. */
+  private readonly replaying = new Set<Watcher>();
   private flushScheduled = false;
   private readonly flushNow = (): void => this.flush();
 
@@ -156,9 +179,22 @@ export class WatchHub {
     this.add(w);
     if (!replay) {
       w.pending = undefined;
+      this.join(w);
       return;
     }
+    this.replaying.add(w);
     void this.replay(feed, w);
+  }
+
+  /** Makes `w` a live member of the channel of its filters. */
+  private join(w: Watcher): void {
+    this.replaying.delete(w);
+    const key = `${w.kinds}|${w.values ? 1 : 0}|${w.prefix}`;
+    let ch = this.channels.get(key);
+    if (ch === undefined) this.channels.set(key, (ch = new Channel(key, w.kinds, w.prefix, w.values)));
+    ch.members.add(w);
+    w.channel = ch;
+    w.skip = ch.out.length;
   }
 
   private add(w: Watcher): void {
@@ -172,6 +208,13 @@ export class WatchHub {
   private remove(w: Watcher): void {
     w.closed = true;
     w.pending = undefined;
+    this.replaying.delete(w);
+    const ch = w.channel;
+    if (ch !== undefined) {
+      w.channel = undefined;
+      ch.members.delete(w);
+      if (ch.members.size === 0 && this.channels.get(ch.key) === ch) this.channels.delete(ch.key);
+    }
     if (!this.watchers.delete(w)) return;
     if (this.watchers.size === 0 && this.unsubscribe !== undefined) {
       // No watcher: the store stops producing changes, so writes pay nothing.
@@ -213,20 +256,43 @@ export class WatchHub {
       if (w.closed) return;
       this.deliver(w, b, undefined);
     }
+    if (!w.closed) this.join(w);
   }
 
   /** A committed batch (or an expiration), to every watcher, formatted once. */
   private publish(batch: readonly Change[]): void {
     const forms: Array<string | undefined> = new Array(batch.length * 2);
-    for (const w of this.watchers) {
-      if (w.pending !== undefined) {
-        w.pending.push(batch);
-        w.pendingCount += batch.length;
-        if (w.pendingCount > MAX_PENDING) this.overflow(w, `more than ${MAX_PENDING} changes arrived while replaying`);
-        continue;
+    for (const ch of this.channels.values()) {
+      let out = '';
+      for (let i = 0; i < batch.length; i++) {
+        const c = batch[i];
+        if (!ch.wants(c)) continue;
+        const slot = 2 * i + (ch.values ? 1 : 0);
+        let text = forms[slot];
+        if (text === undefined) text = forms[slot] = formatEvent(c, ch.values);
+        out += text;
       }
-      this.deliver(w, batch, forms);
+      if (out === '') continue;
+      ch.out += out;
+      if (!ch.dirty) {
+        ch.dirty = true;
+        this.dirtyChannels.push(ch);
+        this.scheduleFlush();
+      }
     }
+    for (const w of this.replaying) {
+      if (w.pending === undefined) continue;
+      w.pending.push(batch);
+      w.pendingCount += batch.length;
+      if (w.pendingCount > MAX_PENDING) this.overflow(w, `more than ${MAX_PENDING} changes arrived while replaying`);
+    }
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    if (this.watchers.size > MANY_WATCHERS) setTimeout(this.flushNow, MANY_FLUSH_MS);
+    else setImmediate(this.flushNow);
   }
 
   /** Writes the changes of `batch` that `w` wants and has not seen, in one write. */
@@ -259,11 +325,7 @@ export class WatchHub {
     if (w.closed) return;
     if (w.out === '') {
       this.dirty.push(w);
-      if (!this.flushScheduled) {
-        this.flushScheduled = true;
-        if (this.watchers.size > MANY_WATCHERS) setTimeout(this.flushNow, MANY_FLUSH_MS);
-        else setImmediate(this.flushNow);
-      }
+      this.scheduleFlush();
     }
     w.out += text;
     if (w.out.length + w.res.writableLength > MAX_BUFFERED) this.overflow(w, `more than ${MAX_BUFFERED} bytes unread`);
@@ -279,6 +341,22 @@ export class WatchHub {
       w.out = '';
       w.res.write(text);
       if (w.res.writableLength > MAX_BUFFERED) this.overflow(w, `more than ${MAX_BUFFERED} bytes unread`);
+    }
+    const chs = this.dirtyChannels;
+    this.dirtyChannels = [];
+    for (const ch of chs) {
+      ch.dirty = false;
+      const text = ch.out;
+      ch.out = '';
+      const bytes = Buffer.from(text, 'utf8');
+      // (Deleting the current member of a Set while iterating it is safe.)
+      for (const w of ch.members) {
+        const skip = w.skip;
+        w.skip = 0;
+        if (skip >= text.length) continue;
+        w.res.write(skip === 0 ? bytes : text.slice(skip));
+        if (w.res.writableLength > MAX_BUFFERED) this.overflow(w, `more than ${MAX_BUFFERED} bytes unread`);
+      }
     }
   }
 
