@@ -31,6 +31,8 @@ export interface Field {
   type: FieldType;
   required?: boolean;
   doc: string;
+  /** Text appended when a required field is missing: a guess at what the client meant (hints.ts). */
+  hint?: (body: Body, name: string) => string;
 }
 
 export type Fields = Readonly<Record<string, Field>>;
@@ -45,9 +47,13 @@ function ttl(name: string, v: unknown, min: 0 | 1): void {
   }
 }
 
-function check(name: string, f: Field, v: unknown): void {
+function check(name: string, f: Field, v: unknown, body: Body, param: string): void {
   if (v === undefined) {
     if (!f.required) return;
+    if (f.hint !== undefined) {
+      const hint = f.hint(body, param);
+      if (hint !== '') throw invalid(`field '${name}' is required (${A[f.type] ?? 'a value'})${hint}`);
+    }
     switch (f.type) {
       case 'scalar':
         throw invalid(`field '${name}' is required (a string, boolean or number)`);
@@ -91,8 +97,8 @@ function check(name: string, f: Field, v: unknown): void {
 }
 
 /** Checks the declared fields; `strict` also refuses undeclared ones (every Part-two endpoint). */
-export function checkBody(fields: Fields, names: readonly string[], body: Body, strict: boolean): void {
-  for (let i = 0; i < names.length; i++) check(names[i], fields[names[i]], body[names[i]]);
+export function checkBody(fields: Fields, names: readonly string[], body: Body, strict: boolean, param: string): void {
+  for (let i = 0; i < names.length; i++) check(names[i], fields[names[i]], body[names[i]], body, param);
   if (!strict) return;
   for (const k of Object.keys(body)) {
     if (!Object.prototype.hasOwnProperty.call(fields, k)) {

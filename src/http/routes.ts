@@ -7,6 +7,7 @@
  */
 import type { Fields } from './fields.js';
 import * as h from './handlers.js';
+import { rowsHint } from './hints.js';
 import type { Handler } from './handlers.js';
 
 /** `public`: no token; `read`: reads (and the POST query alias); `write`: data changes; `admin`: everything. */
@@ -55,7 +56,7 @@ export const ROUTES: readonly RouteDef[] = [
   { method: 'DELETE', path: '/tables/{name}', handler: h.dropTable, role: 'write', names: 'table', summary: 'Drop a table and its rows',
     ok: { status: [200], message: 'table deleted successfully' } },
   { method: 'POST', path: '/tables/{name}/rows', handler: h.insertRow, role: 'write', names: 'table', summary: 'Insert a row',
-    body: { rows: { type: 'object', required: true, doc: 'the row' } }, ok: { status: [201], message: 'table rows insert successfully' } },
+    body: { rows: { type: 'object', required: true, doc: 'the row', hint: rowsHint } }, ok: { status: [201], message: 'table rows insert successfully' } },
   { method: 'GET', path: '/tables/{name}/rows', handler: h.queryRows, role: 'read', names: 'table', summary: 'Matching rows, in t_id order',
     body: { wheres }, ok: { status: [200], message: 'table queried rows successfully' } },
   { method: 'DELETE', path: '/tables/{name}/rows', handler: h.deleteRows, role: 'write', names: 'table', summary: 'Delete matching rows',
@@ -75,7 +76,7 @@ export const ROUTES: readonly RouteDef[] = [
     ok: { status: [200], message: 'record patched successfully' } },
   { method: 'GET', path: '/records/{name}', handler: h.getRecord, role: 'read', names: 'record', summary: 'Read a record',
     ok: { status: [200], message: 'record queried successfully' } },
-  { method: 'POST', path: '/records/{name}', handler: h.searchRecord, role: 'read', names: 'record', summary: "One field's value",
+  { method: 'POST', path: '/records/{name}', handler: h.searchRecord, role: 'write', names: 'record', summary: "One field's value",
     body: { column: { type: 'string', required: true, doc: 'the field to return' } },
     ok: { status: [200], message: 'search completed successfully' } },
   { method: 'DELETE', path: '/records/{name}', handler: h.deleteRecord, role: 'write', names: 'record', summary: 'Delete a record',

@@ -53,6 +53,8 @@ export interface StartOptions {
    * PITHOS_DATA_DIR unless `env` sets it, and the token is taken from `env.PITHOS_AUTH_TOKEN`.
    */
   bare?: boolean;
+  /** Run the server through this command (e.g. ['prlimit', '--nofile=1024:1024', '--']). */
+  wrap?: string[];
 }
 
 export interface ExitInfo {
@@ -156,7 +158,10 @@ export class PithosServer {
     this.stdout = '';
     this.stderr = '';
     this.exitInfo = null;
-    const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const w = o.wrap ?? [];
+    const child = w.length > 0
+      ? spawn(w[0], [...w.slice(1), process.execPath, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
+      : spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     child.stdout!.setEncoding('utf8');
     child.stderr!.setEncoding('utf8');
@@ -186,7 +191,7 @@ export class PithosServer {
       );
       child.stdout!.on('data', (d: string) => {
         this.stdout += d;
-        const m = /listening on http:\/\/[^\s:]+:(\d+)/.exec(this.stdout);
+        const m = /listening on https?:\/\/[^\s:]+:(\d+)/.exec(this.stdout);
         if (m) {
           this.port = Number(m[1]);
           if (token === null) {
