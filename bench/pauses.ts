@@ -97,7 +97,7 @@ async function measure(shape: string): Promise<Result> {
     // computing (rehash, GC, also on GC helper threads) shows as CPU time.
     const c = process.cpuUsage();
     const s = performance.now();
-    kd.set(keys[i], new Entry(undefined, i, 100, 130, 0, 0));
+    kd.set(keys[i], new Entry(undefined, i, 100, 130, 0, 0, i + 1));
     const d = performance.now() - s;
     if (d > 10) {
       const u = process.cpuUsage(c);

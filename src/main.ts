@@ -12,6 +12,7 @@ import { LogStore } from './store/log/index.js';
 import { PgStore } from './store/postgres/index.js';
 import type { Store } from './store/store.js';
 import { PithosServer } from './http/server.js';
+import { WatchHub } from './http/watch.js';
 import { effectiveMaxConnections } from './http/connections.js';
 import { Health } from './health.js';
 import { log, setLogFormat } from './log.js';
@@ -159,8 +160,9 @@ async function main(): Promise<number> {
   if (conns.limitedBy !== undefined) {
     log('warn', `open-file limit is ${conns.limitedBy}: at most ${conns.max} connections (raise it with ulimit -n, or set --max-connections)`);
   }
+  const watch = new WatchHub(db.changes);
   const server = new PithosServer({
-    ctx: { store: db, health: new Health(dataDir, db), advanceClock: testClock ? (ms) => (offset += ms) : undefined },
+    ctx: { store: db, health: new Health(dataDir, db), advanceClock: testClock ? (ms) => (offset += ms) : undefined, watch },
     authToken: token,
     auth,
     cors: cfg.corsOrigin.length > 0 ? new Cors(cfg.corsOrigin, cfg.accessLog) : undefined,
@@ -222,6 +224,8 @@ async function main(): Promise<number> {
       }
       stopping = true;
       log('info', `${signal}: draining requests, then flushing and closing`);
+      // Event streams never finish on their own: end them so shutdown need not wait them out.
+      watch.close();
       server.shutdown(10_000)
         .then(() => db.close())
         .then(() => {

@@ -41,8 +41,14 @@ export class Entry {
   memo: unknown;
   dec: Decoder<unknown> | undefined;
   flags: number;
+  /**
+   * Sequence number of the batch that wrote this version: the object's
+   * version (docs/format.md, "Sequence numbers"). Kept through recovery,
+   * hints and compaction, so it never changes while the version lives.
+   */
+  seq: number;
 
-  constructor(seg: Segment | undefined, vpos: number, vlen: number, size: number, exp: number, crc: number) {
+  constructor(seg: Segment | undefined, vpos: number, vlen: number, size: number, exp: number, crc: number, seq: number) {
     this.seg = seg;
     this.vpos = vpos;
     this.vlen = vlen;
@@ -53,6 +59,7 @@ export class Entry {
     this.memo = undefined;
     this.dec = undefined;
     this.flags = 0;
+    this.seq = seq;
   }
 }
 

@@ -32,6 +32,16 @@ export function send(res: ServerResponse, status: number, answer: Answer, data?:
 }
 
 /**
+ * A success answer with data and the object's version as its ETag
+ * (docs/api.md, "Versions"): `"<version>"`, the form If-Match takes back.
+ */
+export function sendTagged(res: ServerResponse, status: number, answer: Answer, data: string, version: number): void {
+  const body = answer.prefix + data + '}';
+  res.writeHead(status, ['Content-Type', CONTENT_TYPE, 'Content-Length', String(Buffer.byteLength(body)), 'ETag', `"${version}"`]);
+  res.end(body);
+}
+
+/**
  * Declared bodies up to this size are still read and dropped after an early
  * answer, keeping the connection; larger or chunked ones close it.
  */

@@ -5,7 +5,7 @@
  * and the declarations cannot drift from what the server accepts.
  */
 import { invalid } from '../store/errors.js';
-import { checkHolder, isPlainObject, MAX_TTL } from '../store/validate.js';
+import { checkHolder, isPlainObject, isVersion, MAX_TTL } from '../store/validate.js';
 import type { Body } from './body.js';
 
 export type FieldType =
@@ -22,6 +22,8 @@ export type FieldType =
   | 'lease'
   /** a lock holder label: a string of at most 255 bytes, or null */
   | 'holder'
+  /** an object's version, as GET's ETag gives it: an integer ≥ 0 */
+  | 'version'
   /** anything JSON; checked by the handler (transaction bodies) */
   | 'any';
 
@@ -85,6 +87,9 @@ function check(name: string, f: Field, v: unknown, body: Body, param: string): v
       return ttl(name, v, 1);
     case 'holder':
       checkHolder(v);
+      return;
+    case 'version':
+      if (!isVersion(v)) throw invalid(`field '${name}' must be an integer ≥ 0 (a version)`);
       return;
     case 'any':
       return;

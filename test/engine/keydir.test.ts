@@ -38,7 +38,7 @@ const cmdArb: fc.Arbitrary<Cmd> = fc.oneof(
 );
 
 let serial = 0;
-const entry = (): Entry => new Entry(undefined, serial++, 1, 20, 0, 0);
+const entry = (): Entry => new Entry(undefined, serial++, 1, 20, 0, 0, serial);
 
 function check(kd: KeyDir, model: Map<string, Entry>): void {
   assert.equal(kd.size, model.size);

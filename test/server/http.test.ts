@@ -68,7 +68,7 @@ test('missing or wrong Auth-Token → 401 exactly {"status":"error","message":"m
     ['POST', '/_test/clock', { advance_ms: 1 }],
     // wrong method, bad names, bad bodies: auth comes first
     ['POST', '/health'],
-    ['PATCH', '/records/a'],
+    ['PATCH', '/table/a'],
     ['GET', '/tables/%00'],
     ['GET', '/tables/..'],
     ['PUT', '/records/a', '{not json'],
@@ -352,9 +352,9 @@ test('known path, wrong method → 405 with an Allow header listing the right me
     ['/tables/x', ['PUT', 'GET', 'PATCH', 'DELETE']],
     ['/tables/x/rows', ['POST', 'GET', 'DELETE']],
     ['/tables/x/query', ['POST']],
-    ['/records/x', ['PUT', 'GET', 'POST', 'DELETE']],
+    ['/records/x', ['PUT', 'GET', 'POST', 'PATCH', 'DELETE']],
     ['/table/x', ['PUT', 'GET', 'DELETE']],
-    ['/variants/x', ['PUT', 'POST', 'GET', 'DELETE']],
+    ['/variants/x', ['PUT', 'POST', 'GET', 'PATCH', 'DELETE']],
     ['/locks/x', ['PUT', 'PATCH', 'DELETE', 'GET']],
   ];
   const all = ['GET', 'PUT', 'POST', 'PATCH', 'DELETE'];
