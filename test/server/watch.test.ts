@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, test } from 'node:test';
-import { PithosServer, expectError, pool, sleep, uniq } from '../helpers/server.js';
+import { PithosServer, expectError, pool, sleep, uniq, notYetOnPostgres } from '../helpers/server.js';
 import { type SseEvent, type Watch, watch } from '../helpers/sse.js';
 
 let srv: PithosServer;
@@ -106,7 +106,7 @@ function assertCommitOrder(events: SseEvent[]): void {
   }
 }
 
-test('a watcher sees every change of a random concurrent workload once, in commit order', async () => {
+test('a watcher sees every change of a random concurrent workload once, in commit order', { skip: notYetOnPostgres('the change feed') }, async () => {
   const tag = uniq('wl');
   const w = await open(`prefix=${tag}&values=true`);
   const load = await workload(0xC0FFEE, 400, tag);
@@ -142,7 +142,7 @@ test('a watcher sees every change of a random concurrent workload once, in commi
   assert.deepEqual(rows.map((e) => JSON.parse(e.data).t_id), rows.map((_, i) => i + 1));
 });
 
-test('disconnecting at random points and resuming with Last-Event-ID gives the full sequence: no gap, no duplicate', async () => {
+test('disconnecting at random points and resuming with Last-Event-ID gives the full sequence: no gap, no duplicate', { skip: notYetOnPostgres('the change feed') }, async () => {
   const tag = uniq('rs');
   const reference = await open(`prefix=${tag}`);
   const rand = rng(42);
@@ -179,7 +179,7 @@ test('disconnecting at random points and resuming with Last-Event-ID gives the f
   console.log(`resume: ${got.length} events over ${reconnects} connections`);
 });
 
-test('filters: kind (repeatable) and prefix; since replays from the log, then follows live', async () => {
+test('filters: kind (repeatable) and prefix; since replays from the log, then follows live', { skip: notYetOnPostgres('the change feed') }, async () => {
   const tag = uniq('f');
   await srv.req('PUT', `/records/${tag}-a`, { record: { a: 1 } });
   const start = Number(String((await srv.req('GET', `/records/${tag}-a`)).headers.etag).slice(1, -1));
@@ -211,7 +211,7 @@ test('filters: kind (repeatable) and prefix; since replays from the log, then fo
   assert.equal(JSON.parse(locks.events[0].data).value, undefined);
 });
 
-test('bad parameters are 400 naming them; an id the log cannot replay gives reset first', async () => {
+test('bad parameters are 400 naming them; an id the log cannot replay gives reset first', { skip: notYetOnPostgres('the change feed') }, async () => {
   for (const [q, msg] of [
     ['foo=1', /unknown query parameter 'foo'/],
     ['kind=row', /'kind' must be table, record, variant or lock/],
@@ -230,7 +230,7 @@ test('bad parameters are 400 naming them; an id the log cannot replay gives rese
   assert.ok(Number(w.events[0].id) < 999999999);
 });
 
-test('expire events when a ttl ends', async () => {
+test('expire events when a ttl ends', { skip: notYetOnPostgres('the change feed') }, async () => {
   const tag = uniq('x');
   const w = await open(`prefix=${tag}`);
   await srv.req('PUT', `/records/${tag}`, { record: {}, ttl: 5 });
@@ -249,7 +249,7 @@ function rssKb(pid: number): number {
   return m === null ? 0 : Number(m[1]);
 }
 
-test('a watcher that never reads gets overflow; other watchers and writers carry on; server memory stays bounded', async () => {
+test('a watcher that never reads gets overflow; other watchers and writers carry on; server memory stays bounded', { skip: notYetOnPostgres('the change feed') }, async () => {
   const tag = uniq('ov');
   const pid = srv.child?.pid as number;
   const big = 'x'.repeat(100_000);

@@ -5,8 +5,8 @@
  * concurrent create between the two makes the UPDATE the answer next time.
  */
 import { notFound, StoreError } from '../errors.js';
-import { hasField } from '../json.js';
-import type { RecordStore } from '../store.js';
+import { hasField, mergeFields } from '../json.js';
+import type { Precondition, RecordStore } from '../store.js';
 import type { Row } from '../wheres.js';
 import type { Db, Q } from './sql.js';
 
@@ -36,14 +36,46 @@ export async function deleteRecord(q: Q, id: string): Promise<void> {
   if (r.length === 0) throw missing(id);
 }
 
+/**
+ * Conditional writes need versions, which this store does not keep yet
+ * (docs/scaling.md): refuse them rather than write unconditionally.
+ */
+export function refuseConditions(pre: Precondition | undefined): void {
+  if (pre !== undefined) {
+    throw new StoreError('invalid', 'conditional writes (if_version, if_absent, If-Match, If-None-Match) are not supported by the postgres store yet');
+  }
+}
+
 export class PgRecords implements RecordStore {
   constructor(private readonly db: Db) {}
 
-  put(id: string, record: Row, ttl: number): Promise<boolean> {
+  put(id: string, record: Row, ttl: number, pre?: Precondition): Promise<boolean> {
+    refuseConditions(pre);
     return putRecord(this.db.q, id, record, ttl);
   }
 
+  /** Merges `sets` (null deletes a field) under the row's lock, keeping its expiry. */
+  async patch(id: string, sets: Row, pre?: Precondition): Promise<void> {
+    refuseConditions(pre);
+    await this.db.run(async (q) => {
+      const r = await q.query(`SELECT body FROM pithos_records WHERE id = $1 AND ${q.live()} FOR UPDATE`, [id]);
+      if (r.length === 0) throw missing(id);
+      const merged = mergeFields(JSON.parse(r[0].body as string) as Row, sets);
+      for (const k of Object.keys(sets)) if (sets[k] === null) delete merged[k];
+      await q.query('UPDATE pithos_records SET body = $2 WHERE id = $1', [id, JSON.stringify(merged)]);
+    });
+  }
+
+  /** Sets the remaining lifetime (0 = none) in one statement; the value is untouched. */
+  async expire(id: string, ttl: number, pre?: Precondition): Promise<void> {
+    refuseConditions(pre);
+    const r = await this.db.q.query(
+      `UPDATE pithos_records SET expires_at = ${this.db.q.expiry('$2')} WHERE id = $1 AND ${this.db.q.live()} RETURNING 1`, [id, ttl]);
+    if (r.length === 0) throw missing(id);
+  }
+
   async get(id: string): Promise<string> {
+    // No versions on this store yet: `out` is left alone, so no ETag is sent.
     const r = await this.db.q.query(`SELECT body FROM pithos_records WHERE id = $1 AND ${this.db.q.live()}`, [id]);
     if (r.length === 0) throw missing(id);
     return r[0].body as string;

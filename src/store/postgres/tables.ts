@@ -153,6 +153,13 @@ export class PgTables implements TableStore {
     await this.db.run((q) => removeRows(q, name, matcher));
   }
 
+  /** Sets the remaining lifetime (0 = none): rows live as long as their table's row here, so one statement. */
+  async expire(name: string, ttl: number): Promise<void> {
+    const q = this.db.q;
+    const r = await q.query(`UPDATE pithos_tables SET expires_at = ${q.expiry('$2')} WHERE name = $1 AND ${q.live()} RETURNING 1`, [name, ttl]);
+    if (r.length === 0) throw missing(name);
+  }
+
   async drop(name: string): Promise<void> {
     // One statement: the table and its rows go together.
     const r = await this.db.q.query(

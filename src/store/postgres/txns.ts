@@ -31,6 +31,9 @@ async function failure(q: Q, c: Check): Promise<string | undefined> {
       return undefined;
     }
     case 'record': {
+      if (c.version !== undefined) {
+        throw new StoreError('invalid', "a record check's 'version' needs versions, which the postgres store does not keep yet");
+      }
       const has = await recordExists(q, c.name);
       if (c.exists !== undefined && c.exists !== has) return `record '${c.name}' ${exists(has)}`;
       return undefined;

@@ -8,8 +8,9 @@
  * transaction. Either way N concurrent +1s add exactly N.
  */
 import { notFound, StoreError } from '../errors.js';
-import type { VariantStore } from '../store.js';
+import type { VariantStore, Precondition } from '../store.js';
 import { addDelta, checkDelta, checkSameType, isIntegerLiteral, makeVariant, type ScalarInput, type Variant, type VType, variantOf } from '../variant.js';
+import { refuseConditions } from './records.js';
 import type { Db, Q } from './sql.js';
 
 const missing = (name: string) => notFound(`variant '${name}' does not exist`);
@@ -53,7 +54,8 @@ export async function addVariant(q: Q, name: string, delta: ScalarInput): Promis
 export class PgVariants implements VariantStore {
   constructor(private readonly db: Db) {}
 
-  put(name: string, value: ScalarInput, ttl: number): Promise<[boolean, string]> {
+  put(name: string, value: ScalarInput, ttl: number, pre?: Precondition): Promise<[boolean, string]> {
+    refuseConditions(pre);
     return setVariant(this.db.q, name, value, ttl).then(([created, x]) => [created, x.data]);
   }
 
@@ -75,6 +77,13 @@ export class PgVariants implements VariantStore {
     const x = await currentVariant(this.db.q, name);
     if (x === undefined) throw missing(name);
     return x.data;
+  }
+
+  /** Sets the remaining lifetime (0 = none) in one statement; the value is untouched. */
+  async expire(name: string, ttl: number): Promise<void> {
+    const q = this.db.q;
+    const r = await q.query(`UPDATE pithos_variants SET expires_at = ${q.expiry('$2')} WHERE name = $1 AND ${q.live()} RETURNING 1`, [name, ttl]);
+    if (r.length === 0) throw missing(name);
   }
 
   async delete(name: string): Promise<void> {
