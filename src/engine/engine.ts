@@ -118,6 +118,8 @@ export class Engine {
   private nextSeq = 1;
 
   private queue: Pending[] = [];
+  /** Failed writes rolled back so far (see rollbacks). */
+  private rolledBack = 0;
   private flushing = false;
   private flushDone: Array<() => void> = [];
   private groupsDone = 0;
@@ -414,6 +416,7 @@ export class Engine {
    * build on the state being undone.
    */
   private failFrom(group: Pending[], err: unknown): void {
+    this.rolledBack++;
     const all = group.concat(this.queue);
     this.queue = [];
     const kd = this.keydir;
@@ -491,23 +494,34 @@ export class Engine {
 
   // ---- reads ---------------------------------------------------------------
 
-  private live(key: string): Entry | undefined {
+  /**
+   * The live entry of a key at `now`. Callers that ask several questions
+   * about one moment (a decision of the store: is it there, what is its
+   * expiry) pass the same `now` to each, so an expiry cannot fall between
+   * two of their answers.
+   */
+  private live(key: string, now?: number): Entry | undefined {
     const e = this.keydir.get(key);
     if (e === undefined) return undefined;
-    if (e.exp !== 0 && e.exp <= this.now()) return undefined;
+    if (e.exp !== 0 && e.exp <= (now ?? this.now())) return undefined;
     return e;
   }
 
-  has(key: string): boolean {
-    return this.live(key) !== undefined;
+  has(key: string, now?: number): boolean {
+    return this.live(key, now) !== undefined;
+  }
+
+  /** Bumped whenever a failed write is rolled back: state can change without a new sequence number. */
+  get rollbacks(): number {
+    return this.rolledBack;
   }
 
   /**
    * The version of a live key: the sequence number of the batch that wrote
    * it (docs/format.md, "Sequence numbers"); undefined when absent.
    */
-  versionOf(key: string): number | undefined {
-    return this.live(key)?.seq;
+  versionOf(key: string, now?: number): number | undefined {
+    return this.live(key, now)?.seq;
   }
 
   /** The highest sequence number whose batch the log holds under the configured durability. */
@@ -567,16 +581,16 @@ export class Engine {
   }
 
   /** Absolute expiry of a live key (0 = never), or undefined when absent. */
-  expiresAt(key: string): number | undefined {
-    return this.live(key)?.exp;
+  expiresAt(key: string, now?: number): number | undefined {
+    return this.live(key, now)?.exp;
   }
 
   /**
    * The decoded value when it is in memory, undefined when the key is absent,
    * MISS when it must be read from disk with read(). Never waits.
    */
-  peek<T>(key: string, dec: Decoder<T>): T | undefined | typeof MISS {
-    const e = this.live(key);
+  peek<T>(key: string, dec: Decoder<T>, now?: number): T | undefined | typeof MISS {
+    const e = this.live(key, now);
     if (e === undefined) return undefined;
     return this.decoded(key, e, dec);
   }
@@ -640,11 +654,11 @@ export class Engine {
    * Decoded values of a group's live keys, in key order. Synchronous when all
    * of them are cached; otherwise a promise.
    */
-  scan<T>(group: string, dec: Decoder<T>): T[] | Promise<T[]> {
+  scan<T>(group: string, dec: Decoder<T>, at?: number): T[] | Promise<T[]> {
     const members = this.keydir.groupMembers(group);
     const out: T[] = [];
     if (members === undefined) return out;
-    const now = this.now();
+    const now = at ?? this.now();
     // Fast path: every member's decoded value is cached, so keys are not needed
     // (iterating values avoids an entry pair per member).
     for (const e of members.values()) {

@@ -8,6 +8,7 @@ import { invalid } from './errors.js';
 export const MAX_NAME_BYTES = 255;
 export const MAX_TTL = 2147483647;
 const CONTROL = /[\u0000-\u001f\u007f]/;
+const isWellFormed = (String.prototype as unknown as { isWellFormed: (this: string) => boolean }).isWellFormed;
 
 /** 1-255 bytes of UTF-8, no control characters, not "." or "..". */
 export function checkName(name: string, what: string): void {
@@ -16,6 +17,8 @@ export function checkName(name: string, what: string): void {
     throw invalid(`${what} name must be at most ${MAX_NAME_BYTES} bytes of UTF-8`);
   }
   if (CONTROL.test(name)) throw invalid(`${what} name must not contain control characters`);
+  // A lone surrogate has no UTF-8 form: the log could not store the name as given.
+  if (!isWellFormed.call(name)) throw invalid(`${what} name must be well-formed Unicode (it holds a lone surrogate)`);
   if (name === '.' || name === '..') throw invalid(`${what} name must not be '.' or '..'`);
 }
 

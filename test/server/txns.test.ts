@@ -365,3 +365,8 @@ test('1,000-way concurrent transactions on one counter add exactly once each (on
   assert.ok(answers.every((r) => r.status === 200));
   assert.equal(await variant(v), 1000);
 });
+
+test('a name with a lone surrogate is a 400 naming it, not a 500', async () => {
+  expectError(await txn({ mutations: [{ kind: 'record', name: '\ud800', operation: 'PUT', values: {} }] }), 400,
+    'mutation 0: record name must be well-formed Unicode (it holds a lone surrogate)');
+});

@@ -15,26 +15,38 @@
 import { type Decoder, type Engine, MISS, Op, type WriteOp } from '../../engine/index.js';
 import { StoreError } from '../errors.js';
 
-/** Thrown inside `decide` when a value must be read from disk first. */
+/**
+ * Thrown inside `decide` when a value must be read from disk first.
+ * `progress` is false when the same value had been read for this decision
+ * already and went stale (a write or a rollback since): only such restarts
+ * count against the limit, so a transaction touching many cold keys is not
+ * refused for being cold.
+ */
 class NeedsRead {
-  constructor(readonly promise: Promise<void>) {}
+  constructor(readonly promise: Promise<void>, readonly progress: boolean) {}
 }
 
-/** Values read from disk for a decision that had to restart, valid while no write has happened since. */
+/**
+ * Values read from disk for a decision that had to restart. One stays valid
+ * while nothing has changed the store since its read began: no write (the
+ * sequence number) and no rolled-back write (which changes state without one).
+ */
 class Fetched {
-  private readonly values = new Map<string, { seq: number; v: unknown }>();
+  private readonly values = new Map<string, { seq: number; rollbacks: number; v: unknown }>();
   constructor(private readonly engine: Engine) {}
 
   lookup(key: string): { v: unknown } | undefined {
     const f = this.values.get(key);
-    return f !== undefined && f.seq === this.engine.upcomingSeq ? f : undefined;
+    return f !== undefined && f.seq === this.engine.upcomingSeq && f.rollbacks === this.engine.rollbacks ? f : undefined;
   }
 
   need(key: string, read: Promise<unknown>): NeedsRead {
     const seq = this.engine.upcomingSeq;
+    const rollbacks = this.engine.rollbacks;
+    const progress = !this.values.has(key);
     return new NeedsRead(read.then((v) => {
-      this.values.set(key, { seq, v });
-    }));
+      this.values.set(key, { seq, rollbacks, v });
+    }), progress);
   }
 }
 
@@ -72,10 +84,10 @@ export class Tx {
   get<T>(key: string, dec: Decoder<T>): T | undefined {
     const o = this.keys?.get(key);
     if (o !== undefined) return o === null ? undefined : (o.memo as T);
-    const v = this.engine.peek(key, dec);
+    const v = this.engine.peek(key, dec, this.now);
     if (v !== MISS) return v;
     const f = this.fetched.lookup(key);
-    if (f !== undefined && this.engine.has(key)) return f.v as T | undefined;
+    if (f !== undefined && this.engine.has(key, this.now)) return f.v as T | undefined;
     throw this.fetched.need(key, this.engine.read(key, dec));
   }
 
@@ -87,20 +99,20 @@ export class Tx {
   version(key: string): number | undefined {
     const o = this.keys?.get(key);
     if (o !== undefined) return o === null ? undefined : this.seq;
-    return this.engine.versionOf(key);
+    return this.engine.versionOf(key, this.now);
   }
 
   has(key: string): boolean {
     const o = this.keys?.get(key);
     if (o !== undefined) return o !== null;
-    return this.engine.has(key);
+    return this.engine.has(key, this.now);
   }
 
   /** Absolute expiry of a live key (0 = never); 0 when absent. */
   expiry(key: string): number {
     const o = this.keys?.get(key);
     if (o !== undefined) return o === null ? 0 : o.exp;
-    return this.engine.expiresAt(key) ?? 0;
+    return this.engine.expiresAt(key, this.now) ?? 0;
   }
 
   put<T>(key: string, value: Buffer, memo: T, decoder: Decoder<T>, exp: number): void {
@@ -139,11 +151,17 @@ export class Tx {
 
   /** Live rows of a group in t_id order, as this decision sees them. */
   rows(group: string, dec: Decoder<RowMemo>): RowMemo[] {
-    let base = this.engine.scan(group, dec);
-    if (base instanceof Promise) {
-      const f = this.fetched.lookup(group);
-      if (f === undefined) throw this.fetched.need(group, base);
+    // A group read for an earlier attempt is used before scanning again: a
+    // group larger than the cache would otherwise start a new full read (and
+    // drop its promise) on every attempt.
+    const f = this.fetched.lookup(group);
+    let base: RowMemo[];
+    if (f !== undefined) {
       base = f.v as RowMemo[];
+    } else {
+      const scanned = this.engine.scan(group, dec, this.now);
+      if (scanned instanceof Promise) throw this.fetched.need(group, scanned);
+      base = scanned;
     }
     const over = this.groups?.get(group);
     if (over === undefined || over.size === 0) return base;
@@ -163,8 +181,13 @@ export class Tx {
 /** A synchronous decision: a promise here would let another request interleave. */
 export type Decide<T> = (tx: Tx) => T extends PromiseLike<unknown> ? never : T;
 
-/** How many times a decision may restart to read from disk before giving up. */
-const MAX_ATTEMPTS = 32;
+/**
+ * How many times a decision may restart to read again a value that went
+ * stale while it was read, before giving up; and, as a backstop, how many
+ * restarts in all.
+ */
+const MAX_STALE_RESTARTS = 32;
+const MAX_RESTARTS = 100_000;
 
 export class Atomic {
   constructor(private readonly engine: Engine, private readonly now: () => number) {}
@@ -176,7 +199,8 @@ export class Atomic {
    */
   async atomically<T>(load: ((tx: Tx) => void) | undefined, decide: Decide<T>): Promise<T> {
     const fetched = new Fetched(this.engine);
-    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    let stale = 0;
+    for (let attempt = 0; attempt < MAX_RESTARTS; attempt++) {
       const tx = new Tx(this.engine, fetched, this.now());
       let result: T;
       try {
@@ -184,13 +208,14 @@ export class Atomic {
         result = decide(tx) as T;
       } catch (err) {
         if (!(err instanceof NeedsRead)) throw err;
+        if (!err.progress && ++stale >= MAX_STALE_RESTARTS) break;
         await err.promise;
         continue;
       }
       if (tx.ops.length > 0) await this.engine.write(tx.ops);
       return result;
     }
-    throw new StoreError('unavailable', 'the data changed during every attempt to read it from disk; try again');
+    throw new StoreError('unavailable', 'data this request reads from disk kept changing while it was read; try again');
   }
 
   /** A read of several values that must come from one point in time (no write). */
