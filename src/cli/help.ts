@@ -13,6 +13,7 @@ export const OVERVIEW = `usage: pithos <command> [arguments] [options]
 Server:
   pithos [serve] [server options]       start the server (pithos serve --help lists its options)
   pithos repair [server options]        repair the data directory, then exit
+  pithos restore --from FILE --data-dir DIR   restore a backup into a new data directory
 
 Client:
   get <kind> <name>                     read a table, record, variant or lock
@@ -28,6 +29,7 @@ Client:
   ls [tables|records|variants|locks]    list names (--prefix, --limit, --after, --all)
   watch [--kind k] [--since v]          follow the change feed
   health                                the server's health figures
+  backup --out FILE                     stream an online backup of a running server to FILE
   help [command]                        this text, or one command's
   version                               the version of this program
 
@@ -109,6 +111,16 @@ ${COMMON}`,
 Starts the server; pithos serve --help lists its options (also read from PITHOS_* variables).`,
   repair: `usage: pithos repair [server options]
 Opens a damaged data directory keeping every intact batch, then exits; see pithos serve --help.`,
+  backup: `usage: pithos backup --out FILE [--url URL] [--token T]
+Streams GET /backup (an admin token) to FILE while the server keeps serving: every write
+acknowledged before the backup began, none queued after it. The file is written under a
+temporary name and renamed when the stream ended with its checksum, so FILE is never a
+partial backup. Restore it with pithos restore.
+
+${COMMON}`,
+  restore: `usage: pithos restore --from FILE --data-dir DIR
+Checks FILE's checksum, writes its log files into DIR (which must not exist or be empty),
+and opens DIR once so every batch is verified. Needs no server; start one on DIR afterwards.`,
   help: `usage: pithos help [command]`,
   version: `usage: pithos version
 Prints the version of this program.`,

@@ -10,6 +10,7 @@
  * batch and every batch queued after it are rolled back in reverse order
  * before anything else runs, then rejected with a typed error.
  */
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Logger } from '../log.js';
 import { BatchTooLargeError, CorruptionError, EngineClosedError, StorageIOError, storageError } from './errors.js';
@@ -525,6 +526,33 @@ export class Engine {
   }
 
   /** The highest sequence number whose batch the log holds under the configured durability. */
+  /**
+   * The log as it stands now, for an online backup (docs/operations.md,
+   * "Backup and restore"): every segment file, opened now and cut at its
+   * current length, which is always a batch boundary (a group's length is
+   * recorded only once all of it is in the file). Every batch acknowledged
+   * before this call is inside; none queued after it is. Runs synchronously,
+   * so no write or compaction step can fall between two files; an open
+   * descriptor keeps a file readable even if compaction unlinks it later.
+   * A compaction output that is already in the list repeats batches of its
+   * inputs with their own sequence numbers, which replay to the same state.
+   * The caller reads the descriptors and closes them.
+   */
+  snapshotFiles(): Array<{ name: string; fd: number; size: number }> {
+    if (this.closed) throw new EngineClosedError();
+    const out: Array<{ name: string; fd: number; size: number }> = [];
+    try {
+      for (const s of this.segments) {
+        if (s.retired) continue;
+        out.push({ name: path.basename(s.path), fd: fs.openSync(s.path, 'r'), size: s.size });
+      }
+    } catch (err) {
+      for (const f of out) fs.closeSync(f.fd);
+      throw storageError('open for backup', err);
+    }
+    return out;
+  }
+
   get committedSeq(): number {
     return this.committed;
   }

@@ -256,6 +256,45 @@ export function watch(ctx: Ctx, _name: string, _body: Body, res: ServerResponse)
 
 // ---- health and the test clock ------------------------------------------------
 
+// ---- backup -------------------------------------------------------------------
+
+/**
+ * GET /backup: the store's snapshot as it arrives, not an envelope
+ * (docs/api.md, "Backup"). The snapshot is taken before the first byte is
+ * sent, so a failure to take it is still an ordinary error answer; one in
+ * the middle of the stream can only cut the connection, which the restore
+ * side detects by the missing checksum trailer.
+ */
+export async function backup(ctx: Ctx, _name: string, _body: Body, res: ServerResponse): Promise<void> {
+  if (ctx.store.backup === undefined) {
+    throw new StoreError('unavailable', "this store is backed up with its database's own tools (docs/scaling.md)");
+  }
+  const it = ctx.store.backup()[Symbol.asyncIterator]();
+  const first = await it.next();
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  res.writeHead(200, {
+    'Content-Type': 'application/octet-stream',
+    'Content-Disposition': `attachment; filename="pithos-${stamp}.backup"`,
+  });
+  try {
+    for (let r = first; r.done !== true; r = await it.next()) {
+      if (res.destroyed) break;
+      if (!res.write(r.value)) await new Promise<void>((resolve) => {
+        const done = (): void => {
+          res.off('drain', done);
+          res.off('close', done);
+          resolve();
+        };
+        res.on('drain', done);
+        res.on('close', done);
+      });
+    }
+  } finally {
+    await it.return?.();
+  }
+  res.end();
+}
+
 export async function health(ctx: Ctx, _name: string, _body: Body, res: ServerResponse): Promise<void> {
   send(res, 200, A.healthy, await ctx.health.data());
 }

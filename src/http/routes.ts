@@ -133,6 +133,10 @@ export const ROUTES: readonly RouteDef[] = [
   { method: 'GET', path: '/watch', handler: h.watch, role: 'read', summary: 'Changes as Server-Sent Events', strict: true,
     ok: { status: [200], message: 'text/event-stream' } },
 
+  { method: 'GET', path: '/backup', handler: h.backup, role: 'admin',
+    summary: 'A consistent snapshot of the whole data set, streamed (not an envelope: application/octet-stream)', strict: true,
+    ok: { status: [200], message: '(a byte stream, see docs/operations.md "Backup and restore")' } },
+
   { method: 'POST', path: '/_test/clock', handler: h.advanceClock, role: 'admin', summary: 'Move the test clock', testOnly: true,
     ok: { status: [200], message: 'clock advanced' } },
 ];

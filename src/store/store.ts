@@ -174,5 +174,11 @@ export interface Store {
   /** The change feed; a store without one answers GET /watch with 503. */
   readonly changes?: ChangeFeed;
   stats(): Promise<StoreStats>;
+  /**
+   * A consistent snapshot of the whole data set as a byte stream (every write
+   * acknowledged before the call, none queued after it), for GET /backup. A
+   * store whose database has its own backup tooling leaves it out.
+   */
+  backup?(): AsyncIterable<Buffer>;
   close(): Promise<void>;
 }

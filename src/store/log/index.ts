@@ -5,6 +5,7 @@
 import { Engine, type EngineOptions } from '../../engine/index.js';
 import type { Store, StoreStats, Transaction } from '../store.js';
 import { Atomic } from './atomic.js';
+import { backupStream } from './backup.js';
 import { LogLocks } from './locks.js';
 import { LogRecords } from './records.js';
 import { LogTables } from './tables.js';
@@ -35,6 +36,10 @@ export class LogStore implements Store {
 
   transact(txn: Transaction): Promise<string> {
     return transact(this.atomic, txn);
+  }
+
+  backup(): AsyncIterable<Buffer> {
+    return backupStream(this.engine);
   }
 
   async stats(): Promise<StoreStats> {
