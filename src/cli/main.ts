@@ -474,7 +474,7 @@ async function cmdBackup(c: Ctx): Promise<void> {
       bytes += chunk.length;
       tail = Buffer.concat([tail, Buffer.from(chunk)]).subarray(-80);
     }
-    if (!/\nsha256 [0-9a-f]{64}\n$/.test(tail.toString('latin1'))) {
+    if (!/\ncrc32 [0-9a-f]{8}\n$/.test(tail.toString('latin1'))) {
       throw new PithosError(0, `the backup stream ended early (${bytes} bytes, no checksum): ${out} was not written`);
     }
     fs.fsyncSync(fd);

@@ -105,7 +105,7 @@ test('restore refuses a damaged or truncated file and a non-empty directory; the
   const b = await runCli(['backup', '--out', out, '--url', `http://127.0.0.1:${srv.port}`, '--token', srv.token]);
   assert.equal(b.code, 0, b.stderr);
   const bytes = readFileSync(out);
-  assert.match(bytes.subarray(-80).toString('latin1'), /\nsha256 [0-9a-f]{64}\n$/);
+  assert.match(bytes.subarray(-80).toString('latin1'), /\ncrc32 [0-9a-f]{8}\n$/);
 
   const damaged = Buffer.from(bytes);
   damaged[Math.floor(damaged.length / 2)] ^= 0xff;

@@ -6,20 +6,32 @@
  *   PITHOS-BACKUP 1\n
  *   {"created":"<ISO time>","seq":<last sequence number>,"files":[{"name","size"},…]}\n
  *   <the files' bytes, in that order>
- *   \nsha256 <hex of every byte before this line>\n
+ *   \ncrc32 <8 hex digits: CRC-32 of every byte before this line>\n
  *
  * Restoring writes the files into an empty data directory and opens it, so
- * the log's own recovery checks every batch's checksum; the trailer catches a
- * truncated or altered download before anything is written.
+ * the log's own recovery checks every batch's checksum; the header's sizes
+ * and the trailer catch a truncated or damaged download before anything is
+ * written. CRC-32 rather than a cryptographic hash: it guards against
+ * accidents (the batches carry their own CRCs too) and costs the event loop
+ * a tenth of SHA-256 (bench/backup.ts; docs/operations.md).
  */
-import { createHash } from 'node:crypto';
+import { crc32 } from 'node:zlib';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Engine, makeDirectory, nodeFileOps, writeFileDurably } from '../../engine/index.js';
 import type { Logger } from '../../log.js';
 
 const MAGIC = 'PITHOS-BACKUP 1\n';
-const CHUNK = 1 << 20;
+/**
+ * Slice size. Hashing and handing over a slice runs on the event loop, so a
+ * slice is kept small enough (~0.2 ms of work) for requests to interleave;
+ * bench/backup.ts measured write p99 8 → 28 ms during a 1 GiB backup with
+ * 1 MiB slices and no yield.
+ */
+const CHUNK = 256 << 10;
+const yieldToRequests = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+const hex = (crc: number): string => (crc >>> 0).toString(16).padStart(8, '0');
 
 const readAt = (fd: number, buf: Buffer, len: number, pos: number): Promise<number> =>
   new Promise((resolve, reject) => fs.read(fd, buf, 0, len, pos, (err, n) => (err ? reject(err) : resolve(n))));
@@ -29,11 +41,11 @@ export async function* backupStream(engine: Engine): AsyncGenerator<Buffer> {
   const seq = engine.upcomingSeq - 1;
   const files = engine.snapshotFiles();
   try {
-    const hash = createHash('sha256');
+    let crc = 0;
     const head = Buffer.from(MAGIC + JSON.stringify({
       created: new Date().toISOString(), seq, files: files.map((f) => ({ name: f.name, size: f.size })),
     }) + '\n');
-    hash.update(head);
+    crc = crc32(head, crc);
     yield head;
     for (const f of files) {
       for (let pos = 0; pos < f.size;) {
@@ -42,12 +54,13 @@ export async function* backupStream(engine: Engine): AsyncGenerator<Buffer> {
         const n = await readAt(f.fd, buf, buf.length, pos);
         if (n === 0) throw new Error(`${f.name} ended at ${pos} of ${f.size} bytes while it was backed up`);
         const part = n === buf.length ? buf : buf.subarray(0, n);
-        hash.update(part);
+        crc = crc32(part, crc);
         yield part;
         pos += n;
+        await yieldToRequests();
       }
     }
-    yield Buffer.from(`\nsha256 ${hash.digest('hex')}\n`);
+    yield Buffer.from(`\ncrc32 ${hex(crc)}\n`);
   } finally {
     for (const f of files) fs.closeSync(f.fd);
   }
@@ -80,10 +93,9 @@ function parse(bytes: Buffer): { header: Header; start: number } {
   const start = nl + 1;
   const end = start + header.files.reduce((a, f) => a + f.size, 0);
   const trailer = bytes.subarray(end).toString('latin1');
-  const m = /^\nsha256 ([0-9a-f]{64})\n$/.exec(trailer);
+  const m = /^\ncrc32 ([0-9a-f]{8})\n$/.exec(trailer);
   if (m === null) throw new BackupError(`backup is truncated or has extra bytes (${bytes.length} bytes; the header lists ${end - start} bytes of files)`);
-  const digest = createHash('sha256').update(bytes.subarray(0, end)).digest('hex');
-  if (digest !== m[1]) throw new BackupError('backup checksum does not match: the file was altered or damaged');
+  if (hex(crc32(bytes.subarray(0, end))) !== m[1]) throw new BackupError('backup checksum does not match: the file was altered or damaged');
   return { header, start };
 }
 
