@@ -1,0 +1,246 @@
+/**
+ * GET /metrics: Prometheus text exposition (API.md section 17) with
+ * prom-client. Families are named pithos_*, in base units (seconds, bytes),
+ * counters end in _total. Request figures are labelled with the route
+ * TEMPLATE from the route table (routes.ts), never the raw path, so label
+ * cardinality is bounded by the table: anything that matched no route is
+ * `route="unmatched"`, and a method outside the table is `method="other"`.
+ *
+ * Hot path: a request costs one histogram observe and one counter increment,
+ * each with a label object cached per (route, method, status), plus one
+ * 'finish' listener (a shared function, no closure). Engine figures arrive
+ * through Engine.observe as plain number increments and become counters at
+ * scrape time; gauges (keys, bytes, segments) are read at scrape time.
+ */
+import type * as http from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import { timingSafeEqual } from 'node:crypto';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { EngineObserver, EngineStats } from '../engine/index.js';
+import type { Ctx } from './handlers.js';
+import type { Route } from './router.js';
+
+/** What the metrics read from storage (the log store's engine). */
+export interface MetricsSource {
+  stats(): EngineStats;
+  observe(o: EngineObserver): void;
+}
+
+type Labels = { route: string; method: string; status: string };
+
+const METHODS = new Set(['GET', 'PUT', 'POST', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
+const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const IO_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
+const START = Symbol('pithos.metrics.start');
+
+type Timed = IncomingMessage & { [START]?: number; route?: Route };
+
+/** Engine figures counted as plain numbers; exported as counters when scraped. */
+class EngineCounts implements EngineObserver {
+  cacheHits = 0;
+  cacheMisses = 0;
+  compactions = 0;
+  compactedIn = 0;
+  compactedOut = 0;
+  writtenBytes = 0;
+  constructor(private readonly write: Histogram, private readonly sync: Histogram, private readonly group: Histogram) {}
+  logWrite(batches: number, bytes: number, seconds: number): void {
+    this.write.observe(seconds);
+    this.group.observe(batches);
+    this.writtenBytes += bytes;
+  }
+  logSync(seconds: number): void {
+    this.sync.observe(seconds);
+  }
+  cacheHit(): void {
+    this.cacheHits++;
+  }
+  cacheMiss(): void {
+    this.cacheMisses++;
+  }
+  compacted(bytesIn: number, bytesOut: number): void {
+    this.compactions++;
+    this.compactedIn += bytesIn;
+    this.compactedOut += bytesOut;
+  }
+}
+
+/** A counter whose value is read from `get` at scrape time. */
+function pulledCounter(registry: Registry, name: string, help: string, get: () => number): Counter {
+  return new Counter({
+    name, help, registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(get());
+    },
+  });
+}
+
+function pulledGauge(registry: Registry, name: string, help: string, get: () => number): Gauge {
+  return new Gauge({
+    name, help, registers: [registry],
+    collect() {
+      this.set(get());
+    },
+  });
+}
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly requests: Counter<'route' | 'method' | 'status'>;
+  private readonly duration: Histogram<'route' | 'method' | 'status'>;
+  /** Label objects, one per (route template and method, status): built once, reused by every request. */
+  private readonly labels = new Map<string, Labels[]>();
+  private readonly loop: IntervalHistogram;
+  private readonly counts: EngineCounts;
+
+  constructor(source: MetricsSource | undefined) {
+    const r = this.registry;
+    collectDefaultMetrics({ register: r });
+    this.requests = new Counter({
+      name: 'pithos_http_requests_total', help: 'HTTP requests answered, by route template, method and status',
+      labelNames: ['route', 'method', 'status'], registers: [r],
+    });
+    this.duration = new Histogram({
+      name: 'pithos_http_request_duration_seconds',
+      help: 'Time from the request headers to the last byte of the answer handed to the kernel, by route template, method and status',
+      labelNames: ['route', 'method', 'status'], buckets: LATENCY_BUCKETS, registers: [r],
+    });
+    const write = new Histogram({
+      name: 'pithos_log_write_duration_seconds', help: 'Time to write one group commit to the log (write(2))',
+      buckets: IO_BUCKETS, registers: [r],
+    });
+    const sync = new Histogram({
+      name: 'pithos_log_fsync_duration_seconds', help: 'Time of one fdatasync of the log',
+      buckets: IO_BUCKETS, registers: [r],
+    });
+    const group = new Histogram({
+      name: 'pithos_group_commit_batches', help: 'Batches (one per write request) written together in one group commit',
+      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], registers: [r],
+    });
+    const c = (this.counts = new EngineCounts(write, sync, group));
+    pulledCounter(r, 'pithos_log_written_bytes_total', 'Bytes appended to the log by writes', () => c.writtenBytes);
+    pulledCounter(r, 'pithos_cache_hits_total', 'Reads answered from the in-memory value cache', () => c.cacheHits);
+    pulledCounter(r, 'pithos_cache_misses_total', 'Reads that had to read the value from disk', () => c.cacheMisses);
+    pulledCounter(r, 'pithos_compaction_runs_total', 'Compaction passes completed', () => c.compactions);
+    pulledCounter(r, 'pithos_compaction_read_bytes_total', 'Segment bytes read by completed compaction passes', () => c.compactedIn);
+    pulledCounter(r, 'pithos_compaction_written_bytes_total', 'Bytes written by completed compaction passes', () => c.compactedOut);
+    if (source !== undefined) {
+      source.observe(c);
+      let last: EngineStats | undefined;
+      let at = 0;
+      // One stats() walk per scrape, shared by the gauges below.
+      const stats = (): EngineStats => {
+        const now = Date.now();
+        if (last === undefined || now - at > 100) {
+          last = source.stats();
+          at = now;
+        }
+        return last;
+      };
+      pulledGauge(r, 'pithos_keys', 'Keys in the key directory (rows, records, variants, locks, table headers)', () => stats().keys);
+      pulledGauge(r, 'pithos_objects', 'Top-level keys: tables, records, variants, locks (what /health key_count counts, before expiry)',
+        () => stats().topLevelKeys);
+      pulledGauge(r, 'pithos_live_bytes', 'Bytes of current versions in the log', () => stats().liveBytes);
+      pulledGauge(r, 'pithos_dead_bytes', 'Bytes in the log that compaction can reclaim', () => stats().deadBytes);
+      pulledGauge(r, 'pithos_segments', 'Log segment files', () => stats().segments);
+      pulledGauge(r, 'pithos_cache_bytes', 'Bytes held by the value cache', () => stats().cacheBytes);
+    }
+    pulledGauge(r, 'pithos_watchers', 'Open change-feed watchers', () => 0);
+    this.loop = monitorEventLoopDelay({ resolution: 10 });
+    this.loop.enable();
+    const loop = this.loop;
+    new Gauge({
+      name: 'pithos_event_loop_lag_seconds',
+      help: 'Event-loop delay since the previous scrape (quantile 1 = the worst)',
+      labelNames: ['quantile'], registers: [r],
+      collect() {
+        // The histogram counts in nanoseconds beyond the 10 ms sampling resolution.
+        const q = (p: number): number => (loop.count === 0 ? 0 : Math.max(0, loop.percentile(p) / 1e9 - 0.01));
+        this.set({ quantile: '0.5' }, q(50));
+        this.set({ quantile: '0.99' }, q(99));
+        this.set({ quantile: '1' }, loop.count === 0 ? 0 : Math.max(0, loop.max / 1e9 - 0.01));
+        loop.reset();
+      },
+    });
+  }
+
+  /** Starts timing every request of `server`; the handler of this server's /metrics serves the figures. */
+  attach(server: http.Server): void {
+    // Prepended, so the clock starts before the server's own request handler runs.
+    server.prependListener('request', onRequestStart);
+    attached = this;
+  }
+
+  observeRequest(req: Timed, res: ServerResponse): void {
+    const start = req[START];
+    if (start === undefined) return;
+    const def = req.route?.def;
+    const route = def === undefined ? 'unmatched' : def.path;
+    const method = def !== undefined ? def.method : METHODS.has(req.method ?? '') ? (req.method as string) : 'other';
+    const key = method + ' ' + route;
+    let byStatus = this.labels.get(key);
+    if (byStatus === undefined) this.labels.set(key, (byStatus = []));
+    const st = res.statusCode;
+    const l = (byStatus[st] ??= { route, method, status: String(st) });
+    this.requests.inc(l);
+    this.duration.observe(l, (performance.now() - start) / 1e3);
+  }
+
+  /** The exposition text. */
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  close(): void {
+    this.loop.disable();
+  }
+}
+
+/** The process's metrics (one server per process); undefined until attached. */
+let attached: Metrics | undefined;
+
+function onRequestStart(req: IncomingMessage, res: ServerResponse): void {
+  (req as Timed)[START] = performance.now();
+  res.on('finish', onFinish);
+}
+
+function onFinish(this: ServerResponse): void {
+  attached?.observeRequest(this.req as Timed, this);
+}
+
+/** GET /metrics. Served as Prometheus text, not the JSON envelope. */
+export async function serveMetrics(_ctx: Ctx, _name: string, _body: unknown, res: ServerResponse): Promise<void> {
+  const m = attached;
+  if (m === undefined) {
+    res.writeHead(404, ['Content-Type', 'application/json; charset=utf-8']);
+    res.end('{"status":"error","message":"metrics are not enabled"}');
+    return;
+  }
+  const body = Buffer.from(await m.text());
+  res.writeHead(200, ['Content-Type', m.contentType, 'Content-Length', String(body.length)]);
+  res.end(body);
+}
+
+/**
+ * The second credential of /metrics (API.md section 17): `Authorization: Bearer
+ * <--metrics-token>`, for scrapers that should not hold the server secret. Only
+ * GET /metrics accepts it. (Roles and a tokens file come with the access-control work.)
+ */
+export function metricsBearer(token: string): (req: IncomingMessage) => boolean {
+  const want = Buffer.from(`Bearer ${token}`, 'latin1');
+  const scratch = Buffer.alloc(want.length);
+  return (req) => {
+    const h = req.headers.authorization;
+    if (req.method !== 'GET' || typeof h !== 'string' || h.length !== want.length) return false;
+    const u = req.url ?? '';
+    if (u !== '/metrics' && !u.startsWith('/metrics?')) return false;
+    scratch.write(h, 0, 'latin1');
+    return timingSafeEqual(scratch, want);
+  };
+}
