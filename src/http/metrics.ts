@@ -6,11 +6,16 @@
  * cardinality is bounded by the table: anything that matched no route is
  * `route="unmatched"`, and a method outside the table is `method="other"`.
  *
- * Hot path: a request costs one histogram observe and one counter increment,
- * each with a label object cached per (route, method, status), plus one
- * 'finish' listener (a shared function, no closure). Engine figures arrive
- * through Engine.observe as plain number increments and become counters at
- * scrape time; gauges (keys, bytes, segments) are read at scrape time.
+ * Hot path: prom-client's labelled Counter.inc + Histogram.observe measured
+ * 0.9 + 1.4 µs per request (label validation, hashing, object building) on
+ * this machine, against ~15 µs of server CPU per GET: far over the 3 % budget.
+ * So the two request families are kept here, in one preallocated cell per
+ * (route, method, status) found without building a string, and written out
+ * by this module (`requestText`) after prom-client's own output. A request
+ * costs two performance.now() calls, one lookup, a bucket scan and one
+ * 'finish' listener (a shared function, no closure). Everything else (engine
+ * figures, process defaults) is prom-client: engine histograms are observed
+ * once per group commit, counters and gauges are read at scrape time.
  */
 import type * as http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -27,7 +32,15 @@ export interface MetricsSource {
   observe(o: EngineObserver): void;
 }
 
-type Labels = { route: string; method: string; status: string };
+/** One (route, method, status): a count, a sum and non-cumulative bucket counts (the last is +Inf). */
+class Cell {
+  count = 0;
+  sum = 0;
+  readonly buckets = new Float64Array(LATENCY_BUCKETS.length + 1);
+  constructor(readonly labels: string) {}
+}
+
+const esc = (v: string): string => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 
 const METHODS = new Set(['GET', 'PUT', 'POST', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -88,25 +101,17 @@ function pulledGauge(registry: Registry, name: string, help: string, get: () => 
 
 export class Metrics {
   readonly registry = new Registry();
-  private readonly requests: Counter<'route' | 'method' | 'status'>;
-  private readonly duration: Histogram<'route' | 'method' | 'status'>;
-  /** Label objects, one per (route template and method, status): built once, reused by every request. */
-  private readonly labels = new Map<string, Labels[]>();
+  /** Request cells by route definition (no string is built per request), then by status. */
+  private readonly byRoute = new Map<object, Cell[]>();
+  /** Requests that matched no route, by method (a method outside the table is 'other'). */
+  private readonly unmatched = new Map<string, Cell[]>();
+  private readonly cells: Cell[] = [];
   private readonly loop: IntervalHistogram;
   private readonly counts: EngineCounts;
 
   constructor(source: MetricsSource | undefined) {
     const r = this.registry;
     collectDefaultMetrics({ register: r });
-    this.requests = new Counter({
-      name: 'pithos_http_requests_total', help: 'HTTP requests answered, by route template, method and status',
-      labelNames: ['route', 'method', 'status'], registers: [r],
-    });
-    this.duration = new Histogram({
-      name: 'pithos_http_request_duration_seconds',
-      help: 'Time from the request headers to the last byte of the answer handed to the kernel, by route template, method and status',
-      labelNames: ['route', 'method', 'status'], buckets: LATENCY_BUCKETS, registers: [r],
-    });
     const write = new Histogram({
       name: 'pithos_log_write_duration_seconds', help: 'Time to write one group commit to the log (write(2))',
       buckets: IO_BUCKETS, registers: [r],
@@ -176,21 +181,60 @@ export class Metrics {
   observeRequest(req: Timed, res: ServerResponse): void {
     const start = req[START];
     if (start === undefined) return;
+    const seconds = (performance.now() - start) / 1e3;
     const def = req.route?.def;
-    const route = def === undefined ? 'unmatched' : def.path;
-    const method = def !== undefined ? def.method : METHODS.has(req.method ?? '') ? (req.method as string) : 'other';
-    const key = method + ' ' + route;
-    let byStatus = this.labels.get(key);
-    if (byStatus === undefined) this.labels.set(key, (byStatus = []));
+    let byStatus: Cell[] | undefined;
+    if (def !== undefined) {
+      byStatus = this.byRoute.get(def);
+      if (byStatus === undefined) this.byRoute.set(def, (byStatus = []));
+    } else {
+      const m = METHODS.has(req.method ?? '') ? (req.method as string) : 'other';
+      byStatus = this.unmatched.get(m);
+      if (byStatus === undefined) this.unmatched.set(m, (byStatus = []));
+    }
     const st = res.statusCode;
-    const l = (byStatus[st] ??= { route, method, status: String(st) });
-    this.requests.inc(l);
-    this.duration.observe(l, (performance.now() - start) / 1e3);
+    let cell = byStatus[st];
+    if (cell === undefined) {
+      const route = def === undefined ? 'unmatched' : def.path;
+      const method = def === undefined ? (METHODS.has(req.method ?? '') ? (req.method as string) : 'other') : def.method;
+      cell = byStatus[st] = new Cell(`route="${esc(route)}",method="${esc(method)}",status="${st}"`);
+      this.cells.push(cell);
+    }
+    cell.count++;
+    cell.sum += seconds;
+    const b = LATENCY_BUCKETS;
+    let i = 0;
+    while (i < b.length && seconds > b[i]) i++;
+    cell.buckets[i]++;
   }
 
-  /** The exposition text. */
-  text(): Promise<string> {
-    return this.registry.metrics();
+  /** The two request families, in the text format, written here (see the top of this file). */
+  requestText(): string {
+    const out: string[] = [
+      '# HELP pithos_http_requests_total HTTP requests answered, by route template, method and status',
+      '# TYPE pithos_http_requests_total counter',
+    ];
+    for (const c of this.cells) out.push(`pithos_http_requests_total{${c.labels}} ${c.count}`);
+    out.push('# HELP pithos_http_request_duration_seconds Time from the request headers to the last byte of the answer ' +
+      'handed to the kernel, by route template, method and status');
+    out.push('# TYPE pithos_http_request_duration_seconds histogram');
+    for (const c of this.cells) {
+      let cum = 0;
+      for (let i = 0; i < LATENCY_BUCKETS.length; i++) {
+        cum += c.buckets[i];
+        out.push(`pithos_http_request_duration_seconds_bucket{le="${LATENCY_BUCKETS[i]}",${c.labels}} ${cum}`);
+      }
+      cum += c.buckets[LATENCY_BUCKETS.length];
+      out.push(`pithos_http_request_duration_seconds_bucket{le="+Inf",${c.labels}} ${cum}`);
+      out.push(`pithos_http_request_duration_seconds_sum{${c.labels}} ${c.sum}`);
+      out.push(`pithos_http_request_duration_seconds_count{${c.labels}} ${c.count}`);
+    }
+    return out.join('\n') + '\n';
+  }
+
+  /** The exposition text: the request families, then everything prom-client holds. */
+  async text(): Promise<string> {
+    return this.requestText() + '\n' + (await this.registry.metrics());
   }
 
   get contentType(): string {
