@@ -173,8 +173,20 @@ export class Metrics {
 
   /** Starts timing every request of `server`; the handler of this server's /metrics serves the figures. */
   attach(server: http.Server): void {
-    // Prepended, so the clock starts before the server's own request handler runs.
-    server.prependListener('request', onRequestStart);
+    // The clock must start before the server's own request handler runs. With
+    // one handler, wrap it: a second 'request' listener would make every emit
+    // copy the listener array (measured in the A/B, docs/operations.md).
+    const handlers = server.listeners('request') as Array<(req: IncomingMessage, res: ServerResponse) => void>;
+    if (handlers.length === 1) {
+      const h = handlers[0];
+      server.removeListener('request', h);
+      server.on('request', function (this: http.Server, req: IncomingMessage, res: ServerResponse) {
+        onRequestStart(req, res);
+        h.call(this, req, res);
+      });
+    } else {
+      server.prependListener('request', onRequestStart);
+    }
     attached = this;
   }
 
@@ -251,11 +263,15 @@ let attached: Metrics | undefined;
 
 function onRequestStart(req: IncomingMessage, res: ServerResponse): void {
   (req as Timed)[START] = performance.now();
-  res.on('finish', onFinish);
+  // 'close', not 'finish': node:http always listens for 'finish' itself, so a
+  // second listener there costs an array per response and a copy per emit;
+  // a body-less request has no other 'close' listener.
+  res.on('close', onClose);
 }
 
-function onFinish(this: ServerResponse): void {
-  attached?.observeRequest(this.req as Timed, this);
+function onClose(this: ServerResponse): void {
+  // A response cut off before it was sent (the client went away) is not counted.
+  if (this.writableFinished) attached?.observeRequest(this.req as Timed, this);
 }
 
 /** GET /metrics. Served as Prometheus text, not the JSON envelope. */
