@@ -25,6 +25,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { EngineObserver, EngineStats } from '../engine/index.js';
 import type { Ctx } from './handlers.js';
 import type { Route } from './router.js';
+import { probeOf } from './probes.js';
 
 /** What the metrics read from storage (the log store's engine). */
 export interface MetricsSource {
@@ -108,6 +109,8 @@ export class Metrics {
   private readonly cells: Cell[] = [];
   private readonly loop: IntervalHistogram;
   private readonly counts: EngineCounts;
+  private source: MetricsSource | undefined;
+  private stats: EngineStats | undefined;
 
   constructor(source: MetricsSource | undefined) {
     const r = this.registry;
@@ -133,17 +136,9 @@ export class Metrics {
     pulledCounter(r, 'pithos_compaction_written_bytes_total', 'Bytes written by completed compaction passes', () => c.compactedOut);
     if (source !== undefined) {
       source.observe(c);
-      let last: EngineStats | undefined;
-      let at = 0;
-      // One stats() walk per scrape, shared by the gauges below.
-      const stats = (): EngineStats => {
-        const now = Date.now();
-        if (last === undefined || now - at > 100) {
-          last = source.stats();
-          at = now;
-        }
-        return last;
-      };
+      // One stats() walk per scrape (taken in text()), shared by the gauges below.
+      this.source = source;
+      const stats = (): EngineStats => (this.stats ??= source.stats());
       pulledGauge(r, 'pithos_keys', 'Keys in the key directory (rows, records, variants, locks, table headers)', () => stats().keys);
       pulledGauge(r, 'pithos_objects', 'Top-level keys: tables, records, variants, locks (what /health key_count counts, before expiry)',
         () => stats().topLevelKeys);
@@ -196,19 +191,22 @@ export class Metrics {
     const seconds = (performance.now() - start) / 1e3;
     const def = req.route?.def;
     let byStatus: Cell[] | undefined;
+    let probe: 'livez' | 'readyz' | undefined;
     if (def !== undefined) {
       byStatus = this.byRoute.get(def);
       if (byStatus === undefined) this.byRoute.set(def, (byStatus = []));
     } else {
-      const m = METHODS.has(req.method ?? '') ? (req.method as string) : 'other';
+      // Probes are answered before routing (probes.ts): labelled with their path, not 'unmatched'.
+      probe = req.method === 'GET' ? probeOf(req.url) : undefined;
+      const m = probe ?? (METHODS.has(req.method ?? '') ? (req.method as string) : 'other');
       byStatus = this.unmatched.get(m);
       if (byStatus === undefined) this.unmatched.set(m, (byStatus = []));
     }
     const st = res.statusCode;
     let cell = byStatus[st];
     if (cell === undefined) {
-      const route = def === undefined ? 'unmatched' : def.path;
-      const method = def === undefined ? (METHODS.has(req.method ?? '') ? (req.method as string) : 'other') : def.method;
+      const route = def !== undefined ? def.path : probe !== undefined ? `/${probe}` : 'unmatched';
+      const method = def !== undefined ? def.method : METHODS.has(req.method ?? '') ? (req.method as string) : 'other';
       cell = byStatus[st] = new Cell(`route="${esc(route)}",method="${esc(method)}",status="${st}"`);
       this.cells.push(cell);
     }
@@ -246,6 +244,7 @@ export class Metrics {
 
   /** The exposition text: the request families, then everything prom-client holds. */
   async text(): Promise<string> {
+    this.stats = this.source?.stats();
     return this.requestText() + '\n' + (await this.registry.metrics());
   }
 

@@ -140,12 +140,28 @@ function version(): string {
   return '0.0.0';
 }
 
+/** Answered before routing (probes.ts), so not in the route table: documented here by hand. */
+export const PROBES: ReadonlyArray<{ path: string; summary: string }> = [
+  { path: '/livez', summary: 'Liveness probe: 200 while the process serves at all' },
+  { path: '/readyz', summary: 'Readiness probe: 200 when the server takes requests, 503 while shutting down' },
+];
+
+function probe(p: { path: string; summary: string }): Json {
+  const text = (d: string): Json => ({ description: d, content: { 'text/plain': { schema: { type: 'string' } } } });
+  return {
+    operationId: `get${p.path.slice(1).charAt(0).toUpperCase()}${p.path.slice(2)}`, summary: p.summary, tags: ['probes'],
+    security: [], 'x-pithos-role': 'public',
+    responses: p.path === '/readyz' ? { 200: text('ok'), 503: text('not ready') } : { 200: text('ok') },
+  };
+}
+
 /** The whole document for the routes the server serves (test routes only when the test clock is on). */
 export function openApiDocument(testClock: boolean): Json {
   const paths: Record<string, Json> = {};
   for (const r of servedRoutes(testClock)) {
     (paths[r.path] ??= {})[r.method.toLowerCase()] = operation(r);
   }
+  for (const p of PROBES) paths[p.path] = { get: probe(p) };
   const responses: Json = {};
   for (const [st, d] of Object.entries(ERRORS)) {
     responses[`E${st}`] = { description: d, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };

@@ -6,6 +6,9 @@
  * Auth-Token or by the --metrics-token bearer, on /metrics only.
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { ROUTES } from '../../src/http/routes.js';
 import { PithosServer, expectError, uniq } from '../helpers/server.js';
@@ -132,11 +135,17 @@ function value(fams: Map<string, Family>, sample: string, labels: Record<string,
 const MT = 'metrics-secret-1';
 let srv: PithosServer;
 
+const READER = 'reader-token-123456';
+let dir: string;
+
 before(async () => {
-  srv = await PithosServer.start({ args: ['--metrics-token', MT, '--cache-mb', '1'] });
+  dir = mkdtempSync(path.join(os.tmpdir(), 'pithos-metrics-'));
+  writeFileSync(path.join(dir, 'tokens'), `dash read ${READER}\n`);
+  srv = await PithosServer.start({ args: ['--metrics-token', MT, '--cache-mb', '1', '--tokens-file', path.join(dir, 'tokens')] });
 });
 after(async () => {
   await srv?.close();
+  rmSync(dir, { recursive: true, force: true });
 });
 
 async function scrape(): Promise<Map<string, Family>> {
@@ -210,6 +219,7 @@ test('requests are labelled by route template, method and status; counters move 
   expectError(await srv.req('GET', `/no/such/${ids[0]}`), 404);
   expectError(await srv.req('COPY', '/records/x'), 405);
   expectError(await srv.req('GET', '/records/x', undefined, { 'Auth-Token': 'wrong' }), 401);
+  assert.equal((await srv.req('GET', '/readyz', undefined, { 'Auth-Token': null })).status, 200);
   const after = await scrape();
 
   const d = (sample: string, labels: Record<string, string> = {}): number => value(after, sample, labels) - value(before, sample, labels);
@@ -223,11 +233,12 @@ test('requests are labelled by route template, method and status; counters move 
   assert.equal(d('pithos_http_requests_total', { route: 'unmatched', method: 'GET', status: '404' }), 1);
   assert.equal(d('pithos_http_requests_total', { route: 'unmatched', method: 'other', status: '405' }), 1);
   assert.equal(d('pithos_http_requests_total', { route: 'unmatched', method: 'GET', status: '401' }), 1);
+  assert.equal(d('pithos_http_requests_total', { route: '/readyz', method: 'GET', status: '200' }), 1);
   // the previous scrape itself is counted once it has been sent
   assert.ok(value(after, 'pithos_http_requests_total', { route: '/metrics', method: 'GET', status: '200' }) >= 2);
 
   // Labels come from the table, never from the raw path.
-  const templates = new Set([...ROUTES.map((r) => r.path), 'unmatched']);
+  const templates = new Set([...ROUTES.map((r) => r.path), '/livez', '/readyz', 'unmatched']);
   for (const s of after.get('pithos_http_requests_total')!.samples) {
     assert.ok(templates.has(s.labels.route), `route label ${s.labels.route}`);
     assert.deepEqual(Object.keys(s.labels).sort(), ['method', 'route', 'status']);
@@ -261,8 +272,12 @@ test('auth: Auth-Token, or the metrics token as a bearer on /metrics only', asyn
   const ok = await srv.req('GET', '/metrics', undefined, bearer);
   assert.equal(ok.status, 200);
   parsePrometheus(ok.raw);
-  expectError(await srv.req('GET', '/metrics', undefined, { 'Auth-Token': null }), 401, 'access not authorised');
+  expectError(await srv.req('GET', '/metrics', undefined, { 'Auth-Token': null }), 401, 'missing Auth-Token header');
   expectError(await srv.req('GET', '/metrics', undefined, { 'Auth-Token': null, Authorization: `Bearer ${MT}x` }), 401);
+  // a named read token is refused (the route's role is admin), and the bearer does not lift a wrong Auth-Token's 403
+  expectError(await srv.req('GET', '/metrics', undefined, { 'Auth-Token': READER }), 403);
+  assert.equal((await srv.req('GET', '/metrics', undefined, { 'Auth-Token': READER, Authorization: `Bearer ${MT}` })).status, 200);
+  assert.equal((await srv.req('GET', '/health', undefined, { 'Auth-Token': READER })).status, 200);
   expectError(await srv.req('GET', '/metrics', undefined, { 'Auth-Token': null, Authorization: `Bearer ${srv.token}` }), 401);
   expectError(await srv.req('GET', '/health', undefined, bearer), 401);
   expectError(await srv.req('PUT', '/records/a', { record: {} }, bearer), 401);

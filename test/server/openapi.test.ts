@@ -9,6 +9,7 @@ import { after, before, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { ROUTES } from '../../src/http/routes.js';
 import { servedRoutes } from '../../src/http/router.js';
+import { PROBES } from '../../src/http/openapi.js';
 import { PithosServer, expectError, type Res } from '../helpers/server.js';
 
 let srv: PithosServer;
@@ -48,10 +49,12 @@ test('every route the server serves is documented, and nothing else', () => {
     for (const m of Object.keys(item)) documented.add(`${m.toUpperCase()} ${p}`);
   }
   const served = new Set(servedRoutes(true).map((r) => `${r.method} ${r.path}`));
+  // the probes are answered before routing, outside the table
+  for (const p of PROBES) served.add(`GET ${p.path}`);
   assert.deepEqual([...documented].sort(), [...served].sort());
   // The table is what the server serves: a route added to ROUTES shows up here.
   assert.ok(served.has('GET /openapi.json') && served.has('GET /metrics') && served.has('POST /txns'));
-  assert.equal(served.size, ROUTES.length);
+  assert.equal(served.size, ROUTES.length + PROBES.length);
 });
 
 test('bodies, statuses, messages, envelope and security come from the route table', () => {
@@ -59,6 +62,7 @@ test('bodies, statuses, messages, envelope and security come from the route tabl
     type: 'apiKey', in: 'header', name: 'Auth-Token', description: 'the server secret (--auth-token)',
   });
   assert.deepEqual(doc.security, [{ authToken: [] }]);
+  for (const p of PROBES) assert.deepEqual(doc.paths[p.path].get.security, [], p.path);
   for (const r of servedRoutes(true)) {
     const op = doc.paths[r.path][r.method.toLowerCase()];
     const label = `${r.method} ${r.path}`;
@@ -112,7 +116,8 @@ test('every documented operation is answered by the live server (never "no endpo
       assert.ok(!(r.status === 404 && /^no endpoint at /.test(r.body?.message ?? '')), `${m} ${url}: ${r.raw.slice(0, 200)}`);
     }
   }
-  assert.equal(n, servedRoutes(true).length);
+  assert.equal(n, servedRoutes(true).length + PROBES.length);
+  for (const p of PROBES) assert.equal((await srv.req('GET', p.path, undefined, { 'Auth-Token': null })).status, 200, p.path);
   // and the probe can tell: a path outside the table is the router's 404
   const r = await srv.req('GET', '/not/documented');
   expectError(r, 404, 'no endpoint at GET /not/documented');
@@ -126,7 +131,7 @@ test('only the public route skips the token; every other unauthenticated request
   for (const [m, p] of [['POST', '/openapi.json'], ['GET', '/openapi.json/'], ['GET', '/openapi.jso'], ['GET', '/nope'],
     ['GET', '/metrics'], ['GET', '/health'], ['GET', '/OPENAPI.JSON']]) {
     const r = await srv.req(m, p, undefined, noToken);
-    expectError(r, 401, 'access not authorised');
+    expectError(r, 401, 'missing Auth-Token header');
   }
   // With a token, the wrong method on the public path is the usual 405.
   expectError(await srv.req('POST', '/openapi.json'), 405, 'method POST is not allowed on /openapi.json; allowed: GET');
@@ -138,7 +143,7 @@ test('without the test clock the test route is neither served nor documented', a
     const r = await s.req('GET', '/openapi.json');
     const d = JSON.parse(r.raw);
     assert.equal(d.paths['/_test/clock'], undefined);
-    assert.equal(Object.keys(d.paths).length, new Set(servedRoutes(false).map((x) => x.path)).size);
+    assert.equal(Object.keys(d.paths).length, new Set(servedRoutes(false).map((x) => x.path)).size + PROBES.length);
   } finally {
     await s.close();
   }
