@@ -176,6 +176,8 @@ export function parseCurl(cmd: string): Curl {
 const FILES: Record<string, () => Buffer> = {
   // 65 levels: the outer object, the record, and 63 arrays
   'deep65.json': () => Buffer.from(`{"record":{"a":${'['.repeat(63)}${']'.repeat(63)}}}`),
+  // a 17,000,025-byte record
+  'big.json': () => Buffer.from(`{"record":{"b":"${'x'.repeat(17_000_025 - 19)}"}}`),
 };
 
 // ---------------------------------------------------------------- matching
