@@ -175,19 +175,23 @@ export class Metrics {
     if (handlers.length === 1) {
       const h = handlers[0];
       server.removeListener('request', h);
+      const self = this;
       server.on('request', function (this: http.Server, req: IncomingMessage, res: ServerResponse) {
-        onRequestStart(req, res);
+        const start = performance.now();
         h.call(this, req, res);
+        // A handler that answered synchronously (a cached read) is done: count
+        // it now, without a listener or a field on the request.
+        if (res.writableEnded) self.record(req as Timed, res, start);
+        else watch(req, res, start);
       });
     } else {
-      server.prependListener('request', onRequestStart);
+      server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => watch(req, res, performance.now()));
     }
     attached = this;
   }
 
-  observeRequest(req: Timed, res: ServerResponse): void {
-    const start = req[START];
-    if (start === undefined) return;
+  /** Counts one answered request that started at `start` (performance.now()). */
+  record(req: Timed, res: ServerResponse, start: number): void {
     const seconds = (performance.now() - start) / 1e3;
     const def = req.route?.def;
     let byStatus: Cell[] | undefined;
@@ -225,8 +229,8 @@ export class Metrics {
       '# TYPE pithos_http_requests_total counter',
     ];
     for (const c of this.cells) out.push(`pithos_http_requests_total{${c.labels}} ${c.count}`);
-    out.push('# HELP pithos_http_request_duration_seconds Time from the request headers to the last byte of the answer ' +
-      'handed to the kernel, by route template, method and status');
+    out.push('# HELP pithos_http_request_duration_seconds Time from the parsed request headers to the end of the answer ' +
+      '(written at once, or the response closed), by route template, method and status');
     out.push('# TYPE pithos_http_request_duration_seconds histogram');
     for (const c of this.cells) {
       let cum = 0;
@@ -260,17 +264,19 @@ export class Metrics {
 /** The process's metrics (one server per process); undefined until attached. */
 let attached: Metrics | undefined;
 
-function onRequestStart(req: IncomingMessage, res: ServerResponse): void {
-  (req as Timed)[START] = performance.now();
+/** A request still being answered: counted when its response closes. */
+function watch(req: IncomingMessage, res: ServerResponse, start: number): void {
+  (req as Timed)[START] = start;
   // 'close', not 'finish': node:http always listens for 'finish' itself, so a
-  // second listener there costs an array per response and a copy per emit;
-  // a body-less request has no other 'close' listener.
+  // second listener there costs an array per response and a copy per emit.
   res.on('close', onClose);
 }
 
 function onClose(this: ServerResponse): void {
   // A response cut off before it was sent (the client went away) is not counted.
-  if (this.writableFinished) attached?.observeRequest(this.req as Timed, this);
+  const req = this.req as Timed;
+  const start = req[START];
+  if (this.writableFinished && start !== undefined) attached?.record(req, this, start);
 }
 
 /** GET /metrics. Served as Prometheus text, not the JSON envelope. */
