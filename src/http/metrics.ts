@@ -112,7 +112,8 @@ export class Metrics {
   private source: MetricsSource | undefined;
   private stats: EngineStats | undefined;
 
-  constructor(source: MetricsSource | undefined) {
+  /** `watchers`: open change-feed subscriptions (the watch hub's size). */
+  constructor(source: MetricsSource | undefined, watchers: () => number = () => 0) {
     const r = this.registry;
     collectDefaultMetrics({ register: r });
     const write = new Histogram({
@@ -147,7 +148,7 @@ export class Metrics {
       pulledGauge(r, 'pithos_segments', 'Log segment files', () => stats().segments);
       pulledGauge(r, 'pithos_cache_bytes', 'Bytes held by the value cache', () => stats().cacheBytes);
     }
-    pulledGauge(r, 'pithos_watchers', 'Open change-feed watchers', () => 0);
+    pulledGauge(r, 'pithos_watchers', 'Open change-feed watchers (GET /watch)', watchers);
     this.loop = monitorEventLoopDelay({ resolution: 10 });
     this.loop.enable();
     const loop = this.loop;

@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -282,4 +283,21 @@ test('auth: Auth-Token, or the metrics token as a bearer on /metrics only', asyn
   expectError(await srv.req('GET', '/health', undefined, bearer), 401);
   expectError(await srv.req('PUT', '/records/a', { record: {} }, bearer), 401);
   expectError(await srv.req('POST', '/metrics', undefined, bearer), 401);
+});
+
+test('pithos_watchers counts open change-feed streams (GET /watch)', async () => {
+  const before = await scrape();
+  assert.equal(value(before, 'pithos_watchers'), 0);
+  const req = http.get({ host: '127.0.0.1', port: srv.port, path: '/watch', headers: { 'Auth-Token': srv.token }, agent: false });
+  const res = await new Promise<http.IncomingMessage>((resolve, reject) => req.on('response', resolve).on('error', reject));
+  assert.equal(res.statusCode, 200);
+  res.resume();
+  assert.equal(value(await scrape(), 'pithos_watchers'), 1);
+  req.destroy();
+  let n = 1;
+  for (let i = 0; i < 50 && n !== 0; i++) {
+    await new Promise((r) => setTimeout(r, 20));
+    n = value(await scrape(), 'pithos_watchers');
+  }
+  assert.equal(n, 0);
 });
