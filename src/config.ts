@@ -39,6 +39,8 @@ export interface Config {
   pgPoolSize: number;
   /** Longest a statement may run on the shared database before it is cancelled (ms). */
   pgStatementTimeoutMs: number;
+  /** A second secret that only GET /metrics accepts, sent as `Authorization: Bearer`. */
+  metricsToken: string | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -74,6 +76,8 @@ const SPECS: Spec[] = [
     help: 'connections to the shared database per node (postgres store only)' },
   { flag: '--pg-statement-timeout-ms', env: 'PITHOS_PG_STATEMENT_TIMEOUT_MS', key: 'pgStatementTimeoutMs', kind: 'posint', def: 5000,
     help: 'a statement on the shared database running longer is cancelled, answer 503 (postgres store only)' },
+  { flag: '--metrics-token', env: 'PITHOS_METRICS_TOKEN', key: 'metricsToken', kind: 'string', def: undefined,
+    help: 'a second secret that only GET /metrics accepts, as Authorization: Bearer <token> (default: none)' },
   { flag: '--repair', env: 'PITHOS_REPAIR', key: 'repair', kind: 'bool', def: false,
     help: 'open a damaged log by dropping damaged batches (keeps every intact one)' },
   { flag: '--config', env: 'PITHOS_CONFIG', key: 'config', kind: 'string', def: undefined,

@@ -15,6 +15,7 @@ import { PithosServer } from './http/server.js';
 import { WatchHub } from './http/watch.js';
 import { effectiveMaxConnections } from './http/connections.js';
 import { Health } from './health.js';
+import { Metrics, metricsBearer } from './http/metrics.js';
 import { log, setLogFormat } from './log.js';
 import { assertHoldsData, makeDirectory, nodeFileOps, writeFileDurably } from './engine/index.js';
 import { Authenticator, parseTokens, type TokenEntry } from './http/auth.js';
@@ -161,6 +162,7 @@ async function main(): Promise<number> {
     log('warn', `open-file limit is ${conns.limitedBy}: at most ${conns.max} connections (raise it with ulimit -n, or set --max-connections)`);
   }
   const watch = new WatchHub(db.changes);
+  const metrics = new Metrics(db instanceof LogStore ? db.engine : undefined, () => watch.size);
   const server = new PithosServer({
     ctx: { store: db, health: new Health(dataDir, db), advanceClock: testClock ? (ms) => (offset += ms) : undefined, watch },
     authToken: token,
@@ -172,8 +174,10 @@ async function main(): Promise<number> {
     testClock,
     allow: allowList(cfg),
     maxConnections: conns.max,
+    altAuth: cfg.metricsToken === undefined ? undefined : metricsBearer(cfg.metricsToken),
     log,
   });
+  metrics.attach(server.http);
   let addr: { port: number; host: string };
   try {
     addr = await server.listen(cfg.port, cfg.host);

@@ -20,6 +20,7 @@ import {
   BatchPacker, encodeSegmentHeader, HintWriter, Op, SEGMENT_HEADER_SIZE, SegmentKind, valueCrc,
 } from './format.js';
 import type { EngineCore } from './core.js';
+import type { EngineObserver } from './engine.js';
 import type { Entry } from './keydir.js';
 import { ID_STEP, Segment } from './segment.js';
 import { SegmentScanner, Yielder } from './scanner.js';
@@ -44,6 +45,8 @@ export class Compactor {
   private stopping = false;
   /** Completed passes, for tests and stats. */
   passes = 0;
+  /** Set by Engine.observe (metrics). */
+  observer: EngineObserver | undefined;
 
   /**
    * `settled` resolves once every batch in flight when it was called has
@@ -242,6 +245,7 @@ export class Compactor {
       const inBytes = run.reduce((a, s) => a + s.size, 0);
       e.log('info', `compacted ${run.length} segment(s), ${inBytes} -> ${out.size} bytes, ${moved.length} live entries, in ${Date.now() - started} ms`);
       this.passes++;
+      this.observer?.compacted(inBytes, out.size);
       return true;
     } catch (err) {
       if (!sealed) {

@@ -86,6 +86,19 @@ export interface EngineStats {
   nextSeq: number;
 }
 
+/** Figures for metrics (src/http/metrics.ts), pushed as they happen; each call must be cheap. */
+export interface EngineObserver {
+  /** A group commit was written: batches in it, bytes, seconds the write took. */
+  logWrite(batches: number, bytes: number, seconds: number): void;
+  /** The log was fdatasync'd: seconds it took. */
+  logSync(seconds: number): void;
+  /** A read found its value in memory (hit) or had to go to disk (miss). */
+  cacheHit(): void;
+  cacheMiss(): void;
+  /** A compaction pass finished: bytes read and bytes written. */
+  compacted(bytesIn: number, bytesOut: number): void;
+}
+
 /** Returned by peek() when the value is not cached and must be read with read(). */
 export const MISS: unique symbol = Symbol('miss');
 
@@ -148,6 +161,7 @@ export class Engine {
    */
   onCommit: ((seq: number, ops: readonly WriteOp[]) => void) | undefined = undefined;
   private readonly valueOffsets: number[] = [];
+  private observer: EngineObserver | undefined;
 
   private constructor(opts: EngineOptions) {
     this.dir = path.resolve(opts.dir);
@@ -232,6 +246,12 @@ export class Engine {
     seg.size = SEGMENT_HEADER_SIZE;
     this.syncedSize = SEGMENT_HEADER_SIZE;
     return seg;
+  }
+
+  /** Sends figures to `o` from now on (metrics). */
+  observe(o: EngineObserver): void {
+    this.observer = o;
+    this.compactor.observer = o;
   }
 
   // ---- writes --------------------------------------------------------------
@@ -362,8 +382,10 @@ export class Engine {
     }
     const data = group.length === 1 ? group[0].buf : Buffer.concat(group.map((p) => p.buf), total);
     const pos = seg.size;
+    const t0 = performance.now();
     try {
       await this.fs.writeAll(seg.fd, data, 0, total, pos);
+      this.observer?.logWrite(group.length, total, (performance.now() - t0) / 1e3);
     } catch (err) {
       const e = storageError('write', err);
       this.failFrom(group, e);
@@ -385,7 +407,9 @@ export class Engine {
     seg.maxSeq = group[group.length - 1].seq;
     if (this.durability === 'always') {
       try {
+        const t1 = performance.now();
         await this.fs.fdatasync(seg.fd);
+        this.observer?.logSync((performance.now() - t1) / 1e3);
         this.syncedSize = seg.size;
       } catch (err) {
         // After a failed fsync the page cache can no longer be trusted to
@@ -473,7 +497,9 @@ export class Engine {
     if (seg.size === this.syncedSize || seg.fd < 0) return;
     const size = seg.size;
     try {
+      const t1 = performance.now();
       await this.fs.fdatasync(seg.fd);
+      this.observer?.logSync((performance.now() - t1) / 1e3);
       this.syncedSize = size;
     } catch (err) {
       this.log('error', `background fdatasync of ${seg.name} failed: ${String(err)}`);
@@ -626,13 +652,16 @@ export class Engine {
   private decoded<T>(key: string, e: Entry, dec: Decoder<T>): T | typeof MISS {
     if (e.memo !== undefined && e.dec === dec) {
       this.keydir.touch(e);
+      this.observer?.cacheHit();
       return e.memo as T;
     }
     if (e.val !== undefined) {
+      this.observer?.cacheHit();
       const memo = dec(e.val, key);
       this.keydir.cache(e, e.val, memo, dec as Decoder<unknown>);
       return memo;
     }
+    this.observer?.cacheMiss();
     return MISS;
   }
 

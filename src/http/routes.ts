@@ -9,6 +9,8 @@ import type { Fields } from './fields.js';
 import * as h from './handlers.js';
 import { rowsHint } from './hints.js';
 import type { Handler } from './handlers.js';
+import { serveMetrics } from './metrics.js';
+import { serveOpenApi } from './openapi.js';
 
 /** `public`: no token; `read`: reads (and the POST query alias); `write`: data changes; `admin`: everything. */
 export type Role = 'public' | 'read' | 'write' | 'admin';
@@ -27,7 +29,8 @@ export interface RouteDef {
   /** Undeclared body fields are refused (every Part-two endpoint; Part one ignores them, as its clients expect). */
   strict?: boolean;
   /** Success status(es) and message, for documentation. */
-  ok: { status: number[]; message: string };
+  /** `type`: set when the answer is not the JSON envelope (a stream, a text format); `message` then describes it. */
+  ok: { status: number[]; message: string; type?: string };
   /** Served only with PITHOS_TEST_CLOCK=1. */
   testOnly?: boolean;
 }
@@ -131,11 +134,18 @@ export const ROUTES: readonly RouteDef[] = [
 
   // ---- change feed (query parameters kind, prefix, since, values; unknown ones are 400)
   { method: 'GET', path: '/watch', handler: h.watch, role: 'read', summary: 'Changes as Server-Sent Events', strict: true,
-    ok: { status: [200], message: 'text/event-stream' } },
+    ok: { status: [200], message: 'a stream of Server-Sent Events (docs/api.md, "Change feed")', type: 'text/event-stream' } },
 
+  // ---- operations (API.md section 17)
+  { method: 'GET', path: '/metrics', handler: serveMetrics, role: 'admin',
+    summary: 'Prometheus metrics (text format, not the envelope); also with Authorization: Bearer <--metrics-token>',
+    ok: { status: [200], message: 'Prometheus text exposition format 0.0.4', type: 'text/plain; version=0.0.4' } },
+  { method: 'GET', path: '/openapi.json', handler: serveOpenApi, role: 'public',
+    summary: 'This OpenAPI 3.1 document (not wrapped in the envelope); no token needed',
+    ok: { status: [200], message: 'the OpenAPI document', type: 'application/json' } },
   { method: 'GET', path: '/backup', handler: h.backup, role: 'admin',
     summary: 'A consistent snapshot of the whole data set, streamed (not an envelope: application/octet-stream)', strict: true,
-    ok: { status: [200], message: '(a byte stream, see docs/operations.md "Backup and restore")' } },
+    ok: { status: [200], message: 'the backup file (docs/operations.md, "Backups")', type: 'application/octet-stream' } },
 
   { method: 'POST', path: '/_test/clock', handler: h.advanceClock, role: 'admin', summary: 'Move the test clock', testOnly: true,
     ok: { status: [200], message: 'clock advanced' } },

@@ -41,6 +41,8 @@ export interface ServerOptions {
   allow?: net.BlockList;
   /** Open connections at most; beyond it the oldest idle one is closed (docs/operations.md). */
   maxConnections: number;
+  /** A second credential some routes accept when Auth-Token fails (the metrics token, metrics.ts). */
+  altAuth?: (req: IncomingMessage) => boolean;
   log: (level: 'info' | 'warn' | 'error', msg: string) => void;
 }
 
@@ -180,7 +182,7 @@ export class PithosServer {
       miss = err;
     }
     const who = this.auth.check(req.headers['auth-token'], m === undefined ? 'read' : m.route.def.role, req.method, req.url);
-    if (who.ok !== true) return sendError(res, who.status, who.message);
+    if (who.ok !== true && this.opts.altAuth?.(req) !== true) return sendError(res, who.status, who.message);
     if (m === undefined) return this.fail(res, miss);
     req.route = m.route;
     req.name = m.name;

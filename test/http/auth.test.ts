@@ -97,8 +97,10 @@ test('non-ASCII tokens compare as their UTF-8 bytes (node:http delivers headers 
 test('route table roles (docs/operations.md, "Roles"): reads are read, the query alias is read, data changes write, backup and test clock admin', () => {
   const role = (m: string, p: string): string => ROUTES.find((r) => r.method === m && r.path === p)!.role;
   for (const r of ROUTES) {
-    // a backup reads everything at once, so it is an operator's call (API.md section 18)
-    if (r.method === 'GET') assert.equal(r.role, r.path === '/backup' ? 'admin' : 'read', `${r.method} ${r.path}`);
+    // The operations endpoints (docs/operations.md): metrics and backup are admin, the OpenAPI document is public.
+    if (r.path === '/metrics' || r.path === '/backup') assert.equal(r.role, 'admin');
+    else if (r.path === '/openapi.json') assert.equal(r.role, 'public');
+    else if (r.method === 'GET') assert.equal(r.role, 'read', `${r.method} ${r.path}`);
     else if (r.method === 'PUT' || r.method === 'PATCH' || r.method === 'DELETE') assert.ok(r.role === 'write' || r.role === 'admin', `${r.method} ${r.path}`);
   }
   assert.equal(role('POST', '/tables/{name}/query'), 'read');
