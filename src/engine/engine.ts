@@ -596,6 +596,15 @@ export class Engine {
     return out.filter((v) => v !== undefined);
   }
 
+  /**
+   * Every key outside any group (expired-but-unswept ones included), in no
+   * particular order: for ordered views kept outside the engine (the store's
+   * listing, docs/query.md). One pass over the directory.
+   */
+  *topLevelKeys(): Generator<string, void, undefined> {
+    for (const k of this.keydir.map.keys()) if (k.indexOf('\u0000') < 0) yield k;
+  }
+
   /** Number of live keys in a group (expired-but-unswept ones included). */
   groupSize(group: string): number {
     return this.keydir.groupMembers(group)?.size ?? 0;

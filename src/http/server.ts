@@ -13,7 +13,7 @@ import * as net from 'node:net';
 import { type Body, parseBody, tooLarge } from './body.js';
 import { toStatus } from './errors.js';
 import { sendError } from './envelope.js';
-import type { Ctx } from './handlers.js';
+import type { Args, Ctx } from './handlers.js';
 import { HttpError } from './errors.js';
 import { type Route, route } from './router.js';
 
@@ -36,6 +36,7 @@ class PithosRequest extends http.IncomingMessage {
   route!: Route;
   response!: ServerResponse;
   name = '';
+  sub = '';
   /** Body chunks; allocated by the first one, so a body-less GET allocates nothing here. */
   chunks: Buffer[] | undefined = undefined;
   size = 0;
@@ -43,6 +44,7 @@ class PithosRequest extends http.IncomingMessage {
 }
 
 const UNAUTHORISED = 'access not authorised';
+const NO_ARGS: Args = { sub: '', query: Object.freeze(Object.create(null) as Record<string, string>) };
 
 export class PithosServer {
   readonly http: http.Server;
@@ -102,6 +104,7 @@ export class PithosServer {
       const m = route(req.method ?? 'GET', req.url ?? '/', this.opts.testClock);
       req.route = m.route;
       req.name = m.name;
+      req.sub = m.sub;
     } catch (err) {
       return this.fail(res, err);
     }
@@ -112,7 +115,7 @@ export class PithosServer {
     }
     if ((declared === undefined || declared === '0') && req.headers['transfer-encoding'] === undefined) {
       // No body: the common GET. Skip the stream machinery.
-      this.dispatch(req.route, req.name, Object.create(null) as Body, res, '');
+      this.dispatch(req.route, req.name, Object.create(null) as Body, res, '', req.sub);
       return;
     }
     // A request whose body is still arriving is in flight (shutdown waits for
@@ -130,11 +133,12 @@ export class PithosServer {
    * its response already: it costs no promise and is never in flight. An
    * asynchronous one is in flight until it settles.
    */
-  dispatch(route: Route, name: string, body: Body, res: ServerResponse, raw: string): void {
+  dispatch(route: Route, name: string, body: Body, res: ServerResponse, raw: string, sub: string): void {
     let pending: void | Promise<void>;
     try {
       route.checkBody(body);
-      pending = route.def.handler(this.ctx, name, body, res, raw);
+      pending = route.def.handler(this.ctx, name, body, res, raw,
+        route.def.query === undefined && sub === '' ? NO_ARGS : { sub, query: route.parseQuery(res.req.url ?? '') });
     } catch (err) {
       return this.fail(res, err);
     }
@@ -274,5 +278,5 @@ function onEnd(this: PithosRequest): void {
   } catch (err) {
     return this.server.fail(res, err);
   }
-  this.server.dispatch(this.route, this.name, body, res, text);
+  this.server.dispatch(this.route, this.name, body, res, text, this.sub);
 }

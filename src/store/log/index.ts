@@ -3,11 +3,14 @@
  * engine, every change through one Atomic (atomic.ts).
  */
 import { Engine, type EngineOptions } from '../../engine/index.js';
-import type { Store, StoreStats, Transaction } from '../store.js';
+import type { ListKind, ListOptions, Store, StoreStats, Transaction } from '../store.js';
 import { Atomic } from './atomic.js';
+import { IndexRegistry } from './indexes.js';
+import { list } from './listing.js';
+import { NameView } from './names.js';
 import { LogLocks } from './locks.js';
 import { LogRecords } from './records.js';
-import { LogTables } from './tables.js';
+import { LogTables, rowDecoder, tableMeta } from './tables.js';
 import { transact } from './txns.js';
 import { LogVariants } from './variants.js';
 
@@ -17,17 +20,30 @@ export class LogStore implements Store {
   readonly variants: LogVariants;
   readonly locks: LogLocks;
   private readonly atomic: Atomic;
+  /** Every top-level name in byte order (names.ts). */
+  readonly names: NameView;
+  readonly indexes: IndexRegistry;
 
   private constructor(readonly engine: Engine, now: () => number) {
     this.atomic = new Atomic(engine, now);
-    this.tables = new LogTables(this.atomic);
+    this.names = new NameView(engine);
+    this.atomic.observe(this.names.onCommit);
+    this.indexes = new IndexRegistry(engine, this.atomic, tableMeta, rowDecoder);
+    this.tables = new LogTables(this.atomic, this.indexes);
     this.records = new LogRecords(engine, this.atomic);
     this.variants = new LogVariants(engine, this.atomic);
     this.locks = new LogLocks(this.atomic);
   }
 
   static async open(opts: EngineOptions & { now: () => number }): Promise<LogStore> {
-    return new LogStore(await Engine.open(opts), opts.now);
+    const s = new LogStore(await Engine.open(opts), opts.now);
+    // Definitions are read now; the indexes themselves are rebuilt in the background (indexes.ts).
+    await s.indexes.load();
+    return s;
+  }
+
+  list(kind: ListKind, opts: ListOptions): Promise<string> {
+    return list(this.engine, this.atomic, this.names, kind, opts);
   }
 
   transact(txn: Transaction): Promise<string> {
@@ -42,6 +58,7 @@ export class LogStore implements Store {
   }
 
   close(): Promise<void> {
+    this.indexes.close();
     return this.engine.close();
   }
 }
