@@ -597,12 +597,12 @@ export class Engine {
   }
 
   /**
-   * Every key outside any group (expired-but-unswept ones included), in no
-   * particular order: for ordered views kept outside the engine (the store's
-   * listing, docs/query.md). One pass over the directory.
+   * Every key that starts with `prefix` (expired-but-unswept ones included),
+   * in no particular order: for views kept outside the engine (the store's
+   * listing and secondary indexes, docs/query.md). One pass over the directory.
    */
-  *topLevelKeys(): Generator<string, void, undefined> {
-    for (const k of this.keydir.map.keys()) if (k.indexOf('\u0000') < 0) yield k;
+  *keys(prefix = ''): Generator<string, void, undefined> {
+    for (const k of this.keydir.map.keys()) if (k.startsWith(prefix)) yield k;
   }
 
   /** Number of live keys in a group (expired-but-unswept ones included). */

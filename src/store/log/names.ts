@@ -22,7 +22,7 @@ export class NameView {
 
   constructor(private readonly engine: Engine) {
     const keys: string[] = [];
-    for (const k of engine.topLevelKeys()) keys.push(k);
+    for (const k of engine.keys()) if (isTopLevel(k)) keys.push(k);
     // Native sort is UTF-16 order; only names with characters above U+D7FF can sort differently.
     keys.sort();
     if (keys.some((k) => /[\ud800-\uffff]/.test(k))) keys.sort(codePointCompare);
