@@ -161,6 +161,18 @@ const L = {
   queryScan: { mode: 'template', method: 'GET', path: '/tables/bench_big/rows', body: '{"wheres":{"alt":{{i}}}}', keys: 100_000 },
   // a 100-name page of BIG_ROWS records, from a cursor spread over the whole namespace
   listRecords: { mode: 'template', method: 'GET', path: '/records?prefix=bl-&limit=100&after=bl-{{k}}', body: '', keys: 1000 },
+  // A transfer between two counters of one pair, a ledger row and a receipt record: 4 mutations and a check.
+  txn: {
+    mode: 'template',
+    method: 'POST',
+    path: '/txns',
+    body: '{"checks":[{"kind":"variant","name":"bt-a-{{k}}","value":{"$gte":1}}],"mutations":[' +
+      '{"kind":"variant","name":"bt-a-{{k}}","operation":"ADD","delta":-1},' +
+      '{"kind":"variant","name":"bt-b-{{k}}","operation":"ADD","delta":1},' +
+      '{"name":"bench_txn","operation":"INSERT","values":{"from":"bt-a-{{k}}","to":"bt-b-{{k}}","amount":1,"n":{{n}}}},' +
+      '{"kind":"record","name":"bt-r-{{k}}","operation":"PUT","values":{"last":{{n}},"amount":1}}]}',
+    keys: KEYS,
+  },
 } satisfies Record<string, LuaRequest>;
 
 export const BIG_ROWS = 1_000_000;
@@ -321,6 +333,24 @@ export const OPS: OpSpec[] = [
       const del = await expectOk(ctx, 'DELETE', path, JSON.stringify({ token }), [200]);
       return { default: canned(put), byMethod: { PUT: canned(put), DELETE: canned(del) } };
     },
+  },
+  {
+    id: 'txn',
+    label: 'POST /txns (check + 4 mutations)',
+    kind: 'write',
+    modes: ['always'],
+    unit: 'req/s',
+    lua: L.txn,
+    expect: '"data":{"results":[{"variant":',
+    ratioTarget: {},
+    p99TargetMs: 10,
+    prepare: async (ctx) => {
+      await expectOk(ctx, 'PUT', '/tables/bench_txn', '', [201]);
+      await fill(ctx, KEYS, (i) => ['PUT', instantiate('/variants/bt-a-{{k}}', KEYS, i, ''), '{"variant":1000000000}'], [201]);
+      await fill(ctx, KEYS, (i) => ['PUT', instantiate('/variants/bt-b-{{k}}', KEYS, i, ''), '{"variant":0}'], [201]);
+    },
+    capture: captureTemplate(L.txn, [200], (d) =>
+      isObj(d) && Array.isArray(d['results']) && d['results'].length === 4 ? null : 'expected 4 results'),
   },
   {
     id: 'health',

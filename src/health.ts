@@ -1,5 +1,5 @@
 /**
- * GET /health data (API.md section 10). Operating-system figures come from
+ * GET /health data (docs/api.md, "Health"). Operating-system figures come from
  * Node's own fs.statfs and os, asynchronously, and are cached for a second so
  * polling stays cheap and never blocks the event loop.
  */

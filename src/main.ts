@@ -12,6 +12,7 @@ import { LogStore } from './store/log/index.js';
 import { PithosServer } from './http/server.js';
 import { Health } from './health.js';
 import { log } from './log.js';
+import { assertHoldsData, makeDirectory, nodeFileOps, writeFileDurably } from './engine/index.js';
 
 const TOKEN_FILE = 'auth-token';
 
@@ -21,7 +22,7 @@ function version(): string {
 }
 
 /** The configured secret, else the one kept in the data directory, else a new one stored there (0600). */
-function resolveToken(cfg: Config): { token: string; generated: boolean } {
+async function resolveToken(cfg: Config): Promise<{ token: string; generated: boolean }> {
   if (cfg.authToken !== undefined) return { token: cfg.authToken, generated: false };
   const file = path.join(cfg.dataDir, TOKEN_FILE);
   try {
@@ -33,21 +34,7 @@ function resolveToken(cfg: Config): { token: string; generated: boolean } {
   // New (or an empty file left by a crash): write it whole and durably, so a
   // client that saw this token can use it after any restart.
   const token = randomBytes(24).toString('base64url');
-  const tmp = `${file}.tmp`;
-  const fd = fs.openSync(tmp, 'w', 0o600);
-  try {
-    fs.writeSync(fd, token + '\n');
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-  fs.renameSync(tmp, file);
-  const dfd = fs.openSync(cfg.dataDir, 'r');
-  try {
-    fs.fsyncSync(dfd);
-  } finally {
-    fs.closeSync(dfd);
-  }
+  await writeFileDurably(nodeFileOps, file, Buffer.from(token + '\n'), 0o600);
   return { token, generated: true };
 }
 
@@ -80,8 +67,10 @@ async function main(): Promise<number> {
     process.stdout.write(version() + '\n');
     return 0;
   }
+  // Repairing a mistyped path must fail, not create and "repair" an empty directory.
+  if (cfg.command === 'repair') await assertHoldsData(cfg.dataDir);
   // The log holds every value and lock token in clear: keep it to this user.
-  fs.mkdirSync(cfg.dataDir, { recursive: true, mode: 0o700 });
+  await makeDirectory(cfg.dataDir, 0o700);
   const dataDir = fs.realpathSync(cfg.dataDir);
 
   // The clock every expiry uses. PITHOS_TEST_CLOCK=1 lets tests move it forward.
@@ -103,7 +92,7 @@ async function main(): Promise<number> {
     log('info', `repair of ${dataDir} finished`);
     return 0;
   }
-  const { token, generated } = resolveToken({ ...cfg, dataDir });
+  const { token, generated } = await resolveToken({ ...cfg, dataDir });
   const server = new PithosServer({
     ctx: { store: db, health: new Health(dataDir, db), advanceClock: testClock ? (ms) => (offset += ms) : undefined },
     authToken: token,

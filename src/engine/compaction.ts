@@ -17,15 +17,13 @@
  * (`conflict`), the inputs are kept: deleting them could lose that version.
  */
 import {
-  BATCH_HEADER_SIZE, encodeSegmentHeader, HintWriter, Op, SEGMENT_HEADER_SIZE, SegmentKind,
-  valueCrc, writeSeq,
+  BatchPacker, encodeSegmentHeader, HintWriter, Op, SEGMENT_HEADER_SIZE, SegmentKind, valueCrc,
 } from './format.js';
-import { crc32 } from 'node:zlib';
-import type { Engine } from './engine.js';
+import type { EngineCore } from './core.js';
 import type { Entry } from './keydir.js';
 import { ID_STEP, Segment } from './segment.js';
 import { SegmentScanner, Yielder } from './scanner.js';
-import { writeFileDurably } from './hints.js';
+import { writeFileDurably } from './fileops.js';
 
 export interface CompactionPolicy {
   minDeadRatio: number;
@@ -47,18 +45,27 @@ export class Compactor {
   /** Completed passes, for tests and stats. */
   passes = 0;
 
-  constructor(private readonly engine: Engine, private readonly policy: CompactionPolicy) {}
+  /**
+   * `settled` resolves once every batch in flight when it was called has
+   * settled (Engine.settled): a batch that fails may put back a version that
+   * lives in the run, so inputs are retired only after that.
+   */
+  constructor(
+    private readonly core: EngineCore,
+    private readonly policy: CompactionPolicy,
+    private readonly settled: () => Promise<void>,
+  ) {}
 
   /** Picks the run to compact: the longest prefix of immutable segments over the threshold. */
   pickRun(force: boolean): Segment[] {
-    const segs = this.engine.segments;
+    const segs = this.core.segments;
     let dead = 0;
     let total = 0;
     let live = 0;
     let best = -1;
     for (let i = 0; i < segs.length; i++) {
       const s = segs[i];
-      if (s === this.engine.active) break;
+      if (s === this.core.active) break;
       // One output file per pass, and hint offsets are 32-bit: keep a run's
       // live data under MAX_RUN_LIVE (the first segment always fits, see config).
       live += s.live;
@@ -92,7 +99,7 @@ export class Compactor {
   }
 
   private async compact(run: Segment[]): Promise<boolean> {
-    const e = this.engine;
+    const e = this.core;
     const f = e.fs;
     const last = run[run.length - 1];
     // The output must replay after the run and before every later segment:
@@ -130,34 +137,22 @@ export class Compactor {
       const oldPos: number[] = [];
       const oldSeg: Segment[] = [];
       const hint = new HintWriter();
-      let parts: Buffer[] = [];
-      let partsBytes = 0;
-      let batchSeq = 0;
-      let batchCount = 0;
-      let pendingHint: Array<[string, number, number, number, number]> = []; // key, rel value pos, vlen, exp, crc
+      const packer = new BatchPacker();
+      let pendingHint: Array<[string, number, number, number, number]> = []; // key, value pos in batch, vlen, exp, crc
       let pendingSizes: number[] = [];
       const emitBatch = async (): Promise<void> => {
-        if (batchCount === 0) return;
-        const head = Buffer.allocUnsafe(BATCH_HEADER_SIZE);
-        const len = BATCH_HEADER_SIZE + partsBytes;
-        head.writeUInt32LE(len, 4);
-        writeSeq(head, 8, batchSeq);
-        head.writeUInt32LE(batchCount, 16);
-        const data = Buffer.concat([head, ...parts], len);
-        data.writeUInt32LE(crc32(data.subarray(4)) >>> 0, 0);
+        if (packer.count === 0) return;
+        const batchSeq = packer.seq;
+        const data = packer.finish();
         const base = out.size;
-        await f.writeAll(out.fd, data, 0, len, base);
+        await f.writeAll(out.fd, data, 0, data.length, base);
         for (let i = 0; i < pendingHint.length; i++) {
           const [key, rel, vlen, exp, crc] = pendingHint[i];
-          newPos.push(base + BATCH_HEADER_SIZE + rel);
-          hint.add(Op.Put, key, base + BATCH_HEADER_SIZE + rel, vlen, pendingSizes[i], exp, crc);
+          newPos.push(base + rel);
+          hint.add(Op.Put, key, base + rel, vlen, pendingSizes[i], exp, crc);
         }
-        out.size += len;
+        out.size += data.length;
         if (batchSeq > out.maxSeq) out.maxSeq = batchSeq;
-        parts = [];
-        partsBytes = 0;
-        batchSeq = 0;
-        batchCount = 0;
         pendingHint = [];
         pendingSizes = [];
       };
@@ -185,18 +180,15 @@ export class Compactor {
               continue;
             }
             const start = en.valueOffset - en.size + en.valueLength; // entry header in buf
-            parts.push(buf.subarray(start, start + en.size));
-            pendingHint.push([en.key, partsBytes + en.size - en.valueLength, en.valueLength, en.expiresAt,
+            const at = packer.add(buf.subarray(start, start + en.size), batch.seq);
+            pendingHint.push([en.key, at + en.size - en.valueLength, en.valueLength, en.expiresAt,
               valueCrc(buf, en.valueOffset, en.valueOffset + en.valueLength)]);
             pendingSizes.push(en.size);
-            partsBytes += en.size;
-            batchCount++;
-            if (batch.seq > batchSeq) batchSeq = batch.seq;
             moved.push(cur);
             oldSeg.push(s);
             oldPos.push(vpos);
           }
-          if (partsBytes >= OUT_BATCH) await emitBatch();
+          if (packer.entryBytes >= OUT_BATCH) await emitBatch();
         }
       }
       await emitBatch();
@@ -204,7 +196,7 @@ export class Compactor {
       // 2. seal
       await f.fdatasync(out.fd);
       if (this.conflict) throw new Error('a rolled-back write restored a version inside the run');
-      await writeFileDurably(e, out.hintPath, hint.finish(out.size, out.maxSeq));
+      await writeFileDurably(f, out.hintPath, hint.finish(out.size, out.maxSeq));
       await f.rename(tmp, out.path);
       await f.syncDir(e.dir);
       sealed = true;
@@ -227,7 +219,7 @@ export class Compactor {
 
       // 4. retire. Batches in flight when the copy ran may still fail and
       // put back a version that lives in the run; wait until they settle.
-      await e.settled();
+      await this.settled();
       const stillUsed = this.conflict || run.some((s) => s.live > 0);
       if (stillUsed) {
         e.log('warn', 'compaction kept its input segments: a version inside them became current again');

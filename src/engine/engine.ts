@@ -11,24 +11,26 @@
  * before anything else runs, then rejected with a typed error.
  */
 import * as path from 'node:path';
-import * as fs from 'node:fs';
-import { BatchTooLargeError, CorruptionError, EngineClosedError, DirectoryLockedError, StorageIOError, storageError } from './errors.js';
+import type { Logger } from '../log.js';
+import { BatchTooLargeError, CorruptionError, EngineClosedError, StorageIOError, storageError } from './errors.js';
 import {
-  encodeBatch, encodeSegmentHeader, entrySize, type EntryIn, MAX_BATCH_BYTES, MAX_KEY_BYTES, Op,
+  batchTooLarge, encodeBatch, encodeSegmentHeader, entrySize, type EntryIn, MAX_BATCH_BYTES, MAX_KEY_BYTES, Op,
   SEGMENT_HEADER_SIZE, SegmentKind, valueCrc,
 } from './format.js';
 import { type FileOps, nodeFileOps } from './fileops.js';
 import { type Decoder, Entry, FLAG_CURRENT, FLAG_REF, KeyDir } from './keydir.js';
 import { ID_STEP, Segment } from './segment.js';
+import { EngineCore } from './core.js';
 import { recover } from './recovery.js';
 import { buildHint } from './hints.js';
 import { Compactor } from './compaction.js';
+import { lockDirectory, unlockDirectory } from './lockfile.js';
 
 export { Op } from './format.js';
 export type { Decoder } from './keydir.js';
+export type { Logger } from '../log.js';
 
 export type Durability = 'always' | 'everysec' | 'never';
-export type Logger = (level: 'info' | 'warn' | 'error', msg: string) => void;
 
 export interface EngineOptions {
   dir: string;
@@ -99,18 +101,18 @@ interface Pending {
 }
 
 export class Engine {
-  // Fields below are shared with recovery.ts, hints.ts and compaction.ts.
-  readonly dir: string;
-  readonly fs: FileOps;
-  readonly keydir: KeyDir;
-  readonly now: () => number;
-  readonly log: Logger;
-  readonly durability: Durability;
-  readonly segmentBytes: number;
-  /** All segments in replay order (ascending id); the last is the active one. */
-  segments: Segment[] = [];
-  active!: Segment;
-  nextSeq = 1;
+  /** What recovery, hint building and compaction may touch (they never see the Engine). */
+  private readonly core: EngineCore;
+  // dir, fs, keydir, now and log are the same objects core holds, kept here so
+  // the write path reads them from `this` without a hop through core.
+  private readonly dir: string;
+  private readonly fs: FileOps;
+  private readonly keydir: KeyDir;
+  private readonly now: () => number;
+  private readonly log: Logger;
+  private readonly durability: Durability;
+  private readonly segmentBytes: number;
+  private nextSeq = 1;
 
   private queue: Pending[] = [];
   private flushing = false;
@@ -128,7 +130,7 @@ export class Engine {
   private readonly hintDelayMs: number;
   /** Hint builds waiting out hintDelayMs; close() drops them. */
   private readonly hintTimers = new Set<NodeJS.Timeout>();
-  readonly compactor: Compactor;
+  private readonly compactor: Compactor;
   private readonly keyLens: number[] = [];
   private readonly valueOffsets: number[] = [];
 
@@ -142,23 +144,33 @@ export class Engine {
     this.durability = opts.durability ?? 'always';
     this.segmentBytes = opts.segmentBytes ?? 64 * 1024 * 1024;
     this.hintDelayMs = opts.hintDelayMs ?? 30_000;
-    this.compactor = new Compactor(this, {
+    this.core = new EngineCore(this.dir, this.fs, this.keydir, this.now, this.log);
+    this.compactor = new Compactor(this.core, {
       minDeadRatio: opts.compactMinDeadRatio ?? 0.5,
       minDeadBytes: opts.compactMinDeadBytes ?? 16 * 1024 * 1024,
-    });
+    }, () => this.settled());
+  }
+
+  /** All segments in replay order (ascending id); the last is the active one. */
+  private get segments(): Segment[] {
+    return this.core.segments;
+  }
+
+  private get active(): Segment {
+    return this.core.active;
   }
 
   static async open(opts: EngineOptions): Promise<Engine> {
     const e = new Engine(opts);
     await e.fs.mkdir(e.dir);
-    lockDirectory(e.dir);
+    await lockDirectory(e.dir);
     try {
       const started = Date.now();
-      const r = await recover(e, opts.repair === true);
-      e.segments = r.segments;
+      const r = await recover(e.core, opts.repair === true);
+      e.core.segments = r.segments;
       e.nextSeq = r.nextSeq;
       await e.openActive(r.appendTo);
-      e.log('info', `recovered ${e.keydir.size} keys from ${e.segments.length} segment(s) in ${Date.now() - started} ms`);
+      e.log('info', recoveredMessage(e.keydir.size, e.keydir.ungroupedSize, e.segments.length, Date.now() - started));
       for (const s of e.segments) {
         if (s !== e.active && !s.hasHint) e.hintLater(s);
       }
@@ -180,12 +192,12 @@ export class Engine {
     if (appendTo !== undefined && appendTo.size < this.segmentBytes) {
       await this.fs.close(appendTo.fd);
       appendTo.fd = await this.fs.open(appendTo.path, 'r+');
-      this.active = appendTo;
+      this.core.active = appendTo;
       this.syncedSize = appendTo.size;
       return;
     }
     const maxId = this.segments.length > 0 ? this.segments[this.segments.length - 1].id : 0;
-    this.active = await this.createLogSegment((Math.floor(maxId / ID_STEP) + 1) * ID_STEP);
+    this.core.active = await this.createLogSegment((Math.floor(maxId / ID_STEP) + 1) * ID_STEP);
     this.segments.push(this.active);
   }
 
@@ -234,20 +246,7 @@ export class Engine {
       if (typeof o.expiresAt !== 'number' || Number.isNaN(o.expiresAt)) return Promise.reject(new RangeError('expiresAt must be a number (0 = never)'));
       if (o.op === Op.Put && !(o.value instanceof Buffer)) return Promise.reject(new TypeError('put needs a Buffer value'));
     }
-    // Refuse an oversized batch before encoding it (a Buffer that large may not even be allocatable).
-    let bound = 20;
-    for (let i = 0; i < ops.length; i++) {
-      const v = ops[i].value;
-      bound += 15 + 3 * ops[i].key.length + (v === undefined ? 0 : v.length);
-    }
-    if (bound > MAX_BATCH_BYTES) {
-      let exact = 20;
-      for (let i = 0; i < ops.length; i++) {
-        const v = ops[i].value;
-        exact += 15 + Buffer.byteLength(ops[i].key) + (v === undefined ? 0 : v.length);
-      }
-      if (exact > MAX_BATCH_BYTES) return Promise.reject(new BatchTooLargeError(MAX_BATCH_BYTES));
-    }
+    if (batchTooLarge(ops)) return Promise.reject(new BatchTooLargeError(MAX_BATCH_BYTES));
     const seq = this.nextSeq;
     const buf = encodeBatch(seq, ops, this.keyLens, this.valueOffsets);
     this.nextSeq++;
@@ -420,7 +419,7 @@ export class Engine {
     await this.fs.fdatasync(old.fd);
     const next = await this.createLogSegment(old.id + ID_STEP);
     this.segments.push(next);
-    this.active = next;
+    this.core.active = next;
     if (this.hintDelayMs === 0) {
       this.hintLater(old);
     } else {
@@ -435,7 +434,7 @@ export class Engine {
 
   /** Builds a segment's hint in the background; close() waits for it. */
   private hintLater(seg: Segment): void {
-    const p: Promise<void> = buildHint(this, seg)
+    const p: Promise<void> = buildHint(this.fs, seg)
       .catch((err) => this.log('warn', `hint for ${seg.name}: ${String(err)}`))
       .finally(() => this.hintBuilds.delete(p));
     this.hintBuilds.add(p);
@@ -689,37 +688,14 @@ function noop(): void {}
 
 const isWellFormed = (String.prototype as unknown as { isWellFormed: (this: string) => boolean }).isWellFormed;
 
-/**
- * One process per data directory: a LOCK file holding the owner's pid. A
- * stale file (its process is gone, e.g. after SIGKILL) is taken over.
- */
-function lockDirectory(dir: string): void {
-  const file = path.join(dir, 'LOCK');
-  try {
-    const pid = Number(fs.readFileSync(file, 'utf8').trim());
-    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && processAlive(pid)) {
-      throw new DirectoryLockedError(dir, pid);
-    }
-  } catch (err) {
-    if (err instanceof DirectoryLockedError) throw err;
-  }
-  fs.writeFileSync(file, `${process.pid}\n`);
+/** "recovered 1 key from 1 segment in 2 ms: ..."; says what /health's key_count is among them. */
+function recoveredMessage(keys: number, topLevel: number, segments: number, ms: number): string {
+  const grouped = keys - topLevel;
+  return `recovered ${plural(keys, 'key')} from ${plural(segments, 'segment')} in ${ms} ms: ` +
+    `${plural(topLevel, 'top-level key')} (what /health reports as key_count) and ` +
+    `${plural(grouped, 'key')} inside groups (table rows)`;
 }
 
-function unlockDirectory(dir: string): void {
-  try {
-    const file = path.join(dir, 'LOCK');
-    if (Number(fs.readFileSync(file, 'utf8').trim()) === process.pid) fs.unlinkSync(file);
-  } catch {
-    // Nothing to release.
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
+function plural(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }

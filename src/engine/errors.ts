@@ -36,12 +36,21 @@ export class EngineClosedError extends Error {
   }
 }
 
-/** Another process holds the data directory. */
+/** Another process holds the data directory (`pid`; 0 when the lock could not be read). */
 export class DirectoryLockedError extends Error {
   readonly code = 'DIR_LOCKED';
-  constructor(dir: string, pid: number) {
-    super(`data directory ${dir} is in use by process ${pid}`);
+  constructor(readonly dir: string, readonly pid: number, message?: string) {
+    // The pid can outlive the server: a SIGKILLed process stays a zombie
+    // until its parent reaps it, and pids are reused. Say how to tell.
+    super(message ?? `data directory ${dir} is in use by process ${pid} (its pid is in ${dir}/LOCK). ` +
+      `If no Pithos server is running on it, the lock may be stale: check with \`ps -p ${pid} -o pid,stat,args\`; ` +
+      `if that process is not a pithos server (or its state is Z, a zombie), remove ${dir}/LOCK and start again`);
   }
+}
+
+/** A data directory that cannot be created or used (or, for repair, holds no data); the message says why. */
+export class DataDirError extends Error {
+  readonly code = 'DATA_DIR';
 }
 
 /** Wraps a raw errno failure into the typed error callers can branch on. */

@@ -5,6 +5,8 @@
  * FileHandle object per call that fs/promises would allocate on the hot path.
  */
 import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { DataDirError } from './errors.js';
 
 export interface FileOps {
   open(path: string, flags: string, mode?: number): Promise<number>;
@@ -53,7 +55,7 @@ export const nodeFileOps: FileOps = {
   rename: (a, b) => fs.promises.rename(a, b),
   unlink: (p) => fs.promises.unlink(p),
   readdir: (p) => fs.promises.readdir(p),
-  mkdir: (p) => fs.promises.mkdir(p, { recursive: true }).then(() => undefined),
+  mkdir: (p) => makeDirectory(p),
   async syncDir(p) {
     const fd = await nodeFileOps.open(p, 'r');
     try {
@@ -63,3 +65,78 @@ export const nodeFileOps: FileOps = {
     }
   },
 };
+
+/**
+ * Writes `bytes` to `final` through a temporary file, so a crash never leaves
+ * half a file under the real name, then fsyncs the directory so the rename
+ * survives too. `mode` applies when the temporary file is created.
+ */
+export async function writeFileDurably(f: FileOps, final: string, bytes: Buffer, mode?: number): Promise<void> {
+  const tmp = `${final}.tmp`;
+  const fd = await f.open(tmp, 'w', mode);
+  try {
+    await f.writeAll(fd, bytes, 0, bytes.length, 0);
+    await f.fdatasync(fd);
+  } finally {
+    await f.close(fd);
+  }
+  await f.rename(tmp, final);
+  await f.syncDir(path.dirname(final));
+}
+
+/**
+ * Creates `dir` and any missing parents, one level at a time. Node's
+ * recursive mkdir loops forever where a parent exists but refuses children
+ * (`/proc/nope`: ENOENT, then EEXIST on the parent, again and again), and says
+ * only "EEXIST" when `dir` is a regular file; this fails at once and names
+ * the path at fault.
+ */
+export async function makeDirectory(dir: string, mode?: number): Promise<void> {
+  const abs = path.resolve(dir);
+  const missing: string[] = [];
+  let p = abs;
+  for (;;) {
+    let st: fs.Stats | undefined;
+    try {
+      st = await fs.promises.stat(p);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      // ENOTDIR: some ancestor is not a directory; the walk up finds and names it.
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw new DataDirError(`cannot use data directory ${abs}: ${code ?? String(err)} on ${p}`);
+    }
+    if (st !== undefined) {
+      if (!st.isDirectory()) {
+        throw new DataDirError(p === abs
+          ? `data directory ${abs} exists but is not a directory (it is a ${kindOf(st)}); pass a directory path to --data-dir`
+          : `cannot create data directory ${abs}: ${p} is a ${kindOf(st)}, not a directory`);
+      }
+      break;
+    }
+    const parent = path.dirname(p);
+    missing.push(p);
+    if (parent === p) break;
+    p = parent;
+  }
+  for (let i = missing.length - 1; i >= 0; i--) {
+    try {
+      await fs.promises.mkdir(missing[i], mode);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST') continue; // created meanwhile (another server starting); checked below
+      throw new DataDirError(`cannot create data directory ${abs}: ${code ?? String(err)} on mkdir ${missing[i]}` +
+        (code === 'ENOENT' ? ` (${path.dirname(missing[i])} does not accept new directories)` : ''));
+    }
+  }
+  if (missing.length > 0 && !(await fs.promises.stat(abs)).isDirectory()) {
+    throw new DataDirError(`data directory ${abs} exists but is not a directory`);
+  }
+}
+
+function kindOf(st: fs.Stats): string {
+  if (st.isFile()) return 'regular file';
+  if (st.isSymbolicLink()) return 'symbolic link';
+  if (st.isSocket()) return 'socket';
+  if (st.isFIFO()) return 'named pipe';
+  if (st.isCharacterDevice() || st.isBlockDevice()) return 'device';
+  return 'non-directory';
+}

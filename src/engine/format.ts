@@ -119,6 +119,67 @@ export function encodeBatch(seq: number, entries: readonly EntryIn[], keyLens: n
   return buf;
 }
 
+/**
+ * Whether a batch of `entries` would exceed MAX_BATCH_BYTES, decided before
+ * encoding it (a Buffer that large may not even be allocatable). A cheap
+ * upper bound (3 bytes per UTF-16 unit) settles almost every call; the exact
+ * UTF-8 length is computed only when that bound is over the limit.
+ */
+export function batchTooLarge(entries: readonly EntryIn[]): boolean {
+  let bound = BATCH_HEADER_SIZE;
+  for (let i = 0; i < entries.length; i++) {
+    const v = entries[i].value;
+    bound += ENTRY_HEADER_SIZE + 3 * entries[i].key.length + (v === undefined ? 0 : v.length);
+  }
+  if (bound <= MAX_BATCH_BYTES) return false;
+  let exact = BATCH_HEADER_SIZE;
+  for (let i = 0; i < entries.length; i++) {
+    const v = entries[i].value;
+    exact += ENTRY_HEADER_SIZE + Buffer.byteLength(entries[i].key) + (v === undefined ? 0 : v.length);
+  }
+  return exact > MAX_BATCH_BYTES;
+}
+
+/**
+ * Builds one batch from entries that are already encoded (compaction copies
+ * them verbatim from older batches), so the batch header and checksum are
+ * written here and nowhere else. The batch takes the highest seq of the
+ * entries added.
+ */
+export class BatchPacker {
+  private parts: Buffer[] = [];
+  /** Bytes of the entries added so far (the header not included). */
+  entryBytes = 0;
+  count = 0;
+  seq = 0;
+
+  /** Adds one encoded entry; returns its offset from the start of the batch. */
+  add(entry: Buffer, seq: number): number {
+    const at = BATCH_HEADER_SIZE + this.entryBytes;
+    this.parts.push(entry);
+    this.entryBytes += entry.length;
+    this.count++;
+    if (seq > this.seq) this.seq = seq;
+    return at;
+  }
+
+  /** The encoded batch; the packer is empty again afterwards. */
+  finish(): Buffer {
+    const len = BATCH_HEADER_SIZE + this.entryBytes;
+    const head = Buffer.allocUnsafe(BATCH_HEADER_SIZE);
+    head.writeUInt32LE(len, 4);
+    writeSeq(head, 8, this.seq);
+    head.writeUInt32LE(this.count, 16);
+    const data = Buffer.concat([head, ...this.parts], len);
+    data.writeUInt32LE(crc32(data.subarray(4)) >>> 0, 0);
+    this.parts = [];
+    this.entryBytes = 0;
+    this.count = 0;
+    this.seq = 0;
+    return data;
+  }
+}
+
 /** One decoded entry; `valueOffset` is relative to the buffer handed to the decoder. */
 export interface DecodedEntry {
   op: Op;

@@ -4,29 +4,14 @@
  * A missing or damaged hint only costs time: recovery scans the segment.
  */
 import { HintWriter, Op, valueCrc } from './format.js';
-import type { Engine } from './engine.js';
+import { type FileOps, writeFileDurably } from './fileops.js';
 import type { Segment } from './segment.js';
 import { SegmentScanner, Yielder } from './scanner.js';
 
-/** Writes `bytes` to `final` through a temporary file, so a crash never leaves half a file under the real name. */
-export async function writeFileDurably(engine: Engine, final: string, bytes: Buffer): Promise<void> {
-  const f = engine.fs;
-  const tmp = `${final}.tmp`;
-  const fd = await f.open(tmp, 'w');
-  try {
-    await f.writeAll(fd, bytes, 0, bytes.length, 0);
-    await f.fdatasync(fd);
-  } finally {
-    await f.close(fd);
-  }
-  await f.rename(tmp, final);
-  await f.syncDir(engine.dir);
-}
-
 /** Scans an immutable segment and writes its hint file. */
-export async function buildHint(engine: Engine, seg: Segment): Promise<void> {
+export async function buildHint(f: FileOps, seg: Segment): Promise<void> {
   const size = seg.size;
-  const scanner = new SegmentScanner(engine.fs, seg, size);
+  const scanner = new SegmentScanner(f, seg, size);
   const hint = new HintWriter();
   let maxSeq = 0;
   const yielder = Yielder.background();
@@ -46,9 +31,9 @@ export async function buildHint(engine: Engine, seg: Segment): Promise<void> {
     }
   }
   if (seg.retired) return;
-  await writeFileDurably(engine, seg.hintPath, hint.finish(size, maxSeq));
+  await writeFileDurably(f, seg.hintPath, hint.finish(size, maxSeq));
   // Compaction may have retired the segment (and unlinked its files) while the
   // hint was being written: do not leave a hint behind without its segment.
-  if (seg.retired) await engine.fs.unlink(seg.hintPath).catch(() => {});
+  if (seg.retired) await f.unlink(seg.hintPath).catch(() => {});
   else seg.hasHint = true;
 }

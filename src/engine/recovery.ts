@@ -2,7 +2,7 @@
  * Rebuilds the key directory at open: segments in id order, each from its
  * hint file when that is present and matches, else by scanning its batches.
  *
- * Damage policy (DESIGN.md invariant 3):
+ * Damage policy (docs/engine.md, "Guarantees": detected corruption):
  *  - the newest log segment may end in a torn batch (the process died inside
  *    a write). If no valid batch follows the damage, the tail is cut off and
  *    the number of bytes dropped is logged.
@@ -15,11 +15,11 @@ import { CorruptionError } from './errors.js';
 import {
   checkHint, decodeSegmentHeader, type HintVisitor, Op, SEGMENT_HEADER_SIZE, SegmentKind, valueCrc, visitHint,
 } from './format.js';
-import type { Engine } from './engine.js';
+import type { RecoveryContext } from './core.js';
 import { Entry } from './keydir.js';
 import { hintFileName, parseFileName, Segment } from './segment.js';
 import { SegmentScanner, Yielder } from './scanner.js';
-import { writeFileDurably } from './hints.js';
+import { writeFileDurably } from './fileops.js';
 
 export interface Recovered {
   segments: Segment[];
@@ -32,10 +32,10 @@ export interface Recovered {
 class Applier implements HintVisitor {
   seg!: Segment;
   applied = 0;
-  constructor(private readonly engine: Engine, private readonly now: number) {}
+  constructor(private readonly ctx: RecoveryContext, private readonly now: number) {}
 
   hint(op: Op, key: string, valuePos: number, valueLength: number, size: number, expiresAt: number, crc: number): void {
-    const kd = this.engine.keydir;
+    const kd = this.ctx.keydir;
     this.applied++;
     if (op === Op.Put) {
       // An expired version still shadows older ones, so it deletes.
@@ -50,15 +50,15 @@ class Applier implements HintVisitor {
 }
 
 
-export async function recover(engine: Engine, repair: boolean): Promise<Recovered> {
-  const f = engine.fs;
-  const names = await f.readdir(engine.dir);
+export async function recover(ctx: RecoveryContext, repair: boolean): Promise<Recovered> {
+  const f = ctx.fs;
+  const names = await f.readdir(ctx.dir);
   const logs: number[] = [];
   const hints = new Set<number>();
   for (const n of names) {
     if (n.endsWith('.tmp')) {
       // An unfinished compaction output or hint: never renamed, never needed.
-      await f.unlink(path.join(engine.dir, n)).catch(() => {});
+      await f.unlink(path.join(ctx.dir, n)).catch(() => {});
       continue;
     }
     const p = parseFileName(n);
@@ -71,21 +71,21 @@ export async function recover(engine: Engine, repair: boolean): Promise<Recovere
   // segment and a late hint build landing) describes nothing.
   for (const id of hints) {
     if (!logs.includes(id)) {
-      await f.unlink(path.join(engine.dir, hintFileName(id))).catch(() => {});
+      await f.unlink(path.join(ctx.dir, hintFileName(id))).catch(() => {});
       hints.delete(id);
     }
   }
   const lastLogId = [...logs].reverse().find((id) => id % 1024 === 0);
 
   const segments: Segment[] = [];
-  const applier = new Applier(engine, engine.now());
+  const applier = new Applier(ctx, ctx.now());
   let maxSeq = 0;
   let appendTo: Segment | undefined;
 
   let seg: Segment | undefined;
   try {
     for (const id of logs) {
-      seg = new Segment(engine.dir, id, id % 1024 === 0 ? SegmentKind.Log : SegmentKind.Compacted);
+      seg = new Segment(ctx.dir, id, id % 1024 === 0 ? SegmentKind.Log : SegmentKind.Compacted);
       const isTail = id === lastLogId;
       seg.fd = await f.open(seg.path, isTail ? 'r+' : 'r');
       let size = await f.fstatSize(seg.fd);
@@ -95,7 +95,7 @@ export async function recover(engine: Engine, repair: boolean): Promise<Recovere
       if (typeof header === 'string') {
         if (isTail && size < SEGMENT_HEADER_SIZE) {
           // Died while creating this segment: it holds nothing. Start it afresh.
-          engine.log('warn', `${seg.name}: ${size}-byte segment without a header (died while creating it); removed`);
+          ctx.log('warn', `${seg.name}: ${size}-byte segment without a header (died while creating it); removed`);
           await seg.closeQuietly(f);
           await f.unlink(seg.path);
           continue;
@@ -108,11 +108,11 @@ export async function recover(engine: Engine, repair: boolean): Promise<Recovere
 
       let loaded = false;
       if (hints.has(id) && !isTail) {
-        loaded = await loadHint(engine, seg, size, applier);
+        loaded = await loadHint(ctx, seg, size, applier);
         if (loaded) seg.hasHint = true;
       }
       if (!loaded) {
-        size = await scanSegment(engine, seg, size, isTail, repair, applier);
+        size = await scanSegment(ctx, seg, size, isTail, repair, applier);
       }
       seg.size = size;
       maxSeq = Math.max(maxSeq, seg.maxSeq);
@@ -128,8 +128,8 @@ export async function recover(engine: Engine, repair: boolean): Promise<Recovere
   return { segments, nextSeq: maxSeq + 1, appendTo };
 }
 
-async function loadHint(engine: Engine, seg: Segment, size: number, applier: Applier): Promise<boolean> {
-  const f = engine.fs;
+async function loadHint(ctx: RecoveryContext, seg: Segment, size: number, applier: Applier): Promise<boolean> {
+  const f = ctx.fs;
   let buf: Buffer;
   try {
     const fd = await f.open(seg.hintPath, 'r');
@@ -147,12 +147,12 @@ async function loadHint(engine: Engine, seg: Segment, size: number, applier: App
       await f.close(fd);
     }
   } catch (err) {
-    engine.log('warn', `${seg.name}: hint unreadable (${String(err)}); scanning the segment`);
+    ctx.log('warn', `${seg.name}: hint unreadable (${String(err)}); scanning the segment`);
     return false;
   }
   const footer = checkHint(buf);
   if (typeof footer === 'string' || footer.segmentSize !== size) {
-    engine.log('warn', `${seg.name}: hint ignored (${typeof footer === 'string' ? footer : 'size mismatch'}); scanning the segment`);
+    ctx.log('warn', `${seg.name}: hint ignored (${typeof footer === 'string' ? footer : 'size mismatch'}); scanning the segment`);
     return false;
   }
   const yielder = new Yielder();
@@ -167,9 +167,9 @@ async function loadHint(engine: Engine, seg: Segment, size: number, applier: App
 
 /** Scans a segment's batches into the directory; returns the segment's valid size. */
 async function scanSegment(
-  engine: Engine, seg: Segment, size: number, isTail: boolean, repair: boolean, applier: Applier,
+  ctx: RecoveryContext, seg: Segment, size: number, isTail: boolean, repair: boolean, applier: Applier,
 ): Promise<number> {
-  const scanner = new SegmentScanner(engine.fs, seg, size);
+  const scanner = new SegmentScanner(ctx.fs, seg, size);
   const dropped: Array<[number, number]> = [];
   const yielder = new Yielder();
   for (;;) {
@@ -180,15 +180,15 @@ async function scanSegment(
       if (next < 0 && isTail) {
         // Torn tail: the last write never completed. Cut it off.
         const cut = size - step.pos;
-        engine.log('warn', `${seg.name}: torn tail at offset ${step.pos}, dropped ${cut} byte(s) of an unfinished write`);
-        await engine.fs.ftruncate(seg.fd, step.pos);
-        await engine.fs.fdatasync(seg.fd);
+        ctx.log('warn', `${seg.name}: torn tail at offset ${step.pos}, dropped ${cut} byte(s) of an unfinished write`);
+        await ctx.fs.ftruncate(seg.fd, step.pos);
+        await ctx.fs.fdatasync(seg.fd);
         size = step.pos;
         break;
       }
       if (!repair) throw new CorruptionError(seg.name, step.pos, step.reason);
       const end = next < 0 ? size : next;
-      engine.log('warn', `${seg.name}: repair dropped ${end - step.pos} damaged byte(s) at offset ${step.pos} (${step.reason})`);
+      ctx.log('warn', `${seg.name}: repair dropped ${end - step.pos} damaged byte(s) at offset ${step.pos} (${step.reason})`);
       dropped.push([step.pos, end]);
       if (next < 0) break;
       continue;
@@ -201,7 +201,7 @@ async function scanSegment(
     }
     await yielder.maybe();
   }
-  if (dropped.length > 0) return rewriteWithout(engine, seg, size, dropped, applier);
+  if (dropped.length > 0) return rewriteWithout(ctx, seg, size, dropped, applier);
   return size;
 }
 
@@ -210,27 +210,27 @@ async function scanSegment(
  * from the new file, so every directory entry points at real bytes.
  */
 async function rewriteWithout(
-  engine: Engine, seg: Segment, size: number, dropped: Array<[number, number]>, applier: Applier,
+  ctx: RecoveryContext, seg: Segment, size: number, dropped: Array<[number, number]>, applier: Applier,
 ): Promise<number> {
-  const f = engine.fs;
+  const f = ctx.fs;
   const keep: Buffer[] = [];
   let from = 0;
   for (const [a, b] of dropped) {
-    if (a > from) keep.push(await readRange(engine, seg, from, a));
+    if (a > from) keep.push(await readRange(ctx, seg, from, a));
     from = b;
   }
-  if (size > from) keep.push(await readRange(engine, seg, from, size));
+  if (size > from) keep.push(await readRange(ctx, seg, from, size));
   const bytes = Buffer.concat(keep);
   // Entries applied from the old file point at old offsets; rebuild them.
-  for (const [k, e] of Array.from(engine.keydir.map)) if (e.seg === seg) engine.keydir.delete(k);
-  await writeFileDurably(engine, seg.path, bytes);
+  for (const [k, e] of Array.from(ctx.keydir.map)) if (e.seg === seg) ctx.keydir.delete(k);
+  await writeFileDurably(f, seg.path, bytes);
   await f.unlink(seg.hintPath).catch(() => {});
   await seg.closeQuietly(f);
   seg.retired = false;
   seg.fd = await f.open(seg.path, 'r+');
   seg.maxSeq = 0;
   seg.live = 0;
-  engine.log('warn', `${seg.name}: rewritten without ${size - bytes.length} damaged byte(s)`);
+  ctx.log('warn', `${seg.name}: rewritten without ${size - bytes.length} damaged byte(s)`);
   const scanner = new SegmentScanner(f, seg, bytes.length);
   for (;;) {
     const step = await scanner.next();
@@ -246,8 +246,8 @@ async function rewriteWithout(
   return bytes.length;
 }
 
-async function readRange(engine: Engine, seg: Segment, a: number, b: number): Promise<Buffer> {
+async function readRange(ctx: RecoveryContext, seg: Segment, a: number, b: number): Promise<Buffer> {
   const buf = Buffer.allocUnsafe(b - a);
-  const n = await seg.read(engine.fs, buf, 0, b - a, a);
+  const n = await seg.read(ctx.fs, buf, 0, b - a, a);
   return buf.subarray(0, n);
 }

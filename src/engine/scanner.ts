@@ -14,7 +14,7 @@ const BACKGROUND_SLICE_MS = 1;
  * Yields to the event loop once `budgetMs` of synchronous work has passed.
  * Awaiting a scanner step is only a microtask unless it had to read, so
  * loops over batches call this between them to keep every stall short
- * (DESIGN.md invariant 5).
+ * (docs/engine.md, "Guarantees": no blocking of the event loop).
  */
 export class Yielder {
   private last = performance.now();

@@ -5,8 +5,10 @@
  * writes its output under the next free id above X, so the output replays
  * after every segment it replaced and before every segment written later.
  */
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { SegmentKind } from './format.js';
+import { DataDirError } from './errors.js';
 import type { FileOps } from './fileops.js';
 
 export const ID_STEP = 1024;
@@ -24,6 +26,25 @@ export function parseFileName(name: string): { id: number; ext: 'log' | 'hint' }
   const m = /^(\d{16})\.(log|hint)$/.exec(name);
   if (m === null) return undefined;
   return { id: Number(m[1]), ext: m[2] as 'log' | 'hint' };
+}
+
+/**
+ * Throws unless `dir` exists and holds at least one log segment. Repair uses
+ * it so a mistyped path fails instead of being created empty and "repaired".
+ */
+export async function assertHoldsData(dir: string): Promise<void> {
+  const abs = path.resolve(dir);
+  let names: string[];
+  try {
+    names = await fs.promises.readdir(abs);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'does not exist' : code === 'ENOTDIR' ? 'is not a directory' : `cannot be read (${code ?? String(err)})`;
+    throw new DataDirError(`data directory ${abs} ${why}; nothing to repair (check --data-dir)`);
+  }
+  if (!names.some((n) => parseFileName(n)?.ext === 'log')) {
+    throw new DataDirError(`data directory ${abs} holds no Pithos data (no ${'0'.repeat(16)}.log-style segment files); nothing to repair (check --data-dir)`);
+  }
 }
 
 export class Segment {

@@ -86,7 +86,7 @@ const NUMBER = /-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 /**
  * The source text of the number stored under top-level `field` of a JSON
  * object, or undefined. JSON.parse forgets whether `1.0` was written with a
- * fraction; the variant namespace needs to know (API.md section 8), so it
+ * fraction; the variant namespace needs to know (docs/api.md, "Variants"), so it
  * looks at the text. Expects text that JSON.parse already accepted.
  */
 export function numberText(text: string, field: string): string | undefined {

@@ -84,7 +84,7 @@ test('overwriting cached values does not grow memory without bound', async () =>
     await Promise.all(ps);
   }
   for (let j = 0; j < 10; j++) assert.equal(await e.read(`k${j}`, str), `v${N - 10 + j}`);
-  const queue = (e.keydir as unknown as { cacheQueue: unknown[]; cacheHead: number });
+  const queue = (e as unknown as { keydir: { cacheQueue: unknown[]; cacheHead: number } }).keydir; // private: a white-box check
   const held = queue.cacheQueue.length - queue.cacheHead;
   assert.ok(held < 10_000, `the cache queue holds ${held} slots for 10 cached values`);
   await e.close();
@@ -128,7 +128,7 @@ test('rewriting keys with a long ttl does not pile up expiry bookkeeping', async
     await Promise.all(ps);
     clock.advance(1);
   }
-  const heap = (e.keydir as unknown as { heap: unknown[] }).heap;
+  const heap = (e as unknown as { keydir: { heap: unknown[] } }).keydir.heap; // private: a white-box check
   assert.ok(heap.length < 5000, `the expiry heap holds ${heap.length} items for 10 keys`);
   assert.equal(e.expiresAt('k3'), clock.t - 1 + 86_400_000 + N - 7);
   // Expiry still works after the heap was rebuilt.

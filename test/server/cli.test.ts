@@ -1,6 +1,7 @@
-/** Black-box tests of the `pithos` command line: --help, bad flags, environment variables, signals. */
+/** Black-box tests of the `pithos` command line: --help, bad flags, environment variables, signals, data-dir errors, repair, the lock. */
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -153,5 +154,112 @@ test('a port already in use: exit 1 with a hint naming --port, data directory le
     assert.equal(existsSync(path.join(dir, 'LOCK')), false, 'the data directory was closed');
   } finally {
     blocker.close();
+  }
+});
+
+test('--data-dir that cannot be created (/proc/nope): exit 1 at once with a message naming the path', { skip: !existsSync('/proc/self') }, async () => {
+  // Node's recursive mkdir loops forever here; the bounded timeout catches that.
+  const r = await runCli(['--data-dir', '/proc/nope/data', '--auth-token', 'x', '--port', '0'], {}, 8000);
+  assert.equal(r.timedOut, false, 'spun instead of failing');
+  assert.equal(r.code, 1, `exit code ${r.code}; stderr: ${r.stderr}`);
+  assert.match(r.stderr, /cannot create data directory \/proc\/nope\/data: \w+ on mkdir \/proc\/nope\b/);
+  assert.ok(!r.stdout.includes('listening on'));
+});
+
+test('--data-dir that is a regular file: exit 1 saying so', async () => {
+  const file = path.join(tmp, 'a-file');
+  writeFileSync(file, 'not a directory\n');
+  const r = await runCli(['--data-dir', file, '--auth-token', 'x', '--port', '0'], {}, 8000);
+  assert.equal(r.timedOut, false);
+  assert.equal(r.code, 1, `exit code ${r.code}; stderr: ${r.stderr}`);
+  assert.ok(r.stderr.includes(`data directory ${file} exists but is not a directory (it is a regular file)`), r.stderr);
+  const under = await runCli(['--data-dir', path.join(file, 'sub'), '--auth-token', 'x', '--port', '0'], {}, 8000);
+  assert.equal(under.code, 1, `exit code ${under.code}; stderr: ${under.stderr}`);
+  assert.ok(under.stderr.includes(`${file} is a regular file, not a directory`), under.stderr);
+});
+
+test('pithos repair on a directory without Pithos data: exit 1, nothing created', async () => {
+  const typo = path.join(tmp, 'no-such-dir');
+  const r = await runCli(['repair', '--data-dir', typo], {}, 8000);
+  assert.equal(r.timedOut, false);
+  assert.equal(r.code, 1, `exit code ${r.code}; stdout: ${r.stdout}; stderr: ${r.stderr}`);
+  assert.match(r.stderr, /does not exist; nothing to repair/);
+  assert.ok(!r.stdout.includes('repair of'), 'reported a repair');
+  assert.equal(existsSync(typo), false, 'repair created the directory');
+  const empty = path.join(tmp, 'empty-dir');
+  mkdirSync(empty);
+  writeFileSync(path.join(empty, 'notes.txt'), 'x');
+  const r2 = await runCli(['repair', '--data-dir', empty], {}, 8000);
+  assert.equal(r2.code, 1, `exit code ${r2.code}; stderr: ${r2.stderr}`);
+  assert.match(r2.stderr, /holds no Pithos data/);
+  assert.deepEqual(readdirSync(empty), ['notes.txt'], 'repair wrote into a directory that is not ours');
+});
+
+test('pithos repair on a real data directory still succeeds', async () => {
+  const s = await PithosServer.start({ testClock: false });
+  try {
+    expectSuccess(await s.req('PUT', '/records/kept', { record: { a: 1 } }), 201, 'record created successfully');
+    await s.kill('SIGTERM');
+    const r = await runCli(['repair', '--data-dir', s.dataDir], {}, 15000);
+    assert.equal(r.code, 0, `exit code ${r.code}; stderr: ${r.stderr}`);
+    assert.match(r.stdout, /repair of .* finished/);
+    await s.spawn();
+    expectSuccess(await s.req('GET', '/records/kept'), 200, 'record queried successfully', { a: 1 });
+  } finally {
+    await s.close();
+  }
+});
+
+test('a data directory held by a live process: exit 1, the message says the lock may be stale and how to check', async () => {
+  const dir = path.join(tmp, 'held');
+  mkdirSync(dir);
+  const owner = spawn('sleep', ['30'], { stdio: 'ignore' });
+  try {
+    writeFileSync(path.join(dir, 'LOCK'), `${owner.pid}\n`);
+    const r = await runCli(['--data-dir', dir, '--auth-token', 'x', '--port', '0'], {}, 8000);
+    assert.equal(r.code, 1, `exit code ${r.code}; stderr: ${r.stderr}`);
+    assert.ok(r.stderr.includes(`in use by process ${owner.pid}`), r.stderr);
+    assert.match(r.stderr, /may be stale/);
+    assert.ok(r.stderr.includes(`ps -p ${owner.pid}`) && r.stderr.includes(`remove ${dir}/LOCK`), r.stderr);
+    assert.equal(readFileSync(path.join(dir, 'LOCK'), 'utf8'), `${owner.pid}\n`, 'the owner\'s LOCK was touched');
+  } finally {
+    owner.kill('SIGKILL');
+  }
+});
+
+test('two servers started at the same instant on one data directory: exactly one serves', async () => {
+  const dir = path.join(tmp, 'twins');
+  const runs = Array.from({ length: 4 }, () => new PithosServer({ dataDir: dir, testClock: false, startTimeoutMs: 15000 }));
+  const started = await Promise.allSettled(runs.map((s) => s.spawn()));
+  try {
+    const ok = started.filter((x) => x.status === 'fulfilled').length;
+    assert.equal(ok, 1, `${ok} servers started: ${started.map((x) => x.status).join(', ')}`);
+    for (let i = 0; i < runs.length; i++) {
+      if (started[i].status === 'rejected') assert.match(runs[i].stderr, /is in use by process \d+/);
+    }
+  } finally {
+    for (const s of runs) await s.close();
+  }
+});
+
+test('the recovery log line counts keys with correct plurals and names the /health key_count among them', async () => {
+  const s = await PithosServer.start({ testClock: false });
+  try {
+    expectSuccess(await s.req('PUT', '/records/only', { record: { a: 1 } }), 201, 'record created successfully');
+    await s.restart('SIGTERM');
+    assert.match(s.stdout, /recovered 1 key from 1 segment in \d+ ms: 1 top-level key \(what \/health reports as key_count\) and 0 keys inside groups \(table rows\)/);
+    assert.equal((await s.req('GET', '/health')).body.data.key_count, 1);
+    expectSuccess(await s.req('PUT', '/tables/people'), 201, 'table created successfully');
+    for (const [i, name] of ['ann', 'bob'].entries()) {
+      expectSuccess(await s.req('POST', '/tables/people/rows', { rows: { name } }), 201, 'table rows insert successfully', { t_id: i + 1 });
+    }
+    await s.restart('SIGTERM');
+    const m = /recovered (\d+) keys from \d+ segments? in \d+ ms: (\d+) top-level keys \(what \/health reports as key_count\) and 2 keys inside groups \(table rows\)/.exec(s.stdout);
+    assert.ok(m, `no recovery line in:\n${s.stdout}`);
+    const keyCount = (await s.req('GET', '/health')).body.data.key_count as number;
+    assert.equal(Number(m[2]), keyCount, 'top-level count differs from /health key_count');
+    assert.equal(Number(m[1]), keyCount + 2);
+  } finally {
+    await s.close();
   }
 });

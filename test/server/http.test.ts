@@ -506,7 +506,7 @@ test('the four namespaces are separate (same name in each)', async () => {
   expectError(await srv.req('GET', `/tables/${n}`), 404);
 });
 
-test('error messages name the thing and the reason (§11)', async () => {
+test('error messages name the thing and the reason (docs/api.md, Errors)', async () => {
   const n = uniq('msg');
   expectSuccess(await srv.req('PUT', `/tables/${n}`), 201, 'table created successfully');
   expectSuccess(await srv.req('PUT', `/records/${n}`, { record: { a: 1 } }), 201, 'record created successfully');

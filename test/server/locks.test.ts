@@ -1,4 +1,4 @@
-/** Black-box tests of the lock namespace (API.md §9). */
+/** Black-box tests of the lock namespace (docs/api.md, "Locks"). */
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, test } from 'node:test';

@@ -1,4 +1,4 @@
-/** Black-box tests of the record namespace and its quick-start spelling /table/<key> (API.md §7). */
+/** Black-box tests of the record namespace and its quick-start spelling /table/<key> (docs/api.md, "Records"). */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { PithosServer, expectError, expectSuccess, uniq } from '../helpers/server.js';

@@ -1,4 +1,4 @@
-/** Black-box tests of the table namespace (API.md §6). */
+/** Black-box tests of the table namespace (docs/api.md, "Tables"). */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { PithosServer, expectError, expectSuccess, uniq, type Res } from '../helpers/server.js';

@@ -1,4 +1,4 @@
-/** Black-box tests of lifetimes (API.md §5) on tables, records and variants, driven by the test clock. */
+/** Black-box tests of lifetimes (docs/api.md, "Lifetimes (ttl)") on tables, records and variants, driven by the test clock. */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { PithosServer, expectError, expectSuccess, uniq } from '../helpers/server.js';

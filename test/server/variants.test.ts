@@ -1,4 +1,4 @@
-/** Black-box tests of the variant namespace (API.md §8). */
+/** Black-box tests of the variant namespace (docs/api.md, "Variants"). */
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, test } from 'node:test';
@@ -79,7 +79,7 @@ test('type is fixed by the first value: mismatching PUT → 409, nothing changes
   }
 });
 
-test('an integral number onto a double variant is an integer → 409 (literal reading of §8)', async () => {
+test('an integral number onto a double variant is an integer → 409 (literal reading of docs/api.md, Variants)', async () => {
   const n = uniq('dblint');
   expectSuccess(await srv.req('PUT', V(n), { variant: 0.5 }), 201, 'variant created successfully', { variant: 0.5 });
   expectError(await srv.req('PUT', V(n), { variant: 3 }), 409);

@@ -1,0 +1,39 @@
+/**
+ * The part of the engine that recovery, hint building and compaction share
+ * with it. They get this object instead of the `Engine`, so what they may
+ * touch is written down in one place and `Engine`'s public surface is only
+ * what the model calls.
+ *
+ * Hot-path state (the sequence counter, the write queue, the key directory
+ * reference write() uses) stays in `Engine` fields: reaching it through this
+ * object would add a property load to every write.
+ */
+import type { Logger } from '../log.js';
+import type { FileOps } from './fileops.js';
+import type { KeyDir } from './keydir.js';
+import type { Segment } from './segment.js';
+
+/** What rebuilding the directory at open needs: files, the directory, the clock, a log. */
+export interface RecoveryContext {
+  readonly dir: string;
+  readonly fs: FileOps;
+  readonly keydir: KeyDir;
+  readonly now: () => number;
+  readonly log: Logger;
+}
+
+/** The recovery context plus the live segment list, which compaction rewrites. */
+export class EngineCore implements RecoveryContext {
+  /** All segments in replay order (ascending id); the last is normally the active one. */
+  segments: Segment[] = [];
+  /** The segment appended to; compaction never touches it. */
+  active!: Segment;
+
+  constructor(
+    readonly dir: string,
+    readonly fs: FileOps,
+    readonly keydir: KeyDir,
+    readonly now: () => number,
+    readonly log: Logger,
+  ) {}
+}
