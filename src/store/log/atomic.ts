@@ -229,13 +229,25 @@ const MAX_ATTEMPTS = 32;
  */
 export type CommitObserver = (tx: Tx, written: Promise<void>) => void;
 
+/**
+ * Run on a finished decision before its batch goes to the engine: may add
+ * writes that follow from the decision's own (index entries of changed rows),
+ * so they are part of the same atomic batch.
+ */
+export type BatchExtender = (tx: Tx) => void;
+
 export class Atomic {
   private readonly observers: CommitObserver[] = [];
+  private readonly extenders: BatchExtender[] = [];
 
   constructor(private readonly engine: Engine, private readonly now: () => number) {}
 
   observe(o: CommitObserver): void {
     this.observers.push(o);
+  }
+
+  extend(e: BatchExtender): void {
+    this.extenders.push(e);
   }
 
   /**
@@ -251,6 +263,7 @@ export class Atomic {
       try {
         if (load !== undefined) load(tx);
         result = decide(tx) as T;
+        for (let i = 0; i < this.extenders.length; i++) this.extenders[i](tx);
       } catch (err) {
         if (!(err instanceof NeedsRead)) throw err;
         await err.promise;

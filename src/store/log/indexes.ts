@@ -2,20 +2,24 @@
  * Secondary indexes on table rows (docs/query.md, "Secondary indexes").
  *
  * - A definition is one engine entry in the group `x\0` (key: table U+0001
- *   field), carrying the table's expiry, written and deleted in the same
- *   batch as whatever makes it true (create, drop index, drop table).
- * - The index itself lives in memory: an ordered set of (value, t_id) for
- *   rows whose value at the path is a string, number, boolean or null, plus
- *   the t_ids whose value is an array or object (they matter only to
- *   `order`). It is rebuilt at open, in the background, from the rows.
- * - Building walks t_ids 1..next in small read decisions (BUILD_STEP rows),
- *   yielding between them; a row below the build cursor is maintained by
- *   every batch, a row above it is left to the builder, so the two never
- *   disagree. Queries use an index only once it is ready.
- * - Maintenance happens when a batch enters the engine (atomic.ts
- *   CommitObserver), from the rows the batch changed and their stored
- *   versions: O(log n) per row and index. A batch the engine fails to write
- *   is undone there; the table's indexes are then rebuilt.
+ *   field) holding the table incarnation, the build cursor and whether the
+ *   index is ready; it carries the table's expiry.
+ * - Every index entry is also an engine key, with an empty value, in the
+ *   index's own group (`i\0table\0inc\0field\0`): the value's JSON and the
+ *   t_id are in the key. Entries are written in the same batch as the row
+ *   change they follow (Atomic's batch extender), so after a crash the
+ *   entries agree with the rows; dropping an index or its table drops the
+ *   group in one entry.
+ * - In memory, each index is an ordered set of (value, t_id) for rows whose
+ *   value at the path is a string, number, boolean or null, plus the t_ids
+ *   whose value is an array or object (they matter only to `order`). At open
+ *   it is rebuilt from the keys alone, one pass over the key directory and a
+ *   sort; no row is read (except the rare value too long to sit in a key).
+ * - Building walks t_ids 1..next in small write decisions (BUILD_STEP rows),
+ *   each writing the entries and the advanced cursor, yielding between them.
+ *   A row below the cursor is maintained by every batch, a row above it is
+ *   left to the builder, so the two never disagree. Queries use an index
+ *   only once it is ready.
  */
 import { type Decoder, type Engine, Op } from '../../engine/index.js';
 import { conflict, notFound } from '../errors.js';
@@ -40,13 +44,27 @@ const cmpEntry = (a: IxEntry, b: IxEntry): number => {
 export const isPrim = (v: unknown): v is Prim =>
   v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
 
-/** Rows a build step reads in one decision: small enough that no request waits behind it for long. */
-const BUILD_STEP = 1000;
+/** Rows a build step indexes in one decision: small enough that no request waits behind it for long. */
+const BUILD_STEP = 500;
+/** Values whose JSON is longer than this are not copied into keys; their rows are read at open instead. */
+const MAX_KEY_VALUE = 1024;
+const EMPTY = Buffer.alloc(0);
+
+/** The key of a row's entry, or undefined when the row has no value at the path. */
+function entryKey(group: string, v: unknown, id: number): string | undefined {
+  if (v === MISSING) return undefined;
+  if (!isPrim(v)) return `${group}o\u0001${id}`;
+  // JSON escapes every control character, so U+0000 (groups) and U+0001 (the separator) cannot occur in it.
+  const j = JSON.stringify(v);
+  return j.length > MAX_KEY_VALUE ? `${group}l\u0001${id}` : `${group}v${j}\u0001${id}`;
+}
 
 export class SecondaryIndex {
   readonly path: string[];
   /** JSON of the path: what compiled wheres tests carry (wheres.ts Test.key). */
   readonly key: string;
+  /** Engine group of this index's entries. */
+  readonly group: string;
   list = new SortedList<IxEntry>(cmpEntry);
   /** t_ids whose value is an array or an object. */
   other = new Set<number>();
@@ -54,14 +72,22 @@ export class SecondaryIndex {
   cursor = 1;
   ready = false;
   dropped = false;
+  /** Being refilled from its keys after a failed write: not used by queries meanwhile. */
+  loading = false;
 
-  constructor(readonly field: string) {
+  constructor(readonly table: string, readonly inc: number, readonly field: string) {
     this.path = pathOf(field);
     this.key = JSON.stringify(this.path);
+    this.group = `i\u0000${table}\u0000${inc}\u0000${field}\u0000`;
   }
 
   covers(id: number): boolean {
     return this.ready || id < this.cursor;
+  }
+
+  /** Whether queries may use it. */
+  get usable(): boolean {
+    return this.ready && !this.loading && !this.dropped;
   }
 
   add(id: number, obj: Row): void {
@@ -76,13 +102,6 @@ export class SecondaryIndex {
     if (v === MISSING) return;
     if (isPrim(v)) this.list.delete({ v, id });
     else this.other.delete(id);
-  }
-
-  reset(): void {
-    this.list = new SortedList<IxEntry>(cmpEntry);
-    this.other = new Set();
-    this.cursor = 1;
-    this.ready = false;
   }
 
   /** t_ids of rows whose value equals `v`, ascending, above `after`. */
@@ -118,6 +137,8 @@ interface Def {
   table: string;
   inc: number;
   field: string;
+  cursor: number;
+  ready: boolean;
 }
 
 const DEF_GROUP = 'x\u0000';
@@ -136,21 +157,63 @@ export class IndexRegistry {
 
   constructor(private readonly engine: Engine, private readonly atomic: Atomic, private readonly metaOf: MetaOf,
     private readonly rowDecoder: RowDecoder) {
+    atomic.extend(this.extendBatch);
     atomic.observe(this.onCommit);
   }
 
-  /** Loads every definition and starts rebuilding its index in the background. */
+  /**
+   * Loads every definition and its entries from the keys (one pass over the
+   * key directory), then resumes unfinished builds in the background.
+   */
   async load(): Promise<void> {
     const defs = await this.engine.scan(DEF_GROUP, defDecoder);
     if (defs.length === 0) return;
+    const live: SecondaryIndex[] = [];
     await this.atomic.read((tx) => {
+      live.length = 0;
       for (const d of defs) {
         const m = this.metaOf(tx, d.table);
         // A definition outlived by its table incarnation is not served (drop deletes it in the same batch anyway).
         if (m === undefined || m.inc !== d.inc) continue;
-        this.register(d.table, d.inc, d.field);
+        const ix = this.register(d.table, d.inc, d.field);
+        ix.cursor = d.cursor;
+        live.push(ix);
       }
     });
+    await this.fill(live);
+    for (const ix of live) {
+      const d = defs.find((x) => x.table === ix.table && x.field === ix.field) as Def;
+      if (d.ready) ix.ready = true;
+      else this.startBuild(ix);
+    }
+  }
+
+  /** Fills indexes from their engine keys; rows whose value was too long for a key are read. */
+  private async fill(ixs: readonly SecondaryIndex[]): Promise<void> {
+    if (ixs.length === 0) return;
+    const byGroup = new Map<string, { ix: SecondaryIndex; entries: IxEntry[]; long: number[] }>();
+    for (const ix of ixs) byGroup.set(ix.group, { ix, entries: [], long: [] });
+    for (const k of this.engine.keys('i\u0000')) {
+      const cut = k.lastIndexOf('\u0000') + 1;
+      const slot = byGroup.get(k.slice(0, cut));
+      if (slot === undefined) continue;
+      const sep = k.lastIndexOf('\u0001');
+      const id = Number(k.slice(sep + 1));
+      const kind = k.charCodeAt(cut);
+      if (kind === 118 /* v */) slot.entries.push({ v: JSON.parse(k.slice(cut + 1, sep)) as Prim, id });
+      else if (kind === 111 /* o */) slot.ix.other.add(id);
+      else slot.long.push(id);
+    }
+    for (const { ix, entries, long } of byGroup.values()) {
+      entries.sort(cmpEntry);
+      ix.list = SortedList.fromSorted(cmpEntry, entries);
+      if (long.length === 0) continue;
+      const t = this.byTable.get(ix.table) as TableIndexes;
+      await this.atomic.read((tx) => {
+        const rows = tx.getMany(long.map((id) => rowKey(t.group, id)), this.rowDecoder);
+        for (const r of rows) if (r !== undefined) ix.add(r.id, r.obj);
+      });
+    }
   }
 
   tableIndexes(name: string, inc: number): TableIndexes | undefined {
@@ -166,10 +229,9 @@ export class IndexRegistry {
       this.byTable.set(name, t);
       this.byGroup.set(t.group, t);
     }
-    const ix = new SecondaryIndex(field);
+    const ix = new SecondaryIndex(name, inc, field);
     t.byKey.set(ix.key, ix);
     t.byField.set(field, ix);
-    this.startBuild(t, ix);
     return ix;
   }
 
@@ -185,35 +247,42 @@ export class IndexRegistry {
   create(tx: Tx, name: string, inc: number, field: string): void {
     const key = defKey(name, field);
     if (tx.has(key)) throw conflict(`index on '${field}' of table '${name}' already exists`);
-    const d: Def = { table: name, inc, field };
+    const d: Def = { table: name, inc, field, cursor: 1, ready: false };
     tx.put(key, Buffer.from(JSON.stringify(d)), d, defDecoder, tx.expiry(tableKey(name)));
     tx.onCommit((written) => {
       const ix = this.register(name, inc, field);
-      written.catch(() => this.unregister(name, inc, field, ix));
+      this.startBuild(ix);
+      written.catch(() => this.unregister(ix));
     });
   }
 
   drop(tx: Tx, name: string, inc: number, field: string): void {
     const key = defKey(name, field);
     if (!tx.has(key)) throw notFound(`index on '${field}' of table '${name}' does not exist`);
+    const ix = this.tableIndexes(name, inc)?.byField.get(field);
     tx.del(key);
-    tx.onCommit(() => this.unregister(name, inc, field, undefined));
+    if (ix !== undefined) {
+      tx.dropGroup(ix.group);
+      tx.onCommit(() => this.unregister(ix));
+    }
   }
 
-  /** Deletes the definitions of a table being dropped, in the drop's batch. */
+  /** Deletes the definitions and entries of a table being dropped, in the drop's batch. */
   dropTable(tx: Tx, name: string, inc: number): void {
     const t = this.tableIndexes(name, inc);
     if (t === undefined) return;
-    for (const field of t.byField.keys()) tx.del(defKey(name, field));
+    for (const ix of t.byField.values()) {
+      tx.del(defKey(name, ix.field));
+      tx.dropGroup(ix.group);
+    }
     tx.onCommit(() => this.forget(t));
   }
 
-  private unregister(name: string, inc: number, field: string, only: SecondaryIndex | undefined): void {
-    const t = this.tableIndexes(name, inc);
-    const ix = t?.byField.get(field);
-    if (t === undefined || ix === undefined || (only !== undefined && ix !== only)) return;
+  private unregister(ix: SecondaryIndex): void {
     ix.dropped = true;
-    t.byField.delete(field);
+    const t = this.tableIndexes(ix.table, ix.inc);
+    if (t === undefined || t.byField.get(ix.field) !== ix) return;
+    t.byField.delete(ix.field);
     t.byKey.delete(ix.key);
     if (t.byField.size === 0) this.forget(t);
   }
@@ -228,15 +297,39 @@ export class IndexRegistry {
 
   // ---- maintenance ------------------------------------------------------------
 
+  /** Adds the index entries that follow from the decision's row changes to its batch. */
+  private readonly extendBatch = (tx: Tx): void => {
+    if (this.byGroup.size === 0) return;
+    const changes = tx.rowChanges;
+    if (changes === undefined) return;
+    for (const [group, rows] of changes) {
+      const t = this.byGroup.get(group);
+      if (t === undefined) continue;
+      const exp = tx.expiry(tableKey(t.name));
+      for (const [id, memo] of rows) {
+        const old = tx.oldRow(group, id);
+        for (const ix of t.byKey.values()) {
+          if (!ix.covers(id)) continue;
+          const was = old === undefined ? undefined : entryKey(ix.group, lookup(old, ix.path), id);
+          const now = memo === null ? undefined : entryKey(ix.group, lookup(memo.obj, ix.path), id);
+          if (was === now) continue;
+          if (was !== undefined) tx.ops.push({ op: Op.Del, key: was, value: undefined, expiresAt: 0 });
+          if (now !== undefined) tx.ops.push({ op: Op.Put, key: now, value: EMPTY, expiresAt: exp });
+        }
+      }
+    }
+  };
+
+  /** Applies the same changes to the in-memory indexes once the batch is in the engine. */
   private readonly onCommit = (tx: Tx, written: Promise<void>): void => {
     if (this.byGroup.size === 0) return;
     const changes = tx.rowChanges;
     if (changes !== undefined) {
-      let touched: TableIndexes[] | undefined;
+      let touched: SecondaryIndex[] | undefined;
       for (const [group, rows] of changes) {
         const t = this.byGroup.get(group);
         if (t === undefined) continue;
-        (touched ??= []).push(t);
+        for (const ix of t.byKey.values()) (touched ??= []).push(ix);
         for (const [id, memo] of rows) {
           const old = tx.oldRow(group, id);
           for (const ix of t.byKey.values()) {
@@ -247,11 +340,9 @@ export class IndexRegistry {
         }
       }
       if (touched !== undefined) {
-        const ts = touched;
-        written.catch(() => {
-          // The engine undid the batch; these indexes reflect it. Rebuild them from the rows.
-          for (const t of ts) for (const ix of t.byKey.values()) if (!ix.dropped) this.rebuild(t, ix);
-        });
+        const ixs = touched;
+        // The engine undid the batch (entries included): reload these indexes from their keys.
+        written.catch(() => this.reload(ixs));
       }
     }
     for (const o of tx.ops) {
@@ -261,30 +352,34 @@ export class IndexRegistry {
     }
   };
 
-  private rebuild(t: TableIndexes, ix: SecondaryIndex): void {
-    const fresh = new SecondaryIndex(ix.field);
-    ix.dropped = true;
-    t.byKey.set(fresh.key, fresh);
-    t.byField.set(fresh.field, fresh);
-    this.startBuild(t, fresh);
+  private reload(ixs: readonly SecondaryIndex[]): void {
+    const live = ixs.filter((ix) => !ix.dropped);
+    for (const ix of live) {
+      ix.loading = true;
+      ix.list = new SortedList<IxEntry>(cmpEntry);
+      ix.other = new Set();
+    }
+    void this.fill(live).catch(() => undefined).finally(() => {
+      for (const ix of live) ix.loading = false;
+    });
   }
 
   // ---- building -----------------------------------------------------------------
 
-  private startBuild(t: TableIndexes, ix: SecondaryIndex): void {
-    const p = this.build(t, ix).catch(() => undefined).finally(() => this.building.delete(p));
+  private startBuild(ix: SecondaryIndex): void {
+    const p = this.build(ix).catch(() => undefined).finally(() => this.building.delete(p));
     this.building.add(p);
   }
 
-  private async build(t: TableIndexes, ix: SecondaryIndex): Promise<void> {
+  private async build(ix: SecondaryIndex): Promise<void> {
     let failures = 0;
     while (!ix.dropped && !this.closed) {
       let done: boolean;
       try {
-        done = await this.atomic.read((tx) => this.step(tx, t, ix));
+        done = await this.atomic.atomically(undefined, (tx) => this.step(tx, ix));
         failures = 0;
       } catch (err) {
-        // Busy (the data kept changing under a read) or closing: try again a little later.
+        // Busy (the data kept changing under a read), a failed write or closing: try again a little later.
         if (++failures > 100 || this.closed) throw err;
         await new Promise((r) => setTimeout(r, 10));
         continue;
@@ -294,29 +389,46 @@ export class IndexRegistry {
     }
   }
 
-  /** One build step, inside a read decision; true when the index is ready or gone. */
-  private step(tx: Tx, t: TableIndexes, ix: SecondaryIndex): boolean {
+  /**
+   * One build step, a write decision: indexes the rows [cursor, cursor +
+   * BUILD_STEP), writing their entries and the new cursor in one batch; true
+   * when the index is ready or gone.
+   */
+  private step(tx: Tx, ix: SecondaryIndex): boolean {
     if (ix.dropped) return true;
-    const m = this.metaOf(tx, t.name);
-    if (m === undefined || m.inc !== t.inc) {
+    const m = this.metaOf(tx, ix.table);
+    if (m === undefined || m.inc !== ix.inc) {
       ix.dropped = true;
       return true;
     }
-    if (ix.cursor >= m.next) {
-      ix.ready = true;
-      return true;
-    }
     const end = Math.min(ix.cursor + BUILD_STEP, m.next);
+    const t = this.byTable.get(ix.table) as TableIndexes;
     const keys: string[] = [];
     for (let id = ix.cursor; id < end; id++) keys.push(rowKey(t.group, id));
     const rows = tx.getMany(keys, this.rowDecoder);
-    for (let i = 0; i < rows.length; i++) {
-      const r = rows[i];
-      if (r !== undefined) ix.add(ix.cursor + i, r.obj);
+    const exp = tx.expiry(tableKey(ix.table));
+    for (const r of rows) {
+      if (r === undefined) continue;
+      const k = entryKey(ix.group, lookup(r.obj, ix.path), r.id);
+      if (k !== undefined) tx.ops.push({ op: Op.Put, key: k, value: EMPTY, expiresAt: exp });
     }
-    ix.cursor = end;
-    if (end >= m.next) ix.ready = true;
-    return ix.ready;
+    const ready = end >= m.next;
+    const d: Def = { table: ix.table, inc: ix.inc, field: ix.field, cursor: end, ready };
+    tx.put(defKey(ix.table, ix.field), Buffer.from(JSON.stringify(d)), d, defDecoder, exp);
+    const from = ix.cursor;
+    tx.onCommit((written) => {
+      if (ix.dropped) return;
+      for (const r of rows) if (r !== undefined) ix.add(r.id, r.obj);
+      ix.cursor = end;
+      if (ready) ix.ready = true;
+      written.catch(() => {
+        // The engine undid this step: index these rows again, starting from what the keys say.
+        ix.cursor = from;
+        ix.ready = false;
+        this.reload([ix]);
+      });
+    });
+    return ready;
   }
 
   /** Resolves when every build in progress has finished (tests, benchmarks). */

@@ -66,7 +66,7 @@ function candidates(t: TableIndexes, matcher: Matcher, after: number): number[] 
   for (const n of matcher) {
     if (n.kind !== 0) continue;
     const ix = t.byKey.get(n.key);
-    if (ix === undefined || !ix.ready) continue;
+    if (ix === undefined || !ix.usable) continue;
     switch (n.op) {
       case T.EqPrimitive:
       case T.Eq:
@@ -162,7 +162,7 @@ function byIndexOrder(tx: Tx, group: string, t: TableIndexes, matcher: Matcher, 
   limit: number): RowMemo[] | undefined {
   const first = order[0];
   const ix = t.byKey.get(JSON.stringify(first.path));
-  if (ix === undefined || !ix.ready) return undefined;
+  if (ix === undefined || !ix.usable) return undefined;
   if (first.desc && ix.other.size > 0) return undefined;
   const it = first.desc ? ix.list.descending() : ix.list.ascending();
   const out: RowMemo[] = [];

@@ -144,7 +144,11 @@ export class LogTables implements TableStore {
   query(name: string, wheres: Wheres): Promise<string> {
     const matcher = compileWheres(wheres);
     return this.atomic.read((tx) => {
-      const rows = tableRows(tx, name);
+      const m = meta(tx, name);
+      const ix = this.indexes.tableIndexes(name, m.inc);
+      // A table with indexes goes through the planner; without, the scan below is the whole story.
+      if (ix !== undefined) return render(select(tx, rowGroup(name, m.inc), ix, matcher, { wheres }, undefined), { wheres });
+      const rows = tx.rows(rowGroup(name, m.inc), rowDecoder);
       let out = '[';
       let first = true;
       for (let i = 0; i < rows.length; i++) {
