@@ -433,6 +433,22 @@ async function main(): Promise<void> {
         '(column "other load"): on 2 cores that skews throughput and p99; rerun on an idle machine.\n',
     );
   }
+  // Issue 9 targets beside the table (docs/query.md): indexed query vs GET variant in the same run, and the index figures.
+  for (const mode of o.modes) {
+    const gv = rows.find((r) => r.op.id === 'get-variant' && r.mode === mode && r.pithos);
+    const qi = rows.find((r) => r.op.id === 'query-indexed' && r.mode === mode && r.pithos);
+    const lr = rows.find((r) => r.op.id === 'list-records' && r.mode === mode && r.pithos);
+    if (qi?.pithos) {
+      const share = gv?.pithos ? ` = ${((100 * qi.pithos.perSec) / gv.pithos.perSec).toFixed(0)} % of GET variant (target ≥ 50 %)` : '';
+      process.stdout.write(`\nindexed query (${mode}): p50 ${qi.pithos.p50Ms.toFixed(2)} ms (target ≤ 1 ms), ${fmtRate(qi.pithos.perSec)} req/s${share}\n`);
+    }
+    if (lr?.pithos) process.stdout.write(`listing page of 100 among 1,000,000 records (${mode}): p50 ${lr.pithos.p50Ms.toFixed(2)} ms (target ≤ 1 ms)\n`);
+  }
+  if (ops.some((op) => op.id === 'query-indexed') && !stopping) {
+    log('index figures: node --expose-gc dist/bench/query.js');
+    const r = spawnSync(process.execPath, ['--expose-gc', join(ROOT, 'dist', 'bench', 'query.js'), String(o.quick ? 100_000 : 1_000_000)], { encoding: 'utf8' });
+    process.stdout.write('\n' + (r.stdout || '') + (r.status === 0 ? '' : `index figures failed: ${r.stderr}\n`));
+  }
   const failed = rows.filter((r) => r.failure);
   if (failed.length) {
     process.stdout.write('\nFailed runs:\n' + failed.map((r) => `- ${r.op.id} (${r.mode}): ${r.failure}`).join('\n') + '\n');
