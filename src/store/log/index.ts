@@ -27,6 +27,7 @@ export class LogStore implements Store {
   private constructor(readonly engine: Engine, now: () => number) {
     this.atomic = new Atomic(engine, now);
     this.names = new NameView(engine);
+    this.atomic.extend(this.names.beforeWrite);
     this.atomic.observe(this.names.onCommit);
     this.indexes = new IndexRegistry(engine, this.atomic, tableMeta, rowDecoder);
     this.tables = new LogTables(this.atomic, this.indexes);

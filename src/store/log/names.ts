@@ -3,8 +3,8 @@
  * records, variants, locks) in one ordered set beside the engine's key
  * directory, so a page of names costs its own size, not the key space.
  *
- * It is a superset of the live keys, never a subset: a key is added in the
- * same turn as the batch that creates it, and removed only once a delete is
+ * It is a superset of the live keys, never a subset: a key is added just
+ * before the batch that creates it goes to the engine, and removed only once a delete is
  * in the log and the key is still gone. Names that died otherwise (expiry, a
  * failed write undone by the engine) are skipped by the liveness check every
  * page makes against the engine, and dropped then. Built at open from one
@@ -33,15 +33,26 @@ export class NameView {
     return this.list.size;
   }
 
-  /** The commit observer (atomic.ts): adds created keys now, removes deleted ones once the log has the delete. */
+  /**
+   * Batch extender (atomic.ts), before the write: adds the keys the batch
+   * creates. A key that is live now is in the view already, so an overwrite
+   * (the common PUT) costs one directory lookup, no search.
+   */
+  readonly beforeWrite = (tx: Tx): void => {
+    const ops = tx.ops;
+    for (let i = 0; i < ops.length; i++) {
+      const o = ops[i];
+      if (o.op === Op.Put && isTopLevel(o.key) && !this.engine.has(o.key)) this.list.add(o.key);
+    }
+  };
+
+  /** Commit observer (atomic.ts): removes deleted keys once the log has the delete and they are still gone. */
   readonly onCommit = (tx: Tx, written: Promise<void>): void => {
     let dels: string[] | undefined;
     const ops = tx.ops;
     for (let i = 0; i < ops.length; i++) {
       const o = ops[i];
-      if (!isTopLevel(o.key)) continue;
-      if (o.op === Op.Put) this.list.add(o.key);
-      else if (o.op === Op.Del) (dels ??= []).push(o.key);
+      if (o.op === Op.Del && isTopLevel(o.key)) (dels ??= []).push(o.key);
     }
     if (dels === undefined) return;
     const gone = dels;
