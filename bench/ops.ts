@@ -27,6 +27,8 @@ export interface OpSpec {
   kind: 'read' | 'write';
   modes: Fsync[];
   unit: 'req/s' | 'pairs/s';
+  /** wrk connections when not the run's (a full scan per request would only queue behind 32). */
+  connections?: number;
   /** wrk threads: 0 = the run's default; lock pairs need one connection per thread. */
   threadsPerConnection?: boolean;
   lua: LuaRequest;
@@ -402,6 +404,7 @@ export const OPS: OpSpec[] = [
     modes: ['always'],
     unit: 'req/s',
     lua: L.queryScan,
+    connections: 2,
     expect: '"data":[{',
     ratioTarget: {},
     p99TargetMs: 5000,

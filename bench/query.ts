@@ -24,7 +24,7 @@ function heap(): number {
 }
 
 const open = (dir: string): Promise<LogStore> =>
-  LogStore.open({ dir, now: Date.now, durability: 'never', sweepIntervalMs: 0, compactIntervalMs: 0 });
+  LogStore.open({ dir, now: Date.now, durability: 'never', sweepIntervalMs: 0, compactIntervalMs: 0, cacheBytes: 1 << 30 });
 
 async function main(): Promise<void> {
   if (gc === undefined) throw new Error('run with --expose-gc');

@@ -26,6 +26,7 @@ import { summarizeProfiles } from './cpuprofile.js';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const LUA = join(ROOT, 'bench', 'wrk', 'bench.lua');
 const TOKEN = 'SECRET';
+const CACHE_MB = 1024;
 
 interface Options {
   quick: boolean;
@@ -203,7 +204,8 @@ function luaArgs(op: OpSpec, expect: string): string[] {
 }
 
 async function measure(op: OpSpec, server: Server, o: Options, durationS: number, expect: string): Promise<Measured> {
-  const threads = op.threadsPerConnection ? o.connections : o.threads;
+  const connections = op.connections ?? o.connections;
+  const threads = op.threadsPerConnection ? connections : Math.min(o.threads, connections);
   const before = processCpuUs(server.child.pid);
   const selfBefore = processCpuUs('self', true);
   const busyBefore = machineBusyUs();
@@ -211,7 +213,7 @@ async function measure(op: OpSpec, server: Server, o: Options, durationS: number
   const result = await runWrk({
     url: server.url,
     threads,
-    connections: o.connections,
+    connections,
     durationS,
     script: LUA,
     scriptArgs: luaArgs(op, expect),
@@ -391,6 +393,8 @@ async function main(): Promise<void> {
         log(`starting Pithos --fsync ${mode} (data ${dataDir})`);
         const pithos = await startServer('Pithos', process.execPath, [
           ...nodeArgs, ...o.nodeFlags, o.server, '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, '--auth-token', TOKEN, '--fsync', mode,
+          // Room for the million-row table of the query lines in cache (docs/benchmarks.md, "Listing and indexes").
+          '--cache-mb', String(CACHE_MB),
         ], { cwd: ROOT, logFile: o.serverLog ?? undefined });
         current = pithos;
         const prepared = new Set<string>();
@@ -422,7 +426,7 @@ async function main(): Promise<void> {
     `Pithos vs node:http baseline — ${o.custom ? 'custom' : o.quick ? 'quick' : 'full'} mode, ${o.connections} connections, keep-alive, ` +
       `${o.durationS}s × ${o.rounds} round(s) per side after ${o.warmupS}s warm-up, load generator ${wrkVersion} ` +
       `(${o.threads} thread(s); lock pairs: 1 thread per connection)`,
-    `machine: ${cpus().length} cores (${cpu}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, Linux ${release()}; ` +
+    `Pithos --cache-mb ${CACHE_MB}; machine: ${cpus().length} cores (${cpu}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, Linux ${release()}; ` +
       `4 KiB append + fdatasync on the data volume: p50 ${fsync.p50.toFixed(2)} ms, p99 ${fsync.p99.toFixed(2)} ms; bench took ${elapsed.toFixed(0)}s`,
   ];
   process.stdout.write('\n' + header.join('\n') + '\n\n' + table(rows) + '\n');
