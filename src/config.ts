@@ -1,13 +1,17 @@
 /**
- * Command-line flags and environment variables. Every flag has a variable
- * and a default; a flag beats its variable. A bad value is a ConfigError
- * with a one-line reason, which main.ts prints before exiting non-zero.
+ * Command-line flags, environment variables and the config file. Every flag
+ * has a variable, a config-file key (the flag without its dashes) and a
+ * default; precedence is flag > variable > file > default
+ * (docs/operations.md, "Config file"). A bad value is a ConfigError with a
+ * one-line reason, which main.ts prints before exiting 2.
  */
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
+import { checkOrigin } from './http/cors.js';
 import type { Durability } from './engine/index.js';
 
 export interface Config {
-  command: 'serve' | 'repair' | 'help' | 'version';
+  command: 'serve' | 'repair' | 'help' | 'version' | 'print-config';
   host: string;
   port: number;
   dataDir: string;
@@ -19,6 +23,22 @@ export interface Config {
   repair: boolean;
   /** Addresses and CIDR subnets allowed to connect; empty = everyone. */
   allowFrom: string[];
+  /** Open connections at most; undefined = 10000, lowered to fit the open-file limit. */
+  maxConnections: number | undefined;
+  /** --config: the JSON file read (undefined = none). */
+  config: string | undefined;
+  tokensFile: string | undefined;
+  tlsCert: string | undefined;
+  tlsKey: string | undefined;
+  corsOrigin: string[];
+  logFormat: 'text' | 'json';
+  accessLog: boolean;
+  /** 'log' (the embedded log in dataDir) or a postgres:// URL (docs/scaling.md). */
+  store: string;
+  /** Connections each node keeps to the shared database at most. */
+  pgPoolSize: number;
+  /** Longest a statement may run on the shared database before it is cancelled (ms). */
+  pgStatementTimeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -27,7 +47,7 @@ interface Spec {
   flag: string;
   env: string;
   key: keyof Config;
-  kind: 'string' | 'port' | 'fsync' | 'posint' | 'bool' | 'list';
+  kind: 'string' | 'port' | 'fsync' | 'posint' | 'bool' | 'list' | 'origins' | 'logformat' | 'store';
   def: string | number | boolean | string[] | undefined;
   help: string;
 }
@@ -46,9 +66,34 @@ const SPECS: Spec[] = [
   { flag: '--segment-mb', env: 'PITHOS_SEGMENT_MB', key: 'segmentMb', kind: 'posint', def: 64, help: 'log segment size in MiB (at most 1024)' },
   { flag: '--allow-from', env: 'PITHOS_ALLOW_FROM', key: 'allowFrom', kind: 'list', def: [],
     help: 'comma-separated addresses or CIDR subnets allowed to connect; others get 403 (default: any)' },
+  { flag: '--max-connections', env: 'PITHOS_MAX_CONNECTIONS', key: 'maxConnections', kind: 'posint', def: undefined,
+    help: 'open connections at most; beyond it the oldest idle one is closed (default 10000, lowered to the open-file limit minus 256)' },
+  { flag: '--store', env: 'PITHOS_STORE', key: 'store', kind: 'store', def: 'log',
+    help: 'where data lives: log (the data directory) or postgres://user:pass@host:port/db (shared by many nodes)' },
+  { flag: '--pg-pool-size', env: 'PITHOS_PG_POOL_SIZE', key: 'pgPoolSize', kind: 'posint', def: 10,
+    help: 'connections to the shared database per node (postgres store only)' },
+  { flag: '--pg-statement-timeout-ms', env: 'PITHOS_PG_STATEMENT_TIMEOUT_MS', key: 'pgStatementTimeoutMs', kind: 'posint', def: 5000,
+    help: 'a statement on the shared database running longer is cancelled, answer 503 (postgres store only)' },
   { flag: '--repair', env: 'PITHOS_REPAIR', key: 'repair', kind: 'bool', def: false,
     help: 'open a damaged log by dropping damaged batches (keeps every intact one)' },
+  { flag: '--config', env: 'PITHOS_CONFIG', key: 'config', kind: 'string', def: undefined,
+    help: 'JSON file of settings, keys named like the flags (flags and variables win over it)' },
+  { flag: '--tokens-file', env: 'PITHOS_TOKENS_FILE', key: 'tokensFile', kind: 'string', def: undefined,
+    help: "named tokens with roles, one '<name> <read|write|admin> <token>' per line; reloaded on SIGHUP" },
+  { flag: '--tls-cert', env: 'PITHOS_TLS_CERT', key: 'tlsCert', kind: 'string', def: undefined,
+    help: 'PEM certificate (chain): serve HTTPS; reloaded on SIGHUP' },
+  { flag: '--tls-key', env: 'PITHOS_TLS_KEY', key: 'tlsKey', kind: 'string', def: undefined,
+    help: 'PEM private key of --tls-cert' },
+  { flag: '--cors-origin', env: 'PITHOS_CORS_ORIGIN', key: 'corsOrigin', kind: 'origins', def: [],
+    help: 'browser origin allowed by CORS, e.g. https://app.example.com (repeatable; env: comma-separated)' },
+  { flag: '--log-format', env: 'PITHOS_LOG_FORMAT', key: 'logFormat', kind: 'logformat', def: 'text',
+    help: 'text | json (one object per line)' },
+  { flag: '--access-log', env: 'PITHOS_ACCESS_LOG', key: 'accessLog', kind: 'bool', def: false,
+    help: 'log one line per request (id, method, path, status, ms, bytes)' },
 ];
+
+/** Keys of the config file: the flag without its leading dashes. */
+const FILE_KEYS = new Map(SPECS.filter((s) => s.key !== 'config').map((s) => [s.flag.slice(2), s]));
 
 export function usage(): string {
   const lines = [
@@ -65,10 +110,24 @@ export function usage(): string {
   }
   lines.push(`  ${'--help'.padEnd(26)} ${''.padEnd(22)} print this and exit`);
   lines.push(`  ${'--version'.padEnd(26)} ${''.padEnd(22)} print the version and exit`);
+  lines.push(`  ${'--print-config'.padEnd(26)} ${''.padEnd(22)} print the effective configuration as JSON (secrets masked) and exit`);
   return lines.join('\n');
 }
 
 function convert(s: Spec, raw: string, from: string): string | number | boolean | string[] {
+  if (s.kind === 'origins') {
+    const items = raw.split(',').map((x) => x.trim()).filter((x) => x.length > 0);
+    for (const it of items) {
+      if (checkOrigin(it) === undefined) {
+        throw new ConfigError(`${from}: '${it}' is not an origin like https://app.example.com (scheme, host, optional port; no path or trailing slash)`);
+      }
+    }
+    return items;
+  }
+  if (s.kind === 'logformat') {
+    if (raw !== 'text' && raw !== 'json') throw new ConfigError(`${from} must be text or json, got '${raw}'`);
+    return raw;
+  }
   switch (s.kind) {
     case 'string':
       if (raw === '') throw new ConfigError(`${from} must not be empty`);
@@ -95,23 +154,90 @@ function convert(s: Spec, raw: string, from: string): string | number | boolean 
       }
       return items;
     }
+    case 'store':
+      if (raw === 'log' || /^postgres(ql)?:\/\/./.test(raw)) return raw;
+      throw new ConfigError(`${from} must be log or a postgres:// URL, got '${raw.replace(/:[^:@/]*@/, ':***@')}'`);
     case 'bool':
       if (raw === '' || raw === '1' || raw === 'true') return true;
       if (raw === '0' || raw === 'false') return false;
       throw new ConfigError(`${from} must be true or false, got '${raw}'`);
+    default:
+      throw new ConfigError(`${from}: unhandled kind ${s.kind}`);
   }
 }
 
-export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Config {
+/** The file named by --config / PITHOS_CONFIG, if any, as raw values by key. */
+function readConfigFile(file: string, readFile: (f: string) => string): Map<Spec, string> {
+  let text: string;
+  try {
+    text = readFile(file);
+  } catch (err) {
+    throw new ConfigError(`cannot read config file ${file}: ${(err as Error).message}`);
+  }
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(`config file ${file} is not valid JSON: ${(err as Error).message}`);
+  }
+  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) throw new ConfigError(`config file ${file} must hold one JSON object`);
+  const entries = Object.entries(doc as Record<string, unknown>);
+  const unknown = entries.map(([k]) => k).filter((k) => !FILE_KEYS.has(k));
+  if (unknown.length > 0) {
+    throw new ConfigError(`config file ${file}: unknown key(s) ${unknown.map((k) => `'${k}'`).join(', ')} (keys are the flags without '--')`);
+  }
+  const out = new Map<Spec, string>();
+  for (const [k, v] of entries) {
+    const s = FILE_KEYS.get(k)!;
+    const from = `config file key '${k}'`;
+    let raw: string;
+    if (typeof v === 'string') raw = v;
+    else if (typeof v === 'number' && (s.kind === 'port' || s.kind === 'posint')) raw = String(v);
+    else if (typeof v === 'boolean' && s.kind === 'bool') raw = String(v);
+    else if (Array.isArray(v) && (s.kind === 'list' || s.kind === 'origins') && v.every((x) => typeof x === 'string')) {
+      if (v.some((x: string) => x.includes(','))) throw new ConfigError(`${from}: list items must not contain commas`);
+      raw = v.join(',');
+    } else if (v === null && s.def === undefined) continue; // null = not set, as --print-config shows it
+    else throw new ConfigError(`${from} has the wrong type (${v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v})`);
+    out.set(s, raw);
+  }
+  return out;
+}
+
+/**
+ * `readFile` is there for unit tests; main.ts passes nothing. --help and
+ * --version win over everything, even a broken config file.
+ */
+export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv,
+  readFile: (f: string) => string = (f) => readFileSync(f, 'utf8')): Config {
   const out: Record<string, unknown> = { command: 'serve' };
+  for (const a of argv) {
+    if (a === '--help' || a === '-h') return { ...defaults(), command: 'help' };
+    if (a === '--version') return { ...defaults(), command: 'version' };
+  }
+  // The file's name comes from the flag or the variable, so find it first.
+  let file: string | undefined = env.PITHOS_CONFIG === '' ? undefined : env.PITHOS_CONFIG;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--config') file = argv[i + 1];
+    else if (a.startsWith('--config=')) file = a.slice(9);
+    if ((a === '--config' && file === undefined) || file === '') throw new ConfigError('--config needs a file name');
+  }
+  const fromFile = file === undefined ? new Map<Spec, string>() : readConfigFile(file, readFile);
   for (const s of SPECS) {
     const v = env[s.env];
-    out[s.key] = v === undefined ? s.def : convert(s, v, s.env);
+    const f = fromFile.get(s);
+    out[s.key] = v !== undefined ? convert(s, v, s.env) : f !== undefined ? convert(s, f, `config file key '${s.flag.slice(2)}'`) : s.def;
   }
+  out.config = file;
+  /** Repeatable flags: the first occurrence replaces the value from elsewhere, later ones add to it. */
+  const seen = new Set<Spec>();
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
-    if (a === '--help' || a === '-h') return { ...(out as unknown as Config), command: 'help' };
-    if (a === '--version') return { ...(out as unknown as Config), command: 'version' };
+    if (a === '--print-config') {
+      out.command = 'print-config';
+      continue;
+    }
     if (a === 'repair' && i === 0) {
       out.command = 'repair';
       out.repair = true;
@@ -129,12 +255,38 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Co
     if (eq > 0) raw = a.slice(eq + 1);
     else raw = argv[++i];
     if (raw === undefined) throw new ConfigError(`${flag} needs a value`);
-    out[s.key] = convert(s, raw, flag);
+    const v = convert(s, raw, flag);
+    out[s.key] = s.kind === 'origins' && seen.has(s) ? [...(out[s.key] as string[]), ...(v as string[])] : v;
+    seen.add(s);
   }
   const cfg = out as unknown as Config;
   // Hint files address values with 32-bit offsets.
   if (cfg.segmentMb > 1024) throw new ConfigError(`--segment-mb must be at most 1024, got ${cfg.segmentMb}`);
+  if ((cfg.tlsCert === undefined) !== (cfg.tlsKey === undefined)) throw new ConfigError('--tls-cert and --tls-key go together: give both or neither');
   return cfg;
+}
+
+function defaults(): Config {
+  const out: Record<string, unknown> = { command: 'serve' };
+  for (const s of SPECS) out[s.key] = s.def;
+  return out as unknown as Config;
+}
+
+export const MASK = '********';
+
+/**
+ * The effective configuration as a config file would say it (keys named like
+ * the flags), with the main secret masked. Paths are shown; a file's secrets
+ * never are.
+ */
+export function effectiveConfig(cfg: Config): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const s of SPECS) {
+    if (s.key === 'config') continue;
+    const v = cfg[s.key];
+    out[s.flag.slice(2)] = s.key === 'authToken' && v !== undefined ? MASK : v === undefined ? null : v;
+  }
+  return out;
 }
 
 /** "10.0.0.0/8" -> [address, prefix, family]; a bare address gets the full prefix. */

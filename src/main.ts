@@ -7,12 +7,20 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BlockList } from 'node:net';
-import { type Config, ConfigError, parseConfig, parseSubnet, usage } from './config.js';
+import { type Config, ConfigError, effectiveConfig, parseConfig, parseSubnet, usage } from './config.js';
 import { LogStore } from './store/log/index.js';
+import { PgStore } from './store/postgres/index.js';
+import type { Store } from './store/store.js';
 import { PithosServer } from './http/server.js';
+import { WatchHub } from './http/watch.js';
+import { effectiveMaxConnections } from './http/connections.js';
 import { Health } from './health.js';
-import { log } from './log.js';
+import { log, setLogFormat } from './log.js';
 import { assertHoldsData, makeDirectory, nodeFileOps, writeFileDurably } from './engine/index.js';
+import { Authenticator, parseTokens, type TokenEntry } from './http/auth.js';
+import { Cors } from './http/cors.js';
+import { AccessLog } from './http/access.js';
+import { loadTls, reloadTls, type TlsFiles, type TlsMaterial } from './tls.js';
 
 const TOKEN_FILE = 'auth-token';
 
@@ -48,6 +56,33 @@ function allowList(cfg: Config): BlockList | undefined {
   return list;
 }
 
+/** Reads and parses a tokens file; the reason is one line naming the file. */
+function readTokens(file: string, mainToken?: string): TokenEntry[] {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new Error(`cannot read tokens file ${file}: ${(err as Error).message}`);
+  }
+  try {
+    return parseTokens(text, mainToken);
+  } catch (err) {
+    throw new Error(`tokens file ${file}: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * SIGHUP reloads the tokens file and the TLS pair (docs/operations.md); each
+ * one that fails keeps what is in force and says why. Before the server
+ * serves there is nothing to reload, but the signal must not kill the
+ * process (its default action) while the log is being replayed.
+ */
+let onHangup: (() => void) | undefined;
+process.on('SIGHUP', () => {
+  if (onHangup === undefined) log('warn', 'SIGHUP ignored: the server is still starting');
+  else onHangup();
+});
+
 async function main(): Promise<number> {
   let cfg: Config;
   try {
@@ -67,6 +102,23 @@ async function main(): Promise<number> {
     process.stdout.write(version() + '\n');
     return 0;
   }
+  if (cfg.command === 'print-config') {
+    process.stdout.write(JSON.stringify(effectiveConfig(cfg), null, 2) + '\n');
+    return 0;
+  }
+  setLogFormat(cfg.logFormat);
+  // Files named by the configuration are checked before the data directory is
+  // touched, so a typo is a bad-configuration exit (2) with nothing to undo.
+  let tokens: TokenEntry[] = [];
+  let tls: TlsMaterial | undefined;
+  const tlsFiles: TlsFiles | undefined = cfg.tlsCert !== undefined && cfg.tlsKey !== undefined ? { cert: cfg.tlsCert, key: cfg.tlsKey } : undefined;
+  try {
+    if (cfg.tokensFile !== undefined) tokens = readTokens(cfg.tokensFile);
+    if (tlsFiles !== undefined) tls = loadTls(tlsFiles);
+  } catch (err) {
+    process.stderr.write(`pithos: ${(err as Error).message}\n`);
+    return 2;
+  }
   // Repairing a mistyped path must fail, not create and "repair" an empty directory.
   if (cfg.command === 'repair') await assertHoldsData(cfg.dataDir);
   // The log holds every value and lock token in clear: keep it to this user.
@@ -78,27 +130,48 @@ async function main(): Promise<number> {
   const testClock = process.env.PITHOS_TEST_CLOCK === '1';
   const now = testClock ? () => Date.now() + offset : Date.now;
 
-  const db = await LogStore.open({
-    dir: dataDir,
-    durability: cfg.fsync,
-    cacheBytes: cfg.cacheMb * 1024 * 1024,
-    segmentBytes: cfg.segmentMb * 1024 * 1024,
-    repair: cfg.repair,
-    now,
-    log,
-  });
+  const shared = cfg.store !== 'log';
+  if (shared && cfg.command === 'repair') throw new Error('repair applies to the log store only; the shared database has its own tools');
+  // The data directory keeps the generated auth token with either store.
+  const db: Store = shared
+    ? await PgStore.open({ url: cfg.store, poolSize: cfg.pgPoolSize, statementTimeoutMs: cfg.pgStatementTimeoutMs, offsetMs: () => offset, log })
+    : await LogStore.open({
+      dir: dataDir,
+      durability: cfg.fsync,
+      cacheBytes: cfg.cacheMb * 1024 * 1024,
+      segmentBytes: cfg.segmentMb * 1024 * 1024,
+      repair: cfg.repair,
+      now,
+      log,
+    });
   if (cfg.command === 'repair') {
     await db.close();
     log('info', `repair of ${dataDir} finished`);
     return 0;
   }
   const { token, generated } = await resolveToken({ ...cfg, dataDir });
+  const auth = new Authenticator(token);
+  if (tokens.some((t) => t.token === token)) {
+    await db.close();
+    throw new Error(`tokens file ${cfg.tokensFile}: a token there is the main secret; give it its own value`);
+  }
+  auth.setTokens(tokens);
+  const conns = effectiveMaxConnections(cfg.maxConnections);
+  if (conns.limitedBy !== undefined) {
+    log('warn', `open-file limit is ${conns.limitedBy}: at most ${conns.max} connections (raise it with ulimit -n, or set --max-connections)`);
+  }
+  const watch = new WatchHub(db.changes);
   const server = new PithosServer({
-    ctx: { store: db, health: new Health(dataDir, db), advanceClock: testClock ? (ms) => (offset += ms) : undefined },
+    ctx: { store: db, health: new Health(dataDir, db), advanceClock: testClock ? (ms) => (offset += ms) : undefined, watch },
     authToken: token,
+    auth,
+    cors: cfg.corsOrigin.length > 0 ? new Cors(cfg.corsOrigin, cfg.accessLog) : undefined,
+    access: cfg.accessLog ? new AccessLog(log) : undefined,
+    tls,
     maxBodyBytes: cfg.maxBodyBytes,
     testClock,
     allow: allowList(cfg),
+    maxConnections: conns.max,
     log,
   });
   let addr: { port: number; host: string };
@@ -111,11 +184,36 @@ async function main(): Promise<number> {
     }
     throw err;
   }
-  log('info', `pithos ${version()}: data dir ${dataDir}, fsync ${cfg.fsync}`);
+  log('info', shared
+    ? `pithos ${version()}: shared store ${cfg.store.replace(/:[^:@/]*@/, ':***@')}, pool ${cfg.pgPoolSize}`
+    : `pithos ${version()}: data dir ${dataDir}, fsync ${cfg.fsync}`);
   if (generated) log('info', `default password (send as Auth-Token): ${token}`);
+  if (cfg.tokensFile !== undefined) log('info', `tokens file ${cfg.tokensFile}: ${auth.size} named token(s)`);
   if (testClock) log('warn', 'PITHOS_TEST_CLOCK=1: POST /_test/clock can move the clock; never use this in production');
   const shown = addr.host.includes(':') ? `[${addr.host}]` : addr.host;
-  log('info', `listening on http://${shown}:${addr.port}`);
+  log('info', `listening on ${tls !== undefined ? 'https' : 'http'}://${shown}:${addr.port}`);
+  onHangup = () => {
+    if (cfg.tokensFile === undefined && tlsFiles === undefined) {
+      log('info', 'SIGHUP: nothing to reload (no --tokens-file, no --tls-cert)');
+      return;
+    }
+    if (cfg.tokensFile !== undefined) {
+      try {
+        auth.setTokens(readTokens(cfg.tokensFile, token));
+        log('info', `SIGHUP: reloaded tokens file ${cfg.tokensFile}: ${auth.size} named token(s)`);
+      } catch (err) {
+        log('error', `SIGHUP: kept the tokens in force: ${(err as Error).message}`);
+      }
+    }
+    if (tlsFiles !== undefined) {
+      try {
+        reloadTls(server.http, tlsFiles);
+        log('info', `SIGHUP: reloaded TLS certificate ${tlsFiles.cert}`);
+      } catch (err) {
+        log('error', `SIGHUP: kept the TLS certificate in force: ${(err as Error).message}`);
+      }
+    }
+  };
 
   return new Promise<number>((resolve) => {
     let stopping = false;
@@ -126,6 +224,8 @@ async function main(): Promise<number> {
       }
       stopping = true;
       log('info', `${signal}: draining requests, then flushing and closing`);
+      // Event streams never finish on their own: end them so shutdown need not wait them out.
+      watch.close();
       server.shutdown(10_000)
         .then(() => db.close())
         .then(() => {

@@ -123,15 +123,17 @@ export class Compactor {
     const started = Date.now();
     try {
       let baseSeq = 0;
-      for (const s of run) baseSeq = Math.max(baseSeq, s.maxSeq);
+      for (const s of run) baseSeq = Math.max(baseSeq, s.maxSeq, s.covers);
       out.fd = await f.open(tmp, 'w+');
       await f.writeAll(out.fd, encodeSegmentHeader(SegmentKind.Compacted, baseSeq + 1), 0, SEGMENT_HEADER_SIZE, 0);
       out.size = SEGMENT_HEADER_SIZE;
       out.maxSeq = baseSeq;
+      out.covers = baseSeq;
 
-      // 1. copy. Live entries are packed into output batches of up to
-      // OUT_BATCH bytes, each stamped with the highest sequence number it holds
-      // (replay order comes from file order; seq only has to stay monotone).
+      // 1. copy. Live entries are packed into output batches; a batch holds
+      // entries of one original batch only and carries its sequence number,
+      // because that number is the version of every object in it
+      // (docs/format.md, "Compaction"): a version must survive compaction.
       const moved: Entry[] = [];
       const newPos: number[] = [];
       const oldPos: number[] = [];
@@ -149,7 +151,7 @@ export class Compactor {
         for (let i = 0; i < pendingHint.length; i++) {
           const [key, rel, vlen, exp, crc] = pendingHint[i];
           newPos.push(base + rel);
-          hint.add(Op.Put, key, base + rel, vlen, pendingSizes[i], exp, crc);
+          hint.add(Op.Put, key, base + rel, vlen, pendingSizes[i], exp, crc, batchSeq);
         }
         out.size += data.length;
         if (batchSeq > out.maxSeq) out.maxSeq = batchSeq;
@@ -177,9 +179,11 @@ export class Compactor {
               // the sweeper would); left there it would keep counting as live
               // in the run and the inputs could never be retired.
               e.keydir.delete(en.key);
+              e.onExpire?.(en.key, cur.seq);
               continue;
             }
             const start = en.valueOffset - en.size + en.valueLength; // entry header in buf
+            if (packer.count > 0 && packer.seq !== batch.seq) await emitBatch();
             const at = packer.add(buf.subarray(start, start + en.size), batch.seq);
             pendingHint.push([en.key, at + en.size - en.valueLength, en.valueLength, en.expiresAt,
               valueCrc(buf, en.valueOffset, en.valueOffset + en.valueLength)]);
@@ -188,6 +192,8 @@ export class Compactor {
             oldSeg.push(s);
             oldPos.push(vpos);
           }
+          // Entries of one original batch share its seq, so one batch may only grow
+          // past OUT_BATCH when its source batch was that large.
           if (packer.entryBytes >= OUT_BATCH) await emitBatch();
         }
       }

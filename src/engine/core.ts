@@ -28,6 +28,8 @@ export class EngineCore implements RecoveryContext {
   segments: Segment[] = [];
   /** The segment appended to; compaction never touches it. */
   active!: Segment;
+  /** Told about keys compaction drops because their ttl ended (Engine.onExpire). */
+  onExpire: ((key: string, seq: number) => void) | undefined = undefined;
 
   constructor(
     readonly dir: string,

@@ -14,7 +14,7 @@ import * as path from 'node:path';
 import type { Logger } from '../log.js';
 import { BatchTooLargeError, CorruptionError, EngineClosedError, StorageIOError, storageError } from './errors.js';
 import {
-  batchTooLarge, encodeBatch, encodeSegmentHeader, entrySize, type EntryIn, MAX_BATCH_BYTES, MAX_KEY_BYTES, Op,
+  batchTooLarge, type DecodedEntry, encodeBatch, encodeSegmentHeader, entrySize, type EntryIn, MAX_BATCH_BYTES, MAX_KEY_BYTES, Op,
   SEGMENT_HEADER_SIZE, SegmentKind, valueCrc,
 } from './format.js';
 import { type FileOps, nodeFileOps } from './fileops.js';
@@ -23,6 +23,7 @@ import { ID_STEP, Segment } from './segment.js';
 import { EngineCore } from './core.js';
 import { recover } from './recovery.js';
 import { buildHint } from './hints.js';
+import { SegmentScanner, Yielder } from './scanner.js';
 import { Compactor } from './compaction.js';
 import { lockDirectory, unlockDirectory } from './lockfile.js';
 
@@ -90,6 +91,8 @@ export const MISS: unique symbol = Symbol('miss');
 interface Pending {
   seq: number;
   buf: Buffer;
+  /** The batch as the caller gave it, for the commit hook. */
+  ops: readonly WriteOp[];
   /** Entries created by this batch, with their value offsets inside `buf`. */
   created: Entry[];
   createdOffsets: number[];
@@ -132,12 +135,21 @@ export class Engine {
   private readonly hintTimers = new Set<NodeJS.Timeout>();
   private readonly compactor: Compactor;
   private readonly keyLens: number[] = [];
+  /** Highest sequence number whose batch is in the log under the configured durability. */
+  private committed = 0;
+  /**
+   * Called once per batch, in sequence order, when the batch is in the log
+   * under the configured durability and before its writer hears so: the
+   * change feed (docs/api.md, "Change feed") publishes only what a crash
+   * cannot take back. Must not throw or write.
+   */
+  onCommit: ((seq: number, ops: readonly WriteOp[]) => void) | undefined = undefined;
   private readonly valueOffsets: number[] = [];
 
   private constructor(opts: EngineOptions) {
     this.dir = path.resolve(opts.dir);
     this.fs = opts.fileOps ?? nodeFileOps;
-    this.keydir = new KeyDir(opts.cacheBytes ?? 256 * 1024 * 1024);
+    this.keydir = new SweptKeyDir(opts.cacheBytes ?? 256 * 1024 * 1024);
     this.keydir.evictable = (e) => e.seg !== undefined;
     this.now = opts.now ?? Date.now;
     this.log = opts.log ?? (() => {});
@@ -169,6 +181,7 @@ export class Engine {
       const r = await recover(e.core, opts.repair === true);
       e.core.segments = r.segments;
       e.nextSeq = r.nextSeq;
+      e.committed = r.nextSeq - 1;
       await e.openActive(r.appendTo);
       e.log('info', recoveredMessage(e.keydir.size, e.keydir.ungroupedSize, e.segments.length, Date.now() - started));
       for (const s of e.segments) {
@@ -253,7 +266,7 @@ export class Engine {
     const kd = this.keydir;
     const now = this.now();
     const p: Pending = {
-      seq, buf, created: [], createdOffsets: [], undoKeys: [], undoPrev: [],
+      seq, buf, ops, created: [], createdOffsets: [], undoKeys: [], undoPrev: [],
       resolve: noop, reject: noop,
     };
     for (let i = 0; i < ops.length; i++) {
@@ -269,7 +282,7 @@ export class Engine {
           continue;
         }
         const e = new Entry(undefined, 0, value.length, entrySize(this.keyLens[i], value.length), o.expiresAt,
-          valueCrc(value, 0, value.length));
+          valueCrc(value, 0, value.length), seq);
         kd.cache(e, value, o.memo, o.memo === undefined ? undefined : o.decoder);
         p.undoKeys.push(o.key);
         p.undoPrev.push(kd.set(o.key, e));
@@ -381,6 +394,17 @@ export class Engine {
         throw e;
       }
     }
+    const hook = this.onCommit;
+    if (hook !== undefined) {
+      for (const p of group) {
+        try {
+          hook(p.seq, p.ops);
+        } catch (err) {
+          this.log('error', `commit hook failed: ${String((err as Error)?.stack ?? err)}`);
+        }
+      }
+    }
+    this.committed = group[group.length - 1].seq;
     for (const p of group) p.resolve();
   }
 
@@ -476,6 +500,70 @@ export class Engine {
 
   has(key: string): boolean {
     return this.live(key) !== undefined;
+  }
+
+  /**
+   * The version of a live key: the sequence number of the batch that wrote
+   * it (docs/format.md, "Sequence numbers"); undefined when absent.
+   */
+  versionOf(key: string): number | undefined {
+    return this.live(key)?.seq;
+  }
+
+  /** The highest sequence number whose batch the log holds under the configured durability. */
+  get committedSeq(): number {
+    return this.committed;
+  }
+
+  /**
+   * Called for each key the expiry sweep (or compaction) removes because its
+   * ttl ended, with the version that expired. Keys replaced or deleted after
+   * their expiry but before a sweep are not reported.
+   */
+  set onExpire(fn: ((key: string, seq: number) => void) | undefined) {
+    (this.keydir as SweptKeyDir).onExpire = fn;
+    this.core.onExpire = fn;
+  }
+
+  /**
+   * Replays the batches with sequence numbers in (after, upto] from the log,
+   * in order, as (seq, entries, buffer) where each entry's value lies in the
+   * buffer at valueOffset. Resolves false when the log can no longer replay
+   * that range exactly: compaction has dropped deletions and overwritten
+   * versions up to replayFloor(), or a segment was compacted away meanwhile.
+   */
+  async replay(after: number, upto: number,
+    visit: (seq: number, entries: readonly DecodedEntry[], buf: Buffer) => void): Promise<boolean> {
+    if (after < this.replayFloor()) return false;
+    const segs = this.segments.slice();
+    try {
+      for (const s of segs) {
+        if (s.kind !== SegmentKind.Log || s.maxSeq <= after) continue;
+        if (s.retired) return false;
+        const scanner = new SegmentScanner(this.fs, s, s.size);
+        const yielder = Yielder.background();
+        for (;;) {
+          const step = await scanner.next();
+          if (step.kind === 'end') break;
+          if (step.kind === 'bad') return false;
+          const seq = step.batch.seq;
+          if (seq > upto) return true;
+          if (seq > after) visit(seq, step.batch.entries, step.buf);
+          await yielder.maybe();
+        }
+      }
+    } catch (err) {
+      if (segs.some((s) => s.retired)) return false; // compacted away while we read
+      throw err;
+    }
+    return true;
+  }
+
+  /** Batches up to this sequence number may have lost entries to compaction (see replay). */
+  replayFloor(): number {
+    let floor = 0;
+    for (const s of this.segments) if (s.covers > floor) floor = s.covers;
+    return floor;
   }
 
   /** Absolute expiry of a live key (0 = never), or undefined when absent. */
@@ -616,7 +704,17 @@ export class Engine {
     if (this.sweepRunning) return;
     this.sweepRunning = true;
     try {
-      while (this.keydir.sweep(this.now(), 10_000) === 10_000) {
+      const kd = this.keydir as SweptKeyDir;
+      for (;;) {
+        // Only deletions made by the sweep itself are expirations.
+        kd.sweeping = true;
+        let n: number;
+        try {
+          n = kd.sweep(this.now(), 10_000);
+        } finally {
+          kd.sweeping = false;
+        }
+        if (n !== 10_000) break;
         await new Promise((r) => setImmediate(r));
       }
     } finally {
@@ -685,6 +783,21 @@ export class Engine {
 }
 
 function noop(): void {}
+
+/**
+ * The key directory with an expiry hook: KeyDir.sweep removes a key through
+ * delete(), so deletions made while `sweeping` are the keys whose ttl ended.
+ */
+class SweptKeyDir extends KeyDir {
+  sweeping = false;
+  onExpire: ((key: string, seq: number) => void) | undefined = undefined;
+
+  override delete(key: string): Entry | undefined {
+    const e = super.delete(key);
+    if (this.sweeping && e !== undefined && this.onExpire !== undefined) this.onExpire(key, e.seq);
+    return e;
+  }
+}
 
 const isWellFormed = (String.prototype as unknown as { isWellFormed: (this: string) => boolean }).isWellFormed;
 

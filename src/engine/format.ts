@@ -14,9 +14,12 @@ export const SEGMENT_HEADER_SIZE = 16;
 export const BATCH_HEADER_SIZE = 20;
 export const ENTRY_HEADER_SIZE = 15;
 export const HINT_HEADER_SIZE = 8;
-export const HINT_ENTRY_HEADER_SIZE = 27;
-/** Hint files have their own version: they are derived data, rebuilt from the log when they do not match. */
-export const HINT_VERSION = 2;
+export const HINT_ENTRY_HEADER_SIZE = 35;
+/**
+ * Hint files have their own version: they are derived data, rebuilt from the log when they do not match.
+ * 3: each entry carries its batch's sequence number (the object's version).
+ */
+export const HINT_VERSION = 3;
 export const HINT_FOOTER_SIZE = 16;
 /** Upper bound on one batch; larger writes are refused before they reach the log. */
 export const MAX_BATCH_BYTES = 1 << 30;
@@ -260,9 +263,10 @@ export function valueCrc(buf: Buffer, start: number, end: number): number {
  * Hint file: the directory view of one immutable segment, so recovery does
  * not read values. Layout:
  *   magic u32 | version u8 (HINT_VERSION) | pad[3]
- *   entries: op u8 | keyLen u16 | valueLen u32 | valuePos u32 | size u32 | expiresAt f64 | valueCrc u32 | key
+ *   entries: op u8 | keyLen u16 | valueLen u32 | valuePos u32 | size u32 | expiresAt f64 | valueCrc u32 | seq u64 | key
  * valueCrc is the crc32 of the value bytes: recovery from a hint never sees
- * the batch checksums, so reads verify each value against it instead.
+ * the batch checksums, so reads verify each value against it instead. seq is
+ * the sequence number of the batch holding the entry (the version it gives).
  *   footer:  segmentSize u32 | count u32 | maxSeq u64 ... crc32 over all before it
  * The footer's segment size ties the hint to the exact segment it describes;
  * a hint that disagrees with its segment is ignored and the segment scanned.
@@ -275,6 +279,7 @@ export interface HintEntry {
   size: number;
   expiresAt: number;
   crc: number;
+  seq: number;
 }
 
 export class HintWriter {
@@ -292,7 +297,7 @@ export class HintWriter {
     this.pos = HINT_HEADER_SIZE;
   }
 
-  add(op: Op, key: string, valuePos: number, valueLength: number, size: number, expiresAt: number, crc: number): void {
+  add(op: Op, key: string, valuePos: number, valueLength: number, size: number, expiresAt: number, crc: number, seq: number): void {
     const kl = Buffer.byteLength(key, 'utf8');
     const need = HINT_ENTRY_HEADER_SIZE + kl;
     if (this.pos + need > this.cur.length) {
@@ -309,6 +314,7 @@ export class HintWriter {
     b.writeUInt32LE(size, p + 11);
     b.writeDoubleLE(expiresAt, p + 15);
     b.writeInt32LE(crc | 0, p + 23);
+    writeSeq(b, p + 27, seq);
     p += HINT_ENTRY_HEADER_SIZE;
     b.write(key, p, kl, 'utf8');
     this.pos = p + kl;
@@ -330,7 +336,7 @@ export class HintWriter {
 }
 
 export interface HintVisitor {
-  hint(op: Op, key: string, valuePos: number, valueLength: number, size: number, expiresAt: number, crc: number): void;
+  hint(op: Op, key: string, valuePos: number, valueLength: number, size: number, expiresAt: number, crc: number, seq: number): void;
 }
 
 export interface HintFooter {
@@ -369,7 +375,7 @@ export function visitHint(buf: Buffer, pos: number, limit: number, v: HintVisito
     const keyStart = p + HINT_ENTRY_HEADER_SIZE;
     if (keyStart + kl > footer) throw new Error('hint entries overrun');
     v.hint(buf[p] as Op, buf.toString('utf8', keyStart, keyStart + kl), buf.readUInt32LE(p + 7),
-      buf.readUInt32LE(p + 3), buf.readUInt32LE(p + 11), buf.readDoubleLE(p + 15), buf.readInt32LE(p + 23));
+      buf.readUInt32LE(p + 3), buf.readUInt32LE(p + 11), buf.readDoubleLE(p + 15), buf.readInt32LE(p + 23), readSeq(buf, p + 27));
     p = keyStart + kl;
   }
   return p >= footer ? 0 : p;

@@ -27,7 +27,7 @@ export async function buildHint(f: FileOps, seg: Segment): Promise<void> {
       const put = en.op === Op.Put;
       const valuePos = put ? pos + (en.valueOffset - bufPos) : 0;
       const crc = put ? valueCrc(buf, en.valueOffset, en.valueOffset + en.valueLength) : 0;
-      hint.add(en.op, en.key, valuePos, en.valueLength, en.size, en.expiresAt, crc);
+      hint.add(en.op, en.key, valuePos, en.valueLength, en.size, en.expiresAt, crc, batch.seq);
     }
   }
   if (seg.retired) return;

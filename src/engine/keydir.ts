@@ -3,10 +3,12 @@
  * and (maybe) the value itself under a byte-budgeted cache.
  *
  * Memory is the constraint here (target: <= 200 bytes per key beyond the key
- * string), so an Entry is one small fixed-shape object and the directory is
- * one Map. Keys that contain U+0000 also belong to a *group* (the prefix up to
- * and including the last U+0000) so the model can iterate a table's rows
- * without touching the rest of the directory.
+ * string), so an Entry is one small fixed-shape object; pauses are the other
+ * (no single insert may stall the event loop for long), so the directory is
+ * 256 hash shards rather than one Map. Keys that contain U+0000 also belong to
+ * a *group* (the prefix up to and including the last U+0000), kept in key
+ * order in chunks, so the model can iterate a table's rows without touching
+ * the rest of the directory.
  */
 import type { Segment } from './segment.js';
 
@@ -39,8 +41,14 @@ export class Entry {
   memo: unknown;
   dec: Decoder<unknown> | undefined;
   flags: number;
+  /**
+   * Sequence number of the batch that wrote this version: the object's
+   * version (docs/format.md, "Sequence numbers"). Kept through recovery,
+   * hints and compaction, so it never changes while the version lives.
+   */
+  seq: number;
 
-  constructor(seg: Segment | undefined, vpos: number, vlen: number, size: number, exp: number, crc: number) {
+  constructor(seg: Segment | undefined, vpos: number, vlen: number, size: number, exp: number, crc: number, seq: number) {
     this.seg = seg;
     this.vpos = vpos;
     this.vlen = vlen;
@@ -51,14 +59,336 @@ export class Entry {
     this.memo = undefined;
     this.dec = undefined;
     this.flags = 0;
+    this.seq = seq;
   }
 }
 
-/** A group: keys in insertion order, re-sorted lazily when one arrives out of order. */
-class Group {
-  map = new Map<string, Entry>();
-  last = '';
+/**
+ * Why the directory is not one `Map`: V8 grows a `Map` by rehashing all of it
+ * in one step when it outgrows its capacity (a power of two), and the
+ * allocation of the doubled table comes with it. At 524,289 entries that step
+ * took 55 ms, at 1,048,577 79 ms — on the event loop, inside one write. Every
+ * structure below is therefore made of many small `Map`s, none of which ever
+ * gets big enough for its rehash to matter (see docs/engine.md for figures).
+ */
+
+/** Shards of the key directory. 256 keeps each under ~8,000 keys at 2 M keys. */
+const SHARD_BITS = 8;
+const SHARD_MASK = (1 << SHARD_BITS) - 1;
+
+/**
+ * FNV-1a over the key's UTF-16 code units, folded to SHARD_BITS. Every unit
+ * of a key up to 128 units long counts, so keys that share long prefixes or
+ * suffixes — `R/user:…`, table rows `t\0name\0inc\0<id>` — still spread
+ * evenly. Longer keys: the first 32 and the last 96 units and the length, so
+ * a read never hashes more than 128 units. Keys that differ only in the middle
+ * of a long key land in one shard: lookups stay correct, only that shard (and
+ * its rehash) grows.
+ */
+export function shardOf(key: string): number {
+  let h = 0x811c9dc5 | 0;
+  const n = key.length;
+  if (n <= 128) {
+    for (let i = 0; i < n; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  } else {
+    for (let i = 0; i < 32; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+    for (let i = n - 96; i < n; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+    h = Math.imul(h ^ n, 0x01000193);
+  }
+  return (h ^ (h >>> 16) ^ (h >>> 24)) & SHARD_MASK;
+}
+
+/**
+ * A string-keyed map split by `shardOf` into 256 `Map`s. Same semantics as a
+ * `Map` for get/has/set/delete/size; iteration visits every entry once, shard
+ * by shard (not in insertion order: nothing iterates the whole directory for
+ * its order). A lookup is one hash of the key plus one `Map.get`.
+ */
+export class ShardedMap<V> implements Map<string, V> {
+  private readonly shards: Array<Map<string, V>> = [];
+  private count = 0;
+  readonly [Symbol.toStringTag] = 'ShardedMap';
+
+  constructor() {
+    for (let i = 0; i <= SHARD_MASK; i++) this.shards.push(new Map());
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  /** The shard that holds (or would hold) `key`: lets a caller get then set with one hash. */
+  shard(key: string): Map<string, V> {
+    return this.shards[shardOf(key)];
+  }
+
+  get(key: string): V | undefined {
+    return this.shards[shardOf(key)].get(key);
+  }
+
+  has(key: string): boolean {
+    return this.shards[shardOf(key)].has(key);
+  }
+
+  set(key: string, value: V): this {
+    const m = this.shards[shardOf(key)];
+    const n = m.size;
+    m.set(key, value);
+    this.count += m.size - n;
+    return this;
+  }
+
+  /** For a caller that already holds the shard (from `shard()`). */
+  setIn(m: Map<string, V>, key: string, value: V): void {
+    const n = m.size;
+    m.set(key, value);
+    this.count += m.size - n;
+  }
+
+  delete(key: string): boolean {
+    if (!this.shards[shardOf(key)].delete(key)) return false;
+    this.count--;
+    return true;
+  }
+
+  clear(): void {
+    for (const m of this.shards) m.clear();
+    this.count = 0;
+  }
+
+  forEach(fn: (value: V, key: string, map: Map<string, V>) => void, thisArg?: unknown): void {
+    for (const m of this.shards) for (const [k, v] of m) fn.call(thisArg, v, k, this);
+  }
+
+  *entries(): MapIterator<[string, V]> {
+    for (const m of this.shards) yield* m;
+  }
+
+  *keys(): MapIterator<string> {
+    for (const m of this.shards) yield* m.keys();
+  }
+
+  *values(): MapIterator<V> {
+    for (const m of this.shards) yield* m.values();
+  }
+
+  [Symbol.iterator](): MapIterator<[string, V]> {
+    return this.entries();
+  }
+}
+
+/**
+ * Most keys one chunk of a group holds. A chunk's Map rehashes in well under
+ * a millisecond at this size, and sorting or splitting one costs about as
+ * much, so no single insert into a group of any size pays more.
+ */
+export const CHUNK_MAX = 4096;
+
+/**
+ * One key range of a group: keys k with lo <= k < (next chunk's lo). Chunk
+ * 0's lo is never consulted: it takes every key below chunk 1's lo.
+ */
+class Chunk {
+  map: Map<string, Entry>;
+  lo: string;
+  /** Greatest key appended since the map was last in key order; keys are appended in order as long as sorted holds. */
+  last: string;
   sorted = true;
+
+  constructor(lo: string, map: Map<string, Entry> = new Map(), last = lo) {
+    this.lo = lo;
+    this.map = map;
+    this.last = last;
+  }
+
+  /** Rebuilds the map in key order (at most CHUNK_MAX + 1 keys). */
+  sort(): void {
+    if (this.sorted) return;
+    const all = Array.from(this.map).sort(byKey);
+    this.map = new Map(all);
+    this.last = all.length > 0 ? all[all.length - 1][0] : this.lo;
+    this.sorted = true;
+  }
+}
+
+const byKey = (a: [string, Entry], b: [string, Entry]): number => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
+
+/**
+ * A group's members in key order: a list of chunks, each a key range held in
+ * one small Map (a two-level B-tree whose leaves are Maps). Rows usually
+ * arrive in key order (t_id order), which appends to the last chunk and opens
+ * a new one when it is full; a key that arrives out of order goes into the
+ * chunk of its range, which is then re-sorted lazily, when iterated. A chunk
+ * that overflows is split in two. Behaves as a Map whose iteration order is
+ * key order; do not mutate it while iterating (no caller does).
+ */
+class Group implements Map<string, Entry> {
+  chunks: Chunk[] = [];
+  private count = 0;
+  readonly [Symbol.toStringTag] = 'Group';
+
+  /** `max`: keys per chunk (CHUNK_MAX; tests use tiny chunks to reach splits and merges). */
+  constructor(private readonly max: number) {}
+
+  get size(): number {
+    return this.count;
+  }
+
+  /** Index of the chunk whose range holds `key` (chunks must not be empty). */
+  private find(key: string): number {
+    const c = this.chunks;
+    let lo = 0;
+    let hi = c.length - 1;
+    if (hi === 0 || key >= c[hi].lo) return hi; // one chunk, or an append
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (c[mid].lo <= key) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  get(key: string): Entry | undefined {
+    return this.chunks.length === 0 ? undefined : this.chunks[this.find(key)].map.get(key);
+  }
+
+  has(key: string): boolean {
+    return this.get(key) !== undefined;
+  }
+
+  set(key: string, e: Entry): this {
+    if (this.chunks.length === 0) {
+      this.chunks.push(new Chunk(key));
+    }
+    let i = this.find(key);
+    let c = this.chunks[i];
+    if (c.map.has(key)) {
+      c.map.set(key, e); // same position, new version
+      return this;
+    }
+    if (c.map.size >= this.max) {
+      if (i === this.chunks.length - 1 && c.sorted && key > c.last) {
+        // In-order append to a full last chunk: open a new one, O(1).
+        c = new Chunk(key);
+        this.chunks.push(c);
+        i++;
+      } else {
+        this.split(i);
+        if (key >= this.chunks[i + 1].lo) i++;
+        c = this.chunks[i];
+      }
+    }
+    if (c.map.size > 0 && key < c.last) c.sorted = false;
+    else c.last = key;
+    c.map.set(key, e);
+    this.count++;
+    return this;
+  }
+
+  /** Splits a full chunk into two halves of its key range. */
+  private split(i: number): void {
+    const c = this.chunks[i];
+    const all = c.sorted ? Array.from(c.map) : Array.from(c.map).sort(byKey);
+    const half = all.length >> 1;
+    const left = new Chunk(c.lo, new Map(all.slice(0, half)), all[half - 1][0]);
+    const right = new Chunk(all[half][0], new Map(all.slice(half)), all[all.length - 1][0]);
+    this.chunks.splice(i, 1, left, right);
+  }
+
+  delete(key: string): boolean {
+    if (this.chunks.length === 0) return false;
+    const i = this.find(key);
+    const c = this.chunks[i];
+    if (!c.map.delete(key)) return false;
+    this.count--;
+    if (c.map.size === 0) {
+      // Its range goes to the chunk before it (find() picks the last chunk
+      // whose lo <= key), whose keys are all below it, so that chunk stays in
+      // order; if it was chunk 0, the new chunk 0 takes everything below.
+      this.chunks.splice(i, 1);
+    } else if (c.map.size <= this.max >> 3 && this.chunks.length > 1) {
+      // Merge a nearly empty chunk into a neighbour, so deletes cannot leave a Map per row behind.
+      this.mergeSmall(i);
+    }
+    return true;
+  }
+
+  /** Merges chunk i with a neighbour when both together fit in half a chunk. */
+  private mergeSmall(i: number): void {
+    const j = i + 1 < this.chunks.length ? i : i - 1; // merge chunks j and j + 1
+    const a = this.chunks[j];
+    const b = this.chunks[j + 1];
+    if (a.map.size + b.map.size > this.max >> 1) return;
+    a.sort();
+    b.sort();
+    for (const [k, v] of b.map) a.map.set(k, v); // every key of b is above every key of a
+    if (b.map.size > 0) a.last = b.last;
+    this.chunks.splice(j + 1, 1);
+  }
+
+  clear(): void {
+    this.chunks = [];
+    this.count = 0;
+  }
+
+  /** The chunk's map in key order (sorting it first if keys arrived out of order). */
+  sortedMap(i: number): Map<string, Entry> {
+    const c = this.chunks[i];
+    c.sort();
+    return c.map;
+  }
+
+  forEach(fn: (value: Entry, key: string, map: Map<string, Entry>) => void, thisArg?: unknown): void {
+    for (const [k, v] of this) fn.call(thisArg, v, k, this);
+  }
+
+  // A one-chunk group (a table under CHUNK_MAX rows: nearly all of them)
+  // hands out the native Map iterator, so scanning it costs what it did when
+  // a group was one Map.
+  entries(): MapIterator<[string, Entry]> {
+    if (this.chunks.length === 1) return this.sortedMap(0).entries();
+    return new ChunkIterator(this, (m) => m.entries());
+  }
+
+  keys(): MapIterator<string> {
+    if (this.chunks.length === 1) return this.sortedMap(0).keys();
+    return new ChunkIterator(this, (m) => m.keys());
+  }
+
+  values(): MapIterator<Entry> {
+    if (this.chunks.length === 1) return this.sortedMap(0).values();
+    return new ChunkIterator(this, (m) => m.values());
+  }
+
+  [Symbol.iterator](): MapIterator<[string, Entry]> {
+    return this.entries();
+  }
+}
+
+/** Walks a group chunk by chunk; each chunk is put in key order as it is reached. */
+class ChunkIterator<T> implements MapIterator<T> {
+  private i = 0;
+  private inner: Iterator<T> | undefined;
+  readonly [Symbol.toStringTag] = 'Group Iterator';
+
+  constructor(private readonly g: Group, private readonly pick: (m: Map<string, Entry>) => Iterator<T>) {}
+
+  next(): IteratorResult<T, undefined> {
+    for (;;) {
+      if (this.inner !== undefined) {
+        const r = this.inner.next();
+        if (r.done !== true) return r;
+        this.inner = undefined;
+        this.i++;
+      }
+      if (this.i >= this.g.chunks.length) return { done: true, value: undefined };
+      this.inner = this.pick(this.g.sortedMap(this.i));
+    }
+  }
+
+  [Symbol.iterator](): MapIterator<T> {
+    return this;
+  }
 }
 
 /** Cost charged against the cache budget for one cached value (object overheads included). */
@@ -79,7 +409,8 @@ interface ExpiryItem {
 }
 
 export class KeyDir {
-  readonly map = new Map<string, Entry>();
+  /** Every live key. Iterable and get-able like a Map; iteration is shard by shard, not insertion order. */
+  readonly map = new ShardedMap<Entry>();
   private readonly groups = new Map<string, Group>();
   private groupedKeys = 0;
 
@@ -99,7 +430,7 @@ export class KeyDir {
   /** Decides whether an entry's value may leave memory (false while its bytes are not in the file). */
   evictable: (e: Entry) => boolean = () => true;
 
-  constructor(cacheBudget: number) {
+  constructor(cacheBudget: number, private readonly chunkMax = CHUNK_MAX) {
     this.cacheBudget = cacheBudget;
   }
 
@@ -121,15 +452,16 @@ export class KeyDir {
    * Accounting of live bytes follows the entries (see Segment.live).
    */
   set(key: string, e: Entry): Entry | undefined {
-    const prev = this.map.get(key);
-    this.map.set(key, e);
+    const shard = this.map.shard(key); // one hash for the get and the set
+    const prev = shard.get(key);
+    this.map.setIn(shard, key, e);
     e.flags |= FLAG_CURRENT;
     if (e.seg !== undefined) e.seg.live += e.size;
     if (prev !== undefined) this.retire(prev);
     const g = key.lastIndexOf('\u0000') < 0 ? undefined : groupOf(key);
     if (g !== undefined) {
       if (prev === undefined) this.addToGroup(g, key, e);
-      else (this.groups.get(g) as Group).map.set(key, e); // same position, new version
+      else (this.groups.get(g) as Group).set(key, e); // same position, new version
     }
     if (e.exp !== 0) {
       this.expiring++;
@@ -148,9 +480,9 @@ export class KeyDir {
     if (g !== undefined) {
       const grp = this.groups.get(g);
       if (grp !== undefined) {
-        grp.map.delete(key);
+        grp.delete(key);
         this.groupedKeys--;
-        if (grp.map.size === 0) this.groups.delete(g);
+        if (grp.size === 0) this.groups.delete(g);
       }
     }
     return prev;
@@ -160,7 +492,7 @@ export class KeyDir {
   dropGroup(group: string): Array<[string, Entry]> {
     const grp = this.groups.get(group);
     if (grp === undefined) return [];
-    const removed = Array.from(grp.map);
+    const removed = Array.from(grp);
     this.groups.delete(group);
     this.groupedKeys -= removed.length;
     for (const [key, e] of removed) {
@@ -191,28 +523,19 @@ export class KeyDir {
   private addToGroup(g: string, key: string, e: Entry): void {
     let grp = this.groups.get(g);
     if (grp === undefined) {
-      grp = new Group();
+      grp = new Group(this.chunkMax);
       this.groups.set(g, grp);
     }
-    if (grp.map.size > 0 && key < grp.last) grp.sorted = false;
-    else grp.last = key;
-    grp.map.set(key, e);
+    grp.set(key, e);
     this.groupedKeys++;
   }
 
-  /** The members of a group in key order (live view; do not mutate). */
+  /**
+   * The members of a group; iterating it yields them in key order (live view;
+   * do not mutate, and do not mutate the directory while iterating it).
+   */
   groupMembers(group: string): Map<string, Entry> | undefined {
-    const grp = this.groups.get(group);
-    if (grp === undefined) return undefined;
-    if (!grp.sorted) {
-      const keys = Array.from(grp.map.keys()).sort();
-      const m = new Map<string, Entry>();
-      for (const k of keys) m.set(k, grp.map.get(k) as Entry);
-      grp.map = m;
-      grp.last = keys[keys.length - 1];
-      grp.sorted = true;
-    }
-    return grp.map;
+    return this.groups.get(group);
   }
 
   // ---- value cache -------------------------------------------------------

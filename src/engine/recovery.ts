@@ -34,13 +34,13 @@ class Applier implements HintVisitor {
   applied = 0;
   constructor(private readonly ctx: RecoveryContext, private readonly now: number) {}
 
-  hint(op: Op, key: string, valuePos: number, valueLength: number, size: number, expiresAt: number, crc: number): void {
+  hint(op: Op, key: string, valuePos: number, valueLength: number, size: number, expiresAt: number, crc: number, seq: number): void {
     const kd = this.ctx.keydir;
     this.applied++;
     if (op === Op.Put) {
       // An expired version still shadows older ones, so it deletes.
       if (expiresAt !== 0 && expiresAt <= this.now) kd.delete(key);
-      else kd.set(key, new Entry(this.seg, valuePos, valueLength, size, expiresAt, crc));
+      else kd.set(key, new Entry(this.seg, valuePos, valueLength, size, expiresAt, crc, seq));
     } else if (op === Op.Del) {
       kd.delete(key);
     } else {
@@ -104,6 +104,7 @@ export async function recover(ctx: RecoveryContext, repair: boolean): Promise<Re
         throw new CorruptionError(seg.name, 0, header);
       }
       maxSeq = Math.max(maxSeq, header.baseSeq - 1);
+      if (header.kind === SegmentKind.Compacted) seg.covers = header.baseSeq - 1;
       applier.seg = seg;
 
       let loaded = false;
@@ -197,7 +198,7 @@ async function scanSegment(
     if (batch.seq > seg.maxSeq) seg.maxSeq = batch.seq;
     for (const en of batch.entries) {
       const crc = en.op === Op.Put ? valueCrc(buf, en.valueOffset, en.valueOffset + en.valueLength) : 0;
-      applier.hint(en.op, en.key, pos + (en.valueOffset - bufPos), en.valueLength, en.size, en.expiresAt, crc);
+      applier.hint(en.op, en.key, pos + (en.valueOffset - bufPos), en.valueLength, en.size, en.expiresAt, crc, batch.seq);
     }
     await yielder.maybe();
   }
@@ -240,7 +241,7 @@ async function rewriteWithout(
     if (batch.seq > seg.maxSeq) seg.maxSeq = batch.seq;
     for (const en of batch.entries) {
       const crc = en.op === Op.Put ? valueCrc(buf, en.valueOffset, en.valueOffset + en.valueLength) : 0;
-      applier.hint(en.op, en.key, pos + (en.valueOffset - bufPos), en.valueLength, en.size, en.expiresAt, crc);
+      applier.hint(en.op, en.key, pos + (en.valueOffset - bufPos), en.valueLength, en.size, en.expiresAt, crc, batch.seq);
     }
   }
   return bytes.length;

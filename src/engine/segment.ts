@@ -54,6 +54,13 @@ export class Segment {
   live = 0;
   /** Highest batch sequence number stored here. */
   maxSeq = 0;
+  /**
+   * Compacted segment: the highest sequence number of the segments it
+   * replaced (its header's base_seq − 1). Batches up to it may have lost
+   * deletions and overwritten versions, so the change feed cannot replay them
+   * exactly (docs/api.md, "Change feed"). 0 for log segments.
+   */
+  covers = 0;
   /** Reads in flight; the fd is closed only when this drops to 0 after retirement. */
   readers = 0;
   retired = false;

@@ -26,6 +26,57 @@ export function parseBody(text: string): Body {
   return v;
 }
 
+/**
+ * Strict UTF-8: a body that is not valid UTF-8 is refused, not stored with
+ * U+FFFD in place of its bad bytes (docs/api.md, "Transport"). A leading BOM is
+ * skipped (ignoreBOM: false). TextDecoder costs about what a plain toString
+ * does on small ASCII bodies (measured: docs/operations.md, "Limits").
+ */
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+
+export function decodeBody(buf: Buffer): string {
+  try {
+    return UTF8.decode(buf);
+  } catch {
+    throw new HttpError('invalid', `request body is not valid UTF-8 (bad byte at offset ${firstBadByte(buf)})`);
+  }
+}
+
+/** Offset of the first byte that does not belong to a valid UTF-8 sequence (error path only). */
+export function firstBadByte(b: Uint8Array): number {
+  let i = 0;
+  while (i < b.length) {
+    const x = b[i];
+    let n: number;
+    let min: number;
+    if (x < 0x80) {
+      i++;
+      continue;
+    } else if (x >= 0xc2 && x <= 0xdf) {
+      n = 1;
+      min = 0x80;
+    } else if (x >= 0xe0 && x <= 0xef) {
+      n = 2;
+      min = 0x800;
+    } else if (x >= 0xf0 && x <= 0xf4) {
+      n = 3;
+      min = 0x10000;
+    } else {
+      return i;
+    }
+    if (i + n >= b.length) return i;
+    let cp = x & (0x3f >> n);
+    for (let k = 1; k <= n; k++) {
+      const y = b[i + k];
+      if (y === undefined || (y & 0xc0) !== 0x80) return i;
+      cp = (cp << 6) | (y & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return i;
+    i += n + 1;
+  }
+  return i;
+}
+
 export function tooLarge(limit: number): HttpError {
   return new HttpError('too_large', `request body exceeds the limit of ${limit} bytes`);
 }

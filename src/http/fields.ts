@@ -5,7 +5,7 @@
  * and the declarations cannot drift from what the server accepts.
  */
 import { invalid } from '../store/errors.js';
-import { checkHolder, isPlainObject, MAX_TTL } from '../store/validate.js';
+import { checkHolder, isPlainObject, isVersion, MAX_TTL } from '../store/validate.js';
 import type { Body } from './body.js';
 
 export type FieldType =
@@ -22,6 +22,8 @@ export type FieldType =
   | 'lease'
   /** a lock holder label: a string of at most 255 bytes, or null */
   | 'holder'
+  /** an object's version, as GET's ETag gives it: an integer ≥ 0 */
+  | 'version'
   /** anything JSON; checked by the handler (transaction bodies) */
   | 'any';
 
@@ -29,6 +31,8 @@ export interface Field {
   type: FieldType;
   required?: boolean;
   doc: string;
+  /** Text appended when a required field is missing: a guess at what the client meant (hints.ts). */
+  hint?: (body: Body, name: string) => string;
 }
 
 export type Fields = Readonly<Record<string, Field>>;
@@ -43,9 +47,13 @@ function ttl(name: string, v: unknown, min: 0 | 1): void {
   }
 }
 
-function check(name: string, f: Field, v: unknown): void {
+function check(name: string, f: Field, v: unknown, body: Body, param: string): void {
   if (v === undefined) {
     if (!f.required) return;
+    if (f.hint !== undefined) {
+      const hint = f.hint(body, param);
+      if (hint !== '') throw invalid(`field '${name}' is required (${A[f.type] ?? 'a value'})${hint}`);
+    }
     switch (f.type) {
       case 'scalar':
         throw invalid(`field '${name}' is required (a string, boolean or number)`);
@@ -80,14 +88,17 @@ function check(name: string, f: Field, v: unknown): void {
     case 'holder':
       checkHolder(v);
       return;
+    case 'version':
+      if (!isVersion(v)) throw invalid(`field '${name}' must be an integer ≥ 0 (a version)`);
+      return;
     case 'any':
       return;
   }
 }
 
 /** Checks the declared fields; `strict` also refuses undeclared ones (every Part-two endpoint). */
-export function checkBody(fields: Fields, names: readonly string[], body: Body, strict: boolean): void {
-  for (let i = 0; i < names.length; i++) check(names[i], fields[names[i]], body[names[i]]);
+export function checkBody(fields: Fields, names: readonly string[], body: Body, strict: boolean, param: string): void {
+  for (let i = 0; i < names.length; i++) check(names[i], fields[names[i]], body[names[i]], body, param);
   if (!strict) return;
   for (const k of Object.keys(body)) {
     if (!Object.prototype.hasOwnProperty.call(fields, k)) {

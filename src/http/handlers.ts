@@ -5,22 +5,25 @@
  * lives in one precomputed Answer.
  */
 import type { ServerResponse } from 'node:http';
-import type { Store } from '../store/store.js';
+import type { Precondition, Store, Sync, VersionOut } from '../store/store.js';
 import type { Row } from '../store/wheres.js';
-import { invalid } from '../store/errors.js';
+import { invalid, StoreError } from '../store/errors.js';
 import { numberText } from '../store/json.js';
 import type { Body } from './body.js';
-import { Answer, send } from './envelope.js';
+import { Answer, send, sendTagged } from './envelope.js';
 import type { Health } from '../health.js';
 import { parseTransaction } from './txn-body.js';
 import { indexFieldOf, intParam, isPlainQuery, listOptionsOf, rowQueryOf } from './query-body.js';
 import type { ListKind } from '../store/store.js';
+import type { WatchHub } from './watch.js';
 
 export interface Ctx {
   store: Store;
   health: Health;
   /** Advances the injectable clock; undefined unless PITHOS_TEST_CLOCK=1. */
   advanceClock: ((ms: number) => void) | undefined;
+  /** The change feed's fan-out (watch.ts); absent: GET /watch answers 503. */
+  watch?: WatchHub;
 }
 
 /** What the path and query string add beyond the name (routes.ts `subNames`, `query`). */
@@ -46,6 +49,9 @@ const A = {
   recordQueried: new Answer('record queried successfully'),
   searched: new Answer('search completed successfully'),
   recordDeleted: new Answer('record deleted successfully'),
+  recordPatched: new Answer('record patched successfully'),
+  variantPatched: new Answer('variant patched successfully'),
+  tablePatched: new Answer('table patched successfully'),
   variantCreated: new Answer('variant created successfully'),
   variantIncremented: new Answer('variant incremented successfully'),
   variantQueried: new Answer('variant queried successfully'),
@@ -67,6 +73,37 @@ const A = {
 };
 
 const ttlOf = (body: Body): number => (body.ttl === undefined ? 0 : (body.ttl as number));
+
+/** Filled by synchronous reads (the cached fast path): one object for the process, not one per request. */
+const VERSION: VersionOut = { version: 0 };
+
+const QUOTED_VERSION = /^\s*"(\d{1,16})"\s*$/;
+
+/**
+ * The condition of a conditional write (docs/api.md, "Versions and
+ * conditional writes"): body `if_version` / `if_absent: true`, or headers
+ * `If-Match: "<v>"` / `If-None-Match: *`. At most one may be given.
+ */
+function preconditionOf(body: Body, res: ServerResponse): Precondition | undefined {
+  const h = res.req.headers;
+  const im = h['if-match'];
+  const inm = h['if-none-match'];
+  const v = body.if_version;
+  const absent = body.if_absent === true;
+  // The common unconditional write allocates nothing here.
+  if (v === undefined && !absent && im === undefined && inm === undefined) return undefined;
+  const given = (v !== undefined ? 1 : 0) + (absent ? 1 : 0) + (im !== undefined ? 1 : 0) + (inm !== undefined ? 1 : 0);
+  if (given > 1) throw invalid('give at most one condition: if_version, if_absent, If-Match or If-None-Match');
+  if (v !== undefined) return { ifVersion: v as number };
+  if (absent) return { ifAbsent: true };
+  if (im !== undefined) {
+    const m = QUOTED_VERSION.exec(im);
+    if (m === null) throw invalid(`header 'If-Match' must be one quoted version, such as "12" (as ETag gives it)`);
+    return { ifVersion: Number(m[1]) };
+  }
+  if ((inm as string).trim() !== '*') throw invalid(`header 'If-None-Match' must be * (create only)`);
+  return { ifAbsent: true };
+}
 
 // ---- tables ------------------------------------------------------------------
 
@@ -117,7 +154,20 @@ export async function dropIndex(ctx: Ctx, name: string, _body: Body, res: Server
   send(res, 200, A.indexDeleted);
 }
 
+/**
+ * Two forms on one path (docs/api.md): `wheres` + `sets` patch rows, as
+ * ever; `ttl` alone sets the table's remaining lifetime. Mixing them is 400.
+ */
 export async function patchRows(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+  if (body.ttl !== undefined) {
+    if (body.wheres !== undefined || body.sets !== undefined) {
+      throw invalid(`field 'ttl' cannot be combined with 'wheres' or 'sets': send ttl alone to set the lifetime, or wheres and sets to patch rows`);
+    }
+    await ctx.store.tables.expire(name, body.ttl as number);
+    return send(res, 200, A.tablePatched);
+  }
+  if (body.wheres === undefined) throw invalid(`field 'wheres' is required (an object)`);
+  if (body.sets === undefined) throw invalid(`field 'sets' is required (an object)`);
   await ctx.store.tables.patch(name, body.wheres as Row, body.sets as Row);
   send(res, 200, A.rowsPatched);
 }
@@ -135,8 +185,21 @@ export async function dropTable(ctx: Ctx, name: string, _body: Body, res: Server
 // ---- records (and the quick-start /table/<key> spelling) ----------------------
 
 export async function putRecord(ctx: Ctx, id: string, body: Body, res: ServerResponse): Promise<void> {
-  const created = await ctx.store.records.put(id, body.record as Row, ttlOf(body));
+  const created = await ctx.store.records.put(id, body.record as Row, ttlOf(body), preconditionOf(body, res));
   send(res, created ? 201 : 200, A.recordCreated);
+}
+
+/** `sets` merges fields (null deletes one) keeping the ttl; `ttl` sets the lifetime; both do both. */
+export async function patchRecord(ctx: Ctx, id: string, body: Body, res: ServerResponse): Promise<void> {
+  const pre = preconditionOf(body, res);
+  if (body.sets === undefined && body.ttl === undefined) throw invalid(`PATCH of a record needs 'sets' or 'ttl'`);
+  if (body.sets !== undefined) {
+    await ctx.store.records.patch(id, body.sets as Row, pre);
+    if (body.ttl !== undefined) await ctx.store.records.expire(id, body.ttl as number);
+  } else {
+    await ctx.store.records.expire(id, body.ttl as number, pre);
+  }
+  send(res, 200, A.recordPatched);
 }
 
 export async function putQuick(ctx: Ctx, id: string, body: Body, res: ServerResponse): Promise<void> {
@@ -145,9 +208,21 @@ export async function putQuick(ctx: Ctx, id: string, body: Body, res: ServerResp
 }
 
 export function getRecord(ctx: Ctx, id: string, _body: Body, res: ServerResponse): void | Promise<void> {
-  const json = ctx.store.records.get(id);
-  if (typeof json === 'string') return send(res, 200, A.recordQueried, json);
-  return json.then((j) => send(res, 200, A.recordQueried, j));
+  const json = ctx.store.records.get(id, VERSION);
+  if (typeof json === 'string') return sendTagged(res, 200, A.recordQueried, json, VERSION.version);
+  return tagged(json, (out) => ctx.store.records.get(id, out), res, A.recordQueried);
+}
+
+/**
+ * The slow path of a versioned GET (value not in memory): the read that
+ * was started with the shared holder is dropped, and one with a holder of
+ * its own answers, since other requests reuse the shared one meanwhile.
+ */
+async function tagged(first: Promise<string>, get: (out: VersionOut) => Sync<string>, res: ServerResponse, answer: Answer): Promise<void> {
+  first.catch(() => {});
+  const out: VersionOut = { version: 0 };
+  const data = await get(out);
+  sendTagged(res, 200, answer, data, out.version);
 }
 
 export async function searchRecord(ctx: Ctx, id: string, body: Body, res: ServerResponse): Promise<void> {
@@ -164,7 +239,7 @@ export async function deleteRecord(ctx: Ctx, id: string, _body: Body, res: Serve
 export async function putVariant(ctx: Ctx, name: string, body: Body, res: ServerResponse, raw: string): Promise<void> {
   // The number's source text decides its type: 3 is an integer, 3.0 a double.
   const text = typeof body.variant === 'number' ? numberText(raw, 'variant') : undefined;
-  const [created, data] = await ctx.store.variants.put(name, { value: body.variant, text }, ttlOf(body));
+  const [created, data] = await ctx.store.variants.put(name, { value: body.variant, text }, ttlOf(body), preconditionOf(body, res));
   send(res, created ? 201 : 200, A.variantCreated, data);
 }
 
@@ -174,9 +249,15 @@ export async function incrementVariant(ctx: Ctx, name: string, body: Body, res: 
 }
 
 export function getVariant(ctx: Ctx, name: string, _body: Body, res: ServerResponse): void | Promise<void> {
-  const data = ctx.store.variants.get(name);
-  if (typeof data === 'string') return send(res, 200, A.variantQueried, data);
-  return data.then((d) => send(res, 200, A.variantQueried, d));
+  const data = ctx.store.variants.get(name, VERSION);
+  if (typeof data === 'string') return sendTagged(res, 200, A.variantQueried, data, VERSION.version);
+  return tagged(data, (out) => ctx.store.variants.get(name, out), res, A.variantQueried);
+}
+
+/** PATCH with `ttl` only: the variant's remaining lifetime (0 = none). */
+export async function patchVariant(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+  await ctx.store.variants.expire(name, body.ttl as number);
+  send(res, 200, A.variantPatched);
 }
 
 export async function deleteVariant(ctx: Ctx, name: string, _body: Body, res: ServerResponse): Promise<void> {
@@ -209,6 +290,14 @@ export async function queryLock(ctx: Ctx, name: string, _body: Body, res: Server
 
 export async function transact(ctx: Ctx, _name: string, body: Body, res: ServerResponse, raw: string): Promise<void> {
   send(res, 200, A.txnDone, await ctx.store.transact(parseTransaction(body, raw)));
+}
+
+// ---- change feed --------------------------------------------------------------
+
+/** Sets up the event stream and returns: the stream is not a request in flight (shutdown ends it). */
+export function watch(ctx: Ctx, _name: string, _body: Body, res: ServerResponse): void {
+  if (ctx.watch === undefined) throw new StoreError('unavailable', 'this server has no change feed');
+  ctx.watch.open(res);
 }
 
 // ---- health and the test clock ------------------------------------------------

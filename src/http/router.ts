@@ -56,8 +56,8 @@ export class Route {
   }
 
   /** Checks the body against the declared fields (fields.ts). */
-  checkBody(body: Body): void {
-    if (this.fieldNames.length > 0 || this.def.strict === true) checkBody(this.def.body ?? {}, this.fieldNames, body, this.def.strict === true);
+  checkBody(body: Body, name: string): void {
+    if (this.fieldNames.length > 0 || this.def.strict === true) checkBody(this.def.body ?? {}, this.fieldNames, body, this.def.strict === true, name);
   }
 }
 

@@ -7,6 +7,7 @@
  */
 import type { Fields } from './fields.js';
 import * as h from './handlers.js';
+import { rowsHint } from './hints.js';
 import type { Handler } from './handlers.js';
 
 /** `public`: no token; `read`: reads (and the POST query alias); `write`: data changes; `admin`: everything. */
@@ -41,6 +42,8 @@ export interface RouteDef {
 
 const wheres = { type: 'object', required: true, doc: 'fields a row must match (docs/api.md "wheres")' } as const;
 const ttl = { type: 'ttl', doc: 'lifetime in seconds; 0 or absent = no expiry' } as const;
+const ifVersion = { type: 'version', doc: 'write only if the current version (the ETag of GET) equals this' } as const;
+const ifAbsent = { type: 'boolean', doc: 'true: create only, never replace' } as const;
 const token = { type: 'string', required: true, doc: 'the lease token from acquire or renew' } as const;
 /** A row query's body (docs/api.md "Paging, order, projection"); shapes beyond the type are checked by query-body.ts. */
 const rowQuery = {
@@ -70,13 +73,16 @@ export const ROUTES: readonly RouteDef[] = [
   { method: 'GET', path: '/tables/{name}', handler: h.queryTable, role: 'read', names: 'table', summary: 'Every row, by t_id',
     query: { limit: 'at most this many rows', after: 'only rows with a greater t_id' },
     ok: { status: [200], message: 'table queried successfully' } },
-  { method: 'PATCH', path: '/tables/{name}', handler: h.patchRows, role: 'write', names: 'table', summary: 'Set fields of matching rows',
-    body: { wheres, sets: { type: 'object', required: true, doc: 'top-level fields to write into every matching row' } },
+  // Two forms (the handler requires wheres and sets unless ttl comes alone; mixing is 400).
+  { method: 'PATCH', path: '/tables/{name}', handler: h.patchRows, role: 'write', names: 'table',
+    summary: 'Set fields of matching rows (wheres + sets), or the table\'s lifetime (ttl alone)',
+    body: { wheres: { ...wheres, required: false }, sets: { type: 'object', doc: 'top-level fields to write into every matching row' },
+      ttl: { type: 'ttl', doc: 'alone: the remaining lifetime of the table and its rows in seconds; 0 = none' } },
     ok: { status: [200], message: 'table rows patched successfully' } },
   { method: 'DELETE', path: '/tables/{name}', handler: h.dropTable, role: 'write', names: 'table', summary: 'Drop a table and its rows',
     ok: { status: [200], message: 'table deleted successfully' } },
   { method: 'POST', path: '/tables/{name}/rows', handler: h.insertRow, role: 'write', names: 'table', summary: 'Insert a row',
-    body: { rows: { type: 'object', required: true, doc: 'the row' } }, ok: { status: [201], message: 'table rows insert successfully' } },
+    body: { rows: { type: 'object', required: true, doc: 'the row', hint: rowsHint } }, ok: { status: [201], message: 'table rows insert successfully' } },
   { method: 'GET', path: '/tables/{name}/rows', handler: h.queryRows, role: 'read', names: 'table', summary: 'Matching rows, in t_id order',
     body: rowQuery, strict: true, ok: { status: [200], message: 'table queried rows successfully' } },
   { method: 'DELETE', path: '/tables/{name}/rows', handler: h.deleteRows, role: 'write', names: 'table', summary: 'Delete matching rows',
@@ -96,11 +102,16 @@ export const ROUTES: readonly RouteDef[] = [
   { method: 'GET', path: '/records', handler: h.listRecords, role: 'read', summary: 'Records in byte order, a page at a time', strict: true,
     query: listing, ok: { status: [200], message: 'records listed successfully' } },
   { method: 'PUT', path: '/records/{name}', handler: h.putRecord, role: 'write', names: 'record', summary: 'Create or replace a record',
-    body: { record: { type: 'object', required: true, doc: 'the document' }, ttl },
+    body: { record: { type: 'object', required: true, doc: 'the document' }, ttl, if_version: ifVersion, if_absent: ifAbsent },
     ok: { status: [201, 200], message: 'record created successfully' } },
+  { method: 'PATCH', path: '/records/{name}', handler: h.patchRecord, role: 'write', names: 'record', strict: true,
+    summary: 'Merge fields into a record (null deletes one), or set its lifetime',
+    body: { sets: { type: 'object', doc: 'top-level fields to write; null deletes the field; the ttl is kept' },
+      ttl: { type: 'ttl', doc: 'the remaining lifetime in seconds; 0 = none' }, if_version: ifVersion },
+    ok: { status: [200], message: 'record patched successfully' } },
   { method: 'GET', path: '/records/{name}', handler: h.getRecord, role: 'read', names: 'record', summary: 'Read a record',
     ok: { status: [200], message: 'record queried successfully' } },
-  { method: 'POST', path: '/records/{name}', handler: h.searchRecord, role: 'read', names: 'record', summary: "One field's value",
+  { method: 'POST', path: '/records/{name}', handler: h.searchRecord, role: 'write', names: 'record', summary: "One field's value",
     body: { column: { type: 'string', required: true, doc: 'the field to return' } },
     ok: { status: [200], message: 'search completed successfully' } },
   { method: 'DELETE', path: '/records/{name}', handler: h.deleteRecord, role: 'write', names: 'record', summary: 'Delete a record',
@@ -117,8 +128,13 @@ export const ROUTES: readonly RouteDef[] = [
   { method: 'GET', path: '/variants', handler: h.listVariants, role: 'read', summary: 'Variants in byte order, a page at a time', strict: true,
     query: listing, ok: { status: [200], message: 'variants listed successfully' } },
   { method: 'PUT', path: '/variants/{name}', handler: h.putVariant, role: 'write', names: 'variant', summary: 'Create or replace a variant',
-    body: { ttl, variant: { type: 'scalar', required: true, doc: 'the value; its type is fixed by the first value' } },
+    body: { ttl, variant: { type: 'scalar', required: true, doc: 'the value; its type is fixed by the first value' },
+      if_version: ifVersion, if_absent: ifAbsent },
     ok: { status: [201, 200], message: 'variant created successfully' } },
+  { method: 'PATCH', path: '/variants/{name}', handler: h.patchVariant, role: 'write', names: 'variant', strict: true,
+    summary: 'Set the remaining lifetime of a variant',
+    body: { ttl: { type: 'ttl', required: true, doc: 'the remaining lifetime in seconds; 0 = none' } },
+    ok: { status: [200], message: 'variant patched successfully' } },
   { method: 'POST', path: '/variants/{name}', handler: h.incrementVariant, role: 'write', names: 'variant', summary: 'Add to a numeric variant',
     body: { delta: { type: 'number', required: true, doc: 'the amount; an integer for integer variants' } },
     ok: { status: [200], message: 'variant incremented successfully' } },
@@ -151,6 +167,10 @@ export const ROUTES: readonly RouteDef[] = [
       serialization: { type: 'boolean', doc: 'alias of serializable' },
     },
     ok: { status: [200], message: 'transaction execute successfully' } },
+
+  // ---- change feed (query parameters kind, prefix, since, values; unknown ones are 400)
+  { method: 'GET', path: '/watch', handler: h.watch, role: 'read', summary: 'Changes as Server-Sent Events', strict: true,
+    ok: { status: [200], message: 'text/event-stream' } },
 
   { method: 'POST', path: '/_test/clock', handler: h.advanceClock, role: 'admin', summary: 'Move the test clock', testOnly: true,
     ok: { status: [200], message: 'clock advanced' } },

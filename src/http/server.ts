@@ -6,24 +6,41 @@
  * closures of its own.
  */
 import * as http from 'node:http';
+import * as https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { timingSafeEqual } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import * as net from 'node:net';
-import { type Body, parseBody, tooLarge } from './body.js';
+import { type Body, decodeBody, parseBody, tooLarge } from './body.js';
+import { answerLast, conn, Connections, deferAnswer, inTurn, linger, rawError, responseDone, shown, type Step } from './connections.js';
 import { toStatus } from './errors.js';
 import { sendError } from './envelope.js';
 import type { Args, Ctx } from './handlers.js';
 import { HttpError } from './errors.js';
-import { type Route, route } from './router.js';
+import { type Match, type Route, route } from './router.js';
+import { Authenticator } from './auth.js';
+import type { Cors } from './cors.js';
+import type { AccessLog } from './access.js';
+import { answerProbe, probeOf } from './probes.js';
+import type { TlsMaterial } from '../tls.js';
+import { serveConsole } from './console.js';
 
 export interface ServerOptions {
   ctx: Ctx;
   authToken: string;
+  /** Tokens and roles (auth.ts); built from authToken alone when not given. */
+  auth?: Authenticator;
+  /** --cors-origin (cors.ts); undefined = no CORS. */
+  cors?: Cors;
+  /** --access-log (access.ts); undefined = off. */
+  access?: AccessLog;
+  /** --tls-cert/--tls-key: serve HTTPS on the port. */
+  tls?: TlsMaterial;
   maxBodyBytes: number;
   testClock: boolean;
   /** When set, only these clients may connect (API.md: 403 "client address not allowed"). */
   allow?: net.BlockList;
+  /** Open connections at most; beyond it the oldest idle one is closed (docs/operations.md). */
+  maxConnections: number;
   log: (level: 'info' | 'warn' | 'error', msg: string) => void;
 }
 
@@ -41,19 +58,34 @@ class PithosRequest extends http.IncomingMessage {
   chunks: Buffer[] | undefined = undefined;
   size = 0;
   failed = false;
+
+  constructor(socket: net.Socket) {
+    super(socket);
+    // Counted until its response finishes (PithosResponse.detachSocket): the
+    // connection is then idle, and answers held back behind it may go.
+    const c = conn(socket);
+    if (c !== undefined) c.pending++;
+  }
 }
 
-const UNAUTHORISED = 'access not authorised';
 const NO_ARGS: Args = { sub: '', query: Object.freeze(Object.create(null) as Record<string, string>) };
+
+/** node:http calls detachSocket once per finished response, in order. */
+class PithosResponse extends http.ServerResponse<PithosRequest> {
+  override detachSocket(socket: net.Socket): void {
+    super.detachSocket(socket);
+    const c = conn(socket);
+    if (c !== undefined) responseDone(c);
+  }
+}
 
 export class PithosServer {
   readonly http: http.Server;
-  private readonly token: Buffer;
-  private readonly scratch: Buffer;
+  readonly auth: Authenticator;
   private shuttingDown = false;
   private inFlight = 0;
   /** Open connections: shutdown waits for the bytes they still have to send. */
-  private readonly sockets = new Set<net.Socket>();
+  readonly conns: Connections;
   private idle: Array<() => void> = [];
 
   readonly maxBodyBytes: number;
@@ -62,10 +94,15 @@ export class PithosServer {
   constructor(private readonly opts: ServerOptions) {
     this.maxBodyBytes = opts.maxBodyBytes;
     this.ctx = opts.ctx;
-    this.token = Buffer.from(opts.authToken, 'utf8');
-    this.scratch = Buffer.alloc(this.token.length);
-    this.http = http.createServer({
+    this.auth = opts.auth ?? new Authenticator(opts.authToken);
+    this.conns = new Connections(opts.maxConnections);
+    this.serveStep = (req, res) => this.serve(req as PithosRequest, res);
+    this.continueStep = (req, res) => this.serveContinue(req as PithosRequest, res);
+    const options: http.ServerOptions<typeof PithosRequest, typeof PithosResponse> = {
       IncomingMessage: PithosRequest,
+      ServerResponse: PithosResponse,
+      // Checked in accept(), so that the answer is the JSON envelope.
+      requireHostHeader: false,
       // Slow or idle clients must not pin the server (issue 3, operations).
       keepAliveTimeout: 5_000,
       headersTimeout: 10_000,
@@ -73,41 +110,84 @@ export class PithosServer {
       maxHeaderSize: 16 * 1024,
       // Enforce the two timeouts above within a second, not Node's default 30 s.
       connectionsCheckingInterval: 1_000,
-    }, (req, res) => this.onRequest(req as PithosRequest, res));
+    };
+    const accept = (req: PithosRequest, res: ServerResponse): void => this.accept(req, res);
+    // Same port, same handling; https.Server differs from http.Server only in its TLS parts.
+    this.http = (opts.tls === undefined ? http.createServer(options, accept)
+      : https.createServer({ ...options, cert: opts.tls.cert, key: opts.tls.key }, accept)) as unknown as http.Server;
     this.http.on('clientError', onClientError);
-    this.http.on('connection', (socket: net.Socket) => {
-      this.sockets.add(socket);
-      socket.once('close', () => this.sockets.delete(socket));
-    });
+    // Under TLS the HTTP layer works on the TLS socket, which exists once the handshake is done.
+    this.http.on(opts.tls === undefined ? 'connection' : 'secureConnection', (socket: net.Socket) => this.conns.add(socket));
+    this.http.on('checkContinue', (req: http.IncomingMessage, res: ServerResponse) => this.onContinue(req as PithosRequest, res));
+    this.http.on('checkExpectation', (req: http.IncomingMessage, res: ServerResponse) => inTurn(conn(req.socket), req, res, expectationFailed));
+    this.http.on('connect', onConnect);
+    this.http.on('upgrade', onUpgrade);
     this.http.maxRequestsPerSocket = 0;
   }
 
-  private authorised(header: string | string[] | undefined): boolean {
-    // node:http hands header bytes over one per char (latin1), so the token's
-    // UTF-8 bytes are compared as latin1, in a buffer reused for every request.
-    // Lengths may differ in time; contents never do (timingSafeEqual).
-    if (typeof header !== 'string' || header.length !== this.token.length) return false;
-    this.scratch.write(header, 0, 'latin1');
-    return timingSafeEqual(this.scratch, this.token);
+  /** Shared per server, so that a request waiting its turn allocates no closure. */
+  private readonly serveStep: Step;
+  private readonly continueStep: Step;
+
+  /** Every request, in its turn on its connection (see inTurn). */
+  private accept(req: PithosRequest, res: ServerResponse): void {
+    inTurn(conn(req.socket), req, res, this.serveStep);
+  }
+
+  /** What node:http would check itself, answered with the envelope; then the request proper. */
+  private serve(req: PithosRequest, res: ServerResponse): void {
+    if (req.headers.host === undefined && req.httpVersionMinor === 1 && req.httpVersionMajor === 1) {
+      res.shouldKeepAlive = false;
+      return sendError(res, 400, 'an HTTP/1.1 request must carry a Host header');
+    }
+    this.onRequest(req, res);
+  }
+
+  /**
+   * Expect: 100-continue. The interim answer may only go out when this
+   * response is next on the wire (node:http would queue it behind, or ahead
+   * of, earlier pipelined answers), and only when the body is wanted: a
+   * request refused on its headers gets its final answer instead.
+   */
+  private onContinue(req: PithosRequest, res: ServerResponse): void {
+    inTurn(conn(req.socket), req, res, this.continueStep);
+  }
+
+  private serveContinue(req: PithosRequest, res: ServerResponse): void {
+    this.serve(req, res);
+    continueIfReading(req, res);
   }
 
   private onRequest(req: PithosRequest, res: ServerResponse): void {
+    if (this.opts.access !== undefined) this.opts.access.begin(req, res);
+    if (this.opts.allow !== undefined && !allowed(this.opts.allow, req.socket.remoteAddress)) {
+      return sendError(res, 403, 'client address not allowed');
+    }
+    if (this.opts.cors !== undefined && this.opts.cors.handle(req, res)) return;
+    const probe = probeOf(req.url);
+    if (probe !== undefined) return answerProbe(res, probe, !this.shuttingDown, req.method === 'HEAD');
     if (this.shuttingDown) {
       res.shouldKeepAlive = false;
       return sendError(res, 503, 'server is shutting down');
     }
-    if (this.opts.allow !== undefined && !allowed(this.opts.allow, req.socket.remoteAddress)) {
-      return sendError(res, 403, 'client address not allowed');
-    }
-    if (!this.authorised(req.headers['auth-token'])) return sendError(res, 401, UNAUTHORISED);
+    // The web console's static files load without a token (the page asks for it).
+    if (req.url !== undefined && req.url.startsWith('/console') && serveConsole(req, res)) return;
+    // Routing is a pure lookup; its verdict (404, 405, a bad name) is held back
+    // until the token has passed, so an unauthenticated client learns nothing
+    // (docs/api.md, "Authentication"). A path matching no route needs a valid token.
+    let m: Match | undefined;
+    let miss: unknown;
     try {
-      const m = route(req.method ?? 'GET', req.url ?? '/', this.opts.testClock);
-      req.route = m.route;
-      req.name = m.name;
-      req.sub = m.sub;
+      m = route(req.method ?? 'GET', req.url ?? '/', this.opts.testClock);
     } catch (err) {
-      return this.fail(res, err);
+      miss = err;
     }
+    const who = this.auth.check(req.headers['auth-token'], m === undefined ? 'read' : m.route.def.role, req.method, req.url);
+    if (who.ok !== true) return sendError(res, who.status, who.message);
+    if (m === undefined) return this.fail(res, miss);
+    req.route = m.route;
+    req.name = m.name;
+    req.sub = m.sub;
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > this.opts.maxBodyBytes) {
       res.shouldKeepAlive = false;
@@ -136,7 +216,7 @@ export class PithosServer {
   dispatch(route: Route, name: string, body: Body, res: ServerResponse, raw: string, sub: string): void {
     let pending: void | Promise<void>;
     try {
-      route.checkBody(body);
+      route.checkBody(body, name);
       pending = route.def.handler(this.ctx, name, body, res, raw,
         route.def.query === undefined && sub === '' ? NO_ARGS : { sub, query: route.parseQuery(res.req.url ?? '') });
     } catch (err) {
@@ -171,6 +251,7 @@ export class PithosServer {
         this.http.off('error', reject);
         const a = this.http.address();
         if (a === null || typeof a === 'string') return reject(new Error('no address'));
+        this.conns.startSweeping();
         resolve({ port: a.port, host: a.address });
       });
     });
@@ -191,16 +272,37 @@ export class PithosServer {
     // that send another request meanwhile get a 503 that closes the connection.
     const closed = new Promise<void>((r) => net.Server.prototype.close.call(this.http, () => r()));
     const drained = this.inFlight === 0 ? Promise.resolve() : new Promise<void>((r) => this.idle.push(r));
-    const timer = new Promise<void>((r) => setTimeout(r, graceMs).unref());
-    await Promise.race([drained, timer]);
+    // A referenced timer: the process must not exit (skipping the engine's
+    // close) just because nothing else is pending (docs/operations.md, "Graceful shutdown").
+    let timer: NodeJS.Timeout | undefined;
+    const graceOver = new Promise<void>((r) => (timer = setTimeout(r, graceMs)));
+    await Promise.race([drained, graceOver]);
     // A handler that has answered is no longer in flight, but its bytes may
     // still wait in the socket's buffer; destroying the socket would drop them.
-    while (Date.now() < deadline && [...this.sockets].some((s) => s.writableLength > 0 && !s.destroyed)) {
+    while (Date.now() < deadline && [...this.conns.all].some((s) => s.writableLength > 0 && !s.destroyed)) {
       await new Promise((r) => setTimeout(r, 20));
     }
+    this.conns.stop();
     this.http.closeAllConnections();
-    await closed;
+    // Connections node:http no longer tracks (handed over by CONNECT or
+    // Upgrade, lingering) would keep close() waiting.
+    for (const s of this.conns.all) s.destroy();
+    await Promise.race([closed, graceOver]);
+    clearTimeout(timer);
   }
+}
+
+/**
+ * Sends 100 Continue when the request's body is being read and its answer is
+ * next on the wire; queued behind earlier answers, a 100 could come out of
+ * order, so none is sent (the client sends the body after its own wait) and,
+ * since the answer only goes out once the whole body has been read, node:http
+ * is told that no 100 is owed (it would close the connection otherwise).
+ */
+function continueIfReading(req: PithosRequest, res: ServerResponse): void {
+  if (res.headersSent || res.writableEnded || req.listenerCount('data') === 0) return;
+  if (res.socket !== null) res.writeContinue();
+  else (res as ServerResponse & { _expect_continue: boolean })._expect_continue = false;
 }
 
 function allowed(list: net.BlockList, addr: string | undefined): boolean {
@@ -223,9 +325,15 @@ async function settle(server: PithosServer, pending: Promise<void>, res: ServerR
 
 /**
  * Requests node:http rejects before they reach us (malformed, headers too
- * large, too slow) still get the JSON envelope API.md promises for every answer.
+ * large, too slow) still get the JSON envelope docs/api.md promises for every
+ * answer; the connection is then closed with a lingering close, so neither a
+ * client still sending loses the answer nor a client that never reads or
+ * closes keeps the socket (docs/operations.md, "Connections and slow clients").
  */
-function onClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+function onClientError(err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex): void {
+  const c = conn(socket as net.Socket);
+  // A failed parser fails again on every later chunk: the answer is out already.
+  if (c !== undefined && (c.lingering || c.deferred !== null)) return;
   if (err.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy();
     return;
@@ -238,10 +346,54 @@ function onClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
   } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
     status = 408;
     message = 'request took too long to arrive';
+  } else if (err.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW') {
+    status = 413;
+    message = 'chunk extensions are too large';
+  } else if (err.code === 'HPE_INVALID_METHOD') {
+    message = methodMessage(err.rawPacket);
   }
-  const body = `{"status":"error","message":"${message}"}`;
-  socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-    `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+  const answer = rawError(status, message);
+  const s = socket as net.Socket;
+  // Answers to the complete requests before this one go first. A request cut
+  // short (a bad chunk, a timeout) is the one this answer is for: it never
+  // gets its own, so do not wait for it.
+  const incoming = (s as net.Socket & { parser?: { incoming?: http.IncomingMessage | null } | null }).parser?.incoming;
+  if (c !== undefined && deferAnswer(c, answer, incoming != null && !incoming.complete ? 1 : 0)) return;
+  s.write(answer);
+  linger(s);
+}
+
+/** `curl -X get` sends a lowercase method, which HTTP does not allow: say so. */
+function methodMessage(raw: Buffer | undefined): string {
+  if (raw === undefined) return 'malformed HTTP request: unknown method';
+  const m = /^\s*([^\s/]{1,32})/.exec(raw.subarray(0, 64).toString('latin1'));
+  if (m === null) return 'malformed HTTP request: unknown method';
+  const name = m[1];
+  const upper = name.toUpperCase();
+  if (upper !== name && ['GET', 'PUT', 'POST', 'PATCH', 'DELETE'].includes(upper)) {
+    return `unknown HTTP method '${shown(name)}': methods are case-sensitive, use ${upper}`;
+  }
+  return `unknown HTTP method '${shown(name)}'`;
+}
+
+const EXPECT_ALLOWED = '100-continue';
+
+/** An Expect other than 100-continue: 417, as the envelope (node:http sends an empty one). */
+function expectationFailed(req: http.IncomingMessage, res: ServerResponse): void {
+  sendError(res, 417, `unsupported Expect header '${shown(String(req.headers.expect))}': only ${EXPECT_ALLOWED} is supported`);
+}
+
+const CONNECT_ANSWER = rawError(405, 'method CONNECT is not supported: Pithos is not a proxy', 'Allow: GET, PUT, POST, PATCH, DELETE\r\n');
+const UPGRADE_ANSWER = rawError(400, 'the Upgrade header is not supported: send the request without Upgrade (HTTP/1.1 only)');
+
+/** CONNECT: node:http hands the socket over; answer after earlier pipelined answers, then close. */
+function onConnect(_req: http.IncomingMessage, socket: Duplex): void {
+  answerLast(socket as net.Socket, CONNECT_ANSWER);
+}
+
+/** A request with Upgrade: same, with 400 (nothing after it can be parsed as HTTP with certainty). */
+function onUpgrade(_req: http.IncomingMessage, socket: Duplex): void {
+  answerLast(socket as net.Socket, UPGRADE_ANSWER);
 }
 
 function onResponseClose(this: ServerResponse): void {
@@ -272,7 +424,7 @@ function onEnd(this: PithosRequest): void {
   try {
     const c = this.chunks;
     // A chunked body may turn out empty: no chunk ever arrived.
-    text = c === undefined ? '' : c.length === 1 ? c[0].toString('utf8') : Buffer.concat(c, this.size).toString('utf8');
+    text = c === undefined ? '' : decodeBody(c.length === 1 ? c[0] : Buffer.concat(c, this.size));
     this.chunks = undefined;
     body = parseBody(text);
   } catch (err) {

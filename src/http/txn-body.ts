@@ -7,7 +7,7 @@
  */
 import { invalid } from '../store/errors.js';
 import type { Check, Mutation, Transaction } from '../store/store.js';
-import { checkName, isPlainObject, MAX_TTL } from '../store/validate.js';
+import { checkName, isPlainObject, isVersion, MAX_TTL } from '../store/validate.js';
 import type { Body } from './body.js';
 
 export const MAX_TXN_ITEMS = 1000;
@@ -131,9 +131,13 @@ function check(c: unknown, i: number): Check {
       if (exists === undefined && !hasOwn(c, 'value')) throw invalid(`${where}: a variant check needs 'value' or 'exists'`);
       return { kind, name, exists, value: c.value, hasValue: hasOwn(c, 'value') };
     case 'record':
-      allowOnly(c, ['kind', 'name', 'exists'], where);
-      if (exists === undefined) throw invalid(`${where}: a record check needs 'exists'`);
-      return { kind, name, exists };
+    {
+      allowOnly(c, ['kind', 'name', 'exists', 'version'], where);
+      const version = c.version;
+      if (version !== undefined && !isVersion(version)) throw invalid(`${where}: field 'version' must be an integer ≥ 0`);
+      if (exists === undefined && version === undefined) throw invalid(`${where}: a record check needs 'exists' or 'version'`);
+      return { kind, name, exists, version: version as number | undefined };
+    }
     default: {
       allowOnly(c, ['kind', 'name', 'exists', 'where', 'count'], where);
       const hasWhere = hasOwn(c, 'where');

@@ -26,6 +26,27 @@ export interface StoreStats {
   liveBytes: number;
 }
 
+/**
+ * A conditional write (docs/api.md, "Versions and conditional writes"):
+ * `ifVersion` writes only when the object's current version equals it;
+ * `ifAbsent` only when the object does not exist. At most one is set. A
+ * failed condition is a StoreError('precondition') and writes nothing;
+ * src/store/versions.ts words it the same way for every store.
+ */
+export interface Precondition {
+  ifVersion?: number;
+  ifAbsent?: boolean;
+}
+
+/**
+ * Filled by reads with the version of the value they return (the sequence
+ * number of its last write), so a caller gets both from one lookup without
+ * a result object per read; a caller on the hot path passes one it reuses.
+ */
+export interface VersionOut {
+  version: number;
+}
+
 export interface TableStore {
   create(name: string, ttl: number): Promise<void>;
   /** Resolves to the new row's t_id. */
@@ -37,6 +58,8 @@ export interface TableStore {
   patch(name: string, wheres: Wheres, sets: Row): Promise<void>;
   deleteRows(name: string, wheres: Wheres): Promise<void>;
   drop(name: string): Promise<void>;
+  /** Sets the remaining lifetime (0 = none) of the table and so of every row (O(rows)). */
+  expire(name: string, ttl: number): Promise<void>;
 
   // ---- Part two (docs/api.md "Paging, order, projection", "Secondary indexes") ----
 
@@ -104,9 +127,13 @@ export interface ListOptions {
 
 export interface RecordStore {
   /** Resolves to true when the record is new, false when it replaced one. */
-  put(id: string, record: Row, ttl: number): Promise<boolean>;
-  /** The record as JSON text. */
-  get(id: string): Sync<string>;
+  put(id: string, record: Row, ttl: number, pre?: Precondition): Promise<boolean>;
+  /** Merges top-level fields (a null deletes the field), keeping the ttl. */
+  patch(id: string, sets: Row, pre?: Precondition): Promise<void>;
+  /** Sets the remaining lifetime (0 = none) without changing the value. */
+  expire(id: string, ttl: number, pre?: Precondition): Promise<void>;
+  /** The record as JSON text; `out` receives its version. */
+  get(id: string, out?: VersionOut): Sync<string>;
   /** `[value]` when the record has the field, `[]` otherwise, as JSON text. */
   search(id: string, column: string): Promise<string>;
   delete(id: string): Promise<void>;
@@ -114,10 +141,13 @@ export interface RecordStore {
 
 export interface VariantStore {
   /** Creates or replaces; resolves to [created, data JSON]. */
-  put(name: string, value: ScalarInput, ttl: number): Promise<[boolean, string]>;
+  put(name: string, value: ScalarInput, ttl: number, pre?: Precondition): Promise<[boolean, string]>;
   /** `delta.text` is the delta as written; resolves to the data JSON. */
   increment(name: string, delta: ScalarInput): Promise<string>;
-  get(name: string): Sync<string>;
+  /** The data JSON; `out` receives the variant's version. */
+  get(name: string, out?: VersionOut): Sync<string>;
+  /** Sets the remaining lifetime (0 = none) without changing the value. */
+  expire(name: string, ttl: number): Promise<void>;
   delete(name: string): Promise<void>;
 }
 
@@ -134,7 +164,7 @@ export interface LockStore {
 
 export type Check =
   | { kind: 'variant'; name: string; exists?: boolean; value?: unknown; hasValue: boolean }
-  | { kind: 'record'; name: string; exists?: boolean }
+  | { kind: 'record'; name: string; exists?: boolean; version?: number }
   | { kind: 'table'; name: string; exists?: boolean; where?: Wheres; count?: unknown };
 
 export type Mutation =
@@ -151,6 +181,46 @@ export interface Transaction {
   mutations: Mutation[];
   /** SERIALIZABLE isolation on a shared store; every transaction is serializable on one node. */
   serializable: boolean;
+}
+
+// ---- change feed (docs/api.md "Change feed") --------------------------------------
+
+export type ChangeKind = 'table' | 'record' | 'variant' | 'lock';
+
+/** One change of one object, as the change feed reports it. */
+export interface Change {
+  readonly type: 'put' | 'delete' | 'expire';
+  readonly kind: ChangeKind;
+  /** The object's name; for a table row, the table's name (and `tId` is set). */
+  readonly name: string;
+  /** The version the change wrote (for expire: the version that expired). */
+  readonly version: number;
+  readonly tId: number | undefined;
+  /**
+   * Where the change stands in the feed, for resuming after it: `<version>`
+   * for the last change of its batch, `<version>:<i>` for the i-th (from 0)
+   * before it; '' for expire, which is not in the log and is not replayed.
+   */
+  readonly id: string;
+  /** The new value as JSON text, for puts of records, variants and rows; undefined otherwise. */
+  readonly value: string | undefined;
+}
+
+/**
+ * What a store offers the change feed. Batches arrive whole, in commit
+ * order, once each is durable under the configured mode; expirations arrive
+ * as one-change batches when the store notices them.
+ */
+export interface ChangeFeed {
+  /** The version of the newest change the feed has published (or could replay). */
+  readonly lastVersion: number;
+  subscribe(fn: (batch: readonly Change[]) => void): () => void;
+  /**
+   * Replays the batches with versions in (after, upto], in order. Resolves
+   * false when the store no longer holds that range exactly (the client must
+   * re-read: `reset`). `fn` may throw to stop the replay.
+   */
+  replay(after: number, upto: number, fn: (batch: readonly Change[]) => void): Promise<boolean>;
 }
 
 export interface Store {
@@ -171,6 +241,8 @@ export interface Store {
    * returned exactly once across pages.
    */
   list(kind: ListKind, opts: ListOptions): Promise<string>;
+  /** The change feed; a store without one answers GET /watch with 503. */
+  readonly changes?: ChangeFeed;
   stats(): Promise<StoreStats>;
   close(): Promise<void>;
 }

@@ -37,3 +37,8 @@ export function checkHolder(holder: unknown): string | null {
   if (Buffer.byteLength(holder, 'utf8') > MAX_HOLDER_BYTES) throw invalid(`field 'holder' must be at most ${MAX_HOLDER_BYTES} bytes`);
   return holder;
 }
+
+/** A version as a client may send it: a non-negative integer (docs/api.md, "Versions"). */
+export function isVersion(v: unknown): v is number {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+}

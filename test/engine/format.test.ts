@@ -158,19 +158,19 @@ test('segment header round trip and rejection', () => {
   }
 });
 
-interface H { op: Op; key: string; pos: number; len: number; size: number; exp: number; crc: number }
+interface H { op: Op; key: string; pos: number; len: number; size: number; exp: number; crc: number; seq: number }
 
 function buildHint(entries: H[], segSize: number, maxSeq: number): Buffer {
   const w = new HintWriter();
-  for (const e of entries) w.add(e.op, e.key, e.pos, e.len, e.size, e.exp, e.crc);
+  for (const e of entries) w.add(e.op, e.key, e.pos, e.len, e.size, e.exp, e.crc, e.seq);
   return w.finish(segSize, maxSeq);
 }
 
 function readHint(buf: Buffer, slice: number): H[] {
   const got: H[] = [];
   const v = {
-    hint(op: Op, key: string, pos: number, len: number, size: number, exp: number, crc: number) {
-      got.push({ op, key, pos, len, size, exp, crc });
+    hint(op: Op, key: string, pos: number, len: number, size: number, exp: number, crc: number, seq: number) {
+      got.push({ op, key, pos, len, size, exp, crc, seq });
     },
   };
   let p = 0;
@@ -189,12 +189,12 @@ test('hint writer / checkHint / visitHint round trip', () => {
   for (let i = 0; i < 5000; i++) {
     entries.push({
       op: i % 7 === 0 ? Op.Del : Op.Put, key: `key-${i}-${'x'.repeat(i % 30)}`, pos: 16 + i * 100, len: i % 100, size: 15 + i,
-      exp: i % 3 === 0 ? 1.7e12 + i : 0, crc: valueCrc(Buffer.from(`v${i}`), 0, String(i).length + 1),
+      exp: i % 3 === 0 ? 1.7e12 + i : 0, crc: valueCrc(Buffer.from(`v${i}`), 0, String(i).length + 1), seq: i * 7919 + 1,
     });
   }
-  entries.push({ op: Op.Put, key: 'big'.repeat(21845), pos: 123, len: 4, size: 65554, exp: 0, crc: -1 });
-  entries.push({ op: Op.DropGroup, key: 'grp\u0000', pos: 0, len: 0, size: 19, exp: 0, crc: 0 });
-  entries.push({ op: Op.Put, key: 'ünïcødé\u0000ключ', pos: 2 ** 32 - 1, len: 2 ** 31, size: 2 ** 32 - 1, exp: 0, crc: -(2 ** 31) });
+  entries.push({ op: Op.Put, key: 'big'.repeat(21845), pos: 123, len: 4, size: 65554, exp: 0, crc: -1, seq: 2 ** 53 - 1 });
+  entries.push({ op: Op.DropGroup, key: 'grp\u0000', pos: 0, len: 0, size: 19, exp: 0, crc: 0, seq: 2 ** 32 });
+  entries.push({ op: Op.Put, key: 'ünïcødé\u0000ключ', pos: 2 ** 32 - 1, len: 2 ** 31, size: 2 ** 32 - 1, exp: 0, crc: -(2 ** 31), seq: 1 });
   const buf = buildHint(entries, 3_000_000, 2 ** 41 + 3);
   const footer = checkHint(buf);
   assert.deepEqual(footer, { segmentSize: 3_000_000, count: entries.length, maxSeq: 2 ** 41 + 3 });
@@ -207,7 +207,7 @@ test('hint writer / checkHint / visitHint round trip', () => {
 
 test('hint corruption and truncation are detected', () => {
   const entries: H[] = [];
-  for (let i = 0; i < 12; i++) entries.push({ op: Op.Put, key: `k${i}`, pos: 16 + i * 40, len: 20, size: 40, exp: 0, crc: i * 1_000_003 });
+  for (let i = 0; i < 12; i++) entries.push({ op: Op.Put, key: `k${i}`, pos: 16 + i * 40, len: 20, size: 40, exp: 0, crc: i * 1_000_003, seq: i + 1 });
   const good = buildHint(entries, 500, 12);
   assert.equal(typeof checkHint(good), 'object');
   for (let i = 0; i < good.length; i++) {

@@ -18,13 +18,16 @@ after(async () => {
   await srv?.close();
 });
 
-const UNAUTH = { status: 'error', message: 'access not authorised' };
+// docs/api.md, "Authentication": the 401 message says whether the header was missing or the token wrong.
+const MISSING = 'missing Auth-Token header';
+const WRONG = 'wrong Auth-Token';
 
-function expect401(r: Res, label: string): void {
+function expect401(r: Res, label: string, message: string): void {
+  const unauth = { status: 'error', message };
   assert.equal(r.status, 401, `${label}: ${r.status} ${r.raw}`);
   assert.equal(r.headers['content-type'], JSON_CT, `${label}: content-type`);
-  assert.deepEqual(r.body, UNAUTH, `${label}: body ${r.raw}`);
-  assert.equal(r.raw, JSON.stringify(UNAUTH), `${label}: exact bytes`);
+  assert.deepEqual(r.body, unauth, `${label}: body ${r.raw}`);
+  assert.equal(r.raw, JSON.stringify(unauth), `${label}: exact bytes`);
 }
 
 /** Send a raw path (not normalised by any URL parser). */
@@ -34,7 +37,7 @@ function rawPath(method: string, p: string, body?: unknown): Promise<Res> {
 
 // ---------------------------------------------------------------- auth
 
-test('missing or wrong Auth-Token → 401 exactly {"status":"error","message":"access not authorised"} on every path', async () => {
+test('missing or wrong Auth-Token → 401 exactly {"status":"error","message":"missing Auth-Token header" | "wrong Auth-Token"} on every path', async () => {
   const paths: [string, string, unknown?][] = [
     ['GET', '/health'],
     ['GET', '/'],
@@ -65,41 +68,42 @@ test('missing or wrong Auth-Token → 401 exactly {"status":"error","message":"a
     ['POST', '/_test/clock', { advance_ms: 1 }],
     // wrong method, bad names, bad bodies: auth comes first
     ['POST', '/health'],
-    ['PATCH', '/records/a'],
+    ['PATCH', '/table/a'],
     ['GET', '/tables/%00'],
     ['GET', '/tables/..'],
     ['PUT', '/records/a', '{not json'],
   ];
-  const wrongs: Record<string, string | null>[] = [
-    { 'Auth-Token': null },
-    { 'Auth-Token': 'wrong' },
-    { 'Auth-Token': '' },
-    { 'Auth-Token': `${srv.token}x` },
-    { 'Auth-Token': srv.token.slice(0, -1) },
-    { 'Auth-Token': srv.token.toUpperCase() === srv.token ? srv.token.toLowerCase() : srv.token.toUpperCase() },
-    { 'Auth-Token': null, Authorization: `Bearer ${srv.token}` },
+  // An empty value counts as missing (what an unset shell variable sends).
+  const wrongs: [Record<string, string | null>, string][] = [
+    [{ 'Auth-Token': null }, MISSING],
+    [{ 'Auth-Token': 'wrong' }, WRONG],
+    [{ 'Auth-Token': '' }, MISSING],
+    [{ 'Auth-Token': `${srv.token}x` }, WRONG],
+    [{ 'Auth-Token': srv.token.slice(0, -1) }, WRONG],
+    [{ 'Auth-Token': srv.token.toUpperCase() === srv.token ? srv.token.toLowerCase() : srv.token.toUpperCase() }, WRONG],
+    [{ 'Auth-Token': null, Authorization: `Bearer ${srv.token}` }, MISSING],
   ];
   for (const [m, p, b] of paths) {
-    for (const h of wrongs) {
-      expect401(await srv.req(m, p, b, h), `${m} ${p} ${JSON.stringify(h)}`);
+    for (const [h, message] of wrongs) {
+      expect401(await srv.req(m, p, b, h), `${m} ${p} ${JSON.stringify(h)}`, message);
     }
   }
 });
 
 test('nothing is processed before auth: a rejected PUT creates nothing', async () => {
   const t = uniq('noauth');
-  expect401(await srv.req('PUT', `/tables/${t}`, undefined, { 'Auth-Token': 'wrong' }), 'PUT table');
-  expect401(await srv.req('PUT', `/records/${t}`, { record: { a: 1 } }, { 'Auth-Token': null }), 'PUT record');
-  expect401(await srv.req('PUT', `/variants/${t}`, { variant: 1 }, { 'Auth-Token': 'nope' }), 'PUT variant');
-  expect401(await srv.req('PUT', `/locks/${t}`, { ttl: 50 }, { 'Auth-Token': 'nope' }), 'PUT lock');
+  expect401(await srv.req('PUT', `/tables/${t}`, undefined, { 'Auth-Token': 'wrong' }), 'PUT table', WRONG);
+  expect401(await srv.req('PUT', `/records/${t}`, { record: { a: 1 } }, { 'Auth-Token': null }), 'PUT record', MISSING);
+  expect401(await srv.req('PUT', `/variants/${t}`, { variant: 1 }, { 'Auth-Token': 'nope' }), 'PUT variant', WRONG);
+  expect401(await srv.req('PUT', `/locks/${t}`, { ttl: 50 }, { 'Auth-Token': 'nope' }), 'PUT lock', WRONG);
   expectError(await srv.req('GET', `/tables/${t}`), 404);
   expectError(await srv.req('GET', `/records/${t}`), 404);
   expectError(await srv.req('GET', `/variants/${t}`), 404);
   expectError(await srv.req('GET', `/locks/${t}`), 404);
   // with existing objects: wrong-token writes change nothing
   expectSuccess(await srv.req('PUT', `/variants/${t}`, { variant: 1 }), 201, 'variant created successfully', { variant: 1 });
-  expect401(await srv.req('POST', `/variants/${t}`, { delta: 5 }, { 'Auth-Token': 'nope' }), 'POST variant');
-  expect401(await srv.req('DELETE', `/variants/${t}`, undefined, { 'Auth-Token': 'nope' }), 'DELETE variant');
+  expect401(await srv.req('POST', `/variants/${t}`, { delta: 5 }, { 'Auth-Token': 'nope' }), 'POST variant', WRONG);
+  expect401(await srv.req('DELETE', `/variants/${t}`, undefined, { 'Auth-Token': 'nope' }), 'DELETE variant', WRONG);
   expectSuccess(await srv.req('GET', `/variants/${t}`), 200, 'variant queried successfully', { variant: 1 });
   // an oversized body without a valid token is still a 401 (auth is checked first)
   const big = JSON.stringify({ record: { s: 'x'.repeat(LIMIT * 2) } });
@@ -111,7 +115,7 @@ test('nothing is processed before auth: a rejected PUT creates nothing', async (
     body: Buffer.from(big),
     agent: false,
   });
-  expect401(r, 'oversized PUT without token');
+  expect401(r, 'oversized PUT without token', MISSING);
   expectError(await srv.req('GET', `/records/${t}`), 404);
 });
 
@@ -129,8 +133,8 @@ test('a non-ASCII token matches its UTF-8 bytes; a near miss of the same length 
     // node:http refuses header strings above U+00FF: send the UTF-8 bytes, one per char.
     const wire = (t: string) => Buffer.from(t, 'utf8').toString('latin1');
     assert.equal((await s.req('GET', '/health', undefined, { 'Auth-Token': wire(token) })).status, 200);
-    expectError(await s.req('GET', '/health', undefined, { 'Auth-Token': wire('pässwörd-日末') }), 401, 'access not authorised');
-    expectError(await s.req('GET', '/health', undefined, { 'Auth-Token': wire(token).slice(1) }), 401, 'access not authorised');
+    expectError(await s.req('GET', '/health', undefined, { 'Auth-Token': wire('pässwörd-日末') }), 401, 'wrong Auth-Token');
+    expectError(await s.req('GET', '/health', undefined, { 'Auth-Token': wire(token).slice(1) }), 401, 'wrong Auth-Token');
   } finally {
     await s.close();
   }
@@ -349,9 +353,9 @@ test('known path, wrong method → 405 with an Allow header listing the right me
     ['/tables/x', ['PUT', 'GET', 'PATCH', 'DELETE']],
     ['/tables/x/rows', ['POST', 'GET', 'DELETE']],
     ['/tables/x/query', ['POST']],
-    ['/records/x', ['PUT', 'GET', 'POST', 'DELETE']],
+    ['/records/x', ['PUT', 'GET', 'POST', 'PATCH', 'DELETE']],
     ['/table/x', ['PUT', 'GET', 'DELETE']],
-    ['/variants/x', ['PUT', 'POST', 'GET', 'DELETE']],
+    ['/variants/x', ['PUT', 'POST', 'GET', 'PATCH', 'DELETE']],
     ['/locks/x', ['PUT', 'PATCH', 'DELETE', 'GET']],
     ['/tables', ['GET']],
     ['/records', ['GET']],
@@ -603,8 +607,8 @@ test('generated token: printed as default password, stored 0600, reused after re
     const token = s.token;
     assert.ok(token.length >= 16, `generated token too short: ${JSON.stringify(token)}`);
     assert.equal((await s.req('GET', '/health')).status, 200);
-    expect401(await s.req('GET', '/health', undefined, { 'Auth-Token': 'wrong' }), 'generated: wrong token');
-    expect401(await s.req('GET', '/health', undefined, { 'Auth-Token': null }), 'generated: no token');
+    expect401(await s.req('GET', '/health', undefined, { 'Auth-Token': 'wrong' }), 'generated: wrong token', WRONG);
+    expect401(await s.req('GET', '/health', undefined, { 'Auth-Token': null }), 'generated: no token', MISSING);
     const file = path.join(dir, 'auth-token');
     const st = statSync(file);
     assert.equal((st.mode & 0o777).toString(8), '600', 'auth-token file mode');
@@ -624,7 +628,7 @@ test('generated token: printed as default password, stored 0600, reused after re
     // a configured token (flag) wins over the stored one
     s = await PithosServer.start({ token: 'configured-by-flag', dataDir: dir, testClock: false });
     expectSuccess(await s.req('GET', '/records/tok'), 200, 'record queried successfully', { a: 1 });
-    expect401(await s.req('GET', '/records/tok', undefined, { 'Auth-Token': token }), 'stored token while a flag token is configured');
+    expect401(await s.req('GET', '/records/tok', undefined, { 'Auth-Token': token }), 'stored token while a flag token is configured', WRONG);
     assert.ok(!s.stdout.includes(token), 'the stored token must not be printed when a token is configured');
     await s.kill('SIGTERM');
     await s.close();
@@ -634,13 +638,13 @@ test('generated token: printed as default password, stored 0600, reused after re
     s = await PithosServer.start({ token: null, dataDir: dir, testClock: false, env: { PITHOS_AUTH_TOKEN: 'configured-by-env' } });
     s.token = 'configured-by-env';
     expectSuccess(await s.req('GET', '/records/tok'), 200, 'record queried successfully', { a: 1 });
-    expect401(await s.req('GET', '/records/tok', undefined, { 'Auth-Token': token }), 'stored token while an env token is configured');
+    expect401(await s.req('GET', '/records/tok', undefined, { 'Auth-Token': token }), 'stored token while an env token is configured', WRONG);
     // the flag beats the env variable
     await s.kill('SIGTERM');
     await s.close();
     s = await PithosServer.start({ token: 'flag-beats-env', dataDir: dir, testClock: false, env: { PITHOS_AUTH_TOKEN: 'env-loses' } });
     expectSuccess(await s.req('GET', '/records/tok'), 200, 'record queried successfully', { a: 1 });
-    expect401(await s.req('GET', '/records/tok', undefined, { 'Auth-Token': 'env-loses' }), 'env token while a flag token is given');
+    expect401(await s.req('GET', '/records/tok', undefined, { 'Auth-Token': 'env-loses' }), 'env token while a flag token is given', WRONG);
     await s.kill('SIGTERM');
     await s.close();
     s = undefined;

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { PithosServer, expectError, expectSuccess, uniq, type Res } from '../helpers/server.js';
+import { PithosServer, expectError, expectSuccess, notYetOnPostgres, uniq, type Res } from '../helpers/server.js';
 
 let srv: PithosServer;
 before(async () => {
@@ -52,7 +52,7 @@ const byteOrder = (a: string, b: string): number => Buffer.compare(Buffer.from(a
 
 // ---- listing --------------------------------------------------------------------
 
-test('listing: every namespace, byte order, items with ttl_ms / rows / held+holder', async () => {
+test('listing: every namespace, byte order, items with ttl_ms / rows / held+holder', { skip: notYetOnPostgres('listing') }, async () => {
   const p = uniq('L') + '-';
   const names = ['b', 'a', 'é', '\uff5e', '\u{1F600}', 'a b', 'a+b'].map((n) => p + n);
   for (const n of names) {
@@ -86,7 +86,7 @@ test('listing: every namespace, byte order, items with ttl_ms / rows / held+hold
   assert.ok((ll[0].ttl_ms as number) > 20_000);
 });
 
-test('listing: prefix, limit, after and next', async () => {
+test('listing: prefix, limit, after and next', { skip: notYetOnPostgres('listing') }, async () => {
   const p = uniq('P') + '-';
   for (const n of ['a1', 'a2', 'a3', 'b1']) await srv.req('PUT', `/records/${p}${n}`, { record: {} });
   let r = await list('records', { prefix: p + 'a', limit: 2 });
@@ -105,7 +105,7 @@ test('listing: prefix, limit, after and next', async () => {
   assert.ok((await list('records')).body.data.items.length <= 100);
 });
 
-test('listing: expired and deleted names are not listed', async () => {
+test('listing: expired and deleted names are not listed', { skip: notYetOnPostgres('listing') }, async () => {
   const p = uniq('E') + '-';
   await srv.req('PUT', `/records/${p}short`, { record: {}, ttl: 5 });
   await srv.req('PUT', `/records/${p}long`, { record: {} });
@@ -115,7 +115,7 @@ test('listing: expired and deleted names are not listed', async () => {
   assert.deepEqual((await listAll('records', p, 10)).map((x) => x.name), [p + 'long']);
 });
 
-test('listing: bad parameters are 400s naming them', async () => {
+test('listing: bad parameters are 400s naming them', { skip: notYetOnPostgres('listing') }, async () => {
   for (const kind of ['tables', 'records', 'variants', 'locks']) {
     for (const limit of ['0', '1001', 'x', '-1', '1.5', '']) {
       const r = await srv.req('GET', `/${kind}?limit=${limit}`);
@@ -130,7 +130,7 @@ test('listing: bad parameters are 400s naming them', async () => {
   }
 });
 
-test('listing while creating and deleting: no repeats, no skips of names that existed throughout', async () => {
+test('listing while creating and deleting: no repeats, no skips of names that existed throughout', { skip: notYetOnPostgres('listing') }, async () => {
   const p = uniq('W') + '-';
   const stable = new Set<string>();
   const deletable: string[] = [];
@@ -287,7 +287,7 @@ async function waitReady(t: string): Promise<Array<{ field: string; ready: boole
   throw new Error('index never became ready');
 }
 
-test('indexes: create, list, use, drop; errors', async () => {
+test('indexes: create, list, use, drop; errors', { skip: notYetOnPostgres('secondary indexes') }, async () => {
   const t = await mkTable(PEOPLE);
   const queries = [
     { wheres: { age: 31 } }, { wheres: { age: { $in: [19, 25] } } }, { wheres: { age: { $gt: 20, $lte: 31 } } },
@@ -321,7 +321,7 @@ test('indexes: create, list, use, drop; errors', async () => {
   expectSuccess(await srv.req('GET', `/tables/${t}/indexes`), 200, 'indexes listed successfully', []);
 });
 
-test('indexes survive a restart', async () => {
+test('indexes survive a restart', { skip: notYetOnPostgres('secondary indexes') }, async () => {
   const t = await mkTable(Array.from({ length: 50 }, (_, i) => ({ k: i % 5, s: `v${i}` })));
   await srv.req('PUT', `/tables/${t}/indexes/k`);
   await waitReady(t);

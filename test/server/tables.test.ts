@@ -506,3 +506,12 @@ test('t_id is never reused after a restart', async () => {
   const id2 = await insert(t, { i: 4 });
   assert.equal(id2, 5);
 });
+
+test('an insert whose body holds wheres but no rows hints at the query endpoints, naming the table', async () => {
+  const t = uniq('hint t');
+  expectSuccess(await srv.req('PUT', `/tables/${encodeURIComponent(t)}`), 201, 'table created successfully');
+  const e = encodeURIComponent(t);
+  expectError(await srv.req('POST', `/tables/${e}/rows`, { wheres: { a: 1 } }), 400,
+    `field 'rows' is required (an object) (the body has 'wheres': to query rows use GET /tables/${e}/rows or POST /tables/${e}/query; POST /tables/${e}/rows inserts)`);
+  expectError(await srv.req('POST', `/tables/${e}/rows`, {}), 400, "field 'rows' is required (an object)");
+});

@@ -174,7 +174,7 @@ test('bad bodies: missing or ill-typed fields, unknown fields, limits', async ()
   expectError(await txn({ mutations: [], serializable: 'yes' }), 400, "field 'serializable' must be true or false");
   expectError(await txn({ mutations: [], muations: [] }), 400, "unknown field 'muations' (allowed: mutations, checks, serializable, serialization)");
   expectError(await txn({ mutations: [1] }), 400, 'mutation 0 must be an object');
-  expectError(await txn({ mutations: [], checks: [{ kind: 'record', name: 'x' }] }), 400, "check 0: a record check needs 'exists'");
+  expectError(await txn({ mutations: [], checks: [{ kind: 'record', name: 'x' }] }), 400, "check 0: a record check needs 'exists' or 'version'");
   expectError(await txn({ mutations: [], checks: [{ kind: 'table', name: 'x', where: {} }] }), 400,
     "check 0: a table check takes 'where' and 'count' together");
   const many = Array.from({ length: 1001 }, () => ({ kind: 'record', name: 'r', operation: 'DELETE' }));

@@ -124,6 +124,17 @@ export class Tx {
     return out;
   }
 
+  /**
+   * The version of a key as this decision sees it (docs/format.md, "Sequence
+   * numbers"): this batch's seq for a key written earlier in the decision,
+   * undefined when absent.
+   */
+  version(key: string): number | undefined {
+    const o = this.keys?.get(key);
+    if (o !== undefined) return o === null ? undefined : this.seq;
+    return this.engine.versionOf(key);
+  }
+
   has(key: string): boolean {
     const o = this.keys?.get(key);
     if (o !== undefined) return o !== null;

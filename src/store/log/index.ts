@@ -13,12 +13,14 @@ import { LogRecords } from './records.js';
 import { LogTables, rowDecoder, tableMeta } from './tables.js';
 import { transact } from './txns.js';
 import { LogVariants } from './variants.js';
+import { LogChanges } from './changes.js';
 
 export class LogStore implements Store {
   readonly tables: LogTables;
   readonly records: LogRecords;
   readonly variants: LogVariants;
   readonly locks: LogLocks;
+  readonly changes: LogChanges;
   private readonly atomic: Atomic;
   /** Every top-level name in byte order (names.ts). */
   readonly names: NameView;
@@ -34,6 +36,7 @@ export class LogStore implements Store {
     this.records = new LogRecords(engine, this.atomic);
     this.variants = new LogVariants(engine, this.atomic);
     this.locks = new LogLocks(this.atomic);
+    this.changes = new LogChanges(engine);
   }
 
   static async open(opts: EngineOptions & { now: () => number }): Promise<LogStore> {

@@ -8,7 +8,7 @@ import { StoreError } from '../errors.js';
 import type { Check, Mutation, Transaction } from '../store.js';
 import { compileWheres, matches } from '../wheres.js';
 import type { Atomic, Tx } from './atomic.js';
-import { deleteRecord, putRecord, recordExists } from './records.js';
+import { deleteRecord, putRecord, recordVersion } from './records.js';
 import { countRows, insertRow, removeRows, tableExists, updateRows } from './tables.js';
 import { addVariant, currentVariant, setVariant } from './variants.js';
 
@@ -31,9 +31,11 @@ function failure(tx: Tx, c: Check): string | undefined {
       return undefined;
     }
     case 'record': {
-      const has = recordExists(tx, c.name);
+      const v = recordVersion(tx, c.name);
+      const has = v !== undefined;
       if (c.exists !== undefined && c.exists !== has) return `record '${c.name}' ${exists(has)}`;
-      return undefined;
+      if (c.version === undefined || c.version === v) return undefined;
+      return has ? `record '${c.name}' has version ${v}, not ${c.version}` : `record '${c.name}' does not exist`;
     }
     case 'table': {
       const has = tableExists(tx, c.name);

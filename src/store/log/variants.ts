@@ -5,7 +5,8 @@
  */
 import { type Decoder, type Engine, MISS } from '../../engine/index.js';
 import { notFound } from '../errors.js';
-import type { VariantStore } from '../store.js';
+import type { Precondition, VariantStore, VersionOut } from '../store.js';
+import { checkPrecondition } from '../versions.js';
 import { expiryOf } from '../validate.js';
 import { addDelta, checkDelta, checkSameType, makeVariant, type ScalarInput, type Variant, type VType, variantOf } from '../variant.js';
 import type { Atomic, Tx } from './atomic.js';
@@ -24,8 +25,9 @@ export function currentVariant(tx: Tx, name: string): Variant | undefined {
 }
 
 /** Creates or replaces; returns [created, the new variant]. */
-export function setVariant(tx: Tx, name: string, value: ScalarInput, ttl: number): [boolean, Variant] {
+export function setVariant(tx: Tx, name: string, value: ScalarInput, ttl: number, pre?: Precondition): [boolean, Variant] {
   const x = variantOf(value);
+  if (pre !== undefined) checkPrecondition(`variant '${name}'`, tx.version(variantKey(name)), pre);
   const cur = currentVariant(tx, name);
   checkSameType(name, cur, x);
   tx.put(variantKey(name), encode(x), x, variantDecoder, expiryOf(ttl, tx.now));
@@ -43,12 +45,19 @@ export function addVariant(tx: Tx, name: string, delta: ScalarInput): Variant {
   return x;
 }
 
+/** Sets the remaining lifetime, writing the same value again with the new expiry (see expireRecord). */
+export function expireVariant(tx: Tx, name: string, ttl: number): void {
+  const cur = currentVariant(tx, name);
+  if (cur === undefined) throw missing(name);
+  tx.put(variantKey(name), encode(cur), cur, variantDecoder, expiryOf(ttl, tx.now));
+}
+
 export class LogVariants implements VariantStore {
   constructor(private readonly engine: Engine, private readonly atomic: Atomic) {}
 
-  put(name: string, value: ScalarInput, ttl: number): Promise<[boolean, string]> {
+  put(name: string, value: ScalarInput, ttl: number, pre?: Precondition): Promise<[boolean, string]> {
     return this.atomic.atomically(undefined, (tx): [boolean, string] => {
-      const [created, x] = setVariant(tx, name, value, ttl);
+      const [created, x] = setVariant(tx, name, value, ttl, pre);
       return [created, x.data];
     });
   }
@@ -57,11 +66,34 @@ export class LogVariants implements VariantStore {
     return this.atomic.atomically(undefined, (tx) => addVariant(tx, name, delta).data);
   }
 
-  get(name: string): string | Promise<string> {
-    const x = this.engine.peek(variantKey(name), variantDecoder);
-    if (x === MISS) return this.engine.read(variantKey(name), variantDecoder).then((r) => r === undefined ? Promise.reject(missing(name)) : r.data);
+  get(name: string, out?: VersionOut): string | Promise<string> {
+    const key = variantKey(name);
+    const x = this.engine.peek(key, variantDecoder);
+    if (x === MISS) return this.readAndGet(name, out);
     if (x === undefined) throw missing(name);
+    if (out !== undefined) out.version = this.engine.versionOf(key) as number;
     return x.data;
+  }
+
+  /** Reads the value into the cache, then answers from it in one synchronous step, so data and version agree. */
+  private async readAndGet(name: string, out: VersionOut | undefined): Promise<string> {
+    const key = variantKey(name);
+    for (let attempt = 0; ; attempt++) {
+      const r = await this.engine.read(key, variantDecoder);
+      if (r === undefined) throw missing(name);
+      let x = this.engine.peek(key, variantDecoder);
+      if (x === undefined) throw missing(name);
+      if (x === MISS) {
+        if (attempt < 4) continue;
+        x = r;
+      }
+      if (out !== undefined) out.version = this.engine.versionOf(key) ?? 0;
+      return x.data;
+    }
+  }
+
+  expire(name: string, ttl: number): Promise<void> {
+    return this.atomic.atomically(undefined, (tx) => expireVariant(tx, name, ttl));
   }
 
   delete(name: string): Promise<void> {

@@ -1,0 +1,716 @@
+/**
+ * Typed client for Pithos (API.md parts one and two). ESM, no dependencies and no
+ * node: imports: it needs only `fetch`, `TextDecoder` and web streams, so the same file
+ * runs in Node >= 20 and in browsers (the web console uses it).
+ *
+ *   import { Pithos } from 'pithos/client';
+ *   const db = new Pithos({ url: 'http://127.0.0.1:2668', token: 'SECRET' });
+ *   await db.createTable('users');
+ *   const { t_id } = await db.insertRow('users', { name: 'ann', age: 31 });
+ *   const rows = await db.queryRows('users', { age: { $gte: 18 } });
+ *
+ * Every failure is a PithosError carrying the HTTP status and the server's message
+ * (status 0 when no HTTP answer arrived at all).
+ */
+
+// ---------------------------------------------------------------------------------------
+// Types
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type JsonObject = { [key: string]: Json };
+/** A table row: any JSON object. */
+export type Row = JsonObject;
+/** A where-value: a literal (deep equality) or an operator object. */
+export type WhereValue = Json | OperatorObject;
+export interface OperatorObject {
+  $eq?: Json;
+  $ne?: Json;
+  $gt?: number | string;
+  $gte?: number | string;
+  $lt?: number | string;
+  $lte?: number | string;
+  $in?: Json[];
+  $nin?: Json[];
+  $exists?: boolean;
+}
+/** `wheres` (API.md 6, 13): field (or dotted path) → where-value, plus the combinators. */
+export interface Wheres {
+  $and?: Wheres[];
+  $or?: Wheres[];
+  $not?: Wheres;
+  [field: string]: WhereValue | Wheres[] | Wheres | undefined;
+}
+export type VariantValue = string | boolean | number;
+export type Kind = 'table' | 'record' | 'variant' | 'lock';
+
+export interface Envelope<T = unknown> {
+  status: 'success' | 'error';
+  message: string;
+  data?: T;
+}
+
+/** What every call resolves with internally; the public methods unwrap `data`. */
+export interface Answer<T> {
+  status: number;
+  message: string;
+  data: T;
+  /** The version from an `ETag` header (API.md 14), when the server sent one. */
+  version?: number;
+  headers: Headers;
+}
+
+export interface Health {
+  key_count: number;
+  gc_state: 0 | 1 | 2;
+  disk_free: string;
+  disk_used: string;
+  disk_total: string;
+  mem_free: string;
+  mem_total: string;
+  disk_percent: string;
+  space_total: string;
+  [more: string]: Json;
+}
+
+export interface LockGrant {
+  token: string;
+  fence: number;
+}
+export interface LockState {
+  held: boolean;
+  holder: string | null;
+  ttl: number;
+  expires_in_ms: number;
+  acquired_at: string;
+  fence: number;
+}
+
+export interface ListOptions {
+  prefix?: string;
+  limit?: number;
+  after?: string;
+}
+export interface ListItem {
+  name: string;
+  ttl_ms: number | null;
+  /** tables */
+  rows?: number;
+  /** locks */
+  held?: boolean;
+  holder?: string | null;
+}
+export interface ListPage {
+  items: ListItem[];
+  next: string | null;
+}
+
+export interface OrderBy {
+  field: string;
+  dir?: 'asc' | 'desc';
+}
+/** Row query options (API.md 13). Sent only when given, so a Part-one server sees `wheres` alone. */
+export interface QueryOptions {
+  limit?: number;
+  after?: number;
+  order?: OrderBy[];
+  fields?: string[];
+}
+export interface RowWithId {
+  t_id: number;
+  row: Row;
+}
+
+export interface WriteOptions {
+  ttl?: number;
+  /** Write only if the current version equals this (sent as `if_version`). */
+  ifVersion?: number;
+  /** Create only (sent as `if_absent: true`). */
+  ifAbsent?: boolean;
+}
+
+export type TxnMutation =
+  | { kind?: 'table'; name: string; operation: 'INSERT'; values: Row; where?: Wheres }
+  | { kind?: 'table'; name: string; operation: 'UPDATE'; where: Wheres; values: Row }
+  | { kind?: 'table'; name: string; operation: 'REMOVE'; where: Wheres; values?: Row }
+  | { kind: 'variant'; name: string; operation: 'ADD'; delta: number }
+  | { kind: 'variant'; name: string; operation: 'SET'; variant: VariantValue; ttl?: number }
+  | { kind: 'record'; name: string; operation: 'PUT'; values: JsonObject; ttl?: number }
+  | { kind: 'record'; name: string; operation: 'DELETE' };
+export type TxnCheck =
+  | { kind: 'variant'; name: string; value?: WhereValue; exists?: boolean }
+  | { kind: 'record'; name: string; exists?: boolean; version?: number }
+  | { kind: 'table'; name: string; exists?: boolean; where?: Wheres; count?: WhereValue };
+export interface Txn {
+  mutations: TxnMutation[];
+  checks?: TxnCheck[];
+  serializable?: boolean;
+}
+export type TxnResult = { t_id: number } | { matched: number } | { variant: VariantValue } | Record<string, never>;
+
+export interface WatchOptions {
+  kind?: Kind | Kind[];
+  prefix?: string;
+  since?: number;
+  values?: boolean;
+  /** Resume after this event id (sent as Last-Event-ID). */
+  lastEventId?: string;
+  signal?: AbortSignal;
+}
+export interface WatchEvent {
+  id?: string;
+  event: string;
+  /** The parsed JSON of `data:`, or the raw text when it is not JSON. */
+  data: unknown;
+}
+
+export interface PithosOptions {
+  /** Base address, e.g. `http://127.0.0.1:2668`; '' means the page's own origin (browsers). */
+  url: string;
+  token?: string;
+  /** Retries for idempotent calls after a network failure, 502, 503 or 504 (default 0). */
+  retries?: number;
+  /** First back-off in ms; doubles per retry (default 100). */
+  retryDelayMs?: number;
+  /** Abort a call after this many ms (default: none). */
+  timeoutMs?: number;
+  /** A fetch implementation (default: the global one). */
+  fetch?: typeof fetch;
+}
+
+// ---------------------------------------------------------------------------------------
+// Endpoints: every request this client can make. A test compares this list with the
+// server's route table, so the client cannot drift from the server unnoticed.
+
+export interface Endpoint {
+  method: 'GET' | 'PUT' | 'POST' | 'PATCH' | 'DELETE';
+  /** Path template; `{name}` and `{field}` are one percent-encoded segment each. */
+  path: string;
+  /** Safe to repeat: retried when `retries` is set. */
+  idempotent: boolean;
+  /** Part of API.md part two (a server before revision 2 answers 404/405). */
+  partTwo?: boolean;
+  /** Answers plain text rather than the JSON envelope. */
+  text?: boolean;
+}
+
+const ep = (method: Endpoint['method'], path: string, idempotent: boolean, extra: Partial<Endpoint> = {}): Endpoint => ({
+  method,
+  path,
+  idempotent,
+  ...extra,
+});
+const P2 = { partTwo: true };
+
+export const ENDPOINTS = {
+  health: ep('GET', '/health', true),
+  livez: ep('GET', '/livez', true, { partTwo: true, text: true }),
+  readyz: ep('GET', '/readyz', true, { partTwo: true, text: true }),
+  metrics: ep('GET', '/metrics', true, { partTwo: true, text: true }),
+  openapi: ep('GET', '/openapi.json', true, { partTwo: true, text: true }),
+  backup: ep('GET', '/backup', true, { partTwo: true, text: true }),
+  // tables
+  listTables: ep('GET', '/tables', true, P2),
+  createTable: ep('PUT', '/tables/{name}', false),
+  getTable: ep('GET', '/tables/{name}', true),
+  patchRows: ep('PATCH', '/tables/{name}', false),
+  setTableTtl: ep('PATCH', '/tables/{name}', false, P2),
+  dropTable: ep('DELETE', '/tables/{name}', false),
+  insertRow: ep('POST', '/tables/{name}/rows', false),
+  queryRowsGet: ep('GET', '/tables/{name}/rows', true),
+  queryRows: ep('POST', '/tables/{name}/query', true),
+  deleteRows: ep('DELETE', '/tables/{name}/rows', false),
+  listIndexes: ep('GET', '/tables/{name}/indexes', true, P2),
+  createIndex: ep('PUT', '/tables/{name}/indexes/{field}', false, P2),
+  dropIndex: ep('DELETE', '/tables/{name}/indexes/{field}', false, P2),
+  // records
+  listRecords: ep('GET', '/records', true, P2),
+  putRecord: ep('PUT', '/records/{name}', true),
+  getRecord: ep('GET', '/records/{name}', true),
+  searchRecord: ep('POST', '/records/{name}', true),
+  patchRecord: ep('PATCH', '/records/{name}', false, P2),
+  deleteRecord: ep('DELETE', '/records/{name}', false),
+  putQuick: ep('PUT', '/table/{name}', true),
+  getQuick: ep('GET', '/table/{name}', true),
+  deleteQuick: ep('DELETE', '/table/{name}', false),
+  // variants
+  listVariants: ep('GET', '/variants', true, P2),
+  putVariant: ep('PUT', '/variants/{name}', true),
+  getVariant: ep('GET', '/variants/{name}', true),
+  incr: ep('POST', '/variants/{name}', false),
+  setVariantTtl: ep('PATCH', '/variants/{name}', false, P2),
+  deleteVariant: ep('DELETE', '/variants/{name}', false),
+  // locks
+  listLocks: ep('GET', '/locks', true, P2),
+  acquireLock: ep('PUT', '/locks/{name}', false),
+  renewLock: ep('PATCH', '/locks/{name}', false),
+  releaseLock: ep('DELETE', '/locks/{name}', false),
+  getLock: ep('GET', '/locks/{name}', true),
+  // part two, other
+  txn: ep('POST', '/txns', false, P2),
+  watch: ep('GET', '/watch', false, { partTwo: true, text: true }),
+} as const satisfies Record<string, Endpoint>;
+
+export type Operation = keyof typeof ENDPOINTS;
+
+/** The distinct {method, path} pairs the client uses (for checks against the route table). */
+export function endpointList(): { method: string; path: string; partTwo: boolean }[] {
+  const seen = new Map<string, { method: string; path: string; partTwo: boolean }>();
+  for (const e of Object.values(ENDPOINTS) as Endpoint[]) {
+    const k = `${e.method} ${e.path}`;
+    const prev = seen.get(k);
+    // A shared pair (PATCH /tables/{name} serves patchRows and, in part two, ttl) is part one if either use is.
+    if (prev === undefined) seen.set(k, { method: e.method, path: e.path, partTwo: e.partTwo === true });
+    else prev.partTwo = prev.partTwo && e.partTwo === true;
+  }
+  return [...seen.values()];
+}
+
+// ---------------------------------------------------------------------------------------
+// Errors
+
+export class PithosError extends Error {
+  override readonly name = 'PithosError';
+  constructor(
+    /** HTTP status; 0 when the request never got an HTTP answer (network error, timeout). */
+    readonly status: number,
+    message: string,
+    readonly method: string = '',
+    readonly path: string = '',
+  ) {
+    super(message);
+  }
+  get notFound(): boolean {
+    return this.status === 404;
+  }
+  /** The server does not offer this endpoint (an older server, a part-two call). */
+  get unsupported(): boolean {
+    return (this.status === 404 && /^no endpoint at /.test(this.message)) || this.status === 405;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Helpers
+
+function fillPath(template: string, args: readonly string[]): string {
+  let i = 0;
+  return template.replace(/\{[a-z]+\}/g, () => {
+    const v = args[i++];
+    if (v === undefined) throw new TypeError(`missing path argument for ${template}`);
+    return encodeURIComponent(v);
+  });
+}
+
+function queryString(q: Record<string, string | number | boolean | undefined | (string | number)[]>): string {
+  const parts: string[] = [];
+  for (const [k, v] of Object.entries(q)) {
+    if (v === undefined) continue;
+    for (const one of Array.isArray(v) ? v : [v]) parts.push(`${encodeURIComponent(k)}=${encodeURIComponent(String(one))}`);
+  }
+  return parts.length ? `?${parts.join('&')}` : '';
+}
+
+/** `"12"` (or `W/"12"`) → 12. */
+export function parseEtag(etag: string | null): number | undefined {
+  if (etag === null) return undefined;
+  const m = /^(?:W\/)?"?(\d+)"?$/.exec(etag.trim());
+  return m ? Number(m[1]) : undefined;
+}
+
+function writeFields(o: WriteOptions | undefined): JsonObject {
+  const out: JsonObject = {};
+  if (o?.ttl !== undefined) out.ttl = o.ttl;
+  if (o?.ifVersion !== undefined) out.if_version = o.ifVersion;
+  if (o?.ifAbsent) out.if_absent = true;
+  return out;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Parses a Server-Sent Events byte stream (the WHATWG rules: `field: value` lines, events
+ * end at a blank line, `data` lines join with \n, comments start with `:`).
+ */
+export async function* parseSSE(stream: ReadableStream<Uint8Array>): AsyncGenerator<WatchEvent> {
+  const reader = stream.getReader();
+  const decoder = new TextDecoder();
+  let buf = '';
+  let id: string | undefined;
+  let event = '';
+  let data: string[] = [];
+  const flush = (): WatchEvent | undefined => {
+    if (data.length === 0 && event === '') return undefined;
+    const text = data.join('\n');
+    let parsed: unknown = text;
+    try {
+      parsed = text === '' ? '' : JSON.parse(text);
+    } catch {
+      /* keep the text */
+    }
+    const out: WatchEvent = { event: event || 'message', data: parsed };
+    if (id !== undefined) out.id = id;
+    event = '';
+    data = [];
+    return out;
+  };
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      buf += done ? decoder.decode() : decoder.decode(value, { stream: true });
+      let nl: number;
+      while ((nl = buf.search(/\r\n|\r|\n/)) >= 0) {
+        const line = buf.slice(0, nl);
+        // A lone \r at the very end might be half of \r\n: wait for more.
+        if (buf[nl] === '\r' && nl === buf.length - 1 && !done) break;
+        buf = buf.slice(nl + (buf.startsWith('\r\n', nl) ? 2 : 1));
+        if (line === '') {
+          const ev = flush();
+          if (ev) yield ev;
+          continue;
+        }
+        if (line.startsWith(':')) continue;
+        const colon = line.indexOf(':');
+        const field = colon < 0 ? line : line.slice(0, colon);
+        let value = colon < 0 ? '' : line.slice(colon + 1);
+        if (value.startsWith(' ')) value = value.slice(1);
+        if (field === 'data') data.push(value);
+        else if (field === 'event') event = value;
+        else if (field === 'id' && !value.includes('\0')) id = value;
+      }
+      if (done) return; // an unterminated last event is dropped, as the spec says
+    }
+  } finally {
+    reader.releaseLock();
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// The client
+
+export class Pithos {
+  readonly url: string;
+  token: string | undefined;
+  private readonly retries: number;
+  private readonly retryDelayMs: number;
+  private readonly timeoutMs: number | undefined;
+  private readonly fetchFn: typeof fetch;
+
+  constructor(opts: PithosOptions) {
+    this.url = opts.url.replace(/\/+$/, '');
+    this.token = opts.token;
+    this.retries = opts.retries ?? 0;
+    this.retryDelayMs = opts.retryDelayMs ?? 100;
+    this.timeoutMs = opts.timeoutMs;
+    const f = opts.fetch ?? globalThis.fetch;
+    if (typeof f !== 'function') throw new TypeError('no fetch available: pass opts.fetch');
+    this.fetchFn = f.bind(globalThis);
+  }
+
+  /**
+   * One call: the endpoint, its path arguments, an optional JSON body, query and headers.
+   * Resolves with status, message, data (and version from ETag); rejects with PithosError.
+   */
+  async call<T = unknown>(
+    op: Operation,
+    args: readonly string[] = [],
+    opts: { body?: unknown; query?: Record<string, string | number | boolean | undefined | (string | number)[]>; headers?: Record<string, string> } = {},
+  ): Promise<Answer<T>> {
+    const e: Endpoint = ENDPOINTS[op];
+    const path = fillPath(e.path, args) + queryString(opts.query ?? {});
+    const res = await this.send(e, path, opts.body, opts.headers);
+    const text = await res.text();
+    if (e.text) {
+      if (!res.ok) throw errorFrom(res.status, text, e.method, path);
+      return { status: res.status, message: '', data: text as T, headers: res.headers };
+    }
+    let env: Envelope<T> | undefined;
+    try {
+      env = JSON.parse(text) as Envelope<T>;
+    } catch {
+      env = undefined;
+    }
+    if (!res.ok || env === undefined || env.status !== 'success') {
+      throw errorFrom(res.status, text, e.method, path, env);
+    }
+    const answer: Answer<T> = { status: res.status, message: env.message, data: env.data as T, headers: res.headers };
+    const version = parseEtag(res.headers.get('etag'));
+    if (version !== undefined) answer.version = version;
+    return answer;
+  }
+
+  private async send(e: Endpoint, path: string, body: unknown, extra: Record<string, string> | undefined, signal?: AbortSignal): Promise<Response> {
+    const headers: Record<string, string> = { ...(extra ?? {}) };
+    if (this.token !== undefined) headers['Auth-Token'] = this.token;
+    const init: RequestInit = { method: e.method, headers };
+    if (body !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(body);
+    }
+    const attempts = e.idempotent ? this.retries + 1 : 1;
+    for (let attempt = 1; ; attempt++) {
+      const ac = this.timeoutMs !== undefined || signal !== undefined ? new AbortController() : undefined;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      if (ac) {
+        init.signal = ac.signal;
+        if (this.timeoutMs !== undefined) timer = setTimeout(() => ac.abort(new Error(`timed out after ${this.timeoutMs} ms`)), this.timeoutMs);
+        if (signal) {
+          if (signal.aborted) ac.abort(signal.reason);
+          else signal.addEventListener('abort', () => ac.abort(signal.reason), { once: true });
+        }
+      }
+      try {
+        const res = await this.fetchFn(this.url + path, init);
+        if (attempt < attempts && (res.status === 502 || res.status === 503 || res.status === 504)) {
+          await res.body?.cancel();
+        } else {
+          return res;
+        }
+      } catch (err) {
+        if (signal?.aborted) throw err;
+        if (attempt >= attempts) {
+          const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+          const why = cause?.code ?? cause?.message ?? (err as Error).message ?? String(err);
+          throw new PithosError(0, `cannot reach ${this.url}: ${why}`, e.method, path);
+        }
+      } finally {
+        if (timer !== undefined) clearTimeout(timer);
+      }
+      await sleep(this.retryDelayMs * 2 ** (attempt - 1));
+    }
+  }
+
+  // --- operations endpoints -------------------------------------------------------------
+
+  async health(): Promise<Health> {
+    return (await this.call<Health>('health')).data;
+  }
+  /** `GET /livez` (part two): true on 200, false on 503. */
+  async livez(): Promise<boolean> {
+    return this.probe('livez');
+  }
+  async readyz(): Promise<boolean> {
+    return this.probe('readyz');
+  }
+  private async probe(op: 'livez' | 'readyz'): Promise<boolean> {
+    try {
+      await this.call(op);
+      return true;
+    } catch (err) {
+      if (err instanceof PithosError && err.status === 503) return false;
+      throw err;
+    }
+  }
+  /** `GET /metrics` (part two): the Prometheus text. */
+  async metrics(): Promise<string> {
+    return (await this.call<string>('metrics')).data;
+  }
+
+  /** `GET /openapi.json` (part two): the server's OpenAPI document. */
+  async openapi(): Promise<Record<string, unknown>> {
+    return JSON.parse((await this.call<string>('openapi')).data) as Record<string, unknown>;
+  }
+  /** `GET /backup` (part two): the snapshot as a byte stream (write it to a file as it arrives). */
+  async backup(signal?: AbortSignal): Promise<ReadableStream<Uint8Array>> {
+    const e = ENDPOINTS.backup;
+    const res = await this.send(e, e.path, undefined, undefined, signal);
+    if (!res.ok || res.body === null) throw errorFrom(res.status, await res.text(), e.method, e.path);
+    return res.body;
+  }
+
+  // --- listing (part two) ---------------------------------------------------------------
+
+  async list(kind: Kind, o: ListOptions = {}): Promise<ListPage> {
+    const op = ({ table: 'listTables', record: 'listRecords', variant: 'listVariants', lock: 'listLocks' } as const)[kind];
+    return (await this.call<ListPage>(op, [], { query: { prefix: o.prefix, limit: o.limit, after: o.after } })).data;
+  }
+  listTables(o?: ListOptions): Promise<ListPage> {
+    return this.list('table', o);
+  }
+  listRecords(o?: ListOptions): Promise<ListPage> {
+    return this.list('record', o);
+  }
+  listVariants(o?: ListOptions): Promise<ListPage> {
+    return this.list('variant', o);
+  }
+  listLocks(o?: ListOptions): Promise<ListPage> {
+    return this.list('lock', o);
+  }
+  /** Every item of a listing, page after page. */
+  async *listAll(kind: Kind, o: Omit<ListOptions, 'after'> = {}): AsyncGenerator<ListItem> {
+    let after: string | undefined;
+    for (;;) {
+      const page = await this.list(kind, { ...o, after });
+      yield* page.items;
+      if (page.next === null || page.items.length === 0) return;
+      after = page.next;
+    }
+  }
+
+  // --- tables ---------------------------------------------------------------------------
+
+  async createTable(name: string, o: { ttl?: number } = {}): Promise<void> {
+    await this.call('createTable', [name], { body: o.ttl === undefined ? {} : { ttl: o.ttl } });
+  }
+  async dropTable(name: string): Promise<void> {
+    await this.call('dropTable', [name]);
+  }
+  async insertRow(name: string, row: Row): Promise<{ t_id: number }> {
+    return (await this.call<{ t_id: number }>('insertRow', [name], { body: { rows: row } })).data;
+  }
+  /** The whole table: `t_id` (as a string key) → row. `limit`/`after` are part two. */
+  async getTable(name: string, o: { limit?: number; after?: number } = {}): Promise<Record<string, Row>> {
+    return (await this.call<Record<string, Row>>('getTable', [name], { query: { limit: o.limit, after: o.after } })).data;
+  }
+  /** Matching rows in `t_id` order (through the POST alias, which browsers and fetch can send). */
+  async queryRows(name: string, wheres: Wheres = {}, o: QueryOptions = {}): Promise<Row[]> {
+    return (await this.call<Row[]>('queryRows', [name], { body: { wheres, ...queryFields(o) } })).data;
+  }
+  /** Part two: each matching row with its `t_id`. */
+  async queryRowsWithIds(name: string, wheres: Wheres = {}, o: QueryOptions = {}): Promise<RowWithId[]> {
+    return (await this.call<RowWithId[]>('queryRows', [name], { body: { wheres, ...queryFields(o), with_ids: true } })).data;
+  }
+  /** Part two: the number of matching rows. */
+  async countRows(name: string, wheres: Wheres = {}): Promise<number> {
+    return (await this.call<{ count: number }>('queryRows', [name], { body: { wheres, count: true } })).data.count;
+  }
+  async patchRows(name: string, wheres: Wheres, sets: Row): Promise<void> {
+    await this.call('patchRows', [name], { body: { wheres, sets } });
+  }
+  async deleteRows(name: string, wheres: Wheres): Promise<void> {
+    await this.call('deleteRows', [name], { body: { wheres } });
+  }
+  /** Part two: set the remaining lifetime of a table, record or variant (0 = none). */
+  async setTtl(kind: 'table' | 'record' | 'variant', name: string, ttl: number): Promise<void> {
+    const op = ({ table: 'setTableTtl', record: 'patchRecord', variant: 'setVariantTtl' } as const)[kind];
+    await this.call(op, [name], { body: { ttl } });
+  }
+
+  // --- indexes (part two) ---------------------------------------------------------------
+
+  async createIndex(table: string, field: string): Promise<void> {
+    await this.call('createIndex', [table, field]);
+  }
+  async listIndexes(table: string): Promise<unknown> {
+    return (await this.call('listIndexes', [table])).data;
+  }
+  async dropIndex(table: string, field: string): Promise<void> {
+    await this.call('dropIndex', [table, field]);
+  }
+
+  // --- records --------------------------------------------------------------------------
+
+  /** Create or replace; `created` tells which (201 or 200). `ifVersion`/`ifAbsent` are part two. */
+  async putRecord(id: string, record: JsonObject, o?: WriteOptions): Promise<{ created: boolean }> {
+    const r = await this.call('putRecord', [id], { body: { record, ...writeFields(o) } });
+    return { created: r.status === 201 };
+  }
+  async getRecord<T extends JsonObject = JsonObject>(id: string): Promise<T> {
+    return (await this.call<T>('getRecord', [id])).data;
+  }
+  /** The record and, when the server sends an ETag (part two), its version. */
+  async getRecordVersioned<T extends JsonObject = JsonObject>(id: string): Promise<{ value: T; version?: number }> {
+    const r = await this.call<T>('getRecord', [id]);
+    return r.version === undefined ? { value: r.data } : { value: r.data, version: r.version };
+  }
+  /** `[value]`, or `[]` when the record has no such field. */
+  async searchRecord(id: string, column: string): Promise<Json[]> {
+    return (await this.call<Json[]>('searchRecord', [id], { body: { column } })).data;
+  }
+  /** Part two: merge top-level fields (`null` deletes one). */
+  async patchRecord(id: string, sets: JsonObject, o: { ifVersion?: number } = {}): Promise<void> {
+    await this.call('patchRecord', [id], { body: { sets, ...writeFields(o) } });
+  }
+  async deleteRecord(id: string): Promise<void> {
+    await this.call('deleteRecord', [id]);
+  }
+  /** The quick-start spelling `/table/<key>` of the record namespace. */
+  async putQuick(key: string, value: JsonObject, o: { ttl?: number } = {}): Promise<{ created: boolean }> {
+    const r = await this.call('putQuick', [key], { body: { table: value, ...writeFields(o) } });
+    return { created: r.status === 201 };
+  }
+  async getQuick<T extends JsonObject = JsonObject>(key: string): Promise<T> {
+    return (await this.call<T>('getQuick', [key])).data;
+  }
+  async deleteQuick(key: string): Promise<void> {
+    await this.call('deleteQuick', [key]);
+  }
+
+  // --- variants -------------------------------------------------------------------------
+
+  async putVariant(name: string, value: VariantValue, o?: WriteOptions): Promise<{ variant: VariantValue; created: boolean }> {
+    const r = await this.call<{ variant: VariantValue }>('putVariant', [name], { body: { variant: value, ...writeFields(o) } });
+    return { variant: r.data.variant, created: r.status === 201 };
+  }
+  async getVariant(name: string): Promise<VariantValue> {
+    return (await this.call<{ variant: VariantValue }>('getVariant', [name])).data.variant;
+  }
+  async getVariantVersioned(name: string): Promise<{ value: VariantValue; version?: number }> {
+    const r = await this.call<{ variant: VariantValue }>('getVariant', [name]);
+    return r.version === undefined ? { value: r.data.variant } : { value: r.data.variant, version: r.version };
+  }
+  /** Atomic add; resolves with the new value. */
+  async incr(name: string, delta = 1): Promise<VariantValue> {
+    return (await this.call<{ variant: VariantValue }>('incr', [name], { body: { delta } })).data.variant;
+  }
+  async deleteVariant(name: string): Promise<void> {
+    await this.call('deleteVariant', [name]);
+  }
+
+  // --- locks ----------------------------------------------------------------------------
+
+  /** Non-blocking: a held lock rejects with status 423. */
+  async acquireLock(name: string, ttl: number, holder?: string): Promise<LockGrant> {
+    return (await this.call<LockGrant>('acquireLock', [name], { body: holder === undefined ? { ttl } : { ttl, holder } })).data;
+  }
+  async renewLock(name: string, token: string, ttl?: number): Promise<LockGrant> {
+    return (await this.call<LockGrant>('renewLock', [name], { body: ttl === undefined ? { token } : { token, ttl } })).data;
+  }
+  async releaseLock(name: string, token: string): Promise<void> {
+    await this.call('releaseLock', [name], { body: { token } });
+  }
+  async getLock(name: string): Promise<LockState> {
+    return (await this.call<LockState>('getLock', [name])).data;
+  }
+
+  // --- transactions (part two) ----------------------------------------------------------
+
+  async txn(t: Txn): Promise<{ results: TxnResult[] }> {
+    return (await this.call<{ results: TxnResult[] }>('txn', [], { body: t })).data;
+  }
+
+  // --- change feed (part two) -----------------------------------------------------------
+
+  /** `GET /watch` as an async iterable of events; stop it with `signal` or by breaking out. */
+  async *watch(o: WatchOptions = {}): AsyncGenerator<WatchEvent> {
+    const e = ENDPOINTS.watch;
+    const kinds = o.kind === undefined ? undefined : Array.isArray(o.kind) ? o.kind : [o.kind];
+    const path = e.path + queryString({ kind: kinds, prefix: o.prefix, since: o.since, values: o.values ? 'true' : undefined });
+    const headers: Record<string, string> = { Accept: 'text/event-stream' };
+    if (o.lastEventId !== undefined) headers['Last-Event-ID'] = o.lastEventId;
+    const res = await this.send(e, path, undefined, headers, o.signal);
+    if (!res.ok || res.body === null) throw errorFrom(res.status, await res.text(), e.method, path);
+    yield* parseSSE(res.body);
+  }
+}
+
+function queryFields(o: QueryOptions): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (o.limit !== undefined) out.limit = o.limit;
+  if (o.after !== undefined) out.after = o.after;
+  if (o.order !== undefined) out.order = o.order.map((x): OrderBy => (x.dir === undefined ? { field: x.field } : { field: x.field, dir: x.dir }));
+  if (o.fields !== undefined) out.fields = o.fields;
+  return out;
+}
+
+function errorFrom(status: number, text: string, method: string, path: string, env?: Envelope<unknown>): PithosError {
+  let message: string | undefined = env?.message;
+  if (message === undefined) {
+    try {
+      const j = JSON.parse(text) as { message?: unknown };
+      if (typeof j.message === 'string') message = j.message;
+    } catch {
+      /* not JSON */
+    }
+  }
+  if (message === undefined) message = text.trim().slice(0, 300) || `HTTP ${status}`;
+  return new PithosError(status, message, method, path);
+}

@@ -1,0 +1,115 @@
+/** Help texts of the `pithos` command-line client (`pithos help <command>`). */
+
+const COMMON = `Common options:
+  --url <url>        server address (PITHOS_URL; default http://127.0.0.1:2668)
+  --token <secret>   the Auth-Token (PITHOS_TOKEN, else PITHOS_AUTH_TOKEN)
+  -o json|human      json prints the server's envelope, one JSON object per line
+  --timeout <s>      give up after s seconds     --retries <n>  retry idempotent calls
+Exit codes: 0 ok, 1 not found or refused (or no answer), 2 usage.
+JSON arguments may be given inline, as @file, or as - (read from stdin).`;
+
+export const OVERVIEW = `usage: pithos <command> [arguments] [options]
+
+Server:
+  pithos [serve] [server options]       start the server (pithos serve --help lists its options)
+  pithos repair [server options]        repair the data directory, then exit
+
+Client:
+  get <kind> <name>                     read a table, record, variant or lock
+  put table|record|variant <name> ...   create a table, write a record or variant
+  del table|record|variant <name>       delete one object; del rows <table> <wheres>
+  incr <variant> [delta]                atomic add (default 1)
+  query <table> [wheres]                matching rows (--order, --limit, --fields, --count)
+  insert <table> <row>...               insert rows, prints each t_id
+  patch <table> <wheres> <sets>         patch matching rows; patch --record <id> <sets>
+  lock <name> --ttl <s> [--holder h]    acquire (or --renew <token>) a lease lock
+  unlock <name> <token>                 release a lock
+  txn <transaction>                     run a transaction (POST /txns)
+  ls [tables|records|variants|locks]    list names (--prefix, --limit, --after, --all)
+  watch [--kind k] [--since v]          follow the change feed
+  health                                the server's health figures
+  help [command]                        this text, or one command's
+  version                               the version of this program
+
+${COMMON}`;
+
+export const HELP: Record<string, string> = {
+  get: `usage: pithos get <kind> <name> [options]
+  pithos get table <name> [--limit n] [--after t_id]   every row with its t_id
+  pithos get record <id> [--column <field>]            the record (or one field of it)
+  pithos get variant <name>                            the value
+  pithos get lock <name>                               holder, fence and time left
+A missing object exits 1 ("... does not exist").
+
+${COMMON}`,
+  put: `usage: pithos put <kind> <name> [value] [options]
+  pithos put table <name> [--ttl s]                    create a table (exists: exit 1)
+  pithos put record <id> <json> [--ttl s] [--if-version v] [--if-absent]
+  pithos put variant <name> <value> [--ttl s] [--if-version v] [--if-absent] [--string]
+A variant value is read as JSON (42, 1.5, true, "x"); anything else is a string,
+and --string forces a string ("42" stays text).
+
+${COMMON}`,
+  del: `usage: pithos del table|record|variant <name>
+       pithos del rows <table> <wheres>                delete the matching rows
+A missing object exits 1.
+
+${COMMON}`,
+  incr: `usage: pithos incr <variant> [delta]
+Adds delta (default 1; negative subtracts) atomically and prints the new value.
+
+${COMMON}`,
+  query: `usage: pithos query <table> [wheres] [options]
+  wheres            a JSON object, e.g. '{"age":{"$gte":18}}' (default {}: every row)
+  --order f[:desc]  sort, comma-separated terms      --limit n / --after t_id   paging
+  --fields a,b      projection                       --count  only the number of rows
+  --with-ids        each row with its t_id
+The options after wheres need a server with API.md part two.
+
+${COMMON}`,
+  insert: `usage: pithos insert <table> <row>...
+Each row is a JSON object; - or @file may hold one row or an array of rows.
+Prints the t_id of every inserted row.
+
+${COMMON}`,
+  patch: `usage: pithos patch <table> <wheres> <sets>
+       pithos patch --record <id> [sets] [--if-version v] [--ttl s]
+Writes the fields of sets into every matching row (or merges them into the record;
+null deletes a field; needs a server with API.md part two).
+
+${COMMON}`,
+  lock: `usage: pithos lock <name> --ttl <seconds> [--holder <name>]
+       pithos lock <name> --renew <token> [--ttl <seconds>]
+Acquire (non-blocking: a held lock exits 1 with 423) or renew; prints token and fence.
+
+${COMMON}`,
+  unlock: `usage: pithos unlock <name> <token>
+Releases the lock; a wrong token exits 1 (403).
+
+${COMMON}`,
+  txn: `usage: pithos txn <transaction>
+The transaction is {"mutations":[...],"checks":[...]} (API.md section 12), inline,
+as @file or - for stdin. Prints one result per mutation.
+
+${COMMON}`,
+  ls: `usage: pithos ls [tables|records|variants|locks] [--prefix p] [--limit n] [--after cursor] [--all]
+Lists names in byte order (default: tables). --all follows every page.
+
+${COMMON}`,
+  watch: `usage: pithos watch [--kind table|record|variant|lock]... [--prefix p] [--since version] [--values] [--count-events n]
+Follows the change feed (GET /watch): one line per event (id, event, kind, name).
+--count-events n stops after n events.
+
+${COMMON}`,
+  health: `usage: pithos health
+Prints the server's health figures (key count, disk, memory, gc state).
+
+${COMMON}`,
+  serve: `usage: pithos [serve] [server options]
+Starts the server; pithos serve --help lists its options (also read from PITHOS_* variables).`,
+  repair: `usage: pithos repair [server options]
+Opens a damaged data directory keeping every intact batch, then exits; see pithos serve --help.`,
+  help: `usage: pithos help [command]`,
+  version: `usage: pithos version
+Prints the version of this program.`,
+};

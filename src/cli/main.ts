@@ -1,0 +1,546 @@
+/**
+ * `pithos <command>`: the command-line client, built on the typed client in client/.
+ * bin/pithos sends every command named in COMMANDS here; everything else (`serve`,
+ * `repair`, bare `pithos`, server flags) still starts the server.
+ *
+ * Exit codes: 0 ok, 1 the server refused or the object does not exist (any error
+ * answer, or no answer at all), 2 usage (bad arguments, unreadable JSON argument).
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type Answer, type Kind, Pithos, PithosError, type Operation } from '../../client/index.js';
+import { HELP, OVERVIEW } from './help.js';
+
+export const COMMANDS: ReadonlySet<string> = new Set([
+  'get', 'put', 'del', 'incr', 'query', 'insert', 'patch', 'lock', 'unlock', 'txn', 'ls', 'watch', 'health', 'help', 'version',
+]);
+
+export interface Io {
+  out: (s: string) => void;
+  err: (s: string) => void;
+  env: Record<string, string | undefined>;
+  stdin: () => Promise<string>;
+}
+
+class UsageError extends Error {}
+
+interface Parsed {
+  pos: string[];
+  flags: Map<string, string[]>;
+}
+
+/** Flags that take a value; the others are booleans. `-o` is `--output`. */
+const VALUED = new Set([
+  'url', 'token', 'output', 'ttl', 'if-version', 'limit', 'after', 'order', 'fields', 'prefix', 'since', 'kind', 'holder',
+  'renew', 'column', 'timeout', 'retries', 'count-events', 'delta',
+]);
+const BOOLEAN = new Set(['if-absent', 'count', 'with-ids', 'all', 'values', 'record', 'string', 'help']);
+
+function parseArgs(argv: readonly string[]): Parsed {
+  const pos: string[] = [];
+  const flags = new Map<string, string[]>();
+  const add = (k: string, v: string): void => {
+    const a = flags.get(k);
+    if (a) a.push(v);
+    else flags.set(k, [v]);
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--') {
+      pos.push(...argv.slice(i + 1));
+      break;
+    }
+    if (a === '-o' || a === '-h') {
+      if (a === '-h') {
+        add('help', 'true');
+        continue;
+      }
+      const v = argv[++i];
+      if (v === undefined) throw new UsageError('-o needs a value (json or human)');
+      add('output', v);
+      continue;
+    }
+    if (a.startsWith('--')) {
+      const eq = a.indexOf('=');
+      const name = eq > 0 ? a.slice(2, eq) : a.slice(2);
+      if (VALUED.has(name)) {
+        const v = eq > 0 ? a.slice(eq + 1) : argv[++i];
+        if (v === undefined) throw new UsageError(`--${name} needs a value`);
+        add(name, v);
+      } else if (BOOLEAN.has(name)) {
+        if (eq > 0) throw new UsageError(`--${name} takes no value`);
+        add(name, 'true');
+      } else {
+        throw new UsageError(`unknown option '${a}'`);
+      }
+      continue;
+    }
+    pos.push(a);
+  }
+  return { pos, flags };
+}
+
+const flag = (p: Parsed, name: string): string | undefined => p.flags.get(name)?.at(-1);
+const has = (p: Parsed, name: string): boolean => p.flags.has(name);
+
+function intFlag(p: Parsed, name: string, min = 0): number | undefined {
+  const v = flag(p, name);
+  if (v === undefined) return undefined;
+  if (!/^-?\d+$/.test(v) || Number(v) < min || !Number.isSafeInteger(Number(v))) {
+    throw new UsageError(`--${name} must be an integer ≥ ${min}, got '${v}'`);
+  }
+  return Number(v);
+}
+
+function onlyFlags(p: Parsed, cmd: string, allowed: string[]): void {
+  const ok = new Set([...allowed, 'url', 'token', 'output', 'timeout', 'retries', 'help']);
+  for (const k of p.flags.keys()) if (!ok.has(k)) throw new UsageError(`${cmd} does not take --${k}`);
+}
+
+function positionals(p: Parsed, cmd: string, min: number, max: number): string[] {
+  if (p.pos.length < min) throw new UsageError(`missing argument (${cmd})`);
+  if (p.pos.length > max) throw new UsageError(`unexpected argument '${p.pos[max]}'`);
+  return p.pos;
+}
+
+const KINDS: Record<string, Kind> = {
+  table: 'table', tables: 'table', record: 'record', records: 'record', variant: 'variant', variants: 'variant', lock: 'lock', locks: 'lock',
+};
+function kindOf(word: string | undefined, cmd: string, allowed: Kind[]): Kind {
+  const k = word === undefined ? undefined : KINDS[word];
+  if (k === undefined || !allowed.includes(k)) throw new UsageError(`${cmd}: the first argument must be one of ${allowed.join(', ')}${word ? `, got '${word}'` : ''}`);
+  return k;
+}
+
+export function version(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 5; i++) {
+    const f = path.join(dir, 'package.json');
+    if (fs.existsSync(f)) return (JSON.parse(fs.readFileSync(f, 'utf8')) as { version: string }).version;
+    dir = path.dirname(dir);
+  }
+  return 'unknown';
+}
+
+// ---------------------------------------------------------------------------------------
+// Output
+
+function show(v: unknown): string {
+  return typeof v === 'string' ? v : JSON.stringify(v);
+}
+
+function cut(s: string, n: number): string {
+  return s.length > n ? s.slice(0, n - 1) + '…' : s;
+}
+
+/** Rows as an aligned text grid; `ids` adds a t_id column. */
+export function grid(rows: { id?: string | number; row: Record<string, unknown> }[]): string {
+  if (rows.length === 0) return '(no rows)';
+  const cols: string[] = [];
+  const seen = new Set<string>();
+  for (const r of rows.slice(0, 200)) for (const k of Object.keys(r.row)) if (!seen.has(k)) (seen.add(k), cols.push(k));
+  const withIds = rows.some((r) => r.id !== undefined);
+  const header = [...(withIds ? ['t_id'] : []), ...cols];
+  const body = rows.map((r) => [
+    ...(withIds ? [String(r.id ?? '')] : []),
+    ...cols.map((c) => (Object.prototype.hasOwnProperty.call(r.row, c) ? cut(show(r.row[c]), 40) : '')),
+  ]);
+  const width = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
+  const line = (cells: string[]): string => cells.map((c, i) => c.padEnd(width[i]!)).join('  ').trimEnd();
+  return [line(header), line(width.map((w) => '-'.repeat(w))), ...body.map(line)].join('\n');
+}
+
+// ---------------------------------------------------------------------------------------
+// Commands
+
+interface Ctx {
+  p: Parsed;
+  db: Pithos;
+  json: boolean;
+  io: Io;
+}
+
+async function readJsonArg(text: string | undefined, what: string, io: Io): Promise<unknown> {
+  if (text === undefined) throw new UsageError(`missing ${what} (JSON, @file or - for stdin)`);
+  let src = text;
+  if (text === '-') src = await io.stdin();
+  else if (text.startsWith('@')) {
+    try {
+      src = fs.readFileSync(text.slice(1), 'utf8');
+    } catch (err) {
+      throw new UsageError(`cannot read ${text.slice(1)}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+    }
+  }
+  try {
+    return JSON.parse(src);
+  } catch {
+    throw new UsageError(`${what} is not valid JSON: ${cut(src.trim(), 60)}`);
+  }
+}
+
+async function readObjectArg(text: string | undefined, what: string, io: Io): Promise<Record<string, unknown>> {
+  const v = await readJsonArg(text, what, io);
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new UsageError(`${what} must be a JSON object`);
+  return v as Record<string, unknown>;
+}
+
+/** Run one call; in JSON mode print the envelope, else hand the answer to `human`. */
+async function call<T>(c: Ctx, op: Operation, args: string[], opts: Parameters<Pithos['call']>[2], human: (a: Answer<T>) => string): Promise<Answer<T>> {
+  const a = await c.db.call<T>(op, args, opts);
+  if (c.json) {
+    const env: Record<string, unknown> = { status: 'success', message: a.message };
+    if (a.data !== undefined) env.data = a.data;
+    if (a.version !== undefined) env.version = a.version;
+    c.io.out(JSON.stringify(env) + '\n');
+  } else {
+    const s = human(a);
+    if (s !== '') c.io.out(s + '\n');
+  }
+  return a;
+}
+
+const msg = (a: Answer<unknown>): string => a.message;
+
+async function cmdGet(c: Ctx): Promise<void> {
+  const { p } = c;
+  const [kw, name] = positionals(p, 'get', 2, 2);
+  const kind = kindOf(kw, 'get', ['table', 'record', 'variant', 'lock']);
+  if (kind === 'table') {
+    onlyFlags(p, 'get table', ['limit', 'after']);
+    await call<Record<string, Record<string, unknown>>>(c, 'getTable', [name!], { query: { limit: intFlag(p, 'limit', 1), after: intFlag(p, 'after') } }, (a) =>
+      grid(Object.entries(a.data).map(([id, row]) => ({ id, row }))),
+    );
+  } else if (kind === 'record') {
+    onlyFlags(p, 'get record', ['column']);
+    const column = flag(p, 'column');
+    if (column !== undefined) {
+      await call<unknown[]>(c, 'searchRecord', [name!], { body: { column } }, (a) => (a.data.length ? show(a.data[0]) : '(no such field)'));
+    } else {
+      await call(c, 'getRecord', [name!], {}, (a) => JSON.stringify(a.data, null, 2) + (a.version !== undefined ? `\n(version ${a.version})` : ''));
+    }
+  } else if (kind === 'variant') {
+    onlyFlags(p, 'get variant', []);
+    await call<{ variant: unknown }>(c, 'getVariant', [name!], {}, (a) => show(a.data.variant));
+  } else {
+    onlyFlags(p, 'get lock', []);
+    await call<{ holder: string | null; fence: number; expires_in_ms: number; ttl: number; acquired_at: string }>(c, 'getLock', [name!], {}, (a) => {
+      const d = a.data;
+      return `held by ${d.holder ?? '(no holder name)'}, fence ${d.fence}, expires in ${(d.expires_in_ms / 1000).toFixed(1)} s (lease ${d.ttl} s, acquired ${d.acquired_at})`;
+    });
+  }
+}
+
+function writeOpts(p: Parsed): Record<string, unknown> {
+  const o: Record<string, unknown> = {};
+  const ttl = intFlag(p, 'ttl');
+  if (ttl !== undefined) o.ttl = ttl;
+  const v = intFlag(p, 'if-version');
+  if (v !== undefined) o.if_version = v;
+  if (has(p, 'if-absent')) o.if_absent = true;
+  return o;
+}
+
+async function cmdPut(c: Ctx): Promise<void> {
+  const { p } = c;
+  const kind = kindOf(p.pos[0], 'put', ['table', 'record', 'variant']);
+  if (kind === 'table') {
+    onlyFlags(p, 'put table', ['ttl']);
+    const [, name] = positionals(p, 'put table', 2, 2);
+    await call(c, 'createTable', [name!], { body: writeOpts(p) }, msg);
+  } else if (kind === 'record') {
+    onlyFlags(p, 'put record', ['ttl', 'if-version', 'if-absent']);
+    const [, id, value] = positionals(p, 'put record', 3, 3);
+    const record = await readObjectArg(value, 'the record', c.io);
+    await call(c, 'putRecord', [id!], { body: { record, ...writeOpts(p) } }, (a) => (a.status === 201 ? 'created' : 'replaced'));
+  } else {
+    onlyFlags(p, 'put variant', ['ttl', 'if-version', 'if-absent', 'string']);
+    const [, name, raw] = positionals(p, 'put variant', 3, 3);
+    let variant: unknown = raw;
+    if (!has(p, 'string')) {
+      try {
+        variant = JSON.parse(raw!);
+      } catch {
+        variant = raw; // not JSON: a string
+      }
+    }
+    await call<{ variant: unknown }>(c, 'putVariant', [name!], { body: { variant, ...writeOpts(p) } }, (a) => show(a.data.variant));
+  }
+}
+
+async function cmdDel(c: Ctx): Promise<void> {
+  const { p } = c;
+  if (p.pos[0] === 'rows') {
+    onlyFlags(p, 'del rows', []);
+    const [, table, w] = positionals(p, 'del rows', 3, 3);
+    const wheres = await readObjectArg(w, 'wheres', c.io);
+    await call(c, 'deleteRows', [table!], { body: { wheres } }, msg);
+    return;
+  }
+  onlyFlags(p, 'del', []);
+  const kind = kindOf(p.pos[0], 'del', ['table', 'record', 'variant']);
+  const [, name] = positionals(p, 'del', 2, 2);
+  const op = ({ table: 'dropTable', record: 'deleteRecord', variant: 'deleteVariant' } as const)[kind as 'table' | 'record' | 'variant'];
+  await call(c, op, [name!], {}, msg);
+}
+
+async function cmdIncr(c: Ctx): Promise<void> {
+  const { p } = c;
+  onlyFlags(p, 'incr', []);
+  const [name, d] = positionals(p, 'incr', 1, 2);
+  const delta = d === undefined ? 1 : Number(d);
+  if (d !== undefined && (d.trim() === '' || !Number.isFinite(delta))) throw new UsageError(`incr: delta must be a number, got '${d}'`);
+  await call<{ variant: unknown }>(c, 'incr', [name!], { body: { delta } }, (a) => show(a.data.variant));
+}
+
+function parseOrder(s: string): { field: string; dir: 'asc' | 'desc' }[] {
+  return s.split(',').filter(Boolean).map((part) => {
+    const m = /^(.+?)(?::(asc|desc))?$/.exec(part.trim());
+    if (!m) throw new UsageError(`--order: bad term '${part}'`);
+    return { field: m[1]!, dir: (m[2] as 'asc' | 'desc' | undefined) ?? 'asc' };
+  });
+}
+
+async function cmdQuery(c: Ctx): Promise<void> {
+  const { p } = c;
+  onlyFlags(p, 'query', ['limit', 'after', 'order', 'fields', 'count', 'with-ids']);
+  const [table, w] = positionals(p, 'query', 1, 2);
+  const wheres = w === undefined ? {} : await readObjectArg(w, 'wheres', c.io);
+  const body: Record<string, unknown> = { wheres };
+  const limit = intFlag(p, 'limit', 1);
+  if (limit !== undefined) body.limit = limit;
+  const after = intFlag(p, 'after');
+  if (after !== undefined) body.after = after;
+  const order = flag(p, 'order');
+  if (order !== undefined) body.order = parseOrder(order);
+  const fields = flag(p, 'fields');
+  if (fields !== undefined) body.fields = fields.split(',').filter(Boolean);
+  if (has(p, 'count')) body.count = true;
+  if (has(p, 'with-ids')) body.with_ids = true;
+  await call<unknown>(c, 'queryRows', [table!], { body }, (a) => {
+    const d = a.data as unknown;
+    if (!Array.isArray(d)) return JSON.stringify(d); // {count: n}
+    if (has(p, 'with-ids')) return grid((d as { t_id: number; row: Record<string, unknown> }[]).map((x) => ({ id: x.t_id, row: x.row })));
+    return grid((d as Record<string, unknown>[]).map((row) => ({ row })));
+  });
+}
+
+async function cmdInsert(c: Ctx): Promise<void> {
+  const { p } = c;
+  onlyFlags(p, 'insert', []);
+  const [table, ...rest] = positionals(p, 'insert', 2, Infinity);
+  const rows: Record<string, unknown>[] = [];
+  for (const r of rest) {
+    const v = await readJsonArg(r, 'the row', c.io);
+    // `-` or @file may hold an array of rows.
+    for (const one of Array.isArray(v) && (r === '-' || r.startsWith('@')) ? v : [v]) {
+      if (one === null || typeof one !== 'object' || Array.isArray(one)) throw new UsageError('each row must be a JSON object');
+      rows.push(one as Record<string, unknown>);
+    }
+  }
+  for (const row of rows) await call<{ t_id: number }>(c, 'insertRow', [table!], { body: { rows: row } }, (a) => `t_id ${a.data.t_id}`);
+}
+
+async function cmdPatch(c: Ctx): Promise<void> {
+  const { p } = c;
+  if (has(p, 'record')) {
+    onlyFlags(p, 'patch --record', ['record', 'if-version', 'ttl']);
+    const [id, s] = positionals(p, 'patch --record', 1, 2);
+    const body: Record<string, unknown> = writeOpts(p);
+    if (s !== undefined) body.sets = await readObjectArg(s, 'sets', c.io);
+    else if (body.ttl === undefined) throw new UsageError('patch --record: give sets or --ttl');
+    await call(c, 'patchRecord', [id!], { body }, msg);
+    return;
+  }
+  onlyFlags(p, 'patch', []);
+  const [table, w, s] = positionals(p, 'patch', 3, 3);
+  const wheres = await readObjectArg(w, 'wheres', c.io);
+  const sets = await readObjectArg(s, 'sets', c.io);
+  await call(c, 'patchRows', [table!], { body: { wheres, sets } }, msg);
+}
+
+async function cmdLock(c: Ctx): Promise<void> {
+  const { p } = c;
+  onlyFlags(p, 'lock', ['ttl', 'holder', 'renew']);
+  const [name] = positionals(p, 'lock', 1, 1);
+  const ttl = intFlag(p, 'ttl', 1);
+  const renew = flag(p, 'renew');
+  const human = (a: Answer<{ token: string; fence: number }>): string => `token ${a.data.token}\nfence ${a.data.fence}`;
+  if (renew !== undefined) {
+    await call(c, 'renewLock', [name!], { body: ttl === undefined ? { token: renew } : { token: renew, ttl } }, human);
+    return;
+  }
+  if (ttl === undefined) throw new UsageError('lock: --ttl <seconds> is required (the lease length)');
+  const holder = flag(p, 'holder');
+  await call(c, 'acquireLock', [name!], { body: holder === undefined ? { ttl } : { ttl, holder } }, human);
+}
+
+async function cmdUnlock(c: Ctx): Promise<void> {
+  const { p } = c;
+  onlyFlags(p, 'unlock', []);
+  const [name, token] = positionals(p, 'unlock', 2, 2);
+  await call(c, 'releaseLock', [name!], { body: { token } }, msg);
+}
+
+async function cmdTxn(c: Ctx): Promise<void> {
+  const { p } = c;
+  onlyFlags(p, 'txn', []);
+  const [t] = positionals(p, 'txn', 1, 1);
+  const body = await readObjectArg(t, 'the transaction', c.io);
+  await call<{ results: unknown[] }>(c, 'txn', [], { body }, (a) => a.data.results.map((r, i) => `${i}: ${JSON.stringify(r)}`).join('\n'));
+}
+
+async function cmdLs(c: Ctx): Promise<void> {
+  const { p } = c;
+  onlyFlags(p, 'ls', ['prefix', 'limit', 'after', 'all']);
+  const [kw] = positionals(p, 'ls', 0, 1);
+  const kind = kw === undefined ? 'table' : kindOf(kw, 'ls', ['table', 'record', 'variant', 'lock']);
+  const op = ({ table: 'listTables', record: 'listRecords', variant: 'listVariants', lock: 'listLocks' } as const)[kind];
+  let after = flag(p, 'after');
+  const limit = intFlag(p, 'limit', 1);
+  type Page = { items: { name: string; ttl_ms: number | null; rows?: number; held?: boolean; holder?: string | null }[]; next: string | null };
+  for (;;) {
+    const a = await call<Page>(c, op, [], { query: { prefix: flag(p, 'prefix'), limit, after } }, (a) =>
+      a.data.items
+        .map((it) => {
+          const extra = [
+            it.rows !== undefined ? `${it.rows} rows` : '',
+            it.held !== undefined ? (it.held ? `held by ${it.holder ?? '?'}` : 'free') : '',
+            it.ttl_ms !== null ? `expires in ${(it.ttl_ms / 1000).toFixed(0)} s` : '',
+          ].filter(Boolean);
+          return extra.length ? `${it.name}\t${extra.join(', ')}` : it.name;
+        })
+        .join('\n'),
+    );
+    if (!has(p, 'all') || a.data.next === null || a.data.items.length === 0) {
+      if (!has(p, 'all') && a.data.next !== null && !c.json) c.io.err(`(more: --after ${a.data.next}, or --all)\n`);
+      return;
+    }
+    after = a.data.next;
+  }
+}
+
+async function cmdWatch(c: Ctx): Promise<void> {
+  const { p } = c;
+  onlyFlags(p, 'watch', ['kind', 'prefix', 'since', 'values', 'count-events']);
+  positionals(p, 'watch', 0, 0);
+  const kinds = (p.flags.get('kind') ?? []).map((k) => kindOf(k, 'watch --kind', ['table', 'record', 'variant', 'lock']));
+  const max = intFlag(p, 'count-events', 1);
+  const since = intFlag(p, 'since');
+  const ac = new AbortController();
+  let n = 0;
+  const o: Parameters<Pithos['watch']>[0] = { signal: ac.signal, values: has(p, 'values') };
+  if (kinds.length) o.kind = kinds;
+  const prefix = flag(p, 'prefix');
+  if (prefix !== undefined) o.prefix = prefix;
+  if (since !== undefined) o.since = since;
+  for await (const ev of c.db.watch(o)) {
+    if (c.json) c.io.out(JSON.stringify(ev) + '\n');
+    else {
+      const d = ev.data as { kind?: string; name?: string; t_id?: number; value?: unknown } | string;
+      const what = typeof d === 'object' && d !== null ? `${d.kind ?? ''} ${d.name ?? ''}${d.t_id !== undefined ? ` t_id ${d.t_id}` : ''}${d.value !== undefined ? ` ${JSON.stringify(d.value)}` : ''}` : String(d);
+      c.io.out(`${ev.id ?? '-'}\t${ev.event}\t${what.trim()}\n`);
+    }
+    if (max !== undefined && ++n >= max) {
+      ac.abort();
+      break;
+    }
+  }
+}
+
+async function cmdHealth(c: Ctx): Promise<void> {
+  onlyFlags(c.p, 'health', []);
+  positionals(c.p, 'health', 0, 0);
+  await call<Record<string, unknown>>(c, 'health', [], {}, (a) =>
+    Object.entries(a.data).map(([k, v]) => `${k.padEnd(13)} ${show(v)}`).join('\n'),
+  );
+}
+
+const RUN: Record<string, (c: Ctx) => Promise<void>> = {
+  get: cmdGet, put: cmdPut, del: cmdDel, incr: cmdIncr, query: cmdQuery, insert: cmdInsert, patch: cmdPatch,
+  lock: cmdLock, unlock: cmdUnlock, txn: cmdTxn, ls: cmdLs, watch: cmdWatch, health: cmdHealth,
+};
+
+/** Runs one command line (without the program name); resolves with the exit code. */
+export async function run(argv: readonly string[], io: Io): Promise<number> {
+  const cmd = argv[0];
+  if (cmd === undefined || !COMMANDS.has(cmd)) {
+    io.err(`pithos: unknown command '${cmd ?? ''}' (see pithos help)\n`);
+    return 2;
+  }
+  if (cmd === 'version') {
+    io.out(`pithos ${version()}\n`);
+    return 0;
+  }
+  if (cmd === 'help') {
+    const topic = argv[1];
+    if (topic === undefined) {
+      io.out(OVERVIEW + '\n');
+      return 0;
+    }
+    const text = HELP[topic];
+    if (text === undefined) {
+      io.err(`pithos: no help for '${topic}'\n${OVERVIEW}\n`);
+      return 2;
+    }
+    io.out(text + '\n');
+    return 0;
+  }
+  let p: Parsed;
+  try {
+    p = parseArgs(argv.slice(1));
+  } catch (err) {
+    io.err(`pithos ${cmd}: ${(err as Error).message} (see pithos help ${cmd})\n`);
+    return 2;
+  }
+  if (has(p, 'help')) {
+    io.out(HELP[cmd] + '\n');
+    return 0;
+  }
+  const output = flag(p, 'output') ?? 'human';
+  if (output !== 'json' && output !== 'human') {
+    io.err(`pithos ${cmd}: -o must be json or human, got '${output}'\n`);
+    return 2;
+  }
+  const json = output === 'json';
+  const url = flag(p, 'url') ?? io.env.PITHOS_URL ?? 'http://127.0.0.1:2668';
+  if (!/^https?:\/\/[^/]+/.test(url)) {
+    io.err(`pithos ${cmd}: --url must start with http:// or https://, got '${url}'\n`);
+    return 2;
+  }
+  const token = flag(p, 'token') ?? io.env.PITHOS_TOKEN ?? io.env.PITHOS_AUTH_TOKEN;
+  let db: Pithos;
+  try {
+    const timeout = intFlag(p, 'timeout', 1);
+    db = new Pithos({ url, token, retries: intFlag(p, 'retries') ?? 0, ...(timeout !== undefined ? { timeoutMs: timeout * 1000 } : {}) });
+    await RUN[cmd]!({ p, db, json, io });
+    return 0;
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.err(`pithos ${cmd}: ${err.message} (see pithos help ${cmd})\n`);
+      return 2;
+    }
+    if (err instanceof PithosError) {
+      if (json) io.out(JSON.stringify({ status: 'error', message: err.message, http_status: err.status }) + '\n');
+      const hint = err.unsupported ? ' (this server does not offer that endpoint yet)' : err.status === 401 ? ' (check --token or PITHOS_TOKEN)' : '';
+      io.err(`pithos ${cmd}: ${err.status ? `${err.status} ` : ''}${err.message}${hint}\n`);
+      return 1;
+    }
+    throw err;
+  }
+}
+
+/** Entry point used by bin/pithos. */
+export async function main(argv: readonly string[]): Promise<number> {
+  const io: Io = {
+    out: (s) => process.stdout.write(s),
+    err: (s) => process.stderr.write(s),
+    env: process.env,
+    stdin: async () => {
+      const chunks: Buffer[] = [];
+      for await (const c of process.stdin) chunks.push(c as Buffer);
+      return Buffer.concat(chunks).toString('utf8');
+    },
+  };
+  return run(argv, io);
+}

@@ -1,0 +1,59 @@
+/**
+ * CORS for the origins given with --cors-origin (docs/operations.md,
+ * "CORS"). Off unless configured. A browser's preflight
+ * carries no Auth-Token (it cannot), so a listed origin's preflight is
+ * answered here, before auth; an actual request from a listed origin gets
+ * Access-Control-Allow-Origin and is then authorised like any other.
+ * Requests from other origins get no CORS header at all, which is how a
+ * browser is told no.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+const METHODS = 'GET, HEAD, PUT, POST, PATCH, DELETE';
+const HEADERS = 'Auth-Token, Content-Type';
+/** How long a browser may cache a preflight answer, in seconds. */
+const MAX_AGE = '600';
+
+export class Cors {
+  private readonly origins: ReadonlySet<string>;
+
+  constructor(origins: readonly string[], private readonly exposeRequestId = false) {
+    this.origins = new Set(origins);
+  }
+
+  /**
+   * Called for every request when CORS is configured. Returns true when it
+   * has answered the request (a preflight from a listed origin).
+   */
+  handle(req: IncomingMessage, res: ServerResponse): boolean {
+    const origin = req.headers.origin;
+    // Answers differ by Origin: caches must keep them apart.
+    res.setHeader('Vary', 'Origin');
+    if (origin === undefined || !this.origins.has(origin)) return false;
+    res.setHeader('Access-Control-Allow-Origin', origin);
+    if (req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined) {
+      res.writeHead(204, [
+        'Access-Control-Allow-Methods', METHODS,
+        'Access-Control-Allow-Headers', HEADERS,
+        'Access-Control-Max-Age', MAX_AGE,
+        'Content-Length', '0',
+      ]);
+      res.end();
+      return true;
+    }
+    // Let browser code read the headers it may need (Allow on a 405, the request id).
+    res.setHeader('Access-Control-Expose-Headers', this.exposeRequestId ? 'Allow, X-Request-Id' : 'Allow');
+    return false;
+  }
+}
+
+/** "https://app.example.com:8443" as a browser sends it in Origin; undefined for anything else. */
+export function checkOrigin(s: string): string | undefined {
+  try {
+    const u = new URL(s);
+    if ((u.protocol === 'http:' || u.protocol === 'https:') && u.origin === s) return s;
+  } catch {
+    /* not a URL */
+  }
+  return undefined;
+}

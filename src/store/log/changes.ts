@@ -1,0 +1,135 @@
+/**
+ * The change feed of the log store (docs/api.md, "Change feed"): the
+ * engine's committed batches and expirations, turned from keys and bytes
+ * into changes of tables, rows, records, variants and locks (keys.ts names
+ * the layout). Live batches come from the engine's commit hook, which is set
+ * only while someone listens, so writes pay nothing without watchers; older
+ * ones are replayed from the log's segments.
+ */
+import type { Engine } from '../../engine/index.js';
+import { Op } from '../../engine/index.js';
+import type { Change, ChangeFeed, ChangeKind } from '../store.js';
+
+interface EntryLike {
+  op: Op;
+  key: string;
+  value: Buffer | undefined;
+}
+
+const ROW_ID_WIDTH = 16;
+
+class LogChange implements Change {
+  private text: string | undefined = undefined;
+  constructor(
+    readonly type: 'put' | 'delete' | 'expire',
+    readonly kind: ChangeKind,
+    readonly name: string,
+    readonly version: number,
+    readonly tId: number | undefined,
+    public id: string,
+    /** Stored bytes of a put; decoded to JSON text only if a watcher asks for values. */
+    private readonly raw: Buffer | undefined,
+  ) {}
+
+  get value(): string | undefined {
+    if (this.raw === undefined) return undefined;
+    if (this.text === undefined) {
+      const s = this.raw.toString('utf8');
+      // A variant is stored as a type letter and its JSON (docs/format.md, key layout).
+      this.text = this.kind === 'variant' ? s.slice(1) : s;
+    }
+    return this.text;
+  }
+}
+
+/** kind, name and t_id of a key; undefined for keys that are no object of their own. */
+function objectOf(key: string): [ChangeKind, string, number | undefined] | undefined {
+  const c = key.charCodeAt(0);
+  if (key.charCodeAt(1) === 0x2f /* / */) {
+    const name = key.slice(2);
+    if (c === 0x52 /* R */) return ['record', name, undefined];
+    if (c === 0x56 /* V */) return ['variant', name, undefined];
+    if (c === 0x4c /* L */) return ['lock', name, undefined];
+    if (c === 0x54 /* T */) return ['table', name, undefined];
+    return undefined;
+  }
+  // A row: t\0<table>\0<incarnation>\0<16-digit t_id>
+  if (c !== 0x74 /* t */ || key.charCodeAt(1) !== 0) return undefined;
+  const end = key.indexOf('\u0000', 2);
+  if (end < 0 || key.length !== key.lastIndexOf('\u0000') + 1 + ROW_ID_WIDTH) return undefined;
+  return ['table', key.slice(2, end), Number(key.slice(-ROW_ID_WIDTH))];
+}
+
+/**
+ * The changes of one batch, in batch order. A table's metadata entry is a
+ * change only when it creates the table (its incarnation is this batch's
+ * number, tables.ts); otherwise it is the t_id counter or a new expiry,
+ * whose rows report themselves. DropGroup is reported by the table's delete.
+ * Lock values hold the lease token and are never published.
+ */
+export function changesOf(seq: number, entries: readonly EntryLike[]): LogChange[] {
+  const out: LogChange[] = [];
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i];
+    if (e.op === Op.DropGroup) continue;
+    const o = objectOf(e.key);
+    if (o === undefined) continue;
+    const [kind, name, tId] = o;
+    const put = e.op === Op.Put;
+    if (kind === 'table' && tId === undefined && put) {
+      const v = e.value as Buffer;
+      const sp = v.indexOf(0x20);
+      if (Number(v.toString('latin1', 0, sp)) !== seq) continue;
+    }
+    const raw = put && kind !== 'lock' && !(kind === 'table' && tId === undefined) ? e.value : undefined;
+    out.push(new LogChange(put ? 'put' : 'delete', kind, name, seq, tId, '', raw));
+  }
+  for (let i = 0; i < out.length; i++) out[i].id = i === out.length - 1 ? String(seq) : `${seq}:${i}`;
+  return out;
+}
+
+export class LogChanges implements ChangeFeed {
+  private readonly listeners = new Set<(batch: readonly Change[]) => void>();
+
+  constructor(private readonly engine: Engine) {}
+
+  get lastVersion(): number {
+    return this.engine.committedSeq;
+  }
+
+  subscribe(fn: (batch: readonly Change[]) => void): () => void {
+    this.listeners.add(fn);
+    if (this.listeners.size === 1) {
+      this.engine.onCommit = (seq, ops) => {
+        const batch = changesOf(seq, ops);
+        if (batch.length > 0) this.publish(batch);
+      };
+      this.engine.onExpire = (key, seq) => {
+        const o = objectOf(key);
+        if (o !== undefined) this.publish([new LogChange('expire', o[0], o[1], seq, o[2], '', undefined)]);
+      };
+    }
+    return () => {
+      this.listeners.delete(fn);
+      if (this.listeners.size === 0) {
+        this.engine.onCommit = undefined;
+        this.engine.onExpire = undefined;
+      }
+    };
+  }
+
+  private publish(batch: readonly Change[]): void {
+    for (const fn of this.listeners) fn(batch);
+  }
+
+  replay(after: number, upto: number, fn: (batch: readonly Change[]) => void): Promise<boolean> {
+    return this.engine.replay(after, upto, (seq, entries, buf) => {
+      const es: EntryLike[] = entries.map((e) => ({
+        op: e.op, key: e.key,
+        value: e.op === Op.Put ? buf.subarray(e.valueOffset, e.valueOffset + e.valueLength) : undefined,
+      }));
+      const batch = changesOf(seq, es);
+      if (batch.length > 0) fn(batch);
+    });
+  }
+}

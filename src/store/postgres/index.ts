@@ -1,0 +1,139 @@
+/**
+ * The shared store: every namespace and transaction over a PostgreSQL-wire
+ * database (PostgreSQL, CockroachDB, YugabyteDB), so any number of Pithos
+ * nodes serve the same data (API.md section 19, docs/scaling.md). Nodes
+ * keep no state of their own: every answer comes from the database, every
+ * expiry is checked in the query against the database's clock.
+ *
+ * Physically removing expired objects is the sweeper's job: every node runs
+ * it every SWEEP_MS (it is idempotent, so no election is needed); until it
+ * runs, expired objects are already invisible.
+ */
+import { StoreError } from '../errors.js';
+import type { Store, StoreStats, Transaction } from '../store.js';
+import { invalid } from '../errors.js';
+import { MIGRATIONS, migrate, schemaVersion } from './schema.js';
+import { Db, mapError, type PgOptions } from './sql.js';
+import { PgLocks } from './locks.js';
+import { PgRecords } from './records.js';
+import { PgTables } from './tables.js';
+import { transact } from './txns.js';
+import { PgVariants } from './variants.js';
+
+export type { PgOptions } from './sql.js';
+
+const SWEEP_MS = 10_000;
+/** Released or expired lock rows stay this long, so fences are always taken under the row's lock. */
+const LOCK_ROW_GRACE_MS = 3_600_000;
+
+export class PgStore implements Store {
+  readonly tables: PgTables;
+  readonly records: PgRecords;
+  readonly variants: PgVariants;
+  readonly locks: PgLocks;
+  private gcState: 0 | 1 | 2 = 0;
+  private sweeper: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  private constructor(private readonly db: Db) {
+    this.tables = new PgTables(db);
+    this.records = new PgRecords(db);
+    this.variants = new PgVariants(db);
+    this.locks = new PgLocks(db);
+  }
+
+  /**
+   * Connects and migrates. While the database cannot be reached this waits
+   * and tries again (logging why), so nodes may start before the database.
+   */
+  static async open(opts: PgOptions): Promise<PgStore> {
+    const db = new Db(opts);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const applied = await migrate(db.pool);
+        const v = await schemaVersion(db.pool);
+        const known = MIGRATIONS[MIGRATIONS.length - 1].version;
+        if (applied.length > 0) opts.log('info', `shared store: applied schema migration(s) ${applied.join(', ')}`);
+        if (v > known) opts.log('warn', `shared store: the database schema is version ${v}, newer than this node knows (${known}); upgrade this node`);
+        break;
+      } catch (err) {
+        const m = mapError(err, opts.statementTimeoutMs);
+        if (!(m instanceof StoreError) || m.kind !== 'unavailable') {
+          await db.close().catch(() => undefined);
+          throw err;
+        }
+        opts.log('warn', `shared store: cannot migrate the schema: ${(err as Error)?.message ?? String(err)} (attempt ${attempt}; retrying every second)`);
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    }
+    const s = new PgStore(db);
+    s.schedule();
+    return s;
+  }
+
+  private schedule(): void {
+    if (this.closed) return;
+    // Jitter spreads the nodes' sweeps apart.
+    this.sweeper = setTimeout(() => {
+      void this.sweep().finally(() => this.schedule());
+    }, SWEEP_MS * (0.5 + Math.random()));
+    this.sweeper.unref();
+  }
+
+  /** Removes expired objects; a failure (database down) waits for the next round. */
+  async sweep(): Promise<void> {
+    this.gcState = 1;
+    const q = this.db.q;
+    try {
+      for (const t of await q.query(`SELECT name, inc FROM pithos_tables WHERE expires_at <= ${q.now}`)) {
+        await this.db.run(async (tx) => {
+          const r = await tx.query(`DELETE FROM pithos_tables WHERE name = $1 AND inc = $2 AND expires_at <= ${tx.now} RETURNING 1`, [t.name, t.inc]);
+          if (r.length > 0) await tx.query('DELETE FROM pithos_rows WHERE tname = $1 AND inc = $2', [t.name, t.inc]);
+        });
+      }
+      await q.query(`DELETE FROM pithos_records WHERE expires_at <= ${q.now}`);
+      await q.query(`DELETE FROM pithos_variants WHERE expires_at <= ${q.now}`);
+      await q.query(`DELETE FROM pithos_locks WHERE expires_at <= ${q.now} - ${LOCK_ROW_GRACE_MS}`);
+    } catch {
+      // Logged by Db when the database goes away; nothing is lost by sweeping later.
+    } finally {
+      this.gcState = 2;
+    }
+  }
+
+  list(): Promise<string> {
+    return Promise.reject(invalid('listing is not supported by the postgres store yet'));
+  }
+
+  transact(txn: Transaction): Promise<string> {
+    return transact(this.db, txn);
+  }
+
+  /**
+   * Figures for the whole shared store, the same from every node: live
+   * top-level objects, and the bytes of their names and values. Exact, so
+   * it costs a scan of the data; gc_state is this node's sweeper.
+   */
+  async stats(): Promise<StoreStats> {
+    const q = this.db.q;
+    const live = q.live();
+    const r = await q.query(`SELECT
+      (SELECT count(*) FROM pithos_tables WHERE ${live}) +
+      (SELECT count(*) FROM pithos_records WHERE ${live}) +
+      (SELECT count(*) FROM pithos_variants WHERE ${live}) +
+      (SELECT count(*) FROM pithos_locks WHERE ${live}) AS keys,
+      (SELECT coalesce(sum(octet_length(name)), 0) FROM pithos_tables WHERE ${live}) +
+      (SELECT coalesce(sum(octet_length(r.body) + 8), 0) FROM pithos_rows r JOIN pithos_tables t ON t.name = r.tname AND t.inc = r.inc
+         WHERE ${q.live('t.expires_at')}) +
+      (SELECT coalesce(sum(octet_length(id) + octet_length(body)), 0) FROM pithos_records WHERE ${live}) +
+      (SELECT coalesce(sum(octet_length(name) + octet_length(v)), 0) FROM pithos_variants WHERE ${live}) +
+      (SELECT coalesce(sum(octet_length(name) + octet_length(token) + octet_length(holder) + 40), 0) FROM pithos_locks WHERE ${live}) AS bytes`);
+    return { keyCount: Number(r[0].keys), gcState: this.gcState, liveBytes: Number(r[0].bytes) };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.sweeper);
+    await this.db.close();
+  }
+}

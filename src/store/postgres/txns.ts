@@ -1,0 +1,125 @@
+/**
+ * POST /txns on PostgreSQL: one database transaction (SERIALIZABLE when the
+ * client asks), every check first on the state before the first mutation,
+ * then every mutation in order on the same transaction, so a later one sees
+ * the earlier ones. Anything failing rolls all of it back. The namespace
+ * functions are the single-operation ones, so a mutation behaves the same
+ * alone or in a transaction; messages mirror ../log/txns.ts exactly.
+ */
+import { StoreError } from '../errors.js';
+import type { Check, Mutation, Transaction } from '../store.js';
+import { compileWheres, matches } from '../wheres.js';
+import { deleteRecord, putRecord, recordExists } from './records.js';
+import type { Db, Q } from './sql.js';
+import { countRows, insertRow, removeRows, tableExists, updateRows } from './tables.js';
+import { addVariant, currentVariant, setVariant } from './variants.js';
+
+function satisfies(actual: unknown, expected: unknown): boolean {
+  return matches({ v: actual }, compileWheres({ v: expected }));
+}
+
+const exists = (yes: boolean): string => (yes ? 'exists' : 'does not exist');
+
+async function failure(q: Q, c: Check): Promise<string | undefined> {
+  switch (c.kind) {
+    case 'variant': {
+      const cur = await currentVariant(q, c.name);
+      if (c.exists !== undefined && c.exists !== (cur !== undefined)) return `variant '${c.name}' ${exists(cur !== undefined)}`;
+      if (!c.hasValue) return undefined;
+      if (cur === undefined) return `variant '${c.name}' does not exist`;
+      if (!satisfies(cur.v, c.value)) return `variant '${c.name}' is ${JSON.stringify(cur.v)}, which does not match ${JSON.stringify(c.value)}`;
+      return undefined;
+    }
+    case 'record': {
+      if (c.version !== undefined) {
+        throw new StoreError('invalid', "a record check's 'version' needs versions, which the postgres store does not keep yet");
+      }
+      const has = await recordExists(q, c.name);
+      if (c.exists !== undefined && c.exists !== has) return `record '${c.name}' ${exists(has)}`;
+      return undefined;
+    }
+    case 'table': {
+      const has = await tableExists(q, c.name);
+      if (c.exists !== undefined && c.exists !== has) return `table '${c.name}' ${exists(has)}`;
+      if (c.where === undefined) return undefined;
+      if (!has) return `table '${c.name}' does not exist`;
+      const n = await countRows(q, c.name, compileWheres(c.where));
+      if (!satisfies(n, c.count)) return `table '${c.name}' has ${n} matching row(s), which does not match ${JSON.stringify(c.count)}`;
+      return undefined;
+    }
+  }
+}
+
+async function apply(q: Q, m: Mutation): Promise<string> {
+  switch (m.kind) {
+    case 'table':
+      switch (m.op) {
+        case 'INSERT':
+          return `{"t_id":${await insertRow(q, m.name, m.values)}}`;
+        case 'UPDATE':
+          return `{"matched":${await updateRows(q, m.name, compileWheres(m.where), m.values)}}`;
+        case 'REMOVE':
+          return `{"matched":${await removeRows(q, m.name, compileWheres(m.where))}}`;
+      }
+      break;
+    case 'variant':
+      if (m.op === 'ADD') return (await addVariant(q, m.name, m.delta)).data;
+      await setVariant(q, m.name, m.value, m.ttl);
+      return '{}';
+    case 'record':
+      if (m.op === 'PUT') await putRecord(q, m.name, m.values, m.ttl);
+      else await deleteRecord(q, m.name);
+      return '{}';
+  }
+  throw new Error('unreachable');
+}
+
+/** Names the failing part of a transaction in the error, keeping its kind (so its status). */
+function at(err: unknown, what: string): unknown {
+  return err instanceof StoreError && err.kind !== 'unavailable' ? new StoreError(err.kind, `${what}: ${err.message}`) : err;
+}
+
+/**
+ * Locks every table, variant and record the mutations write, each kind in
+ * name order, before anything else: two transfers a→b and b→a then queue
+ * instead of deadlocking (which PostgreSQL detects only after
+ * deadlock_timeout, 1 s by default).
+ */
+async function lockInOrder(q: Q, txn: Transaction): Promise<void> {
+  const names: Record<Mutation['kind'], Set<string>> = { table: new Set(), variant: new Set(), record: new Set() };
+  for (const m of txn.mutations) names[m.kind].add(m.name);
+  const sql: Record<Mutation['kind'], string> = {
+    table: 'SELECT name FROM pithos_tables WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',
+    variant: 'SELECT name FROM pithos_variants WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',
+    record: 'SELECT id FROM pithos_records WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE',
+  };
+  for (const kind of ['table', 'variant', 'record'] as const) {
+    if (names[kind].size > 0) await q.query(sql[kind], [[...names[kind]].sort()]);
+  }
+}
+
+export function transact(db: Db, txn: Transaction): Promise<string> {
+  return db.run(async (q) => {
+    await lockInOrder(q, txn);
+    for (let i = 0; i < txn.checks.length; i++) {
+      let why: string | undefined;
+      try {
+        why = await failure(q, txn.checks[i]);
+      } catch (err) {
+        throw at(err, `transaction check ${i}`);
+      }
+      if (why !== undefined) throw new StoreError('conflict', `transaction check ${i} failed: ${why}`);
+    }
+    let out = '{"results":[';
+    for (let i = 0; i < txn.mutations.length; i++) {
+      let r: string;
+      try {
+        r = await apply(q, txn.mutations[i]);
+      } catch (err) {
+        throw at(err, `mutation ${i}`);
+      }
+      out += i === 0 ? r : ',' + r;
+    }
+    return out + ']}';
+  }, txn.serializable);
+}

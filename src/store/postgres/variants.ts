@@ -1,0 +1,93 @@
+/**
+ * Variant namespace on PostgreSQL: one row of pithos_variants per name, its
+ * type letter and its value as JSON text. Typing and arithmetic are
+ * ../variant.ts, the same code as the log store's. An increment of an
+ * integer by a safe integer is one `UPDATE … SET v = v + delta` with the
+ * range check in its WHERE; anything else (doubles, huge deltas, every
+ * error) reads the row FOR UPDATE and decides in addDelta, in one
+ * transaction. Either way N concurrent +1s add exactly N.
+ */
+import { notFound, StoreError } from '../errors.js';
+import type { VariantStore, Precondition } from '../store.js';
+import { addDelta, checkDelta, checkSameType, isIntegerLiteral, makeVariant, type ScalarInput, type Variant, type VType, variantOf } from '../variant.js';
+import { refuseConditions } from './records.js';
+import type { Db, Q } from './sql.js';
+
+const missing = (name: string) => notFound(`variant '${name}' does not exist`);
+const decode = (r: Record<string, unknown>): Variant => makeVariant(r.t as VType, JSON.parse(r.v as string) as number | string | boolean);
+
+export async function currentVariant(q: Q, name: string, lock = false): Promise<Variant | undefined> {
+  const r = await q.query(`SELECT t, v FROM pithos_variants WHERE name = $1 AND ${q.live()}${lock ? ' FOR UPDATE' : ''}`, [name]);
+  return r.length === 0 ? undefined : decode(r[0]);
+}
+
+/** Creates or replaces; returns [created, the new variant]. */
+export async function setVariant(q: Q, name: string, value: ScalarInput, ttl: number): Promise<[boolean, Variant]> {
+  const x = variantOf(value);
+  const v = JSON.stringify(x.v);
+  for (let i = 0; i < 8; i++) {
+    const u = await q.query(
+      `UPDATE pithos_variants SET v = $3, expires_at = ${q.expiry('$4')} WHERE name = $1 AND t = $2 AND ${q.live()} RETURNING 1`,
+      [name, x.t, v, ttl]);
+    if (u.length > 0) return [false, x];
+    const c = await q.query(
+      `INSERT INTO pithos_variants AS x (name, t, v, expires_at) VALUES ($1, $2, $3, ${q.expiry('$4')})
+       ON CONFLICT (name) DO UPDATE SET t = excluded.t, v = excluded.v, expires_at = excluded.expires_at
+       WHERE x.expires_at IS NOT NULL AND x.expires_at <= ${q.now} RETURNING 1`, [name, x.t, v, ttl]);
+    if (c.length > 0) return [true, x];
+    // A live variant exists and the UPDATE did not take it: another type (or created just now).
+    checkSameType(name, await currentVariant(q, name), x);
+  }
+  throw new StoreError('unavailable', `variant '${name}' kept changing under concurrent writes; try again`);
+}
+
+/** Adds `delta` keeping the variant's expiry; returns the new variant. Inside a transaction. */
+export async function addVariant(q: Q, name: string, delta: ScalarInput): Promise<Variant> {
+  checkDelta(delta.value);
+  const cur = await currentVariant(q, name, true);
+  if (cur === undefined) throw missing(name);
+  const x = addDelta(name, cur, delta.value, delta.text);
+  await q.query('UPDATE pithos_variants SET v = $2 WHERE name = $1', [name, JSON.stringify(x.v)]);
+  return x;
+}
+
+export class PgVariants implements VariantStore {
+  constructor(private readonly db: Db) {}
+
+  put(name: string, value: ScalarInput, ttl: number, pre?: Precondition): Promise<[boolean, string]> {
+    refuseConditions(pre);
+    return setVariant(this.db.q, name, value, ttl).then(([created, x]) => [created, x.data]);
+  }
+
+  async increment(name: string, delta: ScalarInput): Promise<string> {
+    checkDelta(delta.value);
+    const d = delta.value;
+    if (Number.isSafeInteger(d) && isIntegerLiteral(d, delta.text)) {
+      const q = this.db.q;
+      const r = await q.query(
+        `UPDATE pithos_variants SET v = (v::int8 + $2::int8)::text
+         WHERE name = $1 AND t = 'i' AND ${q.live()} AND abs(v::int8 + $2::int8) <= 9007199254740991 RETURNING v`, [name, d]);
+      if (r.length > 0) return makeVariant('i', Number(r[0].v)).data;
+      // Missing, another type, or overflow: the general path finds out which.
+    }
+    return this.db.run(async (q) => (await addVariant(q, name, delta)).data);
+  }
+
+  async get(name: string): Promise<string> {
+    const x = await currentVariant(this.db.q, name);
+    if (x === undefined) throw missing(name);
+    return x.data;
+  }
+
+  /** Sets the remaining lifetime (0 = none) in one statement; the value is untouched. */
+  async expire(name: string, ttl: number): Promise<void> {
+    const q = this.db.q;
+    const r = await q.query(`UPDATE pithos_variants SET expires_at = ${q.expiry('$2')} WHERE name = $1 AND ${q.live()} RETURNING 1`, [name, ttl]);
+    if (r.length === 0) throw missing(name);
+  }
+
+  async delete(name: string): Promise<void> {
+    const r = await this.db.q.query(`DELETE FROM pithos_variants WHERE name = $1 AND ${this.db.q.live()} RETURNING 1`, [name]);
+    if (r.length === 0) throw missing(name);
+  }
+}

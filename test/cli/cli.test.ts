@@ -1,0 +1,291 @@
+/**
+ * Black-box tests of the `pithos` command-line client: every subcommand run as a real
+ * process against a real server, human and `-o json` output, exit codes (0 ok, 1 not
+ * found / refused, 2 usage). Part-two commands are checked where the server answers them.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import http from 'node:http';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { BIN, PithosServer, ROOT, childEnv } from '../helpers/server.js';
+
+let server: PithosServer;
+let tmp: string;
+
+before(async () => {
+  server = await PithosServer.start();
+  tmp = mkdtempSync(path.join(os.tmpdir(), 'pithos-cli-client-'));
+});
+after(async () => {
+  await server?.close();
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `pithos <args>` with PITHOS_URL/PITHOS_TOKEN pointing at the test server. */
+function cli(args: string[], o: { input?: string; env?: Record<string, string | undefined> } = {}): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      cwd: ROOT,
+      env: childEnv({ PITHOS_URL: server.base, PITHOS_TOKEN: server.token, ...(o.env ?? {}) }),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+    child.stdin.end(o.input ?? '');
+  });
+}
+
+function ok(r: Run, label: string): void {
+  assert.equal(r.code, 0, `${label}: exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
+}
+function exits(r: Run, code: number, label: string, stderr?: RegExp): void {
+  assert.equal(r.code, code, `${label}: exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
+  if (stderr) assert.match(r.stderr, stderr, label);
+}
+/** The single JSON line `-o json` printed. */
+function json(r: Run): { status: string; message: string; data?: any; http_status?: number } {
+  const lines = r.stdout.trim().split('\n');
+  assert.equal(lines.length, 1, `one JSON line expected:\n${r.stdout}`);
+  return JSON.parse(lines[0]!);
+}
+async function served(method: string, p: string, body?: unknown): Promise<boolean> {
+  const r = await server.req(method, p, body);
+  return !(r.status === 405 || (r.status === 404 && /^no endpoint at /.test(r.body?.message ?? '')));
+}
+
+test('help, version and usage errors (exit 2, nothing on stdout)', async () => {
+  const [help, helpGet, helpNope, version, serveHelp, unknown] = await Promise.all([
+    cli(['help']), cli(['help', 'get']), cli(['help', 'nope']), cli(['version']), cli(['serve', '--help']), cli(['frobnicate', 'x']),
+  ]);
+  exits(unknown, 2, 'unknown command', /^pithos: unknown command 'frobnicate' \(see pithos help\)\n$/);
+  ok(help, 'help');
+  for (const c of ['get', 'put', 'del', 'incr', 'query', 'insert', 'patch', 'lock', 'unlock', 'txn', 'ls', 'watch', 'health', 'serve']) {
+    assert.match(help.stdout, new RegExp(`\\b${c}\\b`), `help lists ${c}`);
+  }
+  ok(helpGet, 'help get');
+  const helpServe = await cli(['help', 'serve']);
+  ok(helpServe, 'help serve');
+  assert.match(helpServe.stdout, /^usage: pithos \[serve\]/);
+  assert.match(helpGet.stdout, /^usage: pithos get <kind> <name>/);
+  exits(helpNope, 2, 'help nope', /no help for 'nope'/);
+  ok(version, 'version');
+  const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
+  assert.equal(version.stdout, `pithos ${pkg.version}\n`);
+  ok(serveHelp, 'serve --help');
+  assert.match(serveHelp.stdout, /--port/, 'serve --help is the server usage');
+
+  const bad: string[][] = [
+    ['get'],
+    ['get', 'thing', 'x'],
+    ['get', 'record', 'a', 'b'],
+    ['query', 't', '--limit', 'abc'],
+    ['query', 't', '{not json'],
+    ['query', 't', '[1]'],
+    ['put', 'record', 'r', '{bad'],
+    ['get', 'record', 'x', '-o', 'yaml'],
+    ['get', 'record', 'x', '--frobnicate'],
+    ['get', 'variant', 'x', '--ttl', '5'],
+    ['incr', 'n', 'abc'],
+    ['lock', 'L'],
+    ['insert', 't', '[1,2]'],
+    ['get', 'record', 'x', '--url', 'localhost:1'],
+  ];
+  const runs = await Promise.all(bad.map((a) => cli(a)));
+  runs.forEach((r, i) => {
+    const label = bad[i]!.join(' ');
+    exits(r, 2, label, /^pithos \w+: .+/);
+    assert.equal(r.stdout, '', `${label}: stdout must stay empty`);
+    assert.equal(r.stderr.trim().split('\n').length, 1, `${label}: one line on stderr`);
+  });
+});
+
+test('tables: put table, insert (args and stdin), query, get table, patch, del rows, del table', async () => {
+  assert.deepEqual(json(await cli(['put', 'table', 'users', '-o', 'json'])), { status: 'success', message: 'table created successfully' });
+  const again = await cli(['put', 'table', 'users', '-o', 'json']);
+  exits(again, 1, 'put table twice', /409 table 'users' already exists/);
+  assert.deepEqual(json(again), { status: 'error', message: "table 'users' already exists", http_status: 409 });
+
+  const ins = await cli(['insert', 'users', '{"name":"ann","age":31}', '{"name":"bob","age":25}']);
+  ok(ins, 'insert');
+  assert.equal(ins.stdout, 't_id 1\nt_id 2\n');
+  const fromStdin = await cli(['insert', 'users', '-', '-o', 'json'], { input: '[{"name":"cy","age":40}]' });
+  ok(fromStdin, 'insert -');
+  assert.deepEqual(json(fromStdin).data, { t_id: 3 });
+  const file = path.join(tmp, 'row.json');
+  writeFileSync(file, '{"name":"dee","age":19}');
+  ok(await cli(['insert', 'users', `@${file}`]), 'insert @file');
+
+  // Reads in parallel: each is its own process.
+  const [q, human, none, g, gj] = await Promise.all([
+    cli(['query', 'users', '{"age":{"$gt":26}}', '-o', 'json']),
+    cli(['query', 'users', '{"age":{"$gt":26}}']),
+    cli(['query', 'users', '{"name":"zed"}']),
+    cli(['get', 'table', 'users']),
+    cli(['get', 'table', 'users', '-o', 'json']),
+  ]);
+  ok(q, 'query -o json');
+  assert.deepEqual(json(q).data, [{ name: 'ann', age: 31 }, { name: 'cy', age: 40 }]);
+  assert.equal(json(q).message, 'table queried rows successfully');
+  ok(human, 'query');
+  assert.deepEqual(human.stdout.trimEnd().split('\n').map((l) => l.split(/\s+/)), [['name', 'age'], ['----', '---'], ['ann', '31'], ['cy', '40']]);
+  ok(none, 'query no match');
+  assert.equal(none.stdout, '(no rows)\n');
+
+  ok(g, 'get table');
+  assert.match(g.stdout, /^t_id\s+name\s+age\n/);
+  assert.match(g.stdout, /\n4\s+dee\s+19\n?$/);
+  assert.deepEqual(Object.keys(json(gj).data), ['1', '2', '3', '4']);
+
+  ok(await cli(['patch', 'users', '{"name":"bob"}', '{"age":26,"role":"ops"}']), 'patch');
+  assert.deepEqual((await server.req('GET', '/tables/users')).body.data['2'], { name: 'bob', age: 26, role: 'ops' });
+  ok(await cli(['del', 'rows', 'users', '{"age":{"$lt":20}}']), 'del rows');
+  assert.deepEqual(Object.keys((await server.req('GET', '/tables/users')).body.data), ['1', '2', '3']);
+  const [pg, qg] = await Promise.all([cli(['patch', 'ghost', '{}', '{}']), cli(['query', 'ghost'])]);
+  exits(pg, 1, 'patch missing table', /404 table 'ghost' does not exist/);
+  exits(qg, 1, 'query missing table', /does not exist/);
+
+  ok(await cli(['del', 'table', 'users']), 'del table');
+  exits(await cli(['get', 'table', 'users']), 1, 'get dropped table', /404/);
+});
+
+test('records: put (created/replaced), get, --column, del, not found exits 1', async () => {
+  const p1 = await cli(['put', 'record', 'doc', '{"a":1,"b":{"c":[1,2]}}']);
+  ok(p1, 'put record');
+  assert.equal(p1.stdout, 'created\n');
+  const p2 = await cli(['put', 'record', 'doc', '{"a":2,"b":{"c":[1,2]}}', '--ttl', '600']);
+  assert.equal(p2.stdout, 'replaced\n');
+  const [g, human, colB, colZ] = await Promise.all([
+    cli(['get', 'record', 'doc', '-o', 'json']),
+    cli(['get', 'record', 'doc']),
+    cli(['get', 'record', 'doc', '--column', 'b']),
+    cli(['get', 'record', 'doc', '--column', 'zz']),
+  ]);
+  assert.deepEqual(json(g).data, { a: 2, b: { c: [1, 2] } });
+  assert.deepEqual(JSON.parse(human.stdout.replace(/\n\(version \d+\)\n$/, '')), { a: 2, b: { c: [1, 2] } });
+  assert.equal(colB.stdout, '{"c":[1,2]}\n');
+  assert.equal(colZ.stdout, '(no such field)\n');
+  ok(await cli(['del', 'record', 'doc']), 'del record');
+  const missing = await cli(['get', 'record', 'doc', '-o', 'json']);
+  exits(missing, 1, 'get missing record', /404 record 'doc' does not exist/);
+  assert.equal(json(missing).http_status, 404);
+  exits(await cli(['del', 'record', 'doc']), 1, 'del missing record');
+});
+
+test('variants: put, incr (default 1, negative, float), --string, get, del', async () => {
+  assert.equal((await cli(['put', 'variant', 'n', '5'])).stdout, '5\n');
+  assert.equal((await cli(['incr', 'n'])).stdout, '6\n');
+  assert.equal((await cli(['incr', 'n', '-10'])).stdout, '-4\n');
+  assert.deepEqual(json(await cli(['get', 'variant', 'n', '-o', 'json'])).data, { variant: -4 });
+  exits(await cli(['incr', 'n', '0.5']), 1, 'float delta on an integer', /409/);
+  ok(await cli(['put', 'variant', 's', '42', '--string']), 'put --string');
+  assert.deepEqual((await server.req('GET', '/variants/s')).body.data, { variant: '42' });
+  ok(await cli(['put', 'variant', 'w', 'hello world']), 'put text');
+  assert.equal((await cli(['get', 'variant', 'w'])).stdout, 'hello world\n');
+  ok(await cli(['del', 'variant', 'n']), 'del variant');
+  exits(await cli(['incr', 'n']), 1, 'incr missing', /404 variant 'n' does not exist/);
+});
+
+test('locks: lock, held (exit 1), get lock, renew, wrong token (exit 1), unlock', async () => {
+  const a = await cli(['lock', 'L', '--ttl', '30', '--holder', 'me', '-o', 'json']);
+  ok(a, 'lock');
+  const { token, fence } = json(a).data as { token: string; fence: number };
+  exits(await cli(['lock', 'L', '--ttl', '30']), 1, 'held', /423 lock 'L' is held/);
+  const g = await cli(['get', 'lock', 'L']);
+  ok(g, 'get lock');
+  assert.match(g.stdout, new RegExp(`^held by me, fence ${fence}, expires in (2\\d|30)\\.\\d s \\(lease 30 s`));
+  const r = await cli(['lock', 'L', '--renew', token, '--ttl', '60']);
+  ok(r, 'renew');
+  const newToken = /^token (\S+)\nfence \d+\n$/.exec(r.stdout)?.[1];
+  assert.ok(newToken && newToken !== token, r.stdout);
+  exits(await cli(['unlock', 'L', token]), 1, 'old token', /403/);
+  ok(await cli(['unlock', 'L', newToken]), 'unlock');
+  exits(await cli(['get', 'lock', 'L']), 1, 'released', /404/);
+});
+
+test('health; auth failures and unreachable servers exit 1; --url/--token beat the environment', async () => {
+  const [h, hj, wrong, flagWins, fallback, unreachable, urlWins] = await Promise.all([
+    cli(['health']),
+    cli(['health', '-o', 'json']),
+    cli(['health'], { env: { PITHOS_TOKEN: 'wrong' } }),
+    cli(['health', '--token', server.token], { env: { PITHOS_TOKEN: 'wrong' } }),
+    cli(['health'], { env: { PITHOS_TOKEN: undefined, PITHOS_AUTH_TOKEN: server.token } }),
+    cli(['health'], { env: { PITHOS_URL: 'http://127.0.0.1:9' } }),
+    cli(['health', '--url', server.base], { env: { PITHOS_URL: 'http://127.0.0.1:9' } }),
+  ]);
+  ok(h, 'health');
+  assert.match(h.stdout, /^key_count\s+\d+$/m);
+  assert.match(h.stdout, /^disk_total\s+\d+\.\d\dGB$/m);
+  assert.ok(Number.isInteger(json(hj).data.key_count));
+  exits(wrong, 1, 'wrong token', /401 .*check --token/);
+  ok(flagWins, '--token wins');
+  ok(fallback, 'PITHOS_AUTH_TOKEN as fallback');
+  exits(unreachable, 1, 'unreachable', /cannot reach http:\/\/127\.0\.0\.1:9/);
+  ok(urlWins, '--url wins');
+});
+
+test('ls, txn and watch: checked where the server answers them, else exit 1 naming the missing endpoint', async () => {
+  for (const r of await Promise.all([cli(['put', 'table', 'ls-a']), cli(['put', 'table', 'ls-b'])])) ok(r, 'setup');
+  if (await served('GET', '/tables')) {
+    const r = await cli(['ls', 'tables', '--prefix', 'ls-', '--limit', '1', '--all']);
+    ok(r, 'ls --all');
+    assert.deepEqual(r.stdout.trim().split('\n').map((l) => l.split('\t')[0]), ['ls-a', 'ls-b']);
+  } else {
+    exits(await cli(['ls']), 1, 'ls', /404 no endpoint at GET \/tables .*does not offer/);
+  }
+  const txn = '{"mutations":[{"name":"ls-a","operation":"INSERT","values":{"x":1}}]}';
+  if (await served('POST', '/txns', { mutations: [] })) {
+    const r = await cli(['txn', txn, '-o', 'json']);
+    ok(r, 'txn');
+    assert.deepEqual(json(r).data, { results: [{ t_id: 1 }] });
+  } else {
+    exits(await cli(['txn', txn]), 1, 'txn', /404 no endpoint at POST \/txns/);
+  }
+  // watch: without /watch, exit 1 at once; with it, --since 0 replays the write made first.
+  if ((await watchStatus()) === 404) {
+    exits(await cli(['watch', '--kind', 'record']), 1, 'watch', /404 no endpoint at GET \/watch/);
+  } else {
+    ok(await cli(['put', 'record', 'watched-1', '{}']), 'write for watch');
+    const r = await cli(['watch', '--kind', 'record', '--prefix', 'watched-', '--since', '0', '--count-events', '1', '-o', 'json']);
+    ok(r, 'watch');
+    const ev = JSON.parse(r.stdout.trim().split('\n')[0]!);
+    assert.equal(ev.event, 'put');
+    assert.equal(ev.data.name, 'watched-1');
+  }
+});
+
+/** Status of GET /watch from its headers alone (an event stream never ends). */
+function watchStatus(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const r = http.get({ host: '127.0.0.1', port: server.port, path: '/watch', headers: { 'Auth-Token': server.token } }, (res) => {
+      resolve(res.statusCode ?? 0);
+      res.destroy();
+    });
+    r.on('error', reject);
+  });
+}
+
+test('`pithos serve` and server flags still start the server', async () => {
+  const s = await PithosServer.start({ bare: true, args: ['serve', '--host', '127.0.0.1', '--port', '0'], env: { PITHOS_AUTH_TOKEN: 'serve-token' } });
+  try {
+    ok(await cli(['health', '--url', s.base, '--token', 'serve-token']), 'health of pithos serve');
+  } finally {
+    await s.close();
+  }
+});

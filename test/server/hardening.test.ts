@@ -1,0 +1,247 @@
+/**
+ * Black-box tests for issue 14 (items 1, 5, 6, 11, 12, 13, 14): raw bytes over
+ * TCP against the real server, every answer checked to be the JSON envelope.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, readlinkSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { JSON_CT, PithosServer, expectError, expectSuccess, uniq } from '../helpers/server.js';
+import { exchange, reqBytes, type RawAnswer } from '../helpers/raw.js';
+
+let srv: PithosServer;
+
+before(async () => {
+  srv = await PithosServer.start({ testClock: false });
+});
+after(async () => {
+  await srv?.close();
+});
+
+function isEnvelope(a: RawAnswer, status: number, message?: RegExp): void {
+  const label = `${a.status} ${JSON.stringify(a.headers)} ${a.body.slice(0, 300)}`;
+  assert.equal(a.status, status, label);
+  assert.equal(a.headers['content-type'], JSON_CT, label);
+  assert.ok(a.headers['content-length'] !== undefined, `no Content-Length: ${label}`);
+  const j = a.json as { status?: string; message?: string } | undefined;
+  assert.ok(j !== undefined && typeof j === 'object', `not JSON: ${label}`);
+  assert.equal(j.status, status < 400 ? 'success' : 'error', label);
+  assert.equal(typeof j.message, 'string', label);
+  assert.ok(j.message!.length > 0, label);
+  if (message) assert.match(j.message!, message, label);
+}
+
+// ---------------------------------------------------------------- item 1
+
+test('item 1: a client still sending a 17 MiB body reads the early 413 (lingering close)', async () => {
+  const body = Buffer.alloc(17 * 1024 * 1024, 0x20);
+  for (let i = 0; i < 5; i++) {
+    const r = await new Promise<{ status: number; raw: string } | { error: string }>((resolve) => {
+      const rq = http.request({ host: '127.0.0.1', port: srv.port, method: 'PUT', path: `/records/big${i}`, agent: false,
+        headers: { 'Auth-Token': srv.token, 'Content-Length': body.length } }, (res) => {
+        let raw = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => (raw += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, raw }));
+        res.on('error', (e) => resolve({ error: String(e) }));
+      });
+      rq.on('error', (e: NodeJS.ErrnoException) => resolve({ error: e.code ?? String(e) }));
+      rq.end(body);
+    });
+    assert.ok('status' in r, `attempt ${i}: ${JSON.stringify(r)}`);
+    assert.equal(r.status, 413, r.raw);
+    assert.match(JSON.parse(r.raw).message, /exceeds the limit of 16777216 bytes/);
+  }
+  expectError(await srv.req('GET', '/records/big0'), 404);
+});
+
+// ---------------------------------------------------------------- item 5
+
+test('item 5: invalid UTF-8 in a body → 400 naming the offset, nothing stored; a leading BOM is skipped', async () => {
+  const id = uniq('utf');
+  const bad = Buffer.concat([Buffer.from('{"record":{"s":"a'), Buffer.from([0xff]), Buffer.from('"}}')]);
+  const r = await srv.req('PUT', `/records/${id}`, bad);
+  expectError(r, 400, /not valid UTF-8 \(bad byte at offset 17\)/);
+  expectError(await srv.req('GET', `/records/${id}`), 404);
+  // overlong encoding and a lone surrogate are invalid too
+  for (const bytes of [[0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xe2, 0x82]]) {
+    const b = Buffer.concat([Buffer.from('{"record":{"s":"'), Buffer.from(bytes), Buffer.from('"}}')]);
+    expectError(await srv.req('PUT', `/records/${id}`, b), 400, /not valid UTF-8/);
+  }
+  const bom = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"record":{"s":"é"}}')]);
+  expectSuccess(await srv.req('PUT', `/records/${id}`, bom), 201, 'record created successfully');
+  expectSuccess(await srv.req('GET', `/records/${id}`), 200, 'record queried successfully', { s: 'é' });
+});
+
+// ---------------------------------------------------------------- item 6 (method)
+
+test('item 6: a lowercase method is named in the 400', async () => {
+  const x = await exchange(srv.port, reqBytes('get', '/health', srv.token));
+  assert.equal(x.answers.length, 1, x.data);
+  isEnvelope(x.answers[0], 400, /unknown HTTP method 'get': methods are case-sensitive, use GET/);
+  const y = await exchange(srv.port, reqBytes('FETCH', '/health', srv.token));
+  isEnvelope(y.answers[0], 400, /unknown HTTP method 'FETCH'/);
+});
+
+// ---------------------------------------------------------------- item 12
+
+test('item 12: Expect: 100-continue on pipelined requests keeps the answers in order', async () => {
+  const id = uniq('cont');
+  // Pipelined: an async write first, then a request with Expect whose answer is a Buffer body.
+  const put = reqBytes('PUT', `/records/${id}`, srv.token, JSON.stringify({ record: { a: 1 } }));
+  const cont = reqBytes('PUT', `/records/${id}x`, srv.token, JSON.stringify({ record: { b: 2 } }), { Expect: '100-continue' });
+  const get = reqBytes('GET', `/records/${id}`, srv.token);
+  const x = await exchange(srv.port, put + cont + get, { answers: 3 });
+  const finals = x.answers.filter((a) => a.status !== 100);
+  assert.equal(finals.length, 3, x.data);
+  isEnvelope(finals[0], 201);
+  isEnvelope(finals[1], 201);
+  isEnvelope(finals[2], 200);
+  assert.deepEqual((finals[2].json as { data: unknown }).data, { a: 1 });
+  // A 100 Continue, if sent, comes right before the answer it belongs to.
+  const i100 = x.answers.findIndex((a) => a.status === 100);
+  if (i100 >= 0) assert.equal(i100, 1, x.data);
+  // Alone, the 100 comes before the body is sent, and the body is then read.
+  const alone = await exchange(srv.port, reqBytes('PUT', `/records/${id}y`, srv.token, undefined, { Expect: '100-continue', 'Content-Length': '18' }), {
+    answers: 1, later: { afterMs: 300, bytes: '{"record":{"c":3}}' },
+  });
+  assert.equal(alone.answers[0]?.status, 100, alone.data);
+  isEnvelope(alone.answers[1], 201);
+  // Refused on its headers: no 100, the final answer at once.
+  const refused = await exchange(srv.port, reqBytes('PUT', `/records/${id}z`, 'wrong', undefined, { Expect: '100-continue', 'Content-Length': '18' }), { answers: 1 });
+  assert.equal(refused.answers.length, 1, refused.data);
+  isEnvelope(refused.answers[0], 401);
+});
+
+test('item 12: CONNECT gets a 405 envelope after the pipelined answers before it', async () => {
+  const id = uniq('conn');
+  const bytes = reqBytes('PUT', `/records/${id}`, srv.token, '{"record":{"a":1}}') +
+    reqBytes('GET', '/health', srv.token) +
+    `CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\nAuth-Token: ${srv.token}\r\n\r\n` +
+    reqBytes('GET', '/health', srv.token);
+  const x = await exchange(srv.port, bytes, { waitMs: 3000 });
+  assert.equal(x.answers.length, 3, x.data);
+  isEnvelope(x.answers[0], 201);
+  isEnvelope(x.answers[1], 200);
+  isEnvelope(x.answers[2], 405, /CONNECT is not supported/);
+  assert.ok(x.answers[2].headers['allow'], 'Allow header');
+  assert.ok(x.closed, 'the connection is closed after CONNECT');
+});
+
+test('item 12: an Upgrade header gets a 400 envelope; earlier pipelined answers are kept', async () => {
+  const bytes = reqBytes('GET', '/health', srv.token) +
+    reqBytes('GET', '/health', srv.token, undefined, { Connection: 'Upgrade', Upgrade: 'websocket' }) +
+    reqBytes('GET', '/health', srv.token);
+  const x = await exchange(srv.port, bytes, { waitMs: 3000 });
+  assert.equal(x.answers.length, 2, x.data);
+  isEnvelope(x.answers[0], 200);
+  isEnvelope(x.answers[1], 400, /Upgrade header is not supported/);
+  assert.ok(x.closed);
+});
+
+// ---------------------------------------------------------------- item 13
+
+test('item 13: no Host and Expect: foo are answered with the envelope', async () => {
+  const noHost = await exchange(srv.port, `GET /health HTTP/1.1\r\nAuth-Token: ${srv.token}\r\n\r\n`, { answers: 1 });
+  isEnvelope(noHost.answers[0], 400, /Host header/);
+  // HTTP/1.0 needs none
+  const old = await exchange(srv.port, `GET /health HTTP/1.0\r\nAuth-Token: ${srv.token}\r\n\r\n`, { answers: 1 });
+  isEnvelope(old.answers[0], 200);
+  const foo = await exchange(srv.port, reqBytes('GET', '/health', srv.token, undefined, { Expect: 'foo' }), { answers: 1 });
+  isEnvelope(foo.answers[0], 417, /unsupported Expect header 'foo'/);
+  // the connection stays usable after a 417 without a body
+  const two = await exchange(srv.port, reqBytes('GET', '/health', srv.token, undefined, { Expect: 'foo' }) + reqBytes('GET', '/health', srv.token), { answers: 2 });
+  isEnvelope(two.answers[0], 417);
+  isEnvelope(two.answers[1], 200);
+});
+
+// ---------------------------------------------------------------- item 14
+
+test('item 14: an early refusal with a huge declared body closes the connection within seconds', async () => {
+  const cl = { 'Content-Length': '16777217' };
+  const cases: [string, string, string | null, number][] = [
+    ['PUT', '/records/x', 'wrong', 401],
+    ['PUT', '/nope', srv.token, 404],
+    ['PATCH', '/health', srv.token, 405],
+    ['PUT', '/records/%00', srv.token, 400],
+    ['PUT', '/records/x', srv.token, 413],
+  ];
+  await Promise.all(cases.map(async ([m, p, t, st]) => {
+    const x = await exchange(srv.port, reqBytes(m, p, t, undefined, cl), { waitMs: 8000 });
+    assert.equal(x.answers.length, 1, `${m} ${p}: ${x.data}`);
+    isEnvelope(x.answers[0], st);
+    assert.ok(x.closed && x.ms < 4000, `${m} ${p}: closed ${x.closed} after ${x.ms} ms`);
+  }));
+  // a small declared body is drained and the connection kept
+  const small = await exchange(srv.port, reqBytes('PUT', '/records/x', 'wrong', '{"record":{}}') + reqBytes('GET', '/health', srv.token), { answers: 2 });
+  isEnvelope(small.answers[0], 401);
+  isEnvelope(small.answers[1], 200);
+});
+
+test('items 10/14: after a 400 for a malformed request, a client that neither reads nor closes is let go', async () => {
+  // A server of its own, so that no other test's connections are counted.
+  const srv = await PithosServer.start({ testClock: false });
+  const before = serverSockets(srv);
+  const socks: net.Socket[] = [];
+  for (let i = 0; i < 20; i++) {
+    const sock = net.connect(srv.port, '127.0.0.1');
+    sock.pause(); // never reads, never closes
+    sock.on('error', () => {});
+    sock.write('GARBAGE\r\n\r\n');
+    socks.push(sock);
+  }
+  try {
+    await new Promise((r) => setTimeout(r, 300));
+    assert.ok(serverSockets(srv) >= before + 20, `server holds ${serverSockets(srv)} sockets, ${before} before`);
+    const t0 = Date.now();
+    while (serverSockets(srv) > before && Date.now() - t0 < 8000) await new Promise((r) => setTimeout(r, 100));
+    assert.ok(serverSockets(srv) <= before, `server still holds ${serverSockets(srv) - before} of the 20 after ${Date.now() - t0} ms`);
+  } finally {
+    for (const s of socks) s.destroy();
+    await srv.close();
+  }
+});
+
+/** Sockets the server process has open (the listener included), from /proc. */
+export function serverSockets(s: PithosServer): number {
+  const dir = `/proc/${s.child!.pid}/fd`;
+  let n = 0;
+  for (const f of readdirSync(dir)) {
+    try {
+      if (readlinkSync(`${dir}/${f}`).startsWith('socket:')) n++;
+    } catch {
+      /* closed meanwhile */
+    }
+  }
+  return n;
+}
+
+// ---------------------------------------------------------------- item 11
+
+test('item 11: PUT, PUT, CONNECT pipelined then SIGTERM: the engine is closed ("stopped cleanly", LOCK gone)', async () => {
+  const s = await PithosServer.start({ testClock: false, fsync: 'everysec' });
+  try {
+    const bytes = reqBytes('PUT', '/records/a', s.token, '{"record":{"a":1}}') +
+      reqBytes('PUT', '/records/b', s.token, '{"record":{"b":1}}') +
+      `CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n`;
+    const sock = net.connect(s.port, '127.0.0.1');
+    sock.on('error', () => {});
+    sock.on('data', () => {});
+    await new Promise<void>((r) => sock.on('connect', () => r()));
+    sock.write(bytes);
+    await new Promise((r) => setTimeout(r, 50));
+    s.signal('SIGTERM');
+    const info = await s.waitExit(15000);
+    sock.destroy();
+    assert.equal(info.code, 0, s.history.at(-1)?.stderr);
+    const out = s.history.at(-1)!.stdout + s.history.at(-1)!.stderr;
+    assert.match(out, /stopped cleanly/, out);
+    assert.ok(!existsSync(path.join(s.dataDir, 'LOCK')), 'LOCK must be removed');
+    await s.spawn();
+    expectSuccess(await s.req('GET', '/records/b'), 200, 'record queried successfully', { b: 1 });
+  } finally {
+    await s.close();
+  }
+});
