@@ -7,7 +7,7 @@ import type { ListKind, ListOptions, Store, StoreStats, Transaction } from '../s
 import { Atomic } from './atomic.js';
 import { IndexRegistry } from './indexes.js';
 import { list } from './listing.js';
-import { NameView } from './names.js';
+import { isTopLevel, NameView } from './names.js';
 import { LogLocks } from './locks.js';
 import { LogRecords } from './records.js';
 import { LogTables, rowDecoder, tableMeta } from './tables.js';
@@ -26,9 +26,9 @@ export class LogStore implements Store {
   readonly names: NameView;
   readonly indexes: IndexRegistry;
 
-  private constructor(readonly engine: Engine, now: () => number) {
+  private constructor(readonly engine: Engine, now: () => number, topLevel: string[]) {
     this.atomic = new Atomic(engine, now);
-    this.names = new NameView(engine);
+    this.names = new NameView(engine, topLevel);
     this.atomic.extend(this.names.beforeWrite);
     this.atomic.observe(this.names.onCommit);
     this.indexes = new IndexRegistry(engine, this.atomic, tableMeta, rowDecoder);
@@ -40,9 +40,16 @@ export class LogStore implements Store {
   }
 
   static async open(opts: EngineOptions & { now: () => number }): Promise<LogStore> {
-    const s = new LogStore(await Engine.open(opts), opts.now);
-    // Definitions are read now; the indexes themselves are rebuilt in the background (indexes.ts).
-    await s.indexes.load();
+    const engine = await Engine.open(opts);
+    // One pass over the key directory feeds both views kept beside it (docs/query.md).
+    const topLevel: string[] = [];
+    const entries: string[] = [];
+    for (const k of engine.keys()) {
+      if (isTopLevel(k)) topLevel.push(k);
+      else if (k.charCodeAt(0) === 105 /* i */ && k.charCodeAt(1) === 0) entries.push(k);
+    }
+    const s = new LogStore(engine, opts.now, topLevel);
+    await s.indexes.load(entries);
     return s;
   }
 

@@ -154,6 +154,8 @@ export class IndexRegistry {
   private readonly byGroup = new Map<string, TableIndexes>();
   private readonly building = new Set<Promise<void>>();
   private closed = false;
+  /** Index entry keys collected at open (until load has used them); later fills read the directory. */
+  private entryKeys: readonly string[] | undefined;
 
   constructor(private readonly engine: Engine, private readonly atomic: Atomic, private readonly metaOf: MetaOf,
     private readonly rowDecoder: RowDecoder) {
@@ -165,9 +167,13 @@ export class IndexRegistry {
    * Loads every definition and its entries from the keys (one pass over the
    * key directory), then resumes unfinished builds in the background.
    */
-  async load(): Promise<void> {
+  async load(entryKeys: readonly string[]): Promise<void> {
+    this.entryKeys = entryKeys;
     const defs = await this.engine.scan(DEF_GROUP, defDecoder);
-    if (defs.length === 0) return;
+    if (defs.length === 0) {
+      this.entryKeys = undefined;
+      return;
+    }
     const live: SecondaryIndex[] = [];
     await this.atomic.read((tx) => {
       live.length = 0;
@@ -193,7 +199,9 @@ export class IndexRegistry {
     if (ixs.length === 0) return;
     const byGroup = new Map<string, { ix: SecondaryIndex; entries: IxEntry[]; long: number[] }>();
     for (const ix of ixs) byGroup.set(ix.group, { ix, entries: [], long: [] });
-    for (const k of this.engine.keys('i\u0000')) {
+    const keys = this.entryKeys ?? this.engine.keys('i\u0000');
+    this.entryKeys = undefined;
+    for (const k of keys) {
       const cut = k.lastIndexOf('\u0000') + 1;
       const slot = byGroup.get(k.slice(0, cut));
       if (slot === undefined) continue;

@@ -20,9 +20,8 @@ export const isTopLevel = (key: string): boolean => key.charCodeAt(1) === 47 /* 
 export class NameView {
   private list: SortedList<string>;
 
-  constructor(private readonly engine: Engine) {
-    const keys: string[] = [];
-    for (const k of engine.keys()) if (isTopLevel(k)) keys.push(k);
+  /** `keys`: every top-level key, in any order (LogStore.open collects them in its one pass over the directory). */
+  constructor(private readonly engine: Engine, keys: string[]) {
     // Native sort is UTF-16 order; only names with characters above U+D7FF can sort differently.
     keys.sort();
     if (keys.some((k) => /[\ud800-\uffff]/.test(k))) keys.sort(codePointCompare);
