@@ -27,6 +27,8 @@ export interface OpSpec {
   kind: 'read' | 'write';
   modes: Fsync[];
   unit: 'req/s' | 'pairs/s';
+  /** wrk connections when not the run's (a full scan per request would only queue behind 32). */
+  connections?: number;
   /** wrk threads: 0 = the run's default; lock pairs need one connection per thread. */
   threadsPerConnection?: boolean;
   lua: LuaRequest;
@@ -156,6 +158,11 @@ const L = {
   queryRows: { mode: 'template', method: 'GET', path: '/tables/bench_q/rows', body: '{"wheres":{"group":{{i}}}}', keys: 250 },
   lock: { mode: 'lock', method: 'PUT', path: '/locks/bl-{{r}}-{{n}}', body: '{"ttl":60}', keys: 1 },
   health: { mode: 'template', method: 'GET', path: '/health', body: '', keys: 1 },
+  // BIG_ROWS rows, `grp` = seq % BIG_GROUPS (indexed) and `alt` = the same value (not indexed): 10 rows per value
+  queryIndexed: { mode: 'template', method: 'GET', path: '/tables/bench_big/rows', body: '{"wheres":{"grp":{{i}}}}', keys: 100_000 },
+  queryScan: { mode: 'template', method: 'GET', path: '/tables/bench_big/rows', body: '{"wheres":{"alt":{{i}}}}', keys: 100_000 },
+  // a 100-name page of BIG_ROWS records, from a cursor spread over the whole namespace
+  listRecords: { mode: 'template', method: 'GET', path: '/records?prefix=bl-&limit=100&after=bl-{{k}}', body: '', keys: 1000 },
   // A transfer between two counters of one pair, a ledger row and a receipt record: 4 mutations and a check.
   txn: {
     mode: 'template',
@@ -169,6 +176,53 @@ const L = {
     keys: KEYS,
   },
 } satisfies Record<string, LuaRequest>;
+
+export const BIG_ROWS = 1_000_000;
+const BIG_GROUPS = 100_000;
+const TXN = 1000;
+
+/** Once per server: a BIG_ROWS-row table with an index on `grp`, built through /txns of TXN inserts each. */
+const bigTables = new WeakMap<object, Promise<void>>();
+function prepareBig(ctx: Ctx): Promise<void> {
+  let p = bigTables.get(ctx.server);
+  if (p === undefined) {
+    p = (async () => {
+      await expectOk(ctx, 'PUT', '/tables/bench_big', '', [201]);
+      await expectOk(ctx, 'PUT', '/tables/bench_big/indexes/grp', '', [201]);
+      await parallel([...Array(BIG_ROWS / TXN).keys()], 4, async (b) => {
+        const mutations = [];
+        for (let j = 0; j < TXN; j++) {
+          const i = b * TXN + j;
+          mutations.push({ name: 'bench_big', operation: 'INSERT', values: { seq: i, grp: i % BIG_GROUPS, alt: i % BIG_GROUPS, name: `user-${i}` } });
+        }
+        await expectOk(ctx, 'POST', '/txns', JSON.stringify({ mutations }), [200]);
+      });
+      // the index was maintained during the inserts; wait until it reports ready
+      for (;;) {
+        const a = await expectOk(ctx, 'GET', '/tables/bench_big/indexes', '', [200]);
+        if ((dataOf(a) as Array<{ ready: boolean }>).every((x) => x.ready)) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    bigTables.set(ctx.server, p);
+  }
+  return p;
+}
+
+async function prepareRecords(ctx: Ctx): Promise<void> {
+  await parallel([...Array(BIG_ROWS / TXN).keys()], 4, async (b) => {
+    const mutations = [];
+    for (let j = 0; j < TXN; j++) {
+      mutations.push({ kind: 'record', name: `bl-${String(b * TXN + j).padStart(7, '0')}`, operation: 'PUT', values: { n: j } });
+    }
+    await expectOk(ctx, 'POST', '/txns', JSON.stringify({ mutations }), [200]);
+  });
+}
+
+function tenRowsOf(d: unknown): string | null {
+  return Array.isArray(d) && d.length === 10 && d.every((r, j) => isObj(r) && r['grp'] === 0 && r['seq'] === j * BIG_GROUPS)
+    ? null : 'expected the 10 rows with grp 0 in t_id order';
+}
 
 /**
  * In run order. `insert-row` comes last: it grows a table by hundreds of thousands
@@ -328,5 +382,47 @@ export const OPS: OpSpec[] = [
     },
     capture: captureTemplate(L.insertRow, [201], (d) =>
       isObj(d) && Number.isInteger(d['t_id']) ? null : 'expected data {"t_id":<int>}'),
+  },
+  // Issue 9 (docs/query.md): last, because their million rows and records make every later heap bigger.
+  {
+    id: 'query-indexed',
+    label: 'GET rows, indexed equality (10 of 1,000,000 rows)',
+    kind: 'read',
+    modes: ['always'],
+    unit: 'req/s',
+    lua: L.queryIndexed,
+    expect: '"data":[{',
+    ratioTarget: {},
+    p99TargetMs: 5,
+    prepare: prepareBig,
+    capture: captureTemplate(L.queryIndexed, [200], tenRowsOf),
+  },
+  {
+    id: 'query-scan',
+    label: 'GET rows, unindexed equality (10 of 1,000,000 rows)',
+    kind: 'read',
+    modes: ['always'],
+    unit: 'req/s',
+    lua: L.queryScan,
+    connections: 2,
+    expect: '"data":[{',
+    ratioTarget: {},
+    p99TargetMs: 5000,
+    prepare: prepareBig,
+    capture: captureTemplate(L.queryScan, [200], tenRowsOf),
+  },
+  {
+    id: 'list-records',
+    label: 'GET /records page of 100 (1,000,000 records)',
+    kind: 'read',
+    modes: ['always'],
+    unit: 'req/s',
+    lua: L.listRecords,
+    expect: '"data":{"items":[{"name":"bl-',
+    ratioTarget: {},
+    p99TargetMs: 5,
+    prepare: prepareRecords,
+    capture: captureTemplate(L.listRecords, [200], (d) =>
+      isObj(d) && Array.isArray(d['items']) && d['items'].length === 100 && typeof d['next'] === 'string' ? null : 'expected 100 items and a next cursor'),
   },
 ];

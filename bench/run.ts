@@ -26,6 +26,7 @@ import { summarizeProfiles } from './cpuprofile.js';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const LUA = join(ROOT, 'bench', 'wrk', 'bench.lua');
 const TOKEN = 'SECRET';
+const CACHE_MB = 1024;
 
 interface Options {
   quick: boolean;
@@ -203,7 +204,8 @@ function luaArgs(op: OpSpec, expect: string): string[] {
 }
 
 async function measure(op: OpSpec, server: Server, o: Options, durationS: number, expect: string): Promise<Measured> {
-  const threads = op.threadsPerConnection ? o.connections : o.threads;
+  const connections = op.connections ?? o.connections;
+  const threads = op.threadsPerConnection ? connections : Math.min(o.threads, connections);
   const before = processCpuUs(server.child.pid);
   const selfBefore = processCpuUs('self', true);
   const busyBefore = machineBusyUs();
@@ -211,7 +213,7 @@ async function measure(op: OpSpec, server: Server, o: Options, durationS: number
   const result = await runWrk({
     url: server.url,
     threads,
-    connections: o.connections,
+    connections,
     durationS,
     script: LUA,
     scriptArgs: luaArgs(op, expect),
@@ -391,6 +393,8 @@ async function main(): Promise<void> {
         log(`starting Pithos --fsync ${mode} (data ${dataDir})`);
         const pithos = await startServer('Pithos', process.execPath, [
           ...nodeArgs, ...o.nodeFlags, o.server, '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, '--auth-token', TOKEN, '--fsync', mode,
+          // Room for the million-row table of the query lines in cache (docs/benchmarks.md, "Listing and indexes").
+          '--cache-mb', String(CACHE_MB),
         ], { cwd: ROOT, logFile: o.serverLog ?? undefined });
         current = pithos;
         const prepared = new Set<string>();
@@ -422,7 +426,7 @@ async function main(): Promise<void> {
     `Pithos vs node:http baseline — ${o.custom ? 'custom' : o.quick ? 'quick' : 'full'} mode, ${o.connections} connections, keep-alive, ` +
       `${o.durationS}s × ${o.rounds} round(s) per side after ${o.warmupS}s warm-up, load generator ${wrkVersion} ` +
       `(${o.threads} thread(s); lock pairs: 1 thread per connection)`,
-    `machine: ${cpus().length} cores (${cpu}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, Linux ${release()}; ` +
+    `Pithos --cache-mb ${CACHE_MB}; machine: ${cpus().length} cores (${cpu}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, Linux ${release()}; ` +
       `4 KiB append + fdatasync on the data volume: p50 ${fsync.p50.toFixed(2)} ms, p99 ${fsync.p99.toFixed(2)} ms; bench took ${elapsed.toFixed(0)}s`,
   ];
   process.stdout.write('\n' + header.join('\n') + '\n\n' + table(rows) + '\n');
@@ -432,6 +436,22 @@ async function main(): Promise<void> {
       `\nWARNING: other processes used CPU during ${noisy.map((r) => `${r.op.id} (${r.mode})`).join(', ')} ` +
         '(column "other load"): on 2 cores that skews throughput and p99; rerun on an idle machine.\n',
     );
+  }
+  // Issue 9 targets beside the table (docs/query.md): indexed query vs GET variant in the same run, and the index figures.
+  for (const mode of o.modes) {
+    const gv = rows.find((r) => r.op.id === 'get-variant' && r.mode === mode && r.pithos);
+    const qi = rows.find((r) => r.op.id === 'query-indexed' && r.mode === mode && r.pithos);
+    const lr = rows.find((r) => r.op.id === 'list-records' && r.mode === mode && r.pithos);
+    if (qi?.pithos) {
+      const share = gv?.pithos ? ` = ${((100 * qi.pithos.perSec) / gv.pithos.perSec).toFixed(0)} % of GET variant (target ≥ 50 %)` : '';
+      process.stdout.write(`\nindexed query (${mode}): p50 ${qi.pithos.p50Ms.toFixed(2)} ms (target ≤ 1 ms), ${fmtRate(qi.pithos.perSec)} req/s${share}\n`);
+    }
+    if (lr?.pithos) process.stdout.write(`listing page of 100 among 1,000,000 records (${mode}): p50 ${lr.pithos.p50Ms.toFixed(2)} ms (target ≤ 1 ms)\n`);
+  }
+  if (ops.some((op) => op.id === 'query-indexed') && !stopping) {
+    log('index figures: node --expose-gc dist/bench/query.js');
+    const r = spawnSync(process.execPath, ['--expose-gc', join(ROOT, 'dist', 'bench', 'query.js'), String(o.quick ? 100_000 : 1_000_000)], { encoding: 'utf8' });
+    process.stdout.write('\n' + (r.stdout || '') + (r.status === 0 ? '' : `index figures failed: ${r.stderr}\n`));
   }
   const failed = rows.filter((r) => r.failure);
   if (failed.length) {

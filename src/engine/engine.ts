@@ -754,6 +754,15 @@ export class Engine {
     return out.filter((v) => v !== undefined);
   }
 
+  /**
+   * Every key that starts with `prefix` (expired-but-unswept ones included),
+   * in no particular order: for views kept outside the engine (the store's
+   * listing and secondary indexes, docs/query.md). One pass over the directory.
+   */
+  *keys(prefix = ''): Generator<string, void, undefined> {
+    for (const k of this.keydir.map.keys()) if (k.startsWith(prefix)) yield k;
+  }
+
   /** Number of live keys in a group (expired-but-unswept ones included). */
   groupSize(group: string): number {
     return this.keydir.groupMembers(group)?.size ?? 0;

@@ -13,6 +13,8 @@ import type { Body } from './body.js';
 import { Answer, send, sendTagged } from './envelope.js';
 import type { Health } from '../health.js';
 import { parseTransaction } from './txn-body.js';
+import { indexFieldOf, intParam, isPlainQuery, listOptionsOf, rowQueryOf } from './query-body.js';
+import type { ListKind } from '../store/store.js';
 import type { WatchHub } from './watch.js';
 
 export interface Ctx {
@@ -24,8 +26,16 @@ export interface Ctx {
   watch?: WatchHub;
 }
 
+/** What the path and query string add beyond the name (routes.ts `subNames`, `query`). */
+export interface Args {
+  /** The second path parameter (an index's field), '' when none. */
+  sub: string;
+  /** Declared query parameters, percent-decoded (routes.ts `query`); empty when none are declared. */
+  query: Readonly<Record<string, string>>;
+}
+
 /** `raw` is the body's text ('' without a body); only handlers that need the source look at it. */
-export type Handler = (ctx: Ctx, name: string, body: Body, res: ServerResponse, raw: string) => void | Promise<void>;
+export type Handler = (ctx: Ctx, name: string, body: Body, res: ServerResponse, raw: string, args: Args) => void | Promise<void>;
 
 const A = {
   tableCreated: new Answer('table created successfully'),
@@ -52,6 +62,13 @@ const A = {
   lockQueried: new Answer('lock queried successfully'),
   txnDone: new Answer('transaction execute successfully'),
   healthy: new Answer('server is healthy'),
+  tablesListed: new Answer('tables listed successfully'),
+  recordsListed: new Answer('records listed successfully'),
+  variantsListed: new Answer('variants listed successfully'),
+  locksListed: new Answer('locks listed successfully'),
+  indexCreated: new Answer('index created successfully'),
+  indexesListed: new Answer('indexes listed successfully'),
+  indexDeleted: new Answer('index deleted successfully'),
   clock: new Answer('clock advanced'),
 };
 
@@ -100,12 +117,41 @@ export async function insertRow(ctx: Ctx, name: string, body: Body, res: ServerR
   send(res, 201, A.rowInserted, `{"t_id":${id}}`);
 }
 
-export async function queryTable(ctx: Ctx, name: string, _body: Body, res: ServerResponse): Promise<void> {
-  send(res, 200, A.tableQueried, await ctx.store.tables.all(name));
+export async function queryTable(ctx: Ctx, name: string, _body: Body, res: ServerResponse, _raw: string, args: Args): Promise<void> {
+  const limit = intParam('limit', args.query.limit, 1, Number.MAX_SAFE_INTEGER);
+  const after = intParam('after', args.query.after, 0, Number.MAX_SAFE_INTEGER);
+  send(res, 200, A.tableQueried, await ctx.store.tables.page(name, limit, after));
 }
 
 export async function queryRows(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
-  send(res, 200, A.rowsQueried, await ctx.store.tables.query(name, body.wheres as Row));
+  const data = isPlainQuery(body) ? ctx.store.tables.query(name, body.wheres as Row) : ctx.store.tables.find(name, rowQueryOf(body));
+  send(res, 200, A.rowsQueried, await data);
+}
+
+// ---- listing and indexes -------------------------------------------------------
+
+function lister(kind: ListKind, answer: Answer) {
+  return async (ctx: Ctx, _name: string, _body: Body, res: ServerResponse, _raw: string, args: Args): Promise<void> => {
+    send(res, 200, answer, await ctx.store.list(kind, listOptionsOf(args.query)));
+  };
+}
+export const listTables = lister('tables', A.tablesListed);
+export const listRecords = lister('records', A.recordsListed);
+export const listVariants = lister('variants', A.variantsListed);
+export const listLocks = lister('locks', A.locksListed);
+
+export async function createIndex(ctx: Ctx, name: string, _body: Body, res: ServerResponse, _raw: string, args: Args): Promise<void> {
+  await ctx.store.tables.createIndex(name, indexFieldOf(args.sub));
+  send(res, 201, A.indexCreated);
+}
+
+export async function listIndexes(ctx: Ctx, name: string, _body: Body, res: ServerResponse): Promise<void> {
+  send(res, 200, A.indexesListed, await ctx.store.tables.listIndexes(name));
+}
+
+export async function dropIndex(ctx: Ctx, name: string, _body: Body, res: ServerResponse, _raw: string, args: Args): Promise<void> {
+  await ctx.store.tables.dropIndex(name, args.sub);
+  send(res, 200, A.indexDeleted);
 }
 
 /**

@@ -22,6 +22,39 @@ export class Route {
     return this.def.handler;
   }
 
+  /**
+   * The declared query parameters of `url`, percent-decoded; 400 for an
+   * undeclared, repeated or badly encoded one. `+` is a plus sign, not a
+   * space: names are percent-decoded path-style (docs/api.md "Listing").
+   */
+  parseQuery(url: string): Record<string, string> {
+    const out = Object.create(null) as Record<string, string>;
+    const q = url.indexOf('?');
+    if (q < 0 || q === url.length - 1) return out;
+    const declared = this.def.query ?? {};
+    for (const part of url.slice(q + 1).split('&')) {
+      if (part === '') continue;
+      const eq = part.indexOf('=');
+      let k: string;
+      let v: string;
+      try {
+        k = decodeURIComponent(eq < 0 ? part : part.slice(0, eq));
+        v = decodeURIComponent(eq < 0 ? '' : part.slice(eq + 1));
+      } catch {
+        throw new StoreError('invalid', `query parameter '${part.slice(0, 64)}' is not valid percent-encoded UTF-8`);
+      }
+      if (!Object.prototype.hasOwnProperty.call(declared, k)) {
+        const names = Object.keys(declared);
+        throw new StoreError('invalid', names.length === 0
+          ? `unknown query parameter '${k}': this endpoint takes none`
+          : `unknown query parameter '${k}' (allowed: ${names.join(', ')})`);
+      }
+      if (k in out) throw new StoreError('invalid', `query parameter '${k}' is given more than once`);
+      out[k] = v;
+    }
+    return out;
+  }
+
   /** Checks the body against the declared fields (fields.ts). */
   checkBody(body: Body, name: string): void {
     if (this.fieldNames.length > 0 || this.def.strict === true) checkBody(this.def.body ?? {}, this.fieldNames, body, this.def.strict === true, name);
@@ -40,6 +73,8 @@ class Node {
 export interface Match {
   route: Route;
   name: string;
+  /** The second path parameter (an index's field), '' when the path has none. */
+  sub: string;
 }
 
 function build(testClock: boolean): Node {
@@ -47,10 +82,11 @@ function build(testClock: boolean): Node {
   for (const def of ROUTES) {
     if (def.testOnly === true && !testClock) continue;
     let n = root;
+    let params = 0;
     for (const s of def.path.split('/').slice(1)) {
       if (s.startsWith('{')) {
         n = n.param ??= new Node();
-        n.names = def.names;
+        n.names = params++ === 0 ? def.names : def.subNames;
       } else {
         let c = n.literal.get(s);
         if (c === undefined) n.literal.set(s, (c = new Node()));
@@ -109,14 +145,21 @@ export function route(method: string, url: string, testClock: boolean): Match {
   let n: Node | undefined = seg[0] === '' ? tree(testClock) : undefined;
   let param: string | undefined;
   let names = '';
+  let sub: string | undefined;
+  let subNames = '';
   for (let i = 1; i < seg.length && n !== undefined; i++) {
     const lit: Node | undefined = n.literal.get(seg[i]);
     if (lit !== undefined) {
       n = lit;
     } else if (n.param !== undefined) {
       n = n.param;
-      param = seg[i];
-      names = n.names ?? 'object';
+      if (param === undefined) {
+        param = seg[i];
+        names = n.names ?? 'object';
+      } else {
+        sub = seg[i];
+        subNames = n.names ?? 'object';
+      }
     } else {
       n = undefined;
     }
@@ -124,7 +167,11 @@ export function route(method: string, url: string, testClock: boolean): Match {
   if (n === undefined || n.byMethod === undefined) throw HttpError.notFound(method, path);
   const r = n.byMethod[method];
   if (r === undefined) throw HttpError.methodNotAllowed(method, path, n.allow);
-  return { route: r, name: param === undefined ? '' : decodeName(param, names) };
+  return {
+    route: r,
+    name: param === undefined ? '' : decodeName(param, names),
+    sub: sub === undefined ? '' : decodeName(sub, subNames),
+  };
 }
 
 /** Every route the server serves (test clock included when asked): for documents derived from the table. */

@@ -24,6 +24,14 @@ export interface RouteDef {
   role: Role;
   /** What the `{name}` parameter names, for its error messages ("table name must …"). */
   names?: 'table' | 'record' | 'variant' | 'lock';
+  /** What a second `{…}` parameter names (an index's field). */
+  subNames?: 'field';
+  /**
+   * Query-string parameters the endpoint takes (name → doc). When declared,
+   * any other parameter is refused (400 naming it); Part-one endpoints declare
+   * none and ignore query strings.
+   */
+  query?: Readonly<Record<string, string>>;
   summary: string;
   body?: Fields;
   /** Undeclared body fields are refused (every Part-two endpoint; Part one ignores them, as its clients expect). */
@@ -40,6 +48,21 @@ const ttl = { type: 'ttl', doc: 'lifetime in seconds; 0 or absent = no expiry' }
 const ifVersion = { type: 'version', doc: 'write only if the current version (the ETag of GET) equals this' } as const;
 const ifAbsent = { type: 'boolean', doc: 'true: create only, never replace' } as const;
 const token = { type: 'string', required: true, doc: 'the lease token from acquire or renew' } as const;
+/** A row query's body (docs/api.md "Paging, order, projection"); shapes beyond the type are checked by query-body.ts. */
+const rowQuery = {
+  wheres,
+  limit: { type: 'number', doc: 'at most this many rows (integer ≥ 1)' },
+  after: { type: 'number', doc: 'only rows with a greater t_id (integer ≥ 0)' },
+  order: { type: 'array', doc: '[{"field": <path>, "dir": "asc" | "desc"}]; t_id breaks ties; missing fields sort last' },
+  fields: { type: 'array', doc: 'projection: only these top-level fields' },
+  count: { type: 'boolean', doc: 'answer {"count": n} instead of rows' },
+  with_ids: { type: 'boolean', doc: 'each row as {"t_id": n, "row": {...}}' },
+} as const;
+const listing = {
+  prefix: 'only names that start with this',
+  limit: 'page size, 1-1000 (default 100)',
+  after: 'the previous page\'s next',
+} as const;
 
 export const ROUTES: readonly RouteDef[] = [
   { method: 'GET', path: '/health', handler: h.health, role: 'read', summary: 'Server health figures',
@@ -48,7 +71,10 @@ export const ROUTES: readonly RouteDef[] = [
   // ---- tables
   { method: 'PUT', path: '/tables/{name}', handler: h.createTable, role: 'write', names: 'table', summary: 'Create a table',
     body: { ttl }, ok: { status: [201], message: 'table created successfully' } },
+  { method: 'GET', path: '/tables', handler: h.listTables, role: 'read', summary: 'Tables in byte order, a page at a time', strict: true,
+    query: listing, ok: { status: [200], message: 'tables listed successfully' } },
   { method: 'GET', path: '/tables/{name}', handler: h.queryTable, role: 'read', names: 'table', summary: 'Every row, by t_id',
+    query: { limit: 'at most this many rows', after: 'only rows with a greater t_id' },
     ok: { status: [200], message: 'table queried successfully' } },
   // Two forms (the handler requires wheres and sets unless ttl comes alone; mixing is 400).
   { method: 'PATCH', path: '/tables/{name}', handler: h.patchRows, role: 'write', names: 'table',
@@ -61,14 +87,23 @@ export const ROUTES: readonly RouteDef[] = [
   { method: 'POST', path: '/tables/{name}/rows', handler: h.insertRow, role: 'write', names: 'table', summary: 'Insert a row',
     body: { rows: { type: 'object', required: true, doc: 'the row', hint: rowsHint } }, ok: { status: [201], message: 'table rows insert successfully' } },
   { method: 'GET', path: '/tables/{name}/rows', handler: h.queryRows, role: 'read', names: 'table', summary: 'Matching rows, in t_id order',
-    body: { wheres }, ok: { status: [200], message: 'table queried rows successfully' } },
+    body: rowQuery, strict: true, ok: { status: [200], message: 'table queried rows successfully' } },
   { method: 'DELETE', path: '/tables/{name}/rows', handler: h.deleteRows, role: 'write', names: 'table', summary: 'Delete matching rows',
     body: { wheres }, ok: { status: [200], message: 'table rows remove successfully' } },
   { method: 'POST', path: '/tables/{name}/query', handler: h.queryRows, role: 'read', names: 'table',
     summary: 'Matching rows (POST alias of GET …/rows for clients that cannot send a GET body)',
-    body: { wheres }, ok: { status: [200], message: 'table queried rows successfully' } },
+    body: rowQuery, strict: true, ok: { status: [200], message: 'table queried rows successfully' } },
+  { method: 'PUT', path: '/tables/{name}/indexes/{field}', handler: h.createIndex, role: 'write', names: 'table', subNames: 'field',
+    summary: 'Index a field or dotted path (built in the background)', strict: true,
+    ok: { status: [201], message: 'index created successfully' } },
+  { method: 'GET', path: '/tables/{name}/indexes', handler: h.listIndexes, role: 'read', names: 'table', summary: "The table's indexes",
+    strict: true, query: {}, ok: { status: [200], message: 'indexes listed successfully' } },
+  { method: 'DELETE', path: '/tables/{name}/indexes/{field}', handler: h.dropIndex, role: 'write', names: 'table', subNames: 'field',
+    summary: 'Drop an index', strict: true, ok: { status: [200], message: 'index deleted successfully' } },
 
   // ---- records, and the quick-start spelling /table/<key>
+  { method: 'GET', path: '/records', handler: h.listRecords, role: 'read', summary: 'Records in byte order, a page at a time', strict: true,
+    query: listing, ok: { status: [200], message: 'records listed successfully' } },
   { method: 'PUT', path: '/records/{name}', handler: h.putRecord, role: 'write', names: 'record', summary: 'Create or replace a record',
     body: { record: { type: 'object', required: true, doc: 'the document' }, ttl, if_version: ifVersion, if_absent: ifAbsent },
     ok: { status: [201, 200], message: 'record created successfully' } },
@@ -93,6 +128,8 @@ export const ROUTES: readonly RouteDef[] = [
     ok: { status: [200], message: 'record deleted successfully' } },
 
   // ---- variants
+  { method: 'GET', path: '/variants', handler: h.listVariants, role: 'read', summary: 'Variants in byte order, a page at a time', strict: true,
+    query: listing, ok: { status: [200], message: 'variants listed successfully' } },
   { method: 'PUT', path: '/variants/{name}', handler: h.putVariant, role: 'write', names: 'variant', summary: 'Create or replace a variant',
     body: { ttl, variant: { type: 'scalar', required: true, doc: 'the value; its type is fixed by the first value' },
       if_version: ifVersion, if_absent: ifAbsent },
@@ -110,6 +147,8 @@ export const ROUTES: readonly RouteDef[] = [
     ok: { status: [200], message: 'variant deleted successfully' } },
 
   // ---- locks
+  { method: 'GET', path: '/locks', handler: h.listLocks, role: 'read', summary: 'Held locks in byte order, a page at a time', strict: true,
+    query: listing, ok: { status: [200], message: 'locks listed successfully' } },
   { method: 'PUT', path: '/locks/{name}', handler: h.acquireLock, role: 'write', names: 'lock', summary: 'Acquire a lease lock',
     body: { ttl: { type: 'lease', required: true, doc: 'lease length in seconds' },
       holder: { type: 'holder', doc: 'a label shown to other clients' } },

@@ -14,7 +14,7 @@ import { type Body, decodeBody, parseBody, tooLarge } from './body.js';
 import { answerLast, conn, Connections, deferAnswer, inTurn, linger, rawError, responseDone, shown, type Step } from './connections.js';
 import { toStatus } from './errors.js';
 import { sendError } from './envelope.js';
-import type { Ctx } from './handlers.js';
+import type { Args, Ctx } from './handlers.js';
 import { HttpError } from './errors.js';
 import { type Match, type Route, route } from './router.js';
 import { Authenticator } from './auth.js';
@@ -55,6 +55,7 @@ class PithosRequest extends http.IncomingMessage {
   route!: Route;
   response!: ServerResponse;
   name = '';
+  sub = '';
   /** Body chunks; allocated by the first one, so a body-less GET allocates nothing here. */
   chunks: Buffer[] | undefined = undefined;
   size = 0;
@@ -68,6 +69,8 @@ class PithosRequest extends http.IncomingMessage {
     if (c !== undefined) c.pending++;
   }
 }
+
+const NO_ARGS: Args = { sub: '', query: Object.freeze(Object.create(null) as Record<string, string>) };
 
 /** node:http calls detachSocket once per finished response, in order. */
 class PithosResponse extends http.ServerResponse<PithosRequest> {
@@ -186,6 +189,7 @@ export class PithosServer {
     if (m === undefined) return this.fail(res, miss);
     req.route = m.route;
     req.name = m.name;
+    req.sub = m.sub;
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > this.opts.maxBodyBytes) {
       res.shouldKeepAlive = false;
@@ -193,7 +197,7 @@ export class PithosServer {
     }
     if ((declared === undefined || declared === '0') && req.headers['transfer-encoding'] === undefined) {
       // No body: the common GET. Skip the stream machinery.
-      this.dispatch(req.route, req.name, Object.create(null) as Body, res, '');
+      this.dispatch(req.route, req.name, Object.create(null) as Body, res, '', req.sub);
       return;
     }
     // A request whose body is still arriving is in flight (shutdown waits for
@@ -211,11 +215,12 @@ export class PithosServer {
    * its response already: it costs no promise and is never in flight. An
    * asynchronous one is in flight until it settles.
    */
-  dispatch(route: Route, name: string, body: Body, res: ServerResponse, raw: string): void {
+  dispatch(route: Route, name: string, body: Body, res: ServerResponse, raw: string, sub: string): void {
     let pending: void | Promise<void>;
     try {
       route.checkBody(body, name);
-      pending = route.def.handler(this.ctx, name, body, res, raw);
+      pending = route.def.handler(this.ctx, name, body, res, raw,
+        route.def.query === undefined && sub === '' ? NO_ARGS : { sub, query: route.parseQuery(res.req.url ?? '') });
     } catch (err) {
       return this.fail(res, err);
     }
@@ -427,5 +432,5 @@ function onEnd(this: PithosRequest): void {
   } catch (err) {
     return this.server.fail(res, err);
   }
-  this.server.dispatch(this.route, this.name, body, res, text);
+  this.server.dispatch(this.route, this.name, body, res, text, this.sub);
 }

@@ -60,6 +60,69 @@ export interface TableStore {
   drop(name: string): Promise<void>;
   /** Sets the remaining lifetime (0 = none) of the table and so of every row (O(rows)). */
   expire(name: string, ttl: number): Promise<void>;
+
+  // ---- Part two (docs/api.md "Paging, order, projection", "Secondary indexes") ----
+
+  /**
+   * Rows as GET /tables/<name> returns them (an object from t_id to row, as
+   * JSON text), at most `limit` of them with t_id > `after`.
+   */
+  page(name: string, limit: number | undefined, after: number | undefined): Promise<string>;
+  /**
+   * A shaped query (RowQuery): JSON text of an array of rows (or of
+   * {"t_id", "row"} pairs with `withIds`), or {"count": n} with `count`.
+   * `query(name, wheres)` is the same as `find(name, {wheres})`, kept as the
+   * measured fast path of the plain form.
+   */
+  find(name: string, q: RowQuery): Promise<string>;
+  /**
+   * Declares an index on a top-level field or dotted path and starts building
+   * it; resolves once the declaration is durable (the build continues in the
+   * background; queries scan until it is ready). 409 when it exists.
+   */
+  createIndex(name: string, field: string): Promise<void>;
+  /** The table's indexes, JSON text of [{"field", "ready"}] in field order. */
+  listIndexes(name: string): Promise<string>;
+  /** 404 when there is no such index. */
+  dropIndex(name: string, field: string): Promise<void>;
+}
+
+/** One key of `order`; `field` is a dotted path (as in wheres). */
+export interface OrderKey {
+  field: string;
+  dir: 'asc' | 'desc';
+}
+
+/**
+ * A row query with its paging and shaping options (docs/api.md "Paging,
+ * order, projection"). Absent options mean: every row, t_id order, whole rows.
+ */
+export interface RowQuery {
+  wheres: Wheres;
+  /** At most this many rows (≥ 1). */
+  limit?: number;
+  /** Only rows with a greater t_id. */
+  after?: number;
+  /** Sort keys, first one first; t_id breaks ties; rows missing a field sort after those that have it. */
+  order?: OrderKey[];
+  /** Projection: only these top-level fields of each row. */
+  fields?: string[];
+  /** Answer {"count": n} (rows that match, after `after` and `limit`) instead of rows. */
+  count?: boolean;
+  /** Each row as {"t_id": n, "row": {...}}. */
+  withIds?: boolean;
+}
+
+export type ListKind = 'tables' | 'records' | 'variants' | 'locks';
+
+/** A listing request (docs/api.md "Listing"): names in byte order. */
+export interface ListOptions {
+  /** Only names that start with this ('' = all). */
+  prefix: string;
+  /** 1–1000. */
+  limit: number;
+  /** Only names after this one in byte order (the previous page's `next`); null = from the start. */
+  after: string | null;
 }
 
 export interface RecordStore {
@@ -171,6 +234,13 @@ export interface Store {
    * Resolves to the data JSON ({"results": [...]}).
    */
   transact(txn: Transaction): Promise<string>;
+  /**
+   * One page of names of a namespace: JSON text of {"items": [...], "next":
+   * <name or null>}. Items are {"name", "ttl_ms"} plus "rows" for tables and
+   * "held", "holder" for locks. A name that exists for the whole listing is
+   * returned exactly once across pages.
+   */
+  list(kind: ListKind, opts: ListOptions): Promise<string>;
   /** The change feed; a store without one answers GET /watch with 503. */
   readonly changes?: ChangeFeed;
   stats(): Promise<StoreStats>;

@@ -333,7 +333,8 @@ function maxDepth(v: unknown): number {
 // ---------------------------------------------------------------- paths and methods
 
 test('unknown paths → 404', async () => {
-  for (const p of ['/', '/nope', '/tables', '/tables/a/b', '/tables/a/rows/1', '/records', '/records/a/b', '/variants', '/locks', '/health/x', '/table', '/_test/clock', '/TABLES/a', '/api/tables/a']) {
+  // '/tables', '/records', '/variants' and '/locks' list (API.md §13): known paths since Part two.
+  for (const p of ['/', '/nope', '/tables/a/b', '/tables/a/rows/1', '/tables/a/indexes/f/g', '/records/a/b', '/health/x', '/table', '/_test/clock', '/TABLES/a', '/api/tables/a']) {
     for (const m of ['GET', 'POST']) {
       const r = await rawPath(m, p, m === 'POST' ? { advance_ms: 1 } : undefined);
       assert.equal(r.status, 404, `${m} ${p}: ${r.status} ${r.raw}`);
@@ -356,6 +357,12 @@ test('known path, wrong method → 405 with an Allow header listing the right me
     ['/table/x', ['PUT', 'GET', 'DELETE']],
     ['/variants/x', ['PUT', 'POST', 'GET', 'PATCH', 'DELETE']],
     ['/locks/x', ['PUT', 'PATCH', 'DELETE', 'GET']],
+    ['/tables', ['GET']],
+    ['/records', ['GET']],
+    ['/variants', ['GET']],
+    ['/locks', ['GET']],
+    ['/tables/x/indexes', ['GET']],
+    ['/tables/x/indexes/f', ['PUT', 'DELETE']],
   ];
   const all = ['GET', 'PUT', 'POST', 'PATCH', 'DELETE'];
   for (const [p, allowed] of cases) {

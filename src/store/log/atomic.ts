@@ -48,6 +48,16 @@ class Fetched {
       this.values.set(key, { seq, rollbacks, v });
     }), progress);
   }
+
+  /** One restart for many values (an index lookup whose rows are on disk), not one per value. */
+  needAll(keys: readonly string[], reads: ReadonlyArray<Promise<unknown>>): NeedsRead {
+    const seq = this.engine.upcomingSeq;
+    const rollbacks = this.engine.rollbacks;
+    const progress = keys.some((k) => !this.values.has(k));
+    return new NeedsRead(Promise.all(reads).then((vs) => {
+      for (let i = 0; i < keys.length; i++) this.values.set(keys[i], { seq, rollbacks, v: vs[i] });
+    }), progress);
+  }
 }
 
 /** A version of a key written earlier in the same decision; null = deleted. */
@@ -73,8 +83,18 @@ export class Tx {
   private keys: Map<string, Slot | null> | undefined;
   /** Rows written in this decision, by group and t_id; null = removed. */
   private groups: Map<string, Map<number, RowMemo | null>> | undefined;
+  /** The stored version of each row this decision changed (absent for rows it inserted), for index upkeep. */
+  private olds: Map<string, Map<number, Record<string, unknown>>> | undefined;
+
+  /** Run right after this decision's batch enters the engine (see CommitObserver). */
+  commitHooks: Array<(written: Promise<void>) => void> | undefined;
 
   constructor(private readonly engine: Engine, private readonly fetched: Fetched, readonly now: number) {}
+
+  /** Runs `fn` once this decision's batch is in the engine; never for a decision that is thrown away. */
+  onCommit(fn: (written: Promise<void>) => void): void {
+    (this.commitHooks ??= []).push(fn);
+  }
 
   /** The sequence number the batch of this decision will get (fences, table incarnations). */
   get seq(): number {
@@ -89,6 +109,33 @@ export class Tx {
     const f = this.fetched.lookup(key);
     if (f !== undefined && this.engine.has(key, this.now)) return f.v as T | undefined;
     throw this.fetched.need(key, this.engine.read(key, dec));
+  }
+
+  /**
+   * Values of several keys (absent ones undefined): when some are on disk,
+   * they are all read before the decision restarts, not one per restart.
+   */
+  getMany<T>(keys: readonly string[], dec: Decoder<T>): Array<T | undefined> {
+    const out: Array<T | undefined> = new Array(keys.length);
+    let missing: string[] | undefined;
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i];
+      const o = this.keys?.get(key);
+      if (o !== undefined) {
+        out[i] = o === null ? undefined : (o.memo as T);
+        continue;
+      }
+      const v = this.engine.peek(key, dec, this.now);
+      if (v !== MISS) {
+        out[i] = v;
+        continue;
+      }
+      const f = this.fetched.lookup(key);
+      if (f !== undefined && this.engine.has(key, this.now)) out[i] = f.v as T | undefined;
+      else (missing ??= []).push(key);
+    }
+    if (missing !== undefined) throw this.fetched.needAll(missing, missing.map((k) => this.engine.read(k, dec)));
+    return out;
   }
 
   /**
@@ -132,14 +179,36 @@ export class Tx {
     (this.groups ??= new Map()).set(group, new Map());
   }
 
-  putRow(group: string, key: string, memo: RowMemo, decoder: Decoder<RowMemo>, exp: number): void {
+  /** `old` is the row as stored before this decision (absent for an insert). */
+  putRow(group: string, key: string, memo: RowMemo, decoder: Decoder<RowMemo>, exp: number, old?: Record<string, unknown>): void {
     this.ops.push({ op: Op.Put, key, value: Buffer.from(memo.json), expiresAt: exp, memo, decoder: decoder as Decoder<unknown> });
-    this.rowSlots(group).set(memo.id, memo);
+    const slots = this.rowSlots(group);
+    if (old !== undefined && !slots.has(memo.id)) this.rememberOld(group, memo.id, old);
+    slots.set(memo.id, memo);
   }
 
-  delRow(group: string, key: string, id: number): void {
+  delRow(group: string, key: string, id: number, old: Record<string, unknown>): void {
     this.ops.push({ op: Op.Del, key, value: undefined, expiresAt: 0 });
-    this.rowSlots(group).set(id, null);
+    const slots = this.rowSlots(group);
+    if (!slots.has(id)) this.rememberOld(group, id, old);
+    slots.set(id, null);
+  }
+
+  private rememberOld(group: string, id: number, old: Record<string, unknown>): void {
+    const os = (this.olds ??= new Map());
+    let m = os.get(group);
+    if (m === undefined) os.set(group, (m = new Map()));
+    m.set(id, old);
+  }
+
+  /** Rows this decision changed, by group: t_id → new version (null = removed). Undefined when none. */
+  get rowChanges(): ReadonlyMap<string, ReadonlyMap<number, RowMemo | null>> | undefined {
+    return this.groups;
+  }
+
+  /** The stored version of a row this decision changed; undefined when it inserted the row. */
+  oldRow(group: string, id: number): Record<string, unknown> | undefined {
+    return this.olds?.get(group)?.get(id);
   }
 
   private rowSlots(group: string): Map<number, RowMemo | null> {
@@ -189,8 +258,33 @@ export type Decide<T> = (tx: Tx) => T extends PromiseLike<unknown> ? never : T;
 const MAX_STALE_RESTARTS = 32;
 const MAX_RESTARTS = 100_000;
 
+/**
+ * Told of every batch as it enters the engine (the directory already shows
+ * it), with the promise of its write: views kept beside the directory (the
+ * listing order, secondary indexes) change in the same turn as the data.
+ */
+export type CommitObserver = (tx: Tx, written: Promise<void>) => void;
+
+/**
+ * Run on a finished decision before its batch goes to the engine: may add
+ * writes that follow from the decision's own (index entries of changed rows),
+ * so they are part of the same atomic batch.
+ */
+export type BatchExtender = (tx: Tx) => void;
+
 export class Atomic {
+  private readonly observers: CommitObserver[] = [];
+  private readonly extenders: BatchExtender[] = [];
+
   constructor(private readonly engine: Engine, private readonly now: () => number) {}
+
+  observe(o: CommitObserver): void {
+    this.observers.push(o);
+  }
+
+  extend(e: BatchExtender): void {
+    this.extenders.push(e);
+  }
 
   /**
    * Makes what `load` reads resident (awaiting reads as needed), then runs
@@ -206,13 +300,19 @@ export class Atomic {
       try {
         if (load !== undefined) load(tx);
         result = decide(tx) as T;
+        for (let i = 0; i < this.extenders.length; i++) this.extenders[i](tx);
       } catch (err) {
         if (!(err instanceof NeedsRead)) throw err;
         if (!err.progress && ++stale >= MAX_STALE_RESTARTS) break;
         await err.promise;
         continue;
       }
-      if (tx.ops.length > 0) await this.engine.write(tx.ops);
+      if (tx.ops.length > 0) {
+        const written = this.engine.write(tx.ops);
+        for (let i = 0; i < this.observers.length; i++) this.observers[i](tx, written);
+        if (tx.commitHooks !== undefined) for (const f of tx.commitHooks) f(written);
+        await written;
+      }
       return result;
     }
     throw new StoreError('unavailable', 'data this request reads from disk kept changing while it was read; try again');

@@ -3,12 +3,15 @@
  * engine, every change through one Atomic (atomic.ts).
  */
 import { Engine, type EngineOptions } from '../../engine/index.js';
-import type { Store, StoreStats, Transaction } from '../store.js';
+import type { ListKind, ListOptions, Store, StoreStats, Transaction } from '../store.js';
 import { Atomic } from './atomic.js';
 import { backupStream } from './backup.js';
+import { IndexRegistry } from './indexes.js';
+import { list } from './listing.js';
+import { isTopLevel, NameView } from './names.js';
 import { LogLocks } from './locks.js';
 import { LogRecords } from './records.js';
-import { LogTables } from './tables.js';
+import { LogTables, rowDecoder, tableMeta } from './tables.js';
 import { transact } from './txns.js';
 import { LogVariants } from './variants.js';
 import { LogChanges } from './changes.js';
@@ -20,10 +23,17 @@ export class LogStore implements Store {
   readonly locks: LogLocks;
   readonly changes: LogChanges;
   private readonly atomic: Atomic;
+  /** Every top-level name in byte order (names.ts). */
+  readonly names: NameView;
+  readonly indexes: IndexRegistry;
 
-  private constructor(readonly engine: Engine, now: () => number) {
+  private constructor(readonly engine: Engine, now: () => number, topLevel: string[]) {
     this.atomic = new Atomic(engine, now);
-    this.tables = new LogTables(this.atomic);
+    this.names = new NameView(engine, topLevel);
+    this.atomic.extend(this.names.beforeWrite);
+    this.atomic.observe(this.names.onCommit);
+    this.indexes = new IndexRegistry(engine, this.atomic, tableMeta, rowDecoder);
+    this.tables = new LogTables(this.atomic, this.indexes);
     this.records = new LogRecords(engine, this.atomic);
     this.variants = new LogVariants(engine, this.atomic);
     this.locks = new LogLocks(this.atomic);
@@ -31,7 +41,21 @@ export class LogStore implements Store {
   }
 
   static async open(opts: EngineOptions & { now: () => number }): Promise<LogStore> {
-    return new LogStore(await Engine.open(opts), opts.now);
+    const engine = await Engine.open(opts);
+    // One pass over the key directory feeds both views kept beside it (docs/query.md).
+    const topLevel: string[] = [];
+    const entries: string[] = [];
+    for (const k of engine.keys()) {
+      if (isTopLevel(k)) topLevel.push(k);
+      else if (k.charCodeAt(0) === 105 /* i */ && k.charCodeAt(1) === 0) entries.push(k);
+    }
+    const s = new LogStore(engine, opts.now, topLevel);
+    await s.indexes.load(entries);
+    return s;
+  }
+
+  list(kind: ListKind, opts: ListOptions): Promise<string> {
+    return list(this.engine, this.atomic, this.names, kind, opts);
   }
 
   transact(txn: Transaction): Promise<string> {
@@ -50,6 +74,7 @@ export class LogStore implements Store {
   }
 
   close(): Promise<void> {
+    this.indexes.close();
     return this.engine.close();
   }
 }

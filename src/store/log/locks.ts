@@ -13,7 +13,7 @@ import type { LockStore } from '../store.js';
 import type { Atomic, Tx } from './atomic.js';
 import { lockKey } from './keys.js';
 
-interface Lease {
+export interface Lease {
   token: string;
   holder: string | null;
   /** Length of the current lease, seconds. */
@@ -29,7 +29,7 @@ interface Lease {
   fence: number;
 }
 
-const leaseDecoder: Decoder<Lease> = (buf) => JSON.parse(buf.toString('utf8')) as Lease;
+export const leaseDecoder: Decoder<Lease> = (buf) => JSON.parse(buf.toString('utf8')) as Lease;
 const encode = (l: Lease): Buffer => Buffer.from(JSON.stringify(l), 'utf8');
 
 const notHeld = (name: string) => notFound(`lock '${name}' is not held`);

@@ -14,18 +14,21 @@
 import type { Decoder } from '../../engine/index.js';
 import { conflict, notFound } from '../errors.js';
 import { mergeFields } from '../json.js';
-import type { TableStore, Wheres } from '../store.js';
+import { compileOrder, render } from '../query.js';
+import type { RowQuery, TableStore, Wheres } from '../store.js';
 import { expiryOf } from '../validate.js';
 import { compileWheres, type Matcher, matches, type Row } from '../wheres.js';
 import type { Atomic, RowMemo, Tx } from './atomic.js';
+import type { IndexRegistry } from './indexes.js';
 import { rowGroup, rowIdOf, rowKey, tableKey } from './keys.js';
+import { select } from './select.js';
 
 interface TableMeta {
   inc: number;
   next: number;
 }
 
-const metaDecoder: Decoder<TableMeta> = (buf) => {
+export const metaDecoder: Decoder<TableMeta> = (buf) => {
   const s = buf.toString('latin1');
   const sp = s.indexOf(' ');
   return { inc: Number(s.slice(0, sp)), next: Number(s.slice(sp + 1)) };
@@ -39,8 +42,13 @@ export const rowDecoder: Decoder<RowMemo> = (buf, key) => {
 
 const missing = (name: string) => notFound(`table '${name}' does not exist`);
 
+/** The table's incarnation and next t_id; undefined when it does not exist. */
+export function tableMeta(tx: Tx, name: string): TableMeta | undefined {
+  return tx.get(tableKey(name), metaDecoder);
+}
+
 /** The table's metadata; throws 404 when it does not exist. */
-function meta(tx: Tx, name: string): TableMeta {
+export function meta(tx: Tx, name: string): TableMeta {
   const m = tx.get(tableKey(name), metaDecoder);
   if (m === undefined) throw missing(name);
   return m;
@@ -80,7 +88,7 @@ export function updateRows(tx: Tx, name: string, matcher: Matcher, sets: Row): n
     n++;
     if (!write) continue;
     const obj = mergeFields(r.obj, sets);
-    tx.putRow(group, rowKey(group, r.id), { id: r.id, obj, json: JSON.stringify(obj) }, rowDecoder, exp);
+    tx.putRow(group, rowKey(group, r.id), { id: r.id, obj, json: JSON.stringify(obj) }, rowDecoder, exp, r.obj);
   }
   return n;
 }
@@ -93,7 +101,7 @@ export function removeRows(tx: Tx, name: string, matcher: Matcher): number {
   for (const r of tx.rows(group, rowDecoder)) {
     if (!matches(r.obj, matcher)) continue;
     n++;
-    tx.delRow(group, rowKey(group, r.id), r.id);
+    tx.delRow(group, rowKey(group, r.id), r.id, r.obj);
   }
   return n;
 }
@@ -105,7 +113,7 @@ export function countRows(tx: Tx, name: string, matcher: Matcher): number {
 }
 
 export class LogTables implements TableStore {
-  constructor(private readonly atomic: Atomic) {}
+  constructor(private readonly atomic: Atomic, private readonly indexes: IndexRegistry) {}
 
   create(name: string, ttl: number): Promise<void> {
     return this.atomic.atomically(undefined, (tx) => {
@@ -136,7 +144,11 @@ export class LogTables implements TableStore {
   query(name: string, wheres: Wheres): Promise<string> {
     const matcher = compileWheres(wheres);
     return this.atomic.read((tx) => {
-      const rows = tableRows(tx, name);
+      const m = meta(tx, name);
+      const ix = this.indexes.tableIndexes(name, m.inc);
+      // A table with indexes goes through the planner; without, the scan below is the whole story.
+      if (ix !== undefined) return render(select(tx, rowGroup(name, m.inc), ix, matcher, { wheres }, undefined), { wheres });
+      const rows = tx.rows(rowGroup(name, m.inc), rowDecoder);
       let out = '[';
       let first = true;
       for (let i = 0; i < rows.length; i++) {
@@ -146,6 +158,47 @@ export class LogTables implements TableStore {
         first = false;
       }
       return out + ']';
+    });
+  }
+
+  page(name: string, limit: number | undefined, after: number | undefined): Promise<string> {
+    if (limit === undefined && after === undefined) return this.all(name);
+    return this.atomic.read((tx) => {
+      const rows = tableRows(tx, name);
+      const from = after === undefined ? 0 : firstAbove(rows, after);
+      const to = limit === undefined ? rows.length : Math.min(rows.length, from + limit);
+      let out = '{';
+      for (let i = from; i < to; i++) {
+        if (i > from) out += ',';
+        out += `"${rows[i].id}":${rows[i].json}`;
+      }
+      return out + '}';
+    });
+  }
+
+  find(name: string, q: RowQuery): Promise<string> {
+    const matcher = compileWheres(q.wheres);
+    const order = q.order === undefined || q.order.length === 0 ? undefined : compileOrder(q.order);
+    return this.atomic.read((tx) => {
+      const m = meta(tx, name);
+      const ix = this.indexes.tableIndexes(name, m.inc);
+      return render(select(tx, rowGroup(name, m.inc), ix, matcher, q, order), q);
+    });
+  }
+
+  createIndex(name: string, field: string): Promise<void> {
+    return this.atomic.atomically(undefined, (tx) => {
+      this.indexes.create(tx, name, meta(tx, name).inc, field);
+    });
+  }
+
+  listIndexes(name: string): Promise<string> {
+    return this.atomic.read((tx) => this.indexes.describe(name, meta(tx, name).inc));
+  }
+
+  dropIndex(name: string, field: string): Promise<void> {
+    return this.atomic.atomically(undefined, (tx) => {
+      this.indexes.drop(tx, name, meta(tx, name).inc, field);
     });
   }
 
@@ -185,6 +238,19 @@ export class LogTables implements TableStore {
       const m = meta(tx, name);
       tx.del(tableKey(name));
       tx.dropGroup(rowGroup(name, m.inc));
+      this.indexes.dropTable(tx, name, m.inc);
     });
   }
+}
+
+/** Position of the first row with a t_id above `after` (rows are in t_id order). */
+export function firstAbove(rows: readonly RowMemo[], after: number): number {
+  let lo = 0;
+  let hi = rows.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (rows[mid].id <= after) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }

@@ -11,6 +11,7 @@
  */
 import { StoreError } from '../errors.js';
 import type { Store, StoreStats, Transaction } from '../store.js';
+import { invalid } from '../errors.js';
 import { MIGRATIONS, migrate, schemaVersion } from './schema.js';
 import { Db, mapError, type PgOptions } from './sql.js';
 import { PgLocks } from './locks.js';
@@ -98,6 +99,10 @@ export class PgStore implements Store {
     } finally {
       this.gcState = 2;
     }
+  }
+
+  list(): Promise<string> {
+    return Promise.reject(invalid('listing is not supported by the postgres store yet'));
   }
 
   transact(txn: Transaction): Promise<string> {

@@ -13,9 +13,10 @@
  * transaction, so both stores match exactly alike (docs/scaling.md).
  * Every write to a table's rows first locks its pithos_tables row.
  */
-import { conflict, notFound } from '../errors.js';
+import { conflict, invalid, notFound } from '../errors.js';
 import { mergeFields } from '../json.js';
-import type { TableStore, Wheres } from '../store.js';
+import { compareRows, compileOrder, type IdRow, render } from '../query.js';
+import type { RowQuery, TableStore, Wheres } from '../store.js';
 import { compileWheres, type Matcher, matches, type Row } from '../wheres.js';
 import type { Db, Q } from './sql.js';
 
@@ -141,6 +142,46 @@ export class PgTables implements TableStore {
       first = false;
     }
     return out + ']';
+  }
+
+  // ---- Part two (docs/query.md): shaped queries by filtering the rows here, with the
+  // shared order and rendering, so answers are byte-identical to the log store's.
+
+  async page(name: string, limit: number | undefined, after: number | undefined): Promise<string> {
+    const rows = (await tableRows(this.db.q, name)).filter((r) => after === undefined || r.id > after);
+    let out = '{';
+    const n = limit === undefined ? rows.length : Math.min(limit, rows.length);
+    for (let i = 0; i < n; i++) out += `${i > 0 ? ',' : ''}"${rows[i].id}":${rows[i].json}`;
+    return out + '}';
+  }
+
+  async find(name: string, q: RowQuery): Promise<string> {
+    const matcher = compileWheres(q.wheres);
+    const order = q.order === undefined || q.order.length === 0 ? undefined : compileOrder(q.order);
+    const after = q.after ?? 0;
+    const limit = q.limit ?? Infinity;
+    const out: IdRow[] = [];
+    for (const r of await tableRows(this.db.q, name)) {
+      if (r.id <= after) continue;
+      const obj = JSON.parse(r.json) as Row;
+      if (!matches(obj, matcher)) continue;
+      out.push({ id: r.id, obj, json: r.json });
+      if (order === undefined && out.length === limit) break;
+    }
+    if (order !== undefined) out.sort((a, b) => compareRows(order, a, b));
+    return render(out.length > limit ? out.slice(0, limit) : out, q);
+  }
+
+  createIndex(): Promise<void> {
+    return Promise.reject(invalid('secondary indexes are not supported by the postgres store yet'));
+  }
+
+  listIndexes(): Promise<string> {
+    return Promise.reject(invalid('secondary indexes are not supported by the postgres store yet'));
+  }
+
+  dropIndex(): Promise<void> {
+    return Promise.reject(invalid('secondary indexes are not supported by the postgres store yet'));
   }
 
   async patch(name: string, wheres: Wheres, sets: Row): Promise<void> {

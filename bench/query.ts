@@ -1,0 +1,103 @@
+/**
+ * In-process figures for secondary indexes (docs/query.md, docs/benchmarks.md):
+ * heap bytes per indexed row, the longest event-loop stall while an index is
+ * built in the background, and the time to reopen a 1,000,000-row table with
+ * one index until the index is ready again. Run by `npm run bench` (after the
+ * HTTP operations) as `node --expose-gc dist/bench/query.js [rows]`.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { Engine } from '../src/engine/index.js';
+import { LogStore } from '../src/store/log/index.js';
+import type { Mutation } from '../src/store/store.js';
+
+const ROWS = Number(process.argv[2] ?? 1_000_000);
+const GROUPS = ROWS / 10;
+const gc = (globalThis as { gc?: () => void }).gc;
+
+function heap(): number {
+  gc?.();
+  gc?.();
+  return process.memoryUsage().heapUsed;
+}
+
+const open = (dir: string): Promise<LogStore> =>
+  LogStore.open({ dir, now: Date.now, durability: 'never', sweepIntervalMs: 0, compactIntervalMs: 0, cacheBytes: 1 << 30 });
+
+async function main(): Promise<void> {
+  if (gc === undefined) throw new Error('run with --expose-gc');
+  const dir = mkdtempSync(join(tmpdir(), 'pithos-qbench-'));
+  try {
+    let store = await open(dir);
+    await store.tables.create('big', 0);
+    let t = Date.now();
+    for (let b = 0; b < ROWS / 1000; b++) {
+      const mutations: Mutation[] = [];
+      for (let j = 0; j < 1000; j++) {
+        const i = b * 1000 + j;
+        mutations.push({ kind: 'table', name: 'big', op: 'INSERT', values: { seq: i, grp: i % GROUPS, name: `user-${i}` } });
+      }
+      await store.transact({ checks: [], mutations, serializable: false });
+    }
+    const loadS = (Date.now() - t) / 1000;
+
+    const before = heap();
+    const lag = monitorEventLoopDelay({ resolution: 1 });
+    lag.enable();
+    t = Date.now();
+    await store.tables.createIndex('big', 'grp');
+    await store.indexes.settled();
+    const buildS = (Date.now() - t) / 1000;
+    lag.disable();
+    const perRow = (heap() - before) / ROWS;
+
+    // The same query with and without the index, in process (no HTTP).
+    const q = async (field: string, n: number): Promise<number> => {
+      const times: number[] = [];
+      for (let i = 0; i < n; i++) {
+        const s = process.hrtime.bigint();
+        const out = JSON.parse(await store.tables.query('big', { [field]: (i * 7919) % GROUPS })) as unknown[];
+        times.push(Number(process.hrtime.bigint() - s) / 1e6);
+        if (field === 'grp' && out.length !== 10) throw new Error(`expected 10 rows, got ${out.length}`);
+      }
+      times.sort((a, b) => a - b);
+      return times[Math.floor(times.length / 2)];
+    };
+    const indexedP50 = await q('grp', 2000);
+    const scanP50 = await q('seq', 5);
+
+    await store.close();
+    // The engine's own recovery alone, for comparison (what any store pays at open).
+    t = Date.now();
+    const engine = await Engine.open({ dir, durability: 'never', sweepIntervalMs: 0, compactIntervalMs: 0 });
+    const engineS = (Date.now() - t) / 1000;
+    await engine.close();
+    t = Date.now();
+    store = await open(dir);
+    const openS = (Date.now() - t) / 1000;
+    await store.indexes.settled();
+    const readyS = (Date.now() - t) / 1000;
+    const ok = JSON.parse(await store.tables.listIndexes('big')) as Array<{ ready: boolean }>;
+    const check = JSON.parse(await store.tables.query('big', { grp: 3 })) as unknown[];
+    await store.close();
+    if (!ok[0]?.ready || check.length !== 10) throw new Error('index not ready or wrong after reopen');
+
+    const lines = [
+      `index bench: ${ROWS.toLocaleString('en-US')} rows ({seq, grp, name}; 10 rows per grp), loaded in ${loadS.toFixed(1)} s through transactions of 1,000 inserts`,
+      `  index on grp built in the background in ${buildS.toFixed(2)} s; longest event-loop stall meanwhile ${(lag.max / 1e6).toFixed(1)} ms (p99 ${(lag.percentile(99) / 1e6).toFixed(1)} ms)`,
+      `  heap per indexed row: ${perRow.toFixed(0)} bytes`,
+      `  in-process query p50: indexed ${indexedP50.toFixed(3)} ms, unindexed (scan) ${scanP50.toFixed(1)} ms`,
+      `  reopen: engine recovery alone ${engineS.toFixed(2)} s; store open (engine recovery + listing view + indexes from their keys) ${openS.toFixed(2)} s, index ready ${readyS.toFixed(2)} s after the start of open (target ≤ 5 s)`,
+    ];
+    process.stdout.write(lines.join('\n') + '\n');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`query bench failed: ${(e as Error).stack ?? String(e)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,450 @@
+/**
+ * Secondary indexes on table rows (docs/query.md, "Secondary indexes").
+ *
+ * - A definition is one engine entry in the group `x\0` (key: table U+0001
+ *   field) holding the table incarnation, the build cursor and whether the
+ *   index is ready; it carries the table's expiry.
+ * - Every index entry is also an engine key, with an empty value, in the
+ *   index's own group (`i\0table\0inc\0field\0`): the value's JSON and the
+ *   t_id are in the key. Entries are written in the same batch as the row
+ *   change they follow (Atomic's batch extender), so after a crash the
+ *   entries agree with the rows; dropping an index or its table drops the
+ *   group in one entry.
+ * - In memory, each index is an ordered set of (value, t_id) for rows whose
+ *   value at the path is a string, number, boolean or null, plus the t_ids
+ *   whose value is an array or object (they matter only to `order`). At open
+ *   it is rebuilt from the keys alone, one pass over the key directory and a
+ *   sort; no row is read (except the rare value too long to sit in a key).
+ * - Building walks t_ids 1..next in small write decisions (BUILD_STEP rows),
+ *   each writing the entries and the advanced cursor, yielding between them.
+ *   A row below the cursor is maintained by every batch, a row above it is
+ *   left to the builder, so the two never disagree. Queries use an index
+ *   only once it is ready.
+ */
+import { type Decoder, type Engine, Op } from '../../engine/index.js';
+import { conflict, notFound } from '../errors.js';
+import { compareValues } from '../query.js';
+import { SortedList } from '../sorted.js';
+import { lookup, MISSING, pathOf, type Row } from '../wheres.js';
+import type { Atomic, Tx } from './atomic.js';
+import { rowGroup, rowKey, tableKey } from './keys.js';
+
+export type Prim = string | number | boolean | null;
+export interface IxEntry {
+  v: Prim;
+  id: number;
+}
+
+const cmpEntry = (a: IxEntry, b: IxEntry): number => {
+  const c = compareValues(a.v, b.v);
+  if (c !== 0) return c;
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+};
+
+export const isPrim = (v: unknown): v is Prim =>
+  v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
+
+/** Rows a build step indexes in one decision: small enough that no request waits behind it for long. */
+const BUILD_STEP = 500;
+/** Values whose JSON is longer than this are not copied into keys; their rows are read at open instead. */
+const MAX_KEY_VALUE = 1024;
+const EMPTY = Buffer.alloc(0);
+
+/** The key of a row's entry, or undefined when the row has no value at the path. */
+function entryKey(group: string, v: unknown, id: number): string | undefined {
+  if (v === MISSING) return undefined;
+  if (!isPrim(v)) return `${group}o\u0001${id}`;
+  // JSON escapes every control character, so U+0000 (groups) and U+0001 (the separator) cannot occur in it.
+  const j = JSON.stringify(v);
+  return j.length > MAX_KEY_VALUE ? `${group}l\u0001${id}` : `${group}v${j}\u0001${id}`;
+}
+
+export class SecondaryIndex {
+  readonly path: string[];
+  /** JSON of the path: what compiled wheres tests carry (wheres.ts Test.key). */
+  readonly key: string;
+  /** Engine group of this index's entries. */
+  readonly group: string;
+  list = new SortedList<IxEntry>(cmpEntry);
+  /** t_ids whose value is an array or an object. */
+  other = new Set<number>();
+  /** Rows with a t_id below this are in the index. */
+  cursor = 1;
+  ready = false;
+  dropped = false;
+  /** Being refilled from its keys after a failed write: not used by queries meanwhile. */
+  loading = false;
+
+  constructor(readonly table: string, readonly inc: number, readonly field: string) {
+    this.path = pathOf(field);
+    this.key = JSON.stringify(this.path);
+    this.group = `i\u0000${table}\u0000${inc}\u0000${field}\u0000`;
+  }
+
+  covers(id: number): boolean {
+    return this.ready || id < this.cursor;
+  }
+
+  /** Whether queries may use it. */
+  get usable(): boolean {
+    return this.ready && !this.loading && !this.dropped;
+  }
+
+  add(id: number, obj: Row): void {
+    const v = lookup(obj, this.path);
+    if (v === MISSING) return;
+    if (isPrim(v)) this.list.add({ v, id });
+    else this.other.add(id);
+  }
+
+  remove(id: number, obj: Row): void {
+    const v = lookup(obj, this.path);
+    if (v === MISSING) return;
+    if (isPrim(v)) this.list.delete({ v, id });
+    else this.other.delete(id);
+  }
+
+  /** t_ids of rows whose value equals `v`, ascending, above `after`. */
+  eq(v: Prim, after: number, out: number[]): void {
+    for (const e of this.list.ascending({ v, id: after }, true)) {
+      if (compareValues(e.v, v) !== 0) break;
+      out.push(e.id);
+    }
+  }
+
+  /** t_ids of rows whose value lies within the bounds (same type as the bounds), in value order. */
+  range(lo: Prim | undefined, loIncl: boolean, hi: Prim | undefined, hiIncl: boolean, kind: 'number' | 'string', out: number[]): void {
+    const start: IxEntry = lo !== undefined ? { v: lo, id: loIncl ? -Infinity : Infinity } : { v: kind === 'number' ? -Infinity : '', id: -Infinity };
+    for (const e of this.list.ascending(start, false)) {
+      if (typeof e.v !== kind) break;
+      if (hi !== undefined) {
+        const c = compareValues(e.v, hi);
+        if (c > 0 || (c === 0 && !hiIncl)) break;
+      }
+      out.push(e.id);
+    }
+  }
+}
+
+/** The indexes of one table incarnation. */
+export class TableIndexes {
+  readonly byKey = new Map<string, SecondaryIndex>();
+  readonly byField = new Map<string, SecondaryIndex>();
+  constructor(readonly name: string, readonly inc: number, readonly group: string) {}
+}
+
+interface Def {
+  table: string;
+  inc: number;
+  field: string;
+  cursor: number;
+  ready: boolean;
+}
+
+const DEF_GROUP = 'x\u0000';
+export const defKey = (table: string, field: string): string => `${DEF_GROUP}${table}\u0001${field}`;
+const defDecoder: Decoder<Def> = (buf) => JSON.parse(buf.toString('utf8')) as Def;
+
+/** Reads a table's incarnation and next t_id in a decision; undefined when it does not exist. */
+export type MetaOf = (tx: Tx, name: string) => { inc: number; next: number } | undefined;
+export type RowDecoder = Decoder<{ id: number; obj: Row; json: string }>;
+
+export class IndexRegistry {
+  private readonly byTable = new Map<string, TableIndexes>();
+  private readonly byGroup = new Map<string, TableIndexes>();
+  private readonly building = new Set<Promise<void>>();
+  private closed = false;
+  /** Index entry keys collected at open (until load has used them); later fills read the directory. */
+  private entryKeys: readonly string[] | undefined;
+
+  constructor(private readonly engine: Engine, private readonly atomic: Atomic, private readonly metaOf: MetaOf,
+    private readonly rowDecoder: RowDecoder) {
+    atomic.extend(this.extendBatch);
+    atomic.observe(this.onCommit);
+  }
+
+  /**
+   * Loads every definition and its entries from the keys (one pass over the
+   * key directory), then resumes unfinished builds in the background.
+   */
+  async load(entryKeys: readonly string[]): Promise<void> {
+    this.entryKeys = entryKeys;
+    const defs = await this.engine.scan(DEF_GROUP, defDecoder);
+    if (defs.length === 0) {
+      this.entryKeys = undefined;
+      return;
+    }
+    const live: SecondaryIndex[] = [];
+    await this.atomic.read((tx) => {
+      live.length = 0;
+      for (const d of defs) {
+        const m = this.metaOf(tx, d.table);
+        // A definition outlived by its table incarnation is not served (drop deletes it in the same batch anyway).
+        if (m === undefined || m.inc !== d.inc) continue;
+        const ix = this.register(d.table, d.inc, d.field);
+        ix.cursor = d.cursor;
+        live.push(ix);
+      }
+    });
+    await this.fill(live);
+    for (const ix of live) {
+      const d = defs.find((x) => x.table === ix.table && x.field === ix.field) as Def;
+      if (d.ready) ix.ready = true;
+      else this.startBuild(ix);
+    }
+  }
+
+  /** Fills indexes from their engine keys; rows whose value was too long for a key are read. */
+  private async fill(ixs: readonly SecondaryIndex[]): Promise<void> {
+    if (ixs.length === 0) return;
+    const byGroup = new Map<string, { ix: SecondaryIndex; entries: IxEntry[]; long: number[] }>();
+    for (const ix of ixs) byGroup.set(ix.group, { ix, entries: [], long: [] });
+    const keys = this.entryKeys ?? this.engine.keys('i\u0000');
+    this.entryKeys = undefined;
+    for (const k of keys) {
+      const cut = k.lastIndexOf('\u0000') + 1;
+      const slot = byGroup.get(k.slice(0, cut));
+      if (slot === undefined) continue;
+      const sep = k.lastIndexOf('\u0001');
+      const id = Number(k.slice(sep + 1));
+      const kind = k.charCodeAt(cut);
+      if (kind === 118 /* v */) slot.entries.push({ v: JSON.parse(k.slice(cut + 1, sep)) as Prim, id });
+      else if (kind === 111 /* o */) slot.ix.other.add(id);
+      else slot.long.push(id);
+    }
+    for (const { ix, entries, long } of byGroup.values()) {
+      entries.sort(cmpEntry);
+      ix.list = SortedList.fromSorted(cmpEntry, entries);
+      if (long.length === 0) continue;
+      const t = this.byTable.get(ix.table) as TableIndexes;
+      await this.atomic.read((tx) => {
+        const rows = tx.getMany(long.map((id) => rowKey(t.group, id)), this.rowDecoder);
+        for (const r of rows) if (r !== undefined) ix.add(r.id, r.obj);
+      });
+    }
+  }
+
+  tableIndexes(name: string, inc: number): TableIndexes | undefined {
+    const t = this.byTable.get(name);
+    return t !== undefined && t.inc === inc ? t : undefined;
+  }
+
+  private register(name: string, inc: number, field: string): SecondaryIndex {
+    let t = this.byTable.get(name);
+    if (t === undefined || t.inc !== inc) {
+      if (t !== undefined) this.forget(t);
+      t = new TableIndexes(name, inc, rowGroup(name, inc));
+      this.byTable.set(name, t);
+      this.byGroup.set(t.group, t);
+    }
+    const ix = new SecondaryIndex(name, inc, field);
+    t.byKey.set(ix.key, ix);
+    t.byField.set(field, ix);
+    return ix;
+  }
+
+  private forget(t: TableIndexes): void {
+    for (const ix of t.byKey.values()) ix.dropped = true;
+    if (this.byTable.get(t.name) === t) this.byTable.delete(t.name);
+    this.byGroup.delete(t.group);
+  }
+
+  // ---- decisions (called inside atomically) ----------------------------------
+
+  /** Declares an index; the build starts once the batch is in the engine. */
+  create(tx: Tx, name: string, inc: number, field: string): void {
+    const key = defKey(name, field);
+    if (tx.has(key)) throw conflict(`index on '${field}' of table '${name}' already exists`);
+    const d: Def = { table: name, inc, field, cursor: 1, ready: false };
+    tx.put(key, Buffer.from(JSON.stringify(d)), d, defDecoder, tx.expiry(tableKey(name)));
+    tx.onCommit((written) => {
+      const ix = this.register(name, inc, field);
+      this.startBuild(ix);
+      written.catch(() => this.unregister(ix));
+    });
+  }
+
+  drop(tx: Tx, name: string, inc: number, field: string): void {
+    const key = defKey(name, field);
+    if (!tx.has(key)) throw notFound(`index on '${field}' of table '${name}' does not exist`);
+    const ix = this.tableIndexes(name, inc)?.byField.get(field);
+    tx.del(key);
+    if (ix !== undefined) {
+      tx.dropGroup(ix.group);
+      tx.onCommit(() => this.unregister(ix));
+    }
+  }
+
+  /** Deletes the definitions and entries of a table being dropped, in the drop's batch. */
+  dropTable(tx: Tx, name: string, inc: number): void {
+    const t = this.tableIndexes(name, inc);
+    if (t === undefined) return;
+    for (const ix of t.byField.values()) {
+      tx.del(defKey(name, ix.field));
+      tx.dropGroup(ix.group);
+    }
+    tx.onCommit(() => this.forget(t));
+  }
+
+  private unregister(ix: SecondaryIndex): void {
+    ix.dropped = true;
+    const t = this.tableIndexes(ix.table, ix.inc);
+    if (t === undefined || t.byField.get(ix.field) !== ix) return;
+    t.byField.delete(ix.field);
+    t.byKey.delete(ix.key);
+    if (t.byField.size === 0) this.forget(t);
+  }
+
+  /** `[{"field","ready"}]` in field order, as JSON text. */
+  describe(name: string, inc: number): string {
+    const t = this.tableIndexes(name, inc);
+    if (t === undefined) return '[]';
+    const fields = [...t.byField.keys()].sort();
+    return JSON.stringify(fields.map((f) => ({ field: f, ready: (t.byField.get(f) as SecondaryIndex).ready })));
+  }
+
+  // ---- maintenance ------------------------------------------------------------
+
+  /** Adds the index entries that follow from the decision's row changes to its batch. */
+  private readonly extendBatch = (tx: Tx): void => {
+    if (this.byGroup.size === 0) return;
+    const changes = tx.rowChanges;
+    if (changes === undefined) return;
+    for (const [group, rows] of changes) {
+      const t = this.byGroup.get(group);
+      if (t === undefined) continue;
+      const exp = tx.expiry(tableKey(t.name));
+      for (const [id, memo] of rows) {
+        const old = tx.oldRow(group, id);
+        for (const ix of t.byKey.values()) {
+          if (!ix.covers(id)) continue;
+          const was = old === undefined ? undefined : entryKey(ix.group, lookup(old, ix.path), id);
+          const now = memo === null ? undefined : entryKey(ix.group, lookup(memo.obj, ix.path), id);
+          if (was === now) continue;
+          if (was !== undefined) tx.ops.push({ op: Op.Del, key: was, value: undefined, expiresAt: 0 });
+          if (now !== undefined) tx.ops.push({ op: Op.Put, key: now, value: EMPTY, expiresAt: exp });
+        }
+      }
+    }
+  };
+
+  /** Applies the same changes to the in-memory indexes once the batch is in the engine. */
+  private readonly onCommit = (tx: Tx, written: Promise<void>): void => {
+    if (this.byGroup.size === 0) return;
+    const changes = tx.rowChanges;
+    if (changes !== undefined) {
+      let touched: SecondaryIndex[] | undefined;
+      for (const [group, rows] of changes) {
+        const t = this.byGroup.get(group);
+        if (t === undefined) continue;
+        for (const ix of t.byKey.values()) (touched ??= []).push(ix);
+        for (const [id, memo] of rows) {
+          const old = tx.oldRow(group, id);
+          for (const ix of t.byKey.values()) {
+            if (!ix.covers(id)) continue;
+            if (old !== undefined) ix.remove(id, old);
+            if (memo !== null) ix.add(id, memo.obj);
+          }
+        }
+      }
+      if (touched !== undefined) {
+        const ixs = touched;
+        // The engine undid the batch (entries included): reload these indexes from their keys.
+        written.catch(() => this.reload(ixs));
+      }
+    }
+    for (const o of tx.ops) {
+      if (o.op !== Op.DropGroup) continue;
+      const t = this.byGroup.get(o.key);
+      if (t !== undefined) this.forget(t);
+    }
+  };
+
+  private reload(ixs: readonly SecondaryIndex[]): void {
+    const live = ixs.filter((ix) => !ix.dropped);
+    for (const ix of live) {
+      ix.loading = true;
+      ix.list = new SortedList<IxEntry>(cmpEntry);
+      ix.other = new Set();
+    }
+    void this.fill(live).catch(() => undefined).finally(() => {
+      for (const ix of live) ix.loading = false;
+    });
+  }
+
+  // ---- building -----------------------------------------------------------------
+
+  private startBuild(ix: SecondaryIndex): void {
+    const p = this.build(ix).catch(() => undefined).finally(() => this.building.delete(p));
+    this.building.add(p);
+  }
+
+  private async build(ix: SecondaryIndex): Promise<void> {
+    let failures = 0;
+    while (!ix.dropped && !this.closed) {
+      let done: boolean;
+      try {
+        done = await this.atomic.atomically(undefined, (tx) => this.step(tx, ix));
+        failures = 0;
+      } catch (err) {
+        // Busy (the data kept changing under a read), a failed write or closing: try again a little later.
+        if (++failures > 100 || this.closed) throw err;
+        await new Promise((r) => setTimeout(r, 10));
+        continue;
+      }
+      if (done) return;
+      await new Promise((r) => setImmediate(r));
+    }
+  }
+
+  /**
+   * One build step, a write decision: indexes the rows [cursor, cursor +
+   * BUILD_STEP), writing their entries and the new cursor in one batch; true
+   * when the index is ready or gone.
+   */
+  private step(tx: Tx, ix: SecondaryIndex): boolean {
+    if (ix.dropped) return true;
+    const m = this.metaOf(tx, ix.table);
+    if (m === undefined || m.inc !== ix.inc) {
+      ix.dropped = true;
+      return true;
+    }
+    const end = Math.min(ix.cursor + BUILD_STEP, m.next);
+    const t = this.byTable.get(ix.table) as TableIndexes;
+    const keys: string[] = [];
+    for (let id = ix.cursor; id < end; id++) keys.push(rowKey(t.group, id));
+    const rows = tx.getMany(keys, this.rowDecoder);
+    const exp = tx.expiry(tableKey(ix.table));
+    for (const r of rows) {
+      if (r === undefined) continue;
+      const k = entryKey(ix.group, lookup(r.obj, ix.path), r.id);
+      if (k !== undefined) tx.ops.push({ op: Op.Put, key: k, value: EMPTY, expiresAt: exp });
+    }
+    const ready = end >= m.next;
+    const d: Def = { table: ix.table, inc: ix.inc, field: ix.field, cursor: end, ready };
+    tx.put(defKey(ix.table, ix.field), Buffer.from(JSON.stringify(d)), d, defDecoder, exp);
+    const from = ix.cursor;
+    tx.onCommit((written) => {
+      if (ix.dropped) return;
+      for (const r of rows) if (r !== undefined) ix.add(r.id, r.obj);
+      ix.cursor = end;
+      if (ready) ix.ready = true;
+      written.catch(() => {
+        // The engine undid this step: index these rows again, starting from what the keys say.
+        ix.cursor = from;
+        ix.ready = false;
+        this.reload([ix]);
+      });
+    });
+    return ready;
+  }
+
+  /** Resolves when every build in progress has finished (tests, benchmarks). */
+  async settled(): Promise<void> {
+    while (this.building.size > 0) await Promise.all([...this.building]);
+  }
+
+  close(): void {
+    this.closed = true;
+  }
+}
