@@ -195,6 +195,26 @@ test('100 concurrent read-modify-write loops with if_version retries apply every
   console.log(`rmw: ${loops} loops x ${perLoop} increments, ${conflicts} retries after 412`);
 });
 
+test('50 concurrent if_absent creates of one new record and one new variant: exactly one wins each, the rest are 412', async () => {
+  const r = uniq('r');
+  const v = uniq('v');
+  const n = 50;
+  const rs = await Promise.all(Array.from({ length: n }, (_, i) => srv.req('PUT', `/records/${r}`, { record: { i }, if_absent: true })));
+  const vs = await Promise.all(Array.from({ length: n }, (_, i) => srv.req('PUT', `/variants/${v}`, { variant: i }, { 'If-None-Match': '*' })));
+  for (const [what, all] of [['record', rs], ['variant', vs]] as const) {
+    const won = all.filter((x) => x.status === 201);
+    assert.equal(won.length, 1, `${what}: ${all.map((x) => x.status).join(',')}`);
+    for (const x of all) if (x.status !== 201) assert.equal(x.status, 412, x.raw);
+  }
+  // The winner's value is the one stored, and every 412 named its version.
+  const g = await srv.req('GET', `/records/${r}`);
+  const winner = rs.findIndex((x) => x.status === 201);
+  expectSuccess(g, 200, 'record queried successfully', { i: winner });
+  for (const x of rs) if (x.status === 412) expectError(x, 412, `record '${r}' changed (version ${etag(g)})`);
+  const gv = await srv.req('GET', `/variants/${v}`);
+  expectSuccess(gv, 200, 'variant queried successfully', { variant: vs.findIndex((x) => x.status === 201) });
+});
+
 test('versions survive a restart', async () => {
   const r = uniq('r');
   const v = uniq('v');
