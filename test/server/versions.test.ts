@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { PithosServer, expectError, expectSuccess, pool, uniq, notYetOnPostgres } from '../helpers/server.js';
+import { PithosServer, expectError, expectSuccess, pool, uniq, onlyLog } from '../helpers/server.js';
 import { watch } from '../helpers/sse.js';
 
 let srv: PithosServer;
@@ -24,7 +24,7 @@ const etag = (r: { headers: Record<string, unknown> }): number => {
   return Number(t.slice(1, -1));
 };
 
-test('GET of a record and a variant carries ETag "<version>"; every write moves it forward', { skip: notYetOnPostgres('versions and conditional writes') }, async () => {
+test('GET of a record and a variant carries ETag "<version>"; every write moves it forward', async () => {
   const r = uniq('r');
   await srv.req('PUT', `/records/${r}`, { record: { a: 1 } });
   const v1 = etag(await srv.req('GET', `/records/${r}`));
@@ -42,7 +42,7 @@ test('GET of a record and a variant carries ETag "<version>"; every write moves 
   assert.equal(etag(await srv.req('GET', `/table/${r}`)), v2);
 });
 
-test('conditional PUT of a record: every form, its status, and nothing written on 412', { skip: notYetOnPostgres('versions and conditional writes') }, async () => {
+test('conditional PUT of a record: every form, its status, and nothing written on 412', async () => {
   const r = uniq('r');
   const get = () => srv.req('GET', `/records/${r}`);
   // Absent record.
@@ -77,7 +77,7 @@ test('conditional PUT of a record: every form, its status, and nothing written o
   expectSuccess(await get(), 200, 'record queried successfully', { x: 4 });
 });
 
-test('conditional PUT of a variant: every form, its status, and nothing written on 412', { skip: notYetOnPostgres('versions and conditional writes') }, async () => {
+test('conditional PUT of a variant: every form, its status, and nothing written on 412', async () => {
   const v = uniq('v');
   const get = () => srv.req('GET', `/variants/${v}`);
   expectError(await srv.req('PUT', `/variants/${v}`, { variant: 1, if_version: 3 }), 412, `variant '${v}' does not exist (expected version 3)`);
@@ -94,7 +94,7 @@ test('conditional PUT of a variant: every form, its status, and nothing written 
   expectError(await srv.req('PUT', `/variants/${v}`, { variant: 'x', if_version: etag(await get()) }), 409);
 });
 
-test('PATCH /records: sets merges and null deletes, keeps the ttl, honours if_version; ttl alone sets the lifetime', { skip: notYetOnPostgres('versions and conditional writes') }, async () => {
+test('PATCH /records: sets merges and null deletes, keeps the ttl, honours if_version; ttl alone sets the lifetime', async () => {
   const r = uniq('r');
   expectError(await srv.req('PATCH', `/records/${r}`, { sets: { a: 1 } }), 404, `record '${r}' does not exist`);
   expectError(await srv.req('PATCH', `/records/${r}`, { ttl: 5 }), 404, `record '${r}' does not exist`);
@@ -157,7 +157,7 @@ test('PATCH /variants and /tables with ttl alone set the lifetime; a table\'s ro
   expectError(await srv.req('PATCH', `/tables/${t}`, { ttl: 10 }), 404);
 });
 
-test('a transaction record check takes version', { skip: notYetOnPostgres('versions and conditional writes') }, async () => {
+test('a transaction record check takes version', async () => {
   const r = uniq('r');
   await srv.req('PUT', `/records/${r}`, { record: { n: 1 } });
   const v = etag(await srv.req('GET', `/records/${r}`));
@@ -171,7 +171,7 @@ test('a transaction record check takes version', { skip: notYetOnPostgres('versi
   expectError(await srv.req('POST', '/txns', { checks: [{ kind: 'record', name: r, version: -1 }], mutations: [] }), 400, /version/);
 });
 
-test('100 concurrent read-modify-write loops with if_version retries apply every increment exactly once', { skip: notYetOnPostgres('versions and conditional writes') }, async () => {
+test('100 concurrent read-modify-write loops with if_version retries apply every increment exactly once', async () => {
   const r = uniq('counter');
   await srv.req('PUT', `/records/${r}`, { record: { n: 0 } });
   const loops = 100;
@@ -195,7 +195,27 @@ test('100 concurrent read-modify-write loops with if_version retries apply every
   console.log(`rmw: ${loops} loops x ${perLoop} increments, ${conflicts} retries after 412`);
 });
 
-test('versions survive a restart', { skip: notYetOnPostgres('versions and conditional writes') }, async () => {
+test('50 concurrent if_absent creates of one new record and one new variant: exactly one wins each, the rest are 412', async () => {
+  const r = uniq('r');
+  const v = uniq('v');
+  const n = 50;
+  const rs = await Promise.all(Array.from({ length: n }, (_, i) => srv.req('PUT', `/records/${r}`, { record: { i }, if_absent: true })));
+  const vs = await Promise.all(Array.from({ length: n }, (_, i) => srv.req('PUT', `/variants/${v}`, { variant: i }, { 'If-None-Match': '*' })));
+  for (const [what, all] of [['record', rs], ['variant', vs]] as const) {
+    const won = all.filter((x) => x.status === 201);
+    assert.equal(won.length, 1, `${what}: ${all.map((x) => x.status).join(',')}`);
+    for (const x of all) if (x.status !== 201) assert.equal(x.status, 412, x.raw);
+  }
+  // The winner's value is the one stored, and every 412 named its version.
+  const g = await srv.req('GET', `/records/${r}`);
+  const winner = rs.findIndex((x) => x.status === 201);
+  expectSuccess(g, 200, 'record queried successfully', { i: winner });
+  for (const x of rs) if (x.status === 412) expectError(x, 412, `record '${r}' changed (version ${etag(g)})`);
+  const gv = await srv.req('GET', `/variants/${v}`);
+  expectSuccess(gv, 200, 'variant queried successfully', { variant: vs.findIndex((x) => x.status === 201) });
+});
+
+test('versions survive a restart', async () => {
   const r = uniq('r');
   const v = uniq('v');
   await srv.req('PUT', `/records/${r}`, { record: { a: 1 } });
@@ -208,7 +228,7 @@ test('versions survive a restart', { skip: notYetOnPostgres('versions and condit
   expectSuccess(await srv.req('PUT', `/records/${r}`, { record: { a: 2 }, if_version: vr }), 200, 'record created successfully');
 });
 
-test('versions survive compaction (and a restart after it); the feed then answers an older since with reset', { skip: notYetOnPostgres('versions and conditional writes') }, async () => {
+test('versions survive compaction (and a restart after it); the feed then answers an older since with reset', { skip: onlyLog('compaction of the log\'s segment files and the log\'s change feed') }, async () => {
   // Small segments and enough overwritten data for the 10-second compaction timer to act.
   const s = await PithosServer.start({ fsync: 'never', args: ['--segment-mb', '1'] });
   try {

@@ -1,30 +1,69 @@
 /**
  * Record namespace on PostgreSQL: one row of pithos_records per id, the JSON
- * text as the log store keeps it. PUT replaces a live record in one UPDATE,
- * or creates one (over an expired one) in one INSERT … ON CONFLICT; a
- * concurrent create between the two makes the UPDATE the answer next time.
+ * text as the log store keeps it, and `version`, the pithos_seq value taken
+ * by the statement that last wrote it (docs/scaling.md). PUT replaces a live
+ * record in one UPDATE, or creates one (over an expired one) in one
+ * INSERT … ON CONFLICT; a concurrent create between the two makes the UPDATE
+ * the answer next time.
+ *
+ * A conditional write (`pre`) runs in one transaction: the record's row is
+ * locked (SELECT … FOR UPDATE, expired or not), the condition checked by
+ * ../versions.ts on the live version, then the write. When there is no row
+ * to lock, the create is `INSERT … ON CONFLICT DO NOTHING`: losing that race
+ * to a concurrent create means locking the new row and checking again.
  */
 import { notFound, StoreError } from '../errors.js';
 import { hasField, mergeFields } from '../json.js';
-import type { Precondition, RecordStore } from '../store.js';
+import type { Precondition, RecordStore, VersionOut } from '../store.js';
+import { checkPrecondition } from '../versions.js';
 import type { Row } from '../wheres.js';
 import type { Db, Q } from './sql.js';
 
 const missing = (id: string) => notFound(`record '${id}' does not exist`);
+const NEXT = "nextval('pithos_seq')";
 
-export async function recordExists(q: Q, id: string): Promise<boolean> {
-  return (await q.query(`SELECT 1 FROM pithos_records WHERE id = $1 AND ${q.live()}`, [id])).length > 0;
+/** The live record's version, or undefined. */
+export async function recordVersion(q: Q, id: string): Promise<number | undefined> {
+  const r = await q.query(`SELECT version FROM pithos_records WHERE id = $1 AND ${q.live()}`, [id]);
+  return r.length === 0 ? undefined : Number(r[0].version);
 }
 
-/** Stores the record; returns true when it is new. */
-export async function putRecord(q: Q, id: string, record: Row, ttl: number): Promise<boolean> {
+/**
+ * Locks the record's row (live or expired) for the rest of the transaction.
+ * Resolves to undefined when there is no row at all, otherwise to the live
+ * version (undefined inside when expired).
+ */
+async function lockRecord(q: Q, id: string): Promise<{ version: number | undefined } | undefined> {
+  const r = await q.query(`SELECT version, ${q.live()} AS live FROM pithos_records WHERE id = $1 FOR UPDATE`, [id]);
+  if (r.length === 0) return undefined;
+  return { version: r[0].live === true ? Number(r[0].version) : undefined };
+}
+
+/** Stores the record; returns true when it is new. With `pre`, `q` must be a transaction. */
+export async function putRecord(q: Q, id: string, record: Row, ttl: number, pre?: Precondition): Promise<boolean> {
   const json = JSON.stringify(record);
   for (let i = 0; i < 8; i++) {
-    const u = await q.query(`UPDATE pithos_records SET body = $2, expires_at = ${q.expiry('$3')} WHERE id = $1 AND ${q.live()} RETURNING 1`, [id, json, ttl]);
+    if (pre !== undefined) {
+      const cur = await lockRecord(q, id);
+      checkPrecondition(`record '${id}'`, cur?.version, pre);
+      if (cur === undefined) {
+        const c = await q.query(
+          `INSERT INTO pithos_records (id, body, expires_at, version) VALUES ($1, $2, ${q.expiry('$3')}, ${NEXT})
+           ON CONFLICT (id) DO NOTHING RETURNING 1`, [id, json, ttl]);
+        if (c.length > 0) return true;
+        continue; // created meanwhile by another writer: lock it and check again
+      }
+      // The row is ours until COMMIT: one UPDATE, live or expired.
+      await q.query(`UPDATE pithos_records SET body = $2, expires_at = ${q.expiry('$3')}, version = ${NEXT} WHERE id = $1`, [id, json, ttl]);
+      return cur.version === undefined;
+    }
+    const u = await q.query(
+      `UPDATE pithos_records SET body = $2, expires_at = ${q.expiry('$3')}, version = ${NEXT} WHERE id = $1 AND ${q.live()} RETURNING 1`,
+      [id, json, ttl]);
     if (u.length > 0) return false;
     const c = await q.query(
-      `INSERT INTO pithos_records AS x (id, body, expires_at) VALUES ($1, $2, ${q.expiry('$3')})
-       ON CONFLICT (id) DO UPDATE SET body = excluded.body, expires_at = excluded.expires_at
+      `INSERT INTO pithos_records AS x (id, body, expires_at, version) VALUES ($1, $2, ${q.expiry('$3')}, ${NEXT})
+       ON CONFLICT (id) DO UPDATE SET body = excluded.body, expires_at = excluded.expires_at, version = ${NEXT}
        WHERE x.expires_at IS NOT NULL AND x.expires_at <= ${q.now} RETURNING 1`, [id, json, ttl]);
     if (c.length > 0) return true;
   }
@@ -37,47 +76,57 @@ export async function deleteRecord(q: Q, id: string): Promise<void> {
 }
 
 /**
- * Conditional writes need versions, which this store does not keep yet
- * (docs/scaling.md): refuse them rather than write unconditionally.
+ * The live record's body, its row locked, after checking `pre` (as the log
+ * store does: the condition first, then 404). Inside a transaction.
  */
-export function refuseConditions(pre: Precondition | undefined): void {
-  if (pre !== undefined) {
-    throw new StoreError('invalid', 'conditional writes (if_version, if_absent, If-Match, If-None-Match) are not supported by the postgres store yet');
-  }
+async function lockExisting(q: Q, id: string, pre: Precondition | undefined): Promise<string> {
+  const r = await q.query(`SELECT body, version, ${q.live()} AS live FROM pithos_records WHERE id = $1 FOR UPDATE`, [id]);
+  const live = r.length > 0 && r[0].live === true;
+  if (pre !== undefined) checkPrecondition(`record '${id}'`, live ? Number(r[0].version) : undefined, pre);
+  if (!live) throw missing(id);
+  return r[0].body as string;
 }
 
 export class PgRecords implements RecordStore {
   constructor(private readonly db: Db) {}
 
   put(id: string, record: Row, ttl: number, pre?: Precondition): Promise<boolean> {
-    refuseConditions(pre);
-    return putRecord(this.db.q, id, record, ttl);
+    if (pre === undefined) return putRecord(this.db.q, id, record, ttl);
+    return this.db.run((q) => putRecord(q, id, record, ttl, pre));
   }
 
   /** Merges `sets` (null deletes a field) under the row's lock, keeping its expiry. */
   async patch(id: string, sets: Row, pre?: Precondition): Promise<void> {
-    refuseConditions(pre);
     await this.db.run(async (q) => {
-      const r = await q.query(`SELECT body FROM pithos_records WHERE id = $1 AND ${q.live()} FOR UPDATE`, [id]);
-      if (r.length === 0) throw missing(id);
-      const merged = mergeFields(JSON.parse(r[0].body as string) as Row, sets);
+      const merged = mergeFields(JSON.parse(await lockExisting(q, id, pre)) as Row, sets);
       for (const k of Object.keys(sets)) if (sets[k] === null) delete merged[k];
-      await q.query('UPDATE pithos_records SET body = $2 WHERE id = $1', [id, JSON.stringify(merged)]);
+      await q.query(`UPDATE pithos_records SET body = $2, version = ${NEXT} WHERE id = $1`, [id, JSON.stringify(merged)]);
     });
   }
 
-  /** Sets the remaining lifetime (0 = none) in one statement; the value is untouched. */
+  /**
+   * Sets the remaining lifetime (0 = none); the value is untouched, the
+   * version is new (as on the log store). One statement without `pre`.
+   */
   async expire(id: string, ttl: number, pre?: Precondition): Promise<void> {
-    refuseConditions(pre);
-    const r = await this.db.q.query(
-      `UPDATE pithos_records SET expires_at = ${this.db.q.expiry('$2')} WHERE id = $1 AND ${this.db.q.live()} RETURNING 1`, [id, ttl]);
+    if (pre !== undefined) {
+      await this.db.run(async (q) => {
+        await lockExisting(q, id, pre);
+        await q.query(`UPDATE pithos_records SET expires_at = ${q.expiry('$2')}, version = ${NEXT} WHERE id = $1`, [id, ttl]);
+      });
+      return;
+    }
+    const q = this.db.q;
+    const r = await q.query(
+      `UPDATE pithos_records SET expires_at = ${q.expiry('$2')}, version = ${NEXT} WHERE id = $1 AND ${q.live()} RETURNING 1`, [id, ttl]);
     if (r.length === 0) throw missing(id);
   }
 
-  async get(id: string): Promise<string> {
-    // No versions on this store yet: `out` is left alone, so no ETag is sent.
-    const r = await this.db.q.query(`SELECT body FROM pithos_records WHERE id = $1 AND ${this.db.q.live()}`, [id]);
+  /** The body and its version, from one row read, so they agree. */
+  async get(id: string, out?: VersionOut): Promise<string> {
+    const r = await this.db.q.query(`SELECT body, version FROM pithos_records WHERE id = $1 AND ${this.db.q.live()}`, [id]);
     if (r.length === 0) throw missing(id);
+    if (out !== undefined) out.version = Number(r[0].version);
     return r[0].body as string;
   }
 

@@ -48,6 +48,17 @@ export const MIGRATIONS: readonly Migration[] = [
       'CREATE INDEX IF NOT EXISTS pithos_locks_exp ON pithos_locks (expires_at)',
     ],
   },
+  {
+    version: 2,
+    name: 'versions of records, variants and table rows',
+    // The version of an object's last write, from pithos_seq (so increasing
+    // and unique across nodes). Every write sets it explicitly in its own
+    // statement; the default gives rows that exist when this runs a version
+    // each (a volatile default is evaluated per existing row), and is a
+    // fresh version for any insert that names none.
+    statements: ['pithos_records', 'pithos_variants', 'pithos_rows'].map(
+      (t) => `ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS version INT8 NOT NULL DEFAULT nextval('pithos_seq')`),
+  },
 ];
 
 const RACES = new Set(['23505', '42P07', '40001', '40P01']);

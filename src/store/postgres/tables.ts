@@ -12,6 +12,10 @@
  * by src/store/wheres.ts on the rows fetched in the same statement or
  * transaction, so both stores match exactly alike (docs/scaling.md).
  * Every write to a table's rows first locks its pithos_tables row.
+ *
+ * A row's `version` is the pithos_seq value of the statement that last
+ * wrote it; a statement writing several rows (PATCH, a table's ttl) gives
+ * them one version, as one batch does on the log.
  */
 import { conflict, invalid, notFound } from '../errors.js';
 import { mergeFields } from '../json.js';
@@ -69,7 +73,7 @@ export async function createTable(q: Q, name: string, ttl: number): Promise<void
 export async function insertRow(q: Q, name: string, row: Row): Promise<number> {
   const r = await q.query(
     `WITH t AS (UPDATE pithos_tables SET next_id = next_id + 1 WHERE name = $1 AND ${q.live()} RETURNING inc, next_id - 1 AS id)
-     INSERT INTO pithos_rows (tname, inc, t_id, body) SELECT $1, t.inc, t.id, $2 FROM t RETURNING t_id`,
+     INSERT INTO pithos_rows (tname, inc, t_id, body, version) SELECT $1, t.inc, t.id, $2, nextval('pithos_seq') FROM t RETURNING t_id`,
     [name, JSON.stringify(row)]);
   if (r.length === 0) throw missing(name);
   return Number(r[0].t_id);
@@ -93,7 +97,7 @@ export async function updateRows(q: Q, name: string, matcher: Matcher, sets: Row
   const ids = rows.map((r) => r.id);
   const bodies = rows.map((r) => JSON.stringify(mergeFields(JSON.parse(r.json) as Row, sets)));
   await q.query(
-    `UPDATE pithos_rows AS r SET body = u.body FROM (SELECT unnest($3::int8[]) AS id, unnest($4::text[]) AS body) AS u
+    `UPDATE pithos_rows AS r SET body = u.body, version = (SELECT nextval('pithos_seq')) FROM (SELECT unnest($3::int8[]) AS id, unnest($4::text[]) AS body) AS u
      WHERE r.tname = $1 AND r.inc = $2 AND r.t_id = u.id`, [name, inc, ids, bodies]);
   return rows.length;
 }
@@ -194,10 +198,17 @@ export class PgTables implements TableStore {
     await this.db.run((q) => removeRows(q, name, matcher));
   }
 
-  /** Sets the remaining lifetime (0 = none): rows live as long as their table's row here, so one statement. */
+  /**
+   * Sets the remaining lifetime (0 = none): rows live as long as their
+   * table's row here. One statement, which also gives every row one new
+   * version, as the log's rewrite of them does (so O(rows), as there).
+   */
   async expire(name: string, ttl: number): Promise<void> {
     const q = this.db.q;
-    const r = await q.query(`UPDATE pithos_tables SET expires_at = ${q.expiry('$2')} WHERE name = $1 AND ${q.live()} RETURNING 1`, [name, ttl]);
+    const r = await q.query(
+      `WITH t AS (UPDATE pithos_tables SET expires_at = ${q.expiry('$2')} WHERE name = $1 AND ${q.live()} RETURNING inc),
+            r AS (UPDATE pithos_rows SET version = (SELECT nextval('pithos_seq')) WHERE tname = $1 AND inc IN (SELECT inc FROM t) RETURNING 1)
+       SELECT (SELECT count(*) FROM r) AS rows FROM t`, [name, ttl]);
     if (r.length === 0) throw missing(name);
   }
 

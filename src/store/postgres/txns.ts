@@ -9,7 +9,7 @@
 import { StoreError } from '../errors.js';
 import type { Check, Mutation, Transaction } from '../store.js';
 import { compileWheres, matches } from '../wheres.js';
-import { deleteRecord, putRecord, recordExists } from './records.js';
+import { deleteRecord, putRecord, recordVersion } from './records.js';
 import type { Db, Q } from './sql.js';
 import { countRows, insertRow, removeRows, tableExists, updateRows } from './tables.js';
 import { addVariant, currentVariant, setVariant } from './variants.js';
@@ -31,12 +31,11 @@ async function failure(q: Q, c: Check): Promise<string | undefined> {
       return undefined;
     }
     case 'record': {
-      if (c.version !== undefined) {
-        throw new StoreError('invalid', "a record check's 'version' needs versions, which the postgres store does not keep yet");
-      }
-      const has = await recordExists(q, c.name);
+      const v = await recordVersion(q, c.name);
+      const has = v !== undefined;
       if (c.exists !== undefined && c.exists !== has) return `record '${c.name}' ${exists(has)}`;
-      return undefined;
+      if (c.version === undefined || c.version === v) return undefined;
+      return has ? `record '${c.name}' has version ${v}, not ${c.version}` : `record '${c.name}' does not exist`;
     }
     case 'table': {
       const has = await tableExists(q, c.name);
@@ -83,11 +82,14 @@ function at(err: unknown, what: string): unknown {
  * Locks every table, variant and record the mutations write, each kind in
  * name order, before anything else: two transfers a→b and b→a then queue
  * instead of deadlocking (which PostgreSQL detects only after
- * deadlock_timeout, 1 s by default).
+ * deadlock_timeout, 1 s by default). A record checked for its `version` is
+ * locked too, so the version checked is still the version when the
+ * mutations write and the transaction commits.
  */
 async function lockInOrder(q: Q, txn: Transaction): Promise<void> {
   const names: Record<Mutation['kind'], Set<string>> = { table: new Set(), variant: new Set(), record: new Set() };
   for (const m of txn.mutations) names[m.kind].add(m.name);
+  for (const c of txn.checks) if (c.kind === 'record' && c.version !== undefined) names.record.add(c.name);
   const sql: Record<Mutation['kind'], string> = {
     table: 'SELECT name FROM pithos_tables WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',
     variant: 'SELECT name FROM pithos_variants WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',

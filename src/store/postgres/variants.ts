@@ -6,14 +6,19 @@
  * range check in its WHERE; anything else (doubles, huge deltas, every
  * error) reads the row FOR UPDATE and decides in addDelta, in one
  * transaction. Either way N concurrent +1s add exactly N.
+ *
+ * Every write sets `version` to a fresh pithos_seq value in its statement.
+ * A conditional PUT (`pre`) locks the variant's row first and checks with
+ * ../versions.ts, in one transaction, as records.ts does.
  */
 import { notFound, StoreError } from '../errors.js';
-import type { VariantStore, Precondition } from '../store.js';
+import type { VariantStore, Precondition, VersionOut } from '../store.js';
+import { checkPrecondition } from '../versions.js';
 import { addDelta, checkDelta, checkSameType, isIntegerLiteral, makeVariant, type ScalarInput, type Variant, type VType, variantOf } from '../variant.js';
-import { refuseConditions } from './records.js';
 import type { Db, Q } from './sql.js';
 
 const missing = (name: string) => notFound(`variant '${name}' does not exist`);
+const NEXT = "nextval('pithos_seq')";
 const decode = (r: Record<string, unknown>): Variant => makeVariant(r.t as VType, JSON.parse(r.v as string) as number | string | boolean);
 
 export async function currentVariant(q: Q, name: string, lock = false): Promise<Variant | undefined> {
@@ -21,18 +26,39 @@ export async function currentVariant(q: Q, name: string, lock = false): Promise<
   return r.length === 0 ? undefined : decode(r[0]);
 }
 
-/** Creates or replaces; returns [created, the new variant]. */
-export async function setVariant(q: Q, name: string, value: ScalarInput, ttl: number): Promise<[boolean, Variant]> {
+/**
+ * Creates or replaces; returns [created, the new variant]. With `pre`, `q`
+ * must be a transaction: the row (live or expired) is locked, the condition
+ * checked, then written; with no row to lock, the create is
+ * `ON CONFLICT DO NOTHING`, and losing that race means checking again.
+ */
+export async function setVariant(q: Q, name: string, value: ScalarInput, ttl: number, pre?: Precondition): Promise<[boolean, Variant]> {
   const x = variantOf(value);
   const v = JSON.stringify(x.v);
   for (let i = 0; i < 8; i++) {
+    if (pre !== undefined) {
+      const r = await q.query(`SELECT t, v, version, ${q.live()} AS live FROM pithos_variants WHERE name = $1 FOR UPDATE`, [name]);
+      const live = r.length > 0 && r[0].live === true;
+      checkPrecondition(`variant '${name}'`, live ? Number(r[0].version) : undefined, pre);
+      if (r.length === 0) {
+        const c = await q.query(
+          `INSERT INTO pithos_variants (name, t, v, expires_at, version) VALUES ($1, $2, $3, ${q.expiry('$4')}, ${NEXT})
+           ON CONFLICT (name) DO NOTHING RETURNING 1`, [name, x.t, v, ttl]);
+        if (c.length > 0) return [true, x];
+        continue; // created meanwhile by another writer: lock it and check again
+      }
+      checkSameType(name, live ? decode(r[0]) : undefined, x);
+      // The row is ours until COMMIT: one UPDATE, live or expired.
+      await q.query(`UPDATE pithos_variants SET t = $2, v = $3, expires_at = ${q.expiry('$4')}, version = ${NEXT} WHERE name = $1`, [name, x.t, v, ttl]);
+      return [!live, x];
+    }
     const u = await q.query(
-      `UPDATE pithos_variants SET v = $3, expires_at = ${q.expiry('$4')} WHERE name = $1 AND t = $2 AND ${q.live()} RETURNING 1`,
+      `UPDATE pithos_variants SET v = $3, expires_at = ${q.expiry('$4')}, version = ${NEXT} WHERE name = $1 AND t = $2 AND ${q.live()} RETURNING 1`,
       [name, x.t, v, ttl]);
     if (u.length > 0) return [false, x];
     const c = await q.query(
-      `INSERT INTO pithos_variants AS x (name, t, v, expires_at) VALUES ($1, $2, $3, ${q.expiry('$4')})
-       ON CONFLICT (name) DO UPDATE SET t = excluded.t, v = excluded.v, expires_at = excluded.expires_at
+      `INSERT INTO pithos_variants AS x (name, t, v, expires_at, version) VALUES ($1, $2, $3, ${q.expiry('$4')}, ${NEXT})
+       ON CONFLICT (name) DO UPDATE SET t = excluded.t, v = excluded.v, expires_at = excluded.expires_at, version = ${NEXT}
        WHERE x.expires_at IS NOT NULL AND x.expires_at <= ${q.now} RETURNING 1`, [name, x.t, v, ttl]);
     if (c.length > 0) return [true, x];
     // A live variant exists and the UPDATE did not take it: another type (or created just now).
@@ -47,7 +73,7 @@ export async function addVariant(q: Q, name: string, delta: ScalarInput): Promis
   const cur = await currentVariant(q, name, true);
   if (cur === undefined) throw missing(name);
   const x = addDelta(name, cur, delta.value, delta.text);
-  await q.query('UPDATE pithos_variants SET v = $2 WHERE name = $1', [name, JSON.stringify(x.v)]);
+  await q.query(`UPDATE pithos_variants SET v = $2, version = ${NEXT} WHERE name = $1`, [name, JSON.stringify(x.v)]);
   return x;
 }
 
@@ -55,8 +81,8 @@ export class PgVariants implements VariantStore {
   constructor(private readonly db: Db) {}
 
   put(name: string, value: ScalarInput, ttl: number, pre?: Precondition): Promise<[boolean, string]> {
-    refuseConditions(pre);
-    return setVariant(this.db.q, name, value, ttl).then(([created, x]) => [created, x.data]);
+    const set = pre === undefined ? setVariant(this.db.q, name, value, ttl) : this.db.run((q) => setVariant(q, name, value, ttl, pre));
+    return set.then(([created, x]) => [created, x.data]);
   }
 
   async increment(name: string, delta: ScalarInput): Promise<string> {
@@ -65,7 +91,7 @@ export class PgVariants implements VariantStore {
     if (Number.isSafeInteger(d) && isIntegerLiteral(d, delta.text)) {
       const q = this.db.q;
       const r = await q.query(
-        `UPDATE pithos_variants SET v = (v::int8 + $2::int8)::text
+        `UPDATE pithos_variants SET v = (v::int8 + $2::int8)::text, version = ${NEXT}
          WHERE name = $1 AND t = 'i' AND ${q.live()} AND abs(v::int8 + $2::int8) <= 9007199254740991 RETURNING v`, [name, d]);
       if (r.length > 0) return makeVariant('i', Number(r[0].v)).data;
       // Missing, another type, or overflow: the general path finds out which.
@@ -73,16 +99,18 @@ export class PgVariants implements VariantStore {
     return this.db.run(async (q) => (await addVariant(q, name, delta)).data);
   }
 
-  async get(name: string): Promise<string> {
-    const x = await currentVariant(this.db.q, name);
-    if (x === undefined) throw missing(name);
-    return x.data;
+  /** The data and its version, from one row read, so they agree. */
+  async get(name: string, out?: VersionOut): Promise<string> {
+    const r = await this.db.q.query(`SELECT t, v, version FROM pithos_variants WHERE name = $1 AND ${this.db.q.live()}`, [name]);
+    if (r.length === 0) throw missing(name);
+    if (out !== undefined) out.version = Number(r[0].version);
+    return decode(r[0]).data;
   }
 
-  /** Sets the remaining lifetime (0 = none) in one statement; the value is untouched. */
+  /** Sets the remaining lifetime (0 = none) in one statement; the value is untouched, the version new (as on the log). */
   async expire(name: string, ttl: number): Promise<void> {
     const q = this.db.q;
-    const r = await q.query(`UPDATE pithos_variants SET expires_at = ${q.expiry('$2')} WHERE name = $1 AND ${q.live()} RETURNING 1`, [name, ttl]);
+    const r = await q.query(`UPDATE pithos_variants SET expires_at = ${q.expiry('$2')}, version = ${NEXT} WHERE name = $1 AND ${q.live()} RETURNING 1`, [name, ttl]);
     if (r.length === 0) throw missing(name);
   }
 
