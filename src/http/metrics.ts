@@ -108,7 +108,6 @@ export class Metrics {
   private readonly unmatched = new Map<string, Cell[]>();
   private readonly cells: Cell[] = [];
   private readonly loop: IntervalHistogram;
-  private readonly counts: EngineCounts;
   private source: MetricsSource | undefined;
   private stats: EngineStats | undefined;
 
@@ -116,26 +115,27 @@ export class Metrics {
   constructor(source: MetricsSource | undefined, watchers: () => number = () => 0) {
     const r = this.registry;
     collectDefaultMetrics({ register: r });
-    const write = new Histogram({
-      name: 'pithos_log_write_duration_seconds', help: 'Time to write one group commit to the log (write(2))',
-      buckets: IO_BUCKETS, registers: [r],
-    });
-    const sync = new Histogram({
-      name: 'pithos_log_fsync_duration_seconds', help: 'Time of one fdatasync of the log',
-      buckets: IO_BUCKETS, registers: [r],
-    });
-    const group = new Histogram({
-      name: 'pithos_group_commit_batches', help: 'Batches (one per write request) written together in one group commit',
-      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], registers: [r],
-    });
-    const c = (this.counts = new EngineCounts(write, sync, group));
-    pulledCounter(r, 'pithos_log_written_bytes_total', 'Bytes appended to the log by writes', () => c.writtenBytes);
-    pulledCounter(r, 'pithos_cache_hits_total', 'Reads answered from the in-memory value cache', () => c.cacheHits);
-    pulledCounter(r, 'pithos_cache_misses_total', 'Reads that had to read the value from disk', () => c.cacheMisses);
-    pulledCounter(r, 'pithos_compaction_runs_total', 'Compaction passes completed', () => c.compactions);
-    pulledCounter(r, 'pithos_compaction_read_bytes_total', 'Segment bytes read by completed compaction passes', () => c.compactedIn);
-    pulledCounter(r, 'pithos_compaction_written_bytes_total', 'Bytes written by completed compaction passes', () => c.compactedOut);
+    // The log store's engine feeds these; the shared store has no log, cache or compactor (docs/operations.md, "Metrics").
     if (source !== undefined) {
+      const write = new Histogram({
+        name: 'pithos_log_write_duration_seconds', help: 'Time to write one group commit to the log (write(2))',
+        buckets: IO_BUCKETS, registers: [r],
+      });
+      const sync = new Histogram({
+        name: 'pithos_log_fsync_duration_seconds', help: 'Time of one fdatasync of the log',
+        buckets: IO_BUCKETS, registers: [r],
+      });
+      const group = new Histogram({
+        name: 'pithos_group_commit_batches', help: 'Batches (one per write request) written together in one group commit',
+        buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], registers: [r],
+      });
+      const c = new EngineCounts(write, sync, group);
+      pulledCounter(r, 'pithos_log_written_bytes_total', 'Bytes appended to the log by writes', () => c.writtenBytes);
+      pulledCounter(r, 'pithos_cache_hits_total', 'Reads answered from the in-memory value cache', () => c.cacheHits);
+      pulledCounter(r, 'pithos_cache_misses_total', 'Reads that had to read the value from disk', () => c.cacheMisses);
+      pulledCounter(r, 'pithos_compaction_runs_total', 'Compaction passes completed', () => c.compactions);
+      pulledCounter(r, 'pithos_compaction_read_bytes_total', 'Segment bytes read by completed compaction passes', () => c.compactedIn);
+      pulledCounter(r, 'pithos_compaction_written_bytes_total', 'Bytes written by completed compaction passes', () => c.compactedOut);
       source.observe(c);
       // One stats() walk per scrape (taken in text()), shared by the gauges below.
       this.source = source;
