@@ -194,6 +194,8 @@ const DYNAMIC: Array<{ re: RegExp; kind: 'bind' | 'fence' | 'version' | 'any' }>
   { re: /(?<=has version )\d+/g, kind: 'version' },
   { re: /(?<=has version \d+, not )\d+/g, kind: 'version' },
   { re: /(?<="expires_in_ms":)\d+/g, kind: 'any' },
+  // The time left of a listed name ("ttl_ms": null, no expiry, stays literal).
+  { re: /(?<="ttl_ms":)\d+/g, kind: 'any' },
   { re: /(?<="(?:disk_free|disk_used|disk_total|mem_free|mem_total|space_total)":")\d+\.\d\dGB/g, kind: 'any' },
   { re: /(?<="disk_percent":")\d+\.\d\d%/g, kind: 'any' },
   { re: /(?<="gc_state":)[012]/g, kind: 'any' },
@@ -374,6 +376,8 @@ test('the checker parses, matches and refuses as the convention says', () => {
   assert.throws(() => m.match('{"variant":6}', '{"variant":47}', 't'), /differs/);
   assert.throws(() => m.match('{"variant":3.0}', '{"variant":3}', 't'), /differs/);
   m.match('{"expires_in_ms":29928}', '{"expires_in_ms":29999}', 't');
+  m.match('{"ttl_ms":59588}', '{"ttl_ms":59990}', 't');
+  assert.throws(() => m.match('{"ttl_ms":null}', '{"ttl_ms":59990}', 't'), /differs/);
   m.match('ETag: "1"', 'ETag: "61"', 't');
   m.match(`record 'c' changed (version 2)`, `record 'c' changed (version 64)`, 't');
   assert.throws(() => m.match('ETag: "3"', 'ETag: "60"', 't'), /same order/);
