@@ -221,6 +221,11 @@ export function matches(row: Row, m: Matcher): boolean {
   for (let i = 0; i < m.length; i++) {
     const n = m[i];
     if (n.kind === 0) {
+      // The common `{"field": value}` test inline: one property read and one ===, per row.
+      if (n.op === T.EqPrimitive && n.field !== undefined) {
+        if (row[n.field] !== n.arg) return false;
+        continue;
+      }
       if (!holds(row, n)) return false;
     } else if (n.kind === 1) {
       let any = false;
