@@ -52,7 +52,7 @@ const byteOrder = (a: string, b: string): number => Buffer.compare(Buffer.from(a
 
 // ---- listing --------------------------------------------------------------------
 
-test('listing: every namespace, byte order, items with ttl_ms / rows / held+holder', { skip: notYetOnPostgres('listing') }, async () => {
+test('listing: every namespace, byte order, items with ttl_ms / rows / held+holder', async () => {
   const p = uniq('L') + '-';
   const names = ['b', 'a', 'é', '\uff5e', '\u{1F600}', 'a b', 'a+b'].map((n) => p + n);
   for (const n of names) {
@@ -86,7 +86,7 @@ test('listing: every namespace, byte order, items with ttl_ms / rows / held+hold
   assert.ok((ll[0].ttl_ms as number) > 20_000);
 });
 
-test('listing: prefix, limit, after and next', { skip: notYetOnPostgres('listing') }, async () => {
+test('listing: prefix, limit, after and next', async () => {
   const p = uniq('P') + '-';
   for (const n of ['a1', 'a2', 'a3', 'b1']) await srv.req('PUT', `/records/${p}${n}`, { record: {} });
   let r = await list('records', { prefix: p + 'a', limit: 2 });
@@ -105,7 +105,7 @@ test('listing: prefix, limit, after and next', { skip: notYetOnPostgres('listing
   assert.ok((await list('records')).body.data.items.length <= 100);
 });
 
-test('listing: expired and deleted names are not listed', { skip: notYetOnPostgres('listing') }, async () => {
+test('listing: expired and deleted names are not listed', async () => {
   const p = uniq('E') + '-';
   await srv.req('PUT', `/records/${p}short`, { record: {}, ttl: 5 });
   await srv.req('PUT', `/records/${p}long`, { record: {} });
@@ -115,7 +115,7 @@ test('listing: expired and deleted names are not listed', { skip: notYetOnPostgr
   assert.deepEqual((await listAll('records', p, 10)).map((x) => x.name), [p + 'long']);
 });
 
-test('listing: bad parameters are 400s naming them', { skip: notYetOnPostgres('listing') }, async () => {
+test('listing: bad parameters are 400s naming them', async () => {
   for (const kind of ['tables', 'records', 'variants', 'locks']) {
     for (const limit of ['0', '1001', 'x', '-1', '1.5', '']) {
       const r = await srv.req('GET', `/${kind}?limit=${limit}`);
@@ -130,7 +130,7 @@ test('listing: bad parameters are 400s naming them', { skip: notYetOnPostgres('l
   }
 });
 
-test('listing while creating and deleting: no repeats, no skips of names that existed throughout', { skip: notYetOnPostgres('listing') }, async () => {
+test('listing while creating and deleting: no repeats, no skips of names that existed throughout', async () => {
   const p = uniq('W') + '-';
   const stable = new Set<string>();
   const deletable: string[] = [];

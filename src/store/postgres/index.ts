@@ -10,10 +10,10 @@
  * runs, expired objects are already invisible.
  */
 import { StoreError } from '../errors.js';
-import type { Store, StoreStats, Transaction } from '../store.js';
-import { invalid } from '../errors.js';
+import type { ListKind, ListOptions, Store, StoreStats, Transaction } from '../store.js';
 import { MIGRATIONS, migrate, schemaVersion } from './schema.js';
 import { Db, mapError, type PgOptions } from './sql.js';
+import { list } from './listing.js';
 import { PgLocks } from './locks.js';
 import { PgRecords } from './records.js';
 import { PgTables } from './tables.js';
@@ -101,8 +101,8 @@ export class PgStore implements Store {
     }
   }
 
-  list(): Promise<string> {
-    return Promise.reject(invalid('listing is not supported by the postgres store yet'));
+  list(kind: ListKind, opts: ListOptions): Promise<string> {
+    return list(this.db.q, kind, opts);
   }
 
   transact(txn: Transaction): Promise<string> {

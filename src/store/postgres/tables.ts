@@ -59,7 +59,7 @@ export async function createTable(q: Q, name: string, ttl: number): Promise<void
     if (cur[0].live === true) throw conflict(`table '${name}' already exists`);
     // An expired table of that name: a new incarnation replaces it, its rows go.
     await q.query('DELETE FROM pithos_rows WHERE tname = $1 AND inc = $2', [name, cur[0].inc]);
-    await q.query(`UPDATE pithos_tables SET inc = nextval('pithos_seq'), next_id = 1, expires_at = ${q.expiry('$2')} WHERE name = $1`, [name, ttl]);
+    await q.query(`UPDATE pithos_tables SET inc = nextval('pithos_seq'), next_id = 1, row_count = 0, expires_at = ${q.expiry('$2')} WHERE name = $1`, [name, ttl]);
     return;
   }
   const r = await q.query(
@@ -72,7 +72,7 @@ export async function createTable(q: Q, name: string, ttl: number): Promise<void
 /** One statement: takes the next t_id and writes the row. */
 export async function insertRow(q: Q, name: string, row: Row): Promise<number> {
   const r = await q.query(
-    `WITH t AS (UPDATE pithos_tables SET next_id = next_id + 1 WHERE name = $1 AND ${q.live()} RETURNING inc, next_id - 1 AS id)
+    `WITH t AS (UPDATE pithos_tables SET next_id = next_id + 1, row_count = row_count + 1 WHERE name = $1 AND ${q.live()} RETURNING inc, next_id - 1 AS id)
      INSERT INTO pithos_rows (tname, inc, t_id, body, version) SELECT $1, t.inc, t.id, $2, nextval('pithos_seq') FROM t RETURNING t_id`,
     [name, JSON.stringify(row)]);
   if (r.length === 0) throw missing(name);
@@ -107,6 +107,8 @@ export async function removeRows(q: Q, name: string, matcher: Matcher): Promise<
   const [inc, rows] = await matchingRows(q, name, matcher);
   if (rows.length > 0) {
     await q.query('DELETE FROM pithos_rows WHERE tname = $1 AND inc = $2 AND t_id = ANY($3::int8[])', [name, inc, rows.map((r) => r.id)]);
+    // The table's row is locked (matchingRows): the count moves with the rows.
+    await q.query('UPDATE pithos_tables SET row_count = row_count - $3 WHERE name = $1 AND inc = $2', [name, inc, rows.length]);
   }
   return rows.length;
 }
