@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { PithosServer, expectError, expectSuccess, notYetOnPostgres, uniq, type Res } from '../helpers/server.js';
+import { PithosServer, expectError, expectSuccess, uniq, type Res } from '../helpers/server.js';
 
 let srv: PithosServer;
 before(async () => {
@@ -287,7 +287,7 @@ async function waitReady(t: string): Promise<Array<{ field: string; ready: boole
   throw new Error('index never became ready');
 }
 
-test('indexes: create, list, use, drop; errors', { skip: notYetOnPostgres('secondary indexes') }, async () => {
+test('indexes: create, list, use, drop; errors', async () => {
   const t = await mkTable(PEOPLE);
   const queries = [
     { wheres: { age: 31 } }, { wheres: { age: { $in: [19, 25] } } }, { wheres: { age: { $gt: 20, $lte: 31 } } },
@@ -321,7 +321,7 @@ test('indexes: create, list, use, drop; errors', { skip: notYetOnPostgres('secon
   expectSuccess(await srv.req('GET', `/tables/${t}/indexes`), 200, 'indexes listed successfully', []);
 });
 
-test('indexes survive a restart', { skip: notYetOnPostgres('secondary indexes') }, async () => {
+test('indexes survive a restart', async () => {
   const t = await mkTable(Array.from({ length: 50 }, (_, i) => ({ k: i % 5, s: `v${i}` })));
   await srv.req('PUT', `/tables/${t}/indexes/k`);
   await waitReady(t);

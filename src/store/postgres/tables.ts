@@ -17,11 +17,12 @@
  * wrote it; a statement writing several rows (PATCH, a table's ttl) gives
  * them one version, as one batch does on the log.
  */
-import { conflict, invalid, notFound } from '../errors.js';
+import { conflict, notFound } from '../errors.js';
 import { mergeFields } from '../json.js';
 import { compareRows, compileOrder, type IdRow, render } from '../query.js';
 import type { RowQuery, TableStore, Wheres } from '../store.js';
 import { compileWheres, type Matcher, matches, type Row } from '../wheres.js';
+import { indexScope, type PgIndexes } from './indexes.js';
 import type { Db, Q } from './sql.js';
 
 const missing = (name: string) => notFound(`table '${name}' does not exist`);
@@ -42,11 +43,15 @@ export async function tableExists(q: Q, name: string): Promise<boolean> {
   return (await q.query(`SELECT 1 FROM pithos_tables WHERE name = $1 AND ${q.live()}`, [name])).length > 0;
 }
 
-/** Live rows of an existing table in t_id order, read in one statement; 404 when it does not exist. */
-export async function tableRows(q: Q, name: string): Promise<PgRow[]> {
+/**
+ * Live rows of an existing table in t_id order, read in one statement; 404
+ * when it does not exist. Only rows above `after`, at most `limit` of them.
+ */
+export async function tableRows(q: Q, name: string, after = 0, limit?: number): Promise<PgRow[]> {
   const r = await q.query(
-    `SELECT r.t_id, r.body FROM pithos_tables t LEFT JOIN pithos_rows r ON r.tname = t.name AND r.inc = t.inc
-     WHERE t.name = $1 AND ${q.live('t.expires_at')} ORDER BY r.t_id`, [name]);
+    `SELECT r.t_id, r.body FROM pithos_tables t LEFT JOIN pithos_rows r ON r.tname = t.name AND r.inc = t.inc AND r.t_id > $2
+     WHERE t.name = $1 AND ${q.live('t.expires_at')} ORDER BY r.t_id${limit === undefined ? '' : ' LIMIT $3'}`,
+    limit === undefined ? [name, after] : [name, after, limit]);
   if (r.length === 0) throw missing(name);
   const out: PgRow[] = [];
   for (const x of r) if (x.t_id !== null) out.push({ id: Number(x.t_id), json: x.body as string });
@@ -57,8 +62,9 @@ export async function createTable(q: Q, name: string, ttl: number): Promise<void
   const cur = await q.query(`SELECT inc, ${q.live()} AS live FROM pithos_tables WHERE name = $1 FOR UPDATE`, [name]);
   if (cur.length > 0) {
     if (cur[0].live === true) throw conflict(`table '${name}' already exists`);
-    // An expired table of that name: a new incarnation replaces it, its rows go.
+    // An expired table of that name: a new incarnation replaces it, its rows and index definitions go.
     await q.query('DELETE FROM pithos_rows WHERE tname = $1 AND inc = $2', [name, cur[0].inc]);
+    await q.query('DELETE FROM pithos_indexes WHERE tname = $1 AND inc = $2', [name, cur[0].inc]);
     await q.query(`UPDATE pithos_tables SET inc = nextval('pithos_seq'), next_id = 1, row_count = 0, expires_at = ${q.expiry('$2')} WHERE name = $1`, [name, ttl]);
     return;
   }
@@ -120,7 +126,36 @@ export async function countRows(q: Q, name: string, matcher: Matcher): Promise<n
 }
 
 export class PgTables implements TableStore {
-  constructor(private readonly db: Db) {}
+  constructor(private readonly db: Db, private readonly ix: PgIndexes) {}
+
+  /**
+   * Live rows of an existing table that may match `matcher`, in t_id order
+   * (404 when it does not exist): every row, or, when a top-level test is on
+   * an indexed path, the rows the database finds through the conditions
+   * indexes serve (indexes.ts). Callers check every row with `matches`.
+   */
+  private async candidates(name: string, matcher: Matcher, after = 0): Promise<PgRow[]> {
+    const q = this.db.q;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const m = await this.ix.tableMeta(name, attempt > 0);
+      if (m === undefined) break; // gone, or never was: tableRows says 404
+      const params: unknown[] = [name, after];
+      const cond = this.ix.conditions(m, matcher, params);
+      if (cond === undefined) break;
+      // The incarnation is a literal, so the database can match the partial indexes of that incarnation.
+      const r = await q.query(
+        `SELECT t.inc AS live_inc, r.t_id, r.body FROM pithos_tables AS t
+         LEFT JOIN pithos_rows AS r ON r.tname = t.name AND r.inc = t.inc AND r.t_id > $2 AND ${indexScope(name, m.inc, 'r.')} AND ${cond}
+         WHERE t.name = $1 AND ${q.live('t.expires_at')} ORDER BY r.t_id`, params);
+      if (r.length === 0) throw missing(name);
+      // The table was dropped and created again since this node read its incarnation: read it again.
+      if (Number(r[0].live_inc) !== m.inc) continue;
+      const out: PgRow[] = [];
+      for (const x of r) if (x.t_id !== null) out.push({ id: Number(x.t_id), json: x.body as string });
+      return out;
+    }
+    return tableRows(q, name, after);
+  }
 
   create(name: string, ttl: number): Promise<void> {
     return this.db.run((q) => createTable(q, name, ttl));
@@ -139,7 +174,7 @@ export class PgTables implements TableStore {
 
   async query(name: string, wheres: Wheres): Promise<string> {
     const matcher = compileWheres(wheres);
-    const rows = await tableRows(this.db.q, name);
+    const rows = await this.candidates(name, matcher);
     let out = '[';
     let first = true;
     for (const r of rows) {
@@ -154,10 +189,9 @@ export class PgTables implements TableStore {
   // shared order and rendering, so answers are byte-identical to the log store's.
 
   async page(name: string, limit: number | undefined, after: number | undefined): Promise<string> {
-    const rows = (await tableRows(this.db.q, name)).filter((r) => after === undefined || r.id > after);
+    const rows = await tableRows(this.db.q, name, after ?? 0, limit);
     let out = '{';
-    const n = limit === undefined ? rows.length : Math.min(limit, rows.length);
-    for (let i = 0; i < n; i++) out += `${i > 0 ? ',' : ''}"${rows[i].id}":${rows[i].json}`;
+    for (let i = 0; i < rows.length; i++) out += `${i > 0 ? ',' : ''}"${rows[i].id}":${rows[i].json}`;
     return out + '}';
   }
 
@@ -167,8 +201,7 @@ export class PgTables implements TableStore {
     const after = q.after ?? 0;
     const limit = q.limit ?? Infinity;
     const out: IdRow[] = [];
-    for (const r of await tableRows(this.db.q, name)) {
-      if (r.id <= after) continue;
+    for (const r of await this.candidates(name, matcher, after)) {
       const obj = JSON.parse(r.json) as Row;
       if (!matches(obj, matcher)) continue;
       out.push({ id: r.id, obj, json: r.json });
@@ -178,16 +211,33 @@ export class PgTables implements TableStore {
     return render(out.length > limit ? out.slice(0, limit) : out, q);
   }
 
-  createIndex(): Promise<void> {
-    return Promise.reject(invalid('secondary indexes are not supported by the postgres store yet'));
+  /**
+   * Declares the index under the table's row lock (so a concurrent drop of
+   * the table waits), then builds its database index in the background.
+   */
+  async createIndex(name: string, field: string): Promise<void> {
+    const inc = await this.db.run(async (q) => {
+      const inc = await lockMeta(q, name);
+      await this.ix.declare(q, name, inc, field);
+      return inc;
+    });
+    this.ix.build(name, inc, field);
   }
 
-  listIndexes(): Promise<string> {
-    return Promise.reject(invalid('secondary indexes are not supported by the postgres store yet'));
+  async listIndexes(name: string): Promise<string> {
+    const q = this.db.q;
+    const r = await q.query(`SELECT inc FROM pithos_tables WHERE name = $1 AND ${q.live()}`, [name]);
+    if (r.length === 0) throw missing(name);
+    return this.ix.describe(q, name, Number(r[0].inc));
   }
 
-  dropIndex(): Promise<void> {
-    return Promise.reject(invalid('secondary indexes are not supported by the postgres store yet'));
+  async dropIndex(name: string, field: string): Promise<void> {
+    const inc = await this.db.run(async (q) => {
+      const inc = await lockMeta(q, name);
+      await this.ix.undeclare(q, name, inc, field);
+      return inc;
+    });
+    this.ix.discard(name, inc, field);
   }
 
   async patch(name: string, wheres: Wheres, sets: Row): Promise<void> {
@@ -215,11 +265,15 @@ export class PgTables implements TableStore {
   }
 
   async drop(name: string): Promise<void> {
-    // One statement: the table and its rows go together.
+    // One statement: the table, its rows and its index definitions go together.
     const r = await this.db.q.query(
       `WITH t AS (DELETE FROM pithos_tables WHERE name = $1 AND ${this.db.q.live()} RETURNING inc),
-            d AS (DELETE FROM pithos_rows WHERE tname = $1 AND inc IN (SELECT inc FROM t) RETURNING 1)
-       SELECT (SELECT count(*) FROM d) AS rows, inc FROM t`, [name]);
+            d AS (DELETE FROM pithos_rows WHERE tname = $1 AND inc IN (SELECT inc FROM t) RETURNING 1),
+            x AS (DELETE FROM pithos_indexes WHERE tname = $1 AND inc IN (SELECT inc FROM t) RETURNING field)
+       SELECT (SELECT count(*) FROM d) AS rows, inc, (SELECT array_agg(field) FROM x) AS fields FROM t`, [name]);
     if (r.length === 0) throw missing(name);
+    this.ix.forget(name);
+    // Their database indexes are dropped in the background (the sweeper drops any left over).
+    for (const f of (r[0].fields as string[] | null) ?? []) this.ix.discard(name, Number(r[0].inc), f);
   }
 }
