@@ -63,6 +63,26 @@ const MIN_NUMBER = `'-1.7976931348623157e308'::jsonb`;
 const NUMBERS = (e: string): string => `${e} >= ${MIN_NUMBER} AND ${e} < 'false'::jsonb`;
 const STRINGS = (e: string): string => `${e} >= '""'::jsonb AND ${e} < ${MIN_NUMBER}`;
 
+/**
+ * The parts of JSONB's order that `order` walks through an index, in the
+ * order the sort of src/store/query.ts visits them (numbers < strings <
+ * false < true < null; `desc` reverses it): SQL ranges on the expression
+ * `e`. Strings are walked only when the database compares them by byte;
+ * the walk stops where a part cannot be walked (the rest is read whole).
+ * Arrays and objects are never walked (they sort by JSON text, which JSONB
+ * does not).
+ */
+export function orderSegments(e: string, desc: boolean, bytewise: boolean): string[] {
+  const asc = [NUMBERS(e), ...(bytewise ? [STRINGS(e)] : [undefined]), `${e} >= 'false'::jsonb AND ${e} <= 'true'::jsonb`, `${e} = 'null'::jsonb`];
+  const seq = desc ? asc.reverse() : asc;
+  const out: string[] = [];
+  for (const x of seq) {
+    if (x === undefined) break;
+    out.push(x);
+  }
+  return out;
+}
+
 const isPrim = (v: unknown): boolean => v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
 
 interface Meta {

@@ -19,10 +19,10 @@
  */
 import { conflict, notFound } from '../errors.js';
 import { mergeFields } from '../json.js';
-import { compareRows, compileOrder, type IdRow, render } from '../query.js';
+import { compareRows, compareValues, compileOrder, type IdRow, type Order, render } from '../query.js';
 import type { RowQuery, TableStore, Wheres } from '../store.js';
 import { compileWheres, type Matcher, matches, type Row } from '../wheres.js';
-import { indexScope, type PgIndexes } from './indexes.js';
+import { escaped, indexScope, orderSegments, type PgIndexes, valueExpr } from './indexes.js';
 import type { Db, Q } from './sql.js';
 
 const missing = (name: string) => notFound(`table '${name}' does not exist`);
@@ -200,6 +200,10 @@ export class PgTables implements TableStore {
     const order = q.order === undefined || q.order.length === 0 ? undefined : compileOrder(q.order);
     const after = q.after ?? 0;
     const limit = q.limit ?? Infinity;
+    if (order !== undefined && limit !== Infinity) {
+      const walked = await this.byIndexOrder(name, matcher, order, after, limit);
+      if (walked !== undefined) return render(walked, q);
+    }
     const out: IdRow[] = [];
     for (const r of await this.candidates(name, matcher, after)) {
       const obj = JSON.parse(r.json) as Row;
@@ -209,6 +213,96 @@ export class PgTables implements TableStore {
     }
     if (order !== undefined) out.sort((a, b) => compareRows(order, a, b));
     return render(out.length > limit ? out.slice(0, limit) : out, q);
+  }
+
+  /**
+   * The first `limit` matching rows under `order` by walking the index on the
+   * first sort key (the log store's plan 2, docs/query.md), or undefined when
+   * it cannot answer: no index on that path, an index condition serves the
+   * query instead, a descending walk would meet arrays or objects first, or
+   * the walkable parts of the index (orderSegments) ran out before the page
+   * was full. One snapshot (a read-only SERIALIZABLE transaction).
+   *
+   * Rows come in index order, about `want` at a time, each batch completed
+   * to the end of its last run of equal values; within a run the other keys
+   * and t_id decide (compareRows). Rows the expression does not cast
+   * (escapes) are not in the index: they are all read, checked and merged
+   * in, which is exact because every row not walked sorts after every row
+   * walked, and at least `limit` walked rows match.
+   */
+  private async byIndexOrder(name: string, matcher: Matcher, order: Order, after: number, limit: number): Promise<IdRow[] | undefined> {
+    const m = await this.ix.tableMeta(name);
+    if (m === undefined) return undefined;
+    const first = order[0];
+    const path = m.byKey.get(JSON.stringify(first.path));
+    if (path === undefined || this.ix.conditions(m, matcher, []) !== undefined) return undefined;
+    const segments = orderSegments(valueExpr(path, 'r.body'), first.desc, this.ix.bytewise);
+    const e = valueExpr(path, 'r.body');
+    const scope = `${indexScope(name, m.inc, 'r.')} AND r.t_id > ${Math.trunc(after)}`;
+    return this.db.run(async (q) => {
+      const t = await q.query(`SELECT inc FROM pithos_tables WHERE name = $1 AND ${q.live()}`, [name]);
+      if (t.length === 0) throw missing(name);
+      if (Number(t[0].inc) !== m.inc) return undefined;
+      if (first.desc) {
+        // Arrays and objects sort first when descending (an empty array sorts below null in JSONB).
+        const big = await q.query(`SELECT 1 FROM pithos_rows AS r WHERE ${scope} AND (${e} > 'true'::jsonb OR ${e} < 'null'::jsonb) LIMIT 1`);
+        if (big.length > 0) return undefined;
+      }
+      const out: IdRow[] = [];
+      const take = (x: Record<string, unknown>): IdRow | undefined => {
+        const json = x.body as string;
+        const obj = JSON.parse(json) as Row;
+        return matches(obj, matcher) ? { id: Number(x.t_id), obj, json } : undefined;
+      };
+      let want = Math.max(64, limit * 2);
+      const dir = first.desc ? 'DESC' : 'ASC';
+      const beyond = first.desc ? '<' : '>';
+      walk: for (const seg of segments) {
+        let cursor: { v: string; id: number } | undefined;
+        for (;;) {
+          const params: unknown[] = [];
+          let keyset = '';
+          if (cursor !== undefined) {
+            params.push(cursor.v, cursor.id);
+            keyset = ` AND (${e} ${beyond} $1::jsonb OR (${e} = $1::jsonb AND r.t_id > $2))`;
+          }
+          params.push(want);
+          const batch = await q.query(
+            `SELECT r.t_id, r.body, (${e})::text AS v FROM pithos_rows AS r WHERE ${scope} AND ${seg}${keyset}
+             ORDER BY ${e} ${dir}, r.t_id LIMIT $${params.length}`, params);
+          const full = batch.length === want;
+          if (full) {
+            // Complete the last run of equal values, so no run is split between batches.
+            const last = batch[batch.length - 1];
+            const rest = await q.query(`SELECT r.t_id, r.body, (${e})::text AS v FROM pithos_rows AS r WHERE ${scope} AND ${e} = $1::jsonb AND r.t_id > $2
+              ORDER BY r.t_id`, [last.v, last.t_id]);
+            for (const x of rest) batch.push(x);
+          }
+          let run: IdRow[] = [];
+          for (let i = 0; i < batch.length; i++) {
+            const r = take(batch[i]);
+            if (r !== undefined) run.push(r);
+            if (i < batch.length - 1 && compareValues(JSON.parse(batch[i + 1].v as string), JSON.parse(batch[i].v as string)) === 0) continue;
+            // Within one value of the first key, the other keys (and t_id) decide.
+            run.sort((a, b) => compareRows(order, a, b));
+            for (const x of run) out.push(x);
+            run = [];
+            if (out.length >= limit) break walk;
+          }
+          if (!full) break;
+          const last = batch[batch.length - 1];
+          cursor = { v: last.v as string, id: Number(last.t_id) };
+          want *= 4;
+        }
+      }
+      if (out.length < limit) return undefined;
+      for (const x of await q.query(`SELECT r.t_id, r.body FROM pithos_rows AS r WHERE ${scope} AND ${escaped('r.body')}`)) {
+        const r = take(x);
+        if (r !== undefined) out.push(r);
+      }
+      out.sort((a, b) => compareRows(order, a, b));
+      return out.slice(0, limit);
+    }, true);
   }
 
   /**
