@@ -105,6 +105,54 @@ test('listing: prefix, limit, after and next', async () => {
   assert.ok((await list('records')).body.data.items.length <= 100);
 });
 
+test('listing: % _ and \\ in a prefix are plain characters; prefixes ending in high code points', async () => {
+  const p = uniq('G') + '-';
+  const names = ['a%b', 'a_c', 'axb', 'a\\d', 'ab', '\u{10FFFF}x', '\u{10FFFF}', '\ud7ffz', '\ue000'].map((n) => p + n);
+  for (const n of names) expectSuccess(await srv.req('PUT', `/records/${enc(n)}`, { record: {} }), 201, 'record created successfully');
+  const names1 = async (prefix: string) => (await listAll('records', prefix, 100)).map((x) => x.name);
+  assert.deepEqual(await names1(p + 'a%'), [p + 'a%b']);
+  assert.deepEqual(await names1(p + 'a_'), [p + 'a_c']);
+  assert.deepEqual(await names1(p + 'a\\'), [p + 'a\\d']);
+  assert.deepEqual(await names1(p + '\u{10FFFF}'), [p + '\u{10FFFF}', p + '\u{10FFFF}x']);
+  assert.deepEqual(await names1(p + '\ud7ff'), [p + '\ud7ffz']);
+  assert.deepEqual(await names1(p), [...names].sort(byteOrder));
+});
+
+test("listing: a table's rows follow inserts, row deletes, transactions and a new incarnation", async () => {
+  const p = uniq('C') + '-';
+  const t = p + 't';
+  const count = async () => {
+    const r = await list('tables', { prefix: t });
+    expectSuccess(r, 200, 'tables listed successfully', r.body?.data);
+    return r.body.data.items[0]?.rows as number | undefined;
+  };
+  expectSuccess(await srv.req('PUT', `/tables/${enc(t)}`), 201, 'table created successfully');
+  assert.equal(await count(), 0);
+  for (let i = 0; i < 6; i++) await srv.req('POST', `/tables/${enc(t)}/rows`, { rows: { i } });
+  assert.equal(await count(), 6);
+  await srv.req('DELETE', `/tables/${enc(t)}/rows`, { wheres: { i: { $lt: 2 } } });
+  assert.equal(await count(), 4);
+  await srv.req('PATCH', `/tables/${enc(t)}`, { wheres: { i: 2 }, sets: { j: 1 } });
+  assert.equal(await count(), 4);
+  const r = await srv.req('POST', '/txns', { mutations: [
+    { name: t, operation: 'INSERT', values: { i: 9 } },
+    { name: t, operation: 'REMOVE', where: { i: { $in: [3, 4] } } },
+  ] });
+  assert.equal(r.status, 200, r.raw);
+  assert.equal(await count(), 3);
+  // a failed transaction moves nothing
+  const bad = await srv.req('POST', '/txns', { mutations: [
+    { name: t, operation: 'REMOVE', where: {} },
+    { name: p + 'missing', operation: 'INSERT', values: {} },
+  ] });
+  assert.equal(bad.status, 404, bad.raw);
+  assert.equal(await count(), 3);
+  await srv.req('DELETE', `/tables/${enc(t)}`);
+  assert.equal(await count(), undefined);
+  expectSuccess(await srv.req('PUT', `/tables/${enc(t)}`), 201, 'table created successfully');
+  assert.equal(await count(), 0);
+});
+
 test('listing: expired and deleted names are not listed', async () => {
   const p = uniq('E') + '-';
   await srv.req('PUT', `/records/${p}short`, { record: {}, ttl: 5 });
