@@ -287,11 +287,10 @@ export class PgIndexes {
   // ---- queries ---------------------------------------------------------------------
 
   /** The table's incarnation and declared indexes as this node last read them (at most META_MS ago), or undefined when it does not exist. */
-  async tableMeta(table: string, fresh = false): Promise<Meta | undefined> {
+  async tableMeta(table: string, fresh = false, q: Q = this.db.q): Promise<Meta | undefined> {
     const m = this.meta.get(table);
     const now = Date.now();
     if (!fresh && m !== undefined && now - m.at < META_MS) return m;
-    const q = this.db.q;
     const r = await q.query(`SELECT t.inc, i.field FROM pithos_tables AS t LEFT JOIN pithos_indexes AS i ON i.tname = t.name AND i.inc = t.inc
       WHERE t.name = $1 AND ${q.live('t.expires_at')}`, [table]);
     if (r.length === 0) {

@@ -85,9 +85,20 @@ export async function insertRow(q: Q, name: string, row: Row): Promise<number> {
   return Number(r[0].t_id);
 }
 
-async function matchingRows(q: Q, name: string, matcher: Matcher): Promise<[number, PgRow[]]> {
+/**
+ * Locks the table's row and reads its rows that match. With `ix`, the
+ * conditions its indexes serve narrow the read (the incarnation is the
+ * locked one, so the literal in the statement is exact).
+ */
+async function matchingRows(q: Q, name: string, matcher: Matcher, ix?: PgIndexes): Promise<[number, PgRow[]]> {
   const inc = await lockMeta(q, name);
-  const r = await q.query('SELECT t_id, body FROM pithos_rows WHERE tname = $1 AND inc = $2 ORDER BY t_id', [name, inc]);
+  // Read on the transaction's own connection: waiting for a second one while holding the lock could starve the pool.
+  const m = ix === undefined ? undefined : await ix.tableMeta(name, false, q);
+  const params: unknown[] = [name, inc];
+  const cond = m === undefined ? undefined : ix?.conditions({ ...m, inc }, matcher, params);
+  const r = await q.query(cond === undefined
+    ? 'SELECT t_id, body FROM pithos_rows WHERE tname = $1 AND inc = $2 ORDER BY t_id'
+    : `SELECT r.t_id, r.body FROM pithos_rows AS r WHERE r.tname = $1 AND r.inc = $2 AND ${indexScope(name, inc, 'r.')} AND ${cond} ORDER BY r.t_id`, params);
   const out: PgRow[] = [];
   for (const x of r) {
     const json = x.body as string;
@@ -97,8 +108,8 @@ async function matchingRows(q: Q, name: string, matcher: Matcher): Promise<[numb
 }
 
 /** Writes `sets` over every matching row; returns how many matched. Inside a transaction. */
-export async function updateRows(q: Q, name: string, matcher: Matcher, sets: Row): Promise<number> {
-  const [inc, rows] = await matchingRows(q, name, matcher);
+export async function updateRows(q: Q, name: string, matcher: Matcher, sets: Row, ix?: PgIndexes): Promise<number> {
+  const [inc, rows] = await matchingRows(q, name, matcher, ix);
   if (rows.length === 0 || Object.keys(sets).length === 0) return rows.length;
   const ids = rows.map((r) => r.id);
   const bodies = rows.map((r) => JSON.stringify(mergeFields(JSON.parse(r.json) as Row, sets)));
@@ -109,8 +120,8 @@ export async function updateRows(q: Q, name: string, matcher: Matcher, sets: Row
 }
 
 /** Deletes every matching row; returns how many matched. Inside a transaction. */
-export async function removeRows(q: Q, name: string, matcher: Matcher): Promise<number> {
-  const [inc, rows] = await matchingRows(q, name, matcher);
+export async function removeRows(q: Q, name: string, matcher: Matcher, ix?: PgIndexes): Promise<number> {
+  const [inc, rows] = await matchingRows(q, name, matcher, ix);
   if (rows.length > 0) {
     await q.query('DELETE FROM pithos_rows WHERE tname = $1 AND inc = $2 AND t_id = ANY($3::int8[])', [name, inc, rows.map((r) => r.id)]);
     // The table's row is locked (matchingRows): the count moves with the rows.
@@ -336,12 +347,12 @@ export class PgTables implements TableStore {
 
   async patch(name: string, wheres: Wheres, sets: Row): Promise<void> {
     const matcher = compileWheres(wheres);
-    await this.db.run((q) => updateRows(q, name, matcher, sets));
+    await this.db.run((q) => updateRows(q, name, matcher, sets, this.ix));
   }
 
   async deleteRows(name: string, wheres: Wheres): Promise<void> {
     const matcher = compileWheres(wheres);
-    await this.db.run((q) => removeRows(q, name, matcher));
+    await this.db.run((q) => removeRows(q, name, matcher, this.ix));
   }
 
   /**
