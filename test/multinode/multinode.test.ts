@@ -149,3 +149,35 @@ test('a node killed with SIGKILL mid-load loses no acknowledged write; the other
   const [w0, k0] = ackedRecords[0].slice(1).split('-').map(Number);
   expectSuccess(await victim.req('GET', `/records/${ackedRecords[0]}`), 200, 'record queried successfully', { w: w0, k: k0 });
 });
+
+test('indexes and listing over 3 nodes: one create wins, every node answers alike, writes on any node are indexed', { skip }, async () => {
+  const t = uniq('ixm');
+  expectSuccess(await node(0).req('PUT', `/tables/${t}`), 201, 'table created successfully');
+  await Promise.all(Array.from({ length: 60 }, (_, i) => node(i).req('POST', `/tables/${t}/rows`, { rows: { k: i % 6, s: `v${i % 7}` } })));
+  // The same index declared on every node at once: exactly one 201.
+  const res = await Promise.all(Array.from({ length: 9 }, (_, i) => node(i).req('PUT', `/tables/${t}/indexes/k`)));
+  assert.deepEqual(res.map((r) => r.status).sort(), [201, 409, 409, 409, 409, 409, 409, 409, 409]);
+  for (let i = 0; i < 500; i++) {
+    const r = await node(i).req('GET', `/tables/${t}/indexes`);
+    if (r.body.data?.[0]?.ready === true) break;
+    await sleep(20);
+  }
+  for (let i = 0; i < N; i++) expectSuccess(await node(i).req('GET', `/tables/${t}/indexes`), 200, 'indexes listed successfully', [{ field: 'k', ready: true }]);
+  // Rows written through every node after the build are found through the index from every node.
+  await Promise.all(Array.from({ length: 30 }, (_, i) => node(i).req('POST', `/tables/${t}/rows`, { rows: { k: 3, n: i } })));
+  await node(1).req('PATCH', `/tables/${t}`, { wheres: { s: 'v1' }, sets: { k: 3 } });
+  const all = (await node(2).req('GET', `/tables/${t}/rows`, { wheres: { $or: [{}] }, with_ids: true })).body.data as Array<{ t_id: number; row: { k: number } }>;
+  const want = all.filter((r) => r.row.k === 3);
+  for (let i = 0; i < N; i++) {
+    const r = await node(i).req('GET', `/tables/${t}/rows`, { wheres: { k: 3 }, with_ids: true });
+    expectSuccess(r, 200, 'table queried rows successfully', want);
+    const o = await node(i).req('GET', `/tables/${t}/rows`, { wheres: {}, order: [{ field: 'k', dir: 'desc' }], limit: 5, with_ids: true });
+    expectSuccess(o, 200, 'table queried rows successfully', [...all].sort((a, b) => b.row.k - a.row.k || a.t_id - b.t_id).slice(0, 5));
+  }
+  // Listing is the same from every node, and counts the rows written through all of them.
+  const lists = await Promise.all(Array.from({ length: N }, (_, i) => node(i).req('GET', `/tables?prefix=${t}`)));
+  for (const l of lists) assert.deepEqual(l.body.data, { items: [{ name: t, ttl_ms: null, rows: 90 }], next: null });
+  // Dropped on one node: gone for all.
+  expectSuccess(await node(2).req('DELETE', `/tables/${t}/indexes/k`), 200, 'index deleted successfully');
+  for (let i = 0; i < N; i++) expectSuccess(await node(i).req('GET', `/tables/${t}/indexes`), 200, 'indexes listed successfully', []);
+});

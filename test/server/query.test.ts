@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { PithosServer, expectError, expectSuccess, notYetOnPostgres, uniq, type Res } from '../helpers/server.js';
+import { PithosServer, expectError, expectSuccess, uniq, type Res } from '../helpers/server.js';
 
 let srv: PithosServer;
 before(async () => {
@@ -52,7 +52,7 @@ const byteOrder = (a: string, b: string): number => Buffer.compare(Buffer.from(a
 
 // ---- listing --------------------------------------------------------------------
 
-test('listing: every namespace, byte order, items with ttl_ms / rows / held+holder', { skip: notYetOnPostgres('listing') }, async () => {
+test('listing: every namespace, byte order, items with ttl_ms / rows / held+holder', async () => {
   const p = uniq('L') + '-';
   const names = ['b', 'a', 'é', '\uff5e', '\u{1F600}', 'a b', 'a+b'].map((n) => p + n);
   for (const n of names) {
@@ -86,7 +86,7 @@ test('listing: every namespace, byte order, items with ttl_ms / rows / held+hold
   assert.ok((ll[0].ttl_ms as number) > 20_000);
 });
 
-test('listing: prefix, limit, after and next', { skip: notYetOnPostgres('listing') }, async () => {
+test('listing: prefix, limit, after and next', async () => {
   const p = uniq('P') + '-';
   for (const n of ['a1', 'a2', 'a3', 'b1']) await srv.req('PUT', `/records/${p}${n}`, { record: {} });
   let r = await list('records', { prefix: p + 'a', limit: 2 });
@@ -105,7 +105,55 @@ test('listing: prefix, limit, after and next', { skip: notYetOnPostgres('listing
   assert.ok((await list('records')).body.data.items.length <= 100);
 });
 
-test('listing: expired and deleted names are not listed', { skip: notYetOnPostgres('listing') }, async () => {
+test('listing: % _ and \\ in a prefix are plain characters; prefixes ending in high code points', async () => {
+  const p = uniq('G') + '-';
+  const names = ['a%b', 'a_c', 'axb', 'a\\d', 'ab', '\u{10FFFF}x', '\u{10FFFF}', '\ud7ffz', '\ue000'].map((n) => p + n);
+  for (const n of names) expectSuccess(await srv.req('PUT', `/records/${enc(n)}`, { record: {} }), 201, 'record created successfully');
+  const names1 = async (prefix: string) => (await listAll('records', prefix, 100)).map((x) => x.name);
+  assert.deepEqual(await names1(p + 'a%'), [p + 'a%b']);
+  assert.deepEqual(await names1(p + 'a_'), [p + 'a_c']);
+  assert.deepEqual(await names1(p + 'a\\'), [p + 'a\\d']);
+  assert.deepEqual(await names1(p + '\u{10FFFF}'), [p + '\u{10FFFF}', p + '\u{10FFFF}x']);
+  assert.deepEqual(await names1(p + '\ud7ff'), [p + '\ud7ffz']);
+  assert.deepEqual(await names1(p), [...names].sort(byteOrder));
+});
+
+test("listing: a table's rows follow inserts, row deletes, transactions and a new incarnation", async () => {
+  const p = uniq('C') + '-';
+  const t = p + 't';
+  const count = async () => {
+    const r = await list('tables', { prefix: t });
+    expectSuccess(r, 200, 'tables listed successfully', r.body?.data);
+    return r.body.data.items[0]?.rows as number | undefined;
+  };
+  expectSuccess(await srv.req('PUT', `/tables/${enc(t)}`), 201, 'table created successfully');
+  assert.equal(await count(), 0);
+  for (let i = 0; i < 6; i++) await srv.req('POST', `/tables/${enc(t)}/rows`, { rows: { i } });
+  assert.equal(await count(), 6);
+  await srv.req('DELETE', `/tables/${enc(t)}/rows`, { wheres: { i: { $lt: 2 } } });
+  assert.equal(await count(), 4);
+  await srv.req('PATCH', `/tables/${enc(t)}`, { wheres: { i: 2 }, sets: { j: 1 } });
+  assert.equal(await count(), 4);
+  const r = await srv.req('POST', '/txns', { mutations: [
+    { name: t, operation: 'INSERT', values: { i: 9 } },
+    { name: t, operation: 'REMOVE', where: { i: { $in: [3, 4] } } },
+  ] });
+  assert.equal(r.status, 200, r.raw);
+  assert.equal(await count(), 3);
+  // a failed transaction moves nothing
+  const bad = await srv.req('POST', '/txns', { mutations: [
+    { name: t, operation: 'REMOVE', where: {} },
+    { name: p + 'missing', operation: 'INSERT', values: {} },
+  ] });
+  assert.equal(bad.status, 404, bad.raw);
+  assert.equal(await count(), 3);
+  await srv.req('DELETE', `/tables/${enc(t)}`);
+  assert.equal(await count(), undefined);
+  expectSuccess(await srv.req('PUT', `/tables/${enc(t)}`), 201, 'table created successfully');
+  assert.equal(await count(), 0);
+});
+
+test('listing: expired and deleted names are not listed', async () => {
   const p = uniq('E') + '-';
   await srv.req('PUT', `/records/${p}short`, { record: {}, ttl: 5 });
   await srv.req('PUT', `/records/${p}long`, { record: {} });
@@ -115,7 +163,7 @@ test('listing: expired and deleted names are not listed', { skip: notYetOnPostgr
   assert.deepEqual((await listAll('records', p, 10)).map((x) => x.name), [p + 'long']);
 });
 
-test('listing: bad parameters are 400s naming them', { skip: notYetOnPostgres('listing') }, async () => {
+test('listing: bad parameters are 400s naming them', async () => {
   for (const kind of ['tables', 'records', 'variants', 'locks']) {
     for (const limit of ['0', '1001', 'x', '-1', '1.5', '']) {
       const r = await srv.req('GET', `/${kind}?limit=${limit}`);
@@ -130,7 +178,7 @@ test('listing: bad parameters are 400s naming them', { skip: notYetOnPostgres('l
   }
 });
 
-test('listing while creating and deleting: no repeats, no skips of names that existed throughout', { skip: notYetOnPostgres('listing') }, async () => {
+test('listing while creating and deleting: no repeats, no skips of names that existed throughout', async () => {
   const p = uniq('W') + '-';
   const stable = new Set<string>();
   const deletable: string[] = [];
@@ -287,7 +335,7 @@ async function waitReady(t: string): Promise<Array<{ field: string; ready: boole
   throw new Error('index never became ready');
 }
 
-test('indexes: create, list, use, drop; errors', { skip: notYetOnPostgres('secondary indexes') }, async () => {
+test('indexes: create, list, use, drop; errors', async () => {
   const t = await mkTable(PEOPLE);
   const queries = [
     { wheres: { age: 31 } }, { wheres: { age: { $in: [19, 25] } } }, { wheres: { age: { $gt: 20, $lte: 31 } } },
@@ -321,7 +369,7 @@ test('indexes: create, list, use, drop; errors', { skip: notYetOnPostgres('secon
   expectSuccess(await srv.req('GET', `/tables/${t}/indexes`), 200, 'indexes listed successfully', []);
 });
 
-test('indexes survive a restart', { skip: notYetOnPostgres('secondary indexes') }, async () => {
+test('indexes survive a restart', async () => {
   const t = await mkTable(Array.from({ length: 50 }, (_, i) => ({ k: i % 5, s: `v${i}` })));
   await srv.req('PUT', `/tables/${t}/indexes/k`);
   await waitReady(t);

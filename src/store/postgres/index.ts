@@ -10,10 +10,11 @@
  * runs, expired objects are already invisible.
  */
 import { StoreError } from '../errors.js';
-import type { Store, StoreStats, Transaction } from '../store.js';
-import { invalid } from '../errors.js';
+import type { ListKind, ListOptions, Store, StoreStats, Transaction } from '../store.js';
 import { MIGRATIONS, migrate, schemaVersion } from './schema.js';
 import { Db, mapError, type PgOptions } from './sql.js';
+import { PgIndexes } from './indexes.js';
+import { list } from './listing.js';
 import { PgLocks } from './locks.js';
 import { PgRecords } from './records.js';
 import { PgTables } from './tables.js';
@@ -31,12 +32,14 @@ export class PgStore implements Store {
   readonly records: PgRecords;
   readonly variants: PgVariants;
   readonly locks: PgLocks;
+  readonly indexes: PgIndexes;
   private gcState: 0 | 1 | 2 = 0;
   private sweeper: NodeJS.Timeout | undefined;
   private closed = false;
 
   private constructor(private readonly db: Db) {
-    this.tables = new PgTables(db);
+    this.indexes = new PgIndexes(db);
+    this.tables = new PgTables(db, this.indexes);
     this.records = new PgRecords(db);
     this.variants = new PgVariants(db);
     this.locks = new PgLocks(db);
@@ -67,6 +70,7 @@ export class PgStore implements Store {
       }
     }
     const s = new PgStore(db);
+    await s.indexes.init().catch(() => undefined);
     s.schedule();
     return s;
   }
@@ -94,6 +98,8 @@ export class PgStore implements Store {
       await q.query(`DELETE FROM pithos_records WHERE expires_at <= ${q.now}`);
       await q.query(`DELETE FROM pithos_variants WHERE expires_at <= ${q.now}`);
       await q.query(`DELETE FROM pithos_locks WHERE expires_at <= ${q.now} - ${LOCK_ROW_GRACE_MS}`);
+      // Index definitions of tables that are gone, database indexes nothing uses, builds that stopped.
+      await this.indexes.sweep();
     } catch {
       // Logged by Db when the database goes away; nothing is lost by sweeping later.
     } finally {
@@ -101,8 +107,8 @@ export class PgStore implements Store {
     }
   }
 
-  list(): Promise<string> {
-    return Promise.reject(invalid('listing is not supported by the postgres store yet'));
+  list(kind: ListKind, opts: ListOptions): Promise<string> {
+    return list(this.db.q, kind, opts);
   }
 
   transact(txn: Transaction): Promise<string> {
@@ -134,6 +140,7 @@ export class PgStore implements Store {
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.sweeper);
+    this.indexes.close();
     await this.db.close();
   }
 }

@@ -59,6 +59,37 @@ export const MIGRATIONS: readonly Migration[] = [
     statements: ['pithos_records', 'pithos_variants', 'pithos_rows'].map(
       (t) => `ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS version INT8 NOT NULL DEFAULT nextval('pithos_seq')`),
   },
+  {
+    version: 3,
+    name: 'listing: byte-ordered name indexes, row counts; secondary index definitions',
+    statements: [
+      // Listing walks names in UTF-8 byte order (COLLATE "C"), whatever the
+      // database's default collation: these indexes serve that order. A
+      // name's entry never changes after its insert, so updates stay HOT.
+      'CREATE INDEX IF NOT EXISTS pithos_tables_name_c ON pithos_tables ((name COLLATE "C"))',
+      'CREATE INDEX IF NOT EXISTS pithos_records_name_c ON pithos_records ((id COLLATE "C"))',
+      'CREATE INDEX IF NOT EXISTS pithos_variants_name_c ON pithos_variants ((name COLLATE "C"))',
+      'CREATE INDEX IF NOT EXISTS pithos_locks_name_c ON pithos_locks ((name COLLATE "C"))',
+      // Live rows of the table's incarnation, kept by every statement that
+      // inserts or deletes rows (they lock or update this row anyway);
+      // counted for existing tables by migration 4.
+      'ALTER TABLE pithos_tables ADD COLUMN IF NOT EXISTS row_count INT8 NOT NULL DEFAULT 0',
+      // One row per declared secondary index; `ready` once its database
+      // index is built (src/store/postgres/indexes.ts).
+      `CREATE TABLE IF NOT EXISTS pithos_indexes (
+         tname TEXT NOT NULL, inc INT8 NOT NULL, field TEXT NOT NULL, ready BOOL NOT NULL DEFAULT false,
+         PRIMARY KEY (tname, inc, field))`,
+    ],
+  },
+  {
+    version: 4,
+    name: 'row counts of existing tables',
+    // A separate transaction: CockroachDB does not let a transaction write a
+    // column it added itself.
+    statements: [
+      `UPDATE pithos_tables AS t SET row_count = (SELECT count(*) FROM pithos_rows AS r WHERE r.tname = t.name AND r.inc = t.inc)`,
+    ],
+  },
 ];
 
 const RACES = new Set(['23505', '42P07', '40001', '40P01']);

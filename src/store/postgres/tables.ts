@@ -17,11 +17,12 @@
  * wrote it; a statement writing several rows (PATCH, a table's ttl) gives
  * them one version, as one batch does on the log.
  */
-import { conflict, invalid, notFound } from '../errors.js';
+import { conflict, notFound } from '../errors.js';
 import { mergeFields } from '../json.js';
-import { compareRows, compileOrder, type IdRow, render } from '../query.js';
+import { compareRows, compareValues, compileOrder, type IdRow, type Order, render } from '../query.js';
 import type { RowQuery, TableStore, Wheres } from '../store.js';
 import { compileWheres, type Matcher, matches, type Row } from '../wheres.js';
+import { escaped, indexScope, orderSegments, type PgIndexes, valueExpr } from './indexes.js';
 import type { Db, Q } from './sql.js';
 
 const missing = (name: string) => notFound(`table '${name}' does not exist`);
@@ -42,11 +43,15 @@ export async function tableExists(q: Q, name: string): Promise<boolean> {
   return (await q.query(`SELECT 1 FROM pithos_tables WHERE name = $1 AND ${q.live()}`, [name])).length > 0;
 }
 
-/** Live rows of an existing table in t_id order, read in one statement; 404 when it does not exist. */
-export async function tableRows(q: Q, name: string): Promise<PgRow[]> {
+/**
+ * Live rows of an existing table in t_id order, read in one statement; 404
+ * when it does not exist. Only rows above `after`, at most `limit` of them.
+ */
+export async function tableRows(q: Q, name: string, after = 0, limit?: number): Promise<PgRow[]> {
   const r = await q.query(
-    `SELECT r.t_id, r.body FROM pithos_tables t LEFT JOIN pithos_rows r ON r.tname = t.name AND r.inc = t.inc
-     WHERE t.name = $1 AND ${q.live('t.expires_at')} ORDER BY r.t_id`, [name]);
+    `SELECT r.t_id, r.body FROM pithos_tables t LEFT JOIN pithos_rows r ON r.tname = t.name AND r.inc = t.inc AND r.t_id > $2
+     WHERE t.name = $1 AND ${q.live('t.expires_at')} ORDER BY r.t_id${limit === undefined ? '' : ' LIMIT $3'}`,
+    limit === undefined ? [name, after] : [name, after, limit]);
   if (r.length === 0) throw missing(name);
   const out: PgRow[] = [];
   for (const x of r) if (x.t_id !== null) out.push({ id: Number(x.t_id), json: x.body as string });
@@ -57,9 +62,10 @@ export async function createTable(q: Q, name: string, ttl: number): Promise<void
   const cur = await q.query(`SELECT inc, ${q.live()} AS live FROM pithos_tables WHERE name = $1 FOR UPDATE`, [name]);
   if (cur.length > 0) {
     if (cur[0].live === true) throw conflict(`table '${name}' already exists`);
-    // An expired table of that name: a new incarnation replaces it, its rows go.
+    // An expired table of that name: a new incarnation replaces it, its rows and index definitions go.
     await q.query('DELETE FROM pithos_rows WHERE tname = $1 AND inc = $2', [name, cur[0].inc]);
-    await q.query(`UPDATE pithos_tables SET inc = nextval('pithos_seq'), next_id = 1, expires_at = ${q.expiry('$2')} WHERE name = $1`, [name, ttl]);
+    await q.query('DELETE FROM pithos_indexes WHERE tname = $1 AND inc = $2', [name, cur[0].inc]);
+    await q.query(`UPDATE pithos_tables SET inc = nextval('pithos_seq'), next_id = 1, row_count = 0, expires_at = ${q.expiry('$2')} WHERE name = $1`, [name, ttl]);
     return;
   }
   const r = await q.query(
@@ -72,16 +78,27 @@ export async function createTable(q: Q, name: string, ttl: number): Promise<void
 /** One statement: takes the next t_id and writes the row. */
 export async function insertRow(q: Q, name: string, row: Row): Promise<number> {
   const r = await q.query(
-    `WITH t AS (UPDATE pithos_tables SET next_id = next_id + 1 WHERE name = $1 AND ${q.live()} RETURNING inc, next_id - 1 AS id)
+    `WITH t AS (UPDATE pithos_tables SET next_id = next_id + 1, row_count = row_count + 1 WHERE name = $1 AND ${q.live()} RETURNING inc, next_id - 1 AS id)
      INSERT INTO pithos_rows (tname, inc, t_id, body, version) SELECT $1, t.inc, t.id, $2, nextval('pithos_seq') FROM t RETURNING t_id`,
     [name, JSON.stringify(row)]);
   if (r.length === 0) throw missing(name);
   return Number(r[0].t_id);
 }
 
-async function matchingRows(q: Q, name: string, matcher: Matcher): Promise<[number, PgRow[]]> {
+/**
+ * Locks the table's row and reads its rows that match. With `ix`, the
+ * conditions its indexes serve narrow the read (the incarnation is the
+ * locked one, so the literal in the statement is exact).
+ */
+async function matchingRows(q: Q, name: string, matcher: Matcher, ix?: PgIndexes): Promise<[number, PgRow[]]> {
   const inc = await lockMeta(q, name);
-  const r = await q.query('SELECT t_id, body FROM pithos_rows WHERE tname = $1 AND inc = $2 ORDER BY t_id', [name, inc]);
+  // Read on the transaction's own connection: waiting for a second one while holding the lock could starve the pool.
+  const m = ix === undefined ? undefined : await ix.tableMeta(name, false, q);
+  const params: unknown[] = [name, inc];
+  const cond = m === undefined ? undefined : ix?.conditions({ ...m, inc }, matcher, params);
+  const r = await q.query(cond === undefined
+    ? 'SELECT t_id, body FROM pithos_rows WHERE tname = $1 AND inc = $2 ORDER BY t_id'
+    : `SELECT r.t_id, r.body FROM pithos_rows AS r WHERE r.tname = $1 AND r.inc = $2 AND ${indexScope(name, inc, 'r.')} AND ${cond} ORDER BY r.t_id`, params);
   const out: PgRow[] = [];
   for (const x of r) {
     const json = x.body as string;
@@ -91,8 +108,8 @@ async function matchingRows(q: Q, name: string, matcher: Matcher): Promise<[numb
 }
 
 /** Writes `sets` over every matching row; returns how many matched. Inside a transaction. */
-export async function updateRows(q: Q, name: string, matcher: Matcher, sets: Row): Promise<number> {
-  const [inc, rows] = await matchingRows(q, name, matcher);
+export async function updateRows(q: Q, name: string, matcher: Matcher, sets: Row, ix?: PgIndexes): Promise<number> {
+  const [inc, rows] = await matchingRows(q, name, matcher, ix);
   if (rows.length === 0 || Object.keys(sets).length === 0) return rows.length;
   const ids = rows.map((r) => r.id);
   const bodies = rows.map((r) => JSON.stringify(mergeFields(JSON.parse(r.json) as Row, sets)));
@@ -103,10 +120,12 @@ export async function updateRows(q: Q, name: string, matcher: Matcher, sets: Row
 }
 
 /** Deletes every matching row; returns how many matched. Inside a transaction. */
-export async function removeRows(q: Q, name: string, matcher: Matcher): Promise<number> {
-  const [inc, rows] = await matchingRows(q, name, matcher);
+export async function removeRows(q: Q, name: string, matcher: Matcher, ix?: PgIndexes): Promise<number> {
+  const [inc, rows] = await matchingRows(q, name, matcher, ix);
   if (rows.length > 0) {
     await q.query('DELETE FROM pithos_rows WHERE tname = $1 AND inc = $2 AND t_id = ANY($3::int8[])', [name, inc, rows.map((r) => r.id)]);
+    // The table's row is locked (matchingRows): the count moves with the rows.
+    await q.query('UPDATE pithos_tables SET row_count = row_count - $3 WHERE name = $1 AND inc = $2', [name, inc, rows.length]);
   }
   return rows.length;
 }
@@ -118,7 +137,36 @@ export async function countRows(q: Q, name: string, matcher: Matcher): Promise<n
 }
 
 export class PgTables implements TableStore {
-  constructor(private readonly db: Db) {}
+  constructor(private readonly db: Db, private readonly ix: PgIndexes) {}
+
+  /**
+   * Live rows of an existing table that may match `matcher`, in t_id order
+   * (404 when it does not exist): every row, or, when a top-level test is on
+   * an indexed path, the rows the database finds through the conditions
+   * indexes serve (indexes.ts). Callers check every row with `matches`.
+   */
+  private async candidates(name: string, matcher: Matcher, after = 0): Promise<PgRow[]> {
+    const q = this.db.q;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const m = await this.ix.tableMeta(name, attempt > 0);
+      if (m === undefined) break; // gone, or never was: tableRows says 404
+      const params: unknown[] = [name, after];
+      const cond = this.ix.conditions(m, matcher, params);
+      if (cond === undefined) break;
+      // The incarnation is a literal, so the database can match the partial indexes of that incarnation.
+      const r = await q.query(
+        `SELECT t.inc AS live_inc, r.t_id, r.body FROM pithos_tables AS t
+         LEFT JOIN pithos_rows AS r ON r.tname = t.name AND r.inc = t.inc AND r.t_id > $2 AND ${indexScope(name, m.inc, 'r.')} AND ${cond}
+         WHERE t.name = $1 AND ${q.live('t.expires_at')} ORDER BY r.t_id`, params);
+      if (r.length === 0) throw missing(name);
+      // The table was dropped and created again since this node read its incarnation: read it again.
+      if (Number(r[0].live_inc) !== m.inc) continue;
+      const out: PgRow[] = [];
+      for (const x of r) if (x.t_id !== null) out.push({ id: Number(x.t_id), json: x.body as string });
+      return out;
+    }
+    return tableRows(q, name, after);
+  }
 
   create(name: string, ttl: number): Promise<void> {
     return this.db.run((q) => createTable(q, name, ttl));
@@ -137,7 +185,7 @@ export class PgTables implements TableStore {
 
   async query(name: string, wheres: Wheres): Promise<string> {
     const matcher = compileWheres(wheres);
-    const rows = await tableRows(this.db.q, name);
+    const rows = await this.candidates(name, matcher);
     let out = '[';
     let first = true;
     for (const r of rows) {
@@ -152,10 +200,9 @@ export class PgTables implements TableStore {
   // shared order and rendering, so answers are byte-identical to the log store's.
 
   async page(name: string, limit: number | undefined, after: number | undefined): Promise<string> {
-    const rows = (await tableRows(this.db.q, name)).filter((r) => after === undefined || r.id > after);
+    const rows = await tableRows(this.db.q, name, after ?? 0, limit);
     let out = '{';
-    const n = limit === undefined ? rows.length : Math.min(limit, rows.length);
-    for (let i = 0; i < n; i++) out += `${i > 0 ? ',' : ''}"${rows[i].id}":${rows[i].json}`;
+    for (let i = 0; i < rows.length; i++) out += `${i > 0 ? ',' : ''}"${rows[i].id}":${rows[i].json}`;
     return out + '}';
   }
 
@@ -164,9 +211,12 @@ export class PgTables implements TableStore {
     const order = q.order === undefined || q.order.length === 0 ? undefined : compileOrder(q.order);
     const after = q.after ?? 0;
     const limit = q.limit ?? Infinity;
+    if (order !== undefined && limit !== Infinity) {
+      const walked = await this.byIndexOrder(name, matcher, order, after, limit);
+      if (walked !== undefined) return render(walked, q);
+    }
     const out: IdRow[] = [];
-    for (const r of await tableRows(this.db.q, name)) {
-      if (r.id <= after) continue;
+    for (const r of await this.candidates(name, matcher, after)) {
       const obj = JSON.parse(r.json) as Row;
       if (!matches(obj, matcher)) continue;
       out.push({ id: r.id, obj, json: r.json });
@@ -176,26 +226,133 @@ export class PgTables implements TableStore {
     return render(out.length > limit ? out.slice(0, limit) : out, q);
   }
 
-  createIndex(): Promise<void> {
-    return Promise.reject(invalid('secondary indexes are not supported by the postgres store yet'));
+  /**
+   * The first `limit` matching rows under `order` by walking the index on the
+   * first sort key (the log store's plan 2, docs/query.md), or undefined when
+   * it cannot answer: no index on that path, an index condition serves the
+   * query instead, a descending walk would meet arrays or objects first, or
+   * the walkable parts of the index (orderSegments) ran out before the page
+   * was full. One snapshot (a read-only SERIALIZABLE transaction).
+   *
+   * Rows come in index order, about `want` at a time, each batch completed
+   * to the end of its last run of equal values; within a run the other keys
+   * and t_id decide (compareRows). Rows the expression does not cast
+   * (escapes) are not in the index: they are all read, checked and merged
+   * in, which is exact because every row not walked sorts after every row
+   * walked, and at least `limit` walked rows match.
+   */
+  private async byIndexOrder(name: string, matcher: Matcher, order: Order, after: number, limit: number): Promise<IdRow[] | undefined> {
+    const m = await this.ix.tableMeta(name);
+    if (m === undefined) return undefined;
+    const first = order[0];
+    const path = m.byKey.get(JSON.stringify(first.path));
+    if (path === undefined || this.ix.conditions(m, matcher, []) !== undefined) return undefined;
+    const segments = orderSegments(valueExpr(path, 'r.body'), first.desc, this.ix.bytewise);
+    const e = valueExpr(path, 'r.body');
+    const scope = `${indexScope(name, m.inc, 'r.')} AND r.t_id > ${Math.trunc(after)}`;
+    return this.db.run(async (q) => {
+      const t = await q.query(`SELECT inc FROM pithos_tables WHERE name = $1 AND ${q.live()}`, [name]);
+      if (t.length === 0) throw missing(name);
+      if (Number(t[0].inc) !== m.inc) return undefined;
+      if (first.desc) {
+        // Arrays and objects sort first when descending (an empty array sorts below null in JSONB).
+        const big = await q.query(`SELECT 1 FROM pithos_rows AS r WHERE ${scope} AND (${e} > 'true'::jsonb OR ${e} < 'null'::jsonb) LIMIT 1`);
+        if (big.length > 0) return undefined;
+      }
+      const out: IdRow[] = [];
+      const take = (x: Record<string, unknown>): IdRow | undefined => {
+        const json = x.body as string;
+        const obj = JSON.parse(json) as Row;
+        return matches(obj, matcher) ? { id: Number(x.t_id), obj, json } : undefined;
+      };
+      let want = Math.max(64, limit * 2);
+      const dir = first.desc ? 'DESC' : 'ASC';
+      const beyond = first.desc ? '<' : '>';
+      walk: for (const seg of segments) {
+        let cursor: { v: string; id: number } | undefined;
+        for (;;) {
+          const params: unknown[] = [];
+          let keyset = '';
+          if (cursor !== undefined) {
+            params.push(cursor.v, cursor.id);
+            keyset = ` AND (${e} ${beyond} $1::jsonb OR (${e} = $1::jsonb AND r.t_id > $2))`;
+          }
+          params.push(want);
+          const batch = await q.query(
+            `SELECT r.t_id, r.body, (${e})::text AS v FROM pithos_rows AS r WHERE ${scope} AND ${seg}${keyset}
+             ORDER BY ${e} ${dir}, r.t_id LIMIT $${params.length}`, params);
+          const full = batch.length === want;
+          if (full) {
+            // Complete the last run of equal values, so no run is split between batches.
+            const last = batch[batch.length - 1];
+            const rest = await q.query(`SELECT r.t_id, r.body, (${e})::text AS v FROM pithos_rows AS r WHERE ${scope} AND ${e} = $1::jsonb AND r.t_id > $2
+              ORDER BY r.t_id`, [last.v, last.t_id]);
+            for (const x of rest) batch.push(x);
+          }
+          let run: IdRow[] = [];
+          for (let i = 0; i < batch.length; i++) {
+            const r = take(batch[i]);
+            if (r !== undefined) run.push(r);
+            if (i < batch.length - 1 && compareValues(JSON.parse(batch[i + 1].v as string), JSON.parse(batch[i].v as string)) === 0) continue;
+            // Within one value of the first key, the other keys (and t_id) decide.
+            run.sort((a, b) => compareRows(order, a, b));
+            for (const x of run) out.push(x);
+            run = [];
+            if (out.length >= limit) break walk;
+          }
+          if (!full) break;
+          const last = batch[batch.length - 1];
+          cursor = { v: last.v as string, id: Number(last.t_id) };
+          want *= 4;
+        }
+      }
+      if (out.length < limit) return undefined;
+      for (const x of await q.query(`SELECT r.t_id, r.body FROM pithos_rows AS r WHERE ${scope} AND ${escaped('r.body')}`)) {
+        const r = take(x);
+        if (r !== undefined) out.push(r);
+      }
+      out.sort((a, b) => compareRows(order, a, b));
+      return out.slice(0, limit);
+    }, true);
   }
 
-  listIndexes(): Promise<string> {
-    return Promise.reject(invalid('secondary indexes are not supported by the postgres store yet'));
+  /**
+   * Declares the index under the table's row lock (so a concurrent drop of
+   * the table waits), then builds its database index in the background.
+   */
+  async createIndex(name: string, field: string): Promise<void> {
+    const inc = await this.db.run(async (q) => {
+      const inc = await lockMeta(q, name);
+      await this.ix.declare(q, name, inc, field);
+      return inc;
+    });
+    this.ix.build(name, inc, field);
   }
 
-  dropIndex(): Promise<void> {
-    return Promise.reject(invalid('secondary indexes are not supported by the postgres store yet'));
+  async listIndexes(name: string): Promise<string> {
+    const q = this.db.q;
+    const r = await q.query(`SELECT inc FROM pithos_tables WHERE name = $1 AND ${q.live()}`, [name]);
+    if (r.length === 0) throw missing(name);
+    return this.ix.describe(q, name, Number(r[0].inc));
+  }
+
+  async dropIndex(name: string, field: string): Promise<void> {
+    const inc = await this.db.run(async (q) => {
+      const inc = await lockMeta(q, name);
+      await this.ix.undeclare(q, name, inc, field);
+      return inc;
+    });
+    this.ix.discard(name, inc, field);
   }
 
   async patch(name: string, wheres: Wheres, sets: Row): Promise<void> {
     const matcher = compileWheres(wheres);
-    await this.db.run((q) => updateRows(q, name, matcher, sets));
+    await this.db.run((q) => updateRows(q, name, matcher, sets, this.ix));
   }
 
   async deleteRows(name: string, wheres: Wheres): Promise<void> {
     const matcher = compileWheres(wheres);
-    await this.db.run((q) => removeRows(q, name, matcher));
+    await this.db.run((q) => removeRows(q, name, matcher, this.ix));
   }
 
   /**
@@ -213,11 +370,15 @@ export class PgTables implements TableStore {
   }
 
   async drop(name: string): Promise<void> {
-    // One statement: the table and its rows go together.
+    // One statement: the table, its rows and its index definitions go together.
     const r = await this.db.q.query(
       `WITH t AS (DELETE FROM pithos_tables WHERE name = $1 AND ${this.db.q.live()} RETURNING inc),
-            d AS (DELETE FROM pithos_rows WHERE tname = $1 AND inc IN (SELECT inc FROM t) RETURNING 1)
-       SELECT (SELECT count(*) FROM d) AS rows, inc FROM t`, [name]);
+            d AS (DELETE FROM pithos_rows WHERE tname = $1 AND inc IN (SELECT inc FROM t) RETURNING 1),
+            x AS (DELETE FROM pithos_indexes WHERE tname = $1 AND inc IN (SELECT inc FROM t) RETURNING field)
+       SELECT (SELECT count(*) FROM d) AS rows, inc, (SELECT array_agg(field) FROM x) AS fields FROM t`, [name]);
     if (r.length === 0) throw missing(name);
+    this.ix.forget(name);
+    // Their database indexes are dropped in the background (the sweeper drops any left over).
+    for (const f of (r[0].fields as string[] | null) ?? []) this.ix.discard(name, Number(r[0].inc), f);
   }
 }

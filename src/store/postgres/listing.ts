@@ -1,0 +1,84 @@
+/**
+ * Listing on the shared store (docs/api.md "Listing", docs/scaling.md): one
+ * statement per page, the log store's answer to the byte.
+ *
+ * - Order: names compared `COLLATE "C"`, which is UTF-8 byte order (the log
+ *   store's code-point order) whatever the database's default collation;
+ *   migration 3 adds an index on `(name COLLATE "C")` to each namespace, so a
+ *   page reads its own names, not the namespace.
+ * - Prefix: a range, `name >= prefix AND name < successor(prefix)`, never
+ *   LIKE, so `%` and `_` in a prefix are plain characters.
+ * - Expiry is part of the query (the database's clock), so expired objects
+ *   are never listed, swept or not.
+ * - `limit + 1` names are read: the extra one says whether `next` is set.
+ * - A table's `rows` is its `row_count` column, kept by every statement that
+ *   inserts or deletes rows: no count per listed table.
+ */
+import type { ListKind, ListOptions } from '../store.js';
+import type { Q } from './sql.js';
+
+const SOURCES: Record<ListKind, { table: string; name: string; extra: string }> = {
+  tables: { table: 'pithos_tables', name: 'name', extra: ', row_count' },
+  records: { table: 'pithos_records', name: 'id', extra: '' },
+  variants: { table: 'pithos_variants', name: 'name', extra: '' },
+  locks: { table: 'pithos_locks', name: 'name', extra: ', holder' },
+};
+
+const MAX_CODE_POINT = 0x10ffff;
+
+/**
+ * The least string above every string that starts with `prefix` in
+ * code-point order, or undefined when there is none (every character is
+ * U+10FFFF): the last character that can grow grows by one (skipping the
+ * surrogates, which no name holds), the rest after it is cut.
+ */
+export function successor(prefix: string): string | undefined {
+  const cps = Array.from(prefix, (c) => c.codePointAt(0) as number);
+  while (cps.length > 0) {
+    const last = cps.pop() as number;
+    if (last === MAX_CODE_POINT) continue;
+    const next = last + 1 === 0xd800 ? 0xe000 : last + 1;
+    return String.fromCodePoint(...cps, next);
+  }
+  return undefined;
+}
+
+export async function list(q: Q, kind: ListKind, opts: ListOptions): Promise<string> {
+  const src = SOURCES[kind];
+  const col = `(${src.name} COLLATE "C")`;
+  // No name holds a control character, and the database's text cannot hold U+0000:
+  // a prefix with U+0000 matches nothing; an `after` with one is cut there
+  // (every name above the cut part, other than the cut part itself, is above `after`).
+  if (opts.prefix.includes('\u0000')) return '{"items":[],"next":null}';
+  const params: unknown[] = [];
+  const p = (v: unknown): string => {
+    params.push(v);
+    return `$${params.length}::text COLLATE "C"`;
+  };
+  const conds = [q.live()];
+  if (opts.prefix !== '') {
+    conds.push(`${col} >= ${p(opts.prefix)}`);
+    const succ = successor(opts.prefix);
+    if (succ !== undefined) conds.push(`${col} < ${p(succ)}`);
+  }
+  if (opts.after !== null) {
+    const cut = opts.after.indexOf('\u0000');
+    conds.push(`${col} > ${p(cut < 0 ? opts.after : opts.after.slice(0, cut))}`);
+  }
+  params.push(opts.limit + 1);
+  const rows = await q.query(
+    `SELECT ${src.name} AS name, expires_at, ${q.now} AS now${src.extra} FROM ${src.table}
+     WHERE ${conds.join(' AND ')} ORDER BY ${col} LIMIT $${params.length}`, params);
+  const n = Math.min(rows.length, opts.limit);
+  let out = '{"items":[';
+  for (let i = 0; i < n; i++) {
+    const r = rows[i];
+    const exp = r.expires_at;
+    let item = `{"name":${JSON.stringify(r.name)},"ttl_ms":${exp === null ? 'null' : Math.max(0, Number(exp) - Number(r.now))}`;
+    if (kind === 'tables') item += `,"rows":${Number(r.row_count)}`;
+    else if (kind === 'locks') item += `,"held":true,"holder":${JSON.stringify(JSON.parse(r.holder as string) as string | null)}`;
+    out += (i === 0 ? '' : ',') + item + '}';
+  }
+  const next = rows.length > opts.limit && n > 0 ? JSON.stringify(rows[n - 1].name) : 'null';
+  return `${out}],"next":${next}}`;
+}
