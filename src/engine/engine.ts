@@ -25,6 +25,7 @@ import { EngineCore } from './core.js';
 import { recover } from './recovery.js';
 import { buildHint } from './hints.js';
 import { SegmentScanner, Yielder } from './scanner.js';
+import { GroupSnapshot } from './snapshot.js';
 import { Compactor } from './compaction.js';
 import { lockDirectory, unlockDirectory } from './lockfile.js';
 
@@ -752,6 +753,27 @@ export class Engine {
     }));
     // A key deleted while we read leaves a hole; drop it.
     return out.filter((v) => v !== undefined);
+  }
+
+  /**
+   * The group's members at this instant, to be read later in batches
+   * (snapshot.ts). Copies two pointers per member (its key and its current
+   * version) and touches nothing else, so it stays cheap for large groups;
+   * which members are live is decided at `at` when they are read. The
+   * caller must release() the snapshot when done with it.
+   */
+  snapshot<T>(group: string, dec: Decoder<T>, at?: number): GroupSnapshot<T> {
+    const members = this.keydir.groupMembers(group);
+    const n = members === undefined ? 0 : members.size;
+    const keys = new Array<string>(n);
+    const versions = new Array<Entry>(n);
+    if (members !== undefined) {
+      let i = 0;
+      for (const k of members.keys()) keys[i++] = k;
+      i = 0;
+      for (const e of members.values()) versions[i++] = e;
+    }
+    return new GroupSnapshot(this.fs, this.keydir, this.log, dec, keys, versions, at ?? this.now(), this.segments);
   }
 
   /**
