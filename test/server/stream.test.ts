@@ -117,7 +117,7 @@ function checksum(rows: Iterable<[string, unknown]>): { n: number; sum: string }
 }
 const wanted = (): { n: number; sum: string } => checksum(Array.from({ length: N }, (_, i): [string, unknown] => [String(i + 1), rowOf(i)]));
 
-test('GET of a 100k-row table: exactly the rows, byte for byte, while small requests keep being answered', async () => {
+test('GET of a large table (100k rows, 7.4 MB; 30k on postgres): exactly the rows, byte for byte, while small requests keep being answered', async () => {
   // Warm-up, and the answer checked byte for byte.
   const first = await big('GET', `/tables/${table}`);
   assert.equal(first.status, 200);
@@ -143,7 +143,7 @@ test('GET of a 100k-row table: exactly the rows, byte for byte, while small requ
   assert.fail(`small requests waited for a large part of the big answer:\n${tries.join('\n')}`);
 });
 
-test('a row query without limit over 100k rows streams the same bytes as before', async () => {
+test('a row query without limit over the large table streams the same bytes as before', async () => {
   // Every row matches: the largest answer of the query path.
   const r = await big('GET', `/tables/${table}/rows`, { wheres: { grp: { $gte: 0 } } });
   assert.equal(r.status, 200);
