@@ -763,16 +763,7 @@ export class Engine {
    * caller must release() the snapshot when done with it.
    */
   snapshot<T>(group: string, dec: Decoder<T>, at?: number): GroupSnapshot<T> {
-    const members = this.keydir.groupMembers(group);
-    const n = members === undefined ? 0 : members.size;
-    const keys = new Array<string>(n);
-    const versions = new Array<Entry>(n);
-    if (members !== undefined) {
-      let i = 0;
-      for (const k of members.keys()) keys[i++] = k;
-      i = 0;
-      for (const e of members.values()) versions[i++] = e;
-    }
+    const [keys, versions] = this.keydir.copyGroup(group);
     return new GroupSnapshot(this.fs, this.keydir, this.log, dec, keys, versions, at ?? this.now(), this.segments);
   }
 
