@@ -598,6 +598,11 @@ export class KeyDir {
     this.cacheHead = 0;
   }
 
+  /** Whether a value of `vlen` bytes (and its decoded form) can be cached without evicting anything. */
+  hasRoom(vlen: number): boolean {
+    return this.cacheBytes + 3 * vlen + 160 <= this.cacheBudget;
+  }
+
   touch(e: Entry): void {
     e.flags |= FLAG_REF;
   }

@@ -154,8 +154,12 @@ export class GroupSnapshot<T> {
         const v = buf.subarray(off, off + l.len);
         const memo = this.dec(v, key);
         out[l.slot] = memo;
-        // Still the current version and not cached meanwhile: cache it (a copy, not a slice of the run).
-        if (l.e.memo === undefined && this.keydir.get(key) === l.e) this.keydir.cache(l.e, Buffer.from(v), memo, this.dec as Decoder<unknown>);
+        // Still the current version, not cached meanwhile, and the cache has room: cache it (a
+        // copy, not a slice of the run). A scan never evicts: a table larger than the cache
+        // would otherwise push out everything else and then itself, at a cost per row.
+        if (l.e.memo === undefined && this.keydir.hasRoom(l.len) && this.keydir.get(key) === l.e) {
+          this.keydir.cache(l.e, Buffer.from(v), memo, this.dec as Decoder<unknown>);
+        }
       }
       k = j;
     }
