@@ -2,7 +2,7 @@
  * Large answers and cold tables (docs/benchmarks.md, "Large answers"; numbers
  * only, no assertions).
  *
- *   npm run build && node dist/bench/stream.js [--server path/to/bin/pithos] [--rows 100000]
+ *   npm run bench:stream -- [--server path/to/bin/pithos] [--rows 100000]
  *
  * Loads a table of `--rows` rows (~74 bytes of JSON each: 100k rows are
  * ~7.4 MB) into a fresh server, then reports:

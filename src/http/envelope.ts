@@ -60,11 +60,11 @@ async function sendPieces(res: ServerResponse, status: number, answer: Answer, d
   let started = false;
   try {
     for (;;) {
+      if (res.destroyed) return; // the client went away: stop reading rows
       const r = await it.next();
       if (r.done === true) break;
       out += r.value;
       if (out.length >= SLICE_CHARS) {
-        if (res.destroyed) return;
         if (!started) {
           res.writeHead(status, ['Content-Type', CONTENT_TYPE]);
           started = true;

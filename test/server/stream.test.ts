@@ -203,6 +203,26 @@ test('writes while a large answer is being sent do not tear it: it is the table 
   assert.ok(now.body.equals(Buffer.from(expectedGet)), 'a GET after the writes sees them');
 });
 
+test('a client that goes away in the middle of a large answer stops it; the server carries on', async () => {
+  for (let k = 0; k < 3; k++) {
+    await new Promise<void>((resolve, reject) => {
+      const r = http.request({ host: '127.0.0.1', port: srv.port, method: 'GET', path: `/tables/${table}`, agent: false, headers: { 'Auth-Token': TOKEN } }, (res) => {
+        res.once('data', () => {
+          r.destroy();
+          resolve();
+        });
+      });
+      r.on('error', () => resolve());
+      r.end();
+      r.setTimeout(10_000, () => reject(new Error('no first chunk')));
+    });
+  }
+  const v = await srv.req('GET', `/variants/${variant}`);
+  assert.equal(v.status, 200);
+  const g = await big('GET', `/tables/${table}`);
+  assert.ok(g.body.equals(Buffer.from(expectedGet)));
+});
+
 /** Resident and peak resident memory of a process, in MiB (Linux /proc). */
 function memOf(pid: number): { rss: number; hwm: number } {
   const s = readFileSync(`/proc/${pid}/status`, 'utf8');
