@@ -12,6 +12,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Engine } from '../src/engine/index.js';
 import { LogStore } from '../src/store/log/index.js';
 import type { Mutation } from '../src/store/store.js';
+import { textOf } from '../src/store/stream.js';
 
 const ROWS = Number(process.argv[2] ?? 1_000_000);
 const GROUPS = ROWS / 10;
@@ -58,7 +59,7 @@ async function main(): Promise<void> {
       const times: number[] = [];
       for (let i = 0; i < n; i++) {
         const s = process.hrtime.bigint();
-        const out = JSON.parse(await store.tables.query('big', { [field]: (i * 7919) % GROUPS })) as unknown[];
+        const out = JSON.parse(await textOf(await store.tables.query('big', { [field]: (i * 7919) % GROUPS }))) as unknown[];
         times.push(Number(process.hrtime.bigint() - s) / 1e6);
         if (field === 'grp' && out.length !== 10) throw new Error(`expected 10 rows, got ${out.length}`);
       }
@@ -80,7 +81,7 @@ async function main(): Promise<void> {
     await store.indexes.settled();
     const readyS = (Date.now() - t) / 1000;
     const ok = JSON.parse(await store.tables.listIndexes('big')) as Array<{ ready: boolean }>;
-    const check = JSON.parse(await store.tables.query('big', { grp: 3 })) as unknown[];
+    const check = JSON.parse(await textOf(await store.tables.query('big', { grp: 3 }))) as unknown[];
     await store.close();
     if (!ok[0]?.ready || check.length !== 10) throw new Error('index not ready or wrong after reopen');
 

@@ -25,6 +25,7 @@ import { EngineCore } from './core.js';
 import { recover } from './recovery.js';
 import { buildHint } from './hints.js';
 import { SegmentScanner, Yielder } from './scanner.js';
+import { GroupSnapshot } from './snapshot.js';
 import { Compactor } from './compaction.js';
 import { lockDirectory, unlockDirectory } from './lockfile.js';
 
@@ -752,6 +753,18 @@ export class Engine {
     }));
     // A key deleted while we read leaves a hole; drop it.
     return out.filter((v) => v !== undefined);
+  }
+
+  /**
+   * The group's members at this instant, to be read later in batches
+   * (snapshot.ts). Copies two pointers per member (its key and its current
+   * version) and touches nothing else, so it stays cheap for large groups;
+   * which members are live is decided at `at` when they are read. The
+   * caller must release() the snapshot when done with it.
+   */
+  snapshot<T>(group: string, dec: Decoder<T>, at?: number): GroupSnapshot<T> {
+    const [keys, versions] = this.keydir.copyGroup(group);
+    return new GroupSnapshot(this.fs, this.keydir, this.log, dec, keys, versions, at ?? this.now(), this.segments);
   }
 
   /**

@@ -6,3 +6,4 @@ export { BatchTooLargeError, CorruptionError, DataDirError, DirectoryLockedError
 export type { FileOps } from './fileops.js';
 export { makeDirectory, nodeFileOps, writeFileDurably } from './fileops.js';
 export { assertHoldsData } from './segment.js';
+export type { GroupSnapshot } from './snapshot.js';

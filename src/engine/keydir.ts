@@ -331,6 +331,23 @@ class Group implements Map<string, Entry> {
     this.count = 0;
   }
 
+  /**
+   * The members' keys and entries, in key order, as two arrays: copied
+   * chunk by chunk by the native iterators (pointers only; no entry is
+   * touched), then joined by one native concat (a group snapshot, snapshot.ts).
+   */
+  copy(): [string[], Entry[]] {
+    const ks: string[][] = [];
+    const es: Entry[][] = [];
+    for (let c = 0; c < this.chunks.length; c++) {
+      const m = this.sortedMap(c);
+      ks.push(Array.from(m.keys()));
+      es.push(Array.from(m.values()));
+    }
+    if (ks.length === 1) return [ks[0], es[0]];
+    return [([] as string[]).concat(...ks), ([] as Entry[]).concat(...es)];
+  }
+
   /** The chunk's map in key order (sorting it first if keys arrived out of order). */
   sortedMap(i: number): Map<string, Entry> {
     const c = this.chunks[i];
@@ -538,6 +555,12 @@ export class KeyDir {
     return this.groups.get(group);
   }
 
+  /** A group's keys and entries in key order, as two arrays (empty when there is no such group). */
+  copyGroup(group: string): [string[], Entry[]] {
+    const g = this.groups.get(group);
+    return g === undefined ? [[], []] : g.copy();
+  }
+
   // ---- value cache -------------------------------------------------------
 
   /** Attaches a value (and optionally its decoded form) to an entry. */
@@ -573,6 +596,11 @@ export class KeyDir {
     }
     this.cacheQueue = kept;
     this.cacheHead = 0;
+  }
+
+  /** Whether a value of `vlen` bytes (and its decoded form) can be cached without evicting anything. */
+  hasRoom(vlen: number): boolean {
+    return this.cacheBytes + 3 * vlen + 160 <= this.cacheBudget;
   }
 
   touch(e: Entry): void {

@@ -4,6 +4,8 @@
  * concatenates the data JSON (which the model hands over as text).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Text } from '../store/store.js';
+import { nextTurn } from '../store/stream.js';
 
 const CONTENT_TYPE = 'application/json; charset=utf-8';
 
@@ -29,6 +31,71 @@ export function send(res: ServerResponse, status: number, answer: Answer, data?:
   const body = answer.prefix + data + '}';
   res.writeHead(status, ['Content-Type', CONTENT_TYPE, 'Content-Length', String(Buffer.byteLength(body))]);
   res.end(body);
+}
+
+/** Pieces are gathered up to this many characters before a write. */
+const SLICE_CHARS = 64 * 1024;
+
+/**
+ * A success answer whose data may come in pieces (store.ts `Text`,
+ * docs/query.md "Large answers"). A string is sent as by send(). Pieces are
+ * gathered into slices of about SLICE_CHARS; each slice is written when
+ * the socket takes more (waiting for 'drain' otherwise), and the event loop
+ * runs between any two steps, so a large answer never holds it for longer
+ * than one batch of rows. An answer that ends before its first slice is
+ * full goes out whole with a Content-Length; a longer one is sent with
+ * chunked transfer encoding (no Content-Length), its bytes those the one
+ * string would have had. A failure before the first write is an ordinary
+ * error answer; after it, the connection is cut (sendError), so a client
+ * never takes a truncated body for a whole one.
+ */
+export function sendText(res: ServerResponse, status: number, answer: Answer, data: Text): void | Promise<void> {
+  if (typeof data === 'string') return send(res, status, answer, data);
+  return sendPieces(res, status, answer, data);
+}
+
+async function sendPieces(res: ServerResponse, status: number, answer: Answer, data: AsyncIterable<string>): Promise<void> {
+  const it = data[Symbol.asyncIterator]();
+  let out = answer.prefix;
+  let started = false;
+  try {
+    for (;;) {
+      if (res.destroyed) return; // the client went away: stop reading rows
+      const r = await it.next();
+      if (r.done === true) break;
+      out += r.value;
+      if (out.length >= SLICE_CHARS) {
+        if (!started) {
+          res.writeHead(status, ['Content-Type', CONTENT_TYPE]);
+          started = true;
+        }
+        const more = res.write(out);
+        out = '';
+        if (!more) await drained(res);
+      }
+      await nextTurn();
+    }
+    out += '}';
+    if (res.destroyed) return;
+    if (!started) res.writeHead(status, ['Content-Type', CONTENT_TYPE, 'Content-Length', String(Buffer.byteLength(out))]);
+    res.end(out);
+  } finally {
+    // Releases what the answer holds when it stopped early (client gone, an error); a no-op after the end.
+    await it.return?.();
+  }
+}
+
+/** Resolves when the socket wants more, or the response is gone. */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
 }
 
 /**

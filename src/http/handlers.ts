@@ -10,7 +10,7 @@ import type { Row } from '../store/wheres.js';
 import { invalid, StoreError } from '../store/errors.js';
 import { numberText } from '../store/json.js';
 import type { Body } from './body.js';
-import { Answer, send, sendTagged } from './envelope.js';
+import { Answer, send, sendTagged, sendText } from './envelope.js';
 import type { Health } from '../health.js';
 import { parseTransaction } from './txn-body.js';
 import { indexFieldOf, intParam, isPlainQuery, listOptionsOf, rowQueryOf } from './query-body.js';
@@ -120,12 +120,12 @@ export async function insertRow(ctx: Ctx, name: string, body: Body, res: ServerR
 export async function queryTable(ctx: Ctx, name: string, _body: Body, res: ServerResponse, _raw: string, args: Args): Promise<void> {
   const limit = intParam('limit', args.query.limit, 1, Number.MAX_SAFE_INTEGER);
   const after = intParam('after', args.query.after, 0, Number.MAX_SAFE_INTEGER);
-  send(res, 200, A.tableQueried, await ctx.store.tables.page(name, limit, after));
+  return sendText(res, 200, A.tableQueried, await ctx.store.tables.page(name, limit, after));
 }
 
 export async function queryRows(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
   const data = isPlainQuery(body) ? ctx.store.tables.query(name, body.wheres as Row) : ctx.store.tables.find(name, rowQueryOf(body));
-  send(res, 200, A.rowsQueried, await data);
+  return sendText(res, 200, A.rowsQueried, await data);
 }
 
 // ---- listing and indexes -------------------------------------------------------

@@ -87,16 +87,19 @@ export function project(obj: Row, fields: readonly string[]): string {
   return out + '}';
 }
 
+/** One row of a shaped query's answer (projected, with its t_id when asked). */
+export function rowText(r: IdRow, q: RowQuery): string {
+  const body = q.fields === undefined ? r.json : project(r.obj, q.fields);
+  return q.withIds === true ? `{"t_id":${r.id},"row":${body}}` : body;
+}
+
 /** The answer to a shaped query from its rows (already filtered, ordered and limited). */
 export function render(rows: readonly IdRow[], q: RowQuery): string {
   if (q.count === true) return `{"count":${rows.length}}`;
-  const fields = q.fields;
   let out = '[';
   for (let i = 0; i < rows.length; i++) {
-    const r = rows[i];
-    const body = fields === undefined ? r.json : project(r.obj, fields);
     if (i > 0) out += ',';
-    out += q.withIds === true ? `{"t_id":${r.id},"row":${body}}` : body;
+    out += rowText(rows[i], q);
   }
   return out + ']';
 }

@@ -15,6 +15,15 @@ import type { ScalarInput } from './variant.js';
 import type { Row } from './wheres.js';
 
 export type Sync<T> = T | Promise<T>;
+/**
+ * JSON text of an answer: one string, or, for an answer too large to build
+ * in one synchronous step, its pieces in order (docs/query.md, "Large
+ * answers"). Each step of the iteration does a bounded amount of work (one
+ * batch of rows) and may give '' when it produced no text; the consumer
+ * yields to the event loop between steps, and must call `return()` when it
+ * stops early so the store releases what the answer holds.
+ */
+export type Text = string | AsyncIterable<string>;
 export type Wheres = Record<string, unknown>;
 
 export interface StoreStats {
@@ -52,9 +61,9 @@ export interface TableStore {
   /** Resolves to the new row's t_id. */
   insert(name: string, row: Row): Promise<number>;
   /** Every row as JSON text: an object from t_id to row. */
-  all(name: string): Promise<string>;
+  all(name: string): Promise<Text>;
   /** Matching rows as JSON text: an array in t_id order. */
-  query(name: string, wheres: Wheres): Promise<string>;
+  query(name: string, wheres: Wheres): Promise<Text>;
   patch(name: string, wheres: Wheres, sets: Row): Promise<void>;
   deleteRows(name: string, wheres: Wheres): Promise<void>;
   drop(name: string): Promise<void>;
@@ -67,14 +76,14 @@ export interface TableStore {
    * Rows as GET /tables/<name> returns them (an object from t_id to row, as
    * JSON text), at most `limit` of them with t_id > `after`.
    */
-  page(name: string, limit: number | undefined, after: number | undefined): Promise<string>;
+  page(name: string, limit: number | undefined, after: number | undefined): Promise<Text>;
   /**
    * A shaped query (RowQuery): JSON text of an array of rows (or of
    * {"t_id", "row"} pairs with `withIds`), or {"count": n} with `count`.
    * `query(name, wheres)` is the same as `find(name, {wheres})`, kept as the
    * measured fast path of the plain form.
    */
-  find(name: string, q: RowQuery): Promise<string>;
+  find(name: string, q: RowQuery): Promise<Text>;
   /**
    * Declares an index on a top-level field or dotted path and starts building
    * it; resolves once the declaration is durable (the build continues in the

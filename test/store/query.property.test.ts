@@ -21,6 +21,7 @@ import fc from 'fast-check';
 import { LogStore } from '../../src/store/log/index.js';
 import { PgStore } from '../../src/store/postgres/index.js';
 import type { OrderKey, RowQuery, Store } from '../../src/store/store.js';
+import { textOf } from '../../src/store/stream.js';
 import { freshSchema } from '../helpers/postgres.js';
 
 type Row = Record<string, unknown>;
@@ -244,11 +245,11 @@ test('shaped queries: indexed = unindexed = model on random data', async () => {
     for (const q of [...queries, ...probes]) {
       const want = modelQuery(model, q);
       for (const t of [plain, early, late]) {
-        const got = JSON.parse(await store.tables.find(t, q)) as unknown;
+        const got = JSON.parse(await textOf(await store.tables.find(t, q))) as unknown;
         assert.deepStrictEqual(got, want, `${t}: ${JSON.stringify(q)}`);
       }
       if (q.order === undefined && q.limit === undefined && q.after === undefined && q.fields === undefined && q.count === undefined && q.withIds === undefined) {
-        assert.deepStrictEqual(JSON.parse(await store.tables.query(early, q.wheres)), want, 'plain query');
+        assert.deepStrictEqual(JSON.parse(await textOf(await store.tables.query(early, q.wheres))), want, 'plain query');
       }
     }
     for (const t of [plain, early, late]) await store.tables.drop(t);

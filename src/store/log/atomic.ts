@@ -12,7 +12,7 @@
  * decision is thrown away (nothing was written) and run again once the value
  * is there. Nothing else in the log store calls engine.write.
  */
-import { type Decoder, type Engine, MISS, Op, type WriteOp } from '../../engine/index.js';
+import { type Decoder, type Engine, type GroupSnapshot, MISS, Op, type WriteOp } from '../../engine/index.js';
 import { StoreError } from '../errors.js';
 
 /**
@@ -216,6 +216,23 @@ export class Tx {
     let m = gs.get(group);
     if (m === undefined) gs.set(group, (m = new Map()));
     return m;
+  }
+
+  /** Keys in a group (expired-but-unswept ones included): decides whether an answer is large. */
+  groupSize(group: string): number {
+    return this.engine.groupSize(group);
+  }
+
+  /**
+   * The group's live rows at this instant, to be read after the decision in
+   * batches (src/engine/snapshot.ts); the caller releases it. Only for
+   * read-only decisions, taken as their last step: it does not see this
+   * decision's own writes, and a decision that restarted after taking it
+   * would leave it pinned.
+   */
+  snapshot<T>(group: string, dec: Decoder<T>): GroupSnapshot<T> {
+    if (this.ops.length > 0) throw new Error('snapshot in a decision that writes');
+    return this.engine.snapshot(group, dec, this.now);
   }
 
   /** Live rows of a group in t_id order, as this decision sees them. */

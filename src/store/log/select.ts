@@ -24,16 +24,28 @@ import { firstAbove, rowDecoder } from './tables.js';
 
 export function select(tx: Tx, group: string, t: TableIndexes | undefined, matcher: Matcher, q: RowQuery,
   order: Order | undefined): RowMemo[] {
+  if (t !== undefined) {
+    const r = selectByIndex(tx, group, t, matcher, q, order);
+    if (r !== undefined) return r;
+  }
+  return scan(tx, group, matcher, q, order);
+}
+
+/** Plans 1 and 2; undefined when neither applies (the caller scans). */
+export function selectByIndex(tx: Tx, group: string, t: TableIndexes, matcher: Matcher, q: RowQuery,
+  order: Order | undefined): RowMemo[] | undefined {
   const after = q.after ?? 0;
   const limit = q.limit ?? Infinity;
-  if (t !== undefined) {
-    const ids = candidates(t, matcher, after);
-    if (ids !== undefined) return fromIds(tx, group, ids, matcher, order, limit);
-    if (order !== undefined && limit !== Infinity) {
-      const r = byIndexOrder(tx, group, t, matcher, order, after, limit);
-      if (r !== undefined) return r;
-    }
-  }
+  const ids = candidates(t, matcher, after);
+  if (ids !== undefined) return fromIds(tx, group, ids, matcher, order, limit);
+  if (order !== undefined && limit !== Infinity) return byIndexOrder(tx, group, t, matcher, order, after, limit);
+  return undefined;
+}
+
+/** Plan 3 in one step, for tables small enough to answer at once (a large one streams, src/store/stream.ts). */
+function scan(tx: Tx, group: string, matcher: Matcher, q: RowQuery, order: Order | undefined): RowMemo[] {
+  const after = q.after ?? 0;
+  const limit = q.limit ?? Infinity;
   const rows = tx.rows(group, rowDecoder);
   const out: RowMemo[] = [];
   for (let i = firstAbove(rows, after); i < rows.length; i++) {

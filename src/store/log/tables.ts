@@ -15,13 +15,15 @@ import type { Decoder } from '../../engine/index.js';
 import { conflict, notFound } from '../errors.js';
 import { mergeFields } from '../json.js';
 import { compileOrder, render } from '../query.js';
-import type { RowQuery, TableStore, Wheres } from '../store.js';
+import type { RowQuery, TableStore, Text, Wheres } from '../store.js';
+import { findText, pageText, renderText, STREAM_ROWS } from '../stream.js';
 import { expiryOf } from '../validate.js';
 import { compileWheres, type Matcher, matches, type Row } from '../wheres.js';
 import type { Atomic, RowMemo, Tx } from './atomic.js';
 import type { IndexRegistry } from './indexes.js';
 import { rowGroup, rowIdOf, rowKey, tableKey } from './keys.js';
-import { select } from './select.js';
+import { SnapshotRows } from './scan.js';
+import { select, selectByIndex } from './select.js';
 
 interface TableMeta {
   inc: number;
@@ -129,9 +131,21 @@ export class LogTables implements TableStore {
     return this.atomic.atomically(undefined, (tx) => insertRow(tx, name, row));
   }
 
-  all(name: string): Promise<string> {
-    return this.atomic.read((tx) => {
-      const rows = tableRows(tx, name);
+  /*
+   * Reads (docs/query.md, "Large answers"): a table of at most STREAM_ROWS
+   * rows is answered in one string from one read decision, as ever. A larger
+   * one is answered from a snapshot of its rows taken in the decision (so
+   * the answer is one instant of the table), filtered and rendered a batch at
+   * a time afterwards; rows that were not cached are read from the log a
+   * batch at a time. Index plans answer from their candidates, rendered in
+   * pieces when there are many.
+   */
+
+  all(name: string): Promise<Text> {
+    return this.atomic.read((tx): Text => {
+      const group = rowGroup(name, meta(tx, name).inc);
+      if (tx.groupSize(group) > STREAM_ROWS) return pageText(new SnapshotRows(tx.snapshot(group, rowDecoder)), undefined, undefined);
+      const rows = tx.rows(group, rowDecoder);
       let out = '{';
       for (let i = 0; i < rows.length; i++) {
         if (i > 0) out += ',';
@@ -141,14 +155,20 @@ export class LogTables implements TableStore {
     });
   }
 
-  query(name: string, wheres: Wheres): Promise<string> {
+  query(name: string, wheres: Wheres): Promise<Text> {
     const matcher = compileWheres(wheres);
-    return this.atomic.read((tx) => {
+    return this.atomic.read((tx): Text => {
       const m = meta(tx, name);
+      const group = rowGroup(name, m.inc);
       const ix = this.indexes.tableIndexes(name, m.inc);
       // A table with indexes goes through the planner; without, the scan below is the whole story.
-      if (ix !== undefined) return render(select(tx, rowGroup(name, m.inc), ix, matcher, { wheres }, undefined), { wheres });
-      const rows = tx.rows(rowGroup(name, m.inc), rowDecoder);
+      if (ix !== undefined) {
+        const q: RowQuery = { wheres };
+        const r = selectByIndex(tx, group, ix, matcher, q, undefined);
+        if (r !== undefined) return renderText(r, q);
+      }
+      if (tx.groupSize(group) > STREAM_ROWS) return findText(new SnapshotRows(tx.snapshot(group, rowDecoder)), matcher, { wheres }, undefined);
+      const rows = tx.rows(group, rowDecoder);
       let out = '[';
       let first = true;
       for (let i = 0; i < rows.length; i++) {
@@ -161,10 +181,12 @@ export class LogTables implements TableStore {
     });
   }
 
-  page(name: string, limit: number | undefined, after: number | undefined): Promise<string> {
+  page(name: string, limit: number | undefined, after: number | undefined): Promise<Text> {
     if (limit === undefined && after === undefined) return this.all(name);
-    return this.atomic.read((tx) => {
-      const rows = tableRows(tx, name);
+    return this.atomic.read((tx): Text => {
+      const group = rowGroup(name, meta(tx, name).inc);
+      if (tx.groupSize(group) > STREAM_ROWS) return pageText(new SnapshotRows(tx.snapshot(group, rowDecoder)), after, limit);
+      const rows = tx.rows(group, rowDecoder);
       const from = after === undefined ? 0 : firstAbove(rows, after);
       const to = limit === undefined ? rows.length : Math.min(rows.length, from + limit);
       let out = '{';
@@ -176,13 +198,19 @@ export class LogTables implements TableStore {
     });
   }
 
-  find(name: string, q: RowQuery): Promise<string> {
+  find(name: string, q: RowQuery): Promise<Text> {
     const matcher = compileWheres(q.wheres);
     const order = q.order === undefined || q.order.length === 0 ? undefined : compileOrder(q.order);
-    return this.atomic.read((tx) => {
+    return this.atomic.read((tx): Text => {
       const m = meta(tx, name);
+      const group = rowGroup(name, m.inc);
       const ix = this.indexes.tableIndexes(name, m.inc);
-      return render(select(tx, rowGroup(name, m.inc), ix, matcher, q, order), q);
+      if (ix !== undefined) {
+        const r = selectByIndex(tx, group, ix, matcher, q, order);
+        if (r !== undefined) return renderText(r, q);
+      }
+      if (tx.groupSize(group) > STREAM_ROWS) return findText(new SnapshotRows(tx.snapshot(group, rowDecoder)), matcher, q, order);
+      return render(select(tx, group, undefined, matcher, q, order), q);
     });
   }
 

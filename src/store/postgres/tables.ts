@@ -20,7 +20,8 @@
 import { conflict, notFound } from '../errors.js';
 import { mergeFields } from '../json.js';
 import { compareRows, compareValues, compileOrder, type IdRow, type Order, render } from '../query.js';
-import type { RowQuery, TableStore, Wheres } from '../store.js';
+import type { RowQuery, TableStore, Text, Wheres } from '../store.js';
+import { ArraySource, findText, pageText, STREAM_ROWS } from '../stream.js';
 import { compileWheres, type Matcher, matches, type Row } from '../wheres.js';
 import { escaped, indexScope, orderSegments, type PgIndexes, valueExpr } from './indexes.js';
 import type { Db, Q } from './sql.js';
@@ -176,16 +177,22 @@ export class PgTables implements TableStore {
     return insertRow(this.db.q, name, row);
   }
 
-  async all(name: string): Promise<string> {
+  // Reads: the driver returns every row of the statement at once (one instant
+  // of the table); more than STREAM_ROWS of them are filtered and rendered a
+  // batch per step (src/store/stream.ts), fewer in one string as before.
+
+  async all(name: string): Promise<Text> {
     const rows = await tableRows(this.db.q, name);
+    if (rows.length > STREAM_ROWS) return pageText(new ArraySource(rows), undefined, undefined);
     let out = '{';
     for (let i = 0; i < rows.length; i++) out += `${i > 0 ? ',' : ''}"${rows[i].id}":${rows[i].json}`;
     return out + '}';
   }
 
-  async query(name: string, wheres: Wheres): Promise<string> {
+  async query(name: string, wheres: Wheres): Promise<Text> {
     const matcher = compileWheres(wheres);
     const rows = await this.candidates(name, matcher);
+    if (rows.length > STREAM_ROWS) return findText(new ArraySource(rows), matcher, { wheres }, undefined);
     let out = '[';
     let first = true;
     for (const r of rows) {
@@ -199,14 +206,16 @@ export class PgTables implements TableStore {
   // ---- Part two (docs/query.md): shaped queries by filtering the rows here, with the
   // shared order and rendering, so answers are byte-identical to the log store's.
 
-  async page(name: string, limit: number | undefined, after: number | undefined): Promise<string> {
+  async page(name: string, limit: number | undefined, after: number | undefined): Promise<Text> {
+    // The database applies after and limit; a big page is still written in slices.
     const rows = await tableRows(this.db.q, name, after ?? 0, limit);
+    if (rows.length > STREAM_ROWS) return pageText(new ArraySource(rows), undefined, undefined);
     let out = '{';
     for (let i = 0; i < rows.length; i++) out += `${i > 0 ? ',' : ''}"${rows[i].id}":${rows[i].json}`;
     return out + '}';
   }
 
-  async find(name: string, q: RowQuery): Promise<string> {
+  async find(name: string, q: RowQuery): Promise<Text> {
     const matcher = compileWheres(q.wheres);
     const order = q.order === undefined || q.order.length === 0 ? undefined : compileOrder(q.order);
     const after = q.after ?? 0;
@@ -216,7 +225,9 @@ export class PgTables implements TableStore {
       if (walked !== undefined) return render(walked, q);
     }
     const out: IdRow[] = [];
-    for (const r of await this.candidates(name, matcher, after)) {
+    const rows = await this.candidates(name, matcher, after);
+    if (rows.length > STREAM_ROWS) return findText(new ArraySource(rows), matcher, q, order);
+    for (const r of rows) {
       const obj = JSON.parse(r.json) as Row;
       if (!matches(obj, matcher)) continue;
       out.push({ id: r.id, obj, json: r.json });

@@ -1,0 +1,182 @@
+/**
+ * A group's members at one instant, read later in bounded batches
+ * (docs/engine.md, "Group snapshots"): how a large answer is served without
+ * holding the whole group in memory, and without one long synchronous step.
+ *
+ * Taking a snapshot copies, for each member, its key and its Entry: the
+ * version current at that instant. Versions never change once written (an
+ * overwrite makes a new Entry; only compaction moves a version, updating its
+ * location), so reading an Entry later gives the value it had at the instant
+ * of the snapshot, even if the key was overwritten or deleted since: from
+ * the cache while its decoded value is there, else from the log. To keep the
+ * old bytes readable the snapshot pins every segment that exists when it is
+ * taken (a segment that compaction retires keeps its open descriptor until
+ * the last reader is gone); `release()` unpins them. Liveness (expiry) is
+ * judged at the snapshot's instant when a member is read.
+ *
+ * Reading a range reads the values that are not in memory with few large
+ * reads: the locations are sorted and neighbours merged into runs of at most
+ * RUN_BYTES, so rows written one after another (the common case) cost one
+ * read per run instead of one per row.
+ */
+import type { Logger } from '../log.js';
+import { CorruptionError, StorageIOError, storageError } from './errors.js';
+import type { FileOps } from './fileops.js';
+import { valueCrc } from './format.js';
+import type { Decoder, Entry, KeyDir } from './keydir.js';
+import type { Segment } from './segment.js';
+
+/** Neighbouring values at most this far apart are read together. */
+const GAP_BYTES = 16 * 1024;
+/** Largest single read of a batch (a value larger than this is read alone). */
+const RUN_BYTES = 1024 * 1024;
+
+interface Loc {
+  i: number;
+  /** Where its value goes in the answer. */
+  slot: number;
+  e: Entry;
+  seg: Segment;
+  pos: number;
+  len: number;
+}
+
+export class GroupSnapshot<T> {
+  private readonly pinned: Segment[] = [];
+  private released = false;
+
+  /** `keys` and `versions` are parallel: the members' keys in key order and their current versions. */
+  constructor(
+    private readonly fs: FileOps,
+    private readonly keydir: KeyDir,
+    private readonly log: Logger,
+    private readonly dec: Decoder<T>,
+    private readonly keys: string[],
+    private readonly versions: Entry[],
+    /** The instant: members expired at it are not part of the snapshot. */
+    private readonly now: number,
+    segments: readonly Segment[],
+  ) {
+    for (const seg of segments) {
+      if (seg.fd < 0) continue;
+      seg.readers++;
+      this.pinned.push(seg);
+    }
+  }
+
+  /** Members, including any that had expired but were not yet swept (read() skips them). */
+  get length(): number {
+    return this.keys.length;
+  }
+
+  key(i: number): string {
+    return this.keys[i];
+  }
+
+  /** Bytes of the i-th member's stored value (what reading it costs). */
+  size(i: number): number {
+    return this.versions[i].vlen;
+  }
+
+  /**
+   * The decoded values of the live members among [from, to), in key order,
+   * as of the snapshot. Synchronous when all of them are in memory;
+   * otherwise a promise. The decoder must not keep the buffer it is given
+   * (it is a slice of a larger read).
+   */
+  read(from: number, to: number): T[] | Promise<T[]> {
+    if (this.released) throw new StorageIOError('read of a released snapshot', undefined);
+    const out: T[] = [];
+    let need: number[] | undefined;
+    let slots: number[] | undefined;
+    for (let i = from; i < to; i++) {
+      const e = this.versions[i];
+      if (e.exp !== 0 && e.exp <= this.now) continue;
+      if (e.memo !== undefined && e.dec === this.dec) {
+        this.keydir.touch(e);
+        out.push(e.memo as T);
+        continue;
+      }
+      if (e.val !== undefined) {
+        const memo = this.dec(e.val, this.keys[i]);
+        if (this.keydir.get(this.keys[i]) === e) this.keydir.cache(e, e.val, memo, this.dec as Decoder<unknown>);
+        out.push(memo);
+        continue;
+      }
+      (need ??= []).push(i);
+      (slots ??= []).push(out.length);
+      out.push(undefined as T);
+    }
+    if (need === undefined) return out;
+    return this.fill(out, need, slots as number[]);
+  }
+
+  private async fill(out: T[], need: number[], slots: number[]): Promise<T[]> {
+    const locs: Loc[] = [];
+    for (let k = 0; k < need.length; k++) {
+      const i = need[k];
+      const e = this.versions[i];
+      const seg = e.seg;
+      // Only a version that compaction moved after the snapshot (into a
+      // segment the snapshot did not pin) and then retired can be gone, or
+      // one whose write failed and was rolled back.
+      if (seg === undefined || seg.fd < 0) throw gone();
+      locs.push({ i, slot: slots[k], e, seg, pos: e.vpos, len: e.vlen });
+    }
+    locs.sort((a, b) => a.seg.id - b.seg.id || a.pos - b.pos);
+    for (let k = 0; k < locs.length;) {
+      const seg = locs[k].seg;
+      const start = locs[k].pos;
+      let end = start + locs[k].len;
+      let j = k + 1;
+      while (j < locs.length && locs[j].seg === seg && locs[j].pos - end <= GAP_BYTES && locs[j].pos + locs[j].len - start <= RUN_BYTES) {
+        end = Math.max(end, locs[j].pos + locs[j].len);
+        j++;
+      }
+      const buf = Buffer.allocUnsafe(end - start);
+      let n: number;
+      try {
+        n = await seg.read(this.fs, buf, 0, end - start, start);
+      } catch (err) {
+        if (seg.fd < 0) throw gone();
+        throw storageError('read', err);
+      }
+      if (n !== end - start) throw new StorageIOError(`short read in ${seg.name} at ${start}`, undefined);
+      for (let m = k; m < j; m++) {
+        const l = locs[m];
+        const off = l.pos - start;
+        if (valueCrc(buf, off, off + l.len) !== l.e.crc) {
+          const err = new CorruptionError(seg.name, l.pos, `value checksum mismatch (${l.len} bytes)`);
+          this.log('error', err.message);
+          throw err;
+        }
+        const key = this.keys[l.i];
+        const v = buf.subarray(off, off + l.len);
+        const memo = this.dec(v, key);
+        out[l.slot] = memo;
+        // Still the current version, not cached meanwhile, and the cache has room: cache it (a
+        // copy, not a slice of the run). A scan never evicts: a table larger than the cache
+        // would otherwise push out everything else and then itself, at a cost per row.
+        if (l.e.memo === undefined && this.keydir.hasRoom(l.len) && this.keydir.get(key) === l.e) {
+          this.keydir.cache(l.e, Buffer.from(v), memo, this.dec as Decoder<unknown>);
+        }
+      }
+      k = j;
+    }
+    return out;
+  }
+
+  /** Unpins the segments (idempotent). Reads after this fail. */
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    for (const seg of this.pinned) {
+      seg.readers--;
+      if (seg.retired && seg.readers === 0) void seg.closeQuietly(this.fs);
+    }
+    this.pinned.length = 0;
+  }
+}
+
+const gone = (): StorageIOError =>
+  new StorageIOError('a value of this snapshot was reclaimed by compaction while it was read; try again', undefined);
