@@ -86,7 +86,7 @@ async function sendPieces(res: ServerResponse, status: number, answer: Answer, d
 }
 
 /** Resolves when the socket wants more, or the response is gone. */
-function drained(res: ServerResponse): Promise<void> {
+export function drained(res: ServerResponse): Promise<void> {
   return new Promise<void>((resolve) => {
     const done = (): void => {
       res.off('drain', done);

@@ -10,7 +10,7 @@ import type { Row } from '../store/wheres.js';
 import { invalid, StoreError } from '../store/errors.js';
 import { numberText } from '../store/json.js';
 import type { Body } from './body.js';
-import { Answer, send, sendTagged, sendText } from './envelope.js';
+import { Answer, drained, send, sendTagged, sendText } from './envelope.js';
 import type { Health } from '../health.js';
 import { parseTransaction } from './txn-body.js';
 import { indexFieldOf, intParam, isPlainQuery, listOptionsOf, rowQueryOf } from './query-body.js';
@@ -325,15 +325,7 @@ export async function backup(ctx: Ctx, _name: string, _body: Body, res: ServerRe
   try {
     for (let r = first; r.done !== true; r = await it.next()) {
       if (res.destroyed) break;
-      if (!res.write(r.value)) await new Promise<void>((resolve) => {
-        const done = (): void => {
-          res.off('drain', done);
-          res.off('close', done);
-          resolve();
-        };
-        res.on('drain', done);
-        res.on('close', done);
-      });
+      if (!res.write(r.value)) await drained(res);
     }
   } finally {
     await it.return?.();
