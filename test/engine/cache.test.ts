@@ -1,15 +1,9 @@
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CorruptionError, MISS, type WriteOp } from '../../src/engine/index.js';
-import { Clock, flipByte, newestLog, open, put, rmDir, seqsIn, str, tmpDir } from './helpers.js';
+import { Clock, flipByte, newestLog, open, put, seqsIn, str, scratchDirs } from './helpers.js';
 
-const dirs: string[] = [];
-after(() => dirs.forEach(rmDir));
-function dir(tag: string): string {
-  const d = tmpDir(tag);
-  dirs.push(d);
-  return d;
-}
+const dir = scratchDirs();
 
 const value = (k: string): string => `${k}:`.padEnd(1000, k.slice(-1));
 

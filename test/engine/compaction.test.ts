@@ -1,17 +1,11 @@
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { nodeFileOps, type WriteOp } from '../../src/engine/index.js';
-import { Clock, del, LogSink, logFiles, open, put, rmDir, str, tmpDir, totalLogBytes } from './helpers.js';
+import { Clock, del, LogSink, logFiles, open, put, str, totalLogBytes, scratchDirs } from './helpers.js';
 
-const dirs: string[] = [];
-after(() => dirs.forEach(rmDir));
-function dir(tag: string): string {
-  const d = tmpDir(tag);
-  dirs.push(d);
-  return d;
-}
+const dir = scratchDirs();
 
 const val = (k: string, v: number, len = 300): string => `${k}=${v};`.padEnd(len, '~');
 

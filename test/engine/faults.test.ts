@@ -4,20 +4,14 @@
  * a failed write. The failing batch and every batch queued behind it must
  * reject with a typed error and leave no trace, in memory or on disk.
  */
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { type Engine, type FileOps, nodeFileOps, StorageFullError, StorageIOError } from '../../src/engine/index.js';
-import { Clock, del, drop, LogSink, logFiles, newestLog, open, put, rmDir, str, tmpDir } from './helpers.js';
+import { Clock, del, drop, LogSink, logFiles, newestLog, open, put, str, scratchDirs } from './helpers.js';
 
-const dirs: string[] = [];
-after(() => dirs.forEach(rmDir));
-function dir(tag: string): string {
-  const d = tmpDir(tag);
-  dirs.push(d);
-  return d;
-}
+const dir = scratchDirs();
 
 type Call = 'writeAll' | 'fdatasync' | 'ftruncate' | 'open';
 

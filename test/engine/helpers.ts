@@ -1,6 +1,7 @@
 /**
  * Shared helpers for the engine tests (not a test file itself).
  */
+import { after } from 'node:test';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -8,12 +9,25 @@ import { Engine, type EngineOptions, nodeFileOps, Op, type WriteOp } from '../..
 import { decodeBatch, Probe, probeBatch, SEGMENT_HEADER_SIZE } from '../../src/engine/format.js';
 import { groupOf } from '../../src/engine/keydir.js';
 import { deepEqual, equal } from 'node:assert/strict';
+import { rng } from '../helpers/rng.js';
+export { rng };
 
 export const str = (b: Buffer): string => b.toString('utf8');
 
 /** A fresh temporary directory, removed by the returned cleanup. */
 export function tmpDir(tag: string): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), `pithos-${tag}-`));
+}
+
+/** A maker of temporary directories that are all removed after the file's tests. */
+export function scratchDirs(): (tag: string) => string {
+  const dirs: string[] = [];
+  after(() => dirs.forEach(rmDir));
+  return (tag: string): string => {
+    const d = tmpDir(tag);
+    dirs.push(d);
+    return d;
+  };
 }
 
 export function rmDir(dir: string): void {
@@ -170,17 +184,6 @@ export function applyOps(m: Map<string, Buffer>, ops: readonly WriteOp[]): void 
   }
 }
 
-/** A small deterministic PRNG (mulberry32). */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export const KEYS = [
   ...Array.from({ length: 16 }, (_, i) => `key-${i}`),

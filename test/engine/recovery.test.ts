@@ -1,4 +1,4 @@
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -6,16 +6,10 @@ import { CorruptionError, Engine, Op } from '../../src/engine/index.js';
 import { decodeBatch } from '../../src/engine/format.js';
 import {
   assertState, type Batch, countingFileOps, del, flipByte, hintFiles, LogSink, logFiles, newestLog, open, put,
-  replay, rmDir, seqsIn, str, tmpDir, waitForHints, writeHistory,
+  replay, rmDir, seqsIn, str, waitForHints, writeHistory, scratchDirs,
 } from './helpers.js';
 
-const dirs: string[] = [];
-after(() => dirs.forEach(rmDir));
-function dir(tag: string): string {
-  const d = tmpDir(tag);
-  dirs.push(d);
-  return d;
-}
+const dir = scratchDirs();
 
 const SEG = 4096;
 

@@ -5,20 +5,14 @@
  * compaction; replay() gives the log's batches in order and refuses ranges
  * compaction has thinned.
  */
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Engine } from '../../src/engine/index.js';
-import { del, hintFiles, open, put, rmDir, str, tmpDir, waitForHints } from './helpers.js';
+import { del, hintFiles, open, put, str, waitForHints, scratchDirs } from './helpers.js';
 
-const dirs: string[] = [];
-after(() => dirs.forEach(rmDir));
-function dir(tag: string): string {
-  const d = tmpDir(tag);
-  dirs.push(d);
-  return d;
-}
+const dir = scratchDirs();
 
 /** Writes a history over `n` keys; returns each live key's expected version. */
 async function history(e: Engine, rounds: number, n: number): Promise<Map<string, number>> {

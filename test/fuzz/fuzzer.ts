@@ -12,6 +12,7 @@
  */
 import net from 'node:net';
 import { parseAnswers, type RawAnswer } from '../helpers/raw.js';
+import { rng } from '../helpers/rng.js';
 
 export interface FuzzOptions {
   port: number;
@@ -39,17 +40,6 @@ export interface FuzzReport {
   lastTimeout?: string;
 }
 
-/** mulberry32: small, fast, good enough to drive a fuzzer reproducibly. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 class Gen {
   constructor(readonly r: () => number) {}

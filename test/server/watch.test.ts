@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import { after, before, test } from 'node:test';
 import { PithosServer, expectError, pool, sleep, uniq, notYetOnPostgres } from '../helpers/server.js';
 import { type SseEvent, type Watch, watch } from '../helpers/sse.js';
+import { rng } from '../helpers/rng.js';
 
 let srv: PithosServer;
 before(async () => {
@@ -25,16 +26,6 @@ const open = async (query = '', headers: Record<string, string> = {}, extra: Par
   return w;
 };
 
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Workload {
   /** Changes the successful writes made. */
