@@ -87,10 +87,9 @@ export class LogRecords implements RecordStore {
   get(id: string, out?: VersionOut): string | Promise<string> {
     // A plain read needs no decision: the cached text is the answer.
     const key = recordKey(id);
-    const v = this.engine.peek(key, recordDecoder);
+    const v = this.engine.peek(key, recordDecoder, undefined, out);
     if (v === MISS) return this.readAndGet(id, out);
     if (v === undefined) throw missing(id);
-    if (out !== undefined) out.version = this.engine.versionOf(key) as number;
     return v;
   }
 

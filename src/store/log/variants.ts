@@ -68,10 +68,9 @@ export class LogVariants implements VariantStore {
 
   get(name: string, out?: VersionOut): string | Promise<string> {
     const key = variantKey(name);
-    const x = this.engine.peek(key, variantDecoder);
+    const x = this.engine.peek(key, variantDecoder, undefined, out);
     if (x === MISS) return this.readAndGet(name, out);
     if (x === undefined) throw missing(name);
-    if (out !== undefined) out.version = this.engine.versionOf(key) as number;
     return x.data;
   }
 
