@@ -159,10 +159,11 @@ export class SecondaryIndex {
 
   /** t_ids of rows whose value equals `v`, ascending, above `after`. */
   eq(v: Prim, after: number, out: number[]): void {
-    for (const e of this.list.ascending({ v, id: after }, true)) {
-      if (compareValues(e.v, v) !== 0) break;
+    this.list.walk({ v, id: after }, true, (e) => {
+      if (compareValues(e.v, v) !== 0) return false;
       out.push(e.id);
-    }
+      return true;
+    });
   }
 
   /** t_ids of rows whose value lies within the bounds (same type as the bounds), in value order. */

@@ -147,7 +147,7 @@ export class LogTables implements TableStore {
       const m = meta(tx, name);
       const ix = this.indexes.tableIndexes(name, m.inc);
       // A table with indexes goes through the planner; without, the scan below is the whole story.
-      if (ix !== undefined) return render(select(tx, rowGroup(name, m.inc), ix, matcher, { wheres }, undefined), { wheres });
+      if (ix !== undefined) return render(select(tx, ix.group, ix, matcher, { wheres }, undefined), { wheres });
       const rows = tx.rows(rowGroup(name, m.inc), rowDecoder);
       let out = '[';
       let first = true;
@@ -182,7 +182,7 @@ export class LogTables implements TableStore {
     return this.atomic.read((tx) => {
       const m = meta(tx, name);
       const ix = this.indexes.tableIndexes(name, m.inc);
-      return render(select(tx, rowGroup(name, m.inc), ix, matcher, q, order), q);
+      return render(select(tx, ix !== undefined ? ix.group : rowGroup(name, m.inc), ix, matcher, q, order), q);
     });
   }
 
