@@ -123,16 +123,24 @@ export async function queryTable(ctx: Ctx, name: string, _body: Body, res: Serve
   send(res, 200, A.tableQueried, await ctx.store.tables.page(name, limit, after));
 }
 
-export async function queryRows(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+/** Answered in the same call when the store served it from memory (no promise, as GET of a cached value). */
+export function queryRows(ctx: Ctx, name: string, body: Body, res: ServerResponse): void | Promise<void> {
   const data = isPlainQuery(body) ? ctx.store.tables.query(name, body.wheres as Row) : ctx.store.tables.find(name, rowQueryOf(body));
-  send(res, 200, A.rowsQueried, await data);
+  if (typeof data === 'string') return send(res, 200, A.rowsQueried, data);
+  return sendLater(res, A.rowsQueried, data);
+}
+
+async function sendLater(res: ServerResponse, answer: Answer, data: Promise<string>): Promise<void> {
+  send(res, 200, answer, await data);
 }
 
 // ---- listing and indexes -------------------------------------------------------
 
 function lister(kind: ListKind, answer: Answer) {
-  return async (ctx: Ctx, _name: string, _body: Body, res: ServerResponse, _raw: string, args: Args): Promise<void> => {
-    send(res, 200, answer, await ctx.store.list(kind, listOptionsOf(args.query)));
+  return (ctx: Ctx, _name: string, _body: Body, res: ServerResponse, _raw: string, args: Args): void | Promise<void> => {
+    const data = ctx.store.list(kind, listOptionsOf(args.query));
+    if (typeof data === 'string') return send(res, 200, answer, data);
+    return sendLater(res, answer, data);
   };
 }
 export const listTables = lister('tables', A.tablesListed);

@@ -15,7 +15,7 @@ import type { Decoder } from '../../engine/index.js';
 import { conflict, notFound } from '../errors.js';
 import { mergeFields } from '../json.js';
 import { compileOrder, render } from '../query.js';
-import type { RowQuery, TableStore, Wheres } from '../store.js';
+import type { RowQuery, Sync, TableStore, Wheres } from '../store.js';
 import { expiryOf } from '../validate.js';
 import { compileWheres, type Matcher, matches, type Row } from '../wheres.js';
 import type { Atomic, RowMemo, Tx } from './atomic.js';
@@ -141,9 +141,9 @@ export class LogTables implements TableStore {
     });
   }
 
-  query(name: string, wheres: Wheres): Promise<string> {
+  query(name: string, wheres: Wheres): Sync<string> {
     const matcher = compileWheres(wheres);
-    return this.atomic.read((tx) => {
+    return this.atomic.readNow((tx) => {
       const m = meta(tx, name);
       const ix = this.indexes.tableIndexes(name, m.inc);
       // A table with indexes goes through the planner; without, the scan below is the whole story.
@@ -176,10 +176,10 @@ export class LogTables implements TableStore {
     });
   }
 
-  find(name: string, q: RowQuery): Promise<string> {
+  find(name: string, q: RowQuery): Sync<string> {
     const matcher = compileWheres(q.wheres);
     const order = q.order === undefined || q.order.length === 0 ? undefined : compileOrder(q.order);
-    return this.atomic.read((tx) => {
+    return this.atomic.readNow((tx) => {
       const m = meta(tx, name);
       const ix = this.indexes.tableIndexes(name, m.inc);
       return render(select(tx, ix !== undefined ? ix.group : rowGroup(name, m.inc), ix, matcher, q, order), q);
