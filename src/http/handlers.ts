@@ -5,7 +5,7 @@
  * lives in one precomputed Answer.
  */
 import type { ServerResponse } from 'node:http';
-import type { Precondition, Store, Sync, VersionOut } from '../store/store.js';
+import type { Precondition, Store, Sync, Text, VersionOut } from '../store/store.js';
 import type { Row } from '../store/wheres.js';
 import { invalid, StoreError } from '../store/errors.js';
 import { numberText } from '../store/json.js';
@@ -123,16 +123,24 @@ export async function queryTable(ctx: Ctx, name: string, _body: Body, res: Serve
   return sendText(res, 200, A.tableQueried, await ctx.store.tables.page(name, limit, after));
 }
 
-export async function queryRows(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+/** Answered in the same call when the store served it from memory (no promise, as GET of a cached value). */
+export function queryRows(ctx: Ctx, name: string, body: Body, res: ServerResponse): void | Promise<void> {
   const data = isPlainQuery(body) ? ctx.store.tables.query(name, body.wheres as Row) : ctx.store.tables.find(name, rowQueryOf(body));
-  return sendText(res, 200, A.rowsQueried, await data);
+  if (!(data instanceof Promise)) return sendText(res, 200, A.rowsQueried, data);
+  return sendLater(res, A.rowsQueried, data);
+}
+
+async function sendLater(res: ServerResponse, answer: Answer, data: Promise<Text>): Promise<void> {
+  return sendText(res, 200, answer, await data);
 }
 
 // ---- listing and indexes -------------------------------------------------------
 
 function lister(kind: ListKind, answer: Answer) {
-  return async (ctx: Ctx, _name: string, _body: Body, res: ServerResponse, _raw: string, args: Args): Promise<void> => {
-    send(res, 200, answer, await ctx.store.list(kind, listOptionsOf(args.query)));
+  return (ctx: Ctx, _name: string, _body: Body, res: ServerResponse, _raw: string, args: Args): void | Promise<void> => {
+    const data = ctx.store.list(kind, listOptionsOf(args.query));
+    if (typeof data === 'string') return send(res, 200, answer, data);
+    return sendLater(res, answer, data);
   };
 }
 export const listTables = lister('tables', A.tablesListed);

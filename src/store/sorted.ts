@@ -88,6 +88,22 @@ export class SortedList<T> {
     return true;
   }
 
+  /**
+   * Calls `visit` on the elements ≥ x (> x when `after`), ascending, until it
+   * returns false. What `ascending` does without a generator: hot lookups
+   * (an index equality, a listing page) allocate no iterator result per element.
+   */
+  walk(x: T, after: boolean, visit: (e: T) => boolean): void {
+    const cs = this.chunks;
+    if (cs.length === 0) return;
+    let ci = this.chunkOf(x);
+    let i = this.lower(cs[ci], x, after);
+    for (; ci < cs.length; ci++, i = 0) {
+      const c = cs[ci];
+      for (; i < c.length; i++) if (!visit(c[i])) return;
+    }
+  }
+
   /** Elements ≥ x (> x when `after`), ascending; with no `x`, all of them. */
   *ascending(x?: T, after = false): Generator<T, void, undefined> {
     const cs = this.chunks;

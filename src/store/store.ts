@@ -62,8 +62,8 @@ export interface TableStore {
   insert(name: string, row: Row): Promise<number>;
   /** Every row as JSON text: an object from t_id to row. */
   all(name: string): Promise<Text>;
-  /** Matching rows as JSON text: an array in t_id order. */
-  query(name: string, wheres: Wheres): Promise<Text>;
+  /** Matching rows as JSON text: an array in t_id order (synchronously when served from memory). */
+  query(name: string, wheres: Wheres): Sync<Text>;
   patch(name: string, wheres: Wheres, sets: Row): Promise<void>;
   deleteRows(name: string, wheres: Wheres): Promise<void>;
   drop(name: string): Promise<void>;
@@ -83,7 +83,7 @@ export interface TableStore {
    * `query(name, wheres)` is the same as `find(name, {wheres})`, kept as the
    * measured fast path of the plain form.
    */
-  find(name: string, q: RowQuery): Promise<Text>;
+  find(name: string, q: RowQuery): Sync<Text>;
   /**
    * Declares an index on a top-level field or dotted path and starts building
    * it; resolves once the declaration is durable (the build continues in the
@@ -247,9 +247,9 @@ export interface Store {
    * One page of names of a namespace: JSON text of {"items": [...], "next":
    * <name or null>}. Items are {"name", "ttl_ms"} plus "rows" for tables and
    * "held", "holder" for locks. A name that exists for the whole listing is
-   * returned exactly once across pages.
+   * returned exactly once across pages. Synchronous when served from memory.
    */
-  list(kind: ListKind, opts: ListOptions): Promise<string>;
+  list(kind: ListKind, opts: ListOptions): Sync<string>;
   /** The change feed; a store without one answers GET /watch with 503. */
   readonly changes?: ChangeFeed;
   stats(): Promise<StoreStats>;

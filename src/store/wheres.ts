@@ -78,8 +78,27 @@ export function pathOf(field: string): string[] {
   return field.split('.');
 }
 
+/**
+ * JSON of one-segment paths, by field name: the same few fields are queried
+ * over and over, and the text is compared with index keys on every query.
+ * Bounded: emptied when full.
+ */
+const FIELD_KEYS = new Map<string, string>();
+const FIELD_KEYS_MAX = 4096;
+
+function pathKey(path: readonly string[]): string {
+  if (path.length !== 1) return JSON.stringify(path);
+  const f = path[0];
+  let k = FIELD_KEYS.get(f);
+  if (k === undefined) {
+    if (FIELD_KEYS.size >= FIELD_KEYS_MAX) FIELD_KEYS.clear();
+    FIELD_KEYS.set(f, (k = JSON.stringify(path)));
+  }
+  return k;
+}
+
 function test(path: readonly string[], op: T, arg: unknown): Test {
-  return { kind: 0, field: path.length === 1 ? path[0] : undefined, path, key: JSON.stringify(path), op, arg };
+  return { kind: 0, field: path.length === 1 ? path[0] : undefined, path, key: pathKey(path), op, arg };
 }
 
 function equality(path: readonly string[], v: unknown): Test {

@@ -32,10 +32,12 @@ class NeedsRead {
  * sequence number) and no rolled-back write (which changes state without one).
  */
 class Fetched {
-  private readonly values = new Map<string, { seq: number; rollbacks: number; v: unknown }>();
+  /** Allocated by the first value read from disk: a decision served from memory needs none. */
+  private values: Map<string, { seq: number; rollbacks: number; v: unknown }> | undefined;
   constructor(private readonly engine: Engine) {}
 
   lookup(key: string): { v: unknown } | undefined {
+    if (this.values === undefined) return undefined;
     const f = this.values.get(key);
     return f !== undefined && f.seq === this.engine.upcomingSeq && f.rollbacks === this.engine.rollbacks ? f : undefined;
   }
@@ -43,9 +45,9 @@ class Fetched {
   need(key: string, read: Promise<unknown>): NeedsRead {
     const seq = this.engine.upcomingSeq;
     const rollbacks = this.engine.rollbacks;
-    const progress = !this.values.has(key);
+    const progress = this.values?.has(key) !== true;
     return new NeedsRead(read.then((v) => {
-      this.values.set(key, { seq, rollbacks, v });
+      (this.values ??= new Map()).set(key, { seq, rollbacks, v });
     }), progress);
   }
 
@@ -53,9 +55,10 @@ class Fetched {
   needAll(keys: readonly string[], reads: ReadonlyArray<Promise<unknown>>): NeedsRead {
     const seq = this.engine.upcomingSeq;
     const rollbacks = this.engine.rollbacks;
-    const progress = keys.some((k) => !this.values.has(k));
+    const progress = keys.some((k) => this.values?.has(k) !== true);
     return new NeedsRead(Promise.all(reads).then((vs) => {
-      for (let i = 0; i < keys.length; i++) this.values.set(keys[i], { seq, rollbacks, v: vs[i] });
+      const values = (this.values ??= new Map());
+      for (let i = 0; i < keys.length; i++) values.set(keys[i], { seq, rollbacks, v: vs[i] });
     }), progress);
   }
 }
@@ -308,9 +311,11 @@ export class Atomic {
    * `decide` synchronously and writes its batch. `load` is an optimisation: a
    * decision that meets a missing value restarts after reading it.
    */
-  async atomically<T>(load: ((tx: Tx) => void) | undefined, decide: Decide<T>): Promise<T> {
-    const fetched = new Fetched(this.engine);
-    let stale = 0;
+  atomically<T>(load: ((tx: Tx) => void) | undefined, decide: Decide<T>): Promise<T> {
+    return this.run(new Fetched(this.engine), 0, load, decide);
+  }
+
+  private async run<T>(fetched: Fetched, stale: number, load: ((tx: Tx) => void) | undefined, decide: Decide<T>): Promise<T> {
     for (let attempt = 0; attempt < MAX_RESTARTS; attempt++) {
       const tx = new Tx(this.engine, fetched, this.now());
       let result: T;
@@ -338,5 +343,27 @@ export class Atomic {
   /** A read of several values that must come from one point in time (no write). */
   read<T>(decide: Decide<T>): Promise<T> {
     return this.atomically(undefined, decide);
+  }
+
+  /**
+   * `read`, answered synchronously when everything the decision reads is in
+   * memory (the common case): no promise, so the HTTP layer can answer in the
+   * same call, as GET of a cached value does. When a value must come from
+   * disk, or the decision fails, the answer is a promise as from `read`
+   * (a failure is a rejection, never a throw). A read decision writes nothing.
+   */
+  readNow<T>(decide: Decide<T>): T | Promise<T> {
+    const fetched = new Fetched(this.engine);
+    const tx = new Tx(this.engine, fetched, this.now());
+    let result: T;
+    try {
+      result = decide(tx) as T;
+    } catch (err) {
+      if (!(err instanceof NeedsRead)) return Promise.reject(err);
+      // Continue the ordinary way once the read this attempt started is done.
+      return err.promise.then(() => this.run(fetched, 0, undefined, decide));
+    }
+    if (tx.ops.length > 0) return Promise.reject(new Error('a read decision queued writes'));
+    return result;
   }
 }

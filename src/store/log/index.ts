@@ -3,7 +3,7 @@
  * engine, every change through one Atomic (atomic.ts).
  */
 import { Engine, type EngineOptions } from '../../engine/index.js';
-import type { ListKind, ListOptions, Store, StoreStats, Transaction } from '../store.js';
+import type { ListKind, ListOptions, Store, StoreStats, Sync, Transaction } from '../store.js';
 import { Atomic } from './atomic.js';
 import { backupStream } from './backup.js';
 import { IndexRegistry } from './indexes.js';
@@ -54,7 +54,7 @@ export class LogStore implements Store {
     return s;
   }
 
-  list(kind: ListKind, opts: ListOptions): Promise<string> {
+  list(kind: ListKind, opts: ListOptions): Sync<string> {
     return list(this.engine, this.atomic, this.names, kind, opts);
   }
 

@@ -44,6 +44,59 @@ const cmpEntry = (a: IxEntry, b: IxEntry): number => {
 export const isPrim = (v: unknown): v is Prim =>
   v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
 
+/** An index being filled from its keys: values and t_ids of its entries, t_ids of rows read instead. */
+interface Fill {
+  ix: SecondaryIndex;
+  vals: Prim[];
+  ids: number[];
+  long: number[];
+}
+
+/**
+ * The entries (vals[i], ids[i]) in `cmpEntry` order. When every value is an
+ * integer (not -0) small enough that value × 2^bits + t_id stays an exact
+ * float64 (bits: enough for the largest t_id), each entry packs into one
+ * number whose numeric order is (value, t_id) order, and a typed array
+ * sorts those natively: a million entries without a million comparator calls.
+ * Anything else is sorted with the comparator.
+ */
+export function sortedEntries(vals: readonly Prim[], ids: readonly number[]): IxEntry[] {
+  const n = vals.length;
+  let maxId = 0;
+  let maxAbs = 0;
+  let packable = true;
+  for (let i = 0; i < n; i++) {
+    const v = vals[i];
+    const id = ids[i];
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || Object.is(v, -0) || !Number.isSafeInteger(id) || id < 0) {
+      packable = false;
+      break;
+    }
+    if (id > maxId) maxId = id;
+    const a = v < 0 ? -v : v;
+    if (a > maxAbs) maxAbs = a;
+  }
+  const out: IxEntry[] = new Array(n);
+  if (packable) {
+    let scale = 1;
+    while (scale <= maxId) scale *= 2;
+    // |v| × scale + t_id < 2^53 keeps every packed number exact.
+    if ((maxAbs + 1) * scale <= 2 ** 53) {
+      const packed = new Float64Array(n);
+      for (let i = 0; i < n; i++) packed[i] = (vals[i] as number) * scale + ids[i];
+      packed.sort();
+      for (let i = 0; i < n; i++) {
+        const p = packed[i];
+        const v = Math.floor(p / scale);
+        out[i] = { v, id: p - v * scale };
+      }
+      return out;
+    }
+  }
+  for (let i = 0; i < n; i++) out[i] = { v: vals[i], id: ids[i] };
+  return out.sort(cmpEntry);
+}
+
 /** Rows a build step indexes in one decision: small enough that no request waits behind it for long. */
 const BUILD_STEP = 500;
 /** Values whose JSON is longer than this are not copied into keys; their rows are read at open instead. */
@@ -106,10 +159,11 @@ export class SecondaryIndex {
 
   /** t_ids of rows whose value equals `v`, ascending, above `after`. */
   eq(v: Prim, after: number, out: number[]): void {
-    for (const e of this.list.ascending({ v, id: after }, true)) {
-      if (compareValues(e.v, v) !== 0) break;
+    this.list.walk({ v, id: after }, true, (e) => {
+      if (compareValues(e.v, v) !== 0) return false;
       out.push(e.id);
-    }
+      return true;
+    });
   }
 
   /** t_ids of rows whose value lies within the bounds (same type as the bounds), in value order. */
@@ -197,8 +251,8 @@ export class IndexRegistry {
   /** Fills indexes from their engine keys; rows whose value was too long for a key are read. */
   private async fill(ixs: readonly SecondaryIndex[]): Promise<void> {
     if (ixs.length === 0) return;
-    const byGroup = new Map<string, { ix: SecondaryIndex; entries: IxEntry[]; long: number[] }>();
-    for (const ix of ixs) byGroup.set(ix.group, { ix, entries: [], long: [] });
+    const byGroup = new Map<string, Fill>();
+    for (const ix of ixs) byGroup.set(ix.group, { ix, vals: [], ids: [], long: [] });
     const keys = this.entryKeys ?? this.engine.keys('i\u0000');
     this.entryKeys = undefined;
     for (const k of keys) {
@@ -208,13 +262,17 @@ export class IndexRegistry {
       const sep = k.lastIndexOf('\u0001');
       const id = Number(k.slice(sep + 1));
       const kind = k.charCodeAt(cut);
-      if (kind === 118 /* v */) slot.entries.push({ v: JSON.parse(k.slice(cut + 1, sep)) as Prim, id });
-      else if (kind === 111 /* o */) slot.ix.other.add(id);
+      if (kind === 118 /* v */) {
+        // A JSON number is also what Number() reads, to the same value; the rest is JSON.parse's.
+        const c = k.charCodeAt(cut + 1);
+        const text = k.slice(cut + 1, sep);
+        slot.vals.push(c === 45 /* - */ || (c >= 48 && c <= 57) ? Number(text) : JSON.parse(text) as Prim);
+        slot.ids.push(id);
+      } else if (kind === 111 /* o */) slot.ix.other.add(id);
       else slot.long.push(id);
     }
-    for (const { ix, entries, long } of byGroup.values()) {
-      entries.sort(cmpEntry);
-      ix.list = SortedList.fromSorted(cmpEntry, entries);
+    for (const { ix, vals, ids, long } of byGroup.values()) {
+      ix.list = SortedList.fromSorted(cmpEntry, sortedEntries(vals, ids));
       if (long.length === 0) continue;
       const t = this.byTable.get(ix.table) as TableIndexes;
       await this.atomic.read((tx) => {

@@ -3,7 +3,7 @@
  * (names.ts), then what each item shows, read in one decision: remaining
  * lifetime for all, the row count for tables, the holder for locks.
  */
-import type { ListKind, ListOptions } from '../store.js';
+import type { ListKind, ListOptions, Sync } from '../store.js';
 import type { Atomic } from './atomic.js';
 import { rowGroup } from './keys.js';
 import { leaseDecoder } from './locks.js';
@@ -13,15 +13,16 @@ import type { Engine } from '../../engine/index.js';
 
 const NS: Record<ListKind, string> = { tables: 'T/', records: 'R/', variants: 'V/', locks: 'L/' };
 
-export function list(engine: Engine, atomic: Atomic, names: NameView, kind: ListKind, opts: ListOptions): Promise<string> {
+export function list(engine: Engine, atomic: Atomic, names: NameView, kind: ListKind, opts: ListOptions): Sync<string> {
   const ns = NS[kind];
-  return atomic.read((tx) => {
-    const { keys, more } = names.page(ns + opts.prefix, opts.after === null ? null : ns + opts.after, opts.limit);
+  return atomic.readNow((tx) => {
+    // A read decision writes nothing, so the engine's expiry of each name is the decision's.
+    const { keys, exps, more } = names.page(ns + opts.prefix, opts.after === null ? null : ns + opts.after, opts.limit, tx.now);
     const extra = kind === 'tables' ? tx.getMany(keys, metaDecoder) : kind === 'locks' ? tx.getMany(keys, leaseDecoder) : undefined;
     let out = '{"items":[';
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i];
-      const exp = tx.expiry(key);
+      const exp = exps[i];
       let item = `{"name":${JSON.stringify(key.slice(2))},"ttl_ms":${exp === 0 ? 'null' : Math.max(0, exp - tx.now)}`;
       if (kind === 'tables') {
         const m = extra?.[i] as { inc: number } | undefined;

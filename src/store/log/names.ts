@@ -17,6 +17,13 @@ import type { Tx } from './atomic.js';
 /** Top-level keys are `X/name`; row and index keys start with a lower-case letter and U+0000. */
 export const isTopLevel = (key: string): boolean => key.charCodeAt(1) === 47 /* / */;
 
+/** A page of names: live keys, their absolute expiries (0 = never), whether more may follow. */
+export interface Page {
+  keys: string[];
+  exps: number[];
+  more: boolean;
+}
+
 export class NameView {
   private list: SortedList<string>;
 
@@ -64,27 +71,32 @@ export class NameView {
 
   /**
    * Up to `limit` live keys that start with `prefix` and sort after `after`
-   * (all three include the namespace's `X/`), and whether more may follow.
-   * Dead keys met on the way are dropped from the view.
+   * (all three include the namespace's `X/`), live at `now`, with their
+   * expiries, and whether more may follow. Dead keys met on the way are
+   * dropped from the view.
    */
-  page(prefix: string, after: string | null, limit: number): { keys: string[]; more: boolean } {
-    const keys: string[] = [];
+  page(prefix: string, after: string | null, limit: number, now: number): Page {
+    const p: Page = { keys: [], exps: [], more: false };
     let dead: string[] | undefined;
     const start = after !== null && codePointCompare(after, prefix) > 0 ? after : prefix;
-    let more = false;
-    for (const k of this.list.ascending(start, start === after)) {
-      if (!k.startsWith(prefix)) break;
-      if (!this.engine.has(k)) {
+    const engine = this.engine;
+    // One directory lookup per name: its expiry, undefined when it is gone at `now`.
+    this.list.walk(start, start === after, (k) => {
+      if (!k.startsWith(prefix)) return false;
+      const exp = engine.expiresAt(k, now);
+      if (exp === undefined) {
         (dead ??= []).push(k);
-        continue;
+        return true;
       }
-      if (keys.length === limit) {
-        more = true;
-        break;
+      if (p.keys.length === limit) {
+        p.more = true;
+        return false;
       }
-      keys.push(k);
-    }
+      p.keys.push(k);
+      p.exps.push(exp);
+      return true;
+    });
     if (dead !== undefined) for (const k of dead) this.list.delete(k);
-    return { keys, more };
+    return p;
   }
 }

@@ -151,8 +151,10 @@ function fromIds(tx: Tx, group: string, ids: readonly number[], matcher: Matcher
   // Without an order the first `limit` matches are the answer: read candidates in growing slices.
   let slice = order === undefined && limit !== Infinity ? Math.max(64, limit * 2) : ids.length;
   for (let from = 0; from < ids.length; from += slice, slice *= 4) {
-    const part = ids.slice(from, from + slice);
-    const rows = tx.getMany(part.map((id) => rowKey(group, id)), rowDecoder);
+    const to = Math.min(ids.length, from + slice);
+    const keys: string[] = new Array(to - from);
+    for (let i = from; i < to; i++) keys[i - from] = rowKey(group, ids[i]);
+    const rows = tx.getMany(keys, rowDecoder);
     for (const r of rows) {
       if (r === undefined || !matches(r.obj, matcher)) continue;
       out.push(r);

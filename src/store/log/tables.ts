@@ -15,7 +15,7 @@ import type { Decoder } from '../../engine/index.js';
 import { conflict, notFound } from '../errors.js';
 import { mergeFields } from '../json.js';
 import { compileOrder, render } from '../query.js';
-import type { RowQuery, TableStore, Text, Wheres } from '../store.js';
+import type { RowQuery, Sync, TableStore, Text, Wheres } from '../store.js';
 import { findText, pageText, renderText, STREAM_ROWS } from '../stream.js';
 import { expiryOf } from '../validate.js';
 import { compileWheres, type Matcher, matches, type Row } from '../wheres.js';
@@ -155,12 +155,12 @@ export class LogTables implements TableStore {
     });
   }
 
-  query(name: string, wheres: Wheres): Promise<Text> {
+  query(name: string, wheres: Wheres): Sync<Text> {
     const matcher = compileWheres(wheres);
-    return this.atomic.read((tx): Text => {
+    return this.atomic.readNow((tx): Text => {
       const m = meta(tx, name);
-      const group = rowGroup(name, m.inc);
       const ix = this.indexes.tableIndexes(name, m.inc);
+      const group = ix !== undefined ? ix.group : rowGroup(name, m.inc);
       // A table with indexes goes through the planner; without, the scan below is the whole story.
       if (ix !== undefined) {
         const q: RowQuery = { wheres };
@@ -198,13 +198,13 @@ export class LogTables implements TableStore {
     });
   }
 
-  find(name: string, q: RowQuery): Promise<Text> {
+  find(name: string, q: RowQuery): Sync<Text> {
     const matcher = compileWheres(q.wheres);
     const order = q.order === undefined || q.order.length === 0 ? undefined : compileOrder(q.order);
-    return this.atomic.read((tx): Text => {
+    return this.atomic.readNow((tx): Text => {
       const m = meta(tx, name);
-      const group = rowGroup(name, m.inc);
       const ix = this.indexes.tableIndexes(name, m.inc);
+      const group = ix !== undefined ? ix.group : rowGroup(name, m.inc);
       if (ix !== undefined) {
         const r = selectByIndex(tx, group, ix, matcher, q, order);
         if (r !== undefined) return renderText(r, q);
