@@ -236,28 +236,29 @@ function holds(row: Row, t: Test): boolean {
   }
 }
 
+/**
+ * Kept small and free of direct recursion so that V8 inlines it into the
+ * per-row loops of a query (measured: not inlined, it cost about half as much
+ * again as the whole scan of a 1,000-row table); combinators go through holdsNode.
+ */
 export function matches(row: Row, m: Matcher): boolean {
   for (let i = 0; i < m.length; i++) {
     const n = m[i];
-    if (n.kind === 0) {
-      // The common `{"field": value}` test inline: one property read and one ===, per row.
-      if (n.op === T.EqPrimitive && n.field !== undefined) {
-        if (row[n.field] !== n.arg) return false;
-        continue;
-      }
-      if (!holds(row, n)) return false;
-    } else if (n.kind === 1) {
-      let any = false;
-      for (const p of n.parts) {
-        if (matches(row, p)) {
-          any = true;
-          break;
-        }
-      }
-      if (!any) return false;
-    } else if (matches(row, n.parts)) {
+    if (n.kind === 0 && n.op === T.EqPrimitive && n.field !== undefined) {
+      // The common `{"field": value}` test: one property read and one ===, per row.
+      if (row[n.field] !== n.arg) return false;
+    } else if (!holdsNode(row, n)) {
       return false;
     }
   }
   return true;
+}
+
+function holdsNode(row: Row, n: Node): boolean {
+  if (n.kind === 0) return holds(row, n);
+  if (n.kind === 1) {
+    for (const p of n.parts) if (matches(row, p)) return true;
+    return false;
+  }
+  return !matches(row, n.parts);
 }
