@@ -138,7 +138,11 @@ test('GET of a large table (100k rows, 7.4 MB; 30k on postgres): exactly the row
       `${lat.length} probes meanwhile, median ${sorted[lat.length >> 1].toFixed(1)} ms, max ${max.toFixed(1)} ms`);
     console.log(`# ${STORE}: ${tries[tries.length - 1]}`);
     // Probes kept being answered during the answer, none waiting for a large part of it.
-    if (lat.length >= 5 && max < result.ms / 3) return;
+    // On the shared store the driver hands every row over at once and they are all live
+    // until rendered, so young-generation collections of them stall for a larger share
+    // (measured 23–68 ms of 65–160 ms; docs/scaling.md, "Large answers"): the bound there
+    // is half the answer, which a one-step answer still fails.
+    if (lat.length >= 5 && max < result.ms / (STORE === 'postgres' ? 2 : 3)) return;
   }
   assert.fail(`small requests waited for a large part of the big answer:\n${tries.join('\n')}`);
 });
