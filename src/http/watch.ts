@@ -25,6 +25,8 @@ import { invalid, StoreError } from '../store/errors.js';
 
 /** Bytes a watcher may leave unread before it is cut off with `overflow`. */
 export const MAX_BUFFERED = 1 << 20;
+/** How long a resume from a version not yet published here waits for it before `reset`. */
+const REACH_MS = 2000;
 /** Changes held back for a watcher while its replay runs. */
 const MAX_PENDING = 50_000;
 /**
@@ -226,6 +228,10 @@ export class WatchHub {
   }
 
   private async replay(feed: ChangeFeed, w: Watcher): Promise<void> {
+    // A version this node has not published yet (the shared store publishes
+    // after polling; another node may be ahead): wait a little for it.
+    if (w.after > feed.lastVersion && feed.reach !== undefined) await feed.reach(w.after, REACH_MS);
+    if (w.closed) return;
     // Everything newer than `upto` arrives live into w.pending meanwhile.
     const upto = feed.lastVersion;
     let exact = w.after <= upto;

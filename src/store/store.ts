@@ -230,6 +230,12 @@ export interface ChangeFeed {
    * re-read: `reset`). `fn` may throw to stop the replay.
    */
   replay(after: number, upto: number, fn: (batch: readonly Change[]) => void): Promise<boolean>;
+  /**
+   * For a feed that publishes a little after commit (the shared store polls):
+   * resolves once it has published up to `version`, or after `ms`, so a
+   * client resuming from a version it was just told is not sent `reset`.
+   */
+  reach?(version: number, ms: number): Promise<void>;
 }
 
 export interface Store {

@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { ROUTES } from '../../src/http/routes.js';
-import { PithosServer, STORE, expectError, notYetOnPostgres, uniq } from '../helpers/server.js';
+import { PithosServer, STORE, expectError, uniq } from '../helpers/server.js';
 
 /** Families the log store's engine feeds; the shared store has no log, cache or compactor (docs/operations.md, "Metrics"). */
 const LOG_FAMILIES = new Set([
@@ -299,7 +299,7 @@ test('auth: Auth-Token, or the metrics token as a bearer on /metrics only', asyn
   expectError(await srv.req('POST', '/metrics', undefined, bearer), 401);
 });
 
-test('pithos_watchers counts open change-feed streams (GET /watch)', { skip: notYetOnPostgres('the change feed') }, async () => {
+test('pithos_watchers counts open change-feed streams (GET /watch)', async () => {
   const before = await scrape();
   assert.equal(value(before, 'pithos_watchers'), 0);
   const req = http.get({ host: '127.0.0.1', port: srv.port, path: '/watch', headers: { 'Auth-Token': srv.token }, agent: false });

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, test } from 'node:test';
-import { PithosServer, expectError, pool, sleep, uniq, notYetOnPostgres } from '../helpers/server.js';
+import { PithosServer, STORE, expectError, pool, sleep, uniq } from '../helpers/server.js';
 import { type SseEvent, type Watch, watch } from '../helpers/sse.js';
 import { rng } from '../helpers/rng.js';
 
@@ -97,7 +97,7 @@ function assertCommitOrder(events: SseEvent[]): void {
   }
 }
 
-test('a watcher sees every change of a random concurrent workload once, in commit order', { skip: notYetOnPostgres('the change feed') }, async () => {
+test('a watcher sees every change of a random concurrent workload once, in commit order', async () => {
   const tag = uniq('wl');
   const w = await open(`prefix=${tag}&values=true`);
   const load = await workload(0xC0FFEE, 400, tag);
@@ -133,7 +133,7 @@ test('a watcher sees every change of a random concurrent workload once, in commi
   assert.deepEqual(rows.map((e) => JSON.parse(e.data).t_id), rows.map((_, i) => i + 1));
 });
 
-test('disconnecting at random points and resuming with Last-Event-ID gives the full sequence: no gap, no duplicate', { skip: notYetOnPostgres('the change feed') }, async () => {
+test('disconnecting at random points and resuming with Last-Event-ID gives the full sequence: no gap, no duplicate', async () => {
   const tag = uniq('rs');
   const reference = await open(`prefix=${tag}`);
   const rand = rng(42);
@@ -163,18 +163,23 @@ test('disconnecting at random points and resuming with Last-Event-ID gives the f
   await client;
   reference.close();
   assert.ok(reconnects > 10, `only ${reconnects} reconnects`);
-  assert.ok(got.some((e) => e.id?.includes(':')) && got.some((e, i) => i > 0 && e.id?.includes(':') === false && got[i - 1].id?.startsWith(`${e.id}:`)),
-    'the workload has multi-change batches');
+  // On the log store a transaction's changes share one version (ids <version>:<i>), so
+  // resuming inside a batch is exercised; on the shared store each change has its own.
+  if (STORE === 'log') {
+    assert.ok(got.some((e) => e.id?.includes(':')) && got.some((e, i) => i > 0 && e.id?.includes(':') === false && got[i - 1].id?.startsWith(`${e.id}:`)),
+      'the workload has multi-change batches');
+  }
   assert.equal(got.length, reference.events.length, 'same number of events as an uninterrupted watcher');
   assert.deepEqual(got, reference.events);
   console.log(`resume: ${got.length} events over ${reconnects} connections`);
 });
 
-test('filters: kind (repeatable) and prefix; since replays from the log, then follows live', { skip: notYetOnPostgres('the change feed') }, async () => {
+test('filters: kind (repeatable) and prefix; since replays from the log, then follows live', async () => {
   const tag = uniq('f');
   await srv.req('PUT', `/records/${tag}-a`, { record: { a: 1 } });
   const start = Number(String((await srv.req('GET', `/records/${tag}-a`)).headers.etag).slice(1, -1));
   await srv.req('PUT', `/variants/${tag}-v`, { variant: 'x' });
+  const vVersion = Number(String((await srv.req('GET', `/variants/${tag}-v`)).headers.etag).slice(1, -1));
   await srv.req('PUT', `/records/other-${tag}`, { record: {} });
   await srv.req('PUT', `/locks/${tag}-l`, { ttl: 30 });
   await srv.req('PUT', `/tables/${tag}-t`);
@@ -192,7 +197,7 @@ test('filters: kind (repeatable) and prefix; since replays from the log, then fo
   ]);
   assert.deepEqual(recVar.events.map((e) => JSON.parse(e.data)), [
     { kind: 'record', name: `${tag}-a`, version: start, value: { a: 1 } },
-    { kind: 'variant', name: `${tag}-v`, version: start + 1, value: 'x' },
+    { kind: 'variant', name: `${tag}-v`, version: vVersion, value: 'x' },
     { kind: 'record', name: `${tag}-a`, version: pos(recVar.events[2].id as string)[0] },
   ]);
   // Lock events never carry the lease token, even with values=true.
@@ -202,7 +207,7 @@ test('filters: kind (repeatable) and prefix; since replays from the log, then fo
   assert.equal(JSON.parse(locks.events[0].data).value, undefined);
 });
 
-test('bad parameters are 400 naming them; an id the log cannot replay gives reset first', { skip: notYetOnPostgres('the change feed') }, async () => {
+test('bad parameters are 400 naming them; an id the log cannot replay gives reset first', async () => {
   for (const [q, msg] of [
     ['foo=1', /unknown query parameter 'foo'/],
     ['kind=row', /'kind' must be table, record, variant or lock/],
@@ -221,7 +226,7 @@ test('bad parameters are 400 naming them; an id the log cannot replay gives rese
   assert.ok(Number(w.events[0].id) < 999999999);
 });
 
-test('expire events when a ttl ends', { skip: notYetOnPostgres('the change feed') }, async () => {
+test('expire events when a ttl ends', async () => {
   const tag = uniq('x');
   const w = await open(`prefix=${tag}`);
   await srv.req('PUT', `/records/${tag}`, { record: {}, ttl: 5 });
@@ -240,7 +245,7 @@ function rssKb(pid: number): number {
   return m === null ? 0 : Number(m[1]);
 }
 
-test('a watcher that never reads gets overflow; other watchers and writers carry on; server memory stays bounded', { skip: notYetOnPostgres('the change feed') }, async () => {
+test('a watcher that never reads gets overflow; other watchers and writers carry on; server memory stays bounded', async () => {
   const tag = uniq('ov');
   const pid = srv.child?.pid as number;
   const big = 'x'.repeat(100_000);

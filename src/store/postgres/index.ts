@@ -11,7 +11,8 @@
  */
 import { StoreError } from '../errors.js';
 import type { ListKind, ListOptions, Store, StoreStats, Transaction } from '../store.js';
-import { MIGRATIONS, migrate, schemaVersion } from './schema.js';
+import { PgChanges } from './changes.js';
+import { hasFeed, MIGRATIONS, migrate, schemaVersion } from './schema.js';
 import { Db, mapError, type PgOptions } from './sql.js';
 import { PgIndexes } from './indexes.js';
 import { list } from './listing.js';
@@ -24,8 +25,12 @@ import { PgVariants } from './variants.js';
 export type { PgOptions } from './sql.js';
 
 const SWEEP_MS = 10_000;
+/** While this node has watchers, expiries are looked for this often, so `expire` events come soon after the ttl ends. */
+const WATCHED_SWEEP_MS = 1_000;
 /** Released or expired lock rows stay this long, so fences are always taken under the row's lock. */
 const LOCK_ROW_GRACE_MS = 3_600_000;
+
+const SWEEPING = "SELECT set_config('pithos.sweep', 'on', true)";
 
 export class PgStore implements Store {
   readonly tables: PgTables;
@@ -33,8 +38,11 @@ export class PgStore implements Store {
   readonly variants: PgVariants;
   readonly locks: PgLocks;
   readonly indexes: PgIndexes;
+  /** The change feed; absent on a database without it (not PostgreSQL 13+: docs/scaling.md). */
+  changes: PgChanges | undefined = undefined;
   private gcState: 0 | 1 | 2 = 0;
   private sweeper: NodeJS.Timeout | undefined;
+  private nextSweep = Date.now() + SWEEP_MS * (0.5 + Math.random());
   private closed = false;
 
   private constructor(private readonly db: Db) {
@@ -71,6 +79,8 @@ export class PgStore implements Store {
     }
     const s = new PgStore(db);
     await s.indexes.init().catch(() => undefined);
+    if (await hasFeed(db.pool)) s.changes = await PgChanges.start(db);
+    else opts.log('warn', 'shared store: the database has no change feed (it needs PostgreSQL 13 or newer); GET /watch answers 503');
     s.schedule();
     return s;
   }
@@ -79,8 +89,10 @@ export class PgStore implements Store {
     if (this.closed) return;
     // Jitter spreads the nodes' sweeps apart.
     this.sweeper = setTimeout(() => {
+      if (this.changes?.watched !== true && Date.now() < this.nextSweep) return this.schedule();
+      this.nextSweep = Date.now() + SWEEP_MS * (0.5 + Math.random());
       void this.sweep().finally(() => this.schedule());
-    }, SWEEP_MS * (0.5 + Math.random()));
+    }, WATCHED_SWEEP_MS * (0.5 + Math.random()));
     this.sweeper.unref();
   }
 
@@ -91,13 +103,21 @@ export class PgStore implements Store {
     try {
       for (const t of await q.query(`SELECT name, inc FROM pithos_tables WHERE expires_at <= ${q.now}`)) {
         await this.db.run(async (tx) => {
+          if (this.changes !== undefined) await tx.query(SWEEPING);
           const r = await tx.query(`DELETE FROM pithos_tables WHERE name = $1 AND inc = $2 AND expires_at <= ${tx.now} RETURNING 1`, [t.name, t.inc]);
           if (r.length > 0) await tx.query('DELETE FROM pithos_rows WHERE tname = $1 AND inc = $2', [t.name, t.inc]);
         });
       }
-      await q.query(`DELETE FROM pithos_records WHERE expires_at <= ${q.now}`);
-      await q.query(`DELETE FROM pithos_variants WHERE expires_at <= ${q.now}`);
+      // One transaction marked as the sweeper's: the change feed reports these deletes as expiries.
+      await this.db.run(async (tx) => {
+        if (this.changes !== undefined) await tx.query(SWEEPING);
+        await tx.query(`DELETE FROM pithos_records WHERE expires_at <= ${tx.now}`);
+        await tx.query(`DELETE FROM pithos_variants WHERE expires_at <= ${tx.now}`);
+        // An expired lease: its token emptied (an expiry in the feed), the row kept for its fence.
+        await tx.query(`UPDATE pithos_locks SET token = '' WHERE token <> '' AND expires_at <= ${tx.now}`);
+      });
       await q.query(`DELETE FROM pithos_locks WHERE expires_at <= ${q.now} - ${LOCK_ROW_GRACE_MS}`);
+      await this.changes?.prune(Date.now());
       // Index definitions of tables that are gone, database indexes nothing uses, builds that stopped.
       await this.indexes.sweep();
     } catch {
@@ -140,6 +160,7 @@ export class PgStore implements Store {
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.sweeper);
+    this.changes?.close();
     this.indexes.close();
     await this.db.close();
   }

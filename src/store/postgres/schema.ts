@@ -20,7 +20,131 @@ export interface Migration {
   version: number;
   name: string;
   statements: string[];
+  /**
+   * Only on PostgreSQL itself (13 or newer): elsewhere the migration is
+   * recorded as skipped and the feature it builds is absent.
+   */
+  postgresOnly?: true;
 }
+
+/**
+ * The change feed's capture (docs/scaling.md, "The change feed"): triggers,
+ * so every statement that writes an object records its change in the same
+ * transaction, whichever code path wrote it.
+ *
+ * `pithos_stamp` gives records, variants and rows their version. It runs
+ * after the row is locked (a BEFORE ROW trigger), so versions of one object
+ * grow in commit order, and it takes the transaction's id before it draws
+ * the version, which is what lets the feed know when no transaction can
+ * still commit a lower one (src/store/postgres/changes.ts). A statement's
+ * own `nextval` only says that it writes a new version.
+ *
+ * A change's `pos` is its place in the feed: the object's new version for a
+ * put, a fresh number for a delete, an expiry or a change of a table or lock.
+ * A DELETE run by the sweeper (`pithos.sweep` set for its transaction) is an
+ * expiry. Rows deleted with their table are not reported one by one; the
+ * table's delete reports them, as on the log store.
+ */
+const FEED: string[] = [
+  `CREATE TABLE IF NOT EXISTS pithos_changes (
+     pos INT8 PRIMARY KEY, version INT8 NOT NULL, type TEXT NOT NULL, kind TEXT NOT NULL,
+     name TEXT NOT NULL, t_id INT8, value TEXT)`,
+  // floor: changes at or below it may have been pruned (a watcher resuming there gets reset).
+  'CREATE TABLE IF NOT EXISTS pithos_feed (id INT4 PRIMARY KEY, floor INT8 NOT NULL)',
+  'INSERT INTO pithos_feed (id, floor) SELECT 1, last_value FROM pithos_seq ON CONFLICT (id) DO NOTHING',
+  // Sequence positions by time, for pruning by age without an index on every change.
+  'CREATE TABLE IF NOT EXISTS pithos_feed_marks (at INT8 PRIMARY KEY, pos INT8 NOT NULL)',
+  `CREATE OR REPLACE FUNCTION pithos_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
+   BEGIN
+     IF TG_OP = 'INSERT' OR NEW.version IS DISTINCT FROM OLD.version THEN
+       PERFORM pg_current_xact_id();
+       NEW.version := nextval('pithos_seq');
+     END IF;
+     RETURN NEW;
+   END $$`,
+  // A table's incarnation is the version of its put, as on the log store.
+  `CREATE OR REPLACE FUNCTION pithos_stamp_table() RETURNS trigger LANGUAGE plpgsql AS $$
+   BEGIN
+     IF TG_OP = 'INSERT' OR NEW.inc IS DISTINCT FROM OLD.inc THEN
+       PERFORM pg_current_xact_id();
+       NEW.inc := nextval('pithos_seq');
+     END IF;
+     RETURN NEW;
+   END $$`,
+  `CREATE OR REPLACE FUNCTION pithos_gone(kind TEXT, name TEXT, t_id INT8, version INT8) RETURNS void LANGUAGE plpgsql AS $$
+   DECLARE p INT8 := nextval('pithos_seq');
+   BEGIN
+     IF coalesce(current_setting('pithos.sweep', true), '') = 'on' THEN
+       INSERT INTO pithos_changes (pos, version, type, kind, name, t_id) VALUES (p, version, 'expire', kind, name, t_id);
+     ELSE
+       INSERT INTO pithos_changes (pos, version, type, kind, name, t_id) VALUES (p, p, 'delete', kind, name, t_id);
+     END IF;
+   END $$`,
+  `CREATE OR REPLACE FUNCTION pithos_change_record() RETURNS trigger LANGUAGE plpgsql AS $$
+   BEGIN
+     IF TG_OP = 'DELETE' THEN
+       PERFORM pithos_gone('record', OLD.id, NULL, OLD.version);
+     ELSE
+       INSERT INTO pithos_changes (pos, version, type, kind, name, value) VALUES (NEW.version, NEW.version, 'put', 'record', NEW.id, NEW.body);
+     END IF;
+     RETURN NULL;
+   END $$`,
+  `CREATE OR REPLACE FUNCTION pithos_change_variant() RETURNS trigger LANGUAGE plpgsql AS $$
+   BEGIN
+     IF TG_OP = 'DELETE' THEN
+       PERFORM pithos_gone('variant', OLD.name, NULL, OLD.version);
+     ELSE
+       INSERT INTO pithos_changes (pos, version, type, kind, name, value) VALUES (NEW.version, NEW.version, 'put', 'variant', NEW.name, NEW.v);
+     END IF;
+     RETURN NULL;
+   END $$`,
+  `CREATE OR REPLACE FUNCTION pithos_change_row() RETURNS trigger LANGUAGE plpgsql AS $$
+   BEGIN
+     IF TG_OP = 'DELETE' THEN
+       IF EXISTS (SELECT 1 FROM pithos_tables WHERE name = OLD.tname AND inc = OLD.inc) THEN
+         PERFORM pithos_gone('table', OLD.tname, OLD.t_id, OLD.version);
+       END IF;
+     ELSE
+       INSERT INTO pithos_changes (pos, version, type, kind, name, t_id, value)
+         VALUES (NEW.version, NEW.version, 'put', 'table', NEW.tname, NEW.t_id, NEW.body);
+     END IF;
+     RETURN NULL;
+   END $$`,
+  `CREATE OR REPLACE FUNCTION pithos_change_table() RETURNS trigger LANGUAGE plpgsql AS $$
+   BEGIN
+     IF TG_OP = 'DELETE' THEN
+       PERFORM pithos_gone('table', OLD.name, NULL, OLD.inc);
+     ELSIF TG_OP = 'INSERT' OR NEW.inc <> OLD.inc THEN
+       INSERT INTO pithos_changes (pos, version, type, kind, name) VALUES (NEW.inc, NEW.inc, 'put', 'table', NEW.name);
+     END IF;
+     RETURN NULL;
+   END $$`,
+  // A lease is a put when taken or renewed (a new token), a delete when released
+  // (token emptied, the row stays for its fence); the sweeper empties expired ones: expire.
+  `CREATE OR REPLACE FUNCTION pithos_change_lock() RETURNS trigger LANGUAGE plpgsql AS $$
+   DECLARE p INT8;
+   BEGIN
+     IF TG_OP = 'INSERT' OR (NEW.token <> '' AND NEW.token <> OLD.token) THEN
+       p := nextval('pithos_seq');
+       INSERT INTO pithos_changes (pos, version, type, kind, name) VALUES (p, p, 'put', 'lock', NEW.name);
+     ELSIF NEW.token = '' AND OLD.token <> '' THEN
+       PERFORM pithos_gone('lock', NEW.name, NULL, OLD.fence);
+     END IF;
+     RETURN NULL;
+   END $$`,
+  ...['pithos_records', 'pithos_variants', 'pithos_rows', 'pithos_tables'].flatMap((t) => [
+    `DROP TRIGGER IF EXISTS ${t}_stamp ON ${t}`,
+    t === 'pithos_tables'
+      ? `CREATE TRIGGER ${t}_stamp BEFORE INSERT OR UPDATE OF inc ON ${t} FOR EACH ROW EXECUTE FUNCTION pithos_stamp_table()`
+      : `CREATE TRIGGER ${t}_stamp BEFORE INSERT OR UPDATE OF version ON ${t} FOR EACH ROW EXECUTE FUNCTION pithos_stamp()`,
+  ]),
+  ...([['pithos_records', 'record', 'INSERT OR UPDATE OR DELETE'], ['pithos_variants', 'variant', 'INSERT OR UPDATE OR DELETE'],
+    ['pithos_rows', 'row', 'INSERT OR UPDATE OR DELETE'], ['pithos_tables', 'table', 'INSERT OR UPDATE OF inc OR DELETE'],
+    ['pithos_locks', 'lock', 'INSERT OR UPDATE OF token']] as const).flatMap(([t, f, on]) => [
+    `DROP TRIGGER IF EXISTS ${t}_change ON ${t}`,
+    `CREATE TRIGGER ${t}_change AFTER ${on} ON ${t} FOR EACH ROW EXECUTE FUNCTION pithos_change_${f}()`,
+  ]),
+];
 
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -90,6 +214,12 @@ export const MIGRATIONS: readonly Migration[] = [
       `UPDATE pithos_tables AS t SET row_count = (SELECT count(*) FROM pithos_rows AS r WHERE r.tname = t.name AND r.inc = t.inc)`,
     ],
   },
+  {
+    version: 5,
+    name: 'change feed: pithos_changes, written by triggers',
+    statements: FEED,
+    postgresOnly: true,
+  },
 ];
 
 const RACES = new Set(['23505', '42P07', '40001', '40P01']);
@@ -125,7 +255,11 @@ async function migrateOnce(pool: pg.Pool): Promise<number[]> {
         await c.query('ROLLBACK');
         continue;
       }
-      for (const s of m.statements) await c.query(s);
+      if (m.postgresOnly === undefined || (await isPostgres(c))) {
+        for (const s of m.statements) await c.query(s);
+      } else {
+        await c.query("UPDATE pithos_migrations SET name = name || ' (skipped: not PostgreSQL 13 or newer)' WHERE version = $1", [m.version]);
+      }
       await c.query('COMMIT');
       applied.push(m.version);
     } catch (err) {
@@ -147,4 +281,17 @@ async function migrateOnce(pool: pg.Pool): Promise<number[]> {
 export async function schemaVersion(pool: pg.Pool): Promise<number> {
   const r = await pool.query('SELECT max(version) AS v FROM pithos_migrations');
   return Number(r.rows[0].v ?? 0);
+}
+
+/** PostgreSQL itself, 13 or newer (not CockroachDB or YugabyteDB, which speak its protocol). */
+async function isPostgres(c: pg.ClientBase): Promise<boolean> {
+  const r = await c.query("SELECT version() AS v, current_setting('server_version_num')::int AS n");
+  const v = String(r.rows[0].v);
+  return v.startsWith('PostgreSQL ') && !/cockroach|-YB-/i.test(v) && Number(r.rows[0].n) >= 130000;
+}
+
+/** Whether the change feed's capture is installed (migration 5 ran, on PostgreSQL). */
+export async function hasFeed(pool: pg.Pool): Promise<boolean> {
+  const r = await pool.query("SELECT to_regclass('pithos_changes') IS NOT NULL AS ok");
+  return r.rows[0].ok === true;
 }

@@ -64,9 +64,11 @@ export async function createTable(q: Q, name: string, ttl: number): Promise<void
   if (cur.length > 0) {
     if (cur[0].live === true) throw conflict(`table '${name}' already exists`);
     // An expired table of that name: a new incarnation replaces it, its rows and index definitions go.
+    // The new incarnation first: rows of the old one are then gone with their table,
+    // not deleted one by one (the change feed reports the table, as the log store does).
+    await q.query(`UPDATE pithos_tables SET inc = nextval('pithos_seq'), next_id = 1, row_count = 0, expires_at = ${q.expiry('$2')} WHERE name = $1`, [name, ttl]);
     await q.query('DELETE FROM pithos_rows WHERE tname = $1 AND inc = $2', [name, cur[0].inc]);
     await q.query('DELETE FROM pithos_indexes WHERE tname = $1 AND inc = $2', [name, cur[0].inc]);
-    await q.query(`UPDATE pithos_tables SET inc = nextval('pithos_seq'), next_id = 1, row_count = 0, expires_at = ${q.expiry('$2')} WHERE name = $1`, [name, ttl]);
     return;
   }
   const r = await q.query(

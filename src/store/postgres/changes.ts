@@ -1,0 +1,268 @@
+/**
+ * The change feed of the shared store (docs/scaling.md, "The change feed").
+ * Triggers record every change in pithos_changes in the writing transaction
+ * (schema.ts, migration 5); each node reads that table in `pos` order and
+ * publishes what it finds to its own watchers, so every node publishes the
+ * same sequence.
+ *
+ * The one hard part is when a position may be published. Positions are
+ * drawn when a statement runs, transactions commit later and in any order:
+ * a transaction holding 10 may commit after one holding 11, and a watcher
+ * that resumes after 11 would never see 10. So a node publishes only below
+ * a watermark that no open transaction can still commit under:
+ *
+ * 1. read the sequence's last value L (every position ≤ L has been drawn);
+ * 2. then, in a later statement, the database's snapshot S, whose `xip`
+ *    lists the transactions open at that instant;
+ * 3. once every transaction in that list has ended, L is safe.
+ *
+ * That holds because the triggers take the transaction's id before they
+ * draw a position: a transaction holding a position ≤ L had its id before
+ * step 1, so at step 2 it had either ended or was listed. The watermark
+ * trails the slowest open write transaction (bounded by the statement
+ * timeout); a session that keeps a write transaction open delays the feed,
+ * it never loses a change.
+ */
+import type { Change, ChangeFeed, ChangeKind } from '../store.js';
+import type { Db } from './sql.js';
+
+/** How often a node looks for new changes while it has watchers, and without. */
+const POLL_MS = 50;
+const IDLE_POLL_MS = 1000;
+/** One read of the change table: at most this many changes, and about this many bytes of values. */
+const PAGE_ROWS = 1000;
+const PAGE_BYTES = 4 << 20;
+/** Marks kept while transactions stay open; older ones are merged (which only delays). */
+const MAX_MARKS = 64;
+/** How long a change stays replayable (`since`, Last-Event-ID). */
+export const FEED_RETENTION_MS = 3_600_000;
+
+class PgChange implements Change {
+  constructor(
+    readonly type: 'put' | 'delete' | 'expire',
+    readonly kind: ChangeKind,
+    readonly name: string,
+    readonly version: number,
+    readonly tId: number | undefined,
+    readonly id: string,
+    readonly value: string | undefined,
+  ) {}
+}
+
+interface Mark {
+  /** The sequence's last value, read before the snapshot. */
+  upto: number;
+  /** Transactions open at the snapshot taken after it. */
+  open: number[];
+}
+
+interface Snapshot {
+  xmin: number;
+  xmax: number;
+  open: Set<number>;
+}
+
+/** pg_snapshot text: `xmin:xmax:xip,xip,…`. */
+function parseSnapshot(text: string): Snapshot {
+  const [xmin, xmax, xip] = text.split(':');
+  return { xmin: Number(xmin), xmax: Number(xmax), open: new Set(xip === '' || xip === undefined ? [] : xip.split(',').map(Number)) };
+}
+
+/** Whether every transaction of `open` has ended by snapshot `s` (committed or rolled back). */
+const ended = (open: readonly number[], s: Snapshot): boolean =>
+  open.every((x) => x < s.xmin || (x < s.xmax && !s.open.has(x)));
+
+/**
+ * One page of (after, upto] in position order, cut after about PAGE_BYTES of
+ * values (always at least one change), with the floor read in the same
+ * statement, so the two agree.
+ */
+const SELECT_PAGE = `
+  WITH f AS (SELECT floor FROM pithos_feed WHERE id = 1),
+  c AS (SELECT pos, version, type, kind, name, t_id, value,
+               sum(coalesce(octet_length(value), 0)) OVER (ORDER BY pos) - coalesce(octet_length(value), 0) AS before_bytes
+        FROM pithos_changes WHERE pos > $1 AND pos <= $2 AND ($3 OR type <> 'expire') ORDER BY pos LIMIT ${PAGE_ROWS}),
+  n AS (SELECT count(*) AS n FROM c)
+  SELECT f.floor, n.n, k.* FROM f CROSS JOIN n LEFT JOIN (SELECT * FROM c WHERE before_bytes < ${PAGE_BYTES}) k ON true ORDER BY k.pos`;
+
+interface Page {
+  floor: number;
+  changes: PgChange[];
+  /** The last position read, or undefined when the range holds nothing. */
+  last: number | undefined;
+  /** Whether the range may hold more after `last`. */
+  more: boolean;
+}
+
+export class PgChanges implements ChangeFeed {
+  private readonly listeners = new Set<(batch: readonly Change[]) => void>();
+  /** Everything at or below it is published (or, without listeners, passed). */
+  private emitted = 0;
+  /** Safe to publish up to here. */
+  private safe = 0;
+  private marks: Mark[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private closed = false;
+  /** Callers of reach() waiting for the feed to pass a version. */
+  private waiters: Array<{ version: number; done: () => void }> = [];
+
+  private constructor(private readonly db: Db) {}
+
+  /** Starts polling once the first watermark is known (at most a transaction's length). */
+  static async start(db: Db): Promise<PgChanges> {
+    const c = new PgChanges(db);
+    const floor = await db.q.query('SELECT floor FROM pithos_feed WHERE id = 1');
+    c.emitted = c.safe = Number(floor[0]?.floor ?? 0);
+    for (let i = 0; i < 200 && c.marks.length !== 0 || i === 0; i++) {
+      await c.advance();
+      if (c.marks.length !== 0) await new Promise((r) => setTimeout(r, 10));
+    }
+    c.emitted = c.safe;
+    c.schedule();
+    return c;
+  }
+
+  /** Whether this node has watchers (the sweeper then looks for expiries more often). */
+  get watched(): boolean {
+    return this.listeners.size > 0;
+  }
+
+  get lastVersion(): number {
+    return this.emitted;
+  }
+
+  subscribe(fn: (batch: readonly Change[]) => void): () => void {
+    this.listeners.add(fn);
+    if (this.listeners.size === 1) this.kick();
+    return () => {
+      this.listeners.delete(fn);
+    };
+  }
+
+  /** Resolves once the feed has published up to `version`, or after `ms`. */
+  reach(version: number, ms: number): Promise<void> {
+    if (this.emitted >= version) return Promise.resolve();
+    return new Promise((resolve) => {
+      const w = { version, done: (): void => { clearTimeout(t); resolve(); } };
+      const t = setTimeout(() => {
+        this.waiters = this.waiters.filter((x) => x !== w);
+        resolve();
+      }, ms);
+      this.waiters.push(w);
+      this.kick();
+    });
+  }
+
+  async replay(after: number, upto: number, fn: (batch: readonly Change[]) => void): Promise<boolean> {
+    let from = after;
+    for (;;) {
+      const p = await this.page(from, upto, false);
+      // Read with the page in one statement: nothing above the floor was pruned.
+      if (from < p.floor) return false;
+      if (p.changes.length > 0) fn(p.changes);
+      if (!p.more || p.last === undefined) return true;
+      from = p.last;
+    }
+  }
+
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.timer);
+    for (const w of this.waiters) w.done();
+    this.waiters = [];
+  }
+
+  /** Prunes changes older than the retention, recording positions by time (called by the sweeper). */
+  async prune(nowMs: number): Promise<void> {
+    const q = this.db.q;
+    await q.query('INSERT INTO pithos_feed_marks (at, pos) SELECT $1, last_value FROM pithos_seq ON CONFLICT (at) DO NOTHING', [nowMs]);
+    const cut = await q.query('SELECT max(pos) AS pos FROM pithos_feed_marks WHERE at < $1', [nowMs - FEED_RETENTION_MS]);
+    if (cut[0].pos === null) return;
+    const pos = Number(cut[0].pos);
+    // In slices, each with the floor it leaves, so a replay never reads past a hole.
+    for (let i = 0; i < 20; i++) {
+      const r = await q.query(
+        `WITH d AS (DELETE FROM pithos_changes WHERE pos IN (SELECT pos FROM pithos_changes WHERE pos <= $1 ORDER BY pos LIMIT 10000) RETURNING pos)
+         UPDATE pithos_feed SET floor = greatest(floor, (SELECT max(pos) FROM d)) WHERE id = 1 AND EXISTS (SELECT 1 FROM d)
+         RETURNING (SELECT count(*) FROM d) AS n`, [pos]);
+      if (r.length === 0 || Number(r[0].n) < 10000) break;
+    }
+    await q.query('UPDATE pithos_feed SET floor = greatest(floor, $1) WHERE id = 1 AND NOT EXISTS (SELECT 1 FROM pithos_changes WHERE pos <= $1)', [pos]);
+    await q.query('DELETE FROM pithos_feed_marks WHERE at < $1 AND pos < $2', [nowMs - FEED_RETENTION_MS, pos]);
+  }
+
+  private schedule(): void {
+    if (this.closed) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.kick(), this.listeners.size > 0 || this.waiters.length > 0 ? POLL_MS : IDLE_POLL_MS);
+    this.timer.unref();
+  }
+
+  /** Runs one round now (or right after the one running). */
+  private kick(): void {
+    if (this.closed) return;
+    if (this.running !== undefined) return;
+    clearTimeout(this.timer);
+    this.running = this.round()
+      .catch(() => {
+        // The database is away: the next round tries again (Db logs it).
+      })
+      .finally(() => {
+        this.running = undefined;
+        this.schedule();
+      });
+  }
+
+  private async round(): Promise<void> {
+    await this.advance();
+    if (this.listeners.size === 0) {
+      this.emitted = Math.max(this.emitted, this.safe);
+    } else {
+      while (this.emitted < this.safe && !this.closed) {
+        const p = await this.page(this.emitted, this.safe, true);
+        const next = p.more && p.last !== undefined ? p.last : this.safe;
+        this.emitted = next;
+        if (p.changes.length > 0) for (const fn of this.listeners) fn(p.changes);
+      }
+    }
+    if (this.waiters.length > 0) {
+      const due = this.waiters.filter((w) => w.version <= this.emitted);
+      this.waiters = this.waiters.filter((w) => w.version > this.emitted);
+      for (const w of due) w.done();
+    }
+  }
+
+  /** Steps 1–3 of the header: a new mark, and the watermark past every mark whose transactions ended. */
+  private async advance(): Promise<void> {
+    const q = this.db.q;
+    const l = await q.query('SELECT last_value FROM pithos_seq');
+    const s = await q.query('SELECT pg_current_snapshot()::text AS s');
+    const snap = parseSnapshot(s[0].s as string);
+    this.marks.push({ upto: Number(l[0].last_value), open: [...snap.open] });
+    while (this.marks.length > 0 && ended(this.marks[0].open, snap)) {
+      this.safe = Math.max(this.safe, (this.marks.shift() as Mark).upto);
+    }
+    if (this.marks.length > MAX_MARKS) {
+      const [a, b] = this.marks.splice(0, 2);
+      this.marks.unshift({ upto: Math.max(a.upto, b.upto), open: [...new Set([...a.open, ...b.open])] });
+    }
+  }
+
+  private async page(after: number, upto: number, expiries: boolean): Promise<Page> {
+    const rows = await this.db.q.query(SELECT_PAGE, [after, upto, expiries]);
+    const floor = Number(rows[0]?.floor ?? 0);
+    const read = Number(rows[0]?.n ?? 0);
+    const changes: PgChange[] = [];
+    let last: number | undefined;
+    for (const r of rows) {
+      if (r.pos === null) break;
+      const type = r.type as PgChange['type'];
+      const version = Number(r.version);
+      changes.push(new PgChange(type, r.kind as ChangeKind, r.name as string, version,
+        r.t_id === null ? undefined : Number(r.t_id), type === 'expire' ? '' : String(version), (r.value ?? undefined) as string | undefined));
+      last = Number(r.pos);
+    }
+    return { floor, changes, last, more: read === PAGE_ROWS || changes.length < read };
+  }
+}
