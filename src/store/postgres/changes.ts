@@ -24,6 +24,7 @@
  * it never loses a change.
  */
 import type { Change, ChangeFeed, ChangeKind } from '../store.js';
+import { DRAWN } from './schema.js';
 import type { Db } from './sql.js';
 
 /** How often a node looks for new changes while it has watchers, and without. */
@@ -176,7 +177,7 @@ export class PgChanges implements ChangeFeed {
   /** Prunes changes older than the retention, recording positions by time (called by the sweeper). */
   async prune(nowMs: number): Promise<void> {
     const q = this.db.q;
-    await q.query('INSERT INTO pithos_feed_marks (at, pos) SELECT $1, last_value FROM pithos_seq ON CONFLICT (at) DO NOTHING', [nowMs]);
+    await q.query(`INSERT INTO pithos_feed_marks (at, pos) SELECT $1, ${DRAWN} FROM pithos_seq ON CONFLICT (at) DO NOTHING`, [nowMs]);
     const cut = await q.query('SELECT max(pos) AS pos FROM pithos_feed_marks WHERE at < $1', [nowMs - FEED_RETENTION_MS]);
     if (cut[0].pos === null) return;
     const pos = Number(cut[0].pos);
@@ -236,7 +237,7 @@ export class PgChanges implements ChangeFeed {
   /** Steps 1–3 of the header: a new mark, and the watermark past every mark whose transactions ended. */
   private async advance(): Promise<void> {
     const q = this.db.q;
-    const l = await q.query('SELECT last_value FROM pithos_seq');
+    const l = await q.query(`SELECT ${DRAWN} AS last_value FROM pithos_seq`);
     const s = await q.query('SELECT pg_current_snapshot()::text AS s');
     const snap = parseSnapshot(s[0].s as string);
     this.marks.push({ upto: Number(l[0].last_value), open: [...snap.open] });

@@ -16,6 +16,9 @@
  */
 import type pg from 'pg';
 
+/** SQL over pithos_seq: the highest value drawn so far (a new sequence has drawn none). */
+export const DRAWN = 'CASE WHEN is_called THEN last_value ELSE last_value - 1 END';
+
 export interface Migration {
   version: number;
   name: string;
@@ -51,7 +54,7 @@ const FEED: string[] = [
      name TEXT NOT NULL, t_id INT8, value TEXT)`,
   // floor: changes at or below it may have been pruned (a watcher resuming there gets reset).
   'CREATE TABLE IF NOT EXISTS pithos_feed (id INT4 PRIMARY KEY, floor INT8 NOT NULL)',
-  'INSERT INTO pithos_feed (id, floor) SELECT 1, last_value FROM pithos_seq ON CONFLICT (id) DO NOTHING',
+  `INSERT INTO pithos_feed (id, floor) SELECT 1, ${DRAWN} FROM pithos_seq ON CONFLICT (id) DO NOTHING`,
   // Sequence positions by time, for pruning by age without an index on every change.
   'CREATE TABLE IF NOT EXISTS pithos_feed_marks (at INT8 PRIMARY KEY, pos INT8 NOT NULL)',
   `CREATE OR REPLACE FUNCTION pithos_stamp() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -1,0 +1,95 @@
+/**
+ * The shared store's change feed, driven on PgStore directly with a real
+ * PostgreSQL (docs/scaling.md, "The change feed"): the watermark holds back a
+ * change while a transaction that drew a lower version is still open, then
+ * publishes both in version order; pruning raises the floor, and a replay
+ * from below it answers "cannot" (the client gets reset). Runs on the
+ * PostgreSQL pass of `npm test` only.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import pg from 'pg';
+import { PgStore } from '../../src/store/postgres/index.js';
+import { FEED_RETENTION_MS } from '../../src/store/postgres/changes.js';
+import type { Change } from '../../src/store/store.js';
+import { freshSchema } from '../helpers/postgres.js';
+import { PG_URL, sleep } from '../helpers/server.js';
+
+const skip = PG_URL === undefined ? 'needs PITHOS_TEST_STORE (the PostgreSQL pass of npm test)' : false;
+
+async function open(name: string): Promise<{ url: string; s: PgStore }> {
+  const url = await freshSchema(PG_URL as string, `${name}${process.pid}`);
+  const s = await PgStore.open({ url, poolSize: 10, statementTimeoutMs: 5000, offsetMs: () => 0, log: () => {} });
+  assert.ok(s.changes !== undefined, 'PostgreSQL 13+ has the change feed');
+  return { url, s };
+}
+
+test('a change is not published while a transaction holding a lower version is open; then both, in version order', { skip }, async () => {
+  const { url, s } = await open('feedwm');
+  const feed = s.changes!;
+  const seen: Change[] = [];
+  const off = feed.subscribe((b) => seen.push(...b));
+  // A writer that stays open: its record's version is drawn now, its commit comes later.
+  const slow = new pg.Client({ connectionString: url });
+  await slow.connect();
+  try {
+    await slow.query('BEGIN');
+    const held = await slow.query(`INSERT INTO pithos_records (id, body, version) VALUES ('slow', '{"a":1}', nextval('pithos_seq')) RETURNING version`);
+    const low = Number(held.rows[0].version);
+    await s.records.put('fast', { b: 2 }, 0);
+    const out = { version: 0 };
+    await s.records.get('fast', out);
+    const high = out.version;
+    assert.ok(high > low, `versions ${low} < ${high}`);
+    // Many polls go by: nothing of either may be published (the higher one would be out of order).
+    await sleep(600);
+    assert.deepEqual(seen.map((c) => c.name), [], 'nothing published while the lower version is uncommitted');
+    assert.ok(feed.lastVersion < low, `the feed stayed below ${low} (at ${feed.lastVersion})`);
+    await slow.query('COMMIT');
+    for (let i = 0; i < 100 && seen.length < 2; i++) await sleep(20);
+    assert.deepEqual(seen.map((c) => [c.type, c.name, c.version]), [['put', 'slow', low], ['put', 'fast', high]]);
+    // A rolled-back writer holds the feed back too, and leaves no change.
+    await slow.query('BEGIN');
+    await slow.query(`UPDATE pithos_records SET body = '{"a":9}', version = nextval('pithos_seq') WHERE id = 'slow'`);
+    await s.records.put('fast', { b: 3 }, 0);
+    await sleep(300);
+    assert.equal(seen.length, 2, 'held back behind the open transaction');
+    await slow.query('ROLLBACK');
+    for (let i = 0; i < 100 && seen.length < 3; i++) await sleep(20);
+    await sleep(200);
+    assert.deepEqual(seen.slice(2).map((c) => [c.type, c.name, c.value]), [['put', 'fast', '{"b":3}']]);
+  } finally {
+    off();
+    await slow.end();
+    await s.close();
+  }
+});
+
+test('pruning: changes older than the retention go, the floor rises, a replay from below it cannot be exact, above it is', { skip }, async () => {
+  const { s } = await open('feedprune');
+  const feed = s.changes!;
+  try {
+    await s.records.put('a', { n: 1 }, 0);
+    const t0 = Date.now();
+    await feed.prune(t0); // marks the sequence's position now
+    const va = { version: 0 };
+    await s.records.get('a', va);
+    await s.records.put('b', { n: 2 }, 0);
+    const vb = { version: 0 };
+    await s.records.get('b', vb);
+    for (let i = 0; i < 100 && feed.lastVersion < vb.version; i++) await sleep(20);
+    const upto = feed.lastVersion;
+    const replayed = async (after: number): Promise<[boolean, string[]]> => {
+      const names: string[] = [];
+      const ok = await feed.replay(after, upto, (b) => names.push(...b.map((c) => c.name)));
+      return [ok, names];
+    };
+    assert.deepEqual(await replayed(0), [true, ['a', 'b']], 'everything is still held');
+    // An hour and a bit later: what was written before the first mark is pruned.
+    await feed.prune(t0 + FEED_RETENTION_MS + 1000);
+    assert.deepEqual((await replayed(0))[0], false, 'from before the floor: reset');
+    assert.deepEqual(await replayed(vb.version - 1), [true, ['b']], 'from the floor on: exact');
+  } finally {
+    await s.close();
+  }
+});
