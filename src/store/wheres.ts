@@ -254,6 +254,17 @@ export function matches(row: Row, m: Matcher): boolean {
   return true;
 }
 
+/**
+ * The field of a matcher that is one `{"field": primitive}` test, else
+ * undefined: the commonest query, which the row loops run with the field
+ * and value in locals (one property read and one === per row).
+ */
+export function singleEq(m: Matcher): { field: string; arg: unknown } | undefined {
+  if (m.length !== 1) return undefined;
+  const n = m[0];
+  return n.kind === 0 && n.op === T.EqPrimitive && n.field !== undefined ? { field: n.field, arg: n.arg } : undefined;
+}
+
 function holdsNode(row: Row, n: Node): boolean {
   if (n.kind === 0) return holds(row, n);
   if (n.kind === 1) {

@@ -18,7 +18,7 @@ import { compileOrder, render } from '../query.js';
 import type { RowQuery, Sync, TableStore, Text, Wheres } from '../store.js';
 import { findText, pageText, renderText, STREAM_ROWS } from '../stream.js';
 import { expiryOf } from '../validate.js';
-import { compileWheres, type Matcher, matches, type Row } from '../wheres.js';
+import { compileWheres, type Matcher, matches, type Row, singleEq } from '../wheres.js';
 import type { Atomic, RowMemo, Tx } from './atomic.js';
 import type { IndexRegistry } from './indexes.js';
 import { rowGroup, rowIdOf, rowKey, tableKey } from './keys.js';
@@ -171,6 +171,18 @@ export class LogTables implements TableStore {
       const rows = tx.rows(group, rowDecoder);
       let out = '[';
       let first = true;
+      const eq = singleEq(matcher);
+      if (eq !== undefined) {
+        const f = eq.field;
+        const a = eq.arg;
+        for (let i = 0; i < rows.length; i++) {
+          const r = rows[i];
+          if (r.obj[f] !== a) continue;
+          out += first ? r.json : ',' + r.json;
+          first = false;
+        }
+        return out + ']';
+      }
       for (let i = 0; i < rows.length; i++) {
         if (!matches(rows[i].obj, matcher)) continue;
         if (!first) out += ',';
