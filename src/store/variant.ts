@@ -36,6 +36,9 @@ export function render(t: VType, v: Scalar): string {
   return e < 0 ? `${s}.0` : `${s.slice(0, e)}.0${s.slice(e)}`;
 }
 
+/** A variant's value as GET shows it, from its stored form: a type letter, then JSON. */
+export const variantValue = (stored: string): string => render(stored[0] as VType, JSON.parse(stored.slice(1)) as Scalar);
+
 export const makeVariant = (t: VType, v: Scalar): Variant => ({ t, v, data: `{"variant":${render(t, v)}}` });
 
 const overflow = (name: string) => conflict(`variant '${name}' would overflow: the result is outside ±(2^53−1)`);

@@ -207,6 +207,18 @@ test('filters: kind (repeatable) and prefix; since replays from the log, then fo
   assert.equal(JSON.parse(locks.events[0].data).value, undefined);
 });
 
+test('values are sent as GET sends them: a double keeps its fraction, an integer has none', async () => {
+  const tag = uniq('dbl');
+  const w = await open(`prefix=${tag}&values=true`);
+  await srv.req('PUT', `/variants/${tag}-d`, '{"variant":2.0}');
+  await srv.req('POST', `/variants/${tag}-d`, { delta: 1.5 });
+  await srv.req('PUT', `/variants/${tag}-i`, { variant: 2 });
+  await w.until(() => w.events.length >= 3, 10_000, 'three events');
+  w.close();
+  assert.deepEqual(w.events.map((e) => /"value":([^,}]*)/.exec(e.data)?.[1]), ['2.0', '3.5', '2']);
+  assert.equal((await srv.req('GET', `/variants/${tag}-d`)).raw.includes('"variant":3.5'), true);
+});
+
 test('bad parameters are 400 naming them; an id the log cannot replay gives reset first', async () => {
   for (const [q, msg] of [
     ['foo=1', /unknown query parameter 'foo'/],

@@ -9,6 +9,7 @@
 import type { Engine } from '../../engine/index.js';
 import { Op } from '../../engine/index.js';
 import type { Change, ChangeFeed, ChangeKind } from '../store.js';
+import { variantValue } from '../variant.js';
 
 interface EntryLike {
   op: Op;
@@ -35,8 +36,9 @@ class LogChange implements Change {
     if (this.raw === undefined) return undefined;
     if (this.text === undefined) {
       const s = this.raw.toString('utf8');
-      // A variant is stored as a type letter and its JSON (docs/format.md, key layout).
-      this.text = this.kind === 'variant' ? s.slice(1) : s;
+      // A variant is stored as a type letter and its JSON (docs/format.md, key layout);
+      // sent as GET sends it, so a double keeps its fraction.
+      this.text = this.kind === 'variant' ? variantValue(s) : s;
     }
     return this.text;
   }

@@ -24,6 +24,7 @@
  * it never loses a change.
  */
 import type { Change, ChangeFeed, ChangeKind } from '../store.js';
+import { variantValue } from '../variant.js';
 import { DRAWN } from './schema.js';
 import type { Db } from './sql.js';
 
@@ -261,7 +262,8 @@ export class PgChanges implements ChangeFeed {
       const type = r.type as PgChange['type'];
       const version = Number(r.version);
       changes.push(new PgChange(type, r.kind as ChangeKind, r.name as string, version,
-        r.t_id === null ? undefined : Number(r.t_id), type === 'expire' ? '' : String(version), (r.value ?? undefined) as string | undefined));
+        r.t_id === null ? undefined : Number(r.t_id), type === 'expire' ? '' : String(version),
+        r.value === null ? undefined : r.kind === 'variant' ? variantValue(r.value as string) : r.value as string));
       last = Number(r.pos);
     }
     return { floor, changes, last, more: read === PAGE_ROWS || changes.length < read };

@@ -97,7 +97,7 @@ const FEED: string[] = [
      IF TG_OP = 'DELETE' THEN
        PERFORM pithos_gone('variant', OLD.name, NULL, OLD.version);
      ELSE
-       INSERT INTO pithos_changes (pos, version, type, kind, name, value) VALUES (NEW.version, NEW.version, 'put', 'variant', NEW.name, NEW.v);
+       INSERT INTO pithos_changes (pos, version, type, kind, name, value) VALUES (NEW.version, NEW.version, 'put', 'variant', NEW.name, NEW.t || NEW.v);
      END IF;
      RETURN NULL;
    END $$`,
