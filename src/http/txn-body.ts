@@ -7,6 +7,7 @@
  */
 import { invalid } from '../store/errors.js';
 import type { Check, Mutation, Transaction } from '../store/store.js';
+import { elementNumberTexts } from '../store/json.js';
 import { checkName, isPlainObject, isVersion, MAX_TTL } from '../store/validate.js';
 import type { Body } from './body.js';
 
@@ -73,7 +74,14 @@ function scalar(o: Obj, k: string, where: string): unknown {
 
 const OPS = { table: ['INSERT', 'UPDATE', 'REMOVE'], variant: ['ADD', 'SET'], record: ['PUT', 'DELETE'] } as const;
 
-function mutation(m: unknown, i: number): Mutation {
+/** Source texts of the mutations' numbers, by mutation index (JSON.parse forgets whether `1.0` had a fraction). */
+interface NumberTexts {
+  values: ReadonlyMap<number, string>;
+  deltas: ReadonlyMap<number, string>;
+}
+const NONE: ReadonlyMap<number, string> = new Map();
+
+function mutation(m: unknown, i: number, texts: NumberTexts): Mutation {
   const where = `mutation ${i}`;
   if (!isPlainObject(m)) throw invalid(`${where} must be an object`);
   const kind = kindOf(m, where);
@@ -101,12 +109,13 @@ function mutation(m: unknown, i: number): Mutation {
       if (typeof d !== 'number' || !Number.isFinite(d)) {
         throw invalid(`${where}: field 'delta' ${d === undefined ? 'is required (a number)' : 'must be a number'}`);
       }
-      // The delta's source text is not kept for nested fields: its value decides integrality (docs/api.md).
-      return { kind: 'variant', name, op: 'ADD', delta: { value: d, text: undefined } };
+      // As POST /variants does, the delta's source text decides its type (`1.0` is a double).
+      return { kind: 'variant', name, op: 'ADD', delta: { value: d, text: texts.deltas.get(i) } };
     }
     case 'variant SET':
       allowOnly(m, ['kind', 'name', 'operation', 'variant', 'ttl'], where);
-      return { kind: 'variant', name, op: 'SET', value: { value: scalar(m, 'variant', where), text: undefined }, ttl: ttlOf(m, where) };
+      // As PUT /variants does, the number's source text decides its type (`3.0` is a double).
+      return { kind: 'variant', name, op: 'SET', value: { value: scalar(m, 'variant', where), text: texts.values.get(i) }, ttl: ttlOf(m, where) };
     case 'record PUT':
       allowOnly(m, ['kind', 'name', 'operation', 'values', 'ttl'], where);
       return { kind: 'record', name, op: 'PUT', values: obj(m, 'values', where), ttl: ttlOf(m, where) };
@@ -149,13 +158,17 @@ function check(c: unknown, i: number): Check {
 }
 
 /** The body's fields are already declared and type-checked by the route table (arrays, booleans). */
-export function parseTransaction(body: Body, _raw: string): Transaction {
+export function parseTransaction(body: Body, raw: string): Transaction {
   const ms = body.mutations as unknown[];
   const cs = (body.checks ?? []) as unknown[];
   if (ms.length > MAX_TXN_ITEMS) throw invalid(`field 'mutations' holds ${ms.length} mutations; at most ${MAX_TXN_ITEMS} are allowed`);
   if (cs.length > MAX_TXN_ITEMS) throw invalid(`field 'checks' holds ${cs.length} checks; at most ${MAX_TXN_ITEMS} are allowed`);
+  const texts: NumberTexts = {
+    values: ms.some((m) => isPlainObject(m) && typeof m.variant === 'number') ? elementNumberTexts(raw, 'mutations', 'variant') : NONE,
+    deltas: ms.some((m) => isPlainObject(m) && typeof m.delta === 'number') ? elementNumberTexts(raw, 'mutations', 'delta') : NONE,
+  };
   return {
-    mutations: ms.map(mutation),
+    mutations: ms.map((m, i) => mutation(m, i, texts)),
     checks: cs.map(check),
     serializable: (body.serializable ?? body.serialization ?? false) as boolean,
   };

@@ -121,3 +121,59 @@ export function numberText(text: string, field: string): string | undefined {
   }
   return found;
 }
+
+/**
+ * The source texts of numbers under `field` of the objects directly inside
+ * the top-level array `array` ({"mutations": [{"variant": 1.0}, …]}), by the
+ * object's index: numberText for one level deeper. Expects text that
+ * JSON.parse already accepted; a repeated top-level key wins as in JSON.parse.
+ */
+export function elementNumberTexts(text: string, array: string, field: string): Map<number, string> {
+  let out = new Map<number, string>();
+  let depth = 0;
+  /** Depth inside the target array, or -1 outside it. */
+  let arrayDepth = -1;
+  let index = -1;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 34 /* " */) {
+      const start = i;
+      for (i++; i < text.length; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 92) i++;
+        else if (d === 34) break;
+      }
+      const top = depth === 1;
+      const inElement = arrayDepth >= 0 && depth === arrayDepth + 1;
+      if (!top && !inElement) continue;
+      let j = i + 1;
+      while (j < text.length && (text[j] === ' ' || text[j] === '\t' || text[j] === '\n' || text[j] === '\r')) j++;
+      if (text[j] !== ':') continue;
+      const key = JSON.parse(text.slice(start, i + 1)) as string;
+      j++;
+      while (j < text.length && (text[j] === ' ' || text[j] === '\t' || text[j] === '\n' || text[j] === '\r')) j++;
+      if (top && key === array && text[j] === '[') {
+        out = new Map();
+        index = -1;
+        arrayDepth = depth + 1;
+        depth++;
+        i = j;
+      } else if (inElement && key === field) {
+        NUMBER.lastIndex = j;
+        const m = NUMBER.exec(text);
+        if (m === null) out.delete(index);
+        else out.set(index, m[0]);
+        i = j - 1;
+      } else {
+        i = j - 1;
+      }
+    } else if (c === 123 || c === 91) {
+      if (c === 123 && depth === arrayDepth) index++;
+      depth++;
+    } else if (c === 125 || c === 93) {
+      depth--;
+      if (depth < arrayDepth) arrayDepth = -1;
+    }
+  }
+  return out;
+}

@@ -370,3 +370,30 @@ test('a name with a lone surrogate is a 400 naming it, not a 500', async () => {
   expectError(await txn({ mutations: [{ kind: 'record', name: '\ud800', operation: 'PUT', values: {} }] }), 400,
     'mutation 0: record name must be well-formed Unicode (it holds a lone surrogate)');
 });
+
+test('variant SET in a transaction types its number by its text, as PUT does: 3.0 is a double, 3 an integer', async () => {
+  const d = uniq('dbl');
+  const i = uniq('int');
+  expectSuccess(await srv.req('PUT', `/variants/${d}`, '{"variant":2.5}'), 201, 'variant created successfully', { variant: 2.5 });
+  // Whitespace, a nested object with its own "variant" key and a repeated key do not confuse it.
+  const body = `{"mutations":[{"kind":"variant","name":"${d}","operation":"SET","variant" : 3.0},` +
+    `{"kind":"record","name":"${d}-r","operation":"PUT","values":{"variant":7.0}},` +
+    `{"kind":"variant","name":"${i}","operation":"SET","variant":1.5,"variant":4},` +
+    `{"kind":"variant","name":"${i}-d","operation":"SET","variant":1.0e2}]}`;
+  const r = await srv.req('POST', '/txns', body);
+  assert.equal(r.status, 200, r.raw);
+  assert.ok((await srv.req('GET', `/variants/${d}`)).raw.includes('"variant":3.0'));
+  assert.ok((await srv.req('GET', `/variants/${i}`)).raw.includes('"variant":4}'));
+  assert.ok((await srv.req('GET', `/variants/${i}-d`)).raw.includes('"variant":100.0'));
+  // An integer SET on a double variant is still refused, naming the mutation.
+  expectError(await srv.req('POST', '/txns', `{"mutations":[{"kind":"variant","name":"${d}","operation":"SET","variant":3}]}`), 409, /mutation 0: variant '.*' holds a double; cannot store an integer/);
+});
+
+test('variant ADD in a transaction types its delta by its text, as POST /variants does', async () => {
+  const i = uniq('cnt');
+  expectSuccess(await srv.req('PUT', `/variants/${i}`, { variant: 1 }), 201, 'variant created successfully', { variant: 1 });
+  expectError(await srv.req('POST', `/variants/${i}`, '{"delta":1.0}'), 409, /integer/);
+  expectError(await srv.req('POST', '/txns', `{"mutations":[{"kind":"variant","name":"${i}","operation":"ADD","delta":1.0}]}`), 409, /mutation 0: .*integer/);
+  assert.equal((await srv.req('POST', '/txns', `{"mutations":[{"kind":"variant","name":"${i}","operation":"ADD","delta":2}]}`)).status, 200);
+  expectSuccess(await srv.req('GET', `/variants/${i}`), 200, 'variant queried successfully', { variant: 3 });
+});
