@@ -54,9 +54,20 @@ export interface Answer<T> {
   status: number;
   message: string;
   data: T;
-  /** The version from an `ETag` header (API.md 14), when the server sent one. */
+  /** The version from an `ETag` header (docs/api.md, "Versions"), when the server sent one. */
   version?: number;
   headers: Headers;
+  /** The answer's body as the server sent it (JSON.parse turns `3.0` into 3; this keeps it). */
+  text: string;
+}
+
+/**
+ * A request body already written as JSON text, sent as it is: for numbers
+ * whose form matters (`"variant": 3.0` makes a double), which JSON.stringify
+ * would write as `3`.
+ */
+export class JsonText {
+  constructor(readonly text: string) {}
 }
 
 export interface Health {
@@ -420,7 +431,7 @@ export class Pithos {
     const text = await res.text();
     if (e.text) {
       if (!res.ok) throw errorFrom(res.status, text, e.method, path);
-      return { status: res.status, message: '', data: text as T, headers: res.headers };
+      return { status: res.status, message: '', data: text as T, headers: res.headers, text };
     }
     let env: Envelope<T> | undefined;
     try {
@@ -431,7 +442,7 @@ export class Pithos {
     if (!res.ok || env === undefined || env.status !== 'success') {
       throw errorFrom(res.status, text, e.method, path, env);
     }
-    const answer: Answer<T> = { status: res.status, message: env.message, data: env.data as T, headers: res.headers };
+    const answer: Answer<T> = { status: res.status, message: env.message, data: env.data as T, headers: res.headers, text };
     const version = parseEtag(res.headers.get('etag'));
     if (version !== undefined) answer.version = version;
     return answer;
@@ -443,7 +454,7 @@ export class Pithos {
     const init: RequestInit = { method: e.method, headers };
     if (body !== undefined) {
       headers['Content-Type'] = 'application/json';
-      init.body = JSON.stringify(body);
+      init.body = body instanceof JsonText ? body.text : JSON.stringify(body);
     }
     const attempts = e.idempotent ? this.retries + 1 : 1;
     for (let attempt = 1; ; attempt++) {

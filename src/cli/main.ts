@@ -9,7 +9,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Answer, type Kind, Pithos, PithosError, type Operation } from '../../client/index.js';
+import { type Answer, JsonText, type Kind, Pithos, PithosError, type Operation } from '../../client/index.js';
 import { HELP, OVERVIEW } from './help.js';
 
 export const COMMANDS: ReadonlySet<string> = new Set([
@@ -130,6 +130,21 @@ function show(v: unknown): string {
   return typeof v === 'string' ? v : JSON.stringify(v);
 }
 
+/** A variant's value for people: a number as the server wrote it (`3.0` for a double), a string bare. */
+function showVariant(a: Answer<{ variant: unknown }>): string {
+  if (typeof a.data.variant !== 'number') return show(a.data.variant);
+  return /"variant":(-?[0-9][0-9.eE+-]*)\}\}\s*$/.exec(a.text)?.[1] ?? show(a.data.variant);
+}
+
+/** A JSON number as written (JSON.parse would forget whether it had a fraction). */
+const JSON_NUMBER = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$/;
+
+/** `{"<field>": <number as written>, …rest}` as JSON text. */
+function withNumber(field: string, number: string, rest: Record<string, unknown>): JsonText {
+  const more = JSON.stringify(rest);
+  return new JsonText(`{${JSON.stringify(field)}:${number}${more === '{}' ? '}' : ',' + more.slice(1)}`);
+}
+
 function cut(s: string, n: number): string {
   return s.length > n ? s.slice(0, n - 1) + '…' : s;
 }
@@ -185,14 +200,16 @@ async function readObjectArg(text: string | undefined, what: string, io: Io): Pr
   return v as Record<string, unknown>;
 }
 
-/** Run one call; in JSON mode print the envelope, else hand the answer to `human`. */
+/**
+ * Run one call; in JSON mode print the server's envelope as it came (so
+ * `3.0` stays a double), with `version` added when the server sent an ETag;
+ * else hand the answer to `human`.
+ */
 async function call<T>(c: Ctx, op: Operation, args: string[], opts: Parameters<Pithos['call']>[2], human: (a: Answer<T>) => string): Promise<Answer<T>> {
   const a = await c.db.call<T>(op, args, opts);
   if (c.json) {
-    const env: Record<string, unknown> = { status: 'success', message: a.message };
-    if (a.data !== undefined) env.data = a.data;
-    if (a.version !== undefined) env.version = a.version;
-    c.io.out(JSON.stringify(env) + '\n');
+    const env = a.text.trimEnd();
+    c.io.out((a.version === undefined || !env.endsWith('}') ? env : `${env.slice(0, -1)},"version":${a.version}}`) + '\n');
   } else {
     const s = human(a);
     if (s !== '') c.io.out(s + '\n');
@@ -221,7 +238,7 @@ async function cmdGet(c: Ctx): Promise<void> {
     }
   } else if (kind === 'variant') {
     onlyFlags(p, 'get variant', []);
-    await call<{ variant: unknown }>(c, 'getVariant', [name!], {}, (a) => show(a.data.variant));
+    await call<{ variant: unknown }>(c, 'getVariant', [name!], {}, showVariant);
   } else {
     onlyFlags(p, 'get lock', []);
     await call<{ holder: string | null; fence: number; expires_in_ms: number; ttl: number; acquired_at: string }>(c, 'getLock', [name!], {}, (a) => {
@@ -264,7 +281,9 @@ async function cmdPut(c: Ctx): Promise<void> {
         variant = raw; // not JSON: a string
       }
     }
-    await call<{ variant: unknown }>(c, 'putVariant', [name!], { body: { variant, ...writeOpts(p) } }, (a) => show(a.data.variant));
+    // A number goes as written: `3.0` makes a double, `3` an integer (docs/api.md, "Variants").
+    const body = typeof variant === 'number' && JSON_NUMBER.test(raw!.trim()) ? withNumber('variant', raw!.trim(), writeOpts(p)) : { variant, ...writeOpts(p) };
+    await call<{ variant: unknown }>(c, 'putVariant', [name!], { body }, showVariant);
   }
 }
 
@@ -288,9 +307,9 @@ async function cmdIncr(c: Ctx): Promise<void> {
   const { p } = c;
   onlyFlags(p, 'incr', []);
   const [name, d] = positionals(p, 'incr', 1, 2);
-  const delta = d === undefined ? 1 : Number(d);
-  if (d !== undefined && (d.trim() === '' || !Number.isFinite(delta))) throw new UsageError(`incr: delta must be a number, got '${d}'`);
-  await call<{ variant: unknown }>(c, 'incr', [name!], { body: { delta } }, (a) => show(a.data.variant));
+  if (d !== undefined && !JSON_NUMBER.test(d.trim())) throw new UsageError(`incr: delta must be a number (as JSON writes it: 5, -2, 0.5), got '${d}'`);
+  // As written: `1.0` is a double delta, which an integer variant refuses, as over HTTP.
+  await call<{ variant: unknown }>(c, 'incr', [name!], { body: withNumber('delta', d === undefined ? '1' : d.trim(), {}) }, showVariant);
 }
 
 function parseOrder(s: string): { field: string; dir: 'asc' | 'desc' }[] {

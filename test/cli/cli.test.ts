@@ -194,6 +194,17 @@ test('variants: put, incr (default 1, negative, float), --string, get, del', asy
   assert.equal((await cli(['incr', 'n', '-10'])).stdout, '-4\n');
   assert.deepEqual(json(await cli(['get', 'variant', 'n', '-o', 'json'])).data, { variant: -4 });
   exits(await cli(['incr', 'n', '0.5']), 1, 'float delta on an integer', /409/);
+  exits(await cli(['incr', 'n', '1.0']), 1, 'a 1.0 delta is a double, as over HTTP', /409/);
+  exits(await cli(['incr', 'n', '0x10']), 2, 'a delta that is not a JSON number', /delta must be a number/);
+  // Doubles keep their fraction going in and coming out, in both output forms.
+  assert.equal((await cli(['put', 'variant', 'd', '3.0'])).stdout, '3.0\n');
+  assert.ok((await server.req('GET', '/variants/d')).raw.includes('"variant":3.0'), 'stored as a double');
+  assert.equal((await cli(['incr', 'd', '1'])).stdout, '4.0\n');
+  assert.equal((await cli(['get', 'variant', 'd'])).stdout, '4.0\n');
+  const dj = await cli(['get', 'variant', 'd', '-o', 'json']);
+  assert.ok(dj.stdout.includes('"data":{"variant":4.0}'), dj.stdout);
+  assert.ok(dj.stdout.includes('"version":'), 'version from the ETag');
+  ok(await cli(['put', 'variant', 'd', '2.5', '--if-version', String((json(dj) as { version?: number }).version)]), 'a double with a condition');
   ok(await cli(['put', 'variant', 's', '42', '--string']), 'put --string');
   assert.deepEqual((await server.req('GET', '/variants/s')).body.data, { variant: '42' });
   ok(await cli(['put', 'variant', 'w', 'hello world']), 'put text');
