@@ -33,8 +33,16 @@ import { conflict, notFound } from '../errors.js';
 import { T, type Matcher } from '../wheres.js';
 import type { Db, Q } from './sql.js';
 
-/** A SQL string literal (standard_conforming_strings: only `'` is special). */
-export const lit = (s: string): string => `'${s.replace(/'/g, "''")}'`;
+/**
+ * A SQL string literal that means `s` whatever standard_conforming_strings
+ * is: with a backslash, an escape string (E'…', where `\\` and `''` are the
+ * only escapes needed), as libpq's PQescapeLiteral writes it. A plain '…'
+ * with a backslash would, with that setting off, let `\'` end the literal.
+ */
+export const lit = (s: string): string =>
+  s.includes('\\') ? `E'${s.replace(/\\/g, '\\\\').replace(/'/g, "''")}'` : `'${s.replace(/'/g, "''")}'`;
+/** The two characters `\u` (how a row's text holds an escaped character), as SQL. */
+const BACKSLASH_U = lit('\\u');
 
 const hash = (s: string): string => createHash('sha256').update(s).digest('hex').slice(0, 24);
 /** The database index of one definition (≤ 63 bytes, whatever the names). */
@@ -46,11 +54,11 @@ export const escName = (table: string, inc: number): string => `pithos_ixe_${has
 export function valueExpr(path: readonly string[], col = 'body'): string {
   let e = `${col}::jsonb`;
   for (const seg of path) e += ` -> ${lit(seg)}::text`;
-  return `(CASE WHEN strpos(${col}, '\\u') = 0 THEN ${e} END)`;
+  return `(CASE WHEN strpos(${col}, ${BACKSLASH_U}) = 0 THEN ${e} END)`;
 }
 
 /** SQL: the row in `col` has escapes (so is not in the value indexes). */
-export const escaped = (col = 'body'): string => `strpos(${col}, '\\u') > 0`;
+export const escaped = (col = 'body'): string => `strpos(${col}, ${BACKSLASH_U}) > 0`;
 
 /** SQL: the rows of one table incarnation, as the partial indexes state it (`alias` qualifies the columns in queries). */
 export const indexScope = (table: string, inc: number, alias = ''): string =>
@@ -256,7 +264,7 @@ export class PgIndexes {
       WHERE t.name = i.tname AND t.inc = i.inc AND ${q.live('t.expires_at')})`);
     const wanted = await this.wanted();
     const present = await q.query(`SELECT c.relname AS name, i.indisvalid AS ok FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid
-      WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) AND c.relname LIKE 'pithos\\_ix%'`);
+      WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) AND c.relname LIKE ${lit('pithos\\_ix%')}`);
     const building = await this.buildInProgress();
     for (const p of present) {
       const name = p.name as string;
