@@ -288,9 +288,24 @@ export function effectiveConfig(cfg: Config): Record<string, unknown> {
   for (const s of SPECS) {
     if (s.key === 'config') continue;
     const v = cfg[s.key];
-    out[s.flag.slice(2)] = s.key === 'authToken' && v !== undefined ? MASK : v === undefined ? null : v;
+    out[s.flag.slice(2)] = v === undefined ? null : SECRETS.has(s.key) ? MASK : s.key === 'store' ? maskUrl(String(v)) : v;
   }
   return out;
+}
+
+/** Settings that are secrets in themselves. */
+const SECRETS = new Set<string>(['authToken', 'metricsToken']);
+
+/** A database URL with its password masked (postgres://user:********@host/db). */
+export function maskUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== '') u.password = MASK;
+    for (const k of [...u.searchParams.keys()]) if (/^pass(word)?$/i.test(k)) u.searchParams.set(k, MASK);
+    return u.toString();
+  } catch {
+    return url;
+  }
 }
 
 /** "10.0.0.0/8" -> [address, prefix, family]; a bare address gets the full prefix. */

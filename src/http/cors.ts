@@ -10,7 +10,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
 const METHODS = 'GET, HEAD, PUT, POST, PATCH, DELETE';
-const HEADERS = 'Auth-Token, Content-Type';
+/** What browser code may send: the token, JSON, the conditional headers and the feed's resume point (docs/api.md). */
+const HEADERS = 'Auth-Token, Content-Type, If-Match, If-None-Match, Last-Event-ID';
 /** How long a browser may cache a preflight answer, in seconds. */
 const MAX_AGE = '600';
 
@@ -41,8 +42,8 @@ export class Cors {
       res.end();
       return true;
     }
-    // Let browser code read the headers it may need (Allow on a 405, the request id).
-    res.setHeader('Access-Control-Expose-Headers', this.exposeRequestId ? 'Allow, X-Request-Id' : 'Allow');
+    // Let browser code read the headers it may need (Allow on a 405, versions, the request id).
+    res.setHeader('Access-Control-Expose-Headers', this.exposeRequestId ? 'Allow, ETag, X-Request-Id' : 'Allow, ETag');
     return false;
   }
 }

@@ -72,6 +72,16 @@ test('effectiveConfig masks the main secret and reads back as the same configura
   assert.deepEqual(effectiveConfig(parseConfig(['--config', 'round.json'], {}, read)), e);
 });
 
+test('effectiveConfig masks every secret: the metrics token and a store URL\'s password too', () => {
+  const c = parseConfig(['--metrics-token', 'mt-secret', '--store', 'postgres://bob:hunter2@db.example:5432/pithos?sslmode=require', '--print-config'], {});
+  const e = effectiveConfig(c);
+  assert.equal(e['metrics-token'], MASK);
+  assert.equal(e.store, `postgres://bob:${MASK}@db.example:5432/pithos?sslmode=require`);
+  assert.ok(!JSON.stringify(e).includes('mt-secret') && !JSON.stringify(e).includes('hunter2'));
+  // A URL without a password, and a plain setting, are shown as they are.
+  assert.equal(effectiveConfig(parseConfig(['--store', 'postgres://db.example/pithos', '--print-config'], {})).store, 'postgres://db.example/pithos');
+});
+
 test('log lines: text key=value (quoted when needed) and one JSON object per line', () => {
   const t = '2026-01-01T00:00:00.000Z';
   assert.equal(formatLine('info', 'request', { id: 'a1', path: '/x y', status: 200 }, t, 'text'),

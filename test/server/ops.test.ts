@@ -203,6 +203,8 @@ test('CORS: listed origins get preflights answered and Allow-Origin; others get 
     assert.equal(p.headers['access-control-allow-origin'], APP);
     assert.match(String(p.headers['access-control-allow-headers']), /\bAuth-Token\b/);
     assert.match(String(p.headers['access-control-allow-headers']), /\bContent-Type\b/);
+    // Conditional writes and resuming the change feed work from a page too.
+    for (const h of ['If-Match', 'If-None-Match', 'Last-Event-ID']) assert.match(String(p.headers['access-control-allow-headers']), new RegExp(`\\b${h}\\b`));
     for (const m of ['GET', 'PUT', 'POST', 'PATCH', 'DELETE']) assert.match(String(p.headers['access-control-allow-methods']), new RegExp(`\\b${m}\\b`));
     assert.equal(p.headers.vary, 'Origin');
     assert.equal((await s.req('OPTIONS', '/records/x', undefined, { ...preflight, Origin: 'http://localhost:3000' })).status, 204);
@@ -210,6 +212,7 @@ test('CORS: listed origins get preflights answered and Allow-Origin; others get 
     const g = await s.req('GET', '/health', undefined, { Origin: APP });
     assert.equal(g.status, 200);
     assert.equal(g.headers['access-control-allow-origin'], APP);
+    assert.match(String(g.headers['access-control-expose-headers']), /\bETag\b/, 'a page may read versions');
     const u = await s.req('GET', '/health', undefined, { Origin: APP, 'Auth-Token': null });
     expectError(u, 401, 'missing Auth-Token header');
     assert.equal(u.headers['access-control-allow-origin'], APP, 'the browser may read the 401');
