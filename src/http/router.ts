@@ -45,6 +45,10 @@ export class Route {
       }
       if (!Object.prototype.hasOwnProperty.call(declared, k)) {
         const names = Object.keys(declared);
+        // `?limit=` on a row query: the listing habit; here it is a field of the body.
+        if (this.def.body !== undefined && Object.prototype.hasOwnProperty.call(this.def.body, k)) {
+          throw new StoreError('invalid', `unknown query parameter '${k}': this endpoint takes '${k}' as a field of the JSON body`);
+        }
         throw new StoreError('invalid', names.length === 0
           ? `unknown query parameter '${k}': this endpoint takes none`
           : `unknown query parameter '${k}' (allowed: ${names.join(', ')})`);

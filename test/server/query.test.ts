@@ -351,6 +351,9 @@ test('indexes: create, list, use, drop; errors', async () => {
   expectError(await srv.req('PUT', `/tables/${t}/indexes/x`, { unique: true }), 400, /unknown field 'unique'/);
   expectError(await srv.req('PUT', `/tables/${uniq('nope')}/indexes/age`), 404, /does not exist/);
   expectError(await srv.req('GET', `/tables/${t}/indexes?x=1`), 400, /unknown query parameter 'x'/);
+  // A row query takes its shape in the body: `?limit=` is refused (not ignored), naming where it goes.
+  expectError(await srv.req('GET', `/tables/${t}/rows?limit=1`, { wheres: {} }), 400, /unknown query parameter 'limit': this endpoint takes 'limit' as a field of the JSON body/);
+  expectError(await srv.req('POST', `/tables/${t}/query?x=1`, { wheres: {} }), 400, /unknown query parameter 'x': this endpoint takes none/);
   assert.deepEqual(await waitReady(t), [{ field: 'address.city', ready: true }, { field: 'age', ready: true }]);
   for (let i = 0; i < queries.length; i++) assert.deepEqual(await ok(await rows(t, queries[i])), before[i], JSON.stringify(queries[i]));
   // maintained on insert, patch and delete
