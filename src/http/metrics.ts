@@ -294,9 +294,9 @@ export async function serveMetrics(_ctx: Ctx, _name: string, _body: unknown, res
 }
 
 /**
- * The second credential of /metrics (API.md section 17): `Authorization: Bearer
- * <--metrics-token>`, for scrapers that should not hold the server secret. Only
- * GET /metrics accepts it. (Roles and a tokens file come with the access-control work.)
+ * The second credential of /metrics (docs/operations.md, "Metrics"): `Authorization:
+ * Bearer <--metrics-token>`, for scrapers that should not hold the server secret. Only
+ * GET /metrics accepts it.
  */
 export function metricsBearer(token: string): (req: IncomingMessage) => boolean {
   const want = Buffer.from(`Bearer ${token}`, 'latin1');

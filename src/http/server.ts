@@ -185,7 +185,13 @@ export class PithosServer {
       miss = err;
     }
     const who = this.auth.check(req.headers['auth-token'], m === undefined ? 'read' : m.route.def.role, req.method, req.url);
-    if (who.ok !== true && this.opts.altAuth?.(req) !== true) return sendError(res, who.status, who.message);
+    if (who.ok !== true && this.opts.altAuth?.(req) !== true) {
+      // A scraper's Authorization header that did not match is a wrong token, not a missing one.
+      if (who.status === 401 && this.opts.altAuth !== undefined && req.headers['auth-token'] === undefined && req.headers.authorization !== undefined) {
+        return sendError(res, 401, 'wrong token in the Authorization header (GET /metrics takes Authorization: Bearer <metrics token>, or Auth-Token)');
+      }
+      return sendError(res, who.status, who.message);
+    }
     if (m === undefined) return this.fail(res, miss);
     req.route = m.route;
     req.name = m.name;

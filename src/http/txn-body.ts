@@ -69,7 +69,7 @@ function kindOf(o: Obj, where: string): 'table' | 'variant' | 'record' {
 function scalar(o: Obj, k: string, where: string): unknown {
   const v = o[k];
   if (typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v))) return v;
-  throw invalid(`${where}: field '${k}' ${v === undefined ? 'is required' : 'must be'} (a string, boolean or number)`);
+  throw invalid(`${where}: field '${k}' ${v === undefined ? 'is required (a string, boolean or number)' : 'must be a string, boolean or number'}`);
 }
 
 const OPS = { table: ['INSERT', 'UPDATE', 'REMOVE'], variant: ['ADD', 'SET'], record: ['PUT', 'DELETE'] } as const;

@@ -397,3 +397,11 @@ test('variant ADD in a transaction types its delta by its text, as POST /variant
   assert.equal((await srv.req('POST', '/txns', `{"mutations":[{"kind":"variant","name":"${i}","operation":"ADD","delta":2}]}`)).status, 200);
   expectSuccess(await srv.req('GET', `/variants/${i}`), 200, 'variant queried successfully', { variant: 3 });
 });
+
+test('messages name what the client wrote: a bad operator in a variant check names field value; a bad SET value has no stray brackets', async () => {
+  const v = uniq('msg');
+  expectSuccess(await srv.req('PUT', `/variants/${v}`, { variant: 1 }), 201, 'variant created successfully', { variant: 1 });
+  expectError(await srv.req('POST', '/txns', { checks: [{ kind: 'variant', name: v, value: { $foo: 1 } }], mutations: [] }), 400, /transaction check 0: .*'\$foo'.*'value'/);
+  expectError(await srv.req('POST', '/txns', { mutations: [{ kind: 'variant', name: v, operation: 'SET', variant: null }] }), 400,
+    "mutation 0: field 'variant' must be a string, boolean or number");
+});

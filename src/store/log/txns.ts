@@ -14,7 +14,7 @@ import { addVariant, currentVariant, setVariant } from './variants.js';
 
 /** Whether `actual` satisfies a where-value (a literal, or an operator object), as a row field would. */
 export function satisfies(actual: unknown, expected: unknown): boolean {
-  return matches({ v: actual }, compileWheres({ v: expected }));
+  return matches({ value: actual }, compileWheres({ value: expected }));
 }
 
 const exists = (yes: boolean): string => (yes ? 'exists' : 'does not exist');

@@ -15,7 +15,7 @@ import { countRows, insertRow, removeRows, tableExists, updateRows } from './tab
 import { addVariant, currentVariant, setVariant } from './variants.js';
 
 function satisfies(actual: unknown, expected: unknown): boolean {
-  return matches({ v: actual }, compileWheres({ v: expected }));
+  return matches({ value: actual }, compileWheres({ value: expected }));
 }
 
 const exists = (yes: boolean): string => (yes ? 'exists' : 'does not exist');
