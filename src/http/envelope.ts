@@ -1,5 +1,5 @@
 /**
- * Response envelopes (API.md section 2). Success answers are built from
+ * Response envelopes (docs/api.md, "Envelope"). Success answers are built from
  * per-message parts computed once at start-up, so the hot path only
  * concatenates the data JSON (which the model hands over as text).
  */

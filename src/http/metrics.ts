@@ -1,5 +1,5 @@
 /**
- * GET /metrics: Prometheus text exposition (API.md section 17) with
+ * GET /metrics: Prometheus text exposition (docs/operations.md, "Metrics") with
  * prom-client. Families are named pithos_*, in base units (seconds, bytes),
  * counters end in _total. Request figures are labelled with the route
  * TEMPLATE from the route table (routes.ts), never the raw path, so label
@@ -294,9 +294,9 @@ export async function serveMetrics(_ctx: Ctx, _name: string, _body: unknown, res
 }
 
 /**
- * The second credential of /metrics (docs/operations.md, "Metrics"): `Authorization:
- * Bearer <--metrics-token>`, for scrapers that should not hold the server secret. Only
- * GET /metrics accepts it.
+ * The second credential of /metrics (docs/operations.md, "Metrics"): `Authorization: Bearer
+ * <--metrics-token>`, for scrapers that should not hold the server secret. Only
+ * GET /metrics accepts it; server.ts asks it only when the Auth-Token check fails.
  */
 export function metricsBearer(token: string): (req: IncomingMessage) => boolean {
   const want = Buffer.from(`Bearer ${token}`, 'latin1');

@@ -175,7 +175,7 @@ export const ROUTES: readonly RouteDef[] = [
   { method: 'GET', path: '/watch', handler: h.watch, role: 'read', summary: 'Changes as Server-Sent Events', strict: true,
     ok: { status: [200], message: 'a stream of Server-Sent Events (docs/api.md, "Change feed")', type: 'text/event-stream' } },
 
-  // ---- operations (API.md section 17)
+  // ---- operations (docs/operations.md, "Metrics" and "Backups")
   { method: 'GET', path: '/metrics', handler: serveMetrics, role: 'admin',
     summary: 'Prometheus metrics (text format, not the envelope); also with Authorization: Bearer <--metrics-token>',
     ok: { status: [200], message: 'Prometheus text exposition format 0.0.4', type: 'text/plain; version=0.0.4' } },

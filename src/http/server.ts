@@ -1,9 +1,9 @@
 /**
- * The HTTP front: node:http with nothing in between (DESIGN.md, performance
- * stance). Per request: auth, route, read the body, parse, call the handler,
- * map any failure to its status. Request state lives on the request object
- * and the stream callbacks are shared functions, so a request allocates no
- * closures of its own.
+ * The HTTP front: node:http with nothing in between (docs/architecture.md;
+ * what it costs: docs/benchmarks.md). Per request: auth, route, read the
+ * body, parse, call the handler, map any failure to its status. Request
+ * state lives on the request object and the stream callbacks are shared
+ * functions, so a request allocates no closures of its own.
  */
 import * as http from 'node:http';
 import * as https from 'node:https';
@@ -37,7 +37,7 @@ export interface ServerOptions {
   tls?: TlsMaterial;
   maxBodyBytes: number;
   testClock: boolean;
-  /** When set, only these clients may connect (API.md: 403 "client address not allowed"). */
+  /** When set, only these clients may connect (docs/api.md, "403 Forbidden": "client address not allowed"). */
   allow?: net.BlockList;
   /** Open connections at most; beyond it the oldest idle one is closed (docs/operations.md). */
   maxConnections: number;

@@ -1,7 +1,7 @@
 /**
  * The shared store: every namespace and transaction over a PostgreSQL-wire
  * database (PostgreSQL, CockroachDB, YugabyteDB), so any number of Pithos
- * nodes serve the same data (API.md section 19, docs/scaling.md). Nodes
+ * nodes serve the same data (docs/scaling.md). Nodes
  * keep no state of their own: every answer comes from the database, every
  * expiry is checked in the query against the database's clock.
  *
