@@ -1,5 +1,5 @@
 /**
- * Typed client for Pithos (API.md parts one and two). ESM, no dependencies and no
+ * Typed client for Pithos (every endpoint of docs/api.md). ESM, no dependencies and no
  * node: imports: it needs only `fetch`, `TextDecoder` and web streams, so the same file
  * runs in Node >= 20 and in browsers (the web console uses it).
  *
@@ -33,7 +33,7 @@ export interface OperatorObject {
   $nin?: Json[];
   $exists?: boolean;
 }
-/** `wheres` (API.md 6, 13): field (or dotted path) → where-value, plus the combinators. */
+/** `wheres` (docs/api.md, docs/query.md): field (or dotted path) → where-value, plus the combinators. */
 export interface Wheres {
   $and?: Wheres[];
   $or?: Wheres[];
@@ -119,7 +119,7 @@ export interface OrderBy {
   field: string;
   dir?: 'asc' | 'desc';
 }
-/** Row query options (API.md 13). Sent only when given, so a Part-one server sees `wheres` alone. */
+/** Row query options (docs/query.md). Sent only when given, so a Part-one server sees `wheres` alone. */
 export interface QueryOptions {
   limit?: number;
   after?: number;
@@ -198,7 +198,7 @@ export interface Endpoint {
   path: string;
   /** Safe to repeat: retried when `retries` is set. */
   idempotent: boolean;
-  /** Part of API.md part two (a server before revision 2 answers 404/405). */
+  /** Added after the first contract (a server before revision 2 answers 404/405). */
   partTwo?: boolean;
   /** Answers plain text rather than the JSON envelope. */
   text?: boolean;

@@ -91,7 +91,7 @@ function looseValue(text: string): Json {
 const show = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v));
 const enc = encodeURIComponent;
 const unsupportedNote = (what: string, err: PithosError): HTMLElement =>
-  h('p', { class: 'note', role: 'note' }, `This server does not offer ${what} yet (it answered ${err.status} “${err.message}”; API.md part two). `,
+  h('p', { class: 'note', role: 'note' }, `This server does not offer ${what} yet (it answered ${err.status} “${err.message}”; it needs a newer Pithos). `,
     'Open an object by its name instead.');
 
 // ---------------------------------------------------------------------------------------
@@ -233,7 +233,7 @@ function viewDashboard(client: Pithos): void {
       rate.el.remove();
       latency.el.remove();
       const why = err instanceof PithosError ? `${err.status} “${err.message}”` : String(err);
-      metricsNote.replaceChildren(h('p', { class: 'note', id: 'metrics-note' }, `Request-rate and latency charts need GET /metrics (API.md 17); this server answered ${why}. Disk charts come from /health.`));
+      metricsNote.replaceChildren(h('p', { class: 'note', id: 'metrics-note' }, `Request-rate and latency charts need GET /metrics (docs/operations.md, Metrics); this server answered ${why}. Disk charts come from /health.`));
     }
   };
   void tick();
@@ -460,13 +460,13 @@ function viewTable(client: Pithos, name: string): void {
   };
 
   /**
-   * Combinators are API.md part two. A part-one server reads {"$or": [...]} as a field
+   * Combinators came after the first contract. A part-one server reads {"$or": [...]} as a field
    * named "$or" and silently matches nothing, so ask once: {"$or": [{}]} matches every
    * row where $or is understood and none where it is not (the table has rows here).
    */
   let orSupport: boolean | undefined;
   const orNote = h('p', { class: 'note', id: 'or-note', hidden: true },
-    'This server does not understand $or/$and/$not (API.md part two): “any of” is off; conditions are combined with “all of”.');
+    'This server does not understand $or/$and/$not (it needs a newer Pithos): “any of” is off; conditions are combined with “all of”.');
   const probeOr = async (): Promise<void> => {
     try {
       orSupport = (await client.queryRows(name, { $or: [{}] }, { limit: 1 })).length > 0;

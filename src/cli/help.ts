@@ -64,9 +64,9 @@ ${COMMON}`,
   query: `usage: pithos query <table> [wheres] [options]
   wheres            a JSON object, e.g. '{"age":{"$gte":18}}' (default {}: every row)
   --order f[:desc]  sort, comma-separated terms      --limit n / --after t_id   paging
-  --fields a,b      projection                       --count  only the number of rows
+  --fields a,b      projection                       --count  {"count":n} instead of rows
   --with-ids        each row with its t_id
-The options after wheres need a server with API.md part two.
+The options after wheres need a server that has them (docs/query.md).
 
 ${COMMON}`,
   insert: `usage: pithos insert <table> <row>...
@@ -77,7 +77,7 @@ ${COMMON}`,
   patch: `usage: pithos patch <table> <wheres> <sets>
        pithos patch --record <id> [sets] [--if-version v] [--ttl s]
 Writes the fields of sets into every matching row (or merges them into the record;
-null deletes a field; needs a server with API.md part two).
+null deletes a field; needs a server that has PATCH, docs/api.md).
 
 ${COMMON}`,
   lock: `usage: pithos lock <name> --ttl <seconds> [--holder <name>]
@@ -90,7 +90,7 @@ Releases the lock; a wrong token exits 1 (403).
 
 ${COMMON}`,
   txn: `usage: pithos txn <transaction>
-The transaction is {"mutations":[...],"checks":[...]} (API.md section 12), inline,
+The transaction is {"mutations":[...],"checks":[...]} (docs/api.md, "Transactions"), inline,
 as @file or - for stdin. Prints one result per mutation.
 
 ${COMMON}`,

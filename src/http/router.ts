@@ -99,7 +99,10 @@ function build(testClock: boolean): Node {
     }
     n.byMethod ??= Object.create(null) as Record<string, Route>;
     n.byMethod[def.method] = new Route(def);
-    n.allow = Object.keys(n.byMethod).join(', ');
+    const ms = Object.keys(n.byMethod);
+    // HEAD is answered wherever GET is (the headers of the GET, no body: Node's http omits it).
+    if (ms.includes('GET') && !ms.includes('HEAD')) ms.splice(ms.indexOf('GET') + 1, 0, 'HEAD');
+    n.allow = ms.join(', ');
   }
   return root;
 }
@@ -169,7 +172,7 @@ export function route(method: string, url: string, testClock: boolean): Match {
     }
   }
   if (n === undefined || n.byMethod === undefined) throw HttpError.notFound(method, path);
-  const r = n.byMethod[method];
+  const r = n.byMethod[method] ?? (method === 'HEAD' ? n.byMethod.GET : undefined);
   if (r === undefined) throw HttpError.methodNotAllowed(method, path, n.allow);
   return {
     route: r,

@@ -114,7 +114,7 @@ test('console: create a table, insert rows, query with the builder', async () =>
     1: { name: 'ann', age: 31 }, 2: { name: 'bob', age: 25 }, 3: { name: 'cy', age: 40, city: 'Oslo' },
   });
 
-  // $or is offered only where the server understands it (API.md part two).
+  // $or is offered only where the server understands it (docs/query.md).
   const orProbe = await server.req('POST', '/tables/users/query', { wheres: { $or: [{}] } });
   const orSupported = orProbe.status === 200 && orProbe.body.data.length === 3;
   await page.waitForFunction((want) => {

@@ -379,6 +379,25 @@ test('known path, wrong method → 405 with an Allow header listing the right me
   }
 });
 
+test('HEAD is answered wherever GET is: the same status and headers, no body; Allow lists it', async () => {
+  const name = uniq('head');
+  expectSuccess(await srv.req('PUT', `/records/${name}`, { record: { a: 1 } }), 201, 'record created successfully');
+  const g = await srv.req('GET', `/records/${name}`);
+  const h = await srv.req('HEAD', `/records/${name}`);
+  assert.equal(h.status, 200);
+  assert.equal(h.raw, '');
+  assert.equal(h.headers.etag, g.headers.etag);
+  assert.equal(h.headers['content-type'], g.headers['content-type']);
+  assert.equal((await srv.req('HEAD', `/records/${uniq('none')}`)).status, 404);
+  assert.equal((await srv.req('HEAD', '/health')).status, 200);
+  assert.equal((await srv.req('HEAD', `/records/${name}`, undefined, { 'Auth-Token': null })).status, 401);
+  const r = await srv.req('PATCH', '/tables');
+  assert.equal(r.status, 405);
+  assert.equal(r.headers.allow, 'GET, HEAD');
+  // Where there is no GET, HEAD is a 405 like any other method.
+  assert.equal((await srv.req('HEAD', '/txns')).status, 405);
+});
+
 // ---------------------------------------------------------------- names
 
 test('unicode and percent-encoded names (%2F, %20) are one segment, decoded', async () => {

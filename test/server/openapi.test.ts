@@ -170,7 +170,7 @@ test('only the public route skips the token; every other unauthenticated request
     expectError(r, 401, 'missing Auth-Token header');
   }
   // With a token, the wrong method on the public path is the usual 405.
-  expectError(await srv.req('POST', '/openapi.json'), 405, 'method POST is not allowed on /openapi.json; allowed: GET');
+  expectError(await srv.req('POST', '/openapi.json'), 405, 'method POST is not allowed on /openapi.json; allowed: GET, HEAD');
 });
 
 test('without the test clock the test route is neither served nor documented', async () => {
