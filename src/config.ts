@@ -101,10 +101,11 @@ const FILE_KEYS = new Map(SPECS.filter((s) => s.key !== 'config').map((s) => [s.
 
 export function usage(): string {
   const lines = [
-    'usage: pithos [repair] [options]',
+    'usage: pithos [serve|repair] [options]',
     '',
-    '  pithos            start the server',
+    '  pithos [serve]    start the server',
     '  pithos repair     repair the data directory (see --repair), then exit',
+    '  pithos help       the other commands: restore, backup and the client (get, put, query, watch, …)',
     '',
     'options (each also read from the environment variable shown):',
   ];

@@ -99,7 +99,7 @@ function onlyFlags(p: Parsed, cmd: string, allowed: string[]): void {
 }
 
 function positionals(p: Parsed, cmd: string, min: number, max: number): string[] {
-  if (p.pos.length < min) throw new UsageError(`missing argument (${cmd})`);
+  if (p.pos.length < min) throw new UsageError(`missing argument${min - p.pos.length > 1 ? 's' : ''} for '${cmd}'`);
   if (p.pos.length > max) throw new UsageError(`unexpected argument '${p.pos[max]}'`);
   return p.pos;
 }
@@ -109,7 +109,10 @@ const KINDS: Record<string, Kind> = {
 };
 function kindOf(word: string | undefined, cmd: string, allowed: Kind[]): Kind {
   const k = word === undefined ? undefined : KINDS[word];
-  if (k === undefined || !allowed.includes(k)) throw new UsageError(`${cmd}: the first argument must be one of ${allowed.join(', ')}${word ? `, got '${word}'` : ''}`);
+  if (k === undefined || !allowed.includes(k)) {
+    const what = cmd.includes(' --') ? cmd.slice(cmd.indexOf(' --') + 1) : 'the first argument';
+    throw new UsageError(`${what} must be one of ${allowed.join(', ')}${word ? `, got '${word}'` : ''}`);
+  }
   return k;
 }
 
