@@ -68,7 +68,8 @@ export class ArraySource implements RowSource {
   release(): void {}
 }
 
-const EMPTY: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
+/** The `obj` of a row read without parsing (`read(…, parse = false)`). */
+export const EMPTY: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
 
 /** The end of a batch from `from`: BATCH_ROWS rows or BATCH_BYTES bytes, whichever comes first (at least one row). */
 export function batchEnd(from: number, end: number, size: (i: number) => number): number {

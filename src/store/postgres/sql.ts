@@ -198,7 +198,54 @@ export class Db {
     }
   }
 
+  /**
+   * A read-only REPEATABLE READ transaction on a connection of its own, for
+   * reading one instant of the data in several statements (a cursor:
+   * cursor.ts). `close` ends it and returns the connection; it must be
+   * called, once the reading is done or abandoned.
+   */
+  async reader(): Promise<Reader> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      this.noteDown(err);
+      throw mapError(err, this.opts.statementTimeoutMs);
+    }
+    let broken: Error | undefined;
+    const onError = (err: Error): void => {
+      broken = err;
+      this.noteDown(err);
+    };
+    client.on('error', onError);
+    let open = true;
+    const close = (): void => {
+      if (!open) return;
+      open = false;
+      client.query('ROLLBACK').catch((e: Error) => {
+        broken = e;
+      }).finally(() => {
+        client.removeListener('error', onError);
+        client.release(broken);
+      });
+    };
+    const q = this.view(client);
+    try {
+      await q.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    } catch (err) {
+      close();
+      throw err;
+    }
+    return { q, close };
+  }
+
   close(): Promise<void> {
     return this.pool.end();
   }
+}
+
+/** One read-only transaction (Db.reader). */
+export interface Reader {
+  readonly q: Q;
+  close(): void;
 }

@@ -24,6 +24,7 @@ import type { RowQuery, TableStore, Text, Wheres } from '../store.js';
 import { ArraySource, findText, pageText, STREAM_ROWS } from '../stream.js';
 import { compileWheres, type Matcher, matches, type Row } from '../wheres.js';
 import { escaped, indexScope, orderSegments, type PgIndexes, valueExpr } from './indexes.js';
+import { CursorSource } from './cursor.js';
 import type { Db, Q } from './sql.js';
 
 const missing = (name: string) => notFound(`table '${name}' does not exist`);
@@ -148,7 +149,7 @@ export class PgTables implements TableStore {
    * an indexed path, the rows the database finds through the conditions
    * indexes serve (indexes.ts). Callers check every row with `matches`.
    */
-  private async candidates(name: string, matcher: Matcher, after = 0): Promise<PgRow[]> {
+  private async candidates(name: string, matcher: Matcher, after = 0): Promise<PgRow[] | CursorSource> {
     const q = this.db.q;
     for (let attempt = 0; attempt < 3; attempt++) {
       const m = await this.ix.tableMeta(name, attempt > 0);
@@ -168,7 +169,18 @@ export class PgTables implements TableStore {
       for (const x of r) if (x.t_id !== null) out.push({ id: Number(x.t_id), json: x.body as string });
       return out;
     }
-    return tableRows(q, name, after);
+    return this.scan(name, after);
+  }
+
+  /**
+   * Every live row above `after`: in memory when there are at most
+   * STREAM_ROWS of them (one statement, as before), else through a cursor,
+   * so a large table is never held whole in this process (cursor.ts).
+   */
+  private async scan(name: string, after = 0): Promise<PgRow[] | CursorSource> {
+    const first = await tableRows(this.db.q, name, after, STREAM_ROWS + 1);
+    if (first.length <= STREAM_ROWS) return first;
+    return CursorSource.open(this.db, name, after);
   }
 
   create(name: string, ttl: number): Promise<void> {
@@ -179,13 +191,14 @@ export class PgTables implements TableStore {
     return insertRow(this.db.q, name, row);
   }
 
-  // Reads: the driver returns every row of the statement at once (one instant
-  // of the table); more than STREAM_ROWS of them are filtered and rendered a
-  // batch per step (src/store/stream.ts), fewer in one string as before.
+  // Reads: up to STREAM_ROWS rows come in one statement and are answered in
+  // one string, as before; more are read through a cursor and filtered and
+  // rendered a batch per step (src/store/stream.ts). Rows an index condition
+  // selected come in one statement (ArraySource) and are sliced the same way.
 
   async all(name: string): Promise<Text> {
-    const rows = await tableRows(this.db.q, name);
-    if (rows.length > STREAM_ROWS) return pageText(new ArraySource(rows), undefined, undefined);
+    const rows = await this.scan(name);
+    if (!Array.isArray(rows)) return pageText(rows, undefined, undefined);
     let out = '{';
     for (let i = 0; i < rows.length; i++) out += `${i > 0 ? ',' : ''}"${rows[i].id}":${rows[i].json}`;
     return out + '}';
@@ -194,6 +207,7 @@ export class PgTables implements TableStore {
   async query(name: string, wheres: Wheres): Promise<Text> {
     const matcher = compileWheres(wheres);
     const rows = await this.candidates(name, matcher);
+    if (!Array.isArray(rows)) return findText(rows, matcher, { wheres }, undefined);
     if (rows.length > STREAM_ROWS) return findText(new ArraySource(rows), matcher, { wheres }, undefined);
     let out = '[';
     let first = true;
@@ -209,9 +223,9 @@ export class PgTables implements TableStore {
   // shared order and rendering, so answers are byte-identical to the log store's.
 
   async page(name: string, limit: number | undefined, after: number | undefined): Promise<Text> {
-    // The database applies after and limit; a big page is still written in slices.
-    const rows = await tableRows(this.db.q, name, after ?? 0, limit);
-    if (rows.length > STREAM_ROWS) return pageText(new ArraySource(rows), undefined, undefined);
+    // The database applies after (and a small limit); a big page is read through a cursor.
+    const rows = limit !== undefined && limit <= STREAM_ROWS ? await tableRows(this.db.q, name, after ?? 0, limit) : await this.scan(name, after ?? 0);
+    if (!Array.isArray(rows)) return pageText(rows, undefined, limit);
     let out = '{';
     for (let i = 0; i < rows.length; i++) out += `${i > 0 ? ',' : ''}"${rows[i].id}":${rows[i].json}`;
     return out + '}';
@@ -228,6 +242,7 @@ export class PgTables implements TableStore {
     }
     const out: IdRow[] = [];
     const rows = await this.candidates(name, matcher, after);
+    if (!Array.isArray(rows)) return findText(rows, matcher, q, order);
     if (rows.length > STREAM_ROWS) return findText(new ArraySource(rows), matcher, q, order);
     for (const r of rows) {
       const obj = JSON.parse(r.json) as Row;
