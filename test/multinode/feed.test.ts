@@ -93,3 +93,32 @@ test('pruning: changes older than the retention go, the floor rises, a replay fr
     await s.close();
   }
 });
+
+test('pruning never deletes a change the feed has not published yet (a long transaction holds the watermark)', { skip }, async () => {
+  const { url, s } = await open('feedprunehold');
+  const feed = s.changes!;
+  const seen: Change[] = [];
+  const off = feed.subscribe((b) => seen.push(...b));
+  const slow = new pg.Client({ connectionString: url });
+  await slow.connect();
+  try {
+    // An open transaction with an id (a psql session inside BEGIN after a write): the watermark stays below it.
+    await slow.query('BEGIN');
+    await slow.query('SELECT pg_current_xact_id()');
+    await s.records.put('early', { n: 1 }, 0);
+    await sleep(300);
+    assert.deepEqual(seen.map((c) => c.name), [], 'held back behind the open transaction');
+    // More than the retention goes by while it stays open: the sweeper prunes.
+    const t0 = Date.now();
+    await feed.prune(t0);
+    await feed.prune(t0 + FEED_RETENTION_MS + 1000);
+    await slow.query('COMMIT');
+    for (let i = 0; i < 100 && seen.length < 1; i++) await sleep(20);
+    await sleep(200);
+    assert.deepEqual(seen.map((c) => [c.type, c.name]), [['put', 'early']], 'the change held back is published, not lost');
+  } finally {
+    off();
+    await slow.end();
+    await s.close();
+  }
+});

@@ -181,7 +181,9 @@ export class PgChanges implements ChangeFeed {
     await q.query(`INSERT INTO pithos_feed_marks (at, pos) SELECT $1, ${DRAWN} FROM pithos_seq ON CONFLICT (at) DO NOTHING`, [nowMs]);
     const cut = await q.query('SELECT max(pos) AS pos FROM pithos_feed_marks WHERE at < $1', [nowMs - FEED_RETENTION_MS]);
     if (cut[0].pos === null) return;
-    const pos = Number(cut[0].pos);
+    // Never past what this node has published: a transaction open longer than the
+    // retention holds the watermark, and the changes above it are not out yet.
+    const pos = Math.min(Number(cut[0].pos), this.emitted);
     // In slices, each with the floor it leaves, so a replay never reads past a hole.
     for (let i = 0; i < 20; i++) {
       const r = await q.query(
