@@ -169,12 +169,19 @@ export class WatchHub {
       afterIndex = m[2] === undefined ? Infinity : Number(m[2]);
       replay = true;
     }
-    const w = new Watcher(res, kinds === 0 ? ALL_KINDS : kinds, prefix, values, after, afterIndex);
-    res.writeHead(200, {
+    const head = {
       'Content-Type': 'text/event-stream; charset=utf-8',
       'Cache-Control': 'no-cache',
       'X-Accel-Buffering': 'no',
-    });
+    };
+    // HEAD: the stream's headers and nothing else (a body is never sent, so the answer must end here).
+    if (req.method === 'HEAD') {
+      res.writeHead(200, head);
+      res.end();
+      return;
+    }
+    const w = new Watcher(res, kinds === 0 ? ALL_KINDS : kinds, prefix, values, after, afterIndex);
+    res.writeHead(200, head);
     // Headers and a first line now, so a client knows it is subscribed before any change.
     res.write(': watching\n\n');
     res.on('close', () => this.remove(w));

@@ -6,6 +6,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
+import { exchange, reqBytes } from '../helpers/raw.js';
 import { JSON_CT, PithosServer, expectError, expectSuccess, rawRequest, uniq, type Res } from '../helpers/server.js';
 
 const LIMIT = 1024;
@@ -396,6 +397,15 @@ test('HEAD is answered wherever GET is: the same status and headers, no body; Al
   assert.equal(r.headers.allow, 'GET, HEAD');
   // Where there is no GET, HEAD is a 405 like any other method.
   assert.equal((await srv.req('HEAD', '/txns')).status, 405);
+});
+
+test('HEAD /watch: the headers of the stream, then the answer ends (the connection serves the next request)', async () => {
+  const x = await exchange(srv.port, reqBytes('HEAD', '/watch', srv.token) + reqBytes('GET', '/health', srv.token), { waitMs: 3000 });
+  const heads = x.data.split('HTTP/1.1 ').slice(1);
+  assert.ok(heads.length >= 1 && heads[0].startsWith('200'), `HEAD /watch answered: ${JSON.stringify(x.data.slice(0, 200))}`);
+  assert.match(heads[0], /text\/event-stream/i);
+  assert.equal(heads.length, 2, `the next request on the connection is answered: ${JSON.stringify(x.data.slice(0, 400))}`);
+  assert.ok(heads[1].startsWith('200'));
 });
 
 // ---------------------------------------------------------------- names
