@@ -122,3 +122,29 @@ test('pruning never deletes a change the feed has not published yet (a long tran
     await s.close();
   }
 });
+
+test('a change is held back while its transaction is open even when that transaction has the newest transaction id', { skip }, async () => {
+  const { url, s } = await open('feednewest');
+  const feed = s.changes!;
+  const seen: Change[] = [];
+  const off = feed.subscribe((b) => seen.push(...b));
+  const slow = new pg.Client({ connectionString: url });
+  await slow.connect();
+  try {
+    await sleep(200);
+    // No other transaction takes an id after this one's until it commits: a snapshot's xmax is then at
+    // or below its id, and pg_current_snapshot() does not list it among the open ones.
+    await slow.query('BEGIN');
+    const held = await slow.query(`INSERT INTO pithos_records (id, body, version) VALUES ('alone', '{"a":1}', nextval('pithos_seq')) RETURNING version`);
+    const v = Number(held.rows[0].version);
+    await sleep(400);
+    assert.ok(feed.lastVersion < v, `the feed stayed below ${v} while its transaction was open (at ${feed.lastVersion})`);
+    await slow.query('COMMIT');
+    for (let i = 0; i < 100 && seen.length < 1; i++) await sleep(20);
+    assert.deepEqual(seen.map((c) => [c.type, c.name, c.version]), [['put', 'alone', v]]);
+  } finally {
+    off();
+    await slow.end();
+    await s.close();
+  }
+});

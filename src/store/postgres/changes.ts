@@ -240,7 +240,11 @@ export class PgChanges implements ChangeFeed {
   /** Steps 1–3 of the header: a new mark, and the watermark past every mark whose transactions ended. */
   private async advance(): Promise<void> {
     const q = this.db.q;
-    const l = await q.query(`SELECT ${DRAWN} AS last_value FROM pithos_seq`);
+    // The statement also takes a transaction id, after reading L, so it is above the id of every
+    // transaction that drew a position up to L; once it has ended, the snapshot's xmax is above
+    // them all, and one still open is listed (pg_current_snapshot() lists only ids below xmax,
+    // which is one past the newest ended one: the newest open writer would otherwise be missed).
+    const l = await q.query(`SELECT ${DRAWN} AS last_value, pg_current_xact_id() AS x FROM pithos_seq`);
     const s = await q.query('SELECT pg_current_snapshot()::text AS s');
     const snap = parseSnapshot(s[0].s as string);
     this.marks.push({ upto: Number(l[0].last_value), open: [...snap.open] });
