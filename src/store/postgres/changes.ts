@@ -33,7 +33,7 @@ const POLL_MS = 50;
 const IDLE_POLL_MS = 1000;
 /** One read of the change table: at most this many changes, and about this many bytes of values. */
 const PAGE_ROWS = 1000;
-const PAGE_BYTES = 4 << 20;
+const PAGE_BYTES = 256 << 10;
 /** Marks kept while transactions stay open; older ones are merged (which only delays). */
 const MAX_MARKS = 64;
 /** How long a change stays replayable (`since`, Last-Event-ID). */
