@@ -209,7 +209,7 @@ export class WatchHub {
   private add(w: Watcher): void {
     this.watchers.add(w);
     if (this.unsubscribe === undefined && this.feed !== undefined) {
-      this.unsubscribe = this.feed.subscribe((batch) => this.publish(batch));
+      this.unsubscribe = this.feed.subscribe((batch) => this.publish(batch), (version) => this.gap(version));
       this.heartbeat = setInterval(() => this.beat(), HEARTBEAT_MS).unref();
     }
   }
@@ -270,6 +270,22 @@ export class WatchHub {
       this.deliver(w, b, undefined);
     }
     if (!w.closed) this.join(w);
+  }
+
+  /**
+   * The feed lost changes it had not published (docs/scaling.md, "Known
+   * limits"): live watchers get what was published before, then `reset`, and
+   * follow on; a watcher still replaying is ended, and resumes with
+   * Last-Event-ID into a reset of its own.
+   */
+  private gap(version: number): void {
+    this.flush();
+    const text = `id: ${version}\nevent: reset\ndata: {"version":${version}}\n\n`;
+    for (const w of [...this.watchers]) {
+      if (this.replaying.has(w)) w.res.end();
+      else this.emit(w, text);
+    }
+    this.flush();
   }
 
   /** A committed batch (or an expiration), to every watcher, formatted once. */

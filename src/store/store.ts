@@ -223,7 +223,12 @@ export interface Change {
 export interface ChangeFeed {
   /** The version of the newest change the feed has published (or could replay). */
   readonly lastVersion: number;
-  subscribe(fn: (batch: readonly Change[]) => void): () => void;
+  /**
+   * `gap`, when the feed finds that changes it had not published yet are
+   * gone (pruned while this node could not reach them): whoever follows live
+   * must re-read, as after `reset`; `version` is where the feed goes on from.
+   */
+  subscribe(fn: (batch: readonly Change[]) => void, gap?: (version: number) => void): () => void;
   /**
    * Replays the batches with versions in (after, upto], in order. Resolves
    * false when the store no longer holds that range exactly (the client must

@@ -148,3 +148,37 @@ test('a change is held back while its transaction is open even when that transac
     await s.close();
   }
 });
+
+test('changes pruned before this node published them (another node pruned while it was cut off): its watchers are told to re-read, then follow on', { skip }, async () => {
+  const { url, s } = await open('feedgap');
+  const feed = s.changes!;
+  const seen: Change[] = [];
+  const gaps: number[] = [];
+  const off = feed.subscribe((b) => seen.push(...b), (v) => gaps.push(v));
+  const slow = new pg.Client({ connectionString: url });
+  await slow.connect();
+  try {
+    // This node's watermark is held below the next change...
+    await slow.query('BEGIN');
+    await slow.query('SELECT pg_current_xact_id()');
+    await s.records.put('lost', { n: 1 }, 0);
+    // ...and the change is pruned by someone else before it is published.
+    const pos = Number((await slow.query("SELECT pos FROM pithos_changes WHERE name = 'lost'")).rows[0].pos);
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    await admin.query("DELETE FROM pithos_changes WHERE name = 'lost'");
+    await admin.query('UPDATE pithos_feed SET floor = $1 WHERE id = 1', [pos]);
+    await admin.end();
+    await slow.query('COMMIT');
+    for (let i = 0; i < 100 && gaps.length === 0; i++) await sleep(20);
+    assert.equal(gaps.length, 1, 'one gap reported');
+    assert.ok(gaps[0] >= pos, `the feed goes on from ${gaps[0]}, at or above the pruned ${pos}`);
+    await s.records.put('after', { n: 2 }, 0);
+    for (let i = 0; i < 100 && seen.length === 0; i++) await sleep(20);
+    assert.deepEqual(seen.map((c) => c.name), ['after'], 'the lost change is not invented, the next one follows');
+  } finally {
+    off();
+    await slow.end();
+    await s.close();
+  }
+});

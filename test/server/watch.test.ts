@@ -11,6 +11,7 @@ import { after, before, test } from 'node:test';
 import { PithosServer, STORE, expectError, pool, sleep, uniq } from '../helpers/server.js';
 import { type SseEvent, type Watch, watch } from '../helpers/sse.js';
 import { rng } from '../helpers/rng.js';
+import pg from 'pg';
 
 let srv: PithosServer;
 before(async () => {
@@ -295,4 +296,36 @@ test('a watcher that never reads gets overflow; other watchers and writers carry
   console.log(`overflow: ${n} x 100 kB writes in ${ms} ms with a stalled watcher; server RSS ${(rss0 / 1024).toFixed(0)} -> ` +
     `${(rss1 / 1024).toFixed(0)} MB (+${growthMb.toFixed(1)}); stalled watcher took ${stalled.events.length - 1} events, ${(stalled.bytes / 1e6).toFixed(1)} MB before overflow`);
   assert.ok(growthMb < 20, `server RSS grew by ${growthMb.toFixed(1)} MB`);
+});
+
+test('a change pruned before this node published it: live watchers get what came before, then reset, then what follows', {
+  skip: STORE === 'postgres' ? false : 'shared store only: the log store publishes at commit and prunes only what it published',
+}, async () => {
+  const tag = uniq('gap');
+  const w = await open(`prefix=${tag}`);
+  await srv.req('PUT', `/records/${tag}-first`, { record: {} });
+  await w.until(() => w.events.length >= 1, 10_000, 'first');
+  const slow = new pg.Client({ connectionString: srv.storeUrl });
+  const admin = new pg.Client({ connectionString: srv.storeUrl });
+  await slow.connect();
+  await admin.connect();
+  try {
+    // The node's watermark is held below the next change, which another node prunes first.
+    await slow.query('BEGIN');
+    await slow.query('SELECT pg_current_xact_id()');
+    assert.equal((await srv.req('PUT', `/records/${tag}-lost`, { record: {} })).status, 201);
+    const pos = Number((await admin.query('SELECT pos FROM pithos_changes WHERE name = $1', [`${tag}-lost`])).rows[0].pos);
+    await admin.query('DELETE FROM pithos_changes WHERE name = $1', [`${tag}-lost`]);
+    await admin.query('UPDATE pithos_feed SET floor = $1 WHERE id = 1', [pos]);
+    await slow.query('COMMIT');
+    await srv.req('PUT', `/records/${tag}-after`, { record: {} });
+    await w.until(() => w.events.length >= 3, 10_000, 'reset and the next change');
+  } finally {
+    w.close();
+    await slow.end();
+    await admin.end();
+  }
+  assert.deepEqual(w.events.map((e) => `${e.event} ${e.event === 'reset' ? '' : JSON.parse(e.data).name}`),
+    [`put ${tag}-first`, 'reset ', `put ${tag}-after`]);
+  assert.ok(Number(w.events[1].id) >= Number(JSON.parse(w.events[0].data).version), 'the reset id is where the feed goes on');
 });

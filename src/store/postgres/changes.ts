@@ -98,6 +98,7 @@ interface Page {
 
 export class PgChanges implements ChangeFeed {
   private readonly listeners = new Set<(batch: readonly Change[]) => void>();
+  private readonly gaps = new Set<(version: number) => void>();
   /** Everything at or below it is published (or, without listeners, passed). */
   private emitted = 0;
   /** Safe to publish up to here. */
@@ -134,11 +135,13 @@ export class PgChanges implements ChangeFeed {
     return this.emitted;
   }
 
-  subscribe(fn: (batch: readonly Change[]) => void): () => void {
+  subscribe(fn: (batch: readonly Change[]) => void, gap?: (version: number) => void): () => void {
     this.listeners.add(fn);
+    if (gap !== undefined) this.gaps.add(gap);
     if (this.listeners.size === 1) this.kick();
     return () => {
       this.listeners.delete(fn);
+      if (gap !== undefined) this.gaps.delete(gap);
     };
   }
 
@@ -225,6 +228,12 @@ export class PgChanges implements ChangeFeed {
     } else {
       while (this.emitted < this.safe && !this.closed) {
         const p = await this.page(this.emitted, this.safe, true);
+        if (p.floor > this.emitted) {
+          // Changes above what this node published were pruned (it could not reach the
+          // database for longer than the retention): its watchers must re-read.
+          this.emitted = Math.min(p.floor, this.safe);
+          for (const g of this.gaps) g(this.emitted);
+        }
         const next = p.more && p.last !== undefined ? p.last : this.safe;
         this.emitted = next;
         if (p.changes.length > 0) for (const fn of this.listeners) fn(p.changes);
