@@ -642,12 +642,9 @@ export class Engine {
 
   /**
    * The decoded value when it is in memory, undefined when the key is absent,
-   * MISS when it must be read from disk with read(). Never waits.
-   */
-  /**
-   * The cached value of a live key (MISS when it must be read from disk).
-   * `seen`, when given, receives the key's version from the same lookup, so a
-   * read's value and ETag come from one instant without a second search.
+   * MISS when it must be read from disk with read(). Never waits. `seen`,
+   * when given, receives the key's version from the same lookup, so a read's
+   * value and ETag come from one instant without a second search.
    */
   peek<T>(key: string, dec: Decoder<T>, now?: number, seen?: { version: number }): T | undefined | typeof MISS {
     const e = this.live(key, now);

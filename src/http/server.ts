@@ -226,7 +226,7 @@ export class PithosServer {
     try {
       route.checkBody(body, name);
       pending = route.def.handler(this.ctx, name, body, res, raw,
-        route.def.query === undefined && sub === '' ? NO_ARGS : { sub, query: route.parseQuery(res.req.url ?? '') });
+        sub === '' && (route.def.query === undefined || !(res.req.url ?? '').includes('?')) ? NO_ARGS : { sub, query: route.parseQuery(res.req.url ?? '') });
     } catch (err) {
       return this.fail(res, err);
     }

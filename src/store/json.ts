@@ -83,6 +83,22 @@ export function hasField(o: Record<string, unknown>, k: string): boolean {
 
 const NUMBER = /-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 
+/** Index of the quote that closes the JSON string opened at `i`. */
+function stringEnd(text: string, i: number): number {
+  for (i++; i < text.length; i++) {
+    const d = text.charCodeAt(i);
+    if (d === 92) i++;
+    else if (d === 34) break;
+  }
+  return i;
+}
+
+/** Index of the first character at or after `j` that is not JSON whitespace. */
+function skipSpace(text: string, j: number): number {
+  while (j < text.length && (text[j] === ' ' || text[j] === '\t' || text[j] === '\n' || text[j] === '\r')) j++;
+  return j;
+}
+
 /**
  * The source text of the number stored under top-level `field` of a JSON
  * object, or undefined. JSON.parse forgets whether `1.0` was written with a
@@ -96,18 +112,12 @@ export function numberText(text: string, field: string): string | undefined {
     const c = text.charCodeAt(i);
     if (c === 34 /* " */) {
       const start = i;
-      for (i++; i < text.length; i++) {
-        const d = text.charCodeAt(i);
-        if (d === 92) i++;
-        else if (d === 34) break;
-      }
+      i = stringEnd(text, i);
       if (depth !== 1) continue;
-      let j = i + 1;
-      while (j < text.length && (text[j] === ' ' || text[j] === '\t' || text[j] === '\n' || text[j] === '\r')) j++;
+      let j = skipSpace(text, i + 1);
       if (text[j] !== ':') continue;
       if ((JSON.parse(text.slice(start, i + 1)) as string) !== field) continue;
-      j++;
-      while (j < text.length && (text[j] === ' ' || text[j] === '\t' || text[j] === '\n' || text[j] === '\r')) j++;
+      j = skipSpace(text, j + 1);
       NUMBER.lastIndex = j;
       const m = NUMBER.exec(text);
       // Later duplicates win in JSON.parse; do the same.
@@ -138,20 +148,14 @@ export function elementNumberTexts(text: string, array: string, field: string): 
     const c = text.charCodeAt(i);
     if (c === 34 /* " */) {
       const start = i;
-      for (i++; i < text.length; i++) {
-        const d = text.charCodeAt(i);
-        if (d === 92) i++;
-        else if (d === 34) break;
-      }
+      i = stringEnd(text, i);
       const top = depth === 1;
       const inElement = arrayDepth >= 0 && depth === arrayDepth + 1;
       if (!top && !inElement) continue;
-      let j = i + 1;
-      while (j < text.length && (text[j] === ' ' || text[j] === '\t' || text[j] === '\n' || text[j] === '\r')) j++;
+      let j = skipSpace(text, i + 1);
       if (text[j] !== ':') continue;
       const key = JSON.parse(text.slice(start, i + 1)) as string;
-      j++;
-      while (j < text.length && (text[j] === ' ' || text[j] === '\t' || text[j] === '\n' || text[j] === '\r')) j++;
+      j = skipSpace(text, j + 1);
       if (top && key === array && text[j] === '[') {
         out = new Map();
         index = -1;

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pg from 'pg';
 import { PgStore } from '../../src/store/postgres/index.js';
-import { FEED_RETENTION_MS } from '../../src/store/postgres/changes.js';
+import { FEED_RETENTION_MS, type PgChanges } from '../../src/store/postgres/changes.js';
 import type { Change } from '../../src/store/store.js';
 import { freshSchema } from '../helpers/postgres.js';
 import { PG_URL, sleep } from '../helpers/server.js';
@@ -24,14 +24,26 @@ async function open(name: string): Promise<{ url: string; s: PgStore }> {
   return { url, s };
 }
 
-test('a change is not published while a transaction holding a lower version is open; then both, in version order', { skip }, async () => {
-  const { url, s } = await open('feedwm');
-  const feed = s.changes!;
+/** A store, a subscription recording what it publishes (and gaps), and a second connection to hold transactions open on. */
+async function watched(name: string): Promise<{ url: string; s: PgStore; feed: PgChanges; seen: Change[]; gaps: number[]; slow: pg.Client; done(): Promise<void> }> {
+  const { url, s } = await open(name);
+  const feed = s.changes as PgChanges;
   const seen: Change[] = [];
-  const off = feed.subscribe((b) => seen.push(...b));
-  // A writer that stays open: its record's version is drawn now, its commit comes later.
+  const gaps: number[] = [];
+  const off = feed.subscribe((b) => seen.push(...b), (v) => gaps.push(v));
   const slow = new pg.Client({ connectionString: url });
   await slow.connect();
+  return { url, s, feed, seen, gaps, slow, done: async () => { off(); await slow.end(); await s.close(); } };
+}
+
+/** An open transaction with an id (a psql session inside BEGIN after a write): the feed's watermark stays below it. */
+async function holdOpen(c: pg.Client): Promise<void> {
+  await c.query('BEGIN');
+  await c.query('SELECT pg_current_xact_id()');
+}
+
+test('a change is not published while a transaction holding a lower version is open; then both, in version order', { skip }, async () => {
+  const { s, feed, seen, slow, done } = await watched('feedwm');
   try {
     await slow.query('BEGIN');
     const held = await slow.query(`INSERT INTO pithos_records (id, body, version) VALUES ('slow', '{"a":1}', nextval('pithos_seq')) RETURNING version`);
@@ -59,9 +71,7 @@ test('a change is not published while a transaction holding a lower version is o
     await sleep(200);
     assert.deepEqual(seen.slice(2).map((c) => [c.type, c.name, c.value]), [['put', 'fast', '{"b":3}']]);
   } finally {
-    off();
-    await slow.end();
-    await s.close();
+    await done();
   }
 });
 
@@ -95,16 +105,10 @@ test('pruning: changes older than the retention go, the floor rises, a replay fr
 });
 
 test('pruning never deletes a change the feed has not published yet (a long transaction holds the watermark)', { skip }, async () => {
-  const { url, s } = await open('feedprunehold');
-  const feed = s.changes!;
-  const seen: Change[] = [];
-  const off = feed.subscribe((b) => seen.push(...b));
-  const slow = new pg.Client({ connectionString: url });
-  await slow.connect();
+  const { s, feed, seen, slow, done } = await watched('feedprunehold');
   try {
     // An open transaction with an id (a psql session inside BEGIN after a write): the watermark stays below it.
-    await slow.query('BEGIN');
-    await slow.query('SELECT pg_current_xact_id()');
+    await holdOpen(slow);
     await s.records.put('early', { n: 1 }, 0);
     await sleep(300);
     assert.deepEqual(seen.map((c) => c.name), [], 'held back behind the open transaction');
@@ -117,19 +121,12 @@ test('pruning never deletes a change the feed has not published yet (a long tran
     await sleep(200);
     assert.deepEqual(seen.map((c) => [c.type, c.name]), [['put', 'early']], 'the change held back is published, not lost');
   } finally {
-    off();
-    await slow.end();
-    await s.close();
+    await done();
   }
 });
 
 test('a change is held back while its transaction is open even when that transaction has the newest transaction id', { skip }, async () => {
-  const { url, s } = await open('feednewest');
-  const feed = s.changes!;
-  const seen: Change[] = [];
-  const off = feed.subscribe((b) => seen.push(...b));
-  const slow = new pg.Client({ connectionString: url });
-  await slow.connect();
+  const { s, feed, seen, slow, done } = await watched('feednewest');
   try {
     await sleep(200);
     // No other transaction takes an id after this one's until it commits: a snapshot's xmax is then at
@@ -143,24 +140,15 @@ test('a change is held back while its transaction is open even when that transac
     for (let i = 0; i < 100 && seen.length < 1; i++) await sleep(20);
     assert.deepEqual(seen.map((c) => [c.type, c.name, c.version]), [['put', 'alone', v]]);
   } finally {
-    off();
-    await slow.end();
-    await s.close();
+    await done();
   }
 });
 
 test('changes pruned before this node published them (another node pruned while it was cut off): its watchers are told to re-read, then follow on', { skip }, async () => {
-  const { url, s } = await open('feedgap');
-  const feed = s.changes!;
-  const seen: Change[] = [];
-  const gaps: number[] = [];
-  const off = feed.subscribe((b) => seen.push(...b), (v) => gaps.push(v));
-  const slow = new pg.Client({ connectionString: url });
-  await slow.connect();
+  const { url, s, seen, gaps, slow, done } = await watched('feedgap');
   try {
     // This node's watermark is held below the next change...
-    await slow.query('BEGIN');
-    await slow.query('SELECT pg_current_xact_id()');
+    await holdOpen(slow);
     await s.records.put('lost', { n: 1 }, 0);
     // ...and the change is pruned by someone else before it is published.
     const pos = Number((await slow.query("SELECT pos FROM pithos_changes WHERE name = 'lost'")).rows[0].pos);
@@ -177,8 +165,6 @@ test('changes pruned before this node published them (another node pruned while 
     for (let i = 0; i < 100 && seen.length === 0; i++) await sleep(20);
     assert.deepEqual(seen.map((c) => c.name), ['after'], 'the lost change is not invented, the next one follows');
   } finally {
-    off();
-    await slow.end();
-    await s.close();
+    await done();
   }
 });

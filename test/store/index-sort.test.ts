@@ -7,6 +7,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { compareValues } from '../../src/store/query.js';
 import { type Prim, sortedEntries } from '../../src/store/log/indexes.js';
+import { rng } from '../helpers/rng.js';
+
+/** Seeded, so a failure replays exactly. */
+const random = rng(0x5eed);
 
 function reference(vals: readonly Prim[], ids: readonly number[]): Array<{ v: Prim; id: number }> {
   return vals.map((v, i) => ({ v, id: ids[i] })).sort((a, b) => compareValues(a.v, b.v) || a.id - b.id);
@@ -14,14 +18,14 @@ function reference(vals: readonly Prim[], ids: readonly number[]): Array<{ v: Pr
 
 function shuffledIds(n: number, max: number): number[] {
   const ids = new Set<number>();
-  while (ids.size < n) ids.add(1 + Math.floor(Math.random() * max));
+  while (ids.size < n) ids.add(1 + Math.floor(random() * max));
   return [...ids];
 }
 
 test('integer values: packed sort equals the comparator order', () => {
   for (const [n, range, maxId] of [[0, 10, 10], [1, 10, 10], [1000, 50, 5000], [5000, 2 ** 20, 2 ** 24], [300, 1, 300]] as const) {
     const ids = shuffledIds(n, maxId);
-    const vals = ids.map(() => Math.floor(Math.random() * 2 * range) - range);
+    const vals = ids.map(() => Math.floor(random() * 2 * range) - range);
     assert.deepStrictEqual(sortedEntries(vals, ids), reference(vals, ids));
   }
 });

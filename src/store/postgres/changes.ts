@@ -39,18 +39,6 @@ const MAX_MARKS = 64;
 /** How long a change stays replayable (`since`, Last-Event-ID). */
 export const FEED_RETENTION_MS = 3_600_000;
 
-class PgChange implements Change {
-  constructor(
-    readonly type: 'put' | 'delete' | 'expire',
-    readonly kind: ChangeKind,
-    readonly name: string,
-    readonly version: number,
-    readonly tId: number | undefined,
-    readonly id: string,
-    readonly value: string | undefined,
-  ) {}
-}
-
 interface Mark {
   /** The sequence's last value, read before the snapshot. */
   upto: number;
@@ -89,7 +77,7 @@ const SELECT_PAGE = `
 
 interface Page {
   floor: number;
-  changes: PgChange[];
+  changes: Change[];
   /** The last position read, or undefined when the range holds nothing. */
   last: number | undefined;
   /** Whether the range may hold more after `last`. */
@@ -117,9 +105,12 @@ export class PgChanges implements ChangeFeed {
     const c = new PgChanges(db);
     const floor = await db.q.query('SELECT floor FROM pithos_feed WHERE id = 1');
     c.emitted = c.safe = Number(floor[0]?.floor ?? 0);
-    for (let i = 0; i < 200 && c.marks.length !== 0 || i === 0; i++) {
+    // Where a new watcher starts: the first watermark, waited for up to ~2 s (an open write
+    // transaction holds it); later watchers start from what the polls have reached.
+    await c.advance();
+    for (let i = 0; i < 200 && c.marks.length !== 0; i++) {
+      await new Promise((r) => setTimeout(r, 10));
       await c.advance();
-      if (c.marks.length !== 0) await new Promise((r) => setTimeout(r, 10));
     }
     c.emitted = c.safe;
     c.schedule();
@@ -270,15 +261,19 @@ export class PgChanges implements ChangeFeed {
     const rows = await this.db.q.query(SELECT_PAGE, [after, upto, expiries]);
     const floor = Number(rows[0]?.floor ?? 0);
     const read = Number(rows[0]?.n ?? 0);
-    const changes: PgChange[] = [];
+    const changes: Change[] = [];
     let last: number | undefined;
     for (const r of rows) {
       if (r.pos === null) break;
-      const type = r.type as PgChange['type'];
+      const type = r.type as Change['type'];
       const version = Number(r.version);
-      changes.push(new PgChange(type, r.kind as ChangeKind, r.name as string, version,
-        r.t_id === null ? undefined : Number(r.t_id), type === 'expire' ? '' : String(version),
-        r.value === null ? undefined : r.kind === 'variant' ? variantValue(r.value as string) : r.value as string));
+      changes.push({
+        type, kind: r.kind as ChangeKind, name: r.name as string, version,
+        tId: r.t_id === null ? undefined : Number(r.t_id),
+        // An expiry is not replayed, so it has no place to resume from (as on the log store).
+        id: type === 'expire' ? '' : String(version),
+        value: r.value === null ? undefined : r.kind === 'variant' ? variantValue(r.value as string) : r.value as string,
+      });
       last = Number(r.pos);
     }
     return { floor, changes, last, more: read === PAGE_ROWS || changes.length < read };

@@ -48,6 +48,31 @@ export interface Migration {
  * expiry. Rows deleted with their table are not reported one by one; the
  * table's delete reports them, as on the log store.
  */
+/**
+ * A BEFORE ROW trigger function giving `col` a new number from pithos_seq
+ * when the row is inserted or the statement asked for a new one (by setting
+ * it): after the row lock, and after the transaction has its id.
+ */
+const stamp = (fn: string, col: string): string => `CREATE OR REPLACE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$
+   BEGIN
+     IF TG_OP = 'INSERT' OR NEW.${col} IS DISTINCT FROM OLD.${col} THEN
+       PERFORM pg_current_xact_id();
+       NEW.${col} := nextval('pithos_seq');
+     END IF;
+     RETURN NEW;
+   END $$`;
+
+/** The AFTER ROW trigger function of a record or variant: a put with its value, or its delete (or expiry). */
+const change = (kind: string, nameCol: string, value: string): string => `CREATE OR REPLACE FUNCTION pithos_change_${kind}() RETURNS trigger LANGUAGE plpgsql AS $$
+   BEGIN
+     IF TG_OP = 'DELETE' THEN
+       PERFORM pithos_gone('${kind}', OLD.${nameCol}, NULL, OLD.version);
+     ELSE
+       INSERT INTO pithos_changes (pos, version, type, kind, name, value) VALUES (NEW.version, NEW.version, 'put', '${kind}', NEW.${nameCol}, ${value});
+     END IF;
+     RETURN NULL;
+   END $$`;
+
 const FEED: string[] = [
   `CREATE TABLE IF NOT EXISTS pithos_changes (
      pos INT8 PRIMARY KEY, version INT8 NOT NULL, type TEXT NOT NULL, kind TEXT NOT NULL,
@@ -57,23 +82,9 @@ const FEED: string[] = [
   `INSERT INTO pithos_feed (id, floor) SELECT 1, ${DRAWN} FROM pithos_seq ON CONFLICT (id) DO NOTHING`,
   // Sequence positions by time, for pruning by age without an index on every change.
   'CREATE TABLE IF NOT EXISTS pithos_feed_marks (at INT8 PRIMARY KEY, pos INT8 NOT NULL)',
-  `CREATE OR REPLACE FUNCTION pithos_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
-   BEGIN
-     IF TG_OP = 'INSERT' OR NEW.version IS DISTINCT FROM OLD.version THEN
-       PERFORM pg_current_xact_id();
-       NEW.version := nextval('pithos_seq');
-     END IF;
-     RETURN NEW;
-   END $$`,
+  stamp('pithos_stamp', 'version'),
   // A table's incarnation is the version of its put, as on the log store.
-  `CREATE OR REPLACE FUNCTION pithos_stamp_table() RETURNS trigger LANGUAGE plpgsql AS $$
-   BEGIN
-     IF TG_OP = 'INSERT' OR NEW.inc IS DISTINCT FROM OLD.inc THEN
-       PERFORM pg_current_xact_id();
-       NEW.inc := nextval('pithos_seq');
-     END IF;
-     RETURN NEW;
-   END $$`,
+  stamp('pithos_stamp_table', 'inc'),
   `CREATE OR REPLACE FUNCTION pithos_gone(kind TEXT, name TEXT, t_id INT8, version INT8) RETURNS void LANGUAGE plpgsql AS $$
    DECLARE p INT8 := nextval('pithos_seq');
    BEGIN
@@ -83,24 +94,9 @@ const FEED: string[] = [
        INSERT INTO pithos_changes (pos, version, type, kind, name, t_id) VALUES (p, p, 'delete', kind, name, t_id);
      END IF;
    END $$`,
-  `CREATE OR REPLACE FUNCTION pithos_change_record() RETURNS trigger LANGUAGE plpgsql AS $$
-   BEGIN
-     IF TG_OP = 'DELETE' THEN
-       PERFORM pithos_gone('record', OLD.id, NULL, OLD.version);
-     ELSE
-       INSERT INTO pithos_changes (pos, version, type, kind, name, value) VALUES (NEW.version, NEW.version, 'put', 'record', NEW.id, NEW.body);
-     END IF;
-     RETURN NULL;
-   END $$`,
-  `CREATE OR REPLACE FUNCTION pithos_change_variant() RETURNS trigger LANGUAGE plpgsql AS $$
-   BEGIN
-     IF TG_OP = 'DELETE' THEN
-       PERFORM pithos_gone('variant', OLD.name, NULL, OLD.version);
-     ELSE
-       INSERT INTO pithos_changes (pos, version, type, kind, name, value) VALUES (NEW.version, NEW.version, 'put', 'variant', NEW.name, NEW.t || NEW.v);
-     END IF;
-     RETURN NULL;
-   END $$`,
+  change('record', 'id', 'NEW.body'),
+  // Stored as the log store stores a variant: its type letter, then its JSON.
+  change('variant', 'name', 'NEW.t || NEW.v'),
   `CREATE OR REPLACE FUNCTION pithos_change_row() RETURNS trigger LANGUAGE plpgsql AS $$
    BEGIN
      IF TG_OP = 'DELETE' THEN

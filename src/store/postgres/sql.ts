@@ -156,34 +156,15 @@ export class Db {
    */
   async run<T>(fn: (q: Q) => Promise<T>, serializable = false): Promise<T> {
     for (let attempt = 1; ; attempt++) {
-      let client: pg.PoolClient;
-      try {
-        client = await this.pool.connect();
-      } catch (err) {
-        this.noteDown(err);
-        throw mapError(err, this.opts.statementTimeoutMs);
-      }
-      let broken: Error | undefined;
+      const c = await this.checkout();
       let retry = false;
-      // A connection that breaks between two statements emits 'error' on the
-      // checked-out client; unheard, that would end the process.
-      const onError = (err: Error): void => {
-        broken = err;
-        this.noteDown(err);
-      };
-      client.on('error', onError);
       try {
-        const q = this.view(client);
-        await q.query(serializable ? 'BEGIN ISOLATION LEVEL SERIALIZABLE' : 'BEGIN');
-        const out = await fn(q);
-        await q.query('COMMIT');
+        await c.q.query(serializable ? 'BEGIN ISOLATION LEVEL SERIALIZABLE' : 'BEGIN');
+        const out = await fn(c.q);
+        await c.q.query('COMMIT');
         return out;
       } catch (err) {
-        try {
-          await client.query('ROLLBACK');
-        } catch (e) {
-          broken = e as Error;
-        }
+        await c.rollback();
         if (!isRetryable(err)) throw err;
         if (attempt >= MAX_ATTEMPTS) {
           throw new StoreError('unavailable',
@@ -191,8 +172,7 @@ export class Db {
         }
         retry = true;
       } finally {
-        client.removeListener('error', onError);
-        client.release(broken);
+        c.release();
       }
       if (retry) await backoff(attempt);
     }
@@ -205,6 +185,29 @@ export class Db {
    * called, once the reading is done or abandoned.
    */
   async reader(): Promise<Reader> {
+    const c = await this.checkout();
+    let open = true;
+    const close = (): void => {
+      if (!open) return;
+      open = false;
+      void c.rollback().finally(() => c.release());
+    };
+    try {
+      await c.q.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    } catch (err) {
+      close();
+      throw err;
+    }
+    return { q: c.q, close };
+  }
+
+  /**
+   * A connection of the pool for several statements. A connection that
+   * breaks between two of them emits 'error' on the checked-out client
+   * (unheard, that would end the process); it is then destroyed on release
+   * instead of going back to the pool.
+   */
+  private async checkout(): Promise<{ q: Q; rollback(): Promise<void>; release(): void }> {
     let client: pg.PoolClient;
     try {
       client = await this.pool.connect();
@@ -218,25 +221,20 @@ export class Db {
       this.noteDown(err);
     };
     client.on('error', onError);
-    let open = true;
-    const close = (): void => {
-      if (!open) return;
-      open = false;
-      client.query('ROLLBACK').catch((e: Error) => {
-        broken = e;
-      }).finally(() => {
+    return {
+      q: this.view(client),
+      rollback: async () => {
+        try {
+          await client.query('ROLLBACK');
+        } catch (e) {
+          broken = e as Error;
+        }
+      },
+      release: () => {
         client.removeListener('error', onError);
         client.release(broken);
-      });
+      },
     };
-    const q = this.view(client);
-    try {
-      await q.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-    } catch (err) {
-      close();
-      throw err;
-    }
-    return { q, close };
   }
 
   close(): Promise<void> {

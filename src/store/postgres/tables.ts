@@ -55,6 +55,11 @@ export async function tableRows(q: Q, name: string, after = 0, limit?: number): 
      WHERE t.name = $1 AND ${q.live('t.expires_at')} ORDER BY r.t_id${limit === undefined ? '' : ' LIMIT $3'}`,
     limit === undefined ? [name, after] : [name, after, limit]);
   if (r.length === 0) throw missing(name);
+  return rowsOf(r);
+}
+
+/** The rows of a table-LEFT-JOIN-rows result (a table without rows gives one row of NULLs). */
+function rowsOf(r: Record<string, unknown>[]): PgRow[] {
   const out: PgRow[] = [];
   for (const x of r) if (x.t_id !== null) out.push({ id: Number(x.t_id), json: x.body as string });
   return out;
@@ -165,9 +170,7 @@ export class PgTables implements TableStore {
       if (r.length === 0) throw missing(name);
       // The table was dropped and created again since this node read its incarnation: read it again.
       if (Number(r[0].live_inc) !== m.inc) continue;
-      const out: PgRow[] = [];
-      for (const x of r) if (x.t_id !== null) out.push({ id: Number(x.t_id), json: x.body as string });
-      return out;
+      return rowsOf(r);
     }
     return this.scan(name, after);
   }
@@ -178,9 +181,17 @@ export class PgTables implements TableStore {
    * so a large table is never held whole in this process (cursor.ts).
    */
   private async scan(name: string, after = 0): Promise<PgRow[] | CursorSource> {
-    const first = await tableRows(this.db.q, name, after, STREAM_ROWS + 1);
-    if (first.length <= STREAM_ROWS) return first;
-    return CursorSource.open(this.db, name, after);
+    const q = this.db.q;
+    // The table's row count decides in the same statement; for a large table no row is read
+    // here (the condition on it is a one-time filter: OFFSET 0 keeps the subquery apart),
+    // only by the cursor.
+    const r = await q.query(
+      `SELECT t.row_count, x.t_id, x.body FROM pithos_tables t LEFT JOIN LATERAL
+         (SELECT r.t_id, r.body FROM pithos_rows r WHERE r.tname = t.name AND r.inc = t.inc AND r.t_id > $2 AND t.row_count <= ${STREAM_ROWS} OFFSET 0) x ON true
+       WHERE t.name = $1 AND ${q.live('t.expires_at')} ORDER BY x.t_id`, [name, after]);
+    if (r.length === 0) throw missing(name);
+    if (Number(r[0].row_count) > STREAM_ROWS) return CursorSource.open(this.db, name, after);
+    return rowsOf(r);
   }
 
   create(name: string, ttl: number): Promise<void> {
