@@ -394,6 +394,7 @@ export class Engine {
       throw e;
     }
     // The bytes are in the file: entries may now point there (and leave the cache).
+    const kd = this.keydir;
     let off = pos;
     for (const p of group) {
       for (let i = 0; i < p.created.length; i++) {
@@ -401,6 +402,7 @@ export class Engine {
         e.seg = seg;
         e.vpos = off + p.createdOffsets[i];
         if ((e.flags & FLAG_CURRENT) !== 0) seg.live += e.size;
+        kd.dropBytes(e);
       }
       off += p.buf.length;
     }
@@ -662,7 +664,8 @@ export class Engine {
     if (e.val !== undefined) {
       this.observer?.cacheHit();
       const memo = dec(e.val, key);
-      this.keydir.cache(e, e.val, memo, dec as Decoder<unknown>);
+      // Once the bytes are in the file, the decoded form is all that stays (KeyDir.dropBytes).
+      this.keydir.cache(e, e.seg === undefined ? e.val : undefined, memo, dec as Decoder<unknown>);
       return memo;
     }
     this.observer?.cacheMiss();
@@ -680,7 +683,7 @@ export class Engine {
       if (this.keydir.get(key) !== e) continue; // changed while we read
       if (buf === undefined) continue;
       const memo = dec(buf, key);
-      this.keydir.cache(e, buf, memo, dec as Decoder<unknown>);
+      this.keydir.cache(e, undefined, memo, dec as Decoder<unknown>);
       return memo;
     }
     throw new StorageIOError(`could not read a stable value for a key`, undefined);

@@ -67,15 +67,22 @@ export const nodeFileOps: FileOps = {
 };
 
 /**
- * Writes `bytes` to `final` through a temporary file, so a crash never leaves
+ * Writes `bytes` (one buffer, or chunks in order) to `final` through a temporary file, so a crash never leaves
  * half a file under the real name, then fsyncs the directory so the rename
  * survives too. `mode` applies when the temporary file is created.
  */
-export async function writeFileDurably(f: FileOps, final: string, bytes: Buffer, mode?: number): Promise<void> {
+export async function writeFileDurably(f: FileOps, final: string, bytes: Buffer | readonly Buffer[], mode?: number): Promise<void> {
   const tmp = `${final}.tmp`;
   const fd = await f.open(tmp, 'w', mode);
   try {
-    await f.writeAll(fd, bytes, 0, bytes.length, 0);
+    if (!Array.isArray(bytes)) await f.writeAll(fd, bytes as Buffer, 0, (bytes as Buffer).length, 0);
+    else {
+      let pos = 0;
+      for (const b of bytes as readonly Buffer[]) {
+        await f.writeAll(fd, b, 0, b.length, pos);
+        pos += b.length;
+      }
+    }
     await f.fdatasync(fd);
   } finally {
     await f.close(fd);

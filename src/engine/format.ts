@@ -283,7 +283,9 @@ export interface HintEntry {
 }
 
 export class HintWriter {
+  /** Full chunks, each checksummed when it filled (crc), so finish() has one chunk left to do. */
   private chunks: Buffer[] = [];
+  private crc = 0;
   private cur: Buffer = Buffer.allocUnsafe(1 << 16);
   private pos = 0;
   private count = 0;
@@ -301,7 +303,9 @@ export class HintWriter {
     const kl = Buffer.byteLength(key, 'utf8');
     const need = HINT_ENTRY_HEADER_SIZE + kl;
     if (this.pos + need > this.cur.length) {
-      this.chunks.push(this.cur.subarray(0, this.pos));
+      const full = this.cur.subarray(0, this.pos);
+      this.crc = crc32(full, this.crc);
+      this.chunks.push(full);
       this.cur = Buffer.allocUnsafe(Math.max(1 << 16, need));
       this.pos = 0;
     }
@@ -321,17 +325,22 @@ export class HintWriter {
     this.count++;
   }
 
-  finish(segmentSize: number, maxSeq: number): Buffer {
-    this.chunks.push(this.cur.subarray(0, this.pos));
-    const body = Buffer.concat(this.chunks);
+  /**
+   * The file's bytes, as the chunks they were built in (the footer last).
+   * Not joined into one buffer: a hint of a full segment is tens of MB, and
+   * copying it into fresh memory took 40-110 ms in one step on the event
+   * loop (docs/benchmarks.md, "Latency tail").
+   */
+  finish(segmentSize: number, maxSeq: number): Buffer[] {
+    const last = this.cur.subarray(0, this.pos);
     const footer = Buffer.allocUnsafe(HINT_FOOTER_SIZE + 4);
     footer.writeUInt32LE(segmentSize, 0);
     footer.writeUInt32LE(this.count, 4);
     writeSeq(footer, 8, maxSeq);
-    let c = crc32(body);
+    let c = crc32(last, this.crc);
     c = crc32(footer.subarray(0, HINT_FOOTER_SIZE), c);
     footer.writeUInt32LE(c >>> 0, HINT_FOOTER_SIZE);
-    return Buffer.concat([body, footer]);
+    return [...this.chunks, last, footer];
   }
 }
 

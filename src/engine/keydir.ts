@@ -12,7 +12,11 @@
  */
 import type { Segment } from './segment.js';
 
-/** Turns stored bytes into whatever the caller wants cached next to them. */
+/**
+ * Turns stored bytes into whatever the caller wants cached next to them. The
+ * result must not refer to `value` (it may be a slice of a larger read, and
+ * the engine keeps only the result once the bytes are in the log: KeyDir.dropBytes).
+ */
 export type Decoder<T> = (value: Buffer, key: string) => T;
 
 export const FLAG_CURRENT = 1;
@@ -47,6 +51,12 @@ export class Entry {
    * hints and compaction, so it never changes while the version lives.
    */
   seq: number;
+  /**
+   * Position in the cache queue (absolute: the queue's array index plus its
+   * base), meaningful while FLAG_QUEUED is set; lets a new version take over
+   * the slot of the version it replaces (KeyDir.set).
+   */
+  qpos: number;
 
   constructor(seg: Segment | undefined, vpos: number, vlen: number, size: number, exp: number, crc: number, seq: number) {
     this.seg = seg;
@@ -60,6 +70,7 @@ export class Entry {
     this.dec = undefined;
     this.flags = 0;
     this.seq = seq;
+    this.qpos = 0;
   }
 }
 
@@ -431,9 +442,12 @@ export class KeyDir {
   private readonly groups = new Map<string, Group>();
   private groupedKeys = 0;
 
-  // Value cache: a CLOCK queue of entries whose val/memo is set.
+  // Value cache: a CLOCK queue of entries whose val/memo is set. Invariant:
+  // an entry has FLAG_QUEUED exactly when cacheQueue[e.qpos - queueBase] is
+  // that entry, at or after cacheHead.
   private cacheQueue: Entry[] = [];
   private cacheHead = 0;
+  private queueBase = 0;
   /** Entries whose val or memo is set (the queue may also hold slots of dropped ones). */
   private cachedEntries = 0;
   cacheBytes = 0;
@@ -474,7 +488,10 @@ export class KeyDir {
     this.map.setIn(shard, key, e);
     e.flags |= FLAG_CURRENT;
     if (e.seg !== undefined) e.seg.live += e.size;
-    if (prev !== undefined) this.retire(prev);
+    if (prev !== undefined) {
+      this.retire(prev);
+      if ((prev.flags & FLAG_QUEUED) !== 0) this.takeSlot(prev, e);
+    }
     const g = key.lastIndexOf('\u0000') < 0 ? undefined : groupOf(key);
     if (g !== undefined) {
       if (prev === undefined) this.addToGroup(g, key, e);
@@ -530,6 +547,22 @@ export class KeyDir {
     if (e !== undefined) this.set(key, e);
   }
 
+  /**
+   * A write caches its new version (queued last) and then retires the old
+   * one, whose slot would stay behind, dead, until a prune: the new version
+   * takes that slot instead, so a key rewritten N times holds one slot, not
+   * N (a table's meta key is rewritten by every row insert: without this,
+   * every inserted row kept a dead entry alive).
+   */
+  private takeSlot(prev: Entry, e: Entry): void {
+    const q = this.cacheQueue;
+    if ((e.flags & FLAG_QUEUED) === 0 || q[q.length - 1] !== e) return;
+    q[prev.qpos - this.queueBase] = e;
+    e.qpos = prev.qpos;
+    prev.flags &= ~FLAG_QUEUED;
+    q.pop();
+  }
+
   private retire(e: Entry): void {
     e.flags &= ~FLAG_CURRENT;
     if (e.exp !== 0) this.expiring--;
@@ -564,7 +597,7 @@ export class KeyDir {
   // ---- value cache -------------------------------------------------------
 
   /** Attaches a value (and optionally its decoded form) to an entry. */
-  cache(e: Entry, val: Buffer, memo: unknown, dec: Decoder<unknown> | undefined): void {
+  cache(e: Entry, val: Buffer | undefined, memo: unknown, dec: Decoder<unknown> | undefined): void {
     const before = cacheCost(e);
     const wasCached = e.val !== undefined || e.memo !== undefined;
     e.val = val;
@@ -575,6 +608,7 @@ export class KeyDir {
       this.cachedEntries++;
       if ((e.flags & FLAG_QUEUED) === 0) {
         e.flags |= FLAG_QUEUED;
+        e.qpos = this.queueBase + this.cacheQueue.length;
         this.cacheQueue.push(e);
         // Versions replaced or deleted while under budget leave their slots
         // behind; drop them once they outnumber the cached entries, or the
@@ -591,11 +625,27 @@ export class KeyDir {
     const kept: Entry[] = [];
     for (let i = this.cacheHead; i < q.length; i++) {
       const e = q[i];
-      if (e.val !== undefined || e.memo !== undefined) kept.push(e);
-      else e.flags &= ~FLAG_QUEUED;
+      if (e.val !== undefined || e.memo !== undefined) {
+        e.qpos = kept.length;
+        kept.push(e);
+      } else e.flags &= ~FLAG_QUEUED;
     }
     this.cacheQueue = kept;
     this.cacheHead = 0;
+    this.queueBase = 0;
+  }
+
+  /**
+   * Lets go of the stored bytes of an entry whose decoded form is cached and
+   * whose bytes are in the log file: reads use the decoded form, and a read
+   * with another decoder reads the file. Rows and documents so hold one copy
+   * in memory, not two (and no slice pins an 8 KiB buffer pool).
+   */
+  dropBytes(e: Entry): void {
+    if (e.val === undefined || e.memo === undefined) return;
+    const before = cacheCost(e);
+    e.val = undefined;
+    this.cacheBytes += cacheCost(e) - before;
   }
 
   /** Whether a value of `vlen` bytes (and its decoded form) can be cached without evicting anything. */
@@ -630,6 +680,7 @@ export class KeyDir {
       }
       if ((e.flags & FLAG_REF) !== 0 || !this.evictable(e)) {
         e.flags &= ~FLAG_REF;
+        e.qpos = this.queueBase + q.length;
         q.push(e);
         continue;
       }
@@ -638,6 +689,7 @@ export class KeyDir {
     }
     if (this.cacheHead > 4096 && this.cacheHead * 2 > q.length) {
       this.cacheQueue = q.slice(this.cacheHead);
+      this.queueBase += this.cacheHead;
       this.cacheHead = 0;
     }
   }

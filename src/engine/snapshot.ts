@@ -99,7 +99,7 @@ export class GroupSnapshot<T> {
       }
       if (e.val !== undefined) {
         const memo = this.dec(e.val, this.keys[i]);
-        if (this.keydir.get(this.keys[i]) === e) this.keydir.cache(e, e.val, memo, this.dec as Decoder<unknown>);
+        if (this.keydir.get(this.keys[i]) === e) this.keydir.cache(e, e.seg === undefined ? e.val : undefined, memo, this.dec as Decoder<unknown>);
         out.push(memo);
         continue;
       }
@@ -154,11 +154,12 @@ export class GroupSnapshot<T> {
         const v = buf.subarray(off, off + l.len);
         const memo = this.dec(v, key);
         out[l.slot] = memo;
-        // Still the current version, not cached meanwhile, and the cache has room: cache it (a
-        // copy, not a slice of the run). A scan never evicts: a table larger than the cache
-        // would otherwise push out everything else and then itself, at a cost per row.
+        // Still the current version, not cached meanwhile, and the cache has room: cache its
+        // decoded form (the bytes stay in the file, KeyDir.dropBytes). A scan never evicts: a
+        // table larger than the cache would otherwise push out everything else and then
+        // itself, at a cost per row.
         if (l.e.memo === undefined && this.keydir.hasRoom(l.len) && this.keydir.get(key) === l.e) {
-          this.keydir.cache(l.e, Buffer.from(v), memo, this.dec as Decoder<unknown>);
+          this.keydir.cache(l.e, undefined, memo, this.dec as Decoder<unknown>);
         }
       }
       k = j;

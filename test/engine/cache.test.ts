@@ -84,6 +84,71 @@ test('overwriting cached values does not grow memory without bound', async () =>
   await e.close();
 });
 
+interface QueueView {
+  keydir: { cacheQueue: Array<{ qpos: number; flags: number } | undefined>; cacheHead: number; queueBase: number; cachedEntries: number };
+}
+
+/** White-box: every queued entry sits at its recorded slot, and nothing else is flagged queued. */
+function checkQueue(e: unknown): { held: number; cached: number } {
+  const kd = (e as QueueView).keydir;
+  const q = kd.cacheQueue;
+  for (let i = kd.cacheHead; i < q.length; i++) {
+    const x = q[i];
+    if (x === undefined) continue;
+    assert.equal(x.qpos - kd.queueBase, i, 'a queued entry is not at its recorded slot');
+    assert.ok((x.flags & 4) !== 0, 'an entry in the queue is not flagged queued');
+  }
+  return { held: q.length - kd.cacheHead, cached: kd.cachedEntries };
+}
+
+test('a key rewritten by every insert (a table meta) holds one cache slot, not one per insert', async () => {
+  // The row-insert shape: each batch rewrites one key and adds a new one.
+  // The rewritten key's old versions must not stay behind in the cache queue
+  // (they kept a dead entry alive per inserted row).
+  const d = dir('cache-insert');
+  const e = await open(d, { durability: 'never' });
+  const meta = (b: Buffer): unknown => JSON.parse(b.toString());
+  const N = 30_000;
+  for (let i = 0; i < N; i += 1000) {
+    const ps: Array<Promise<void>> = [];
+    for (let j = i; j < i + 1000; j++) {
+      ps.push(e.write([
+        { ...put('T/t', `{"next":${j + 1}}`), memo: { next: j + 1 }, decoder: meta as never },
+        { ...put(`t\u0000t\u0000${String(j).padStart(6, '0')}`, `row ${j}`), memo: `row ${j}`, decoder: str as never },
+      ]));
+    }
+    await Promise.all(ps);
+  }
+  const { held, cached } = checkQueue(e);
+  assert.equal(cached, N + 1);
+  assert.ok(held <= cached + 1, `the cache queue holds ${held} slots for ${cached} cached values`);
+  assert.deepEqual(e.peek('T/t', meta), { next: N });
+  assert.equal(await e.read('t\u0000t\u0000000123', str), 'row 123');
+  await e.close();
+});
+
+test('once a value is in the log, only its decoded form stays cached; other decoders read the file', async () => {
+  const d = dir('cache-drop');
+  const e = await open(d, { durability: 'never' });
+  const doc = '{"a":1,"pad":"' + 'x'.repeat(500) + '"}';
+  const parsed = { a: 1, pad: 'x'.repeat(500) };
+  const json = (b: Buffer): unknown => JSON.parse(b.toString());
+  const w = e.write([{ ...put('k', doc), memo: parsed, decoder: json as never }]);
+  // Before the flush the bytes are held (the entry has no place in a file yet).
+  assert.equal(e.peek('k', str), doc, 'another decoder reads the held bytes before the flush');
+  await w;
+  const before = e.stats().cacheBytes;
+  await e.write([{ ...put('k2', doc), memo: parsed, decoder: json as never }]);
+  const after = e.stats().cacheBytes;
+  assert.ok(after - before < 2 * doc.length + 200, `a flushed value with a memo costs ${after - before} cache bytes`);
+  assert.equal(e.peek('k2', json), parsed, 'the memo itself is served');
+  // Another decoder: not in memory, so read from the log, and right.
+  assert.equal(e.peek('k2', str), MISS);
+  assert.equal(await e.read('k2', str), doc);
+  checkQueue(e);
+  await e.close();
+});
+
 test('expired keys are invisible at once and swept from the directory', async () => {
   const d = dir('expiry');
   const clock = new Clock();

@@ -163,7 +163,7 @@ interface H { op: Op; key: string; pos: number; len: number; size: number; exp: 
 function buildHint(entries: H[], segSize: number, maxSeq: number): Buffer {
   const w = new HintWriter();
   for (const e of entries) w.add(e.op, e.key, e.pos, e.len, e.size, e.exp, e.crc, e.seq);
-  return w.finish(segSize, maxSeq);
+  return Buffer.concat(w.finish(segSize, maxSeq));
 }
 
 function readHint(buf: Buffer, slice: number): H[] {
