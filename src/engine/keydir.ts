@@ -238,8 +238,8 @@ class Group implements Map<string, Entry> {
   private count = 0;
   readonly [Symbol.toStringTag] = 'Group';
 
-  /** `max`: keys per chunk (CHUNK_MAX; tests use tiny chunks to reach splits and merges). */
-  constructor(private readonly max: number) {}
+  /** `max`: keys per chunk (CHUNK_MAX; tests use tiny chunks to reach splits and merges); `name`: the group's prefix. */
+  constructor(private readonly max: number, readonly name: string) {}
 
   get size(): number {
     return this.count;
@@ -440,6 +440,8 @@ export class KeyDir {
   /** Every live key. Iterable and get-able like a Map; iteration is shard by shard, not insertion order. */
   readonly map = new ShardedMap<Entry>();
   private readonly groups = new Map<string, Group>();
+  /** The group groupFor() returned last (never a removed one). */
+  private lastGroup: Group | undefined;
   private groupedKeys = 0;
 
   // Value cache: a CLOCK queue of entries whose val/memo is set. Invariant:
@@ -492,10 +494,10 @@ export class KeyDir {
       this.retire(prev);
       if ((prev.flags & FLAG_QUEUED) !== 0) this.takeSlot(prev, e);
     }
-    const g = key.lastIndexOf('\u0000') < 0 ? undefined : groupOf(key);
-    if (g !== undefined) {
-      if (prev === undefined) this.addToGroup(g, key, e);
-      else (this.groups.get(g) as Group).set(key, e); // same position, new version
+    const cut = key.lastIndexOf('\u0000');
+    if (cut >= 0) {
+      this.groupFor(key, cut).set(key, e); // a new member, or a new version in the same position
+      if (prev === undefined) this.groupedKeys++;
     }
     if (e.exp !== 0) {
       this.expiring++;
@@ -516,7 +518,10 @@ export class KeyDir {
       if (grp !== undefined) {
         grp.delete(key);
         this.groupedKeys--;
-        if (grp.size === 0) this.groups.delete(g);
+        if (grp.size === 0) {
+          this.groups.delete(g);
+          if (this.lastGroup === grp) this.lastGroup = undefined;
+        }
       }
     }
     return prev;
@@ -528,6 +533,7 @@ export class KeyDir {
     if (grp === undefined) return [];
     const removed = Array.from(grp);
     this.groups.delete(group);
+    if (this.lastGroup === grp) this.lastGroup = undefined;
     this.groupedKeys -= removed.length;
     for (const [key, e] of removed) {
       this.map.delete(key);
@@ -570,14 +576,23 @@ export class KeyDir {
     this.uncache(e);
   }
 
-  private addToGroup(g: string, key: string, e: Entry): void {
-    let grp = this.groups.get(g);
+  /**
+   * The group of `key` (whose last U+0000 is at `cut`), created when missing.
+   * Writes and recovery meet one group's keys in long runs (a table's rows),
+   * so the last group used is checked first: a prefix comparison instead of
+   * slicing the name out and hashing it for every key.
+   */
+  private groupFor(key: string, cut: number): Group {
+    const last = this.lastGroup;
+    if (last !== undefined && last.name.length === cut + 1 && key.startsWith(last.name)) return last;
+    const name = key.slice(0, cut + 1);
+    let grp = this.groups.get(name);
     if (grp === undefined) {
-      grp = new Group(this.chunkMax);
-      this.groups.set(g, grp);
+      grp = new Group(this.chunkMax, name);
+      this.groups.set(name, grp);
     }
-    grp.set(key, e);
-    this.groupedKeys++;
+    this.lastGroup = grp;
+    return grp;
   }
 
   /**

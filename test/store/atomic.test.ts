@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { Atomic, RowMemo } from '../../src/store/log/atomic.js';
+import { Atomic } from '../../src/store/log/atomic.js';
 import { LogStore } from '../../src/store/log/index.js';
 import type { Engine } from '../../src/engine/index.js';
 
@@ -90,7 +90,7 @@ test('a group read for an earlier attempt is reused, not read again and dropped 
       write: () => Promise.resolve(),
     } as unknown as Engine;
     const a = new Atomic(engine, () => 0);
-    assert.equal(await a.read((tx) => tx.rows('g\u0000', () => new RowMemo(0, '{}')).length), 0);
+    assert.equal(await a.read((tx) => tx.rows('g\u0000', () => ({ id: 0, obj: {}, json: '{}' })).length), 0);
     await new Promise((r) => setTimeout(r, 20));
     assert.equal(scans, 1, 'the group was read once');
     assert.equal(unhandled, undefined);

@@ -69,24 +69,11 @@ interface Slot {
   exp: number;
 }
 
-/**
- * One row as the cache holds it: its JSON text (what answers are built from)
- * and its object, parsed from the text when first asked for. A table that is
- * only written and read back whole never holds its rows twice: an inserted
- * row's object (and every string in it) is garbage once its request ends, so
- * a large table costs the collector a few objects per row, not a tree per row
- * (docs/engine.md, "Memory per row").
- */
-export class RowMemo {
-  private o: Record<string, unknown> | undefined;
-
-  constructor(readonly id: number, readonly json: string, obj?: Record<string, unknown>) {
-    this.o = obj;
-  }
-
-  get obj(): Record<string, unknown> {
-    return this.o ??= JSON.parse(this.json) as Record<string, unknown>;
-  }
+/** One row: the decoded object and its JSON text (what answers are built from). */
+export interface RowMemo {
+  id: number;
+  obj: Record<string, unknown>;
+  json: string;
 }
 
 /**

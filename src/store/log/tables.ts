@@ -19,7 +19,7 @@ import type { RowQuery, Sync, TableStore, Text, Wheres } from '../store.js';
 import { findText, pageText, renderText, STREAM_ROWS } from '../stream.js';
 import { expiryOf } from '../validate.js';
 import { compileWheres, type Matcher, matches, type Row, singleEq } from '../wheres.js';
-import { type Atomic, RowMemo, type Tx } from './atomic.js';
+import type { Atomic, RowMemo, Tx } from './atomic.js';
 import type { IndexRegistry } from './indexes.js';
 import { rowGroup, rowIdOf, rowKey, tableKey } from './keys.js';
 import { SnapshotRows } from './scan.js';
@@ -38,7 +38,8 @@ export const metaDecoder: Decoder<TableMeta> = (buf) => {
 const encodeMeta = (m: TableMeta): Buffer => Buffer.from(`${m.inc} ${m.next}`, 'latin1');
 
 export const rowDecoder: Decoder<RowMemo> = (buf, key) => {
-  return new RowMemo(rowIdOf(key), buf.toString('utf8'));
+  const json = buf.toString('utf8');
+  return { id: rowIdOf(key), obj: JSON.parse(json) as Row, json };
 };
 
 const missing = (name: string) => notFound(`table '${name}' does not exist`);
@@ -72,7 +73,7 @@ export function insertRow(tx: Tx, name: string, row: Row): number {
   const next: TableMeta = { inc: m.inc, next: id + 1 };
   tx.put(key, encodeMeta(next), next, metaDecoder, exp);
   const group = rowGroup(name, m.inc);
-  tx.putRow(group, rowKey(group, id), new RowMemo(id, JSON.stringify(row)), rowDecoder, exp);
+  tx.putRow(group, rowKey(group, id), { id, obj: row, json: JSON.stringify(row) }, rowDecoder, exp);
   return id;
 }
 
@@ -89,7 +90,7 @@ export function updateRows(tx: Tx, name: string, matcher: Matcher, sets: Row): n
     n++;
     if (!write) continue;
     const obj = mergeFields(r.obj, sets);
-    tx.putRow(group, rowKey(group, r.id), new RowMemo(r.id, JSON.stringify(obj), obj), rowDecoder, exp, r.obj);
+    tx.putRow(group, rowKey(group, r.id), { id: r.id, obj, json: JSON.stringify(obj) }, rowDecoder, exp, r.obj);
   }
   return n;
 }
