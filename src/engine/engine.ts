@@ -778,6 +778,11 @@ export class Engine {
    * in no particular order: for views kept outside the engine (the store's
    * listing and secondary indexes, docs/query.md). One pass over the directory.
    */
+  /** How many current keys carry an expiry (0: nothing in the directory can expire). */
+  get expiringKeys(): number {
+    return this.keydir.expiringCount;
+  }
+
   *keys(prefix = ''): Generator<string, void, undefined> {
     for (const k of this.keydir.map.keys()) if (k.startsWith(prefix)) yield k;
   }

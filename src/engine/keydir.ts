@@ -471,6 +471,11 @@ export class KeyDir {
     return this.map.size;
   }
 
+  /** Current entries that carry an expiry (any key, grouped or not). */
+  get expiringCount(): number {
+    return this.expiring;
+  }
+
   /** Keys that belong to no group: the model's top-level objects. */
   get ungroupedSize(): number {
     return this.map.size - this.groupedKeys;
