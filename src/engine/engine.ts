@@ -419,6 +419,10 @@ export class Engine {
         // hold these bytes (PostgreSQL's "fsyncgate"): drop them and say so.
         const e = storageError('fdatasync', err);
         this.failFrom(group, e);
+        // The undone versions pointed into the tail cut below: a snapshot still
+        // holding one must find it gone (and say so), not read past the end or,
+        // once later writes refill that space, another value.
+        for (const p of group) for (const c of p.created) c.seg = undefined;
         seg.size = pos;
         await this.cutTail(seg, pos);
         throw e;

@@ -618,6 +618,9 @@ export class KeyDir {
 
   /** Attaches a value (and optionally its decoded form) to an entry. */
   cache(e: Entry, val: Buffer | undefined, memo: unknown, dec: Decoder<unknown> | undefined): void {
+    // Nothing to hold (a decoder that returned undefined, bytes already dropped): counting the
+    // entry as cached would leave it counted forever, as uncache() sees nothing to drop.
+    if (val === undefined && memo === undefined) return;
     const before = cacheCost(e);
     const wasCached = e.val !== undefined || e.memo !== undefined;
     e.val = val;

@@ -149,6 +149,23 @@ test('once a value is in the log, only its decoded form stays cached; other deco
   await e.close();
 });
 
+test('a decoder that returns undefined leaves nothing counted as cached', async () => {
+  const d = dir('cache-undefined');
+  const e = await open(d, { durability: 'never' });
+  await e.write([put('u', 'x'), put('w', 'y')]);
+  await e.close();
+  const e2 = await open(d, { durability: 'never' });
+  const nothing = (): unknown => undefined;
+  for (let i = 0; i < 3; i++) {
+    assert.equal(await e2.read('u', nothing), undefined);
+    assert.equal(e2.peek('w', nothing), MISS);
+    assert.equal(await e2.read('w', nothing), undefined);
+  }
+  assert.equal(checkQueue(e2).cached, 0);
+  assert.equal(e2.stats().cacheBytes, 0);
+  await e2.close();
+});
+
 test('expired keys are invisible at once and swept from the directory', async () => {
   const d = dir('expiry');
   const clock = new Clock();

@@ -250,3 +250,29 @@ test('errors from the directory lock and from a closed engine are typed', async 
   assert.equal(await e2.read('a', str), 'b');
   await e2.close();
 });
+
+test('a snapshot holding a version whose fsync failed finds it gone, not bytes past the cut tail', async () => {
+  // The version's bytes were written (so it pointed into the segment and kept
+  // only its decoded form), then fdatasync failed: the batch is undone and the
+  // tail cut. A snapshot taken meanwhile still holds that version; reading it
+  // with another decoder must say it is gone (try again), not read the cut tail.
+  const d = dir('fault-snapshot-fsync');
+  const faulty = new Faulty();
+  const e = await open(d, { fileOps: faulty.ops, durability: 'always' });
+  await e.write([put('g\u0000a', 'A')]);
+  const json = (b: Buffer): unknown => JSON.parse(b.toString());
+  faulty.fail.set('fdatasync', 'EIO');
+  const entered = faulty.hold();
+  const w = e.write([{ ...put('g\u0000b', '{"v":1}'), memo: { v: 1 }, decoder: json as never }]);
+  w.catch(() => {});
+  await entered; // written, its fsync held
+  const snap = e.snapshot('g\u0000', str);
+  assert.equal(snap.length, 2);
+  faulty.release();
+  await assert.rejects(w, StorageIOError);
+  faulty.fail.delete('fdatasync');
+  await assert.rejects(Promise.resolve().then(() => snap.read(0, 2)), (err: unknown) => err instanceof StorageIOError && /try again/.test((err as Error).message));
+  snap.release();
+  assert.deepEqual(await e.scan('g\u0000', str), ['A']);
+  await e.close();
+});

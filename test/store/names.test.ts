@@ -96,6 +96,16 @@ test('a failed write does not leave its new name listed', async () => {
   assert.deepEqual(justNames(names(s, 'records')), ['kept'], 'the name of an undone write is not listed');
   await s.records.put('later', { k: 3 }, 0);
   assert.deepEqual(justNames(names(s, 'records')), ['kept', 'later']);
+
+  // A delete that fails: a page listed meanwhile does not show the name (and drops it from
+  // the view); once the engine has put the key back, the view has it again.
+  failing = true;
+  const del = s.records.delete('kept');
+  assert.deepEqual(justNames(names(s, 'records')), ['later']);
+  await assert.rejects(del);
+  failing = false;
+  assert.equal(s.engine.has('R/kept'), true, 'the failed delete was undone');
+  assert.deepEqual(justNames(names(s, 'records')), ['kept', 'later'], 'the name of a live key is listed again');
   await s.close();
 });
 

@@ -30,11 +30,12 @@ export class LogStore implements Store {
   private constructor(readonly engine: Engine, now: () => number, topLevel: string[]) {
     this.atomic = new Atomic(engine, now);
     this.names = new NameView(engine, topLevel);
+    // The view hears of every write first (no other observer can keep it from hearing)...
+    this.atomic.observe(this.names.onCommit);
     this.indexes = new IndexRegistry(engine, this.atomic, tableMeta, rowDecoder);
-    // Last of the extenders: once it has added a name, nothing can stop the write
+    // ...and extends batches last: once it has added a name, nothing can stop the write
     // (a later extender could ask for a read and restart the decision).
     this.atomic.extend(this.names.beforeWrite);
-    this.atomic.observe(this.names.onCommit);
     this.tables = new LogTables(this.atomic, this.indexes);
     this.records = new LogRecords(engine, this.atomic);
     this.variants = new LogVariants(engine, this.atomic);

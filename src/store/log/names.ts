@@ -108,11 +108,22 @@ export class NameView {
         if (!this.engine.has(k)) this.list.delete(k);
       }
     }, () => {
-      // The engine undid the batch: the keys are as they were, so the deleted
-      // ones are live again; a name this batch added is in the view but not
+      // The engine undid the batch: the keys are as they were. A deleted name
+      // is live again, and a page that ran meanwhile may have dropped it from
+      // the view: put it back. A name this batch added is in the view but not
       // in the engine, so its namespace is checked from now on.
-      if (gone !== undefined) for (const k of gone) this.doubtOf(k).deletes--;
-      if (added !== undefined) for (const k of added) this.doubtOf(k).sticky = true;
+      if (gone !== undefined) {
+        for (const k of gone) {
+          this.doubtOf(k).deletes--;
+          if (this.engine.has(k)) this.list.add(k);
+        }
+      }
+      if (added !== undefined) {
+        for (const k of added) {
+          this.doubtOf(k).sticky = true;
+          if (this.engine.has(k)) this.list.add(k);
+        }
+      }
     });
   };
 
