@@ -668,8 +668,7 @@ export class Engine {
     if (e.val !== undefined) {
       this.observer?.cacheHit();
       const memo = dec(e.val, key);
-      // Once the bytes are in the file, the decoded form is all that stays (KeyDir.dropBytes).
-      this.keydir.cache(e, e.seg === undefined ? e.val : undefined, memo, dec as Decoder<unknown>);
+      this.keydir.cache(e, e.val, memo, dec as Decoder<unknown>);
       return memo;
     }
     this.observer?.cacheMiss();
@@ -687,7 +686,7 @@ export class Engine {
       if (this.keydir.get(key) !== e) continue; // changed while we read
       if (buf === undefined) continue;
       const memo = dec(buf, key);
-      this.keydir.cache(e, undefined, memo, dec as Decoder<unknown>);
+      this.keydir.cache(e, buf, memo, dec as Decoder<unknown>);
       return memo;
     }
     throw new StorageIOError(`could not read a stable value for a key`, undefined);
@@ -777,16 +776,16 @@ export class Engine {
     return new GroupSnapshot(this.fs, this.keydir, this.log, dec, keys, versions, at ?? this.now(), this.segments);
   }
 
-  /**
-   * Every key that starts with `prefix` (expired-but-unswept ones included),
-   * in no particular order: for views kept outside the engine (the store's
-   * listing and secondary indexes, docs/query.md). One pass over the directory.
-   */
   /** How many current keys carry an expiry (0: nothing in the directory can expire). */
   get expiringKeys(): number {
     return this.keydir.expiringCount;
   }
 
+  /**
+   * Every key that starts with `prefix` (expired-but-unswept ones included),
+   * in no particular order: for views kept outside the engine (the store's
+   * listing and secondary indexes, docs/query.md). One pass over the directory.
+   */
   *keys(prefix = ''): Generator<string, void, undefined> {
     for (const k of this.keydir.map.keys()) if (k.startsWith(prefix)) yield k;
   }

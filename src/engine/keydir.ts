@@ -616,9 +616,14 @@ export class KeyDir {
 
   // ---- value cache -------------------------------------------------------
 
-  /** Attaches a value (and optionally its decoded form) to an entry. */
+  /**
+   * Attaches a value (and optionally its decoded form) to an entry. The bytes
+   * are kept only while they are the entry's only form, or not yet in the log
+   * (see dropBytes, which applies the same rule once they are).
+   */
   cache(e: Entry, val: Buffer | undefined, memo: unknown, dec: Decoder<unknown> | undefined): void {
-    // Nothing to hold (a decoder that returned undefined, bytes already dropped): counting the
+    if (memo !== undefined && e.seg !== undefined) val = undefined;
+    // Nothing to hold (a decoder that returned undefined and no bytes): counting the
     // entry as cached would leave it counted forever, as uncache() sees nothing to drop.
     if (val === undefined && memo === undefined) return;
     const before = cacheCost(e);
@@ -659,10 +664,11 @@ export class KeyDir {
   }
 
   /**
-   * Lets go of the stored bytes of an entry whose decoded form is cached and
-   * whose bytes are in the log file: reads use the decoded form, and a read
-   * with another decoder reads the file. Rows and documents so hold one copy
-   * in memory, not two (and no slice pins an 8 KiB buffer pool).
+   * Lets go of the stored bytes of an entry whose decoded form is cached,
+   * once its bytes are in the log file (the engine calls it when the write
+   * lands): reads use the decoded form, and a read with another decoder
+   * reads the file. Rows and documents so hold one copy in memory, not two
+   * (and no slice pins an 8 KiB buffer pool).
    */
   dropBytes(e: Entry): void {
     if (e.val === undefined || e.memo === undefined) return;

@@ -99,7 +99,7 @@ export class GroupSnapshot<T> {
       }
       if (e.val !== undefined) {
         const memo = this.dec(e.val, this.keys[i]);
-        if (this.keydir.get(this.keys[i]) === e) this.keydir.cache(e, e.seg === undefined ? e.val : undefined, memo, this.dec as Decoder<unknown>);
+        if (this.keydir.get(this.keys[i]) === e) this.keydir.cache(e, e.val, memo, this.dec as Decoder<unknown>);
         out.push(memo);
         continue;
       }

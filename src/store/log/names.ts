@@ -77,29 +77,40 @@ export class NameView {
    * (the common PUT) costs one directory lookup, no search.
    */
   readonly beforeWrite = (tx: Tx): void => {
+    let added: string[] | undefined;
     const ops = tx.ops;
     for (let i = 0; i < ops.length; i++) {
       const o = ops[i];
       if (o.op !== Op.Put || !isTopLevel(o.key)) continue;
-      if (!this.engine.has(o.key)) this.list.add(o.key);
+      if (!this.engine.has(o.key)) {
+        this.list.add(o.key);
+        (added ??= []).push(o.key);
+      }
       if (o.expiresAt !== 0) this.doubtOf(o.key).sticky = true;
     }
+    this.added = added;
   };
+
+  /**
+   * Names the last beforeWrite added: read by onCommit, which runs right after
+   * the same batch's engine.write (nothing runs between the last extender and
+   * the observers, atomic.ts).
+   */
+  private added: string[] | undefined;
 
   /** Commit observer (atomic.ts): removes deleted keys once the log has the delete and they are still gone. */
   readonly onCommit = (tx: Tx, written: Promise<void>): void => {
     let dels: string[] | undefined;
-    let puts: string[] | undefined;
     const ops = tx.ops;
     for (let i = 0; i < ops.length; i++) {
       const o = ops[i];
-      if (!isTopLevel(o.key)) continue;
-      if (o.op === Op.Del) (dels ??= []).push(o.key);
-      else if (o.op === Op.Put) (puts ??= []).push(o.key);
+      if (o.op === Op.Del && isTopLevel(o.key)) (dels ??= []).push(o.key);
     }
-    if (dels === undefined && puts === undefined) return;
+    // An overwrite of a live name needs nothing: undone or not, the name stays live.
+    const added = this.added;
+    this.added = undefined;
+    if (dels === undefined && added === undefined) return;
     const gone = dels;
-    const added = puts;
     if (gone !== undefined) for (const k of gone) this.doubtOf(k).deletes++;
     written.then(() => {
       if (gone === undefined) return;
@@ -118,12 +129,7 @@ export class NameView {
           if (this.engine.has(k)) this.list.add(k);
         }
       }
-      if (added !== undefined) {
-        for (const k of added) {
-          this.doubtOf(k).sticky = true;
-          if (this.engine.has(k)) this.list.add(k);
-        }
-      }
+      if (added !== undefined) for (const k of added) this.doubtOf(k).sticky = true;
     });
   };
 
