@@ -298,7 +298,7 @@ export function effectiveConfig(cfg: Config): Record<string, unknown> {
 const SECRETS = new Set<string>(['authToken', 'metricsToken']);
 
 /** A database URL with its password masked (postgres://user:********@host/db). */
-export function maskUrl(url: string): string {
+function maskUrl(url: string): string {
   try {
     const u = new URL(url);
     if (u.password !== '') u.password = MASK;

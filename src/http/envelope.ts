@@ -59,6 +59,13 @@ async function sendPieces(res: ServerResponse, status: number, answer: Answer, d
   let out = answer.prefix;
   let started = false;
   try {
+    if (res.req.method === 'HEAD') {
+      // HEAD is answered wherever GET is: the same headers, and no reading of rows
+      // that would be thrown away (the finally below releases what the answer holds).
+      res.writeHead(status, ['Content-Type', CONTENT_TYPE]);
+      res.end();
+      return;
+    }
     for (;;) {
       if (res.destroyed) return; // the client went away: stop reading rows
       const r = await it.next();

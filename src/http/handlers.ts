@@ -331,7 +331,8 @@ export async function backup(ctx: Ctx, _name: string, _body: Body, res: ServerRe
     'Content-Disposition': `attachment; filename="pithos-${stamp}.backup"`,
   });
   try {
-    for (let r = first; r.done !== true; r = await it.next()) {
+    // HEAD: the snapshot was taken (so it fails as GET would), but nothing is read or sent.
+    for (let r = first; r.done !== true && res.req.method !== 'HEAD'; r = await it.next()) {
       if (res.destroyed) break;
       if (!res.write(r.value)) await drained(res);
     }

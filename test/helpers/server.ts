@@ -35,12 +35,6 @@ export const PG_URL = process.env.PITHOS_TEST_STORE;
 export const STORE: 'log' | 'postgres' = PG_URL === undefined ? 'log' : 'postgres';
 /** For `test(name, { skip: onlyLog('why') }, …)`: the reason to skip a test of the log's own files on postgres. */
 export const onlyLog = (why: string): string | false => (STORE === 'postgres' ? `log store only: ${why}` : false);
-/**
- * For a feature the postgres store does not have yet (docs/scaling.md lists
- * them): the test is skipped there with this reason, never made to pass.
- */
-export const notYetOnPostgres = (feature: string): string | false =>
-  (STORE === 'postgres' ? `not yet on the postgres store: ${feature} (docs/scaling.md)` : false);
 let schemas = 0;
 /** Servers started on the same data directory share its data: on postgres, the same schema. */
 const schemaOfDir = new Map<string, string>();

@@ -47,9 +47,8 @@ export interface Migration {
  * A DELETE run by the sweeper (`pithos.sweep` set for its transaction) is an
  * expiry. Rows deleted with their table are not reported one by one; the
  * table's delete reports them, as on the log store.
- */
-/**
- * A BEFORE ROW trigger function giving `col` a new number from pithos_seq
+ *
+ * `stamp`: a BEFORE ROW trigger function giving `col` a new number from pithos_seq
  * when the row is inserted or the statement asked for a new one (by setting
  * it): after the row lock, and after the transaction has its id.
  */
