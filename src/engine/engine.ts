@@ -103,6 +103,14 @@ export interface EngineObserver {
 /** Returned by peek() when the value is not cached and must be read with read(). */
 export const MISS: unique symbol = Symbol('miss');
 
+/**
+ * A key's version as an opaque reference (Engine.ref). It reads through
+ * peekRef only while it is the key's live version; held after its key has
+ * moved on, it keeps one small object alive, never a value (a retired
+ * version's cached value is dropped: KeyDir.retire).
+ */
+export type VersionRef = { readonly __versionRef: unique symbol };
+
 interface Pending {
   seq: number;
   buf: Buffer;
@@ -657,6 +665,30 @@ export class Engine {
     if (e === undefined) return undefined;
     if (seen !== undefined) seen.version = e.seq;
     return this.decoded(key, e, dec);
+  }
+
+  /**
+   * The live version of `key` as a reference its caller may keep and read
+   * through later with peekRef (a secondary index keeps one per row it
+   * lists: docs/query.md, "Row references"); undefined when absent.
+   */
+  ref(key: string, now?: number): VersionRef | undefined {
+    return this.live(key, now) as unknown as VersionRef | undefined;
+  }
+
+  /**
+   * The cached value behind a reference, decoded by `dec`, while the
+   * reference is still its key's live version; MISS otherwise (replaced,
+   * deleted, expired, or not cached with this decoder): the caller then
+   * reads by key. Never waits, never searches the directory.
+   */
+  peekRef<T>(ref: VersionRef, dec: Decoder<T>, now: number): T | typeof MISS {
+    const e = ref as unknown as Entry;
+    // FLAG_CURRENT is set exactly while the entry is in the directory (KeyDir.set, KeyDir.retire).
+    if ((e.flags & FLAG_CURRENT) === 0 || (e.exp !== 0 && e.exp <= now) || e.memo === undefined || e.dec !== dec) return MISS;
+    this.keydir.touch(e);
+    this.observer?.cacheHit();
+    return e.memo as T;
   }
 
   private decoded<T>(key: string, e: Entry, dec: Decoder<T>): T | typeof MISS {

@@ -1,7 +1,7 @@
 /** The engine's public surface. Nothing outside src/engine imports deeper than this. */
 export { Engine, MISS, Op } from './engine.js';
 export type { DecodedEntry } from './format.js';
-export type { Decoder, Durability, EngineObserver, EngineOptions, EngineStats, Logger, WriteOp } from './engine.js';
+export type { Decoder, Durability, VersionRef, EngineObserver, EngineOptions, EngineStats, Logger, WriteOp } from './engine.js';
 export { BatchTooLargeError, CorruptionError, DataDirError, DirectoryLockedError, EngineClosedError, StorageFullError, StorageIOError } from './errors.js';
 export type { FileOps } from './fileops.js';
 export { makeDirectory, nodeFileOps, writeFileDurably } from './fileops.js';

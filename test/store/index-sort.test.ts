@@ -12,8 +12,8 @@ import { rng } from '../helpers/rng.js';
 /** Seeded, so a failure replays exactly. */
 const random = rng(0x5eed);
 
-function reference(vals: readonly Prim[], ids: readonly number[]): Array<{ v: Prim; id: number }> {
-  return vals.map((v, i) => ({ v, id: ids[i] })).sort((a, b) => compareValues(a.v, b.v) || a.id - b.id);
+function reference(vals: readonly Prim[], ids: readonly number[]): Array<{ v: Prim; id: number; ref: undefined }> {
+  return vals.map((v, i) => ({ v, id: ids[i], ref: undefined })).sort((a, b) => compareValues(a.v, b.v) || a.id - b.id);
 }
 
 function shuffledIds(n: number, max: number): number[] {

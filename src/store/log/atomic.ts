@@ -12,7 +12,7 @@
  * decision is thrown away (nothing was written) and run again once the value
  * is there. Nothing else in the log store calls engine.write.
  */
-import { type Decoder, type Engine, type GroupSnapshot, MISS, Op, type WriteOp } from '../../engine/index.js';
+import { type Decoder, type Engine, type GroupSnapshot, MISS, Op, type VersionRef, type WriteOp } from '../../engine/index.js';
 import { StoreError } from '../errors.js';
 
 /**
@@ -139,6 +139,30 @@ export class Tx {
     }
     if (missing !== undefined) throw this.fetched.needAll(missing, missing.map((k) => this.engine.read(k, dec)));
     return out;
+  }
+
+  /** Whether this decision has written (or deleted) a key: its view is then not only the stored one. */
+  get wrote(): boolean {
+    return this.keys !== undefined;
+  }
+
+  /**
+   * The cached value behind a kept reference (Engine.peekRef), or MISS when
+   * it must be read by key: the reference is stale, the value is not cached,
+   * or this decision has written (its own writes must come first, and they
+   * are found by key).
+   */
+  peekRef<T>(ref: VersionRef, dec: Decoder<T>): T | typeof MISS {
+    return this.keys !== undefined ? MISS : this.engine.peekRef(ref, dec, this.now);
+  }
+
+  /**
+   * A reference to the live stored version of `key` (Engine.ref), for a
+   * caller that keeps it; undefined when absent, and in a decision that has
+   * written (whose view is not the stored one).
+   */
+  ref(key: string): VersionRef | undefined {
+    return this.keys !== undefined ? undefined : this.engine.ref(key, this.now);
   }
 
   /**

@@ -21,7 +21,7 @@
  *   left to the builder, so the two never disagree. Queries use an index
  *   only once it is ready.
  */
-import { type Decoder, type Engine, Op } from '../../engine/index.js';
+import { type Decoder, type Engine, Op, type VersionRef } from '../../engine/index.js';
 import { conflict, notFound } from '../errors.js';
 import { compareValues } from '../query.js';
 import { SortedList } from '../sorted.js';
@@ -33,6 +33,12 @@ export type Prim = string | number | boolean | null;
 export interface IxEntry {
   v: Prim;
   id: number;
+  /**
+   * The row's version as last read through this entry (Engine.ref), so the
+   * next query reads the row without searching the key directory
+   * (docs/query.md, "Row references"); renewed when found stale.
+   */
+  ref: VersionRef | undefined;
 }
 
 const cmpEntry = (a: IxEntry, b: IxEntry): number => {
@@ -88,12 +94,12 @@ export function sortedEntries(vals: readonly Prim[], ids: readonly number[]): Ix
       for (let i = 0; i < n; i++) {
         const p = packed[i];
         const v = Math.floor(p / scale);
-        out[i] = { v, id: p - v * scale };
+        out[i] = { v, id: p - v * scale, ref: undefined };
       }
       return out;
     }
   }
-  for (let i = 0; i < n; i++) out[i] = { v: vals[i], id: ids[i] };
+  for (let i = 0; i < n; i++) out[i] = { v: vals[i], id: ids[i], ref: undefined };
   return out.sort(cmpEntry);
 }
 
@@ -146,36 +152,37 @@ export class SecondaryIndex {
   add(id: number, obj: Row): void {
     const v = lookup(obj, this.path);
     if (v === MISSING) return;
-    if (isPrim(v)) this.list.add({ v, id });
+    if (isPrim(v)) this.list.add({ v, id, ref: undefined });
     else this.other.add(id);
   }
 
   remove(id: number, obj: Row): void {
     const v = lookup(obj, this.path);
     if (v === MISSING) return;
-    if (isPrim(v)) this.list.delete({ v, id });
+    if (isPrim(v)) this.list.delete({ v, id, ref: undefined });
     else this.other.delete(id);
   }
 
-  /** t_ids of rows whose value equals `v`, ascending, above `after`. */
-  eq(v: Prim, after: number, out: number[]): void {
-    this.list.walk({ v, id: after }, true, (e) => {
+  /** Entries of rows whose value equals `v`, in t_id order, above `after`. */
+  eq(v: Prim, after: number, out: IxEntry[]): void {
+    this.list.walk({ v, id: after, ref: undefined }, true, (e) => {
       if (compareValues(e.v, v) !== 0) return false;
-      out.push(e.id);
+      out.push(e);
       return true;
     });
   }
 
-  /** t_ids of rows whose value lies within the bounds (same type as the bounds), in value order. */
-  range(lo: Prim | undefined, loIncl: boolean, hi: Prim | undefined, hiIncl: boolean, kind: 'number' | 'string', out: number[]): void {
-    const start: IxEntry = lo !== undefined ? { v: lo, id: loIncl ? -Infinity : Infinity } : { v: kind === 'number' ? -Infinity : '', id: -Infinity };
+  /** Entries of rows whose value lies within the bounds (same type as the bounds), in value order. */
+  range(lo: Prim | undefined, loIncl: boolean, hi: Prim | undefined, hiIncl: boolean, kind: 'number' | 'string', out: IxEntry[]): void {
+    const start: IxEntry = lo !== undefined ? { v: lo, id: loIncl ? -Infinity : Infinity, ref: undefined }
+      : { v: kind === 'number' ? -Infinity : '', id: -Infinity, ref: undefined };
     for (const e of this.list.ascending(start, false)) {
       if (typeof e.v !== kind) break;
       if (hi !== undefined) {
         const c = compareValues(e.v, hi);
         if (c > 0 || (c === 0 && !hiIncl)) break;
       }
-      out.push(e.id);
+      out.push(e);
     }
   }
 }

@@ -16,6 +16,7 @@
  */
 import { compareRows, compareValues, type Order } from '../query.js';
 import type { RowQuery } from '../store.js';
+import { MISS } from '../../engine/index.js';
 import { type Matcher, matches, T, type Test } from '../wheres.js';
 import type { RowMemo, Tx } from './atomic.js';
 import { isPrim, type IxEntry, type Prim, type SecondaryIndex, type TableIndexes } from './indexes.js';
@@ -36,8 +37,8 @@ export function selectByIndex(tx: Tx, group: string, t: TableIndexes, matcher: M
   order: Order | undefined): RowMemo[] | undefined {
   const after = q.after ?? 0;
   const limit = q.limit ?? Infinity;
-  const ids = candidates(t, matcher, after);
-  if (ids !== undefined) return fromIds(tx, group, ids, matcher, order, limit);
+  const ents = candidates(t, matcher, after);
+  if (ents !== undefined) return fromEntries(tx, group, ents, matcher, order, limit);
   if (order !== undefined && limit !== Infinity) return byIndexOrder(tx, group, t, matcher, order, after, limit);
   return undefined;
 }
@@ -67,12 +68,15 @@ interface Bounds {
   hiIncl: boolean;
 }
 
+const byId = (a: IxEntry, b: IxEntry): number => a.id - b.id;
+
 /**
- * Candidate t_ids (ascending, all above `after`) from the most selective
- * usable index condition, or undefined when no condition can use an index.
+ * Index entries of the candidate rows (in t_id order, all above `after`)
+ * from the most selective usable index condition, or undefined when no
+ * condition can use an index.
  * Preference: equality, then `$in`, then a two-sided range, then a one-sided one.
  */
-function candidates(t: TableIndexes, matcher: Matcher, after: number): number[] | undefined {
+function candidates(t: TableIndexes, matcher: Matcher, after: number): IxEntry[] | undefined {
   let inTest: { ix: SecondaryIndex; test: Test } | undefined;
   let bounds: Map<string, Bounds> | undefined;
   for (const n of matcher) {
@@ -84,7 +88,7 @@ function candidates(t: TableIndexes, matcher: Matcher, after: number): number[] 
       case T.Eq:
         if (!isPrim(n.arg)) break;
         {
-          const out: number[] = [];
+          const out: IxEntry[] = [];
           ix.eq(n.arg, after, out);
           return out;
         }
@@ -121,7 +125,7 @@ function candidates(t: TableIndexes, matcher: Matcher, after: number): number[] 
     }
   }
   if (inTest !== undefined) {
-    const out: number[] = [];
+    const out: IxEntry[] = [];
     const seen = new Set<Prim>();
     for (const v of inTest.test.arg as Prim[]) {
       // -0 and 0 are one value to the index, as to ===.
@@ -130,7 +134,7 @@ function candidates(t: TableIndexes, matcher: Matcher, after: number): number[] 
       seen.add(k);
       inTest.ix.eq(v, after, out);
     }
-    return out.sort((a, b) => a - b);
+    return out.sort(byId);
   }
   if (bounds === undefined) return undefined;
   let best: Bounds | undefined;
@@ -139,22 +143,61 @@ function candidates(t: TableIndexes, matcher: Matcher, after: number): number[] 
     if (best === undefined || (b.lo !== undefined && b.hi !== undefined && (best.lo === undefined || best.hi === undefined))) best = b;
   }
   const b = best as Bounds;
-  const out: number[] = [];
+  const out: IxEntry[] = [];
   b.ix.range(b.lo, b.loIncl, b.hi, b.hiIncl, b.kind as 'number' | 'string', out);
-  const above = after > 0 ? out.filter((id) => id > after) : out;
-  return above.sort((x, y) => x - y);
+  const above = after > 0 ? out.filter((e) => e.id > after) : out;
+  return above.sort(byId);
 }
 
-/** Rows of the candidate t_ids that match, in t_id order (or `order`), at most `limit`. */
-function fromIds(tx: Tx, group: string, ids: readonly number[], matcher: Matcher, order: Order | undefined, limit: number): RowMemo[] {
+/**
+ * The rows of index entries [from, to): each through the entry's kept
+ * reference while that is the row's live version, otherwise by key (one
+ * directory search, docs/query.md "Row references"), keeping the reference
+ * found for the next query. A decision that has written reads by key: its
+ * own writes come first.
+ */
+function rowsOf(tx: Tx, group: string, ents: readonly IxEntry[], from: number, to: number): Array<RowMemo | undefined> {
+  if (tx.wrote) {
+    const keys: string[] = new Array(to - from);
+    for (let i = from; i < to; i++) keys[i - from] = rowKey(group, ents[i].id);
+    return tx.getMany(keys, rowDecoder);
+  }
+  const out: Array<RowMemo | undefined> = new Array(to - from);
+  let keys: string[] | undefined;
+  let at: number[] | undefined;
+  for (let i = from; i < to; i++) {
+    const e = ents[i];
+    let r = e.ref === undefined ? MISS : tx.peekRef(e.ref, rowDecoder);
+    if (r === MISS) {
+      const key = rowKey(group, e.id);
+      const ref = tx.ref(key);
+      if (ref === undefined) continue; // absent or expired: out[i] stays undefined
+      e.ref = ref;
+      r = tx.peekRef(ref, rowDecoder);
+      if (r === MISS) {
+        // Not cached (or not as a row): the ordinary read, which may fetch it from disk.
+        (keys ??= []).push(key);
+        (at ??= []).push(i);
+        continue;
+      }
+    }
+    out[i - from] = r;
+  }
+  if (keys !== undefined && at !== undefined) {
+    const rows = tx.getMany(keys, rowDecoder);
+    for (let j = 0; j < keys.length; j++) out[at[j] - from] = rows[j];
+  }
+  return out;
+}
+
+/** Rows of the candidate entries that match, in t_id order (or `order`), at most `limit`. */
+function fromEntries(tx: Tx, group: string, ents: readonly IxEntry[], matcher: Matcher, order: Order | undefined, limit: number): RowMemo[] {
   const out: RowMemo[] = [];
   // Without an order the first `limit` matches are the answer: read candidates in growing slices.
-  let slice = order === undefined && limit !== Infinity ? Math.max(64, limit * 2) : ids.length;
-  for (let from = 0; from < ids.length; from += slice, slice *= 4) {
-    const to = Math.min(ids.length, from + slice);
-    const keys: string[] = new Array(to - from);
-    for (let i = from; i < to; i++) keys[i - from] = rowKey(group, ids[i]);
-    const rows = tx.getMany(keys, rowDecoder);
+  let slice = order === undefined && limit !== Infinity ? Math.max(64, limit * 2) : ents.length;
+  for (let from = 0; from < ents.length; from += slice, slice *= 4) {
+    const to = Math.min(ents.length, from + slice);
+    const rows = rowsOf(tx, group, ents, from, to);
     for (const r of rows) {
       if (r === undefined || !matches(r.obj, matcher)) continue;
       out.push(r);
@@ -198,7 +241,7 @@ function byIndexOrder(tx: Tx, group: string, t: TableIndexes, matcher: Matcher, 
     }
     if (batch.length === 0) return undefined;
     const keep = batch.filter((e) => e.id > after);
-    const rows = tx.getMany(keep.map((e) => rowKey(group, e.id)), rowDecoder);
+    const rows = rowsOf(tx, group, keep, 0, keep.length);
     let run: RowMemo[] = [];
     for (let i = 0; i < keep.length; i++) {
       const r = rows[i];
