@@ -54,7 +54,7 @@ const byteOrder = (a: string, b: string): number => Buffer.compare(Buffer.from(a
 
 test('listing: every namespace, byte order, items with ttl_ms / rows / held+holder', async () => {
   const p = uniq('L') + '-';
-  const names = ['b', 'a', 'é', '\uff5e', '\u{1F600}', 'a b', 'a+b'].map((n) => p + n);
+  const names = ['b', 'a', 'é', '\uff5e', '\u{1F600}', 'a b', 'a+b', 'q"t', 'b\\s', '~'].map((n) => p + n);
   for (const n of names) {
     expectSuccess(await srv.req('PUT', `/records/${enc(n)}`, { record: { n } }), 201, 'record created successfully');
     assert.equal((await srv.req('PUT', `/variants/${enc(n)}`, { variant: 1, ttl: 100 })).status, 201);

@@ -11,6 +11,14 @@ import type { NameView } from './names.js';
 import { metaDecoder } from './tables.js';
 import type { Engine } from '../../engine/index.js';
 
+/**
+ * A name JSON writes as itself between quotes: printable ASCII without `"`
+ * or `\`. Tested instead of calling JSON.stringify for each of a page's
+ * names, which made a page of 100 about 3.5 µs dearer (docs/benchmarks.md,
+ * "Row references").
+ */
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
 const NS: Record<ListKind, string> = { tables: 'T/', records: 'R/', variants: 'V/', locks: 'L/' };
 
 export function list(engine: Engine, atomic: Atomic, names: NameView, kind: ListKind, opts: ListOptions): Sync<string> {
@@ -23,7 +31,9 @@ export function list(engine: Engine, atomic: Atomic, names: NameView, kind: List
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i];
       const exp = exps[i];
-      let item = `{"name":${JSON.stringify(key.slice(2))},"ttl_ms":${exp === 0 ? 'null' : Math.max(0, exp - tx.now)}`;
+      const name = key.slice(2);
+      let item = (i === 0 ? '{"name":' : ',{"name":') + (PLAIN.test(name) ? '"' + name + '"' : JSON.stringify(name)) +
+        (exp === 0 ? ',"ttl_ms":null' : ',"ttl_ms":' + Math.max(0, exp - tx.now));
       if (kind === 'tables') {
         const m = extra?.[i] as { inc: number } | undefined;
         item += `,"rows":${m === undefined ? 0 : engine.groupSize(rowGroup(key.slice(2), m.inc))}`;
@@ -31,7 +41,7 @@ export function list(engine: Engine, atomic: Atomic, names: NameView, kind: List
         const l = extra?.[i] as { holder: string | null } | undefined;
         item += `,"held":true,"holder":${JSON.stringify(l?.holder ?? null)}`;
       }
-      out += (i === 0 ? '' : ',') + item + '}';
+      out += item + '}';
     }
     const next = more && keys.length > 0 ? JSON.stringify(keys[keys.length - 1].slice(2)) : 'null';
     return `${out}],"next":${next}}`;
