@@ -22,6 +22,7 @@ export const BATCH_BYTES = 256 * 1024;
 
 /** The rows of a table at one instant, in t_id order, read a batch at a time. */
 export interface RowSource {
+  /** Positions [0, length) hold the rows; a source that learns of fewer rows as it reads may lower it (never below what it has read). */
   readonly length: number;
   /** Position of the first row with a t_id above `after`. */
   firstAbove(after: number): number;
@@ -150,12 +151,11 @@ async function* findPieces(src: RowSource, matcher: Matcher, q: RowQuery, order:
     const limit = q.limit ?? Infinity;
     const count = q.count === true;
     let p = src.firstAbove(q.after ?? 0);
-    const end = src.length;
     if (order === undefined) {
       let n = 0;
       let out = count ? '' : '[';
-      while (p < end && n < limit) {
-        const to = src.batchEnd(p, end);
+      while (p < src.length && n < limit) {
+        const to = src.batchEnd(p, src.length);
         const got = src.read(p, to, true);
         const rows = got instanceof Promise ? await got : got;
         p = to;
@@ -167,7 +167,7 @@ async function* findPieces(src: RowSource, matcher: Matcher, q: RowQuery, order:
           }
           if (++n === limit) break;
         }
-        if (p < end && n < limit) {
+        if (p < src.length && n < limit) {
           yield out;
           out = '';
         }
@@ -177,8 +177,8 @@ async function* findPieces(src: RowSource, matcher: Matcher, q: RowQuery, order:
     }
     const cmp = (a: IdRow, b: IdRow): number => compareRows(order, a, b);
     let kept: IdRow[] = [];
-    while (p < end) {
-      const to = src.batchEnd(p, end);
+    while (p < src.length) {
+      const to = src.batchEnd(p, src.length);
       const got = src.read(p, to, true);
       const rows = got instanceof Promise ? await got : got;
       p = to;
