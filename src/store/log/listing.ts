@@ -14,8 +14,8 @@ import type { Engine } from '../../engine/index.js';
 /**
  * A name JSON writes as itself between quotes: printable ASCII without `"`
  * or `\`. Tested instead of calling JSON.stringify for each of a page's
- * names, which made a page of 100 about 3.5 µs dearer (docs/benchmarks.md,
- * "Row references").
+ * names, which made a page of 100 about 4.5 µs dearer in process
+ * (docs/benchmarks.md, "Row references").
  */
 const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 
