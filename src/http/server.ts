@@ -186,8 +186,10 @@ export class PithosServer {
     }
     const who = this.auth.check(req.headers['auth-token'], m === undefined ? 'read' : m.route.def.role, req.method, req.url);
     if (who.ok !== true && this.opts.altAuth?.(req) !== true) {
-      // A scraper's Authorization header that did not match is a wrong token, not a missing one.
-      if (who.status === 401 && this.opts.altAuth !== undefined && req.headers['auth-token'] === undefined && req.headers.authorization !== undefined) {
+      // A scraper's Authorization header that did not match is a wrong token, not a missing
+      // one; on /metrics only, the one route that takes it (elsewhere Auth-Token is missing).
+      if (who.status === 401 && this.opts.altAuth !== undefined && req.headers['auth-token'] === undefined && req.headers.authorization !== undefined &&
+        m?.route.def.path === '/metrics') {
         return sendError(res, 401, 'wrong token in the Authorization header (GET /metrics takes Authorization: Bearer <metrics token>, or Auth-Token)');
       }
       return sendError(res, who.status, who.message);
