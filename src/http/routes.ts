@@ -162,7 +162,7 @@ export const ROUTES: readonly RouteDef[] = [
     ok: { status: [200], message: 'lock queried successfully' } },
 
   // ---- transactions
-  { method: 'POST', path: '/txns', handler: h.transact, role: 'write', summary: 'Checks and mutations, all or nothing', strict: true,
+  { method: 'POST', path: '/txns', handler: h.transact, role: 'write', summary: 'Checks and mutations, all or nothing', strict: true, query: {},
     body: {
       mutations: { type: 'array', required: true, doc: 'INSERT/UPDATE/REMOVE on tables, ADD/SET on variants, PUT/DELETE on records' },
       checks: { type: 'array', doc: 'conditions on the state before the first mutation' },
@@ -176,13 +176,13 @@ export const ROUTES: readonly RouteDef[] = [
     ok: { status: [200], message: 'a stream of Server-Sent Events (docs/api.md, "Change feed")', type: 'text/event-stream' } },
 
   // ---- operations (docs/operations.md, "Metrics" and "Backups")
-  { method: 'GET', path: '/metrics', handler: serveMetrics, role: 'admin',
+  { method: 'GET', path: '/metrics', handler: serveMetrics, role: 'admin', query: {},
     summary: 'Prometheus metrics (text format, not the envelope); also with Authorization: Bearer <--metrics-token>',
     ok: { status: [200], message: 'Prometheus text exposition format 0.0.4', type: 'text/plain; version=0.0.4' } },
-  { method: 'GET', path: '/openapi.json', handler: serveOpenApi, role: 'public',
+  { method: 'GET', path: '/openapi.json', handler: serveOpenApi, role: 'public', query: {},
     summary: 'This OpenAPI 3.1 document (not wrapped in the envelope); no token needed',
     ok: { status: [200], message: 'the OpenAPI document', type: 'application/json' } },
-  { method: 'GET', path: '/backup', handler: h.backup, role: 'admin',
+  { method: 'GET', path: '/backup', handler: h.backup, role: 'admin', query: {},
     summary: 'A consistent snapshot of the whole data set, streamed (not an envelope: application/octet-stream)', strict: true,
     ok: { status: [200], message: 'the backup file (docs/operations.md, "Backups")', type: 'application/octet-stream' } },
 

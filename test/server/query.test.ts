@@ -163,6 +163,17 @@ test('listing: expired and deleted names are not listed', async () => {
   assert.deepEqual((await listAll('records', p, 10)).map((x) => x.name), [p + 'long']);
 });
 
+test('every Part two endpoint refuses an unknown query parameter, naming it, and changes nothing', async () => {
+  const v = uniq('qp');
+  const txn = { mutations: [{ kind: 'variant', name: v, operation: 'SET', variant: 1 }] };
+  expectError(await srv.req('POST', '/txns?dry_run=1', txn), 400, "unknown query parameter 'dry_run': this endpoint takes none");
+  expectError(await srv.req('GET', `/variants/${v}`), 404, /does not exist/);
+  assert.equal((await srv.req('POST', '/txns', txn)).status, 200, 'the same body without the parameter is accepted');
+  for (const path of ['/metrics', '/openapi.json', '/backup']) {
+    expectError(await srv.req('GET', `${path}?format=json`), 400, "unknown query parameter 'format': this endpoint takes none");
+  }
+});
+
 test('listing: bad parameters are 400s naming them', async () => {
   for (const kind of ['tables', 'records', 'variants', 'locks']) {
     for (const limit of ['0', '1001', 'x', '-1', '1.5', '']) {
