@@ -207,12 +207,8 @@ export class PgTables implements TableStore {
   // rendered a batch per step (src/store/stream.ts). Rows an index condition
   // selected come in one statement (ArraySource) and are sliced the same way.
 
-  async all(name: string): Promise<Text> {
-    const rows = await this.scan(name);
-    if (!Array.isArray(rows)) return pageText(rows, undefined, undefined);
-    let out = '{';
-    for (let i = 0; i < rows.length; i++) out += `${i > 0 ? ',' : ''}"${rows[i].id}":${rows[i].json}`;
-    return out + '}';
+  all(name: string): Promise<Text> {
+    return this.page(name, undefined, undefined);
   }
 
   async query(name: string, wheres: Wheres): Promise<Text> {
