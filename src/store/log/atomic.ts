@@ -141,9 +141,9 @@ export class Tx {
     return out;
   }
 
-  /** Whether this decision has written (or deleted) a key: its view is then not only the stored one. */
+  /** Whether this decision has queued a write (a key, a row, a group drop): its view is then not only the stored one. */
   get wrote(): boolean {
-    return this.keys !== undefined;
+    return this.ops.length > 0;
   }
 
   /**
@@ -153,7 +153,7 @@ export class Tx {
    * are found by key).
    */
   peekRef<T>(ref: VersionRef, dec: Decoder<T>): T | typeof MISS {
-    return this.keys !== undefined ? MISS : this.engine.peekRef(ref, dec, this.now);
+    return this.wrote ? MISS : this.engine.peekRef(ref, dec, this.now);
   }
 
   /**
@@ -162,7 +162,7 @@ export class Tx {
    * written (whose view is not the stored one).
    */
   ref(key: string): VersionRef | undefined {
-    return this.keys !== undefined ? undefined : this.engine.ref(key, this.now);
+    return this.wrote ? undefined : this.engine.ref(key, this.now);
   }
 
   /**
