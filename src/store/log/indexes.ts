@@ -336,7 +336,10 @@ export class IndexRegistry {
     tx.del(key);
     if (ix !== undefined) {
       tx.dropGroup(ix.group);
-      tx.onCommit(() => this.unregister(ix));
+      tx.onCommit((written) => {
+        this.unregister(ix);
+        written.catch(() => this.revive(name));
+      });
     }
   }
 
@@ -348,7 +351,36 @@ export class IndexRegistry {
       tx.del(defKey(name, ix.field));
       tx.dropGroup(ix.group);
     }
-    tx.onCommit(() => this.forget(t));
+    tx.onCommit((written) => {
+      this.forget(t);
+      written.catch(() => this.revive(name));
+    });
+  }
+
+  /**
+   * After a drop whose write failed (the engine undid the batch, so the
+   * definitions and entries are back): serve the table's indexes again,
+   * filled from their keys as at open. Indexes registered meanwhile are kept.
+   */
+  private revive(name: string): void {
+    const p: Promise<void> = (async () => {
+      const defs = (await this.engine.scan(DEF_GROUP, defDecoder)).filter((d) => d.table === name);
+      const current = await this.atomic.read((tx) => defs.filter((d) => this.metaOf(tx, d.table)?.inc === d.inc));
+      const back: Array<[SecondaryIndex, Def]> = [];
+      for (const d of current) {
+        if (this.closed || this.tableIndexes(d.table, d.inc)?.byField.has(d.field) === true) continue;
+        const ix = this.register(d.table, d.inc, d.field);
+        ix.cursor = d.cursor;
+        back.push([ix, d]);
+      }
+      await this.fill(back.map(([ix]) => ix));
+      for (const [ix, d] of back) {
+        if (ix.dropped) continue;
+        if (d.ready) ix.ready = true;
+        else this.startBuild(ix);
+      }
+    })().catch(() => undefined).finally(() => this.building.delete(p));
+    this.building.add(p);
   }
 
   private unregister(ix: SecondaryIndex): void {
@@ -421,7 +453,9 @@ export class IndexRegistry {
     for (const o of tx.ops) {
       if (o.op !== Op.DropGroup) continue;
       const t = this.byGroup.get(o.key);
-      if (t !== undefined) this.forget(t);
+      if (t === undefined) continue;
+      this.forget(t);
+      written.catch(() => this.revive(t.name));
     }
   };
 
