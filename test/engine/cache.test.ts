@@ -236,3 +236,31 @@ test('a value damaged on disk after open is refused when read, not served', asyn
   assert.equal(await e.read('k21', str), value('k21'));
   await e.close();
 });
+
+test('a kept reference reads only while it is its key\'s live version (Engine.ref / peekRef)', async () => {
+  const d = dir('cache-ref');
+  const clock = new Clock();
+  const e = await open(d, { now: clock.now });
+  const json = (b: Buffer): unknown => JSON.parse(b.toString());
+  await e.write([put('a', '{"n":1}'), put('t', '{"n":1}', clock.t + 1000)]);
+  assert.deepEqual(e.peek('a', json), { n: 1 });
+  const ref = e.ref('a');
+  assert.ok(ref !== undefined);
+  assert.deepEqual(e.peekRef(ref, json, clock.t), { n: 1 });
+  assert.equal(e.peekRef(ref, str as never, clock.t), MISS, 'cached under another decoder');
+  // Replaced: the old version must not answer even if something left a decoded form on it
+  // (every caching path checks currency first, so this is forced here by hand).
+  await e.write([put('a', '{"n":2}')]);
+  const old = ref as unknown as { memo: unknown; dec: unknown };
+  old.memo = { n: 1 };
+  old.dec = json;
+  assert.equal(e.peekRef(ref, json, clock.t), MISS, 'a replaced version does not answer');
+  // Expired.
+  assert.deepEqual(e.peek('t', json), { n: 1 });
+  const tref = e.ref('t');
+  assert.ok(tref !== undefined);
+  assert.deepEqual(e.peekRef(tref, json, clock.t), { n: 1 });
+  assert.equal(e.peekRef(tref, json, clock.t + 1000), MISS, 'an expired version does not answer');
+  assert.equal(e.ref('t', clock.t + 1000), undefined);
+  await e.close();
+});

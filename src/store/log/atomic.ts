@@ -158,11 +158,12 @@ export class Tx {
 
   /**
    * A reference to the live stored version of `key` (Engine.ref), for a
-   * caller that keeps it; undefined when absent, and in a decision that has
-   * written (whose view is not the stored one).
+   * caller that keeps it; undefined when no stored version is live. Only
+   * what is stored: this decision's own writes are not behind it, and
+   * peekRef does not read through it in a decision that has written.
    */
   ref(key: string): VersionRef | undefined {
-    return this.wrote ? undefined : this.engine.ref(key, this.now);
+    return this.engine.ref(key, this.now);
   }
 
   /**

@@ -153,15 +153,10 @@ function candidates(t: TableIndexes, matcher: Matcher, after: number): IxEntry[]
  * The rows of index entries [from, to): each through the entry's kept
  * reference while that is the row's live version, otherwise by key (one
  * directory search, docs/query.md "Row references"), keeping the reference
- * found for the next query. A decision that has written reads by key: its
- * own writes come first.
+ * found for the next query. In a decision that has written, Tx.peekRef
+ * always misses, so every row is read by key (its own writes come first).
  */
 function rowsOf(tx: Tx, group: string, ents: readonly IxEntry[], from: number, to: number): Array<RowMemo | undefined> {
-  if (tx.wrote) {
-    const keys: string[] = new Array(to - from);
-    for (let i = from; i < to; i++) keys[i - from] = rowKey(group, ents[i].id);
-    return tx.getMany(keys, rowDecoder);
-  }
   const out: Array<RowMemo | undefined> = new Array(to - from);
   let keys: string[] | undefined;
   let at: number[] | undefined;
@@ -171,11 +166,12 @@ function rowsOf(tx: Tx, group: string, ents: readonly IxEntry[], from: number, t
     if (r === MISS) {
       const key = rowKey(group, e.id);
       const ref = tx.ref(key);
-      if (ref === undefined) continue; // absent or expired: out[i] stays undefined
-      e.ref = ref;
-      r = tx.peekRef(ref, rowDecoder);
+      if (ref !== undefined) {
+        e.ref = ref;
+        r = tx.peekRef(ref, rowDecoder);
+      } else if (!tx.wrote) continue; // absent or expired: out[i] stays undefined
       if (r === MISS) {
-        // Not cached (or not as a row): the ordinary read, which may fetch it from disk.
+        // Not cached (or not as a row), or this decision has written: the ordinary read by key.
         (keys ??= []).push(key);
         (at ??= []).push(i);
         continue;
