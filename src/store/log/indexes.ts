@@ -41,6 +41,9 @@ export interface IxEntry {
   ref: VersionRef | undefined;
 }
 
+/** An entry with no reference yet (also the probe the list's searches compare against). */
+const ixEntry = (v: Prim, id: number): IxEntry => ({ v, id, ref: undefined });
+
 const cmpEntry = (a: IxEntry, b: IxEntry): number => {
   const c = compareValues(a.v, b.v);
   if (c !== 0) return c;
@@ -94,12 +97,12 @@ export function sortedEntries(vals: readonly Prim[], ids: readonly number[]): Ix
       for (let i = 0; i < n; i++) {
         const p = packed[i];
         const v = Math.floor(p / scale);
-        out[i] = { v, id: p - v * scale, ref: undefined };
+        out[i] = ixEntry(v, p - v * scale);
       }
       return out;
     }
   }
-  for (let i = 0; i < n; i++) out[i] = { v: vals[i], id: ids[i], ref: undefined };
+  for (let i = 0; i < n; i++) out[i] = ixEntry(vals[i], ids[i]);
   return out.sort(cmpEntry);
 }
 
@@ -152,20 +155,20 @@ export class SecondaryIndex {
   add(id: number, obj: Row): void {
     const v = lookup(obj, this.path);
     if (v === MISSING) return;
-    if (isPrim(v)) this.list.add({ v, id, ref: undefined });
+    if (isPrim(v)) this.list.add(ixEntry(v, id));
     else this.other.add(id);
   }
 
   remove(id: number, obj: Row): void {
     const v = lookup(obj, this.path);
     if (v === MISSING) return;
-    if (isPrim(v)) this.list.delete({ v, id, ref: undefined });
+    if (isPrim(v)) this.list.delete(ixEntry(v, id));
     else this.other.delete(id);
   }
 
   /** Entries of rows whose value equals `v`, in t_id order, above `after`. */
   eq(v: Prim, after: number, out: IxEntry[]): void {
-    this.list.walk({ v, id: after, ref: undefined }, true, (e) => {
+    this.list.walk(ixEntry(v, after), true, (e) => {
       if (compareValues(e.v, v) !== 0) return false;
       out.push(e);
       return true;
@@ -174,8 +177,7 @@ export class SecondaryIndex {
 
   /** Entries of rows whose value lies within the bounds (same type as the bounds), in value order. */
   range(lo: Prim | undefined, loIncl: boolean, hi: Prim | undefined, hiIncl: boolean, kind: 'number' | 'string', out: IxEntry[]): void {
-    const start: IxEntry = lo !== undefined ? { v: lo, id: loIncl ? -Infinity : Infinity, ref: undefined }
-      : { v: kind === 'number' ? -Infinity : '', id: -Infinity, ref: undefined };
+    const start = lo !== undefined ? ixEntry(lo, loIncl ? -Infinity : Infinity) : ixEntry(kind === 'number' ? -Infinity : '', -Infinity);
     for (const e of this.list.ascending(start, false)) {
       if (typeof e.v !== kind) break;
       if (hi !== undefined) {
@@ -235,21 +237,28 @@ export class IndexRegistry {
       this.entryKeys = undefined;
       return;
     }
-    const live: SecondaryIndex[] = [];
-    await this.atomic.read((tx) => {
-      live.length = 0;
-      for (const d of defs) {
-        const m = this.metaOf(tx, d.table);
-        // A definition outlived by its table incarnation is not served (drop deletes it in the same batch anyway).
-        if (m === undefined || m.inc !== d.inc) continue;
-        const ix = this.register(d.table, d.inc, d.field);
-        ix.cursor = d.cursor;
-        live.push(ix);
-      }
-    });
-    await this.fill(live);
-    for (const ix of live) {
-      const d = defs.find((x) => x.table === ix.table && x.field === ix.field) as Def;
+    await this.serve(defs);
+  }
+
+  /**
+   * Serves the definitions whose table incarnation is current and that are
+   * not served already: registers them, fills them from their keys, then
+   * marks each ready or resumes its build. At open (load) and after a drop
+   * whose write failed (revive).
+   */
+  private async serve(defs: readonly Def[]): Promise<void> {
+    // A definition outlived by its table incarnation is not served (drop deletes it in the same batch anyway).
+    const current = await this.atomic.read((tx) => defs.filter((d) => this.metaOf(tx, d.table)?.inc === d.inc));
+    const served: Array<[SecondaryIndex, Def]> = [];
+    for (const d of current) {
+      if (this.closed || this.tableIndexes(d.table, d.inc)?.byField.has(d.field) === true) continue;
+      const ix = this.register(d.table, d.inc, d.field);
+      ix.cursor = d.cursor;
+      served.push([ix, d]);
+    }
+    await this.fill(served.map(([ix]) => ix));
+    for (const [ix, d] of served) {
+      if (ix.dropped) continue;
       if (d.ready) ix.ready = true;
       else this.startBuild(ix);
     }
@@ -363,24 +372,7 @@ export class IndexRegistry {
    * filled from their keys as at open. Indexes registered meanwhile are kept.
    */
   private revive(name: string): void {
-    const p: Promise<void> = (async () => {
-      const defs = (await this.engine.scan(DEF_GROUP, defDecoder)).filter((d) => d.table === name);
-      const current = await this.atomic.read((tx) => defs.filter((d) => this.metaOf(tx, d.table)?.inc === d.inc));
-      const back: Array<[SecondaryIndex, Def]> = [];
-      for (const d of current) {
-        if (this.closed || this.tableIndexes(d.table, d.inc)?.byField.has(d.field) === true) continue;
-        const ix = this.register(d.table, d.inc, d.field);
-        ix.cursor = d.cursor;
-        back.push([ix, d]);
-      }
-      await this.fill(back.map(([ix]) => ix));
-      for (const [ix, d] of back) {
-        if (ix.dropped) continue;
-        if (d.ready) ix.ready = true;
-        else this.startBuild(ix);
-      }
-    })().catch(() => undefined).finally(() => this.building.delete(p));
-    this.building.add(p);
+    this.background(Promise.resolve(this.engine.scan(DEF_GROUP, defDecoder)).then((defs) => this.serve(defs.filter((d) => d.table === name))));
   }
 
   private unregister(ix: SecondaryIndex): void {
@@ -450,13 +442,6 @@ export class IndexRegistry {
         written.catch(() => this.reload(ixs));
       }
     }
-    for (const o of tx.ops) {
-      if (o.op !== Op.DropGroup) continue;
-      const t = this.byGroup.get(o.key);
-      if (t === undefined) continue;
-      this.forget(t);
-      written.catch(() => this.revive(t.name));
-    }
   };
 
   private reload(ixs: readonly SecondaryIndex[]): void {
@@ -474,7 +459,12 @@ export class IndexRegistry {
   // ---- building -----------------------------------------------------------------
 
   private startBuild(ix: SecondaryIndex): void {
-    const p = this.build(ix).catch(() => undefined).finally(() => this.building.delete(p));
+    this.background(this.build(ix));
+  }
+
+  /** Work settled() waits for; its failure is the work's own business (a build resumes at the next open). */
+  private background(work: Promise<void>): void {
+    const p: Promise<void> = work.catch(() => undefined).finally(() => this.building.delete(p));
     this.building.add(p);
   }
 
