@@ -24,7 +24,7 @@ import type { EngineObserver } from './engine.js';
 import type { Entry } from './keydir.js';
 import { ID_STEP, Segment } from './segment.js';
 import { SegmentScanner, Yielder } from './scanner.js';
-import { writeFileDurably } from './fileops.js';
+import { removeFile, writeFileDurably } from './fileops.js';
 
 export interface CompactionPolicy {
   minDeadRatio: number;
@@ -98,7 +98,8 @@ export class Compactor {
 
   async stop(): Promise<void> {
     this.stopping = true;
-    if (this.running !== undefined) await this.running.catch(() => {});
+    // compact() reports its own failures ("compaction abandoned") and resolves false.
+    if (this.running !== undefined) await this.running;
   }
 
   private async compact(run: Segment[]): Promise<boolean> {
@@ -236,8 +237,8 @@ export class Compactor {
         e.segments = e.segments.filter((s) => !run.includes(s));
         for (const s of run) {
           s.retired = true;
-          await f.unlink(s.path).catch(() => {});
-          await f.unlink(s.hintPath).catch(() => {});
+          await removeFile(f, s.path, e.log);
+          await removeFile(f, s.hintPath, e.log);
           void s.closeQuietly(f);
         }
         await f.syncDir(e.dir);
@@ -250,8 +251,8 @@ export class Compactor {
     } catch (err) {
       if (!sealed) {
         await out.closeQuietly(f);
-        await f.unlink(tmp).catch(() => {});
-        await f.unlink(`${out.hintPath}.tmp`).catch(() => {});
+        await removeFile(f, tmp, e.log);
+        await removeFile(f, `${out.hintPath}.tmp`, e.log);
       }
       if (!this.stopping) e.log('warn', `compaction abandoned: ${String((err as Error).message ?? err)}`);
       return false;

@@ -18,7 +18,7 @@ import {
   batchTooLarge, type DecodedEntry, encodeBatch, encodeSegmentHeader, entrySize, type EntryIn, MAX_BATCH_BYTES, MAX_KEY_BYTES, Op,
   SEGMENT_HEADER_SIZE, SegmentKind, valueCrc,
 } from './format.js';
-import { type FileOps, nodeFileOps } from './fileops.js';
+import { type FileOps, nodeFileOps, removeFile } from './fileops.js';
 import { type Decoder, Entry, FLAG_CURRENT, FLAG_REF, KeyDir } from './keydir.js';
 import { ID_STEP, Segment } from './segment.js';
 import { EngineCore } from './core.js';
@@ -249,7 +249,7 @@ export class Engine {
       await this.fs.syncDir(this.dir);
     } catch (err) {
       await seg.closeQuietly(this.fs);
-      await this.fs.unlink(seg.path).catch(() => {});
+      await removeFile(this.fs, seg.path, this.log);
       throw err;
     }
     seg.size = SEGMENT_HEADER_SIZE;
@@ -341,6 +341,7 @@ export class Engine {
     if (!this.flushing) {
       this.flushing = true;
       // Let every request that arrived in this turn of the loop join the group.
+      // eslint-disable-next-line @typescript-eslint/no-misused-promises -- flushLoop catches and logs every failure itself
       setImmediate(this.flushLoop);
     }
     return promise;

@@ -147,3 +147,21 @@ function kindOf(st: fs.Stats): string {
   if (st.isCharacterDevice() || st.isBlockDevice()) return 'device';
   return 'non-directory';
 }
+
+/**
+ * Removes a file the engine no longer needs (a retired segment, a hint, an
+ * unfinished `.tmp`). Already gone is success. Any other failure leaves the
+ * file behind, which costs disk but never data: recovery removes orphaned
+ * hints and `.tmp` files at the next open, and a retired segment's keys all
+ * live elsewhere. So it is logged with its cause, not thrown; without a log
+ * (a caller that reports failures itself) it is thrown.
+ */
+export async function removeFile(f: FileOps, p: string, log?: (level: 'warn', msg: string) => void): Promise<void> {
+  try {
+    await f.unlink(p);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    if (log === undefined) throw err;
+    log('warn', `could not remove ${p}: ${String((err as Error).message ?? err)}`);
+  }
+}

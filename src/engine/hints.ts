@@ -4,7 +4,7 @@
  * A missing or damaged hint only costs time: recovery scans the segment.
  */
 import { HintWriter, Op, valueCrc } from './format.js';
-import { type FileOps, writeFileDurably } from './fileops.js';
+import { type FileOps, removeFile, writeFileDurably } from './fileops.js';
 import type { Segment } from './segment.js';
 import { SegmentScanner, Yielder } from './scanner.js';
 
@@ -34,6 +34,6 @@ export async function buildHint(f: FileOps, seg: Segment): Promise<void> {
   await writeFileDurably(f, seg.hintPath, hint.finish(size, maxSeq));
   // Compaction may have retired the segment (and unlinked its files) while the
   // hint was being written: do not leave a hint behind without its segment.
-  if (seg.retired) await f.unlink(seg.hintPath).catch(() => {});
+  if (seg.retired) await removeFile(f, seg.hintPath);
   else seg.hasHint = true;
 }

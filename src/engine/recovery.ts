@@ -19,7 +19,7 @@ import type { RecoveryContext } from './core.js';
 import { Entry } from './keydir.js';
 import { hintFileName, parseFileName, Segment } from './segment.js';
 import { SegmentScanner, Yielder } from './scanner.js';
-import { writeFileDurably } from './fileops.js';
+import { removeFile, writeFileDurably } from './fileops.js';
 
 export interface Recovered {
   segments: Segment[];
@@ -58,7 +58,7 @@ export async function recover(ctx: RecoveryContext, repair: boolean): Promise<Re
   for (const n of names) {
     if (n.endsWith('.tmp')) {
       // An unfinished compaction output or hint: never renamed, never needed.
-      await f.unlink(path.join(ctx.dir, n)).catch(() => {});
+      await removeFile(f, path.join(ctx.dir, n), ctx.log);
       continue;
     }
     const p = parseFileName(n);
@@ -71,7 +71,7 @@ export async function recover(ctx: RecoveryContext, repair: boolean): Promise<Re
   // segment and a late hint build landing) describes nothing.
   for (const id of hints) {
     if (!logs.includes(id)) {
-      await f.unlink(path.join(ctx.dir, hintFileName(id))).catch(() => {});
+      await removeFile(f, path.join(ctx.dir, hintFileName(id)), ctx.log);
       hints.delete(id);
     }
   }
@@ -225,7 +225,7 @@ async function rewriteWithout(
   // Entries applied from the old file point at old offsets; rebuild them.
   for (const [k, e] of Array.from(ctx.keydir.map)) if (e.seg === seg) ctx.keydir.delete(k);
   await writeFileDurably(f, seg.path, bytes);
-  await f.unlink(seg.hintPath).catch(() => {});
+  await removeFile(f, seg.hintPath, ctx.log);
   await seg.closeQuietly(f);
   seg.retired = false;
   seg.fd = await f.open(seg.path, 'r+');

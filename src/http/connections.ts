@@ -302,7 +302,6 @@ function unpark(c: Conn): void {
 
 /** Printable, bounded form of client-sent text for an error message. */
 export function shown(s: string, max = 40): string {
-  // eslint-disable-next-line no-control-regex
   const clean = s.replace(/[^\x20-\x7e]/g, '?');
   return clean.length > max ? `${clean.slice(0, max)}…` : clean;
 }

@@ -60,6 +60,7 @@ function exits(r: Run, code: number, label: string, stderr?: RegExp): void {
   if (stderr) assert.match(r.stderr, stderr, label);
 }
 /** The single JSON line `-o json` printed. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- envelopes of every command
 function json(r: Run): { status: string; message: string; data?: any; http_status?: number } {
   const lines = r.stdout.trim().split('\n');
   assert.equal(lines.length, 1, `one JSON line expected:\n${r.stdout}`);

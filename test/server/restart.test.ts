@@ -246,6 +246,7 @@ async function inFlight(signal: 'SIGTERM' | 'SIGKILL'): Promise<void> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
   const N = 400;
   const settled: Promise<{ i: number; status: number }>[] = [];
+  let acked = 0;
   for (let i = 0; i < N; i++) {
     settled.push(
       rawRequest({
@@ -256,12 +257,19 @@ async function inFlight(signal: 'SIGTERM' | 'SIGKILL'): Promise<void> {
         body: Buffer.from(JSON.stringify({ record: { i } })),
         agent,
       }).then(
-        (r) => ({ i, status: r.status }),
+        (r) => {
+          if (r.status === 201) acked++;
+          return { i, status: r.status };
+        },
         () => ({ i, status: -1 }),
       ),
     );
   }
-  await sleep(40);
+  // The signal lands while writes are being acknowledged, not before the first or after the last.
+  const MIN_ACKED = 20;
+  const t0 = Date.now();
+  while (acked < MIN_ACKED && Date.now() - t0 < 10_000) await sleep(2);
+  assert.ok(acked >= MIN_ACKED, `only ${acked} of ${N} writes were acknowledged within 10 s before the ${signal}`);
   const info = await srv.kill(signal);
   const results = await Promise.all(settled);
   agent.destroy();
@@ -269,6 +277,7 @@ async function inFlight(signal: 'SIGTERM' | 'SIGKILL'): Promise<void> {
     assert.deepEqual(info, { code: 0, signal: null }, `exit after SIGTERM under load: ${JSON.stringify(info)}\nstderr: ${srv.history.at(-1)?.stderr}`);
   }
   const ok = results.filter((r) => r.status === 201);
+  assert.ok(ok.length >= MIN_ACKED, `acknowledged before and during the ${signal}: ${ok.length}`);
   const statuses = new Map<number, number>();
   for (const r of results) statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
   const allowed = new Set([201, 503, -1]);

@@ -247,6 +247,7 @@ function matchesK(row: Record<string, unknown>, where: Record<string, unknown>):
 }
 
 /** The model's answer: [status, results]; the model changes only on success. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the generated transactions of the property below
 function applyModel(m: Model, t: { checks: any[]; mutations: any[] }): [number, unknown[]] {
   const n = clone(m);
   try {
@@ -337,7 +338,7 @@ test('property: random transactions agree with an in-memory model; refused ones 
   let runs = 0;
   await fc.assert(fc.asyncProperty(fc.array(txnArb, { minLength: 1, maxLength: 8 }), async (txns) => {
     const p = uniq(`p${runs++}-`);
-    const ren = (x: any) => ({ ...x, name: p + x.name });
+    const ren = (x: { name: string }) => ({ ...x, name: p + x.name });
     const model: Model = { tables: new Map([['ta', { next: 1, rows: new Map() }], ['tb', { next: 1, rows: new Map() }]]), variants: new Map(), records: new Map() };
     for (const t of ['ta', 'tb']) expectSuccess(await srv.req('PUT', `/tables/${p}${t}`), 201, 'table created successfully');
     for (const t of txns) {

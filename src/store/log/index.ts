@@ -2,7 +2,7 @@
  * The embedded log store: the four namespaces and transactions over one
  * engine, every change through one Atomic (atomic.ts).
  */
-import { Engine, type EngineOptions } from '../../engine/index.js';
+import { Engine, type EngineOptions, type Logger } from '../../engine/index.js';
 import type { ListKind, ListOptions, Store, StoreStats, Sync, Transaction } from '../store.js';
 import { Atomic } from './atomic.js';
 import { backupStream } from './backup.js';
@@ -27,12 +27,12 @@ export class LogStore implements Store {
   readonly names: NameView;
   readonly indexes: IndexRegistry;
 
-  private constructor(readonly engine: Engine, now: () => number, topLevel: string[]) {
+  private constructor(readonly engine: Engine, now: () => number, topLevel: string[], log: Logger) {
     this.atomic = new Atomic(engine, now);
     this.names = new NameView(engine, topLevel);
     // The view hears of every write first (no other observer can keep it from hearing)...
     this.atomic.observe(this.names.onCommit);
-    this.indexes = new IndexRegistry(engine, this.atomic, tableMeta, rowDecoder);
+    this.indexes = new IndexRegistry(engine, this.atomic, tableMeta, rowDecoder, log);
     // ...and extends batches last: once it has added a name, nothing can stop the write
     // (a later extender could ask for a read and restart the decision).
     this.atomic.extend(this.names.beforeWrite);
@@ -52,7 +52,7 @@ export class LogStore implements Store {
       if (isTopLevel(k)) topLevel.push(k);
       else if (k.charCodeAt(0) === 105 /* i */ && k.charCodeAt(1) === 0) entries.push(k);
     }
-    const s = new LogStore(engine, opts.now, topLevel);
+    const s = new LogStore(engine, opts.now, topLevel, opts.log ?? noLog);
     await s.indexes.load(entries);
     return s;
   }
@@ -81,3 +81,6 @@ export class LogStore implements Store {
     return this.engine.close();
   }
 }
+
+/** Without a logger (engine tests), background failures go unreported, as the engine's own do. */
+function noLog(): void {}

@@ -21,7 +21,7 @@
  *   left to the builder, so the two never disagree. Queries use an index
  *   only once it is ready.
  */
-import { type Decoder, type Engine, Op, type VersionRef } from '../../engine/index.js';
+import { type Decoder, type Engine, type Logger, Op, type VersionRef } from '../../engine/index.js';
 import { conflict, notFound } from '../errors.js';
 import { compareValues } from '../query.js';
 import { SortedList } from '../sorted.js';
@@ -221,7 +221,7 @@ export class IndexRegistry {
   private entryKeys: readonly string[] | undefined;
 
   constructor(private readonly engine: Engine, private readonly atomic: Atomic, private readonly metaOf: MetaOf,
-    private readonly rowDecoder: RowDecoder) {
+    private readonly rowDecoder: RowDecoder, private readonly log: Logger) {
     atomic.extend(this.extendBatch);
     atomic.observe(this.onCommit);
   }
@@ -372,7 +372,7 @@ export class IndexRegistry {
    * filled from their keys as at open. Indexes registered meanwhile are kept.
    */
   private revive(name: string): void {
-    this.background(Promise.resolve(this.engine.scan(DEF_GROUP, defDecoder)).then((defs) => this.serve(defs.filter((d) => d.table === name))));
+    this.background(`serving the indexes of table '${name}' again`, Promise.resolve(this.engine.scan(DEF_GROUP, defDecoder)).then((defs) => this.serve(defs.filter((d) => d.table === name))));
   }
 
   private unregister(ix: SecondaryIndex): void {
@@ -451,20 +451,31 @@ export class IndexRegistry {
       ix.list = new SortedList<IxEntry>(cmpEntry);
       ix.other = new Set();
     }
-    void this.fill(live).catch(() => undefined).finally(() => {
+    this.fill(live).then(() => {
       for (const ix of live) ix.loading = false;
+    }, (err: unknown) => {
+      // Entries missing from an index would make queries miss rows; while
+      // loading stays set, queries scan the table instead (still correct),
+      // until the next open loads the index from its keys.
+      for (const ix of live) this.log('warn', `index on '${ix.field}' of table '${ix.table}' is out of service until restart: reloading it failed: ${String((err as Error)?.message ?? err)}`);
     });
   }
 
   // ---- building -----------------------------------------------------------------
 
   private startBuild(ix: SecondaryIndex): void {
-    this.background(this.build(ix));
+    this.background(`building the index on '${ix.field}' of table '${ix.table}'`, this.build(ix));
   }
 
-  /** Work settled() waits for; its failure is the work's own business (a build resumes at the next open). */
-  private background(work: Promise<void>): void {
-    const p: Promise<void> = work.catch(() => undefined).finally(() => this.building.delete(p));
+  /**
+   * Work settled() waits for. A failure is logged: an index that is not
+   * ready or not served leaves queries to scan (still correct), and the next
+   * open resumes a build from its cursor and serves every definition.
+   */
+  private background(what: string, work: Promise<void>): void {
+    const p: Promise<void> = work.catch((err: unknown) => {
+      if (!this.closed) this.log('warn', `${what} stopped: ${String((err as Error)?.message ?? err)}; it resumes at the next open`);
+    }).finally(() => this.building.delete(p));
     this.building.add(p);
   }
 

@@ -23,6 +23,7 @@
  * timeout); a session that keeps a write transaction open delays the feed,
  * it never loses a change.
  */
+import { StoreError } from '../errors.js';
 import type { Change, ChangeFeed, ChangeKind } from '../store.js';
 import { variantValue } from '../variant.js';
 import { DRAWN } from './schema.js';
@@ -203,8 +204,11 @@ export class PgChanges implements ChangeFeed {
     if (this.running !== undefined) return;
     clearTimeout(this.timer);
     this.running = this.round()
-      .catch(() => {
-        // The database is away: the next round tries again (Db logs it).
+      .catch((err: unknown) => {
+        // The database away is logged by Db once, not every round; the next round tries again.
+        if (!(err instanceof StoreError && err.kind === 'unavailable')) {
+          this.db.opts.log('warn', `change feed: a poll failed: ${String((err as Error)?.message ?? err)}; the next round tries again`);
+        }
       })
       .finally(() => {
         this.running = undefined;

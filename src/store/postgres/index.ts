@@ -70,7 +70,7 @@ export class PgStore implements Store {
       } catch (err) {
         const m = mapError(err, opts.statementTimeoutMs);
         if (!(m instanceof StoreError) || m.kind !== 'unavailable') {
-          await db.close().catch(() => undefined);
+          await db.close().catch((e: unknown) => opts.log('warn', `shared store: closing the pool failed: ${String((e as Error)?.message ?? e)}`));
           throw err;
         }
         opts.log('warn', `shared store: cannot migrate the schema: ${(err as Error)?.message ?? String(err)} (attempt ${attempt}; retrying every second)`);
@@ -78,7 +78,7 @@ export class PgStore implements Store {
       }
     }
     const s = new PgStore(db);
-    await s.indexes.init().catch(() => undefined);
+    await s.indexes.init();
     if (await hasFeed(db.pool)) s.changes = await PgChanges.start(db);
     else opts.log('warn', 'shared store: the database has no change feed (it needs PostgreSQL 13 or newer); GET /watch answers 503');
     s.schedule();

@@ -168,7 +168,10 @@ export class PgIndexes {
 
   /** Drops the database index of a definition that is gone (in the background). */
   discard(table: string, inc: number, field: string): void {
-    this.chain = this.chain.then(() => this.dropUnused([ixName(table, inc, field), escName(table, inc)])).catch(() => undefined);
+    this.chain = this.chain.then(() => this.dropUnused([ixName(table, inc, field), escName(table, inc)])).catch((err: unknown) => {
+      // An unused database index costs space, never answers: the sweeper drops it later.
+      this.db.opts.log('warn', `shared store: dropping the index on '${field}' of table '${table}' failed: ${String((err as Error)?.message ?? err)}; the sweeper tries again`);
+    });
   }
 
   /** Resolves when the builds and drops this node started have finished (tests). */

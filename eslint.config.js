@@ -1,0 +1,46 @@
+// The lint gate (CONTRIBUTING.md): type-aware rules that catch what review
+// kept finding by hand. Promises that nobody awaits or handles, a promise
+// passed where a plain callback is expected, a switch over a union that
+// forgets a member, and a failure swallowed without a word.
+import tseslint from 'typescript-eslint';
+
+const silentCatch =
+  "CallExpression[callee.property.name='catch'] > ArrowFunctionExpression";
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', 'web/build.mjs', 'eslint.config.js'] },
+  {
+    files: ['src/**/*.ts', 'client/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts', 'web/**/*.ts'],
+    languageOptions: {
+      parser: tseslint.parser,
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    plugins: { '@typescript-eslint': tseslint.plugin },
+    linterOptions: { reportUnusedDisableDirectives: 'error' },
+    rules: {
+      // node:test's test() and describe() hand their promise to the runner.
+      '@typescript-eslint/no-floating-promises': ['error', {
+        allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['test', 'it', 'describe', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] }],
+      }],
+      '@typescript-eslint/no-misused-promises': 'error',
+      '@typescript-eslint/switch-exhaustiveness-check': ['error', { considerDefaultExhaustiveForUnions: true }],
+      '@typescript-eslint/await-thenable': 'error',
+      'no-empty': ['error', { allowEmptyCatch: false }],
+    },
+  },
+  {
+    files: ['src/**/*.ts', 'client/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts', 'web/**/*.ts'],
+    rules: { '@typescript-eslint/no-explicit-any': 'error' },
+  },
+  {
+    // In src/, a failure is handled or logged with its cause: `.catch(() => undefined)`
+    // and `.catch(() => {})` hide both.
+    files: ['src/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': ['error',
+        { selector: `${silentCatch}[body.type='Identifier'][body.name='undefined']`, message: 'a swallowed failure: handle it or log it with its cause' },
+        { selector: `${silentCatch}[body.type='BlockStatement'][body.body.length=0]`, message: 'a swallowed failure: handle it or log it with its cause' },
+      ],
+    },
+  },
+);
