@@ -202,8 +202,7 @@ export async function patchRecord(ctx: Ctx, id: string, body: Body, res: ServerR
   const pre = preconditionOf(body, res);
   if (body.sets === undefined && body.ttl === undefined) throw invalid(`PATCH of a record needs 'sets' or 'ttl'`);
   if (body.sets !== undefined) {
-    await ctx.store.records.patch(id, body.sets as Row, pre);
-    if (body.ttl !== undefined) await ctx.store.records.expire(id, body.ttl as number);
+    await ctx.store.records.patch(id, body.sets as Row, pre, body.ttl as number | undefined);
   } else {
     await ctx.store.records.expire(id, body.ttl as number, pre);
   }

@@ -137,8 +137,12 @@ export interface ListOptions {
 export interface RecordStore {
   /** Resolves to true when the record is new, false when it replaced one. */
   put(id: string, record: Row, ttl: number, pre?: Precondition): Promise<boolean>;
-  /** Merges top-level fields (a null deletes the field), keeping the ttl. */
-  patch(id: string, sets: Row, pre?: Precondition): Promise<void>;
+  /**
+   * Merges top-level fields (a null deletes the field) and, when `ttl` is
+   * given, sets the remaining lifetime (0 = none) in the same write; without
+   * it the lifetime is kept. One write: the precondition guards both.
+   */
+  patch(id: string, sets: Row, pre?: Precondition, ttl?: number): Promise<void>;
   /** Sets the remaining lifetime (0 = none) without changing the value. */
   expire(id: string, ttl: number, pre?: Precondition): Promise<void>;
   /** The record as JSON text; `out` receives its version. */

@@ -128,6 +128,30 @@ test('PATCH /records: sets merges and null deletes, keeps the ttl, honours if_ve
   expectError(await srv.req('GET', `/records/${q}`), 404);
 });
 
+test('PATCH /records with sets and ttl is one write: one change and one version, and a failed precondition changes neither', async () => {
+  const r = uniq('r');
+  await srv.req('PUT', `/records/${r}`, { record: { a: 1 } });
+  const v1 = etag(await srv.req('GET', `/records/${r}`));
+  expectError(await srv.req('PATCH', `/records/${r}`, { sets: { a: 2 }, ttl: 5, if_version: v1 + 1000 }), 412, `record '${r}' changed (version ${v1})`);
+  await srv.advance(6_000);
+  expectSuccess(await srv.req('GET', `/records/${r}`), 200, 'record queried successfully', { a: 1 });
+
+  const w = watch({ port: srv.port, token: srv.token, query: `prefix=${r}` });
+  await w.opened;
+  expectSuccess(await srv.req('PATCH', `/records/${r}`, { sets: { a: 2 }, ttl: 5, if_version: v1 }), 200, 'record patched successfully');
+  const g = await srv.req('GET', `/records/${r}`);
+  expectSuccess(g, 200, 'record queried successfully', { a: 2 });
+  const v2 = etag(g);
+  await srv.req('PUT', `/records/${r}-end`, { record: {} });
+  await w.until(() => w.events.some((e) => e.event === 'put' && JSON.parse(e.data).name === `${r}-end`), 10_000, 'the marker');
+  w.close();
+  // A feed that opens without `since` may still hand over the PUT before it (the shared store polls): only later changes count.
+  const mine = w.events.filter((e) => e.event === 'put' && JSON.parse(e.data).name === r).map((e) => JSON.parse(e.data).version as number);
+  assert.deepEqual(mine.filter((v) => v > v1), [v2], 'the PATCH is one change with the version GET reports');
+  await srv.advance(6_000);
+  expectError(await srv.req('GET', `/records/${r}`), 404);
+});
+
 test('PATCH /variants and /tables with ttl alone set the lifetime; a table\'s rows follow; mixing forms is 400', async () => {
   const v = uniq('v');
   expectError(await srv.req('PATCH', `/variants/${v}`, { ttl: 5 }), 404);

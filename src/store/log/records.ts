@@ -43,14 +43,14 @@ function existing(tx: Tx, id: string, pre: Precondition | undefined): string {
   return json;
 }
 
-/** Merges `sets` into the record (null deletes a field), keeping its expiry. */
-export function patchRecord(tx: Tx, id: string, sets: Row, pre?: Precondition): void {
+/** Merges `sets` into the record (null deletes a field), keeping its expiry unless `ttl` gives a new one. */
+export function patchRecord(tx: Tx, id: string, sets: Row, pre?: Precondition, ttl?: number): void {
   const key = recordKey(id);
   const cur = JSON.parse(existing(tx, id, pre)) as Row;
   const merged = mergeFields(cur, sets);
   for (const k of Object.keys(sets)) if (sets[k] === null) delete merged[k];
   const json = JSON.stringify(merged);
-  tx.put(key, Buffer.from(json), json, recordDecoder, tx.expiry(key));
+  tx.put(key, Buffer.from(json), json, recordDecoder, ttl === undefined ? tx.expiry(key) : expiryOf(ttl, tx.now));
 }
 
 /**
@@ -76,8 +76,8 @@ export class LogRecords implements RecordStore {
     return this.atomic.atomically(undefined, (tx) => putRecord(tx, id, record, ttl, pre));
   }
 
-  patch(id: string, sets: Row, pre?: Precondition): Promise<void> {
-    return this.atomic.atomically(undefined, (tx) => patchRecord(tx, id, sets, pre));
+  patch(id: string, sets: Row, pre?: Precondition, ttl?: number): Promise<void> {
+    return this.atomic.atomically(undefined, (tx) => patchRecord(tx, id, sets, pre, ttl));
   }
 
   expire(id: string, ttl: number, pre?: Precondition): Promise<void> {

@@ -96,11 +96,16 @@ export class PgRecords implements RecordStore {
   }
 
   /** Merges `sets` (null deletes a field) under the row's lock, keeping its expiry. */
-  async patch(id: string, sets: Row, pre?: Precondition): Promise<void> {
+  async patch(id: string, sets: Row, pre?: Precondition, ttl?: number): Promise<void> {
     await this.db.run(async (q) => {
       const merged = mergeFields(JSON.parse(await lockExisting(q, id, pre)) as Row, sets);
       for (const k of Object.keys(sets)) if (sets[k] === null) delete merged[k];
-      await q.query(`UPDATE pithos_records SET body = $2, version = ${NEXT} WHERE id = $1`, [id, JSON.stringify(merged)]);
+      if (ttl === undefined) {
+        await q.query(`UPDATE pithos_records SET body = $2, version = ${NEXT} WHERE id = $1`, [id, JSON.stringify(merged)]);
+      } else {
+        await q.query(`UPDATE pithos_records SET body = $2, expires_at = ${q.expiry('$3')}, version = ${NEXT} WHERE id = $1`,
+          [id, JSON.stringify(merged), ttl]);
+      }
     });
   }
 
