@@ -5,7 +5,6 @@
  * Anything else is a 500: the client gets a generic message and the details
  * go to the server log.
  */
-import { BatchTooLargeError, EngineClosedError, StorageFullError } from '../engine/index.js';
 import { StoreError, type StoreErrorKind } from '../store/errors.js';
 
 const STATUS: Record<StoreErrorKind, number> = {
@@ -16,6 +15,7 @@ const STATUS: Record<StoreErrorKind, number> = {
   precondition: 412,
   too_large: 413,
   locked: 423,
+  storage_full: 507,
   unavailable: 503,
 };
 
@@ -37,14 +37,10 @@ export class HttpError extends Error {
 }
 
 export const INTERNAL_MESSAGE = 'internal error';
-export const DISK_FULL_MESSAGE = 'the disk is full: writes are refused until space is freed; reads still work';
 
 /** [status, client-facing message, whether the server log needs the details]. */
 export function toStatus(err: unknown): [number, string, boolean] {
   if (err instanceof StoreError) return [STATUS[err.kind], err.message, false];
   if (err instanceof HttpError) return [HTTP_STATUS[err.kind], err.message, false];
-  if (err instanceof StorageFullError) return [507, DISK_FULL_MESSAGE, true];
-  if (err instanceof BatchTooLargeError) return [413, err.message, false];
-  if (err instanceof EngineClosedError) return [503, 'server is shutting down', false];
   return [500, INTERNAL_MESSAGE, true];
 }

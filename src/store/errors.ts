@@ -11,6 +11,7 @@ export type StoreErrorKind =
   | 'precondition' // a conditional write whose condition does not hold
   | 'too_large' // the change exceeds what one atomic write may hold
   | 'locked' // lock held by someone else
+  | 'storage_full' // the store's disk is full: writes are refused, reads go on
   | 'unavailable'; // shutting down, or the backing database is unreachable
 
 export class StoreError extends Error {
@@ -22,3 +23,7 @@ export class StoreError extends Error {
 export const invalid = (message: string): StoreError => new StoreError('invalid', message);
 export const notFound = (message: string): StoreError => new StoreError('not_found', message);
 export const conflict = (message: string): StoreError => new StoreError('conflict', message);
+
+/** The one wording of a full disk, whichever store's disk it is. */
+export const DISK_FULL_MESSAGE = 'the disk is full: writes are refused until space is freed; reads still work';
+export const storageFull = (): StoreError => new StoreError('storage_full', DISK_FULL_MESSAGE);

@@ -14,6 +14,7 @@
  */
 import { type Decoder, type Engine, type GroupSnapshot, MISS, Op, type VersionRef, type WriteOp } from '../../engine/index.js';
 import { StoreError } from '../errors.js';
+import { fromEngine } from './errors.js';
 
 /**
  * Thrown inside `decide` when a value must be read from disk first.
@@ -349,16 +350,24 @@ export class Atomic {
         result = decide(tx) as T;
         for (let i = 0; i < this.extenders.length; i++) this.extenders[i](tx);
       } catch (err) {
-        if (!(err instanceof NeedsRead)) throw err;
+        if (!(err instanceof NeedsRead)) throw fromEngine(err);
         if (!err.progress && ++stale >= MAX_STALE_RESTARTS) break;
-        await err.promise;
+        try {
+          await err.promise;
+        } catch (readErr) {
+          throw fromEngine(readErr);
+        }
         continue;
       }
       if (tx.ops.length > 0) {
         const written = this.engine.write(tx.ops);
         for (let i = 0; i < this.observers.length; i++) this.observers[i](tx, written);
         if (tx.commitHooks !== undefined) for (const f of tx.commitHooks) f(written);
-        await written;
+        try {
+          await written;
+        } catch (err) {
+          throw fromEngine(err);
+        }
       }
       return result;
     }

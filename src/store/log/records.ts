@@ -11,6 +11,7 @@ import { expiryOf } from '../validate.js';
 import { checkPrecondition } from '../versions.js';
 import type { Row } from '../wheres.js';
 import type { Atomic, Tx } from './atomic.js';
+import { rethrowFromEngine } from './errors.js';
 import { recordKey } from './keys.js';
 
 const recordDecoder: Decoder<string> = (buf) => buf.toString('utf8');
@@ -97,7 +98,7 @@ export class LogRecords implements RecordStore {
   private async readAndGet(id: string, out: VersionOut | undefined): Promise<string> {
     const key = recordKey(id);
     for (let attempt = 0; ; attempt++) {
-      const r = await this.engine.read(key, recordDecoder);
+      const r = await this.engine.read(key, recordDecoder).catch(rethrowFromEngine);
       if (r === undefined) throw missing(id);
       let v = this.engine.peek(key, recordDecoder);
       if (v === undefined) throw missing(id);

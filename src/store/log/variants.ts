@@ -10,6 +10,7 @@ import { checkPrecondition } from '../versions.js';
 import { expiryOf } from '../validate.js';
 import { addDelta, checkDelta, checkSameType, makeVariant, type ScalarInput, type Variant, type VType, variantOf } from '../variant.js';
 import type { Atomic, Tx } from './atomic.js';
+import { rethrowFromEngine } from './errors.js';
 import { variantKey } from './keys.js';
 
 export const variantDecoder: Decoder<Variant> = (buf) => {
@@ -78,7 +79,7 @@ export class LogVariants implements VariantStore {
   private async readAndGet(name: string, out: VersionOut | undefined): Promise<string> {
     const key = variantKey(name);
     for (let attempt = 0; ; attempt++) {
-      const r = await this.engine.read(key, variantDecoder);
+      const r = await this.engine.read(key, variantDecoder).catch(rethrowFromEngine);
       if (r === undefined) throw missing(name);
       let x = this.engine.peek(key, variantDecoder);
       if (x === undefined) throw missing(name);

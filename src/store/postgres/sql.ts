@@ -10,7 +10,7 @@
  * offset (PITHOS_TEST_CLOCK), an integer inlined into the SQL.
  */
 import pg from 'pg';
-import { StoreError } from '../errors.js';
+import { StoreError, storageFull } from '../errors.js';
 
 /** What the namespace code runs statements on: the pool (one statement each) or one transaction's client. */
 export interface Q {
@@ -62,6 +62,8 @@ export function mapError(err: unknown, statementTimeoutMs: number): unknown {
   const code = typeof e.code === 'string' ? e.code : '';
   if (code === '57014') return new StoreError('unavailable', `the database did not answer within the statement timeout of ${statementTimeoutMs} ms; try again`);
   if (isRetryable(err)) return new StoreError('unavailable', `the database could not serialize this change with concurrent ones; try again`);
+  // disk_full: the database's disk, reported as the log store reports its own.
+  if (code === '53100') return storageFull();
   if (/^(08|53|57|58)/.test(code)) return new StoreError('unavailable', `the database is unavailable (${code}); try again`);
   return err;
 }
