@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BlockList } from 'node:net';
+import { BlockList, createServer } from 'node:net';
 import { type Config, ConfigError, effectiveConfig, parseConfig, parseSubnet, usage } from './config.js';
 import { LogStore } from './store/log/index.js';
 import { PgStore } from './store/postgres/index.js';
@@ -31,12 +31,12 @@ function version(): string {
 }
 
 /** The configured secret, else the one kept in the data directory, else a new one stored there (0600). */
-async function resolveToken(cfg: Config): Promise<{ token: string; generated: boolean }> {
-  if (cfg.authToken !== undefined) return { token: cfg.authToken, generated: false };
+async function resolveToken(cfg: Config): Promise<{ token: string; generated: boolean; created: boolean }> {
+  if (cfg.authToken !== undefined) return { token: cfg.authToken, generated: false, created: false };
   const file = path.join(cfg.dataDir, TOKEN_FILE);
   try {
     const t = fs.readFileSync(file, 'utf8').trim();
-    if (t.length > 0) return { token: t, generated: true };
+    if (t.length > 0) return { token: t, generated: true, created: false };
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
@@ -44,7 +44,7 @@ async function resolveToken(cfg: Config): Promise<{ token: string; generated: bo
   // client that saw this token can use it after any restart.
   const token = randomBytes(24).toString('base64url');
   await writeFileDurably(nodeFileOps, file, Buffer.from(token + '\n'), 0o600);
-  return { token, generated: true };
+  return { token, generated: true, created: true };
 }
 
 function allowList(cfg: Config): BlockList | undefined {
@@ -55,6 +55,46 @@ function allowList(cfg: Config): BlockList | undefined {
     list.addSubnet(addr, prefix, family);
   }
   return list;
+}
+
+/** What a failed listen means to the person starting the server. */
+function listenError(err: unknown, host: string, port: number): Error {
+  if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+    return new Error(`${host}:${port} is already in use; pick another port with --port (or PITHOS_PORT)`);
+  }
+  return err as Error;
+}
+
+/**
+ * Binds the port once and lets it go, so that a port in use stops the start
+ * before the data directory, a segment or a generated token exists. Another
+ * process can still take the port before the server listens; main() then
+ * removes what this start created.
+ */
+function assertCanListen(host: string, port: number): Promise<void> {
+  if (port === 0) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', (err) => reject(listenError(err, host, port)));
+    probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve()));
+  });
+}
+
+/**
+ * Undoes what a failed start created, so that it leaves nothing behind: the
+ * data directory (and its parents) if this start made them, else a token it
+ * generated (its password was never printed). The store is closed first,
+ * which releases LOCK; a directory that did not exist a moment ago has no
+ * other server to remove files from.
+ */
+async function undoStart(s: StartState): Promise<void> {
+  await s.db?.close().catch(() => undefined);
+  const what = s.createdDir ?? s.tokenFile;
+  try {
+    if (what !== undefined) fs.rmSync(what, { recursive: true, force: true });
+  } catch (err) {
+    log('warn', `could not remove ${what}, created by the failed start: ${(err as Error).message}`);
+  }
 }
 
 /** Reads and parses a tokens file; the reason is one line naming the file. */
@@ -122,38 +162,82 @@ async function main(): Promise<number> {
   }
   // Repairing a mistyped path must fail, not create and "repair" an empty directory.
   if (cfg.command === 'repair') await assertHoldsData(cfg.dataDir);
-  // The log holds every value and lock token in clear: keep it to this user.
-  await makeDirectory(cfg.dataDir, 0o700);
-  const dataDir = fs.realpathSync(cfg.dataDir);
+  else await assertCanListen(cfg.host, cfg.port);
+  // A configured secret that is also in the tokens file is refused before anything is created.
+  if (cfg.authToken !== undefined && tokens.some((t) => t.token === cfg.authToken)) {
+    throw new Error(`tokens file ${cfg.tokensFile}: a token there is the main secret; give it its own value`);
+  }
+  const shared = cfg.store !== 'log';
+  if (shared && cfg.command === 'repair') throw new Error('repair applies to the log store only; the shared database has its own tools');
+  // What fails from here until the server listens is undone (undoStart).
+  const start: StartState = { createdDir: topMissing(cfg.dataDir), db: undefined, tokenFile: undefined, listening: false };
+  try {
+    return await serve(cfg, tokens, tls, tlsFiles, shared, start);
+  } catch (err) {
+    if (!start.listening) await undoStart(start);
+    throw err;
+  }
+}
 
+/** What a start has created so far, for undoStart. */
+interface StartState {
+  /** The outermost directory this start creates (the data directory or a missing parent), if any. */
+  createdDir: string | undefined;
+  db: Store | undefined;
+  /** The auth-token file, if this start generated it. */
+  tokenFile: string | undefined;
+  listening: boolean;
+}
+
+/** The outermost missing directory of `dir` (undefined if it exists). */
+function topMissing(dir: string): string | undefined {
+  let top: string | undefined;
+  for (let d = path.resolve(dir); !fs.existsSync(d); d = path.dirname(d)) {
+    top = d;
+    if (path.dirname(d) === d) break;
+  }
+  return top;
+}
+
+/** Opens the store and serves; resolves with the exit code once stopped. `start` records what to undo meanwhile. */
+async function serve(
+  cfg: Config, tokens: TokenEntry[], tls: TlsMaterial | undefined, tlsFiles: TlsFiles | undefined, shared: boolean,
+  start: StartState,
+): Promise<number> {
   // The clock every expiry uses. PITHOS_TEST_CLOCK=1 lets tests move it forward.
   let offset = 0;
   const testClock = process.env.PITHOS_TEST_CLOCK === '1';
   const now = testClock ? () => Date.now() + offset : Date.now;
 
-  const shared = cfg.store !== 'log';
-  if (shared && cfg.command === 'repair') throw new Error('repair applies to the log store only; the shared database has its own tools');
-  // The data directory keeps the generated auth token with either store.
-  const db: Store = shared
+  // The shared store is reached before the data directory is made: a store that refuses us creates nothing.
+  const pg = shared
     ? await PgStore.open({ url: cfg.store, poolSize: cfg.pgPoolSize, statementTimeoutMs: cfg.pgStatementTimeoutMs, offsetMs: () => offset, log })
-    : await LogStore.open({
-      dir: dataDir,
-      durability: cfg.fsync,
-      cacheBytes: cfg.cacheMb * 1024 * 1024,
-      segmentBytes: cfg.segmentMb * 1024 * 1024,
-      repair: cfg.repair,
-      now,
-      log,
-    });
+    : undefined;
+  start.db = pg;
+  // The log holds every value and lock token in clear: keep it to this user.
+  await makeDirectory(cfg.dataDir, 0o700);
+  const dataDir = fs.realpathSync(cfg.dataDir);
+
+  // The data directory keeps the generated auth token with either store.
+  const db: Store = pg ?? await LogStore.open({
+    dir: dataDir,
+    durability: cfg.fsync,
+    cacheBytes: cfg.cacheMb * 1024 * 1024,
+    segmentBytes: cfg.segmentMb * 1024 * 1024,
+    repair: cfg.repair,
+    now,
+    log,
+  });
+  start.db = db;
   if (cfg.command === 'repair') {
     await db.close();
     log('info', `repair of ${dataDir} finished`);
     return 0;
   }
-  const { token, generated } = await resolveToken({ ...cfg, dataDir });
+  const { token, generated, created } = await resolveToken({ ...cfg, dataDir });
+  if (created) start.tokenFile = path.join(dataDir, TOKEN_FILE);
   const auth = new Authenticator(token);
   if (tokens.some((t) => t.token === token)) {
-    await db.close();
     throw new Error(`tokens file ${cfg.tokensFile}: a token there is the main secret; give it its own value`);
   }
   auth.setTokens(tokens);
@@ -182,12 +266,9 @@ async function main(): Promise<number> {
   try {
     addr = await server.listen(cfg.port, cfg.host);
   } catch (err) {
-    await db.close();
-    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-      throw new Error(`${cfg.host}:${cfg.port} is already in use; pick another port with --port (or PITHOS_PORT)`);
-    }
-    throw err;
+    throw listenError(err, cfg.host, cfg.port);
   }
+  start.listening = true;
   log('info', shared
     ? `pithos ${version()}: shared store ${cfg.store.replace(/:[^:@/]*@/, ':***@')}, pool ${cfg.pgPoolSize}`
     : `pithos ${version()}: data dir ${dataDir}, fsync ${cfg.fsync}`);
