@@ -20,10 +20,13 @@ import { log, setLogFormat } from './log.js';
 import { assertHoldsData, makeDirectory, nodeFileOps, writeFileDurably } from './engine/index.js';
 import { Authenticator, parseTokens, type TokenEntry } from './http/auth.js';
 import { Cors } from './http/cors.js';
+import { ROUTES } from './http/routes.js';
 import { AccessLog } from './http/access.js';
 import { loadTls, reloadTls, type TlsFiles, type TlsMaterial } from './tls.js';
 
 const TOKEN_FILE = 'auth-token';
+/** The role an open /watch stream must keep through a reload of the tokens file: the route's own. */
+const WATCH_ROLE = ROUTES.find((r) => r.method === 'GET' && r.path === '/watch')?.role ?? 'read';
 
 function version(): string {
   const pkg = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'package.json');
@@ -286,6 +289,9 @@ async function serve(
       try {
         auth.setTokens(readTokens(cfg.tokensFile, token));
         log('info', `SIGHUP: reloaded tokens file ${cfg.tokensFile}: ${auth.size} named token(s)`);
+        // An open stream was authorised once, at its start: judge it again with the tokens now in force.
+        const ended = watch.endUnless((req) => auth.check(req.headers['auth-token'], WATCH_ROLE, req.method, req.url).ok);
+        if (ended > 0) log('info', `SIGHUP: ended ${ended} /watch stream(s) whose token was removed or no longer has the role`);
       } catch (err) {
         log('error', `SIGHUP: kept the tokens in force: ${(err as Error).message}`);
       }
