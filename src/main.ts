@@ -177,9 +177,21 @@ async function main(): Promise<number> {
   try {
     return await serve(cfg, tokens, tls, tlsFiles, shared, start);
   } catch (err) {
-    if (!start.listening) await undoStart(start);
-    throw err;
+    if (start.listening) throw err;
+    await undoStart(start);
+    throw fullDiskAtStart(err, cfg.dataDir) ?? err;
   }
+}
+
+/**
+ * A full disk while starting (opening a new log segment, writing the
+ * generated token) says what to free, as the lock does (lockfile.ts).
+ */
+function fullDiskAtStart(err: unknown, dir: string): Error | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code !== 'ENOSPC' && code !== 'EDQUOT' && code !== 'STORAGE_FULL') return undefined;
+  return new Error(`cannot start: the file system holding ${dir} is full (${(err as Error).message}). ` +
+    `Free space on that file system, outside ${dir} (deleting files inside it loses data), or grow it, then start again`);
 }
 
 /** What a start has created so far, for undoStart. */

@@ -39,6 +39,8 @@ import { DataDirError, DirectoryLockedError } from './errors.js';
 
 export const LOCK_FILE = 'LOCK';
 const GUARD_FILE = 'LOCK.takeover';
+/** A LOCK or guard set aside by removeIfStale, named after the process that moved it. */
+const ASIDE = /^LOCK(?:\.takeover)?\.stale-(\d+)$/;
 /**
  * How long a start keeps trying before it gives up. It must exceed
  * EMPTY_GRACE_MS, so that a file left without a pid is outwaited.
@@ -59,7 +61,10 @@ export async function lockDirectory(dir: string): Promise<void> {
   const file = path.join(dir, LOCK_FILE);
   const deadline = Date.now() + MAX_WAIT_MS;
   for (;;) {
-    if (tryCreate(file)) return;
+    if (tryCreate(file)) {
+      clearAside(dir);
+      return;
+    }
     const held = readLock(file);
     if (held !== undefined) {
       if (held.pid === process.pid) return; // this process already holds it (reopened without close)
@@ -73,6 +78,29 @@ export async function lockDirectory(dir: string): Promise<void> {
         `${file} (or the guard ${path.join(dir, GUARD_FILE)}) without finishing; if no Pithos server is starting there, remove both and start again`);
     }
     if (held !== undefined) await sleep(RETRY_MS);
+  }
+}
+
+/**
+ * Removes files set aside by removeIfStale whose remover died before deleting
+ * them (their name carries its pid). Called by the lock's holder: a remover
+ * still alive may be about to judge its file, so those stay.
+ */
+function clearAside(dir: string): void {
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const n of names) {
+    const m = ASIDE.exec(n);
+    if (m === null || processAlive(Number(m[1]))) continue;
+    try {
+      fs.unlinkSync(path.join(dir, n));
+    } catch {
+      // Gone already.
+    }
   }
 }
 

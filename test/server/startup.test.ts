@@ -77,6 +77,19 @@ for (const [what, content, ageMs] of [
   });
 }
 
+test('files set aside by a remover that died are removed by the next server to take the lock; a live remover\'s stay', { skip: onlyLog('the data-directory lock belongs to the log store') }, async () => {
+  const dir = path.join(tmp, 'aside');
+  await killedDir(dir);
+  const dead = deadPid();
+  for (const n of [`LOCK.stale-${dead}`, `LOCK.takeover.stale-${dead}`, `LOCK.stale-${process.pid}`]) fs.writeFileSync(path.join(dir, n), `${dead}\n`);
+  const s = await startsAndServes(dir);
+  try {
+    assert.deepEqual(leftovers(dir), [`LOCK.stale-${process.pid}`]);
+  } finally {
+    await s.close();
+  }
+});
+
 /** Mounts a tmpfs of `bytes` at a new directory, or says why it cannot. */
 function smallFs(bytes: number): string | { skip: string } {
   const at = fs.mkdtempSync(path.join(os.tmpdir(), 'pithos-tmpfs-'));
@@ -139,6 +152,28 @@ test('killed, then started on a full disk: stops naming what to free, leaves no 
     fs.unlinkSync(filler);
     const s = await startsAndServes(dir);
     await s.close();
+  } finally {
+    spawnSync('umount', [mounted]);
+    fs.rmdirSync(mounted);
+  }
+});
+
+test('a new data directory on a disk with room for the lock only: stops naming what to free, and leaves nothing', { skip: onlyLog('the log store writes its segments there') }, async (t) => {
+  const mounted = smallFs(4 * 1024 * 1024);
+  if (typeof mounted !== 'string') {
+    t.skip(mounted.skip);
+    return;
+  }
+  try {
+    const filler = path.join(mounted, 'filler');
+    fill(filler);
+    // One page free: LOCK fits, the first log segment does not.
+    fs.truncateSync(filler, fs.statSync(filler).size - 4096);
+    const dir = path.join(mounted, 'data');
+    const out = await failedStart(['--port', '0', '--data-dir', dir, '--auth-token', 'x'], 1);
+    assert.ok(out.includes(`cannot start: the file system holding ${dir} is full`), out);
+    assert.ok(out.includes(`Free space on that file system, outside ${dir}`), out);
+    assert.deepEqual(fs.readdirSync(mounted), ['filler'], 'the failed start left files behind');
   } finally {
     spawnSync('umount', [mounted]);
     fs.rmdirSync(mounted);
