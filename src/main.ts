@@ -204,10 +204,17 @@ interface StartState {
   listening: boolean;
 }
 
-/** The outermost missing directory of `dir` (undefined if it exists). */
+/** The outermost missing directory of `dir` (undefined if it exists; a dangling symlink exists: it is not ours to remove). */
 function topMissing(dir: string): string | undefined {
+  const exists = (p: string): boolean => {
+    try {
+      return fs.lstatSync(p, { throwIfNoEntry: false }) !== undefined;
+    } catch {
+      return true; // not a directory, no access: makeDirectory says why; nothing here is ours
+    }
+  };
   let top: string | undefined;
-  for (let d = path.resolve(dir); !fs.existsSync(d); d = path.dirname(d)) {
+  for (let d = path.resolve(dir); !exists(d); d = path.dirname(d)) {
     top = d;
     if (path.dirname(d) === d) break;
   }
