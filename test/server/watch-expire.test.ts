@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { PithosServer, uniq } from '../helpers/server.js';
+import { PithosServer, onlyLog, pool, uniq } from '../helpers/server.js';
 import { watch } from '../helpers/sse.js';
 
 let srv: PithosServer;
@@ -16,7 +16,11 @@ after(async () => {
   await srv?.close();
 });
 
-test('an expired table is one expire of the table, carrying the version of its create; its rows send none', async () => {
+/**
+ * Creates a table with ttl 5 and three rows on `srv` (after `between`, if
+ * given), lets it expire, and checks the table's events on a watcher.
+ */
+async function expireAndCheck(srv: PithosServer, between?: () => Promise<void>): Promise<void> {
   const table = uniq('exp');
   const w = watch({ port: srv.port, token: srv.token, query: `prefix=${table}` });
   try {
@@ -24,6 +28,7 @@ test('an expired table is one expire of the table, carrying the version of its c
     assert.equal((await srv.req('PUT', `/tables/${table}`, { ttl: 5 })).status, 201);
     for (let i = 0; i < 3; i++) assert.equal((await srv.req('POST', `/tables/${table}/rows`, { rows: { i } })).status, 201);
     await w.until(() => w.events.length >= 4, 20_000, 'the create and the three inserts');
+    await between?.();
     await srv.advance(6_000);
     await w.until(() => w.events.some((e) => e.event === 'expire'), 20_000, 'an expire');
     // Written after the sweep reported the table: every expire of that sweep comes before it.
@@ -39,5 +44,25 @@ test('an expired table is one expire of the table, carrying the version of its c
       `after the inserts, exactly one expire of the table with the version of its create; got ${JSON.stringify(rest.slice(3))}`);
   } finally {
     w.close();
+  }
+}
+
+test('an expired table is one expire of the table, carrying the version of its create; its rows send none', async () => {
+  await expireAndCheck(srv);
+});
+
+test('the same when the table\'s metadata is no longer cached when it expires', { skip: onlyLog('the value cache is the log store\'s') }, async () => {
+  const small = await PithosServer.start({ args: ['--cache-mb', '1'] });
+  try {
+    // 4 MiB of other values through a 1 MiB cache push the table's metadata out.
+    const big = 'x'.repeat(64 * 1024);
+    await expireAndCheck(small, async () => {
+      await pool(Array.from({ length: 64 }, (_, i) => i), 4, async (i) => {
+        const r = await small.req('PUT', `/records/${uniq(`filler${i}`)}`, { record: { big } });
+        if (r.status !== 201) throw new Error(`filler write: ${r.status} ${r.raw}`);
+      });
+    });
+  } finally {
+    await small.close();
   }
 });
