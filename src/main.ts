@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BlockList } from 'node:net';
+import { BlockList, createServer } from 'node:net';
 import { type Config, ConfigError, effectiveConfig, parseConfig, parseSubnet, usage } from './config.js';
 import { LogStore } from './store/log/index.js';
 import { PgStore } from './store/postgres/index.js';
@@ -20,10 +20,13 @@ import { log, setLogFormat } from './log.js';
 import { assertHoldsData, makeDirectory, nodeFileOps, writeFileDurably } from './engine/index.js';
 import { Authenticator, parseTokens, type TokenEntry } from './http/auth.js';
 import { Cors } from './http/cors.js';
+import { ROUTES } from './http/routes.js';
 import { AccessLog } from './http/access.js';
 import { loadTls, reloadTls, type TlsFiles, type TlsMaterial } from './tls.js';
 
 const TOKEN_FILE = 'auth-token';
+/** The role an open /watch stream must keep through a reload of the tokens file: the route's own. */
+const WATCH_ROLE = ROUTES.find((r) => r.method === 'GET' && r.path === '/watch')?.role ?? 'read';
 
 function version(): string {
   const pkg = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'package.json');
@@ -31,12 +34,12 @@ function version(): string {
 }
 
 /** The configured secret, else the one kept in the data directory, else a new one stored there (0600). */
-async function resolveToken(cfg: Config): Promise<{ token: string; generated: boolean }> {
-  if (cfg.authToken !== undefined) return { token: cfg.authToken, generated: false };
+async function resolveToken(cfg: Config): Promise<{ token: string; generated: boolean; created: boolean }> {
+  if (cfg.authToken !== undefined) return { token: cfg.authToken, generated: false, created: false };
   const file = path.join(cfg.dataDir, TOKEN_FILE);
   try {
     const t = fs.readFileSync(file, 'utf8').trim();
-    if (t.length > 0) return { token: t, generated: true };
+    if (t.length > 0) return { token: t, generated: true, created: false };
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
@@ -44,7 +47,7 @@ async function resolveToken(cfg: Config): Promise<{ token: string; generated: bo
   // client that saw this token can use it after any restart.
   const token = randomBytes(24).toString('base64url');
   await writeFileDurably(nodeFileOps, file, Buffer.from(token + '\n'), 0o600);
-  return { token, generated: true };
+  return { token, generated: true, created: true };
 }
 
 function allowList(cfg: Config): BlockList | undefined {
@@ -55,6 +58,46 @@ function allowList(cfg: Config): BlockList | undefined {
     list.addSubnet(addr, prefix, family);
   }
   return list;
+}
+
+/** What a failed listen means to the person starting the server. */
+function listenError(err: unknown, host: string, port: number): Error {
+  if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+    return new Error(`${host}:${port} is already in use; pick another port with --port (or PITHOS_PORT)`);
+  }
+  return err as Error;
+}
+
+/**
+ * Binds the port once and lets it go, so that a port in use stops the start
+ * before the data directory, a segment or a generated token exists. Another
+ * process can still take the port before the server listens; main() then
+ * removes what this start created.
+ */
+function assertCanListen(host: string, port: number): Promise<void> {
+  if (port === 0) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', (err) => reject(listenError(err, host, port)));
+    probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve()));
+  });
+}
+
+/**
+ * Undoes what a failed start created, so that it leaves nothing behind: the
+ * data directory (and its parents) if this start made them, else a token it
+ * generated (its password was never printed). The store is closed first,
+ * which releases LOCK; a directory that did not exist a moment ago has no
+ * other server to remove files from.
+ */
+async function undoStart(s: StartState): Promise<void> {
+  await s.db?.close().catch(() => undefined);
+  const what = s.createdDir ?? s.tokenFile;
+  try {
+    if (what !== undefined) fs.rmSync(what, { recursive: true, force: true });
+  } catch (err) {
+    log('warn', `could not remove ${what}, created by the failed start: ${(err as Error).message}`);
+  }
 }
 
 /** Reads and parses a tokens file; the reason is one line naming the file. */
@@ -122,38 +165,101 @@ async function main(): Promise<number> {
   }
   // Repairing a mistyped path must fail, not create and "repair" an empty directory.
   if (cfg.command === 'repair') await assertHoldsData(cfg.dataDir);
-  // The log holds every value and lock token in clear: keep it to this user.
-  await makeDirectory(cfg.dataDir, 0o700);
-  const dataDir = fs.realpathSync(cfg.dataDir);
+  else await assertCanListen(cfg.host, cfg.port);
+  // A configured secret that is also in the tokens file is refused before anything is created.
+  if (cfg.authToken !== undefined && tokens.some((t) => t.token === cfg.authToken)) {
+    throw new Error(`tokens file ${cfg.tokensFile}: a token there is the main secret; give it its own value`);
+  }
+  const shared = cfg.store !== 'log';
+  if (shared && cfg.command === 'repair') throw new Error('repair applies to the log store only; the shared database has its own tools');
+  // What fails from here until the server listens is undone (undoStart).
+  const start: StartState = { createdDir: topMissing(cfg.dataDir), db: undefined, tokenFile: undefined, listening: false };
+  try {
+    return await serve(cfg, tokens, tls, tlsFiles, shared, start);
+  } catch (err) {
+    if (start.listening) throw err;
+    await undoStart(start);
+    throw fullDiskAtStart(err, cfg.dataDir) ?? err;
+  }
+}
 
+/**
+ * A full disk while starting (opening a new log segment, writing the
+ * generated token) says what to free, as the lock does (lockfile.ts).
+ */
+function fullDiskAtStart(err: unknown, dir: string): Error | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code !== 'ENOSPC' && code !== 'EDQUOT' && code !== 'STORAGE_FULL') return undefined;
+  return new Error(`cannot start: the file system holding ${dir} is full (${(err as Error).message}). ` +
+    `Free space on that file system, outside ${dir} (deleting files inside it loses data), or grow it, then start again`);
+}
+
+/** What a start has created so far, for undoStart. */
+interface StartState {
+  /** The outermost directory this start creates (the data directory or a missing parent), if any. */
+  createdDir: string | undefined;
+  db: Store | undefined;
+  /** The auth-token file, if this start generated it. */
+  tokenFile: string | undefined;
+  listening: boolean;
+}
+
+/** The outermost missing directory of `dir` (undefined if it exists; a dangling symlink exists: it is not ours to remove). */
+function topMissing(dir: string): string | undefined {
+  const exists = (p: string): boolean => {
+    try {
+      return fs.lstatSync(p, { throwIfNoEntry: false }) !== undefined;
+    } catch {
+      return true; // not a directory, no access: makeDirectory says why; nothing here is ours
+    }
+  };
+  let top: string | undefined;
+  for (let d = path.resolve(dir); !exists(d); d = path.dirname(d)) {
+    top = d;
+    if (path.dirname(d) === d) break;
+  }
+  return top;
+}
+
+/** Opens the store and serves; resolves with the exit code once stopped. `start` records what to undo meanwhile. */
+async function serve(
+  cfg: Config, tokens: TokenEntry[], tls: TlsMaterial | undefined, tlsFiles: TlsFiles | undefined, shared: boolean,
+  start: StartState,
+): Promise<number> {
   // The clock every expiry uses. PITHOS_TEST_CLOCK=1 lets tests move it forward.
   let offset = 0;
   const testClock = process.env.PITHOS_TEST_CLOCK === '1';
   const now = testClock ? () => Date.now() + offset : Date.now;
 
-  const shared = cfg.store !== 'log';
-  if (shared && cfg.command === 'repair') throw new Error('repair applies to the log store only; the shared database has its own tools');
-  // The data directory keeps the generated auth token with either store.
-  const db: Store = shared
+  // The shared store is reached before the data directory is made: a store that refuses us creates nothing.
+  const pg = shared
     ? await PgStore.open({ url: cfg.store, poolSize: cfg.pgPoolSize, statementTimeoutMs: cfg.pgStatementTimeoutMs, offsetMs: () => offset, log })
-    : await LogStore.open({
-      dir: dataDir,
-      durability: cfg.fsync,
-      cacheBytes: cfg.cacheMb * 1024 * 1024,
-      segmentBytes: cfg.segmentMb * 1024 * 1024,
-      repair: cfg.repair,
-      now,
-      log,
-    });
+    : undefined;
+  start.db = pg;
+  // The log holds every value and lock token in clear: keep it to this user.
+  await makeDirectory(cfg.dataDir, 0o700);
+  const dataDir = fs.realpathSync(cfg.dataDir);
+
+  // The data directory keeps the generated auth token with either store.
+  const db: Store = pg ?? await LogStore.open({
+    dir: dataDir,
+    durability: cfg.fsync,
+    cacheBytes: cfg.cacheMb * 1024 * 1024,
+    segmentBytes: cfg.segmentMb * 1024 * 1024,
+    repair: cfg.repair,
+    now,
+    log,
+  });
+  start.db = db;
   if (cfg.command === 'repair') {
     await db.close();
     log('info', `repair of ${dataDir} finished`);
     return 0;
   }
-  const { token, generated } = await resolveToken({ ...cfg, dataDir });
+  const { token, generated, created } = await resolveToken({ ...cfg, dataDir });
+  if (created) start.tokenFile = path.join(dataDir, TOKEN_FILE);
   const auth = new Authenticator(token);
   if (tokens.some((t) => t.token === token)) {
-    await db.close();
     throw new Error(`tokens file ${cfg.tokensFile}: a token there is the main secret; give it its own value`);
   }
   auth.setTokens(tokens);
@@ -182,12 +288,9 @@ async function main(): Promise<number> {
   try {
     addr = await server.listen(cfg.port, cfg.host);
   } catch (err) {
-    await db.close();
-    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-      throw new Error(`${cfg.host}:${cfg.port} is already in use; pick another port with --port (or PITHOS_PORT)`);
-    }
-    throw err;
+    throw listenError(err, cfg.host, cfg.port);
   }
+  start.listening = true;
   log('info', shared
     ? `pithos ${version()}: shared store ${cfg.store.replace(/:[^:@/]*@/, ':***@')}, pool ${cfg.pgPoolSize}`
     : `pithos ${version()}: data dir ${dataDir}, fsync ${cfg.fsync}`);
@@ -205,6 +308,9 @@ async function main(): Promise<number> {
       try {
         auth.setTokens(readTokens(cfg.tokensFile, token));
         log('info', `SIGHUP: reloaded tokens file ${cfg.tokensFile}: ${auth.size} named token(s)`);
+        // An open stream was authorised once, at its start: judge it again with the tokens now in force.
+        const ended = watch.endUnless((req) => auth.check(req.headers['auth-token'], WATCH_ROLE, req.method, req.url).ok);
+        if (ended > 0) log('info', `SIGHUP: ended ${ended} /watch stream(s) whose token was removed or no longer has the role`);
       } catch (err) {
         log('error', `SIGHUP: kept the tokens in force: ${(err as Error).message}`);
       }

@@ -183,7 +183,7 @@ export class Compactor {
               // the sweeper would); left there it would keep counting as live
               // in the run and the inputs could never be retired.
               e.keydir.delete(en.key);
-              e.onExpire?.(en.key, cur.seq);
+              e.onExpire?.(en.key, cur.seq, () => buf.subarray(en.valueOffset, en.valueOffset + en.valueLength));
               continue;
             }
             const start = en.valueOffset - en.size + en.valueLength; // entry header in buf

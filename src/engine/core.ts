@@ -22,6 +22,13 @@ export interface RecoveryContext {
   readonly log: Logger;
 }
 
+/**
+ * Told about a key removed because its ttl ended: the version that expired,
+ * and its value on demand (read only if asked for; undefined if it cannot be
+ * read at once).
+ */
+export type ExpireHook = (key: string, seq: number, value: () => Buffer | undefined) => void;
+
 /** The recovery context plus the live segment list, which compaction rewrites. */
 export class EngineCore implements RecoveryContext {
   /** All segments in replay order (ascending id); the last is normally the active one. */
@@ -29,7 +36,7 @@ export class EngineCore implements RecoveryContext {
   /** The segment appended to; compaction never touches it. */
   active!: Segment;
   /** Told about keys compaction drops because their ttl ended (Engine.onExpire). */
-  onExpire: ((key: string, seq: number) => void) | undefined = undefined;
+  onExpire: ExpireHook | undefined = undefined;
 
   constructor(
     readonly dir: string,

@@ -21,7 +21,7 @@ import {
 import { type FileOps, nodeFileOps, removeFile } from './fileops.js';
 import { type Decoder, Entry, FLAG_CURRENT, FLAG_REF, KeyDir } from './keydir.js';
 import { ID_STEP, Segment } from './segment.js';
-import { EngineCore } from './core.js';
+import { EngineCore, type ExpireHook } from './core.js';
 import { recover } from './recovery.js';
 import { buildHint } from './hints.js';
 import { SegmentScanner, Yielder } from './scanner.js';
@@ -601,10 +601,10 @@ export class Engine {
 
   /**
    * Called for each key the expiry sweep (or compaction) removes because its
-   * ttl ended, with the version that expired. Keys replaced or deleted after
-   * their expiry but before a sweep are not reported.
+   * ttl ended, with the version that expired and its value on demand. Keys
+   * replaced or deleted after their expiry but before a sweep are not reported.
    */
-  set onExpire(fn: ((key: string, seq: number) => void) | undefined) {
+  set onExpire(fn: ExpireHook | undefined) {
     (this.keydir as SweptKeyDir).onExpire = fn;
     this.core.onExpire = fn;
   }
@@ -921,13 +921,32 @@ function noop(): void {}
  */
 class SweptKeyDir extends KeyDir {
   sweeping = false;
-  onExpire: ((key: string, seq: number) => void) | undefined = undefined;
+  onExpire: ExpireHook | undefined = undefined;
 
   override delete(key: string): Entry | undefined {
     const e = super.delete(key);
-    if (this.sweeping && e !== undefined && this.onExpire !== undefined) this.onExpire(key, e.seq);
+    if (this.sweeping && e !== undefined && this.onExpire !== undefined) this.onExpire(key, e.seq, () => valueNow(e));
     return e;
   }
+}
+
+/**
+ * An entry's value at once: cached, or read synchronously from its segment
+ * (the sweep runs inside one turn, and what it reports must not be
+ * overtaken by later changes). Undefined when it cannot be read or fails its
+ * checksum; the caller then does without it.
+ */
+function valueNow(e: Entry): Buffer | undefined {
+  if (e.val !== undefined) return e.val;
+  const seg = e.seg;
+  if (seg === undefined || seg.fd < 0) return undefined;
+  const buf = Buffer.allocUnsafe(e.vlen);
+  try {
+    if (fs.readSync(seg.fd, buf, 0, e.vlen, e.vpos) !== e.vlen) return undefined;
+  } catch {
+    return undefined;
+  }
+  return valueCrc(buf, 0, e.vlen) === e.crc ? buf : undefined;
 }
 
 const isWellFormed = (String.prototype as unknown as { isWellFormed: (this: string) => boolean }).isWellFormed;

@@ -19,7 +19,7 @@
  *   watcher is registered (live batches held back) before the replay bound
  *   is read, and every held-back batch is newer than that bound.
  */
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Change, ChangeFeed, ChangeKind } from '../store/store.js';
 import { invalid, StoreError } from '../store/errors.js';
 
@@ -404,6 +404,31 @@ export class WatchHub {
 
   private beat(): void {
     for (const w of this.watchers) if (w.pending === undefined) this.emit(w, ':\n\n');
+  }
+
+  /**
+   * Ends the streams whose request `allowed` no longer lets through: after a
+   * reload of the tokens file, a stream opened with a token since removed, or
+   * demoted below the role GET /watch needs, must not go on receiving changes
+   * (docs/operations.md, "Roles and the tokens file"). Text not yet written is
+   * dropped; the stream ends (a client that reconnects gets 401 or 403), and a
+   * reader that has stopped loses its socket after a grace, as on overflow.
+   * Returns how many streams were ended.
+   */
+  endUnless(allowed: (req: IncomingMessage) => boolean): number {
+    let n = 0;
+    for (const w of [...this.watchers]) {
+      if (allowed(w.res.req)) continue;
+      const res = w.res;
+      this.remove(w);
+      w.out = '';
+      res.end();
+      setTimeout(() => {
+        if (!res.writableFinished) res.destroy();
+      }, OVERFLOW_GRACE_MS).unref();
+      n++;
+    }
+    return n;
   }
 
   /** Ends every stream (shutdown), so no watcher holds the server open. */

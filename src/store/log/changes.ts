@@ -62,6 +62,14 @@ function objectOf(key: string): [ChangeKind, string, number | undefined] | undef
   return ['table', key.slice(2, end), Number(key.slice(-ROW_ID_WIDTH))];
 }
 
+/** The incarnation at the start of a table's metadata value (`<inc> <next>`, tables.ts). */
+function incarnationOf(v: Buffer | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  const sp = v.indexOf(0x20);
+  const inc = Number(v.toString('latin1', 0, sp < 0 ? v.length : sp));
+  return Number.isSafeInteger(inc) && inc > 0 ? inc : undefined;
+}
+
 /**
  * The changes of one batch, in batch order. A table's metadata entry is a
  * change only when it creates the table (its incarnation is this batch's
@@ -79,9 +87,7 @@ export function changesOf(seq: number, entries: readonly EntryLike[]): LogChange
     const [kind, name, tId] = o;
     const put = e.op === Op.Put;
     if (kind === 'table' && tId === undefined && put) {
-      const v = e.value as Buffer;
-      const sp = v.indexOf(0x20);
-      if (Number(v.toString('latin1', 0, sp)) !== seq) continue;
+      if (incarnationOf(e.value) !== seq) continue;
     }
     const raw = put && kind !== 'lock' && !(kind === 'table' && tId === undefined) ? e.value : undefined;
     out.push(new LogChange(put ? 'put' : 'delete', kind, name, seq, tId, '', raw));
@@ -106,9 +112,17 @@ export class LogChanges implements ChangeFeed {
         const batch = changesOf(seq, ops);
         if (batch.length > 0) this.publish(batch);
       };
-      this.engine.onExpire = (key, seq) => {
+      this.engine.onExpire = (key, seq, value) => {
         const o = objectOf(key);
-        if (o !== undefined) this.publish([new LogChange('expire', o[0], o[1], seq, o[2], '', undefined)]);
+        if (o === undefined) return;
+        const [kind, name, tId] = o;
+        // Rows carry their table's expiry and go with it: the table's own
+        // event reports them, as a drop does (docs/api.md, "Change feed").
+        if (tId !== undefined) return;
+        // A table's version is its incarnation (the version of its put), not
+        // that of the t_id counter's last write; the shared store sends the same.
+        const version = kind === 'table' ? incarnationOf(value()) ?? seq : seq;
+        this.publish([new LogChange('expire', kind, name, version, undefined, '', undefined)]);
       };
     }
     return () => {
