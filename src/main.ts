@@ -91,7 +91,7 @@ function assertCanListen(host: string, port: number): Promise<void> {
  * other server to remove files from.
  */
 async function undoStart(s: StartState): Promise<void> {
-  await s.db?.close().catch(() => undefined);
+  await s.db?.close().catch((err: unknown) => log('warn', `closing the store after the failed start: ${(err as Error)?.message ?? String(err)}`));
   const what = s.createdDir ?? s.tokenFile;
   try {
     if (what !== undefined) fs.rmSync(what, { recursive: true, force: true });
