@@ -268,7 +268,7 @@ async function serve(
     log('warn', `open-file limit is ${conns.limitedBy}: at most ${conns.max} connections (raise it with ulimit -n, or set --max-connections)`);
   }
   const watch = new WatchHub(db.changes);
-  const metrics = new Metrics(db instanceof LogStore ? db.engine : undefined, () => watch.size);
+  const metrics = new Metrics(db.storageMetrics?.(), () => watch.size);
   const server = new PithosServer({
     ctx: { store: db, health: new Health(dataDir, db), advanceClock: testClock ? (ms) => (offset += ms) : undefined, watch },
     authToken: token,

@@ -594,7 +594,7 @@ async function restore(p: Parsed, io: Io): Promise<number> {
     io.err(`pithos restore: usage: pithos restore --from FILE --data-dir DIR (see pithos help restore)\n`);
     return 2;
   }
-  const { restoreBackup } = await import('../store/log/backup.js');
+  const { restoreBackup } = await import('../store/log/index.js');
   try {
     io.out(await restoreBackup(from, path.resolve(dir), () => {}) + '\n');
     return 0;

@@ -22,16 +22,13 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { timingSafeEqual } from 'node:crypto';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { EngineObserver, EngineStats } from '../engine/index.js';
+import type { StorageMetrics, StorageObserver as EngineObserver, StorageStats as EngineStats } from '../store/store.js';
 import type { Ctx } from './handlers.js';
 import type { Route } from './router.js';
 import { probeOf } from './probes.js';
 
-/** What the metrics read from storage (the log store's engine). */
-export interface MetricsSource {
-  stats(): EngineStats;
-  observe(o: EngineObserver): void;
-}
+/** What the metrics read from storage (the log store's engine), through the store. */
+export type MetricsSource = StorageMetrics;
 
 /** One (route, method, status): a count, a sum and non-cumulative bucket counts (the last is +Inf). */
 class Cell {

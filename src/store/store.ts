@@ -11,6 +11,7 @@
  * serve from memory may return their text synchronously (`Sync<T>`): that is
  * the measured fast path of GET (docs/benchmarks.md), worth one union type.
  */
+import type { EngineObserver as StorageObserver, EngineStats as StorageStats } from '../engine/index.js';
 import type { ScalarInput } from './variant.js';
 import type { Row } from './wheres.js';
 
@@ -274,5 +275,18 @@ export interface Store {
    * store whose database has its own backup tooling leaves it out.
    */
   backup?(): AsyncIterable<Buffer>;
+  /**
+   * The figures of the store's own storage for /metrics (the log store's
+   * log, cache and compactor); a store without such storage leaves it out
+   * and /metrics reports only what every store has (docs/operations.md, "Metrics").
+   */
+  storageMetrics?(): StorageMetrics;
   close(): Promise<void>;
 }
+
+/** What /metrics reads from a store that keeps its own log. */
+export interface StorageMetrics {
+  stats(): StorageStats;
+  observe(o: StorageObserver): void;
+}
+export type { StorageObserver, StorageStats };

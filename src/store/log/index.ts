@@ -3,7 +3,7 @@
  * engine, every change through one Atomic (atomic.ts).
  */
 import { Engine, type EngineOptions, type Logger } from '../../engine/index.js';
-import type { ListKind, ListOptions, Store, StoreStats, Sync, Transaction } from '../store.js';
+import type { ListKind, ListOptions, StorageMetrics, Store, StoreStats, Sync, Transaction } from '../store.js';
 import { Atomic } from './atomic.js';
 import { backupStream } from './backup.js';
 import { IndexRegistry } from './indexes.js';
@@ -15,6 +15,9 @@ import { LogTables, rowDecoder, tableMeta } from './tables.js';
 import { transact } from './txns.js';
 import { LogVariants } from './variants.js';
 import { LogChanges } from './changes.js';
+
+/** Restores a backup into a new data directory, without a server (`pithos restore`). */
+export { restoreBackup } from './backup.js';
 
 export class LogStore implements Store {
   readonly tables: LogTables;
@@ -63,6 +66,10 @@ export class LogStore implements Store {
 
   transact(txn: Transaction): Promise<string> {
     return transact(this.atomic, txn);
+  }
+
+  storageMetrics(): StorageMetrics {
+    return this.engine;
   }
 
   backup(): AsyncIterable<Buffer> {
