@@ -5,6 +5,9 @@
  */
 import { exceedsDepth, MAX_DEPTH } from '../store/json.js';
 import { isPlainObject } from '../store/validate.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { shown } from './connections.js';
+import { sendError } from './envelope.js';
 import { HttpError } from './errors.js';
 
 export type Body = Record<string, unknown>;
@@ -79,4 +82,25 @@ export function firstBadByte(b: Uint8Array): number {
 
 export function tooLarge(limit: number): HttpError {
   return new HttpError('too_large', `request body exceeds the limit of ${limit} bytes`);
+}
+
+/** A body follows the headers: a non-zero Content-Length, or any Transfer-Encoding (chunked). */
+export function hasBody(req: IncomingMessage): boolean {
+  const declared = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (declared !== undefined && Number(declared) !== 0);
+}
+
+/**
+ * What is answered without a token (the probes, the console's files,
+ * GET /openapi.json) takes no body: one that comes with a body is refused
+ * before any of it is read, and the connection closed (a lingering close
+ * reads and drops what is still coming, within its bounds). An unauthenticated
+ * client can then make the server hold no more than the socket's buffers
+ * (docs/operations.md, "Before authentication").
+ */
+export function refuseBody(req: IncomingMessage, res: ServerResponse): void {
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  res.shouldKeepAlive = false;
+  sendError(res, 400, `${req.method ?? 'GET'} ${shown(q < 0 ? url : url.slice(0, q), 100)} takes no request body`);
 }

@@ -10,7 +10,7 @@ import * as https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import * as net from 'node:net';
-import { type Body, decodeBody, parseBody, tooLarge } from './body.js';
+import { type Body, decodeBody, hasBody, parseBody, refuseBody, tooLarge } from './body.js';
 import { answerLast, conn, Connections, deferAnswer, HANDSHAKE_MS, inTurn, linger, type PSocket, rawError, responseDone, shown, type Step } from './connections.js';
 import { toStatus } from './errors.js';
 import { sendError } from './envelope.js';
@@ -204,7 +204,10 @@ export class PithosServer {
     }
     if (this.opts.cors !== undefined && this.opts.cors.handle(req, res)) return;
     const probe = probeOf(req.url);
-    if (probe !== undefined) return answerProbe(res, probe, !this.shuttingDown, req.method === 'HEAD');
+    if (probe !== undefined) {
+      if (hasBody(req)) return refuseBody(req, res);
+      return answerProbe(res, probe, !this.shuttingDown, req.method === 'HEAD');
+    }
     if (this.shuttingDown) {
       res.shouldKeepAlive = false;
       return sendError(res, 503, 'server is shutting down');
@@ -232,6 +235,8 @@ export class PithosServer {
       return sendError(res, who.status, who.message);
     }
     if (m === undefined) return this.fail(res, miss);
+    // A public route is served to anyone: it must not read a body (body.ts, refuseBody).
+    if (m.route.def.role === 'public' && hasBody(req)) return refuseBody(req, res);
     req.route = m.route;
     req.name = m.name;
     req.sub = m.sub;
