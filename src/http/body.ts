@@ -23,10 +23,31 @@ export function parseBody(text: string): Body {
   try {
     v = JSON.parse(text);
   } catch (err) {
-    throw new HttpError('invalid', `request body is not valid JSON: ${(err as Error).message}`);
+    throw new HttpError('invalid', notJson(text, err as Error));
   }
   if (!isPlainObject(v)) throw new HttpError('invalid', 'request body must be a JSON object');
   return v;
+}
+
+/** `name=value` at the start: what a form (and curl's `-d name=value`) sends. */
+const FORM = /^[\w.~%+\-[\]]+=/;
+/** How a JSON text can start (JSON.parse's message then says what is wrong in it). */
+const JSON_START = /^[{["\-0-9]|^(?:true|false|null)\b/;
+
+/**
+ * The message for a body JSON.parse refused. A body that starts like JSON gets
+ * the parser's account of what is wrong (docs/api.md, "400 Bad Request"); one
+ * that is not JSON at all (form-encoded, plain text) is told that the body must
+ * be JSON, since the parser's "Unexpected token" would not say so.
+ */
+function notJson(text: string, err: Error): string {
+  const t = text.trimStart();
+  if (JSON_START.test(t)) return `request body is not valid JSON: ${err.message}`;
+  if (FORM.test(t)) {
+    return 'request body must be JSON (a JSON object), not form-encoded: it starts with ' +
+      `'${shown(t, 20)}'; send e.g. {"field": "value"}`;
+  }
+  return `request body must be JSON (a JSON object): it starts with '${shown(t, 20)}'`;
 }
 
 /**

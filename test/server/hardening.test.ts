@@ -351,3 +351,26 @@ test('50 clients without a token sending 12 MiB bodies to public routes and to /
     await s.close();
   }
 });
+
+// ---------------------------------------------------------------- messages a new user meets
+
+test('a body that is not JSON at all is told to be JSON; one that starts like JSON keeps the parser\'s account', async () => {
+  const form = await srv.req('PUT', '/records/formy', 'name=alice&age=3', { 'Content-Type': 'application/x-www-form-urlencoded' });
+  expectError(form, 400, `request body must be JSON (a JSON object), not form-encoded: it starts with 'name=alice&age=3'; send e.g. {"field": "value"}`);
+  expectError(await srv.req('PUT', '/records/formy', 'hello there'), 400, "request body must be JSON (a JSON object): it starts with 'hello there'");
+  expectError(await srv.req('PUT', '/records/formy', '{"record":{'), 400, "request body is not valid JSON: Expected property name or '}' in JSON at position 11");
+  expectError(await srv.req('GET', '/records/formy'), 404);
+});
+
+test('a path that matches a route once some segments are one name: the 404 says to percent-encode the \'/\'', async () => {
+  const hint = (m: string, p: string) => ` (a '/' inside a name must be percent-encoded as %2F: ${m} ${p})`;
+  expectError(await srv.req('PUT', '/records/a/b', '{"record":{}}'), 404, `no endpoint at PUT /records/a/b${hint('PUT', '/records/a%2Fb')}`);
+  expectError(await srv.req('GET', '/variants/x/y/z'), 404, `no endpoint at GET /variants/x/y/z${hint('GET', '/variants/x%2Fy%2Fz')}`);
+  expectError(await srv.req('POST', '/tables/a/b/rows', '{"rows":{}}'), 404, `no endpoint at POST /tables/a/b/rows${hint('POST', '/tables/a%2Fb/rows')}`);
+  // Route words are not taken for part of a name; paths that match nothing either way get no hint.
+  expectError(await srv.req('GET', '/tables/users/rows/7'), 404, 'no endpoint at GET /tables/users/rows/7');
+  expectError(await srv.req('GET', '/no/such/path'), 404, 'no endpoint at GET /no/such/path');
+  expectError(await srv.req('GET', '/records/a/'), 404, 'no endpoint at GET /records/a/');
+  // Nothing was written under either spelling.
+  expectError(await srv.req('GET', '/records/a%2Fb'), 404, "record 'a/b' does not exist");
+});
