@@ -31,7 +31,7 @@ test('fuzz, TLS: stalled and garbage handshakes and plain HTTP stay under the ca
       `(cap ${max}), ${attack.ms} ms; HTTP fuzz over TLS: ${fuzzed.requests} requests, ${fuzzed.checkedRefusals} refusals checked, ${fuzzed.timeouts} timeouts, statuses ${JSON.stringify(fuzzed.byStatus)}`);
     assert.deepEqual(attack.violations, []);
     assert.deepEqual(fuzzed.violations, []);
-    assert.ok(attack.httpsChecks >= 10 && fuzzed.requests >= 100, `too little done: ${attack.httpsChecks} checks, ${fuzzed.requests} requests`);
+    assert.ok(attack.httpsChecks >= 5 && fuzzed.requests >= 20, `too little done: ${attack.httpsChecks} checks, ${fuzzed.requests} requests`);
     assert.equal(s.child?.exitCode, null, `server died: ${s.stderr}`);
     assert.doesNotMatch(s.stdout + s.stderr, /request failed|ERROR/, 'no internal error was logged');
   } finally {
