@@ -5,6 +5,9 @@
  */
 import { exceedsDepth, MAX_DEPTH } from '../store/json.js';
 import { isPlainObject } from '../store/validate.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { shown } from './connections.js';
+import { sendError } from './envelope.js';
 import { HttpError } from './errors.js';
 
 export type Body = Record<string, unknown>;
@@ -20,10 +23,31 @@ export function parseBody(text: string): Body {
   try {
     v = JSON.parse(text);
   } catch (err) {
-    throw new HttpError('invalid', `request body is not valid JSON: ${(err as Error).message}`);
+    throw new HttpError('invalid', notJson(text, err as Error));
   }
   if (!isPlainObject(v)) throw new HttpError('invalid', 'request body must be a JSON object');
   return v;
+}
+
+/** `name=value` at the start: what a form (and curl's `-d name=value`) sends. */
+const FORM = /^[\w.~%+\-[\]]+=/;
+/** How a JSON text can start (JSON.parse's message then says what is wrong in it). */
+const JSON_START = /^[{["\-0-9]|^(?:true|false|null)\b/;
+
+/**
+ * The message for a body JSON.parse refused. A body that starts like JSON gets
+ * the parser's account of what is wrong (docs/api.md, "400 Bad Request"); one
+ * that is not JSON at all (form-encoded, plain text) is told that the body must
+ * be JSON, since the parser's "Unexpected token" would not say so.
+ */
+function notJson(text: string, err: Error): string {
+  const t = text.trimStart();
+  if (JSON_START.test(t)) return `request body is not valid JSON: ${err.message}`;
+  if (FORM.test(t)) {
+    return 'request body must be JSON (a JSON object), not form-encoded: it starts with ' +
+      `'${shown(t, 20)}'; send e.g. {"field": "value"}`;
+  }
+  return `request body must be JSON (a JSON object): it starts with '${shown(t, 20)}'`;
 }
 
 /**
@@ -79,4 +103,25 @@ export function firstBadByte(b: Uint8Array): number {
 
 export function tooLarge(limit: number): HttpError {
   return new HttpError('too_large', `request body exceeds the limit of ${limit} bytes`);
+}
+
+/** A body follows the headers: a non-zero Content-Length, or any Transfer-Encoding (chunked). */
+export function hasBody(req: IncomingMessage): boolean {
+  const declared = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (declared !== undefined && Number(declared) !== 0);
+}
+
+/**
+ * What is answered without a token (the probes, the console's files,
+ * GET /openapi.json) takes no body: one that comes with a body is refused
+ * before any of it is read, and the connection closed (a lingering close
+ * reads and drops what is still coming, within its bounds). An unauthenticated
+ * client can then make the server hold no more than the socket's buffers
+ * (docs/operations.md, "Before authentication").
+ */
+export function refuseBody(req: IncomingMessage, res: ServerResponse): void {
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  res.shouldKeepAlive = false;
+  sendError(res, 400, `${req.method ?? 'GET'} ${shown(q < 0 ? url : url.slice(0, q), 100)} takes no request body`);
 }

@@ -20,6 +20,12 @@ export const LINGER_IDLE_MS = 1_000;
 /** ... or once this much has been read and discarded. */
 export const LINGER_MAX_BYTES = 64 * 1024 * 1024;
 const LINGER_TICK_MS = 250;
+/**
+ * A TLS connection that has not finished its handshake this long after the
+ * TCP accept is closed: the same bound node:http puts on a plain connection
+ * that has not sent its headers (headersTimeout).
+ */
+export const HANDSHAKE_MS = 10_000;
 /** A connection whose output makes no progress for this long is closed. */
 export const WRITE_STALL_MS = 10_000;
 /** Requests on one connection wait (unread) while this much output is still queued for it. */
@@ -42,7 +48,16 @@ export class Conn {
   stalledSince = 0;
   /** Requests held back while output is queued (see MAX_QUEUED_OUTPUT). */
   parked: Array<[http.IncomingMessage, http.ServerResponse, Step]> | null = null;
-  constructor(readonly socket: net.Socket, readonly owner: Connections) {}
+  /** When the TCP connection was accepted; a TLS one must finish its handshake within HANDSHAKE_MS of it. */
+  readonly acceptedAt = Date.now();
+  /** A TLS connection whose handshake has not finished: it has no HTTP state yet. */
+  handshaking = false;
+  /**
+   * `tcp` is the accepted socket, the one counted; `socket` is the one the
+   * HTTP layer reads and writes: the same for plain HTTP, the TLS socket on it
+   * once the handshake is done.
+   */
+  constructor(public socket: net.Socket, readonly owner: Connections, readonly tcp: net.Socket = socket) {}
 }
 
 export type PSocket = net.Socket & { pithos?: Conn };
@@ -165,29 +180,67 @@ export function effectiveMaxConnections(configured: number | undefined): { max: 
 const TOO_MANY = rawError(503, 'too many open connections; try again later');
 
 /**
- * Every open connection, oldest first. A new connection beyond the cap
- * evicts the oldest idle one (no request being answered): idle and
- * slowly-trickling connections must not lock legitimate clients out.
+ * Every open connection, oldest first, counted from the TCP accept (for TLS,
+ * before the handshake: connections that never finish it count too). A new
+ * connection beyond the cap evicts the oldest idle one (no request being
+ * answered, or still in its TLS handshake): idle and slowly-trickling
+ * connections must not lock legitimate clients out.
  */
 export class Connections {
+  /** The accepted TCP sockets. */
   readonly all = new Set<PSocket>();
   private sweeper: NodeJS.Timeout | undefined;
 
   constructor(readonly max: number) {}
 
+  /** A plain HTTP connection, just accepted. */
   add(socket: PSocket): void {
-    const c = new Conn(socket, this);
-    socket.pithos = c;
     socket.destroySoon = lingerSoon;
+    this.admit(socket, false);
+  }
+
+  /**
+   * A TCP connection to the TLS port, just accepted: counted now, closed if its
+   * handshake has not finished within HANDSHAKE_MS (see sweep). False when it
+   * was refused (the cap, nothing idle): it is closed without an answer, as a
+   * TLS client could not read a plain one.
+   */
+  addTls(socket: PSocket): boolean {
+    return this.admit(socket, true);
+  }
+
+  /** The handshake of a connection from addTls has finished: HTTP goes on over `tls`. */
+  secured(tls: PSocket): void {
+    const c = ((tls as PSocket & { _parent?: PSocket })._parent)?.pithos;
+    if (c === undefined || c.tcp.destroyed) {
+      // Not one of ours (or gone meanwhile): nothing can bound it, so it does not stay.
+      tls.destroy();
+      return;
+    }
+    c.handshaking = false;
+    c.socket = tls;
+    tls.pithos = c;
+    tls.destroySoon = lingerSoon;
+  }
+
+  private admit(socket: PSocket, tls: boolean): boolean {
+    const c = new Conn(socket, this);
+    c.handshaking = tls;
+    socket.pithos = c;
     socket.once('close', onClose);
     if (this.all.size >= this.max && !this.evictIdle()) {
       socket.pithos = undefined;
       socket.on('error', ignore);
-      socket.end(TOO_MANY);
-      setTimeout(destroyIfOpen, LINGER_IDLE_MS, socket).unref();
-      return;
+      if (tls) {
+        socket.destroy();
+      } else {
+        socket.end(TOO_MANY);
+        setTimeout(destroyIfOpen, LINGER_IDLE_MS, socket).unref();
+      }
+      return false;
     }
     this.all.add(socket);
+    return true;
   }
 
   private evictIdle(): boolean {
@@ -195,6 +248,7 @@ export class Connections {
       const c = s.pithos;
       if (c !== undefined && c.pending === 0) {
         this.all.delete(s);
+        c.socket.destroy();
         s.destroy();
         return true;
       }
@@ -202,7 +256,12 @@ export class Connections {
     return false;
   }
 
-  /** Once a second: close connections whose output has not moved for WRITE_STALL_MS. */
+  /** The sockets the HTTP layer uses, one per open connection. */
+  *sockets(): IterableIterator<net.Socket> {
+    for (const s of this.all) yield s.pithos?.socket ?? s;
+  }
+
+  /** Once a second: close connections whose output has not moved for WRITE_STALL_MS, or whose handshake is late. */
   startSweeping(): void {
     this.sweeper = setInterval(sweep, 1_000, this);
     this.sweeper.unref();
@@ -223,9 +282,14 @@ function onClose(this: PSocket): void {
 
 function sweep(conns: Connections): void {
   const now = Date.now();
-  for (const s of conns.all) {
-    const c = s.pithos;
+  for (const tcp of conns.all) {
+    const c = tcp.pithos;
     if (c === undefined) continue;
+    if (c.handshaking) {
+      if (now - c.acceptedAt >= HANDSHAKE_MS) tcp.destroy();
+      continue;
+    }
+    const s = c.socket;
     // Output still in node's buffer plus what libuv has yet to hand to the
     // kernel: any change means the client reads (or more was queued).
     const left = s.writableLength + ((s as net.Socket & { _handle?: { writeQueueSize?: number } })._handle?.writeQueueSize ?? 0);

@@ -8,6 +8,7 @@ import * as fs from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { hasBody, refuseBody } from './body.js';
 import { sendError } from './envelope.js';
 
 /** dist/src/http/console.js → dist/console */
@@ -36,6 +37,10 @@ export function serveConsole(req: IncomingMessage, res: ServerResponse, dir = CO
   const rawPath = q < 0 ? url : url.slice(0, q);
   if (rawPath !== '/console' && !rawPath.startsWith('/console/')) return false;
   const method = req.method ?? 'GET';
+  if (hasBody(req)) {
+    refuseBody(req, res);
+    return true;
+  }
   if (method !== 'GET' && method !== 'HEAD') {
     sendError(res, 405, `method ${method} is not allowed on ${rawPath}; allowed: GET, HEAD`, ['Allow', 'GET, HEAD']);
     return true;

@@ -8,6 +8,7 @@
  * browser is told no.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { hasBody } from './body.js';
 
 const METHODS = 'GET, HEAD, PUT, POST, PATCH, DELETE';
 /** What browser code may send: the token, JSON, the conditional headers and the feed's resume point (docs/api.md). */
@@ -32,7 +33,9 @@ export class Cors {
     res.setHeader('Vary', 'Origin');
     if (origin === undefined || !this.origins.has(origin)) return false;
     res.setHeader('Access-Control-Allow-Origin', origin);
-    if (req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined) {
+    // A preflight carrying a body is not one a browser sends: it goes on to the
+    // token check, whose refusal closes the connection rather than read the body.
+    if (req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined && !hasBody(req)) {
       res.writeHead(204, [
         'Access-Control-Allow-Methods', METHODS,
         'Access-Control-Allow-Headers', HEADERS,

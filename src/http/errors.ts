@@ -27,8 +27,9 @@ export class HttpError extends Error {
     super(message);
   }
 
-  static notFound(method: string, path: string): HttpError {
-    return new HttpError('not_found', `no endpoint at ${method} ${path}`);
+  /** `hint`, when given, follows the message (router.ts, slashHint). */
+  static notFound(method: string, path: string, hint = ''): HttpError {
+    return new HttpError('not_found', `no endpoint at ${method} ${path}${hint}`);
   }
 
   static methodNotAllowed(method: string, path: string, allow: string): HttpError {

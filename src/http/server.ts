@@ -10,8 +10,8 @@ import * as https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import * as net from 'node:net';
-import { type Body, decodeBody, parseBody, tooLarge } from './body.js';
-import { answerLast, conn, Connections, deferAnswer, inTurn, linger, rawError, responseDone, shown, type Step } from './connections.js';
+import { type Body, decodeBody, hasBody, parseBody, refuseBody, tooLarge } from './body.js';
+import { answerLast, conn, Connections, deferAnswer, HANDSHAKE_MS, inTurn, linger, type PSocket, rawError, responseDone, shown, type Step } from './connections.js';
 import { toStatus } from './errors.js';
 import { sendError } from './envelope.js';
 import type { Args, Ctx } from './handlers.js';
@@ -116,15 +116,52 @@ export class PithosServer {
     const accept = (req: PithosRequest, res: ServerResponse): void => this.accept(req, res);
     // Same port, same handling; https.Server differs from http.Server only in its TLS parts.
     this.http = (opts.tls === undefined ? http.createServer(options, accept)
-      : https.createServer({ ...options, cert: opts.tls.cert, key: opts.tls.key }, accept)) as unknown as http.Server;
+      : https.createServer({ ...options, cert: opts.tls.cert, key: opts.tls.key, handshakeTimeout: HANDSHAKE_MS }, accept)) as unknown as http.Server;
     this.http.on('clientError', onClientError);
-    // Under TLS the HTTP layer works on the TLS socket, which exists once the handshake is done.
-    this.http.on(opts.tls === undefined ? 'connection' : 'secureConnection', (socket: net.Socket) => this.conns.add(socket));
+    if (opts.tls === undefined) {
+      this.http.on('connection', (socket: net.Socket) => this.conns.add(socket));
+    } else {
+      // Connections are counted and timed from the TCP accept, before TLS: one
+      // that never finishes its handshake must be bounded like a plain one that
+      // never sends its headers. tls.Server starts TLS in its own 'connection'
+      // listener; it runs here once the first bytes show a TLS client.
+      this.startTls = this.http.listeners('connection') as Array<(socket: net.Socket) => void>;
+      this.http.removeAllListeners('connection');
+      this.http.on('connection', (socket: net.Socket) => this.acceptTls(socket));
+      // Under TLS the HTTP layer works on the TLS socket, which exists once the handshake is done.
+      this.http.on('secureConnection', (socket: net.Socket) => this.conns.secured(socket));
+    }
     this.http.on('checkContinue', (req: http.IncomingMessage, res: ServerResponse) => this.onContinue(req as PithosRequest, res));
     this.http.on('checkExpectation', (req: http.IncomingMessage, res: ServerResponse) => inTurn(conn(req.socket), req, res, expectationFailed));
     this.http.on('connect', onConnect);
     this.http.on('upgrade', onUpgrade);
     this.http.maxRequestsPerSocket = 0;
+  }
+
+  /** tls.Server's own 'connection' listeners (empty without TLS). */
+  private readonly startTls: Array<(socket: net.Socket) => void> = [];
+
+  /**
+   * A TCP connection to the TLS port: counted, then handed to TLS once its
+   * first bytes have come, unless they are the start of a plain HTTP request
+   * (an ASCII letter; a TLS client starts with a handshake record, 0x16),
+   * which gets a plain-text 400 as nginx answers it.
+   */
+  private acceptTls(socket: PSocket): void {
+    if (!this.conns.addTls(socket)) return;
+    socket.on('error', ignoreError);
+    socket.once('data', (chunk: Buffer) => {
+      socket.pause();
+      socket.unshift(chunk);
+      const b = chunk[0] | 0x20;
+      if (b >= 0x61 && b <= 0x7a) {
+        socket.write(PLAIN_ON_TLS);
+        linger(socket);
+        return;
+      }
+      // TLS reads what is buffered on the socket before it reads the socket itself.
+      for (const f of this.startTls) f.call(this.http, socket);
+    });
   }
 
   /** Shared per server, so that a request waiting its turn allocates no closure. */
@@ -167,7 +204,10 @@ export class PithosServer {
     }
     if (this.opts.cors !== undefined && this.opts.cors.handle(req, res)) return;
     const probe = probeOf(req.url);
-    if (probe !== undefined) return answerProbe(res, probe, !this.shuttingDown, req.method === 'HEAD');
+    if (probe !== undefined) {
+      if (hasBody(req)) return refuseBody(req, res);
+      return answerProbe(res, probe, !this.shuttingDown, req.method === 'HEAD');
+    }
     if (this.shuttingDown) {
       res.shouldKeepAlive = false;
       return sendError(res, 503, 'server is shutting down');
@@ -195,6 +235,8 @@ export class PithosServer {
       return sendError(res, who.status, who.message);
     }
     if (m === undefined) return this.fail(res, miss);
+    // A public route is served to anyone: it must not read a body (body.ts, refuseBody).
+    if (m.route.def.role === 'public' && hasBody(req)) return refuseBody(req, res);
     req.route = m.route;
     req.name = m.name;
     req.sub = m.sub;
@@ -289,13 +331,14 @@ export class PithosServer {
     await Promise.race([drained, graceOver]);
     // A handler that has answered is no longer in flight, but its bytes may
     // still wait in the socket's buffer; destroying the socket would drop them.
-    while (Date.now() < deadline && [...this.conns.all].some((s) => s.writableLength > 0 && !s.destroyed)) {
+    while (Date.now() < deadline && [...this.conns.sockets()].some((s) => s.writableLength > 0 && !s.destroyed)) {
       await new Promise((r) => setTimeout(r, 20));
     }
     this.conns.stop();
     this.http.closeAllConnections();
     // Connections node:http no longer tracks (handed over by CONNECT or
     // Upgrade, lingering) would keep close() waiting.
+    for (const s of this.conns.sockets()) s.destroy();
     for (const s of this.conns.all) s.destroy();
     await Promise.race([closed, graceOver]);
     clearTimeout(timer);
@@ -342,6 +385,11 @@ async function settle(server: PithosServer, pending: Promise<void>, res: ServerR
  */
 function onClientError(err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex): void {
   const c = conn(socket as net.Socket);
+  // A TLS handshake that failed (or timed out): there is no channel to answer on.
+  if (c === undefined && (socket as Duplex & { encrypted?: boolean }).encrypted === true) {
+    socket.destroy();
+    return;
+  }
   // A failed parser fails again on every later chunk: the answer is out already.
   if (c !== undefined && (c.lingering || c.deferred !== null)) return;
   if (err.code === 'ECONNRESET' || !socket.writable) {
@@ -384,6 +432,15 @@ function methodMessage(raw: Buffer | undefined): string {
     return `unknown HTTP method '${shown(name)}': methods are case-sensitive, use ${upper}`;
   }
   return `unknown HTTP method '${shown(name)}'`;
+}
+
+const PLAIN_ON_TLS_TEXT = 'This port speaks HTTPS: the plain HTTP request was sent to an HTTPS port. Use https:// in the address.\n';
+/** The answer to plain HTTP on the TLS port: plain text, as nginx gives it (the client is not speaking our protocol). */
+const PLAIN_ON_TLS = Buffer.from('HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n' +
+  `Content-Length: ${Buffer.byteLength(PLAIN_ON_TLS_TEXT)}\r\nConnection: close\r\n\r\n${PLAIN_ON_TLS_TEXT}`, 'latin1');
+
+function ignoreError(): void {
+  /* errors of a connection surface on the socket the HTTP layer uses, or end it */
 }
 
 const EXPECT_ALLOWED = '100-continue';

@@ -1,9 +1,13 @@
 /**
  * `npm run fuzz -- --requests N [--seed S] [--workers W]`: the fuzzer of the
  * test suite, standalone, against a fresh server; prints the figures.
+ * `--mode tls [--seconds N]`: the TLS attack (adversaries.ts) with the HTTP
+ * fuzzer over TLS beside it, on a server with a self-signed certificate and
+ * --max-connections 40. `--mode bodies [--seconds N]`: bodies without a token.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
-import { PithosServer } from '../helpers/server.js';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { PithosServer, STORE } from '../helpers/server.js';
+import { noTokenBodies, rssMiB, selfSigned, serverSockets, tlsAttack } from './adversaries.js';
 import { fuzz } from './fuzzer.js';
 
 function arg(name: string, def: number): number {
@@ -19,6 +23,9 @@ const seed = arg('--seed', Math.floor(Math.random() * 2 ** 31));
 const workers = arg('--workers', 4);
 const minutes = arg('--minutes', 0);
 const fsync = process.argv.includes('--fsync') ? process.argv[process.argv.indexOf('--fsync') + 1] : 'never';
+const mode = process.argv.includes('--mode') ? process.argv[process.argv.indexOf('--mode') + 1] : 'http';
+if (mode === 'tls' || mode === 'bodies') process.exit(await adversary(mode, arg('--seconds', 20)));
+if (mode !== 'http') throw new Error('--mode is http (the default), tls or bodies');
 console.log(`fuzz: ${requests} requests, seed ${seed}, ${workers} workers, fsync ${fsync}`);
 const s = await PithosServer.start({ testClock: false, fsync });
 const rss = () => {
@@ -53,3 +60,46 @@ try {
   await s.close();
 }
 process.exit(code);
+
+async function adversary(which: 'tls' | 'bodies', seconds: number): Promise<number> {
+  console.log(`fuzz --mode ${which}: ${seconds} s, seed ${seed}`);
+  let violations: string[];
+  if (which === 'tls') {
+    const [cert, key, ca, dir] = selfSigned();
+    const max = 40;
+    const srv = await PithosServer.start({ testClock: false, fsync: 'never', args: ['--tls-cert', cert, '--tls-key', key, '--max-connections', String(max)] });
+    try {
+      const pid = srv.child!.pid!;
+      const [attack, fuzzed] = await Promise.all([
+        tlsAttack({ port: srv.port, token: srv.token, ca, seed, durationMs: seconds * 1000, maxConnections: max,
+          sockets: () => serverSockets(pid), socketSlack: 3 + (STORE === 'postgres' ? 10 : 0) }),
+        fuzz({ port: srv.port, token: srv.token, requests: 10_000_000, seed, workers: 2, timeLimitMs: seconds * 1000, tlsCa: ca }),
+      ]);
+      console.log(JSON.stringify({ attack: { ...attack, violations: attack.violations.length },
+        fuzzOverTls: { ...fuzzed, lastTimeout: undefined, violations: fuzzed.violations.length }, serverAlive: srv.child?.exitCode === null }, null, 1));
+      violations = [...attack.violations, ...fuzzed.violations];
+      if (srv.child?.exitCode !== null) violations.push('the server died');
+    } finally {
+      await srv.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  } else {
+    const srv = await PithosServer.start({ testClock: false, fsync: 'never' });
+    try {
+      const pid = srv.child!.pid!;
+      const before = rssMiB(pid);
+      let peak = before;
+      const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(pid))), 50);
+      const report = await noTokenBodies({ port: srv.port, token: srv.token, seed, durationMs: seconds * 1000, workers });
+      clearInterval(sampler);
+      console.log(JSON.stringify({ ...report, violations: report.violations.length, rssBeforeMiB: Math.round(before), rssPeakMiB: Math.round(peak),
+        serverAlive: srv.child?.exitCode === null }, null, 1));
+      violations = report.violations;
+      if (srv.child?.exitCode !== null) violations.push('the server died');
+    } finally {
+      await srv.close();
+    }
+  }
+  for (const v of violations) console.log(`VIOLATION ${v}`);
+  return violations.length > 0 ? 1 : 0;
+}

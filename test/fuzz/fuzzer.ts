@@ -11,6 +11,7 @@
  * objects read back empty. The caller checks that the process is alive.
  */
 import net from 'node:net';
+import tls from 'node:tls';
 import { parseAnswers, type RawAnswer } from '../helpers/raw.js';
 import { rng } from '../helpers/rng.js';
 
@@ -23,6 +24,8 @@ export interface FuzzOptions {
   /** Stop early after this long (the count reached is reported). */
   timeLimitMs?: number;
   progress?: (done: number) => void;
+  /** Speak HTTPS, trusting only this certificate (a server started with --tls-cert). */
+  tlsCa?: string;
 }
 
 export interface FuzzReport {
@@ -300,11 +303,11 @@ class Conn {
   static lastTimeout = '';
   waiter: (() => void) | null = null;
 
-  constructor(readonly port: number) {}
+  constructor(readonly port: number, readonly tlsCa?: string) {}
 
   async open(): Promise<void> {
     this.buf = Buffer.alloc(0);
-    const s = net.connect(this.port, '127.0.0.1');
+    const s = this.tlsCa === undefined ? net.connect(this.port, '127.0.0.1') : tls.connect({ port: this.port, host: '127.0.0.1', ca: this.tlsCa });
     this.sock = s;
     this.closed = false;
     s.on('data', (d: Buffer) => {
@@ -323,7 +326,7 @@ class Conn {
     s.on('end', gone);
     s.on('close', gone);
     await new Promise<void>((r) => {
-      s.once('connect', () => r());
+      s.once(this.tlsCa === undefined ? 'connect' : 'secureConnect', () => r());
       s.once('close', () => r());
     });
   }
@@ -390,8 +393,8 @@ export async function fuzz(o: FuzzOptions): Promise<FuzzReport> {
   await Promise.all(Array.from({ length: workers }, async (_, w) => {
     const g = new Gen(rng(o.seed + w * 7919));
     const names = [`w${w}a`, `w${w}b`, `w${w}c`];
-    const conn = new Conn(o.port);
-    const check = new Conn(o.port);
+    const conn = new Conn(o.port, o.tlsCa);
+    const check = new Conn(o.port, o.tlsCa);
     let fresh = 0;
     const recent: string[] = [];
     while (report.requests < o.requests && !timeUp()) {
@@ -423,8 +426,10 @@ export async function fuzz(o: FuzzOptions): Promise<FuzzReport> {
       if (before !== undefined && one.target !== undefined && res.answers.length === 1 && res.answers[0]!.status >= 400) {
         const s = await check.send(get(one.target.name, snapshotPath(one.target.ns, one.target.name)), 1, 5000);
         const after = stable(s.answers[0]);
-        report.checkedRefusals++;
-        if (after !== before) violation(`seed ${o.seed} worker ${w}: refused request (${res.answers[0]!.status}) changed ${one.target.ns}/${one.target.name}\n  before ${before.slice(0, 300)}\n  after  ${after.slice(0, 300)}\n  request: ${JSON.stringify(one.bytes.subarray(0, 400).toString('latin1'))}\n  recent exchanges of this worker:\n    ${recent.join('\n    ')}`);
+        // A snapshot without an answer (the connection was closed under it: the
+        // server's connection cap evicts idle ones) tells nothing either way.
+        if (before !== 'none' && after !== 'none') report.checkedRefusals++;
+        if (after !== before && before !== 'none' && after !== 'none') violation(`seed ${o.seed} worker ${w}: refused request (${res.answers[0]!.status}) changed ${one.target.ns}/${one.target.name}\n  before ${before.slice(0, 300)}\n  after  ${after.slice(0, 300)}\n  request: ${JSON.stringify(one.bytes.subarray(0, 400).toString('latin1'))}\n  recent exchanges of this worker:\n    ${recent.join('\n    ')}`);
       }
       if (next % 500 < workers) {
         // Fresh objects read back empty: nothing was inherited from a polluted prototype.

@@ -3,12 +3,12 @@
  * TCP against the real server, every answer checked to be the JSON envelope.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readlinkSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { JSON_CT, PithosServer, expectError, expectSuccess, uniq } from '../helpers/server.js';
+import { JSON_CT, PithosServer, expectError, expectSuccess, sleep, uniq } from '../helpers/server.js';
 import { exchange, reqBytes, type RawAnswer } from '../helpers/raw.js';
 
 let srv: PithosServer;
@@ -244,4 +244,133 @@ test('item 11: PUT, PUT, CONNECT pipelined then SIGTERM: the engine is closed ("
   } finally {
     await s.close();
   }
+});
+
+// ---------------------------------------------------------------- bodies before authentication
+
+test('what is served without a token refuses a request body before reading it: 400 naming the route, connection closed', async () => {
+  const cases: Array<[string, string, string]> = [
+    ['GET', '/openapi.json', 'GET /openapi.json takes no request body'],
+    ['GET', '/openapi.json?x=1', 'GET /openapi.json takes no request body'],
+    ['GET', '/livez', 'GET /livez takes no request body'],
+    ['POST', '/readyz', 'POST /readyz takes no request body'],
+    ['GET', '/console/', 'GET /console/ takes no request body'],
+    ['GET', '/console/app.js', 'GET /console/app.js takes no request body'],
+  ];
+  for (const [method, p, message] of cases) {
+    for (const bytes of [reqBytes(method, p, null, '{'),
+      `${method} ${p} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n0\r\n\r\n`]) {
+      const x = await exchange(srv.port, bytes, { waitMs: 3000 });
+      assert.equal(x.answers.length, 1, x.data);
+      isEnvelope(x.answers[0], 400);
+      assert.equal((x.answers[0].json as { message: string }).message, message);
+      assert.equal(x.answers[0].headers.connection, 'close', x.data);
+      assert.ok(x.closed, `${method} ${p}: connection left open`);
+    }
+  }
+  // Without a body, or with an empty one, they are served as before.
+  for (const extra of [{}, { 'Content-Length': '0' }] as Array<Record<string, string>>) {
+    const x = await exchange(srv.port, reqBytes('GET', '/openapi.json', null, undefined, extra), { answers: 1 });
+    assert.equal(x.answers[0]?.status, 200, x.data.slice(0, 300));
+    const l = await exchange(srv.port, reqBytes('GET', '/livez', null, undefined, extra), { answers: 1 });
+    assert.equal(l.answers[0]?.body, 'ok\n');
+  }
+  // A route that needs a token checks it before any body is read.
+  const x = await exchange(srv.port, reqBytes('PUT', '/records/x', null, '{"record":{'), { answers: 1 });
+  isEnvelope(x.answers[0], 401);
+});
+
+/** Resident memory of the server process, MiB. */
+function rssMiB(s: PithosServer): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${s.child!.pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : -1;
+}
+
+/** Sends headers then `size` bytes of body in 256 KiB writes, until done or the server closes; resolves on close. */
+function flood(port: number, head: string, size: number, chunked: boolean): Promise<number> {
+  return new Promise((resolve) => {
+    const sock = net.connect(port, '127.0.0.1');
+    const piece = Buffer.alloc(256 * 1024, 0x7b);
+    const framed = chunked ? Buffer.concat([Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from('\r\n')]) : piece;
+    let sent = 0;
+    let gone = false;
+    sock.on('error', () => {});
+    sock.on('data', () => {});
+    sock.once('close', () => {
+      gone = true;
+      resolve(sent);
+    });
+    const pump = (): void => {
+      while (!gone && sent < size) {
+        sent += piece.length;
+        if (!sock.write(framed)) return void sock.once('drain', pump);
+      }
+      if (!gone) sock.end(chunked ? '0\r\n\r\n' : '');
+    };
+    sock.once('connect', () => {
+      sock.write(head);
+      pump();
+    });
+    // Bounded in time whatever the server does.
+    setTimeout(() => sock.destroy(), 20_000).unref();
+  });
+}
+
+test('50 clients without a token sending 12 MiB bodies to public routes and to /health: the server\'s memory stays bounded', async (t) => {
+  const s = await PithosServer.start({ testClock: false });
+  try {
+    const size = 12 * 1024 * 1024;
+    const heads = [
+      ['GET', '/openapi.json'], ['GET', '/openapi.json'], ['POST', '/livez'], ['GET', '/readyz'], ['GET', '/console/index.html'], ['GET', '/health'],
+      ['PUT', '/records/x'],
+    ];
+    // Settle: the first answers of a fresh process allocate their caches.
+    for (const [m, p] of heads) await exchange(s.port, reqBytes(m, p, null), { answers: 1 });
+    await sleep(200);
+    const before = rssMiB(s);
+    let peak = before;
+    const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(s))), 50);
+    const t0 = Date.now();
+    const sent = await Promise.all(Array.from({ length: 50 }, (_, i) => {
+      const [m, p] = heads[i % heads.length];
+      const chunked = i % 2 === 1;
+      const head = `${m} ${p} HTTP/1.1\r\nHost: x\r\n${chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${size}`}\r\n\r\n`;
+      return flood(s.port, head, size, chunked);
+    }));
+    const ms = Date.now() - t0;
+    await sleep(500);
+    clearInterval(sampler);
+    const after = rssMiB(s);
+    peak = Math.max(peak, after);
+    t.diagnostic(`RSS ${before.toFixed(0)} MiB before, peak ${peak.toFixed(0)} MiB, ${after.toFixed(0)} MiB after; ` +
+      `${(sent.reduce((a, b) => a + b, 0) / 2 ** 20).toFixed(0)} MiB sent by the clients in ${ms} ms`);
+    // Each /openapi.json body alone was 12 MiB held (and as much again decoded) before it was refused.
+    assert.ok(peak - before < 100, `RSS went from ${before.toFixed(0)} to a peak of ${peak.toFixed(0)} MiB`);
+    assert.equal((await s.req('GET', '/health')).status, 200);
+  } finally {
+    await s.close();
+  }
+});
+
+// ---------------------------------------------------------------- messages a new user meets
+
+test('a body that is not JSON at all is told to be JSON; one that starts like JSON keeps the parser\'s account', async () => {
+  const form = await srv.req('PUT', '/records/formy', 'name=alice&age=3', { 'Content-Type': 'application/x-www-form-urlencoded' });
+  expectError(form, 400, `request body must be JSON (a JSON object), not form-encoded: it starts with 'name=alice&age=3'; send e.g. {"field": "value"}`);
+  expectError(await srv.req('PUT', '/records/formy', 'hello there'), 400, "request body must be JSON (a JSON object): it starts with 'hello there'");
+  expectError(await srv.req('PUT', '/records/formy', '{"record":{'), 400, "request body is not valid JSON: Expected property name or '}' in JSON at position 11");
+  expectError(await srv.req('GET', '/records/formy'), 404);
+});
+
+test('a path that matches a route once some segments are one name: the 404 says to percent-encode the \'/\'', async () => {
+  const hint = (m: string, p: string) => ` (a '/' inside a name must be percent-encoded as %2F: ${m} ${p})`;
+  expectError(await srv.req('PUT', '/records/a/b', '{"record":{}}'), 404, `no endpoint at PUT /records/a/b${hint('PUT', '/records/a%2Fb')}`);
+  expectError(await srv.req('GET', '/variants/x/y/z'), 404, `no endpoint at GET /variants/x/y/z${hint('GET', '/variants/x%2Fy%2Fz')}`);
+  expectError(await srv.req('POST', '/tables/a/b/rows', '{"rows":{}}'), 404, `no endpoint at POST /tables/a/b/rows${hint('POST', '/tables/a%2Fb/rows')}`);
+  // Route words are not taken for part of a name; paths that match nothing either way get no hint.
+  expectError(await srv.req('GET', '/tables/users/rows/7'), 404, 'no endpoint at GET /tables/users/rows/7');
+  expectError(await srv.req('GET', '/no/such/path'), 404, 'no endpoint at GET /no/such/path');
+  expectError(await srv.req('GET', '/records/a/'), 404, 'no endpoint at GET /records/a/');
+  // Nothing was written under either spelling.
+  expectError(await srv.req('GET', '/records/a%2Fb'), 404, "record 'a/b' does not exist");
 });

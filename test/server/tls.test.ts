@@ -6,12 +6,13 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { PithosServer, rawRequest, runCli, sleep } from '../helpers/server.js';
+import { PithosServer, STORE, rawRequest, runCli, sleep } from '../helpers/server.js';
 
 let tmp: string;
 before(() => {
@@ -60,9 +61,15 @@ test('TLS: HTTPS round trip, plain HTTP refused, SIGHUP reload to a new certific
     const get = await httpsReq(s.port, pemA, 'GET', '/records/tls', s.token);
     assert.deepEqual(JSON.parse(get.body), { status: 'success', message: 'record queried successfully', data: { secure: true } });
     assert.equal((await httpsReq(s.port, pemA, 'GET', '/livez', '')).body, 'ok\n');
-    // plain HTTP on the TLS port gets no answer of ours
-    const plain = await rawRequest({ port: s.port, method: 'GET', path: '/health', headers: { 'Auth-Token': s.token }, agent: false }).catch((e: Error) => e);
-    assert.ok(plain instanceof Error || plain.status === 400, `plain HTTP was served: ${JSON.stringify(plain)}`);
+    // plain HTTP on the TLS port: a plain-text 400 saying so, as nginx answers it; nothing served
+    for (const method of ['GET', 'PUT', 'DELETE']) {
+      const plain = await rawRequest({ port: s.port, method, path: '/records/tls', headers: { 'Auth-Token': s.token }, agent: false });
+      assert.equal(plain.status, 400, plain.raw);
+      assert.equal(plain.headers['content-type'], 'text/plain; charset=utf-8');
+      assert.equal(plain.headers.connection, 'close');
+      assert.equal(plain.raw, 'This port speaks HTTPS: the plain HTTP request was sent to an HTTPS port. Use https:// in the address.\n');
+    }
+    assert.equal((await httpsReq(s.port, pemA, 'GET', '/records/tls', s.token)).status, 200, 'the record is still there');
 
     // new certificate at the same paths, then SIGHUP
     const pemB = makeCert(cert, key, 'pithos-b');
@@ -102,4 +109,69 @@ test('TLS: a key that does not match the certificate is refused at start (exit 2
   const r = await runCli(['--port', '0', '--data-dir', path.join(tmp, 'd'), '--auth-token', 'x', '--tls-cert', c1, '--tls-key', k2]);
   assert.equal(r.code, 2, r.stdout + r.stderr);
   assert.match(r.stderr, /^pithos: --tls-cert .* \/ --tls-key .*: .*\n$/);
+});
+
+/** Sockets the server process has open (the listener included). */
+function serverSockets(s: PithosServer): number {
+  const dir = `/proc/${s.child!.pid}/fd`;
+  let n = 0;
+  for (const f of readdirSync(dir)) {
+    try {
+      if (readlinkSync(`${dir}/${f}`).startsWith('socket:')) n++;
+    } catch {
+      /* closed meanwhile */
+    }
+  }
+  return n;
+}
+
+/** A TCP connection that sends `first` (or nothing) and then stays silent; `closedAt` is set when the server closes it. */
+function stalled(port: number, first?: Buffer): Promise<{ sock: net.Socket; closedAt?: number }> {
+  return new Promise((resolve) => {
+    const o: { sock: net.Socket; closedAt?: number } = { sock: net.connect(port, '127.0.0.1') };
+    o.sock.on('error', () => {});
+    o.sock.on('data', () => {});
+    o.sock.once('close', () => (o.closedAt = Date.now()));
+    o.sock.once('connect', () => {
+      if (first !== undefined) o.sock.write(first);
+      resolve(o);
+    });
+  });
+}
+
+test('TLS: connections that never finish the handshake count against --max-connections and are closed within 10 s; HTTPS still works', async (t) => {
+  const cert = path.join(tmp, 'cert-hs.pem');
+  const key = path.join(tmp, 'key-hs.pem');
+  const pem = makeCert(cert, key, 'pithos-hs');
+  const max = 20;
+  const s = await PithosServer.start({ testClock: false, args: ['--tls-cert', cert, '--tls-key', key, '--max-connections', String(max)] });
+  const conns: Array<{ sock: net.Socket; closedAt?: number }> = [];
+  try {
+    const base = serverSockets(s);
+    const t0 = Date.now();
+    // 60 that never send a byte, and 20 that start a handshake record and stop.
+    for (let i = 0; i < 60; i++) conns.push(await stalled(s.port));
+    for (let i = 0; i < 20; i++) conns.push(await stalled(s.port, Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01])));
+    await sleep(500);
+    const held = serverSockets(s);
+    t.diagnostic(`server holds ${held} sockets with 80 stalled TLS connections (${base} before, cap ${max})`);
+    // The cap, plus the listener and two stdio pipes; on the shared store the pool's connections too (at most 10).
+    assert.ok(held <= max + 3 + (STORE === 'postgres' ? 10 : 0), `server holds ${held} sockets`);
+    // A real client gets through: it evicts the oldest connection still in its handshake.
+    const r = await httpsReq(s.port, pem, 'GET', '/health', s.token);
+    assert.equal(r.status, 200, r.body);
+    // Every stalled connection is closed by the server: the cap's evictions at once, the rest at the handshake limit.
+    const deadline = t0 + 15_000;
+    while (conns.some((c) => c.closedAt === undefined) && Date.now() < deadline) await sleep(200);
+    const open = conns.filter((c) => c.closedAt === undefined).length;
+    const last = Math.max(...conns.map((c) => c.closedAt ?? Infinity)) - t0;
+    t.diagnostic(`last stalled connection closed by the server ${last} ms after the first was opened; ${open} still open`);
+    assert.equal(open, 0, `${open} stalled TLS connections still open after 15 s`);
+    const after = serverSockets(s);
+    assert.ok(after <= base, `server holds ${after} sockets after the stalled ones are gone, ${base} before`);
+    assert.equal((await httpsReq(s.port, pem, 'GET', '/livez', '')).body, 'ok\n');
+  } finally {
+    for (const c of conns) c.sock.destroy();
+    await s.close();
+  }
 });
