@@ -17,7 +17,7 @@
  * Both are seeded, bounded in time, and aimed at 127.0.0.1 only.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import https from 'node:https';
 import net from 'node:net';
 import os from 'node:os';
@@ -309,24 +309,7 @@ export async function noTokenBodies(o: BodiesOptions): Promise<BodiesReport> {
   return report;
 }
 
-/** Sockets the server process has open (the listener and stdio included). */
-export function serverSockets(pid: number): number {
-  let n = 0;
-  for (const f of readdirSync(`/proc/${pid}/fd`)) {
-    try {
-      if (readlinkSync(`/proc/${pid}/fd/${f}`).startsWith('socket:')) n++;
-    } catch {
-      /* closed meanwhile */
-    }
-  }
-  return n;
-}
-
-/** Resident memory of a process, MiB. */
-export function rssMiB(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : -1;
-}
+export { rssMiB, serverSockets } from '../helpers/proc.js';
 
 /** A self-signed certificate for 127.0.0.1 in a new directory: [cert path, key path, PEM, directory]. */
 export function selfSigned(): [string, string, string, string] {

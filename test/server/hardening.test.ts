@@ -3,11 +3,12 @@
  * TCP against the real server, every answer checked to be the JSON envelope.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
+import { rssMiB, serverSockets } from '../helpers/proc.js';
 import { JSON_CT, PithosServer, expectError, expectSuccess, sleep, uniq } from '../helpers/server.js';
 import { exchange, reqBytes, type RawAnswer } from '../helpers/raw.js';
 
@@ -183,7 +184,7 @@ test('item 14: an early refusal with a huge declared body closes the connection 
 test('items 10/14: after a 400 for a malformed request, a client that neither reads nor closes is let go', async () => {
   // A server of its own, so that no other test's connections are counted.
   const srv = await PithosServer.start({ testClock: false });
-  const before = serverSockets(srv);
+  const before = serverSockets(srv.child!.pid!);
   const socks: net.Socket[] = [];
   for (let i = 0; i < 20; i++) {
     const sock = net.connect(srv.port, '127.0.0.1');
@@ -194,29 +195,15 @@ test('items 10/14: after a 400 for a malformed request, a client that neither re
   }
   try {
     await new Promise((r) => setTimeout(r, 300));
-    assert.ok(serverSockets(srv) >= before + 20, `server holds ${serverSockets(srv)} sockets, ${before} before`);
+    assert.ok(serverSockets(srv.child!.pid!) >= before + 20, `server holds ${serverSockets(srv.child!.pid!)} sockets, ${before} before`);
     const t0 = Date.now();
-    while (serverSockets(srv) > before && Date.now() - t0 < 8000) await new Promise((r) => setTimeout(r, 100));
-    assert.ok(serverSockets(srv) <= before, `server still holds ${serverSockets(srv) - before} of the 20 after ${Date.now() - t0} ms`);
+    while (serverSockets(srv.child!.pid!) > before && Date.now() - t0 < 8000) await new Promise((r) => setTimeout(r, 100));
+    assert.ok(serverSockets(srv.child!.pid!) <= before, `server still holds ${serverSockets(srv.child!.pid!) - before} of the 20 after ${Date.now() - t0} ms`);
   } finally {
     for (const s of socks) s.destroy();
     await srv.close();
   }
 });
-
-/** Sockets the server process has open (the listener included), from /proc. */
-export function serverSockets(s: PithosServer): number {
-  const dir = `/proc/${s.child!.pid}/fd`;
-  let n = 0;
-  for (const f of readdirSync(dir)) {
-    try {
-      if (readlinkSync(`${dir}/${f}`).startsWith('socket:')) n++;
-    } catch {
-      /* closed meanwhile */
-    }
-  }
-  return n;
-}
 
 // ---------------------------------------------------------------- item 11
 
@@ -280,12 +267,6 @@ test('what is served without a token refuses a request body before reading it: 4
   isEnvelope(x.answers[0], 401);
 });
 
-/** Resident memory of the server process, MiB. */
-function rssMiB(s: PithosServer): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${s.child!.pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : -1;
-}
-
 /** Sends headers then `size` bytes of body in 256 KiB writes, until done or the server closes; resolves on close. */
 function flood(port: number, head: string, size: number, chunked: boolean): Promise<number> {
   return new Promise((resolve) => {
@@ -327,9 +308,9 @@ test('50 clients without a token sending 12 MiB bodies to public routes and to /
     // Settle: the first answers of a fresh process allocate their caches.
     for (const [m, p] of heads) await exchange(s.port, reqBytes(m, p, null), { answers: 1 });
     await sleep(200);
-    const before = rssMiB(s);
+    const before = rssMiB(s.child!.pid!);
     let peak = before;
-    const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(s))), 50);
+    const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(s.child!.pid!))), 50);
     const t0 = Date.now();
     const sent = await Promise.all(Array.from({ length: 50 }, (_, i) => {
       const [m, p] = heads[i % heads.length];
@@ -340,7 +321,7 @@ test('50 clients without a token sending 12 MiB bodies to public routes and to /
     const ms = Date.now() - t0;
     await sleep(500);
     clearInterval(sampler);
-    const after = rssMiB(s);
+    const after = rssMiB(s.child!.pid!);
     peak = Math.max(peak, after);
     t.diagnostic(`RSS ${before.toFixed(0)} MiB before, peak ${peak.toFixed(0)} MiB, ${after.toFixed(0)} MiB after; ` +
       `${(sent.reduce((a, b) => a + b, 0) / 2 ** 20).toFixed(0)} MiB sent by the clients in ${ms} ms`);

@@ -6,12 +6,13 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
+import { serverSockets } from '../helpers/proc.js';
 import { PithosServer, STORE, rawRequest, runCli, sleep } from '../helpers/server.js';
 
 let tmp: string;
@@ -111,20 +112,6 @@ test('TLS: a key that does not match the certificate is refused at start (exit 2
   assert.match(r.stderr, /^pithos: --tls-cert .* \/ --tls-key .*: .*\n$/);
 });
 
-/** Sockets the server process has open (the listener included). */
-function serverSockets(s: PithosServer): number {
-  const dir = `/proc/${s.child!.pid}/fd`;
-  let n = 0;
-  for (const f of readdirSync(dir)) {
-    try {
-      if (readlinkSync(`${dir}/${f}`).startsWith('socket:')) n++;
-    } catch {
-      /* closed meanwhile */
-    }
-  }
-  return n;
-}
-
 /** A TCP connection that sends `first` (or nothing) and then stays silent; `closedAt` is set when the server closes it. */
 function stalled(port: number, first?: Buffer): Promise<{ sock: net.Socket; closedAt?: number }> {
   return new Promise((resolve) => {
@@ -147,13 +134,13 @@ test('TLS: connections that never finish the handshake count against --max-conne
   const s = await PithosServer.start({ testClock: false, args: ['--tls-cert', cert, '--tls-key', key, '--max-connections', String(max)] });
   const conns: Array<{ sock: net.Socket; closedAt?: number }> = [];
   try {
-    const base = serverSockets(s);
+    const base = serverSockets(s.child!.pid!);
     const t0 = Date.now();
     // 60 that never send a byte, and 20 that start a handshake record and stop.
     for (let i = 0; i < 60; i++) conns.push(await stalled(s.port));
     for (let i = 0; i < 20; i++) conns.push(await stalled(s.port, Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01])));
     await sleep(500);
-    const held = serverSockets(s);
+    const held = serverSockets(s.child!.pid!);
     t.diagnostic(`server holds ${held} sockets with 80 stalled TLS connections (${base} before, cap ${max})`);
     // The cap, plus the listener and two stdio pipes; on the shared store the pool's connections too (at most 10).
     assert.ok(held <= max + 3 + (STORE === 'postgres' ? 10 : 0), `server holds ${held} sockets`);
@@ -167,7 +154,7 @@ test('TLS: connections that never finish the handshake count against --max-conne
     const last = Math.max(...conns.map((c) => c.closedAt ?? Infinity)) - t0;
     t.diagnostic(`last stalled connection closed by the server ${last} ms after the first was opened; ${open} still open`);
     assert.equal(open, 0, `${open} stalled TLS connections still open after 15 s`);
-    const after = serverSockets(s);
+    const after = serverSockets(s.child!.pid!);
     assert.ok(after <= base, `server holds ${after} sockets after the stalled ones are gone, ${base} before`);
     assert.equal((await httpsReq(s.port, pem, 'GET', '/livez', '')).body, 'ok\n');
   } finally {
