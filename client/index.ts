@@ -42,6 +42,8 @@ export interface Wheres {
 }
 export type VariantValue = string | boolean | number;
 export type Kind = 'table' | 'record' | 'variant' | 'lock';
+/** A kind as the listing calls take it: singular (`'record'`) or plural as in the paths (`'records'`). */
+export type ListKind = Kind | `${Kind}s`;
 
 export interface Envelope<T = unknown> {
   status: 'success' | 'error';
@@ -397,6 +399,17 @@ export async function* parseSSE(stream: ReadableStream<Uint8Array>): AsyncGenera
 // ---------------------------------------------------------------------------------------
 // The client
 
+const LIST_OPERATIONS = { table: 'listTables', record: 'listRecords', variant: 'listVariants', lock: 'listLocks' } as const;
+
+/** The listing call of a kind, either spelling; a bad kind (from JavaScript) is a TypeError naming the good ones. */
+function listOperation(kind: ListKind): (typeof LIST_OPERATIONS)[Kind] {
+  const k: string = typeof kind === 'string' && kind.endsWith('s') ? kind.slice(0, -1) : kind;
+  if (typeof k !== 'string' || !Object.prototype.hasOwnProperty.call(LIST_OPERATIONS, k)) {
+    throw new TypeError(`kind must be 'table', 'record', 'variant' or 'lock' (or 'tables', 'records', 'variants', 'locks'), got ${typeof kind === 'string' ? `'${kind}'` : String(kind)}`);
+  }
+  return LIST_OPERATIONS[k as Kind];
+}
+
 export class Pithos {
   readonly url: string;
   token: string | undefined;
@@ -529,8 +542,8 @@ export class Pithos {
 
   // --- listing (part two) ---------------------------------------------------------------
 
-  async list(kind: Kind, o: ListOptions = {}): Promise<ListPage> {
-    const op = ({ table: 'listTables', record: 'listRecords', variant: 'listVariants', lock: 'listLocks' } as const)[kind];
+  async list(kind: ListKind, o: ListOptions = {}): Promise<ListPage> {
+    const op = listOperation(kind);
     return (await this.call<ListPage>(op, [], { query: { prefix: o.prefix, limit: o.limit, after: o.after } })).data;
   }
   listTables(o?: ListOptions): Promise<ListPage> {
@@ -546,7 +559,7 @@ export class Pithos {
     return this.list('lock', o);
   }
   /** Every item of a listing, page after page. */
-  async *listAll(kind: Kind, o: Omit<ListOptions, 'after'> = {}): AsyncGenerator<ListItem> {
+  async *listAll(kind: ListKind, o: Omit<ListOptions, 'after'> = {}): AsyncGenerator<ListItem> {
     let after: string | undefined;
     for (;;) {
       const page = await this.list(kind, { ...o, after });
@@ -658,9 +671,9 @@ export class Pithos {
     const r = await this.call<{ variant: VariantValue }>('getVariant', [name]);
     return r.version === undefined ? { value: r.data.variant } : { value: r.data.variant, version: r.version };
   }
-  /** Atomic add; resolves with the new value. */
-  async incr(name: string, delta = 1): Promise<VariantValue> {
-    return (await this.call<{ variant: VariantValue }>('incr', [name], { body: { delta } })).data.variant;
+  /** Atomic add; resolves with the new value (a number: only numeric variants can be incremented). */
+  async incr(name: string, delta = 1): Promise<number> {
+    return (await this.call<{ variant: number }>('incr', [name], { body: { delta } })).data.variant;
   }
   async deleteVariant(name: string): Promise<void> {
     await this.call('deleteVariant', [name]);

@@ -270,7 +270,7 @@ function viewList(client: Pithos, section: Section): void {
       const items = page.items.map((it: ListItem) =>
         h('li', {}, h('a', { href: `#/${section}/${enc(it.name)}` }, it.name), ' ',
           h('span', { class: 'muted' }, [
-            it.rows !== undefined ? `${it.rows} rows` : '',
+            it.rows !== undefined ? `${it.rows} row${it.rows === 1 ? '' : 's'}` : '',
             it.held !== undefined ? (it.held ? `held by ${it.holder ?? '?'}` : 'free') : '',
             it.ttl_ms !== null ? `expires in ${Math.round(it.ttl_ms / 1000)} s` : '',
           ].filter(Boolean).join(' · '))));

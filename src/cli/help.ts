@@ -1,6 +1,6 @@
 /** Help texts of the `pithos` command-line client (`pithos help <command>`). */
 
-const COMMON = `Common options:
+const COMMON = `Common options (before or after the command):
   --url <url>        server address (PITHOS_URL; default http://127.0.0.1:2668)
   --token <secret>   the Auth-Token (PITHOS_TOKEN, else PITHOS_AUTH_TOKEN)
   -o json|human      json prints the server's envelope, one JSON object per line

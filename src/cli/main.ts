@@ -8,6 +8,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { type Answer, JsonText, type Kind, Pithos, PithosError, type Operation } from '../../client/index.js';
 import { HELP, OVERVIEW } from './help.js';
@@ -30,55 +31,75 @@ interface Parsed {
   flags: Map<string, string[]>;
 }
 
-/** Flags that take a value; the others are booleans. `-o` is `--output`. */
-const VALUED = new Set([
+/** Flags that take a value; the others are booleans. `-o` is `--output`, `-h` is `--help`. */
+const VALUED = [
   'url', 'token', 'output', 'ttl', 'if-version', 'limit', 'after', 'order', 'fields', 'prefix', 'since', 'kind', 'holder',
   'renew', 'column', 'timeout', 'retries', 'count-events', 'delta', 'out', 'from', 'data-dir',
+] as const;
+const BOOLEAN = ['if-absent', 'count', 'with-ids', 'all', 'values', 'record', 'string', 'help'] as const;
+const SHORT: Record<string, string> = { output: 'o', help: 'h' };
+type Options = NonNullable<ParseArgsConfig['options']>;
+const OPTIONS: Options = Object.fromEntries([
+  ...VALUED.map((n) => [n, { type: 'string' as const, ...(SHORT[n] ? { short: SHORT[n] } : {}) }]),
+  ...BOOLEAN.map((n) => [n, { type: 'boolean' as const, ...(SHORT[n] ? { short: SHORT[n] } : {}) }]),
 ]);
-const BOOLEAN = new Set(['if-absent', 'count', 'with-ids', 'all', 'values', 'record', 'string', 'help']);
+/** The connection and output options, which may also come before the command (`pithos --url U health`). */
+const LEADING: Options = Object.fromEntries(
+  ['url', 'token', 'output', 'timeout', 'retries'].map((n) => [n, OPTIONS[n]!]),
+);
 
-function parseArgs(argv: readonly string[]): Parsed {
+/**
+ * Options may come anywhere, before or after the command and its arguments. A
+ * word of one dash other than `-o` and `-h` is an argument, not an option, so
+ * `pithos incr n -2` and `put variant x -1.5` keep their negative numbers.
+ * parseArgs runs non-strict so that each problem is reported in the CLI's own
+ * words; `problem` is the first one found.
+ */
+function parse(argv: readonly string[]): Parsed & { problem?: string } {
+  const args = [...argv];
+  const { tokens } = parseArgs({ args, options: OPTIONS, strict: false, allowPositionals: true, tokens: true });
   const pos: string[] = [];
   const flags = new Map<string, string[]>();
-  const add = (k: string, v: string): void => {
-    const a = flags.get(k);
-    if (a) a.push(v);
-    else flags.set(k, [v]);
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (a === '--') {
-      pos.push(...argv.slice(i + 1));
-      break;
-    }
-    if (a === '-o' || a === '-h') {
-      if (a === '-h') {
-        add('help', 'true');
-        continue;
-      }
-      const v = argv[++i];
-      if (v === undefined) throw new UsageError('-o needs a value (json or human)');
-      add('output', v);
+  let problem: string | undefined;
+  let lastIndex = -1;
+  for (const t of tokens) {
+    if (t.kind === 'positional') pos.push(t.value);
+    if (t.kind !== 'option') continue;
+    const known = Object.prototype.hasOwnProperty.call(OPTIONS, t.name) && (t.rawName.startsWith('--') || SHORT[t.name] === t.rawName.slice(1));
+    if (!known && !t.rawName.startsWith('--')) {
+      // One arg like `-1.5` comes back as several short options with the same index.
+      if (t.index !== lastIndex) pos.push(args[t.index]!);
+      lastIndex = t.index;
       continue;
     }
-    if (a.startsWith('--')) {
-      const eq = a.indexOf('=');
-      const name = eq > 0 ? a.slice(2, eq) : a.slice(2);
-      if (VALUED.has(name)) {
-        const v = eq > 0 ? a.slice(eq + 1) : argv[++i];
-        if (v === undefined) throw new UsageError(`--${name} needs a value`);
-        add(name, v);
-      } else if (BOOLEAN.has(name)) {
-        if (eq > 0) throw new UsageError(`--${name} takes no value`);
-        add(name, 'true');
-      } else {
-        throw new UsageError(`unknown option '${a}'`);
-      }
-      continue;
-    }
-    pos.push(a);
+    let value: string | undefined;
+    if (!known) problem ??= `unknown option '${args[t.index]}'`;
+    else if (OPTIONS[t.name]!.type === 'string') {
+      value = t.value;
+      if (value === undefined) problem ??= t.rawName === '-o' ? '-o needs a value (json or human)' : `${t.rawName} needs a value`;
+    } else if (t.value !== undefined) problem ??= `${t.rawName} takes no value`;
+    else value = 'true';
+    if (value === undefined) continue;
+    const a = flags.get(t.name);
+    if (a) a.push(value);
+    else flags.set(t.name, [value]);
   }
-  return { pos, flags };
+  return problem === undefined ? { pos, flags } : { pos, flags, problem };
+}
+
+/**
+ * Whether a command line that starts with an option is the client's: it opens
+ * with connection and output options only (each with its value), and the first
+ * word after them is the command (which the client checks). A line with any
+ * other option first (`pithos --port 0 …`) is the server's.
+ */
+export function isClientLine(argv: readonly string[]): boolean {
+  const { tokens } = parseArgs({ args: [...argv], options: LEADING, strict: false, allowPositionals: true, tokens: true });
+  for (const t of tokens) {
+    if (t.kind === 'positional') return true;
+    if (t.kind !== 'option' || !Object.prototype.hasOwnProperty.call(LEADING, t.name) || t.value === undefined) return false;
+  }
+  return tokens.length > 0;
 }
 
 const flag = (p: Parsed, name: string): string | undefined => p.flags.get(name)?.at(-1);
@@ -152,9 +173,16 @@ function cut(s: string, n: number): string {
   return s.length > n ? s.slice(0, n - 1) + '…' : s;
 }
 
+/**
+ * What a command prints for people: `out` is the data (stdout), `note` says
+ * something about it (stderr), so `pithos get record r > r.json` keeps the
+ * file to the data alone.
+ */
+type Shown = string | { out: string; note: string };
+
 /** Rows as an aligned text grid; `ids` adds a t_id column. */
-export function grid(rows: { id?: string | number; row: Record<string, unknown> }[]): string {
-  if (rows.length === 0) return '(no rows)';
+export function grid(rows: { id?: string | number; row: Record<string, unknown> }[]): Shown {
+  if (rows.length === 0) return { out: '', note: '(no rows)' };
   const cols: string[] = [];
   const seen = new Set<string>();
   for (const r of rows.slice(0, 200)) for (const k of Object.keys(r.row)) if (!seen.has(k)) (seen.add(k), cols.push(k));
@@ -208,14 +236,16 @@ async function readObjectArg(text: string | undefined, what: string, io: Io): Pr
  * `3.0` stays a double), with `version` added when the server sent an ETag;
  * else hand the answer to `human`.
  */
-async function call<T>(c: Ctx, op: Operation, args: string[], opts: Parameters<Pithos['call']>[2], human: (a: Answer<T>) => string): Promise<Answer<T>> {
+async function call<T>(c: Ctx, op: Operation, args: string[], opts: Parameters<Pithos['call']>[2], human: (a: Answer<T>) => Shown): Promise<Answer<T>> {
   const a = await c.db.call<T>(op, args, opts);
   if (c.json) {
     const env = a.text.trimEnd();
     c.io.out((a.version === undefined || !env.endsWith('}') ? env : `${env.slice(0, -1)},"version":${a.version}}`) + '\n');
   } else {
     const s = human(a);
-    if (s !== '') c.io.out(s + '\n');
+    const out = typeof s === 'string' ? s : s.out;
+    if (out !== '') c.io.out(out + '\n');
+    if (typeof s !== 'string') c.io.err(s.note + '\n');
   }
   return a;
 }
@@ -235,9 +265,12 @@ async function cmdGet(c: Ctx): Promise<void> {
     onlyFlags(p, 'get record', ['column']);
     const column = flag(p, 'column');
     if (column !== undefined) {
-      await call<unknown[]>(c, 'searchRecord', [name!], { body: { column } }, (a) => (a.data.length ? show(a.data[0]) : '(no such field)'));
+      await call<unknown[]>(c, 'searchRecord', [name!], { body: { column } }, (a) => (a.data.length ? show(a.data[0]) : { out: '', note: '(no such field)' }));
     } else {
-      await call(c, 'getRecord', [name!], {}, (a) => JSON.stringify(a.data, null, 2) + (a.version !== undefined ? `\n(version ${a.version})` : ''));
+      await call(c, 'getRecord', [name!], {}, (a) => {
+        const out = JSON.stringify(a.data, null, 2);
+        return a.version === undefined ? out : { out, note: `(version ${a.version})` };
+      });
     }
   } else if (kind === 'variant') {
     onlyFlags(p, 'get variant', []);
@@ -426,7 +459,7 @@ async function cmdLs(c: Ctx): Promise<void> {
       a.data.items
         .map((it) => {
           const extra = [
-            it.rows !== undefined ? `${it.rows} rows` : '',
+            it.rows !== undefined ? `${it.rows} row${it.rows === 1 ? '' : 's'}` : '',
             it.held !== undefined ? (it.held ? `held by ${it.holder ?? '?'}` : 'free') : '',
             it.ttl_ms !== null ? `expires in ${(it.ttl_ms / 1000).toFixed(0)} s` : '',
           ].filter(Boolean);
@@ -517,17 +550,19 @@ const RUN: Record<string, (c: Ctx) => Promise<void>> = {
 
 /** Runs one command line (without the program name); resolves with the exit code. */
 export async function run(argv: readonly string[], io: Io): Promise<number> {
-  const cmd = argv[0];
+  const all = parse(argv);
+  const cmd = all.pos[0];
   if (cmd === undefined || !COMMANDS.has(cmd)) {
     io.err(`pithos: unknown command '${cmd ?? ''}' (see pithos help)\n`);
     return 2;
   }
+  const p: Parsed = { pos: all.pos.slice(1), flags: all.flags };
   if (cmd === 'version') {
     io.out(`pithos ${version()}\n`);
     return 0;
   }
   if (cmd === 'help') {
-    const topic = argv[1];
+    const topic = p.pos[0];
     if (topic === undefined) {
       io.out(OVERVIEW + '\n');
       return 0;
@@ -540,11 +575,8 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
     io.out(text + '\n');
     return 0;
   }
-  let p: Parsed;
-  try {
-    p = parseArgs(argv.slice(1));
-  } catch (err) {
-    io.err(`pithos ${cmd}: ${(err as Error).message} (see pithos help ${cmd})\n`);
+  if (all.problem !== undefined) {
+    io.err(`pithos ${cmd}: ${all.problem} (see pithos help ${cmd})\n`);
     return 2;
   }
   if (has(p, 'help')) {

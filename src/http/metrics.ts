@@ -21,7 +21,7 @@ import type * as http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { timingSafeEqual } from 'node:crypto';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, Summary, collectDefaultMetrics } from 'prom-client';
 import type { StorageMetrics, StorageObserver as EngineObserver, StorageStats as EngineStats } from '../store/store.js';
 import type { Ctx } from './handlers.js';
 import type { Route } from './router.js';
@@ -97,6 +97,52 @@ function pulledGauge(registry: Registry, name: string, help: string, get: () => 
   });
 }
 
+/** monitorEventLoopDelay samples every 10 ms and records how late each sample came, plus these 10 ms. */
+const LOOP_RESOLUTION_S = 0.01;
+
+/**
+ * Event-loop delay as a summary: the quantiles cover the time since the
+ * previous scrape (the node histogram is reset at each), `_sum` and `_count`
+ * every sample since start, as the format wants them (rate(_sum)/rate(_count)
+ * is the mean delay). prom-client's Summary computes quantiles from its own
+ * observations, and these come from the node histogram, so get() is replaced.
+ */
+class LoopLag extends Summary<'quantile'> {
+  private count = 0;
+  private sum = 0;
+  constructor(private readonly loop: IntervalHistogram) {
+    super({
+      name: 'pithos_event_loop_lag_seconds',
+      help: 'Event-loop delay: quantiles since the previous scrape (quantile 1 = the worst), sum and count of the 10 ms samples since start',
+      registers: [],
+    });
+  }
+  override async get(): ReturnType<Summary<'quantile'>['get']> {
+    const loop = this.loop;
+    const n = loop.count;
+    const late = (ns: number): number => (n === 0 ? 0 : Math.max(0, ns / 1e9 - LOOP_RESOLUTION_S));
+    const values = [
+      { labels: { quantile: 0.5 }, value: late(loop.percentile(50)) },
+      { labels: { quantile: 0.99 }, value: late(loop.percentile(99)) },
+      { labels: { quantile: 1 }, value: late(loop.max) },
+    ];
+    if (n > 0) {
+      this.count += n;
+      this.sum += late(loop.mean) * n;
+    }
+    loop.reset();
+    const base = await super.get();
+    return {
+      ...base,
+      values: [
+        ...values,
+        { metricName: `${base.name}_sum`, labels: {}, value: this.sum },
+        { metricName: `${base.name}_count`, labels: {}, value: this.count },
+      ],
+    };
+  }
+}
+
 export class Metrics {
   readonly registry = new Registry();
   /** Request cells by route definition (no string is built per request), then by status. */
@@ -112,6 +158,9 @@ export class Metrics {
   constructor(source: MetricsSource | undefined, watchers: () => number = () => 0) {
     const r = this.registry;
     collectDefaultMetrics({ register: r });
+    // Gauges named _total (each the sum of its nodejs_active_*{type} family):
+    // promtool check metrics rejects the name on anything but a counter.
+    for (const n of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) r.removeSingleMetric(n);
     // The log store's engine feeds these; the shared store has no log, cache or compactor (docs/operations.md, "Metrics").
     if (source !== undefined) {
       const write = new Histogram({
@@ -148,20 +197,7 @@ export class Metrics {
     pulledGauge(r, 'pithos_watchers', 'Open change-feed watchers (GET /watch)', watchers);
     this.loop = monitorEventLoopDelay({ resolution: 10 });
     this.loop.enable();
-    const loop = this.loop;
-    new Gauge({
-      name: 'pithos_event_loop_lag_seconds',
-      help: 'Event-loop delay since the previous scrape (quantile 1 = the worst)',
-      labelNames: ['quantile'], registers: [r],
-      collect() {
-        // The histogram counts in nanoseconds beyond the 10 ms sampling resolution.
-        const q = (p: number): number => (loop.count === 0 ? 0 : Math.max(0, loop.percentile(p) / 1e9 - 0.01));
-        this.set({ quantile: '0.5' }, q(50));
-        this.set({ quantile: '0.99' }, q(99));
-        this.set({ quantile: '1' }, loop.count === 0 ? 0 : Math.max(0, loop.max / 1e9 - 0.01));
-        loop.reset();
-      },
-    });
+    r.registerMetric(new LoopLag(this.loop));
   }
 
   /** Starts timing every request of `server`; the handler of this server's /metrics serves the figures. */

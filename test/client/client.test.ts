@@ -95,7 +95,9 @@ test('records and the /table/<key> spelling', async () => {
 
 test('variants: put, get, incr, type errors, delete', async () => {
   assert.deepEqual(await db.putVariant('n', 5), { variant: 5, created: true });
-  assert.equal(await db.incr('n'), 6);
+  // incr() is typed as a number: this line does not compile if it is not.
+  const six: number = await db.incr('n');
+  assert.equal(six, 6);
   assert.equal(await db.incr('n', -10), -4);
   assert.equal(await db.getVariant('n'), -4);
   await rejects(db.incr('n', 0.5), 409, /./);
@@ -173,6 +175,17 @@ test('part-two calls: listing, transactions, metrics, row-query options', async 
   const all: string[] = [];
   for await (const it of db.listAll('table', { limit: 1 })) all.push(it.name);
   assert.ok(all.includes('p2'));
+  // The plural, as in the paths, names the same listing.
+  const plural: string[] = [];
+  for await (const it of db.listAll('tables', { limit: 1 })) plural.push(it.name);
+  assert.deepEqual(plural, all);
+  await db.putRecord('p2-rec', {});
+  assert.deepEqual((await db.list('records', { prefix: 'p2-' })).items.map((i) => i.name), ['p2-rec']);
+  // Any other kind does not compile; from JavaScript it is a TypeError naming the kinds.
+  // @ts-expect-error 'rows' is not a kind
+  await assert.rejects(db.listAll('rows').next(), { name: 'TypeError', message: /^kind must be 'table', 'record', 'variant' or 'lock' .*got 'rows'$/ });
+  // @ts-expect-error nor is a missing one
+  await assert.rejects(db.list(undefined), { name: 'TypeError', message: /kind must be .*got undefined$/ });
   const r = await db.txn({ mutations: [{ name: 'p2', operation: 'INSERT', values: { i: 6 } }] });
   assert.deepEqual(r.results, [{ t_id: 6 }]);
   assert.match(await db.metrics(), /^# (HELP|TYPE) pithos_/m);

@@ -159,6 +159,17 @@ test('console: edit and delete rows, with confirmation', async () => {
   await page.locator('#status .ok').filter({ hasText: '1 row deleted' }).waitFor();
   assert.deepEqual(Object.keys((await server.req('GET', '/tables/users')).body.data), ['1', '2']);
   await page.waitForFunction(() => document.querySelectorAll('#grid tbody tr').length === 1);
+
+  // The table list counts rows in English: 1 row, 2 rows.
+  if ((await server.req('GET', '/tables')).status === 200) {
+    assert.equal((await server.req('PUT', '/tables/solo')).status, 201);
+    assert.equal((await server.req('POST', '/tables/solo/rows', { rows: { x: 1 } })).status, 201);
+    await page.goto(`${server.base}/console/#/tables`);
+    const counted = async (name: string): Promise<string | null> => page.locator('#names li').filter({ hasText: name }).locator('.muted').textContent();
+    await page.locator('#names li').filter({ hasText: 'solo' }).waitFor();
+    assert.equal(await counted('solo'), '1 row');
+    assert.equal(await counted('users'), '2 rows');
+  }
 });
 
 test('console: record editor saves JSON; variant increments; lock shows its holder', async () => {

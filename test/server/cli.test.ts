@@ -132,6 +132,31 @@ test('flags win over environment variables', async () => {
   }
 });
 
+test('connection options before a client command run the client; any other flag first is the server\'s', async () => {
+  const s = await PithosServer.start();
+  try {
+    // Generous bounds: one client process took 3 s on the loaded test machine. The last line
+    // must be refused by the server; one that starts serving instead is caught by its bound.
+    const [client, clientEq, server] = await Promise.all([
+      runCli(['--url', s.base, '--token', s.token, 'health'], {}, 30_000),
+      runCli([`--url=${s.base}`, '-o', 'json', `--token=${s.token}`, 'put', 'variant', 'lead', '7'], {}, 30_000),
+      runCli(['--token', 'x', '--host', '127.0.0.1', '--port', '0', '--data-dir', path.join(tmp, 'lead-server')], {}, 20_000),
+    ]);
+    assert.equal(client.timedOut, false, 'the client did not finish');
+    assert.equal(client.code, 0, `exit ${client.code}\nstdout: ${client.stdout}\nstderr: ${client.stderr}`);
+    assert.match(client.stdout, /^key_count\s+\d+$/m);
+    assert.equal(clientEq.code, 0, `exit ${clientEq.code}\nstderr: ${clientEq.stderr}`);
+    assert.deepEqual(JSON.parse(clientEq.stdout).data, { variant: 7 });
+    expectSuccess(await s.req('GET', '/variants/lead'), 200, 'variant queried successfully', { variant: 7 });
+    // A server flag after a connection option: still the server, which refuses the client's option.
+    assert.equal(server.timedOut, false, `the server started: ${server.stdout}`);
+    assert.notEqual(server.code, 0);
+    assert.match(server.stderr, /unknown option '--token'/);
+  } finally {
+    await s.close();
+  }
+});
+
 test('--fsync everysec and never are accepted; SIGINT exits 0', async () => {
   for (const mode of ['everysec', 'never']) {
     const s = await PithosServer.start({ testClock: false, fsync: mode });

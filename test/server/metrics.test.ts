@@ -6,6 +6,7 @@
  * Auth-Token or by the --metrics-token bearer, on /metrics only.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -197,7 +198,7 @@ test('the families of API.md section 17, with their types, base units and _total
     pithos_cache_misses_total: 'counter',
     pithos_cache_bytes: 'gauge',
     pithos_watchers: 'gauge',
-    pithos_event_loop_lag_seconds: 'gauge',
+    pithos_event_loop_lag_seconds: 'summary',
     // process defaults (prom-client)
     process_cpu_seconds_total: 'counter',
     process_resident_memory_bytes: 'gauge',
@@ -221,7 +222,49 @@ test('the families of API.md section 17, with their types, base units and _total
   }
   if (STORE === 'log') assert.equal(value(fams, 'pithos_segments'), 1);
   assert.equal(value(fams, 'pithos_watchers'), 0);
-  assert.deepEqual(fams.get('pithos_event_loop_lag_seconds')?.samples.map((s) => s.labels.quantile), ['0.5', '0.99', '1']);
+  const lag = fams.get('pithos_event_loop_lag_seconds')!;
+  assert.deepEqual(lag.samples.map((s) => [s.name, s.labels.quantile]), [
+    ['pithos_event_loop_lag_seconds', '0.5'], ['pithos_event_loop_lag_seconds', '0.99'], ['pithos_event_loop_lag_seconds', '1'],
+    ['pithos_event_loop_lag_seconds_sum', undefined], ['pithos_event_loop_lag_seconds_count', undefined],
+  ]);
+  for (const s of lag.samples) assert.ok(s.value >= 0, `${s.name} ${s.value}`);
+});
+
+test('pithos_event_loop_lag_seconds: _count and _sum add up every sample since start; the quantiles cover one scrape', async () => {
+  const before = await scrape();
+  // The server samples its event loop every 10 ms: 300 ms later there are more samples.
+  await new Promise((r) => setTimeout(r, 300));
+  const after = await scrape();
+  const count = (f: Map<string, Family>): number => value(f, 'pithos_event_loop_lag_seconds_count');
+  const sum = (f: Map<string, Family>): number => value(f, 'pithos_event_loop_lag_seconds_sum');
+  assert.ok(count(before) > 0, 'samples were counted');
+  assert.ok(count(after) > count(before), `_count grows: ${count(before)} -> ${count(after)}`);
+  assert.ok(sum(after) >= sum(before), `_sum never goes down: ${sum(before)} -> ${sum(after)}`);
+  const q = (f: Map<string, Family>, p: string): number => value(f, 'pithos_event_loop_lag_seconds', { quantile: p });
+  assert.ok(q(after, '0.5') <= q(after, '0.99') && q(after, '0.99') <= q(after, '1'), 'quantiles ascend');
+});
+
+/**
+ * Debian's `prometheus` package ships promtool, and .ci/run installs it. Without it
+ * the check is skipped, saying why, except under CI (CI set), where it fails.
+ */
+const promtool = spawnSync('promtool', ['--version'], { encoding: 'utf8' });
+const noPromtool = promtool.error === undefined ? false : `promtool not found (${(promtool.error as NodeJS.ErrnoException).code}): install Debian's prometheus package to run this check`;
+if (noPromtool) console.log(`# ${noPromtool}`);
+
+test('promtool check metrics finds no problem in a scrape', { skip: process.env.CI === undefined ? noPromtool : false }, async () => {
+  assert.equal(noPromtool, false, `${noPromtool}; under CI this check must run (.ci/run installs it)`);
+  // Traffic first, so labelled request families and histograms are in the scrape.
+  const id = uniq('promtool-');
+  assert.equal((await srv.req('PUT', `/records/${id}`, { record: { id } })).status, 201);
+  assert.equal((await srv.req('GET', `/records/${id}`)).status, 200);
+  expectError(await srv.req('GET', '/records/promtool-missing'), 404);
+  const r = await srv.req('GET', '/metrics');
+  assert.equal(r.status, 200);
+  const check = spawnSync('promtool', ['check', 'metrics'], { input: r.raw, encoding: 'utf8' });
+  assert.equal(check.error, undefined);
+  assert.equal(check.status, 0, `promtool check metrics exited ${check.status}:\n${check.stdout}${check.stderr}`);
+  assert.equal(`${check.stdout}${check.stderr}`.trim(), '', 'promtool reported problems');
 });
 
 test('requests are labelled by route template, method and status; counters move by exactly what was done', async () => {
