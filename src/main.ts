@@ -17,7 +17,8 @@ import { effectiveMaxConnections } from './http/connections.js';
 import { Health } from './health.js';
 import { Metrics, metricsBearer } from './http/metrics.js';
 import { log, setLogFormat } from './log.js';
-import { assertHoldsData, makeDirectory, nodeFileOps, writeFileDurably } from './engine/index.js';
+import { assertHoldsData, type Keyring, loadKeyring, makeDirectory, nodeFileOps, writeFileDurably } from './engine/index.js';
+import { keyCheck, rekey } from './rekey.js';
 import { Authenticator, parseTokens, type TokenEntry } from './http/auth.js';
 import { Cors } from './http/cors.js';
 import { AccessLog } from './http/access.js';
@@ -112,16 +113,26 @@ async function main(): Promise<number> {
   // touched, so a typo is a bad-configuration exit (2) with nothing to undo.
   let tokens: TokenEntry[] = [];
   let tls: TlsMaterial | undefined;
+  let keyring: Keyring | undefined;
   const tlsFiles: TlsFiles | undefined = cfg.tlsCert !== undefined && cfg.tlsKey !== undefined ? { cert: cfg.tlsCert, key: cfg.tlsKey } : undefined;
   try {
     if (cfg.tokensFile !== undefined) tokens = readTokens(cfg.tokensFile);
     if (tlsFiles !== undefined) tls = loadTls(tlsFiles);
+    keyring = loadKeyring({
+      keyFile: cfg.encryptionKeyFile, oldKeyFiles: cfg.encryptionOldKeyFiles, allowInsecure: cfg.allowInsecureKeyFile,
+      secret: cfg.encryptionSecret === undefined ? undefined : { text: cfg.encryptionSecret, file: cfg.config as string },
+    });
+    if ((cfg.command === 'rekey' || cfg.command === 'key-check') && keyring === undefined) {
+      throw new Error(`${cfg.command} needs the current key: --encryption-key-file (and --encryption-old-key-files for the keys to replace)`);
+    }
   } catch (err) {
     process.stderr.write(`pithos: ${(err as Error).message}\n`);
     return 2;
   }
   // Repairing a mistyped path must fail, not create and "repair" an empty directory.
-  if (cfg.command === 'repair') await assertHoldsData(cfg.dataDir);
+  if (cfg.command === 'repair' || cfg.command === 'rekey' || cfg.command === 'key-check') await assertHoldsData(cfg.dataDir);
+  if (cfg.command === 'key-check') return keyCheck(path.resolve(cfg.dataDir), keyring as Keyring, (t) => process.stdout.write(t));
+  if (cfg.command === 'rekey') return rekey(path.resolve(cfg.dataDir), keyring as Keyring, log);
   // The log holds every value and lock token in clear: keep it to this user.
   await makeDirectory(cfg.dataDir, 0o700);
   const dataDir = fs.realpathSync(cfg.dataDir);
@@ -142,6 +153,7 @@ async function main(): Promise<number> {
       cacheBytes: cfg.cacheMb * 1024 * 1024,
       segmentBytes: cfg.segmentMb * 1024 * 1024,
       repair: cfg.repair,
+      keyring,
       now,
       log,
     });

@@ -17,7 +17,7 @@
  * (`conflict`), the inputs are kept: deleting them could lose that version.
  */
 import {
-  BatchPacker, encodeSegmentHeader, HintWriter, Op, SEGMENT_HEADER_SIZE, SegmentKind, valueCrc,
+  BatchPacker, encodeSegmentHeader, HintWriter, Op, SegmentKind, valueCrc,
 } from './format.js';
 import type { EngineCore } from './core.js';
 import type { EngineObserver } from './engine.js';
@@ -25,6 +25,8 @@ import type { Entry } from './keydir.js';
 import { ID_STEP, Segment } from './segment.js';
 import { SegmentScanner, Yielder } from './scanner.js';
 import { writeFileDurably } from './fileops.js';
+import { hintBytes } from './hints.js';
+import { SegmentSeal, TAG_BYTES } from './seal.js';
 
 export interface CompactionPolicy {
   minDeadRatio: number;
@@ -47,6 +49,8 @@ export class Compactor {
   passes = 0;
   /** Set by Engine.observe (metrics). */
   observer: EngineObserver | undefined;
+  /** While set, passes also take segments that are not sealed under the current key (Engine.rekey). */
+  rekey = false;
 
   /**
    * `settled` resolves once every batch in flight when it was called has
@@ -73,13 +77,23 @@ export class Compactor {
       // live data under MAX_RUN_LIVE (the first segment always fits, see config).
       live += s.live;
       if (i > 0 && live > MAX_RUN_LIVE) break;
-      const d = s.dead(SEGMENT_HEADER_SIZE);
+      const d = s.dead(s.headerSize);
       dead += d;
-      total += s.size - SEGMENT_HEADER_SIZE;
-      if (total === 0) continue;
-      if (force ? dead > 0 : dead >= this.policy.minDeadBytes && dead / total >= this.policy.minDeadRatio) best = i;
+      total += s.size - s.headerSize;
+      // A segment under another key than the current one is rewritten
+      // whatever its dead share (rekey), and so is a plain one once a key is set.
+      const convert = this.rekey && this.needsRewrite(s);
+      if (total === 0 && !convert) continue;
+      if (convert || (force ? dead > 0 : dead >= this.policy.minDeadBytes && dead / total >= this.policy.minDeadRatio)) best = i;
     }
     return best < 0 ? [] : segs.slice(0, best + 1);
+  }
+
+  /** Whether a segment is not sealed under the current key (plain when a key is set, or under an old key). */
+  needsRewrite(s: Segment): boolean {
+    const ring = this.core.keyring;
+    if (ring === undefined) return false;
+    return s.seal === undefined || s.seal.key !== ring.current;
   }
 
   maybeRun(force = false): Promise<boolean> {
@@ -121,6 +135,8 @@ export class Compactor {
     this.conflict = false;
     for (const s of run) s.compacting = true;
     const out = new Segment(e.dir, outId, SegmentKind.Compacted);
+    if (e.keyring !== undefined) out.seal = SegmentSeal.fresh(e.keyring.current);
+    const tagBytes = out.seal === undefined ? 0 : TAG_BYTES;
     const tmp = `${out.path}.tmp`;
     let sealed = false;
     const started = Date.now();
@@ -128,8 +144,10 @@ export class Compactor {
       let baseSeq = 0;
       for (const s of run) baseSeq = Math.max(baseSeq, s.maxSeq, s.covers);
       out.fd = await f.open(tmp, 'w+');
-      await f.writeAll(out.fd, encodeSegmentHeader(SegmentKind.Compacted, baseSeq + 1), 0, SEGMENT_HEADER_SIZE, 0);
-      out.size = SEGMENT_HEADER_SIZE;
+      const header = encodeSegmentHeader(SegmentKind.Compacted, baseSeq + 1, out.seal);
+      await f.writeAll(out.fd, header, 0, header.length, 0);
+      out.size = header.length;
+      out.headerSize = header.length;
       out.maxSeq = baseSeq;
       out.covers = baseSeq;
 
@@ -139,6 +157,7 @@ export class Compactor {
       // (docs/format.md, "Compaction"): a version must survive compaction.
       const moved: Entry[] = [];
       const newPos: number[] = [];
+      const newCheck: number[] = [];
       const oldPos: number[] = [];
       const oldSeg: Segment[] = [];
       const hint = new HintWriter();
@@ -148,13 +167,17 @@ export class Compactor {
       const emitBatch = async (): Promise<void> => {
         if (packer.count === 0) return;
         const batchSeq = packer.seq;
-        const data = packer.finish();
+        const plain = packer.finish();
+        const data = out.seal === undefined ? plain : out.seal.sealBatch(plain);
         const base = out.size;
         await f.writeAll(out.fd, data, 0, data.length, base);
         for (let i = 0; i < pendingHint.length; i++) {
           const [key, rel, vlen, exp, crc] = pendingHint[i];
           newPos.push(base + rel);
-          hint.add(Op.Put, key, base + rel, vlen, pendingSizes[i], exp, crc, batchSeq);
+          // In a sealed output, the value's offset in its batch (scanner.ts, valueCheck).
+          const check = tagBytes > 0 ? rel : crc;
+          newCheck.push(check);
+          hint.add(Op.Put, key, base + rel, vlen, pendingSizes[i], exp, check, batchSeq);
         }
         out.size += data.length;
         if (batchSeq > out.maxSeq) out.maxSeq = batchSeq;
@@ -205,7 +228,7 @@ export class Compactor {
       // 2. seal
       await f.fdatasync(out.fd);
       if (this.conflict) throw new Error('a rolled-back write restored a version inside the run');
-      await writeFileDurably(f, out.hintPath, hint.finish(out.size, out.maxSeq));
+      await writeFileDurably(f, out.hintPath, await hintBytes(out, hint, out.size, out.maxSeq));
       await f.rename(tmp, out.path);
       await f.syncDir(e.dir);
       sealed = true;
@@ -221,6 +244,7 @@ export class Compactor {
           if (current) cur.seg.live -= cur.size;
           cur.seg = out;
           cur.vpos = newPos[i];
+          cur.crc = newCheck[i];
           if (current) out.live += cur.size;
         }
         if (i % SWAP_SLICE === SWAP_SLICE - 1) await yieldNow();

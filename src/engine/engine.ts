@@ -28,6 +28,8 @@ import { SegmentScanner, Yielder } from './scanner.js';
 import { GroupSnapshot } from './snapshot.js';
 import { Compactor } from './compaction.js';
 import { lockDirectory, unlockDirectory } from './lockfile.js';
+import type { Keyring } from './keyring.js';
+import { readSealedBatch, SegmentSeal, TAG_BYTES } from './seal.js';
 
 export { Op } from './format.js';
 export type { Decoder } from './keydir.js';
@@ -63,6 +65,12 @@ export interface EngineOptions {
   compactMinDeadBytes?: number;
   /** Drop damaged batches instead of refusing to open (keeps every intact batch). */
   repair?: boolean;
+  /**
+   * Encryption at rest (docs/format.md, "Encryption"): everything written is
+   * sealed under the current key; segments under older keys of the ring stay
+   * readable and compaction rewrites them (and plain ones) under the current key.
+   */
+  keyring?: Keyring;
   log?: Logger;
   fileOps?: FileOps;
 }
@@ -138,6 +146,7 @@ export class Engine {
   private readonly log: Logger;
   private readonly durability: Durability;
   private readonly segmentBytes: number;
+  private readonly keyring: Keyring | undefined;
   private nextSeq = 1;
 
   private queue: Pending[] = [];
@@ -182,11 +191,14 @@ export class Engine {
     this.durability = opts.durability ?? 'always';
     this.segmentBytes = opts.segmentBytes ?? 64 * 1024 * 1024;
     this.hintDelayMs = opts.hintDelayMs ?? 30_000;
-    this.core = new EngineCore(this.dir, this.fs, this.keydir, this.now, this.log);
+    this.keyring = opts.keyring;
+    this.core = new EngineCore(this.dir, this.fs, this.keydir, this.now, this.log, this.keyring);
     this.compactor = new Compactor(this.core, {
       minDeadRatio: opts.compactMinDeadRatio ?? 0.5,
       minDeadBytes: opts.compactMinDeadBytes ?? 16 * 1024 * 1024,
     }, () => this.settled());
+    // With a key, passes also convert segments not sealed under it (plain ones, old keys).
+    this.compactor.rekey = this.keyring !== undefined;
   }
 
   /** All segments in replay order (ascending id); the last is the active one. */
@@ -228,7 +240,10 @@ export class Engine {
 
   /** Continues the newest log segment if it has room, else starts a new one. */
   private async openActive(appendTo: Segment | undefined): Promise<void> {
-    if (appendTo !== undefined && appendTo.size < this.segmentBytes) {
+    // Under encryption a segment found on disk is never appended to: the
+    // sequence numbers of batches lost in a crash are handed out again, and
+    // under that segment's salt they would repeat a nonce (seal.ts).
+    if (appendTo !== undefined && appendTo.size < this.segmentBytes && this.keyring === undefined) {
       await this.fs.close(appendTo.fd);
       appendTo.fd = await this.fs.open(appendTo.path, 'r+');
       this.core.active = appendTo;
@@ -242,9 +257,12 @@ export class Engine {
 
   private async createLogSegment(id: number): Promise<Segment> {
     const seg = new Segment(this.dir, id, SegmentKind.Log);
+    if (this.keyring !== undefined) seg.seal = SegmentSeal.fresh(this.keyring.current);
+    const header = encodeSegmentHeader(SegmentKind.Log, this.nextSeq, seg.seal);
+    seg.headerSize = header.length;
     seg.fd = await this.fs.open(seg.path, 'wx+');
     try {
-      await this.fs.writeAll(seg.fd, encodeSegmentHeader(SegmentKind.Log, this.nextSeq), 0, SEGMENT_HEADER_SIZE, 0);
+      await this.fs.writeAll(seg.fd, header, 0, header.length, 0);
       await this.fs.fdatasync(seg.fd);
       await this.fs.syncDir(this.dir);
     } catch (err) {
@@ -252,8 +270,8 @@ export class Engine {
       await this.fs.unlink(seg.path).catch(() => {});
       throw err;
     }
-    seg.size = SEGMENT_HEADER_SIZE;
-    this.syncedSize = SEGMENT_HEADER_SIZE;
+    seg.size = header.length;
+    this.syncedSize = header.length;
     return seg;
   }
 
@@ -378,16 +396,28 @@ export class Engine {
   private async writeGroup(group: Pending[]): Promise<void> {
     let total = 0;
     for (const p of group) total += p.buf.length;
+    // Sealing adds a tag to each batch (every segment this process appends to is sealed or none is).
+    if (this.keyring !== undefined) total += TAG_BYTES * group.length;
     let seg = this.active;
     try {
       if (this.tailDirty) {
         await this.fs.ftruncate(seg.fd, seg.size);
         this.tailDirty = false;
       }
-      if (seg.size + total > this.segmentBytes && seg.size > SEGMENT_HEADER_SIZE) seg = await this.rotate();
+      if (seg.size + total > this.segmentBytes && seg.size > seg.headerSize) seg = await this.rotate();
     } catch (err) {
       this.failFrom(group, storageError('segment rotation', err));
       throw err;
+    }
+    const seal = seg.seal;
+    if (seal !== undefined) {
+      // Sealed here, not in write(): the nonce depends on the segment the batch lands in.
+      try {
+        for (const p of group) p.buf = seal.sealBatch(p.buf);
+      } catch (err) {
+        this.failFrom(group, new StorageIOError(`sealing a batch failed: ${String((err as Error).message ?? err)}`, err));
+        throw err;
+      }
     }
     const data = group.length === 1 ? group[0].buf : Buffer.concat(group.map((p) => p.buf), total);
     const pos = seg.size;
@@ -409,6 +439,8 @@ export class Engine {
         const e = p.created[i];
         e.seg = seg;
         e.vpos = off + p.createdOffsets[i];
+        // A sealed value is read with its whole batch: keep its offset in the batch (scanner.ts, valueCheck).
+        if (seal !== undefined) e.crc = p.createdOffsets[i];
         if ((e.flags & FLAG_CURRENT) !== 0) seg.live += e.size;
         kd.dropBytes(e);
       }
@@ -727,6 +759,9 @@ export class Engine {
   private async readValue(e: Entry): Promise<Buffer | undefined> {
     const seg = e.seg;
     if (seg === undefined || seg.fd < 0) return undefined;
+    if (seg.seal !== undefined) return this.readSealedValue(e, seg, e.vpos, e.vlen, e.crc);
+    // Taken with seg: compaction may move the entry (and change what crc means) while we read.
+    const crc = e.crc;
     const buf = Buffer.allocUnsafe(e.vlen);
     let n: number;
     try {
@@ -739,7 +774,7 @@ export class Engine {
       if (seg.retired || e.seg !== seg) return undefined;
       throw new StorageIOError(`short read in ${seg.name} at ${e.vpos}`, undefined);
     }
-    if (valueCrc(buf, 0, n) !== e.crc) {
+    if (valueCrc(buf, 0, n) !== crc) {
       // Damage after the segment was last verified (hinted segments are not
       // scanned at open): refuse to serve it rather than return wrong bytes.
       const err = new CorruptionError(seg.name, e.vpos, `value checksum mismatch (${e.vlen} bytes)`);
@@ -747,6 +782,26 @@ export class Engine {
       throw err;
     }
     return buf;
+  }
+
+  /**
+   * Reads a value from a sealed segment: its whole batch, whose tag is
+   * checked, so a changed byte is refused like a checksum mismatch. `rel` is
+   * the value's offset in the batch; a value is usually its batch's last
+   * bytes before the tag, so one read of `rel + vlen + 16` bytes gets the
+   * whole batch, and a second read the rest when the batch is longer.
+   */
+  private async readSealedValue(e: Entry, seg: Segment, vpos: number, vlen: number, rel: number): Promise<Buffer | undefined> {
+    const start = vpos - rel;
+    let buf: Buffer;
+    try {
+      buf = await readSealedBatch(this.fs, seg, start, rel + vlen + TAG_BYTES);
+    } catch (err) {
+      if (seg.retired || e.seg !== seg) return undefined;
+      if (err instanceof CorruptionError) this.log('error', err.message);
+      throw err instanceof CorruptionError ? err : storageError('read', err);
+    }
+    return buf.subarray(rel, rel + vlen);
   }
 
   /**
@@ -852,6 +907,22 @@ export class Engine {
     }
   }
 
+  /**
+   * Rewrites, by compaction passes, every segment not sealed under the
+   * current key (plain ones, and those under old keys), except the active
+   * one, which at open is always a new segment under the current key.
+   * Resolves to the number of segments still needing another key (0 unless a
+   * pass failed, which is logged).
+   */
+  async rekey(): Promise<number> {
+    if (this.keyring === undefined) return 0;
+    const left = (): number => this.segments.filter((s) => s !== this.active && this.compactor.needsRewrite(s)).length;
+    while (left() > 0) {
+      if (!(await this.compactor.maybeRun(true))) break;
+    }
+    return left();
+  }
+
   /** Runs one compaction pass now if there is a run worth compacting (or any, with force). */
   compact(force = false): Promise<boolean> {
     return this.compactor.maybeRun(force);
@@ -862,7 +933,7 @@ export class Engine {
     let dead = 0;
     for (const s of this.segments) {
       live += s.live;
-      dead += s.dead(SEGMENT_HEADER_SIZE);
+      dead += s.dead(s.headerSize);
     }
     return {
       keys: this.keydir.size,
@@ -913,6 +984,7 @@ export class Engine {
 }
 
 function noop(): void {}
+
 
 /**
  * The key directory with an expiry hook: KeyDir.sweep removes a key through

@@ -12,7 +12,7 @@
  * So after recovery, with V = the value of s0, the state must be exactly the
  * one after batch V (see expectedKeys in crash.test.ts).
  */
-import { Engine, Op, type WriteOp } from '../../src/engine/index.js';
+import { DataKey, Engine, Keyring, Op, type WriteOp } from '../../src/engine/index.js';
 
 export const SLOTS = 4;
 export const DEL_LAG = 30;
@@ -51,6 +51,8 @@ async function main(): Promise<void> {
     // Hints built at once or soon after rotation, so kills land inside hint writes too.
     hintDelayMs: Math.floor(Math.random() * 50),
     log: (level, msg) => process.stderr.write(`${level}: ${msg}\n`),
+    // Set by crash.test.ts for its encrypted run.
+    keyring: process.env.PITHOS_CRASH_KEY === undefined ? undefined : new Keyring(new DataKey(Buffer.from(process.env.PITHOS_CRASH_KEY, 'hex'))),
   });
   const v = await e.read('s0', (b) => Number(b.toString()));
   let next = (v ?? 0) + 1;
