@@ -48,6 +48,8 @@ export interface Config {
   allowInsecureKeyFile: boolean;
   /** The key itself, from the config file's `encryptor.secret` alias (UrnaDB style); undefined = none. */
   encryptionSecret: string | undefined;
+  /** Compress values written from now on (docs/operations.md, "Compression"). */
+  compression: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -91,6 +93,8 @@ const SPECS: Spec[] = [
     help: 'comma-separated key files of earlier keys, to read segments they sealed until compaction or rekey rewrites them' },
   { flag: '--allow-insecure-key-file', env: 'PITHOS_ALLOW_INSECURE_KEY_FILE', key: 'allowInsecureKeyFile', kind: 'bool', def: false,
     help: 'use key files that other users can access (refused otherwise)' },
+  { flag: '--compression', env: 'PITHOS_COMPRESSION', key: 'compression', kind: 'bool', def: false,
+    help: 'compress values of 256 bytes or more in the log (Brotli); any directory reads the same either way' },
   { flag: '--repair', env: 'PITHOS_REPAIR', key: 'repair', kind: 'bool', def: false,
     help: 'open a damaged log by dropping damaged batches (keeps every intact one)' },
   { flag: '--config', env: 'PITHOS_CONFIG', key: 'config', kind: 'string', def: undefined,
@@ -114,11 +118,11 @@ const FILE_KEYS = new Map(SPECS.filter((s) => s.key !== 'config').map((s) => [s.
 
 /**
  * Config-file keys of the UrnaDB style, accepted as aliases (docs/operations.md,
- * "Encryption at rest"): `encryptor.enable` (boolean) and `encryptor.secret`
- * (the key itself, as a key file holds it), flat or nested as
- * `{"encryptor": {"enable": true, "secret": "…"}}`.
+ * "Encryption at rest"): `encryptor.enable` (boolean), `encryptor.secret`
+ * (the key itself, as a key file holds it) and `compressor.enable` (the
+ * `compression` key), flat or nested as `{"encryptor": {"enable": true, "secret": "…"}}`.
  */
-const ALIASES = new Set(['encryptor.enable', 'encryptor.secret']);
+const ALIASES = new Set(['encryptor.enable', 'encryptor.secret', 'compressor.enable']);
 
 export function usage(): string {
   const lines = [
@@ -216,7 +220,7 @@ function readConfigFile(file: string, readFile: (f: string) => string, aliases: 
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) throw new ConfigError(`config file ${file} must hold one JSON object`);
   const entries: Array<[string, unknown]> = [];
   for (const [k, v] of Object.entries(doc as Record<string, unknown>)) {
-    if (k === 'encryptor' && v !== null && typeof v === 'object' && !Array.isArray(v)) {
+    if ((k === 'encryptor' || k === 'compressor') && v !== null && typeof v === 'object' && !Array.isArray(v)) {
       for (const [k2, v2] of Object.entries(v as Record<string, unknown>)) entries.push([`${k}.${k2}`, v2]);
     } else entries.push([k, v]);
   }
@@ -305,7 +309,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv,
     seen.add(s);
   }
   const cfg = out as unknown as Config;
-  applyEncryptorAliases(cfg, aliases);
+  applyAliases(cfg, aliases, env.PITHOS_COMPRESSION !== undefined || argv.some((a) => a === '--compression' || a.startsWith('--compression=')));
   // Hint files address values with 32-bit offsets.
   if (cfg.segmentMb > 1024) throw new ConfigError(`--segment-mb must be at most 1024, got ${cfg.segmentMb}`);
   if ((cfg.tlsCert === undefined) !== (cfg.tlsKey === undefined)) throw new ConfigError('--tls-cert and --tls-key go together: give both or neither');
@@ -316,7 +320,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv,
  * `encryptor.secret` gives the key inline; `encryptor.enable: false` means no
  * encryption and conflicts with a key given any other way, `true` requires one.
  */
-function applyEncryptorAliases(cfg: Config, aliases: Map<string, unknown>): void {
+function applyAliases(cfg: Config, aliases: Map<string, unknown>, compressionSet: boolean): void {
   cfg.encryptionSecret = undefined;
   const enable = aliases.get('encryptor.enable');
   const secret = aliases.get('encryptor.secret');
@@ -332,6 +336,12 @@ function applyEncryptorAliases(cfg: Config, aliases: Map<string, unknown>): void
     throw new ConfigError(`config file key 'encryptor.enable' is true but no key is given ('encryptor.secret' or --encryption-key-file)`);
   }
   cfg.encryptionSecret = secret as string | undefined;
+  const compress = aliases.get('compressor.enable');
+  if (compress !== undefined) {
+    if (typeof compress !== 'boolean') throw new ConfigError(`config file key 'compressor.enable' must be true or false`);
+    // The alias stands for the file's 'compression' key: a flag or variable still wins.
+    if (!compressionSet) cfg.compression = compress;
+  }
 }
 
 function defaults(): Config {

@@ -154,6 +154,7 @@ async function main(): Promise<number> {
       segmentBytes: cfg.segmentMb * 1024 * 1024,
       repair: cfg.repair,
       keyring,
+      compression: cfg.compression,
       now,
       log,
     });

@@ -19,6 +19,7 @@
 import {
   BatchPacker, encodeSegmentHeader, HintWriter, Op, SegmentKind, valueCrc,
 } from './format.js';
+import { storedValue } from './codec.js';
 import type { EngineCore } from './core.js';
 import type { EngineObserver } from './engine.js';
 import type { Entry } from './keydir.js';
@@ -137,6 +138,10 @@ export class Compactor {
     const out = new Segment(e.dir, outId, SegmentKind.Compacted);
     if (e.keyring !== undefined) out.seal = SegmentSeal.fresh(e.keyring.current);
     const tagBytes = out.seal === undefined ? 0 : TAG_BYTES;
+    // One segment either stores a codec byte with every value or with none: the
+    // output has them when compression is on or any input has them, and values
+    // copied from an input without them get one (compressed when compression is on).
+    out.codecs = e.compression || run.some((s) => s.codecs);
     const tmp = `${out.path}.tmp`;
     let sealed = false;
     const started = Date.now();
@@ -144,7 +149,7 @@ export class Compactor {
       let baseSeq = 0;
       for (const s of run) baseSeq = Math.max(baseSeq, s.maxSeq, s.covers);
       out.fd = await f.open(tmp, 'w+');
-      const header = encodeSegmentHeader(SegmentKind.Compacted, baseSeq + 1, out.seal);
+      const header = encodeSegmentHeader(SegmentKind.Compacted, baseSeq + 1, out.seal, out.codecs);
       await f.writeAll(out.fd, header, 0, header.length, 0);
       out.size = header.length;
       out.headerSize = header.length;
@@ -158,6 +163,8 @@ export class Compactor {
       const moved: Entry[] = [];
       const newPos: number[] = [];
       const newCheck: number[] = [];
+      const newSize: number[] = [];
+      const newVlen: number[] = [];
       const oldPos: number[] = [];
       const oldSeg: Segment[] = [];
       const hint = new HintWriter();
@@ -209,11 +216,15 @@ export class Compactor {
               continue;
             }
             const start = en.valueOffset - en.size + en.valueLength; // entry header in buf
+            let bytes = buf.subarray(start, start + en.size);
+            if (out.codecs && !s.codecs) bytes = withCodec(bytes, buf.subarray(en.valueOffset, en.valueOffset + en.valueLength), e.compression);
+            const vlen = en.valueLength + bytes.length - en.size;
             if (packer.count > 0 && packer.seq !== batch.seq) await emitBatch();
-            const at = packer.add(buf.subarray(start, start + en.size), batch.seq);
-            pendingHint.push([en.key, at + en.size - en.valueLength, en.valueLength, en.expiresAt,
-              valueCrc(buf, en.valueOffset, en.valueOffset + en.valueLength)]);
-            pendingSizes.push(en.size);
+            const at = packer.add(bytes, batch.seq);
+            pendingHint.push([en.key, at + bytes.length - vlen, vlen, en.expiresAt, valueCrc(bytes, bytes.length - vlen, bytes.length)]);
+            pendingSizes.push(bytes.length);
+            newSize.push(bytes.length);
+            newVlen.push(vlen);
             moved.push(cur);
             oldSeg.push(s);
             oldPos.push(vpos);
@@ -245,6 +256,8 @@ export class Compactor {
           cur.seg = out;
           cur.vpos = newPos[i];
           cur.crc = newCheck[i];
+          cur.size = newSize[i];
+          if (cur.vlen !== newVlen[i]) e.keydir.resize(cur, newVlen[i]);
           if (current) out.live += cur.size;
         }
         if (i % SWAP_SLICE === SWAP_SLICE - 1) await yieldNow();
@@ -284,4 +297,15 @@ export class Compactor {
       this.state = 2;
     }
   }
+}
+
+/** A Put entry (its bytes as in a batch) rewritten with its value in stored form (codec.ts). */
+function withCodec(entry: Buffer, value: Buffer, compress: boolean): Buffer {
+  const sv = storedValue(value, compress);
+  const head = entry.length - value.length;
+  const out = Buffer.allocUnsafe(head + sv.length);
+  entry.copy(out, 0, 0, head);
+  out.writeUInt32LE(sv.length, 3);
+  sv.copy(out, head);
+  return out;
 }

@@ -41,5 +41,7 @@ export class EngineCore implements RecoveryContext {
     readonly now: () => number,
     readonly log: Logger,
     readonly keyring: Keyring | undefined,
+    /** Compress values written from now on (codec.ts); compaction outputs follow it. */
+    readonly compression = false,
   ) {}
 }

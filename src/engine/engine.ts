@@ -30,6 +30,7 @@ import { Compactor } from './compaction.js';
 import { lockDirectory, unlockDirectory } from './lockfile.js';
 import type { Keyring } from './keyring.js';
 import { readSealedBatch, SegmentSeal, TAG_BYTES } from './seal.js';
+import { plainValue, storedValue } from './codec.js';
 
 export { Op } from './format.js';
 export type { Decoder } from './keydir.js';
@@ -71,6 +72,11 @@ export interface EngineOptions {
    * readable and compaction rewrites them (and plain ones) under the current key.
    */
   keyring?: Keyring;
+  /**
+   * Compress values written from now on (codec.ts; docs/format.md,
+   * "Compression"). Any directory reads the same with it on or off.
+   */
+  compression?: boolean;
   log?: Logger;
   fileOps?: FileOps;
 }
@@ -147,6 +153,7 @@ export class Engine {
   private readonly durability: Durability;
   private readonly segmentBytes: number;
   private readonly keyring: Keyring | undefined;
+  private readonly compression: boolean;
   private nextSeq = 1;
 
   private queue: Pending[] = [];
@@ -192,7 +199,8 @@ export class Engine {
     this.segmentBytes = opts.segmentBytes ?? 64 * 1024 * 1024;
     this.hintDelayMs = opts.hintDelayMs ?? 30_000;
     this.keyring = opts.keyring;
-    this.core = new EngineCore(this.dir, this.fs, this.keydir, this.now, this.log, this.keyring);
+    this.compression = opts.compression === true;
+    this.core = new EngineCore(this.dir, this.fs, this.keydir, this.now, this.log, this.keyring, this.compression);
     this.compactor = new Compactor(this.core, {
       minDeadRatio: opts.compactMinDeadRatio ?? 0.5,
       minDeadBytes: opts.compactMinDeadBytes ?? 16 * 1024 * 1024,
@@ -243,7 +251,9 @@ export class Engine {
     // Under encryption a segment found on disk is never appended to: the
     // sequence numbers of batches lost in a crash are handed out again, and
     // under that segment's salt they would repeat a nonce (seal.ts).
-    if (appendTo !== undefined && appendTo.size < this.segmentBytes && this.keyring === undefined) {
+    // Every value of a segment has a codec byte or none has: a tail written
+    // with the other setting is left as it is and a new segment started.
+    if (appendTo !== undefined && appendTo.size < this.segmentBytes && this.keyring === undefined && appendTo.codecs === this.compression) {
       await this.fs.close(appendTo.fd);
       appendTo.fd = await this.fs.open(appendTo.path, 'r+');
       this.core.active = appendTo;
@@ -258,7 +268,8 @@ export class Engine {
   private async createLogSegment(id: number): Promise<Segment> {
     const seg = new Segment(this.dir, id, SegmentKind.Log);
     if (this.keyring !== undefined) seg.seal = SegmentSeal.fresh(this.keyring.current);
-    const header = encodeSegmentHeader(SegmentKind.Log, this.nextSeq, seg.seal);
+    seg.codecs = this.compression;
+    const header = encodeSegmentHeader(SegmentKind.Log, this.nextSeq, seg.seal, seg.codecs);
     seg.headerSize = header.length;
     seg.fd = await this.fs.open(seg.path, 'wx+');
     try {
@@ -311,7 +322,10 @@ export class Engine {
     }
     if (batchTooLarge(ops)) return Promise.reject(new BatchTooLargeError(MAX_BATCH_BYTES));
     const seq = this.nextSeq;
-    const buf = encodeBatch(seq, ops, this.keyLens, this.valueOffsets);
+    // Under compression each Put value is stored with its codec byte (codec.ts);
+    // the directory caches the value itself.
+    const stored = this.compression ? ops.map((o) => (o.op === Op.Put ? { ...o, value: storedValue(o.value as Buffer, true) } : o)) : ops;
+    const buf = encodeBatch(seq, stored, this.keyLens, this.valueOffsets);
     this.nextSeq++;
     const kd = this.keydir;
     const now = this.now();
@@ -331,8 +345,9 @@ export class Engine {
           }
           continue;
         }
-        const e = new Entry(undefined, 0, value.length, entrySize(this.keyLens[i], value.length), o.expiresAt,
-          valueCrc(value, 0, value.length), seq);
+        const sv = stored[i].value as Buffer;
+        const e = new Entry(undefined, 0, sv.length, entrySize(this.keyLens[i], sv.length), o.expiresAt,
+          valueCrc(sv, 0, sv.length), seq);
         kd.cache(e, value, o.memo, o.memo === undefined ? undefined : o.decoder);
         p.undoKeys.push(o.key);
         p.undoPrev.push(kd.set(o.key, e));
@@ -663,7 +678,12 @@ export class Engine {
           if (step.kind === 'bad') return false;
           const seq = step.batch.seq;
           if (seq > upto) return true;
-          if (seq > after) visit(seq, step.batch.entries, step.buf);
+          if (seq > after) {
+            if (s.codecs) {
+              const plain = plainEntries(s, step.batch.entries, step.buf);
+              visit(seq, plain.entries, plain.buf);
+            } else visit(seq, step.batch.entries, step.buf);
+          }
           await yielder.maybe();
         }
       }
@@ -759,7 +779,18 @@ export class Engine {
   private async readValue(e: Entry): Promise<Buffer | undefined> {
     const seg = e.seg;
     if (seg === undefined || seg.fd < 0) return undefined;
-    if (seg.seal !== undefined) return this.readSealedValue(e, seg, e.vpos, e.vlen, e.crc);
+    const got = seg.seal !== undefined ? await this.readSealedValue(e, seg, e.vpos, e.vlen, e.crc) : await this.readPlainValue(e, seg);
+    if (got === undefined || !seg.codecs) return got;
+    const v = plainValue(got);
+    if (typeof v === 'string') {
+      const err = new CorruptionError(seg.name, e.vpos, v);
+      this.log('error', err.message);
+      throw err;
+    }
+    return v;
+  }
+
+  private async readPlainValue(e: Entry, seg: Segment): Promise<Buffer | undefined> {
     // Taken with seg: compaction may move the entry (and change what crc means) while we read.
     const crc = e.crc;
     const buf = Buffer.allocUnsafe(e.vlen);
@@ -984,6 +1015,25 @@ export class Engine {
 }
 
 function noop(): void {}
+
+/** A batch's entries with their values decoded (a segment with codec bytes), in a buffer of their own. */
+function plainEntries(seg: Segment, entries: readonly DecodedEntry[], buf: Buffer): { entries: DecodedEntry[]; buf: Buffer } {
+  const parts: Buffer[] = [];
+  const out: DecodedEntry[] = [];
+  let off = 0;
+  for (const en of entries) {
+    if (en.op !== Op.Put) {
+      out.push({ ...en, valueOffset: off, valueLength: 0 });
+      continue;
+    }
+    const v = plainValue(buf.subarray(en.valueOffset, en.valueOffset + en.valueLength));
+    if (typeof v === 'string') throw new CorruptionError(seg.name, 0, v);
+    parts.push(v);
+    out.push({ ...en, valueOffset: off, valueLength: v.length });
+    off += v.length;
+  }
+  return { entries: out, buf: Buffer.concat(parts, off) };
+}
 
 
 /**

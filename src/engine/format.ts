@@ -17,6 +17,8 @@ export const SEALED_FORMAT_VERSION = 2;
 export const SEALED_SEGMENT_HEADER_SIZE = 52;
 /** Header flag: every batch of the segment is sealed (AES-256-GCM). */
 export const SEGMENT_FLAG_SEALED = 1;
+/** Header flag: every Put value starts with a codec byte (codec.ts). */
+export const SEGMENT_FLAG_CODECS = 2;
 /** What decodeSegmentHeader says of a file shorter than its header. */
 export const HEADER_TRUNCATED = 'segment header is truncated';
 export const BATCH_HEADER_SIZE = 20;
@@ -69,15 +71,19 @@ export interface HeaderSeal {
   headerTag(head: Buffer): Buffer;
 }
 
-/** A version 1 header, or with `seal` a version 2 one whose first 36 bytes its tag authenticates. */
-export function encodeSegmentHeader(kind: SegmentKind, baseSeq: number, seal?: HeaderSeal): Buffer {
-  const b = Buffer.alloc(seal === undefined ? SEGMENT_HEADER_SIZE : SEALED_SEGMENT_HEADER_SIZE);
+/**
+ * A version 1 header, or a version 2 one when the segment is sealed (`seal`:
+ * its tag authenticates the first 36 bytes) or stores codec bytes (`codecs`).
+ */
+export function encodeSegmentHeader(kind: SegmentKind, baseSeq: number, seal?: HeaderSeal, codecs = false): Buffer {
+  const v2 = seal !== undefined || codecs;
+  const b = Buffer.alloc(v2 ? SEALED_SEGMENT_HEADER_SIZE : SEGMENT_HEADER_SIZE);
   b.writeUInt32LE(SEGMENT_MAGIC, 0);
-  b[4] = seal === undefined ? FORMAT_VERSION : SEALED_FORMAT_VERSION;
+  b[4] = v2 ? SEALED_FORMAT_VERSION : FORMAT_VERSION;
   b[5] = kind;
   writeSeq(b, 8, baseSeq);
+  if (v2) b[6] = (seal !== undefined ? SEGMENT_FLAG_SEALED : 0) | (codecs ? SEGMENT_FLAG_CODECS : 0);
   if (seal !== undefined) {
-    b[6] = SEGMENT_FLAG_SEALED;
     seal.key.id.copy(b, 16);
     seal.salt.copy(b, 24);
     seal.headerTag(b.subarray(0, 36)).copy(b, 36);
@@ -88,8 +94,9 @@ export function encodeSegmentHeader(kind: SegmentKind, baseSeq: number, seal?: H
 export interface SegmentHeader {
   kind: SegmentKind;
   baseSeq: number;
-  /** Version 2 only: its size, and the key id (hex), salt and the authenticated bytes with their tag. */
+  /** Version 2 only: its size; whether values carry a codec byte; when sealed, the key id (hex), salt and the authenticated bytes with their tag. */
   size?: number;
+  codecs?: boolean;
   sealed?: { keyId: string; salt: Buffer; head: Buffer; tag: Buffer };
 }
 
@@ -100,9 +107,11 @@ export function decodeSegmentHeader(b: Buffer): SegmentHeader | string {
   if (b[5] !== SegmentKind.Log && b[5] !== SegmentKind.Compacted) return `unknown segment kind ${b[5]}`;
   if (b[4] === FORMAT_VERSION) return { kind: b[5] as SegmentKind, baseSeq: readSeq(b, 8) };
   if (b.length < SEALED_SEGMENT_HEADER_SIZE) return HEADER_TRUNCATED;
-  if (b[6] !== SEGMENT_FLAG_SEALED || b[7] !== 0) return `unknown segment flags ${b[6]}/${b[7]}`;
+  if (b[6] === 0 || (b[6] & ~(SEGMENT_FLAG_SEALED | SEGMENT_FLAG_CODECS)) !== 0 || b[7] !== 0) return `unknown segment flags ${b[6]}/${b[7]}`;
+  const codecs = (b[6] & SEGMENT_FLAG_CODECS) !== 0;
+  if ((b[6] & SEGMENT_FLAG_SEALED) === 0) return { kind: b[5] as SegmentKind, baseSeq: readSeq(b, 8), size: SEALED_SEGMENT_HEADER_SIZE, codecs };
   return {
-    kind: b[5] as SegmentKind, baseSeq: readSeq(b, 8), size: SEALED_SEGMENT_HEADER_SIZE,
+    kind: b[5] as SegmentKind, baseSeq: readSeq(b, 8), size: SEALED_SEGMENT_HEADER_SIZE, codecs,
     sealed: { keyId: b.toString('hex', 16, 24), salt: Buffer.from(b.subarray(24, 36)), head: Buffer.from(b.subarray(0, 36)), tag: Buffer.from(b.subarray(36, 52)) },
   };
 }

@@ -113,6 +113,7 @@ export async function recover(ctx: RecoveryContext, repair: boolean): Promise<Re
         seg.seal = sealed;
       }
       seg.headerSize = header.size ?? seg.headerSize;
+      seg.codecs = header.codecs === true;
       maxSeq = Math.max(maxSeq, header.baseSeq - 1);
       if (header.kind === SegmentKind.Compacted) seg.covers = header.baseSeq - 1;
       applier.seg = seg;

@@ -72,6 +72,8 @@ export class Segment {
   headerSize = SEGMENT_HEADER_SIZE;
   /** Set when the segment is sealed: its key and salt (docs/format.md, "Encryption"). */
   seal: SegmentSeal | undefined = undefined;
+  /** Every Put value here starts with a codec byte (codec.ts). */
+  codecs = false;
 
   constructor(readonly dir: string, readonly id: number, readonly kind: SegmentKind) {}
 

@@ -26,6 +26,7 @@ import { valueCrc } from './format.js';
 import type { Decoder, Entry, KeyDir } from './keydir.js';
 import type { Segment } from './segment.js';
 import { readSealedBatch, TAG_BYTES } from './seal.js';
+import { plainValue } from './codec.js';
 
 /** Neighbouring values at most this far apart are read together. */
 const GAP_BYTES = 16 * 1024;
@@ -159,7 +160,7 @@ export class GroupSnapshot<T> {
           throw err;
         }
         const key = this.keys[l.i];
-        const v = buf.subarray(off, off + l.len);
+        const v = this.plain(l, buf.subarray(off, off + l.len));
         const memo = this.dec(v, key);
         out[l.slot] = memo;
         // Still the current version, not cached meanwhile, and the cache has room: cache its
@@ -173,6 +174,18 @@ export class GroupSnapshot<T> {
       k = j;
     }
     return out;
+  }
+
+  /** The value behind its stored bytes (a segment with codec bytes, codec.ts). */
+  private plain(l: Loc, stored: Buffer): Buffer {
+    if (!l.seg.codecs) return stored;
+    const v = plainValue(stored);
+    if (typeof v === 'string') {
+      const err = new CorruptionError(l.seg.name, l.pos, v);
+      this.log('error', err.message);
+      throw err;
+    }
+    return v;
   }
 
   /** One value of a sealed segment: read with its batch, whose tag is checked (seal.ts, readSealedBatch). */
@@ -189,7 +202,7 @@ export class GroupSnapshot<T> {
       throw storageError('read', err);
     }
     const key = this.keys[l.i];
-    const memo = this.dec(plain.subarray(l.check, l.check + l.len), key);
+    const memo = this.dec(this.plain(l, plain.subarray(l.check, l.check + l.len)), key);
     out[l.slot] = memo;
     if (l.e.memo === undefined && this.keydir.hasRoom(l.len) && this.keydir.get(key) === l.e) {
       this.keydir.cache(l.e, undefined, memo, this.dec as Decoder<unknown>);

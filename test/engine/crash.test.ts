@@ -23,7 +23,7 @@ const BUDGET_MS = Number(process.env.PITHOS_CRASH_MS ?? 35_000);
 
 interface Life { acked: number; stderr: string; killedAfterAck: boolean }
 
-/** The key of the encrypted run (crash-writer.ts reads it from PITHOS_CRASH_KEY). */
+/** The key of the encrypted run (crash-writer.ts reads it from PITHOS_CRASH_KEY, and then compresses too). */
 const KEY_HEX = 'c3'.repeat(32);
 
 function runAndKill(dir: string, seg: number, writers: number, killDelay: number, beforeFirstAck: boolean, sealed: boolean): Promise<Life> {
@@ -96,7 +96,7 @@ async function verify(e: Engine, acked: number, where: string): Promise<number> 
   return V;
 }
 
-for (const sealed of [false, true]) test(`SIGKILL at random moments never loses an acknowledged batch nor leaves half of one${sealed ? ' (encrypted)' : ''}`, async () => {
+for (const sealed of [false, true]) test(`SIGKILL at random moments never loses an acknowledged batch nor leaves half of one${sealed ? ' (encrypted and compressed)' : ''}`, async () => {
   const dir = tmpDir('crash');
   const keyring = sealed ? new Keyring(new DataKey(Buffer.from(KEY_HEX, 'hex'))) : undefined;
   const started = Date.now();
