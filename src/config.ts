@@ -11,7 +11,7 @@ import { checkOrigin } from './http/cors.js';
 import type { Durability } from './engine/index.js';
 
 export interface Config {
-  command: 'serve' | 'repair' | 'help' | 'version' | 'print-config';
+  command: 'serve' | 'repair' | 'rekey' | 'key-check' | 'help' | 'version' | 'print-config';
   host: string;
   port: number;
   dataDir: string;
@@ -41,6 +41,15 @@ export interface Config {
   pgStatementTimeoutMs: number;
   /** A second secret that only GET /metrics accepts, sent as `Authorization: Bearer`. */
   metricsToken: string | undefined;
+  /** The data key new data is sealed with (docs/operations.md, "Encryption at rest"); undefined = no encryption. */
+  encryptionKeyFile: string | undefined;
+  /** Older keys, still needed to read what they sealed. */
+  encryptionOldKeyFiles: string[];
+  allowInsecureKeyFile: boolean;
+  /** The key itself, from the config file's `encryptor.secret` alias (UrnaDB style); undefined = none. */
+  encryptionSecret: string | undefined;
+  /** Compress values written from now on (docs/operations.md, "Compression"). */
+  compression: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -49,7 +58,7 @@ interface Spec {
   flag: string;
   env: string;
   key: keyof Config;
-  kind: 'string' | 'port' | 'fsync' | 'posint' | 'bool' | 'list' | 'origins' | 'logformat' | 'store';
+  kind: 'string' | 'port' | 'fsync' | 'posint' | 'bool' | 'list' | 'origins' | 'logformat' | 'store' | 'files';
   def: string | number | boolean | string[] | undefined;
   help: string;
 }
@@ -78,6 +87,14 @@ const SPECS: Spec[] = [
     help: 'a statement on the shared database running longer is cancelled, answer 503 (postgres store only)' },
   { flag: '--metrics-token', env: 'PITHOS_METRICS_TOKEN', key: 'metricsToken', kind: 'string', def: undefined,
     help: 'a second secret that only GET /metrics accepts, as Authorization: Bearer <token> (default: none)' },
+  { flag: '--encryption-key-file', env: 'PITHOS_ENCRYPTION_KEY_FILE', key: 'encryptionKeyFile', kind: 'string', def: undefined,
+    help: 'encrypt the log at rest with the 32-byte key in this file (64 hex digits, mode 0600; e.g. openssl rand -hex 32)' },
+  { flag: '--encryption-old-key-files', env: 'PITHOS_ENCRYPTION_OLD_KEY_FILES', key: 'encryptionOldKeyFiles', kind: 'files', def: [],
+    help: 'comma-separated key files of earlier keys, to read segments they sealed until compaction or rekey rewrites them' },
+  { flag: '--allow-insecure-key-file', env: 'PITHOS_ALLOW_INSECURE_KEY_FILE', key: 'allowInsecureKeyFile', kind: 'bool', def: false,
+    help: 'use key files that other users can access (refused otherwise)' },
+  { flag: '--compression', env: 'PITHOS_COMPRESSION', key: 'compression', kind: 'bool', def: false,
+    help: 'compress values of 256 bytes or more in the log (Brotli); any directory reads the same either way' },
   { flag: '--repair', env: 'PITHOS_REPAIR', key: 'repair', kind: 'bool', def: false,
     help: 'open a damaged log by dropping damaged batches (keeps every intact one)' },
   { flag: '--config', env: 'PITHOS_CONFIG', key: 'config', kind: 'string', def: undefined,
@@ -99,12 +116,22 @@ const SPECS: Spec[] = [
 /** Keys of the config file: the flag without its leading dashes. */
 const FILE_KEYS = new Map(SPECS.filter((s) => s.key !== 'config').map((s) => [s.flag.slice(2), s]));
 
+/**
+ * Config-file keys of the UrnaDB style, accepted as aliases (docs/operations.md,
+ * "Encryption at rest"): `encryptor.enable` (boolean), `encryptor.secret`
+ * (the key itself, as a key file holds it) and `compressor.enable` (the
+ * `compression` key), flat or nested as `{"encryptor": {"enable": true, "secret": "…"}}`.
+ */
+const ALIASES = new Set(['encryptor.enable', 'encryptor.secret', 'compressor.enable']);
+
 export function usage(): string {
   const lines = [
-    'usage: pithos [serve|repair] [options]',
+    'usage: pithos [serve|repair|rekey|key-check] [options]',
     '',
     '  pithos [serve]    start the server',
     '  pithos repair     repair the data directory (see --repair), then exit',
+    '  pithos rekey      rewrite every segment not sealed under --encryption-key-file, then exit',
+    '  pithos key-check  list the key each segment needs; exit 1 if any needs another than --encryption-key-file',
     '  pithos help       the other commands: restore, backup and the client (get, put, query, watch, …)',
     '',
     'options (each also read from the environment variable shown):',
@@ -159,6 +186,11 @@ function convert(s: Spec, raw: string, from: string): string | number | boolean 
       }
       return items;
     }
+    case 'files': {
+      const items = raw.split(',').map((x) => x.trim()).filter((x) => x.length > 0);
+      if (items.length === 0 && raw !== '') throw new ConfigError(`${from} must name one or more files`);
+      return items;
+    }
     case 'store':
       if (raw === 'log' || /^postgres(ql)?:\/\/./.test(raw)) return raw;
       throw new ConfigError(`${from} must be log or a postgres:// URL, got '${raw.replace(/:[^:@/]*@/, ':***@')}'`);
@@ -171,8 +203,8 @@ function convert(s: Spec, raw: string, from: string): string | number | boolean 
   }
 }
 
-/** The file named by --config / PITHOS_CONFIG, if any, as raw values by key. */
-function readConfigFile(file: string, readFile: (f: string) => string): Map<Spec, string> {
+/** The file named by --config / PITHOS_CONFIG, if any, as raw values by key (aliases in `aliases`). */
+function readConfigFile(file: string, readFile: (f: string) => string, aliases: Map<string, unknown>): Map<Spec, string> {
   let text: string;
   try {
     text = readFile(file);
@@ -186,20 +218,27 @@ function readConfigFile(file: string, readFile: (f: string) => string): Map<Spec
     throw new ConfigError(`config file ${file} is not valid JSON: ${(err as Error).message}`);
   }
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) throw new ConfigError(`config file ${file} must hold one JSON object`);
-  const entries = Object.entries(doc as Record<string, unknown>);
-  const unknown = entries.map(([k]) => k).filter((k) => !FILE_KEYS.has(k));
+  const entries: Array<[string, unknown]> = [];
+  for (const [k, v] of Object.entries(doc as Record<string, unknown>)) {
+    if ((k === 'encryptor' || k === 'compressor') && v !== null && typeof v === 'object' && !Array.isArray(v)) {
+      for (const [k2, v2] of Object.entries(v as Record<string, unknown>)) entries.push([`${k}.${k2}`, v2]);
+    } else entries.push([k, v]);
+  }
+  for (const [k, v] of entries) if (ALIASES.has(k)) aliases.set(k, v);
+  const unknown = entries.map(([k]) => k).filter((k) => !FILE_KEYS.has(k) && !ALIASES.has(k));
   if (unknown.length > 0) {
     throw new ConfigError(`config file ${file}: unknown key(s) ${unknown.map((k) => `'${k}'`).join(', ')} (keys are the flags without '--')`);
   }
   const out = new Map<Spec, string>();
   for (const [k, v] of entries) {
+    if (ALIASES.has(k)) continue;
     const s = FILE_KEYS.get(k)!;
     const from = `config file key '${k}'`;
     let raw: string;
     if (typeof v === 'string') raw = v;
     else if (typeof v === 'number' && (s.kind === 'port' || s.kind === 'posint')) raw = String(v);
     else if (typeof v === 'boolean' && s.kind === 'bool') raw = String(v);
-    else if (Array.isArray(v) && (s.kind === 'list' || s.kind === 'origins') && v.every((x) => typeof x === 'string')) {
+    else if (Array.isArray(v) && (s.kind === 'list' || s.kind === 'origins' || s.kind === 'files') && v.every((x) => typeof x === 'string')) {
       if (v.some((x: string) => x.includes(','))) throw new ConfigError(`${from}: list items must not contain commas`);
       raw = v.join(',');
     } else if (v === null && s.def === undefined) continue; // null = not set, as --print-config shows it
@@ -228,7 +267,8 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv,
     else if (a.startsWith('--config=')) file = a.slice(9);
     if ((a === '--config' && file === undefined) || file === '') throw new ConfigError('--config needs a file name');
   }
-  const fromFile = file === undefined ? new Map<Spec, string>() : readConfigFile(file, readFile);
+  const aliases = new Map<string, unknown>();
+  const fromFile = file === undefined ? new Map<Spec, string>() : readConfigFile(file, readFile, aliases);
   for (const s of SPECS) {
     const v = env[s.env];
     const f = fromFile.get(s);
@@ -248,6 +288,10 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv,
       out.repair = true;
       continue;
     }
+    if ((a === 'rekey' || a === 'key-check') && i === 0) {
+      out.command = a;
+      continue;
+    }
     const eq = a.indexOf('=');
     const flag = eq > 0 ? a.slice(0, eq) : a;
     const s = SPECS.find((x) => x.flag === flag);
@@ -265,15 +309,45 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv,
     seen.add(s);
   }
   const cfg = out as unknown as Config;
+  applyAliases(cfg, aliases, env.PITHOS_COMPRESSION !== undefined || argv.some((a) => a === '--compression' || a.startsWith('--compression=')));
   // Hint files address values with 32-bit offsets.
   if (cfg.segmentMb > 1024) throw new ConfigError(`--segment-mb must be at most 1024, got ${cfg.segmentMb}`);
   if ((cfg.tlsCert === undefined) !== (cfg.tlsKey === undefined)) throw new ConfigError('--tls-cert and --tls-key go together: give both or neither');
   return cfg;
 }
 
+/**
+ * `encryptor.secret` gives the key inline; `encryptor.enable: false` means no
+ * encryption and conflicts with a key given any other way, `true` requires one.
+ */
+function applyAliases(cfg: Config, aliases: Map<string, unknown>, compressionSet: boolean): void {
+  cfg.encryptionSecret = undefined;
+  const enable = aliases.get('encryptor.enable');
+  const secret = aliases.get('encryptor.secret');
+  if (enable !== undefined && typeof enable !== 'boolean') throw new ConfigError(`config file key 'encryptor.enable' must be true or false`);
+  if (secret !== undefined && (typeof secret !== 'string' || secret === '')) throw new ConfigError(`config file key 'encryptor.secret' must be the key as a non-empty string`);
+  if (secret !== undefined && cfg.encryptionKeyFile !== undefined) {
+    throw new ConfigError(`config file key 'encryptor.secret' and --encryption-key-file both give a key; keep one`);
+  }
+  if (enable === false && (secret !== undefined || cfg.encryptionKeyFile !== undefined)) {
+    throw new ConfigError(`config file key 'encryptor.enable' is false but a key is given; remove one of them`);
+  }
+  if (enable === true && secret === undefined && cfg.encryptionKeyFile === undefined) {
+    throw new ConfigError(`config file key 'encryptor.enable' is true but no key is given ('encryptor.secret' or --encryption-key-file)`);
+  }
+  cfg.encryptionSecret = secret as string | undefined;
+  const compress = aliases.get('compressor.enable');
+  if (compress !== undefined) {
+    if (typeof compress !== 'boolean') throw new ConfigError(`config file key 'compressor.enable' must be true or false`);
+    // The alias stands for the file's 'compression' key: a flag or variable still wins.
+    if (!compressionSet) cfg.compression = compress;
+  }
+}
+
 function defaults(): Config {
   const out: Record<string, unknown> = { command: 'serve' };
   for (const s of SPECS) out[s.key] = s.def;
+  out.encryptionSecret = undefined;
   return out as unknown as Config;
 }
 
@@ -291,6 +365,7 @@ export function effectiveConfig(cfg: Config): Record<string, unknown> {
     const v = cfg[s.key];
     out[s.flag.slice(2)] = v === undefined ? null : SECRETS.has(s.key) ? MASK : s.key === 'store' ? maskUrl(String(v)) : v;
   }
+  if (cfg.encryptionSecret !== undefined) out['encryptor.secret'] = MASK;
   return out;
 }
 

@@ -17,7 +17,8 @@ import { effectiveMaxConnections } from './http/connections.js';
 import { Health } from './health.js';
 import { Metrics, metricsBearer } from './http/metrics.js';
 import { log, setLogFormat } from './log.js';
-import { assertHoldsData, makeDirectory, nodeFileOps, writeFileDurably } from './engine/index.js';
+import { assertHoldsData, type Keyring, loadKeyring, makeDirectory, nodeFileOps, writeFileDurably } from './engine/index.js';
+import { keyCheck, rekey } from './rekey.js';
 import { Authenticator, parseTokens, type TokenEntry } from './http/auth.js';
 import { Cors } from './http/cors.js';
 import { ROUTES } from './http/routes.js';
@@ -155,17 +156,27 @@ async function main(): Promise<number> {
   // touched, so a typo is a bad-configuration exit (2) with nothing to undo.
   let tokens: TokenEntry[] = [];
   let tls: TlsMaterial | undefined;
+  let keyring: Keyring | undefined;
   const tlsFiles: TlsFiles | undefined = cfg.tlsCert !== undefined && cfg.tlsKey !== undefined ? { cert: cfg.tlsCert, key: cfg.tlsKey } : undefined;
   try {
     if (cfg.tokensFile !== undefined) tokens = readTokens(cfg.tokensFile);
     if (tlsFiles !== undefined) tls = loadTls(tlsFiles);
+    keyring = loadKeyring({
+      keyFile: cfg.encryptionKeyFile, oldKeyFiles: cfg.encryptionOldKeyFiles, allowInsecure: cfg.allowInsecureKeyFile,
+      secret: cfg.encryptionSecret === undefined ? undefined : { text: cfg.encryptionSecret, file: cfg.config as string },
+    });
+    if ((cfg.command === 'rekey' || cfg.command === 'key-check') && keyring === undefined) {
+      throw new Error(`${cfg.command} needs the current key: --encryption-key-file (and --encryption-old-key-files for the keys to replace)`);
+    }
   } catch (err) {
     process.stderr.write(`pithos: ${(err as Error).message}\n`);
     return 2;
   }
   // Repairing a mistyped path must fail, not create and "repair" an empty directory.
-  if (cfg.command === 'repair') await assertHoldsData(cfg.dataDir);
-  else await assertCanListen(cfg.host, cfg.port);
+  if (cfg.command === 'repair' || cfg.command === 'rekey' || cfg.command === 'key-check') await assertHoldsData(cfg.dataDir);
+  if (cfg.command === 'key-check') return keyCheck(path.resolve(cfg.dataDir), keyring as Keyring, (t) => process.stdout.write(t));
+  if (cfg.command === 'rekey') return rekey(path.resolve(cfg.dataDir), keyring as Keyring, log);
+  if (cfg.command !== 'repair') await assertCanListen(cfg.host, cfg.port);
   // A configured secret that is also in the tokens file is refused before anything is created.
   if (cfg.authToken !== undefined && tokens.some((t) => t.token === cfg.authToken)) {
     throw new Error(`tokens file ${cfg.tokensFile}: a token there is the main secret; give it its own value`);
@@ -175,7 +186,7 @@ async function main(): Promise<number> {
   // What fails from here until the server listens is undone (undoStart).
   const start: StartState = { createdDir: topMissing(cfg.dataDir), db: undefined, tokenFile: undefined, listening: false };
   try {
-    return await serve(cfg, tokens, tls, tlsFiles, shared, start);
+    return await serve(cfg, tokens, tls, tlsFiles, keyring, shared, start);
   } catch (err) {
     if (start.listening) throw err;
     await undoStart(start);
@@ -223,8 +234,8 @@ function topMissing(dir: string): string | undefined {
 
 /** Opens the store and serves; resolves with the exit code once stopped. `start` records what to undo meanwhile. */
 async function serve(
-  cfg: Config, tokens: TokenEntry[], tls: TlsMaterial | undefined, tlsFiles: TlsFiles | undefined, shared: boolean,
-  start: StartState,
+  cfg: Config, tokens: TokenEntry[], tls: TlsMaterial | undefined, tlsFiles: TlsFiles | undefined, keyring: Keyring | undefined,
+  shared: boolean, start: StartState,
 ): Promise<number> {
   // The clock every expiry uses. PITHOS_TEST_CLOCK=1 lets tests move it forward.
   let offset = 0;
@@ -247,6 +258,8 @@ async function serve(
     cacheBytes: cfg.cacheMb * 1024 * 1024,
     segmentBytes: cfg.segmentMb * 1024 * 1024,
     repair: cfg.repair,
+    keyring,
+    compression: cfg.compression,
     now,
     log,
   });

@@ -13,6 +13,8 @@ export const OVERVIEW = `usage: pithos <command> [arguments] [options]
 Server:
   pithos [serve] [server options]       start the server (pithos serve --help lists its options)
   pithos repair [server options]        repair the data directory, then exit
+  pithos rekey [server options]         rewrite every segment under the current encryption key, then exit
+  pithos key-check [server options]     list the key each segment needs; exit 1 if any is not the current one
   pithos restore --from FILE --data-dir DIR   restore a backup into a new data directory
 
 Client:
@@ -118,9 +120,11 @@ temporary name and renamed when the stream ended with its checksum, so FILE is n
 partial backup. Restore it with pithos restore.
 
 ${COMMON}`,
-  restore: `usage: pithos restore --from FILE --data-dir DIR
+  restore: `usage: pithos restore --from FILE --data-dir DIR [--encryption-key-file KEY] [--encryption-old-key-files K1,K2]
 Checks FILE's checksum, writes its log files into DIR (which must not exist or be empty),
-and opens DIR once so every batch is verified. Needs no server; start one on DIR afterwards.`,
+and opens DIR once so every batch is verified. Needs no server; start one on DIR afterwards.
+A backup of an encrypted store stays encrypted: restoring it needs the store's key
+(also read from PITHOS_ENCRYPTION_KEY_FILE); without it nothing is restored.`,
   help: `usage: pithos help [command]`,
   version: `usage: pithos version
 Prints the version of this program.`,

@@ -35,6 +35,7 @@ interface Parsed {
 const VALUED = [
   'url', 'token', 'output', 'ttl', 'if-version', 'limit', 'after', 'order', 'fields', 'prefix', 'since', 'kind', 'holder',
   'renew', 'column', 'timeout', 'retries', 'count-events', 'delta', 'out', 'from', 'data-dir',
+  'encryption-key-file', 'encryption-old-key-files',
 ] as const;
 const BOOLEAN = ['if-absent', 'count', 'with-ids', 'all', 'values', 'record', 'string', 'help'] as const;
 const SHORT: Record<string, string> = { output: 'o', help: 'h' };
@@ -621,14 +622,20 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
 async function restore(p: Parsed, io: Io): Promise<number> {
   const from = flag(p, 'from');
   const dir = flag(p, 'data-dir');
-  const extra = [...p.flags.keys()].filter((k) => k !== 'from' && k !== 'data-dir');
+  const keyFlags = ['encryption-key-file', 'encryption-old-key-files'];
+  const extra = [...p.flags.keys()].filter((k) => k !== 'from' && k !== 'data-dir' && !keyFlags.includes(k));
   if (from === undefined || dir === undefined || extra.length > 0 || p.pos.length > 0) {
-    io.err(`pithos restore: usage: pithos restore --from FILE --data-dir DIR (see pithos help restore)\n`);
+    io.err(`pithos restore: usage: pithos restore --from FILE --data-dir DIR [--encryption-key-file FILE] (see pithos help restore)\n`);
     return 2;
   }
-  const { restoreBackup } = await import('../store/log/index.js');
+  const { restoreBackup, loadKeyring } = await import('../store/log/index.js');
   try {
-    io.out(await restoreBackup(from, path.resolve(dir), () => {}) + '\n');
+    // An encrypted backup needs the store's key, as the server would (docs/operations.md, "Encryption at rest").
+    const keyring = loadKeyring({
+      keyFile: flag(p, 'encryption-key-file') ?? io.env.PITHOS_ENCRYPTION_KEY_FILE,
+      oldKeyFiles: (flag(p, 'encryption-old-key-files') ?? io.env.PITHOS_ENCRYPTION_OLD_KEY_FILES ?? '').split(',').filter((x) => x !== ''),
+    });
+    io.out(await restoreBackup(from, path.resolve(dir), () => {}, keyring) + '\n');
     return 0;
   } catch (err) {
     // A bad file, a non-empty directory, a batch that fails its checksum: say which, exit 1.

@@ -17,14 +17,17 @@
  * (`conflict`), the inputs are kept: deleting them could lose that version.
  */
 import {
-  BatchPacker, encodeSegmentHeader, HintWriter, Op, SEGMENT_HEADER_SIZE, SegmentKind, valueCrc,
+  BatchPacker, encodeSegmentHeader, HintWriter, Op, SegmentKind, valueCrc,
 } from './format.js';
+import { storedValue } from './codec.js';
 import type { EngineCore } from './core.js';
 import type { EngineObserver } from './engine.js';
 import type { Entry } from './keydir.js';
 import { ID_STEP, Segment } from './segment.js';
 import { SegmentScanner, Yielder } from './scanner.js';
 import { removeFile, writeFileDurably } from './fileops.js';
+import { hintBytes } from './hints.js';
+import { SegmentSeal, TAG_BYTES } from './seal.js';
 
 export interface CompactionPolicy {
   minDeadRatio: number;
@@ -47,6 +50,8 @@ export class Compactor {
   passes = 0;
   /** Set by Engine.observe (metrics). */
   observer: EngineObserver | undefined;
+  /** While set, passes also take segments that are not sealed under the current key (Engine.rekey). */
+  rekey = false;
 
   /**
    * `settled` resolves once every batch in flight when it was called has
@@ -73,13 +78,23 @@ export class Compactor {
       // live data under MAX_RUN_LIVE (the first segment always fits, see config).
       live += s.live;
       if (i > 0 && live > MAX_RUN_LIVE) break;
-      const d = s.dead(SEGMENT_HEADER_SIZE);
+      const d = s.dead(s.headerSize);
       dead += d;
-      total += s.size - SEGMENT_HEADER_SIZE;
-      if (total === 0) continue;
-      if (force ? dead > 0 : dead >= this.policy.minDeadBytes && dead / total >= this.policy.minDeadRatio) best = i;
+      total += s.size - s.headerSize;
+      // A segment under another key than the current one is rewritten
+      // whatever its dead share (rekey), and so is a plain one once a key is set.
+      const convert = this.rekey && this.needsRewrite(s);
+      if (total === 0 && !convert) continue;
+      if (convert || (force ? dead > 0 : dead >= this.policy.minDeadBytes && dead / total >= this.policy.minDeadRatio)) best = i;
     }
     return best < 0 ? [] : segs.slice(0, best + 1);
+  }
+
+  /** Whether a segment is not sealed under the current key (plain when a key is set, or under an old key). */
+  needsRewrite(s: Segment): boolean {
+    const ring = this.core.keyring;
+    if (ring === undefined) return false;
+    return s.seal === undefined || s.seal.key !== ring.current;
   }
 
   maybeRun(force = false): Promise<boolean> {
@@ -122,6 +137,12 @@ export class Compactor {
     this.conflict = false;
     for (const s of run) s.compacting = true;
     const out = new Segment(e.dir, outId, SegmentKind.Compacted);
+    if (e.keyring !== undefined) out.seal = SegmentSeal.fresh(e.keyring.current);
+    const tagBytes = out.seal === undefined ? 0 : TAG_BYTES;
+    // One segment either stores a codec byte with every value or with none: the
+    // output has them when compression is on or any input has them, and values
+    // copied from an input without them get one (compressed when compression is on).
+    out.codecs = e.compression || run.some((s) => s.codecs);
     const tmp = `${out.path}.tmp`;
     let sealed = false;
     const started = Date.now();
@@ -129,8 +150,10 @@ export class Compactor {
       let baseSeq = 0;
       for (const s of run) baseSeq = Math.max(baseSeq, s.maxSeq, s.covers);
       out.fd = await f.open(tmp, 'w+');
-      await f.writeAll(out.fd, encodeSegmentHeader(SegmentKind.Compacted, baseSeq + 1), 0, SEGMENT_HEADER_SIZE, 0);
-      out.size = SEGMENT_HEADER_SIZE;
+      const header = encodeSegmentHeader(SegmentKind.Compacted, baseSeq + 1, out.seal, out.codecs);
+      await f.writeAll(out.fd, header, 0, header.length, 0);
+      out.size = header.length;
+      out.headerSize = header.length;
       out.maxSeq = baseSeq;
       out.covers = baseSeq;
 
@@ -140,6 +163,9 @@ export class Compactor {
       // (docs/format.md, "Compaction"): a version must survive compaction.
       const moved: Entry[] = [];
       const newPos: number[] = [];
+      const newCheck: number[] = [];
+      const newSize: number[] = [];
+      const newVlen: number[] = [];
       const oldPos: number[] = [];
       const oldSeg: Segment[] = [];
       const hint = new HintWriter();
@@ -149,13 +175,17 @@ export class Compactor {
       const emitBatch = async (): Promise<void> => {
         if (packer.count === 0) return;
         const batchSeq = packer.seq;
-        const data = packer.finish();
+        const plain = packer.finish();
+        const data = out.seal === undefined ? plain : out.seal.sealBatch(plain);
         const base = out.size;
         await f.writeAll(out.fd, data, 0, data.length, base);
         for (let i = 0; i < pendingHint.length; i++) {
           const [key, rel, vlen, exp, crc] = pendingHint[i];
           newPos.push(base + rel);
-          hint.add(Op.Put, key, base + rel, vlen, pendingSizes[i], exp, crc, batchSeq);
+          // In a sealed output, the value's offset in its batch (scanner.ts, valueCheck).
+          const check = tagBytes > 0 ? rel : crc;
+          newCheck.push(check);
+          hint.add(Op.Put, key, base + rel, vlen, pendingSizes[i], exp, check, batchSeq);
         }
         out.size += data.length;
         if (batchSeq > out.maxSeq) out.maxSeq = batchSeq;
@@ -187,11 +217,15 @@ export class Compactor {
               continue;
             }
             const start = en.valueOffset - en.size + en.valueLength; // entry header in buf
+            let bytes = buf.subarray(start, start + en.size);
+            if (out.codecs && !s.codecs) bytes = withCodec(bytes, buf.subarray(en.valueOffset, en.valueOffset + en.valueLength), e.compression);
+            const vlen = en.valueLength + bytes.length - en.size;
             if (packer.count > 0 && packer.seq !== batch.seq) await emitBatch();
-            const at = packer.add(buf.subarray(start, start + en.size), batch.seq);
-            pendingHint.push([en.key, at + en.size - en.valueLength, en.valueLength, en.expiresAt,
-              valueCrc(buf, en.valueOffset, en.valueOffset + en.valueLength)]);
-            pendingSizes.push(en.size);
+            const at = packer.add(bytes, batch.seq);
+            pendingHint.push([en.key, at + bytes.length - vlen, vlen, en.expiresAt, valueCrc(bytes, bytes.length - vlen, bytes.length)]);
+            pendingSizes.push(bytes.length);
+            newSize.push(bytes.length);
+            newVlen.push(vlen);
             moved.push(cur);
             oldSeg.push(s);
             oldPos.push(vpos);
@@ -206,7 +240,7 @@ export class Compactor {
       // 2. seal
       await f.fdatasync(out.fd);
       if (this.conflict) throw new Error('a rolled-back write restored a version inside the run');
-      await writeFileDurably(f, out.hintPath, hint.finish(out.size, out.maxSeq));
+      await writeFileDurably(f, out.hintPath, await hintBytes(out, hint, out.size, out.maxSeq));
       await f.rename(tmp, out.path);
       await f.syncDir(e.dir);
       sealed = true;
@@ -222,6 +256,9 @@ export class Compactor {
           if (current) cur.seg.live -= cur.size;
           cur.seg = out;
           cur.vpos = newPos[i];
+          cur.crc = newCheck[i];
+          cur.size = newSize[i];
+          if (cur.vlen !== newVlen[i]) e.keydir.resize(cur, newVlen[i]);
           if (current) out.live += cur.size;
         }
         if (i % SWAP_SLICE === SWAP_SLICE - 1) await yieldNow();
@@ -261,4 +298,15 @@ export class Compactor {
       this.state = 2;
     }
   }
+}
+
+/** A Put entry (its bytes as in a batch) rewritten with its value in stored form (codec.ts). */
+function withCodec(entry: Buffer, value: Buffer, compress: boolean): Buffer {
+  const sv = storedValue(value, compress);
+  const head = entry.length - value.length;
+  const out = Buffer.allocUnsafe(head + sv.length);
+  entry.copy(out, 0, 0, head);
+  out.writeUInt32LE(sv.length, 3);
+  sv.copy(out, head);
+  return out;
 }

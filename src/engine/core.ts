@@ -12,6 +12,7 @@ import type { Logger } from '../log.js';
 import type { FileOps } from './fileops.js';
 import type { KeyDir } from './keydir.js';
 import type { Segment } from './segment.js';
+import type { Keyring } from './keyring.js';
 
 /** What rebuilding the directory at open needs: files, the directory, the clock, a log. */
 export interface RecoveryContext {
@@ -20,6 +21,8 @@ export interface RecoveryContext {
   readonly keydir: KeyDir;
   readonly now: () => number;
   readonly log: Logger;
+  /** The data keys; undefined when encryption is off (then a sealed segment refuses to open). */
+  readonly keyring: Keyring | undefined;
 }
 
 /**
@@ -44,5 +47,8 @@ export class EngineCore implements RecoveryContext {
     readonly keydir: KeyDir,
     readonly now: () => number,
     readonly log: Logger,
+    readonly keyring: Keyring | undefined,
+    /** Compress values written from now on (codec.ts); compaction outputs follow it. */
+    readonly compression = false,
   ) {}
 }

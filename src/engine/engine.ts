@@ -28,6 +28,9 @@ import { SegmentScanner, Yielder } from './scanner.js';
 import { GroupSnapshot } from './snapshot.js';
 import { Compactor } from './compaction.js';
 import { lockDirectory, unlockDirectory } from './lockfile.js';
+import type { Keyring } from './keyring.js';
+import { readSealedBatch, SegmentSeal, TAG_BYTES } from './seal.js';
+import { plainValue, storedValue } from './codec.js';
 
 export { Op } from './format.js';
 export type { Decoder } from './keydir.js';
@@ -63,6 +66,17 @@ export interface EngineOptions {
   compactMinDeadBytes?: number;
   /** Drop damaged batches instead of refusing to open (keeps every intact batch). */
   repair?: boolean;
+  /**
+   * Encryption at rest (docs/format.md, "Encryption"): everything written is
+   * sealed under the current key; segments under older keys of the ring stay
+   * readable and compaction rewrites them (and plain ones) under the current key.
+   */
+  keyring?: Keyring;
+  /**
+   * Compress values written from now on (codec.ts; docs/format.md,
+   * "Compression"). Any directory reads the same with it on or off.
+   */
+  compression?: boolean;
   log?: Logger;
   fileOps?: FileOps;
 }
@@ -138,6 +152,8 @@ export class Engine {
   private readonly log: Logger;
   private readonly durability: Durability;
   private readonly segmentBytes: number;
+  private readonly keyring: Keyring | undefined;
+  private readonly compression: boolean;
   private nextSeq = 1;
 
   private queue: Pending[] = [];
@@ -182,11 +198,15 @@ export class Engine {
     this.durability = opts.durability ?? 'always';
     this.segmentBytes = opts.segmentBytes ?? 64 * 1024 * 1024;
     this.hintDelayMs = opts.hintDelayMs ?? 30_000;
-    this.core = new EngineCore(this.dir, this.fs, this.keydir, this.now, this.log);
+    this.keyring = opts.keyring;
+    this.compression = opts.compression === true;
+    this.core = new EngineCore(this.dir, this.fs, this.keydir, this.now, this.log, this.keyring, this.compression);
     this.compactor = new Compactor(this.core, {
       minDeadRatio: opts.compactMinDeadRatio ?? 0.5,
       minDeadBytes: opts.compactMinDeadBytes ?? 16 * 1024 * 1024,
     }, () => this.settled());
+    // With a key, passes also convert segments not sealed under it (plain ones, old keys).
+    this.compactor.rekey = this.keyring !== undefined;
   }
 
   /** All segments in replay order (ascending id); the last is the active one. */
@@ -228,7 +248,12 @@ export class Engine {
 
   /** Continues the newest log segment if it has room, else starts a new one. */
   private async openActive(appendTo: Segment | undefined): Promise<void> {
-    if (appendTo !== undefined && appendTo.size < this.segmentBytes) {
+    // Under encryption a segment found on disk is never appended to: the
+    // sequence numbers of batches lost in a crash are handed out again, and
+    // under that segment's salt they would repeat a nonce (seal.ts).
+    // Every value of a segment has a codec byte or none has: a tail written
+    // with the other setting is left as it is and a new segment started.
+    if (appendTo !== undefined && appendTo.size < this.segmentBytes && this.keyring === undefined && appendTo.codecs === this.compression) {
       await this.fs.close(appendTo.fd);
       appendTo.fd = await this.fs.open(appendTo.path, 'r+');
       this.core.active = appendTo;
@@ -242,9 +267,13 @@ export class Engine {
 
   private async createLogSegment(id: number): Promise<Segment> {
     const seg = new Segment(this.dir, id, SegmentKind.Log);
+    if (this.keyring !== undefined) seg.seal = SegmentSeal.fresh(this.keyring.current);
+    seg.codecs = this.compression;
+    const header = encodeSegmentHeader(SegmentKind.Log, this.nextSeq, seg.seal, seg.codecs);
+    seg.headerSize = header.length;
     seg.fd = await this.fs.open(seg.path, 'wx+');
     try {
-      await this.fs.writeAll(seg.fd, encodeSegmentHeader(SegmentKind.Log, this.nextSeq), 0, SEGMENT_HEADER_SIZE, 0);
+      await this.fs.writeAll(seg.fd, header, 0, header.length, 0);
       await this.fs.fdatasync(seg.fd);
       await this.fs.syncDir(this.dir);
     } catch (err) {
@@ -252,8 +281,8 @@ export class Engine {
       await removeFile(this.fs, seg.path, this.log);
       throw err;
     }
-    seg.size = SEGMENT_HEADER_SIZE;
-    this.syncedSize = SEGMENT_HEADER_SIZE;
+    seg.size = header.length;
+    this.syncedSize = header.length;
     return seg;
   }
 
@@ -293,7 +322,10 @@ export class Engine {
     }
     if (batchTooLarge(ops)) return Promise.reject(new BatchTooLargeError(MAX_BATCH_BYTES));
     const seq = this.nextSeq;
-    const buf = encodeBatch(seq, ops, this.keyLens, this.valueOffsets);
+    // Under compression each Put value is stored with its codec byte (codec.ts);
+    // the directory caches the value itself.
+    const stored = this.compression ? ops.map((o) => (o.op === Op.Put ? { ...o, value: storedValue(o.value as Buffer, true) } : o)) : ops;
+    const buf = encodeBatch(seq, stored, this.keyLens, this.valueOffsets);
     this.nextSeq++;
     const kd = this.keydir;
     const now = this.now();
@@ -313,8 +345,9 @@ export class Engine {
           }
           continue;
         }
-        const e = new Entry(undefined, 0, value.length, entrySize(this.keyLens[i], value.length), o.expiresAt,
-          valueCrc(value, 0, value.length), seq);
+        const sv = stored[i].value as Buffer;
+        const e = new Entry(undefined, 0, sv.length, entrySize(this.keyLens[i], sv.length), o.expiresAt,
+          valueCrc(sv, 0, sv.length), seq);
         kd.cache(e, value, o.memo, o.memo === undefined ? undefined : o.decoder);
         p.undoKeys.push(o.key);
         p.undoPrev.push(kd.set(o.key, e));
@@ -379,16 +412,28 @@ export class Engine {
   private async writeGroup(group: Pending[]): Promise<void> {
     let total = 0;
     for (const p of group) total += p.buf.length;
+    // Sealing adds a tag to each batch (every segment this process appends to is sealed or none is).
+    if (this.keyring !== undefined) total += TAG_BYTES * group.length;
     let seg = this.active;
     try {
       if (this.tailDirty) {
         await this.fs.ftruncate(seg.fd, seg.size);
         this.tailDirty = false;
       }
-      if (seg.size + total > this.segmentBytes && seg.size > SEGMENT_HEADER_SIZE) seg = await this.rotate();
+      if (seg.size + total > this.segmentBytes && seg.size > seg.headerSize) seg = await this.rotate();
     } catch (err) {
       this.failFrom(group, storageError('segment rotation', err));
       throw err;
+    }
+    const seal = seg.seal;
+    if (seal !== undefined) {
+      // Sealed here, not in write(): the nonce depends on the segment the batch lands in.
+      try {
+        for (const p of group) p.buf = seal.sealBatch(p.buf);
+      } catch (err) {
+        this.failFrom(group, new StorageIOError(`sealing a batch failed: ${String((err as Error).message ?? err)}`, err));
+        throw err;
+      }
     }
     const data = group.length === 1 ? group[0].buf : Buffer.concat(group.map((p) => p.buf), total);
     const pos = seg.size;
@@ -410,6 +455,8 @@ export class Engine {
         const e = p.created[i];
         e.seg = seg;
         e.vpos = off + p.createdOffsets[i];
+        // A sealed value is read with its whole batch: keep its offset in the batch (scanner.ts, valueCheck).
+        if (seal !== undefined) e.crc = p.createdOffsets[i];
         if ((e.flags & FLAG_CURRENT) !== 0) seg.live += e.size;
         kd.dropBytes(e);
       }
@@ -632,7 +679,12 @@ export class Engine {
           if (step.kind === 'bad') return false;
           const seq = step.batch.seq;
           if (seq > upto) return true;
-          if (seq > after) visit(seq, step.batch.entries, step.buf);
+          if (seq > after) {
+            if (s.codecs) {
+              const plain = plainEntries(s, step.batch.entries, step.buf);
+              visit(seq, plain.entries, plain.buf);
+            } else visit(seq, step.batch.entries, step.buf);
+          }
           await yielder.maybe();
         }
       }
@@ -728,6 +780,20 @@ export class Engine {
   private async readValue(e: Entry): Promise<Buffer | undefined> {
     const seg = e.seg;
     if (seg === undefined || seg.fd < 0) return undefined;
+    const got = seg.seal !== undefined ? await this.readSealedValue(e, seg, e.vpos, e.vlen, e.crc) : await this.readPlainValue(e, seg);
+    if (got === undefined || !seg.codecs) return got;
+    const v = plainValue(got);
+    if (typeof v === 'string') {
+      const err = new CorruptionError(seg.name, e.vpos, v);
+      this.log('error', err.message);
+      throw err;
+    }
+    return v;
+  }
+
+  private async readPlainValue(e: Entry, seg: Segment): Promise<Buffer | undefined> {
+    // Taken with seg: compaction may move the entry (and change what crc means) while we read.
+    const crc = e.crc;
     const buf = Buffer.allocUnsafe(e.vlen);
     let n: number;
     try {
@@ -740,7 +806,7 @@ export class Engine {
       if (seg.retired || e.seg !== seg) return undefined;
       throw new StorageIOError(`short read in ${seg.name} at ${e.vpos}`, undefined);
     }
-    if (valueCrc(buf, 0, n) !== e.crc) {
+    if (valueCrc(buf, 0, n) !== crc) {
       // Damage after the segment was last verified (hinted segments are not
       // scanned at open): refuse to serve it rather than return wrong bytes.
       const err = new CorruptionError(seg.name, e.vpos, `value checksum mismatch (${e.vlen} bytes)`);
@@ -748,6 +814,26 @@ export class Engine {
       throw err;
     }
     return buf;
+  }
+
+  /**
+   * Reads a value from a sealed segment: its whole batch, whose tag is
+   * checked, so a changed byte is refused like a checksum mismatch. `rel` is
+   * the value's offset in the batch; a value is usually its batch's last
+   * bytes before the tag, so one read of `rel + vlen + 16` bytes gets the
+   * whole batch, and a second read the rest when the batch is longer.
+   */
+  private async readSealedValue(e: Entry, seg: Segment, vpos: number, vlen: number, rel: number): Promise<Buffer | undefined> {
+    const start = vpos - rel;
+    let buf: Buffer;
+    try {
+      buf = await readSealedBatch(this.fs, seg, start, rel + vlen + TAG_BYTES);
+    } catch (err) {
+      if (seg.retired || e.seg !== seg) return undefined;
+      if (err instanceof CorruptionError) this.log('error', err.message);
+      throw err instanceof CorruptionError ? err : storageError('read', err);
+    }
+    return buf.subarray(rel, rel + vlen);
   }
 
   /**
@@ -853,6 +939,22 @@ export class Engine {
     }
   }
 
+  /**
+   * Rewrites, by compaction passes, every segment not sealed under the
+   * current key (plain ones, and those under old keys), except the active
+   * one, which at open is always a new segment under the current key.
+   * Resolves to the number of segments still needing another key (0 unless a
+   * pass failed, which is logged).
+   */
+  async rekey(): Promise<number> {
+    if (this.keyring === undefined) return 0;
+    const left = (): number => this.segments.filter((s) => s !== this.active && this.compactor.needsRewrite(s)).length;
+    while (left() > 0) {
+      if (!(await this.compactor.maybeRun(true))) break;
+    }
+    return left();
+  }
+
   /** Runs one compaction pass now if there is a run worth compacting (or any, with force). */
   compact(force = false): Promise<boolean> {
     return this.compactor.maybeRun(force);
@@ -863,7 +965,7 @@ export class Engine {
     let dead = 0;
     for (const s of this.segments) {
       live += s.live;
-      dead += s.dead(SEGMENT_HEADER_SIZE);
+      dead += s.dead(s.headerSize);
     }
     return {
       keys: this.keydir.size,
@@ -914,6 +1016,26 @@ export class Engine {
 }
 
 function noop(): void {}
+
+/** A batch's entries with their values decoded (a segment with codec bytes), in a buffer of their own. */
+function plainEntries(seg: Segment, entries: readonly DecodedEntry[], buf: Buffer): { entries: DecodedEntry[]; buf: Buffer } {
+  const parts: Buffer[] = [];
+  const out: DecodedEntry[] = [];
+  let off = 0;
+  for (const en of entries) {
+    if (en.op !== Op.Put) {
+      out.push({ ...en, valueOffset: off, valueLength: 0 });
+      continue;
+    }
+    const v = plainValue(buf.subarray(en.valueOffset, en.valueOffset + en.valueLength));
+    if (typeof v === 'string') throw new CorruptionError(seg.name, 0, v);
+    parts.push(v);
+    out.push({ ...en, valueOffset: off, valueLength: v.length });
+    off += v.length;
+  }
+  return { entries: out, buf: Buffer.concat(parts, off) };
+}
+
 
 /**
  * The key directory with an expiry hook: KeyDir.sweep removes a key through

@@ -11,6 +11,16 @@ export const SEGMENT_MAGIC = 0x53485450; // "PTHS" read as LE u32
 export const HINT_MAGIC = 0x48485450; // "PTHH"
 export const FORMAT_VERSION = 1;
 export const SEGMENT_HEADER_SIZE = 16;
+/** Version of a segment whose header carries flags (docs/format.md, "Encryption"). */
+export const SEALED_FORMAT_VERSION = 2;
+/** Version 2 header: the version 1 fields, then key id [8], salt [12], tag [16]. */
+export const SEALED_SEGMENT_HEADER_SIZE = 52;
+/** Header flag: every batch of the segment is sealed (AES-256-GCM). */
+export const SEGMENT_FLAG_SEALED = 1;
+/** Header flag: every Put value starts with a codec byte (codec.ts). */
+export const SEGMENT_FLAG_CODECS = 2;
+/** What decodeSegmentHeader says of a file shorter than its header. */
+export const HEADER_TRUNCATED = 'segment header is truncated';
 export const BATCH_HEADER_SIZE = 20;
 export const ENTRY_HEADER_SIZE = 15;
 export const HINT_HEADER_SIZE = 8;
@@ -54,26 +64,56 @@ export function readSeq(buf: Buffer, off: number): number {
   return buf.readUInt32LE(off) + buf.readUInt32LE(off + 4) * 0x100000000;
 }
 
-export function encodeSegmentHeader(kind: SegmentKind, baseSeq: number): Buffer {
-  const b = Buffer.alloc(SEGMENT_HEADER_SIZE);
+/** What a sealed header needs from its segment's seal (seal.ts). */
+export interface HeaderSeal {
+  readonly key: { readonly id: Buffer };
+  readonly salt: Buffer;
+  headerTag(head: Buffer): Buffer;
+}
+
+/**
+ * A version 1 header, or a version 2 one when the segment is sealed (`seal`:
+ * its tag authenticates the first 36 bytes) or stores codec bytes (`codecs`).
+ */
+export function encodeSegmentHeader(kind: SegmentKind, baseSeq: number, seal?: HeaderSeal, codecs = false): Buffer {
+  const v2 = seal !== undefined || codecs;
+  const b = Buffer.alloc(v2 ? SEALED_SEGMENT_HEADER_SIZE : SEGMENT_HEADER_SIZE);
   b.writeUInt32LE(SEGMENT_MAGIC, 0);
-  b[4] = FORMAT_VERSION;
+  b[4] = v2 ? SEALED_FORMAT_VERSION : FORMAT_VERSION;
   b[5] = kind;
   writeSeq(b, 8, baseSeq);
+  if (v2) b[6] = (seal !== undefined ? SEGMENT_FLAG_SEALED : 0) | (codecs ? SEGMENT_FLAG_CODECS : 0);
+  if (seal !== undefined) {
+    seal.key.id.copy(b, 16);
+    seal.salt.copy(b, 24);
+    seal.headerTag(b.subarray(0, 36)).copy(b, 36);
+  }
   return b;
 }
 
 export interface SegmentHeader {
   kind: SegmentKind;
   baseSeq: number;
+  /** Version 2 only: its size; whether values carry a codec byte; when sealed, the key id (hex), salt and the authenticated bytes with their tag. */
+  size?: number;
+  codecs?: boolean;
+  sealed?: { keyId: string; salt: Buffer; head: Buffer; tag: Buffer };
 }
 
 export function decodeSegmentHeader(b: Buffer): SegmentHeader | string {
-  if (b.length < SEGMENT_HEADER_SIZE) return 'segment header is truncated';
+  if (b.length < SEGMENT_HEADER_SIZE) return HEADER_TRUNCATED;
   if (b.readUInt32LE(0) !== SEGMENT_MAGIC) return 'bad segment magic';
-  if (b[4] !== FORMAT_VERSION) return `unsupported format version ${b[4]}`;
+  if (b[4] !== FORMAT_VERSION && b[4] !== SEALED_FORMAT_VERSION) return `unsupported format version ${b[4]}`;
   if (b[5] !== SegmentKind.Log && b[5] !== SegmentKind.Compacted) return `unknown segment kind ${b[5]}`;
-  return { kind: b[5] as SegmentKind, baseSeq: readSeq(b, 8) };
+  if (b[4] === FORMAT_VERSION) return { kind: b[5] as SegmentKind, baseSeq: readSeq(b, 8) };
+  if (b.length < SEALED_SEGMENT_HEADER_SIZE) return HEADER_TRUNCATED;
+  if (b[6] === 0 || (b[6] & ~(SEGMENT_FLAG_SEALED | SEGMENT_FLAG_CODECS)) !== 0 || b[7] !== 0) return `unknown segment flags ${b[6]}/${b[7]}`;
+  const codecs = (b[6] & SEGMENT_FLAG_CODECS) !== 0;
+  if ((b[6] & SEGMENT_FLAG_SEALED) === 0) return { kind: b[5] as SegmentKind, baseSeq: readSeq(b, 8), size: SEALED_SEGMENT_HEADER_SIZE, codecs };
+  return {
+    kind: b[5] as SegmentKind, baseSeq: readSeq(b, 8), size: SEALED_SEGMENT_HEADER_SIZE, codecs,
+    sealed: { keyId: b.toString('hex', 16, 24), salt: Buffer.from(b.subarray(24, 36)), head: Buffer.from(b.subarray(0, 36)), tag: Buffer.from(b.subarray(36, 52)) },
+  };
 }
 
 /** Bytes one entry takes inside a batch. */
@@ -213,26 +253,37 @@ export const enum Probe {
  * length in `out[0]`. Cheap structural checks run before the crc, so the
  * resynchronising scan in recovery can probe every offset quickly.
  */
-export function probeBatch(buf: Buffer, off: number, end: number, out: number[]): Probe {
+export function probeBatch(buf: Buffer, off: number, end: number, out: number[], tagBytes = 0): Probe {
   if (end - off < BATCH_HEADER_SIZE) return Probe.Short;
   const len = buf.readUInt32LE(off + 4);
-  if (len < BATCH_HEADER_SIZE || len > MAX_BATCH_BYTES) return Probe.Bad;
+  if (len < BATCH_HEADER_SIZE + tagBytes || len > MAX_BATCH_BYTES) return Probe.Bad;
   const count = buf.readUInt32LE(off + 16);
-  if (count === 0 || count * ENTRY_HEADER_SIZE > len - BATCH_HEADER_SIZE) return Probe.Bad;
+  if (count === 0 || count * ENTRY_HEADER_SIZE > len - BATCH_HEADER_SIZE - tagBytes) return Probe.Bad;
   if (off + len > end) return Probe.Short;
   if ((crc32(buf.subarray(off + 4, off + len)) >>> 0) !== buf.readUInt32LE(off)) return Probe.Bad;
+  // A sealed batch's entries are ciphertext: its tag, checked when it is
+  // opened (seal.ts), stands in for the structure check, done on the plain batch.
+  if (tagBytes > 0) {
+    out[0] = len;
+    return Probe.Ok;
+  }
+  if (!entriesTile(buf, off, len, count)) return Probe.Bad;
+  out[0] = len;
+  return Probe.Ok;
+}
+
+/** Whether `count` entries, each with a known op, fill `buf[off + 20, off + len)` exactly. */
+export function entriesTile(buf: Buffer, off: number, len: number, count: number): boolean {
   // Entries must tile the batch exactly; a crc collision on garbage fails here.
   let p = off + BATCH_HEADER_SIZE;
   const stop = off + len;
   for (let i = 0; i < count; i++) {
-    if (p + ENTRY_HEADER_SIZE > stop) return Probe.Bad;
+    if (p + ENTRY_HEADER_SIZE > stop) return false;
     const op = buf[p];
-    if (op !== Op.Put && op !== Op.Del && op !== Op.DropGroup) return Probe.Bad;
+    if (op !== Op.Put && op !== Op.Del && op !== Op.DropGroup) return false;
     p += ENTRY_HEADER_SIZE + buf.readUInt16LE(p + 1) + buf.readUInt32LE(p + 3);
   }
-  if (p !== stop) return Probe.Bad;
-  out[0] = len;
-  return Probe.Ok;
+  return p === stop;
 }
 
 /** Decodes a batch already accepted by probeBatch. */

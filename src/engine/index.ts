@@ -7,3 +7,5 @@ export type { FileOps } from './fileops.js';
 export { makeDirectory, nodeFileOps, writeFileDurably } from './fileops.js';
 export { assertHoldsData } from './segment.js';
 export type { GroupSnapshot } from './snapshot.js';
+export { DataKey, KeyFileError, Keyring, loadKeyring } from './keyring.js';
+export { KeyMismatchError, segmentKeys } from './seal.js';

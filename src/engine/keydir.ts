@@ -707,6 +707,13 @@ export class KeyDir {
     return this.cacheBytes + 3 * vlen + 160 <= this.cacheBudget;
   }
 
+  /** Changes an entry's stored value length (compaction re-encoded it), keeping the cache's charge right. */
+  resize(e: Entry, vlen: number): void {
+    const before = cacheCost(e);
+    e.vlen = vlen;
+    this.cacheBytes += cacheCost(e) - before;
+  }
+
   touch(e: Entry): void {
     e.flags |= FLAG_REF;
   }

@@ -13,13 +13,15 @@
 import * as path from 'node:path';
 import { CorruptionError } from './errors.js';
 import {
-  checkHint, decodeSegmentHeader, type HintVisitor, Op, SEGMENT_HEADER_SIZE, SegmentKind, valueCrc, visitHint,
+  checkHint, decodeSegmentHeader, HEADER_TRUNCATED, type HintVisitor, Op, SEALED_FORMAT_VERSION, SEALED_SEGMENT_HEADER_SIZE, SEGMENT_HEADER_SIZE, type SegmentHeader, SegmentKind, visitHint,
 } from './format.js';
 import type { RecoveryContext } from './core.js';
 import { Entry } from './keydir.js';
-import { hintFileName, parseFileName, Segment } from './segment.js';
-import { SegmentScanner, Yielder } from './scanner.js';
+import { hintFileName, parseFileName, Segment, segmentFileName } from './segment.js';
+import { SegmentScanner, valueCheck, Yielder } from './scanner.js';
 import { removeFile, writeFileDurably } from './fileops.js';
+import { KeyMismatchError, openHint, SegmentSeal } from './seal.js';
+import type { Keyring } from './keyring.js';
 
 export interface Recovered {
   segments: Segment[];
@@ -53,6 +55,9 @@ class Applier implements HintVisitor {
 export async function recover(ctx: RecoveryContext, repair: boolean): Promise<Recovered> {
   const f = ctx.fs;
   const names = await f.readdir(ctx.dir);
+  // Keys first, before anything in the directory is changed: a directory
+  // opened without its key, or with a wrong one, must be left as it was.
+  const { headers, seals } = await checkKeys(ctx, names);
   const logs: number[] = [];
   const hints = new Set<number>();
   for (const n of names) {
@@ -89,11 +94,9 @@ export async function recover(ctx: RecoveryContext, repair: boolean): Promise<Re
       const isTail = id === lastLogId;
       seg.fd = await f.open(seg.path, isTail ? 'r+' : 'r');
       let size = await f.fstatSize(seg.fd);
-      const head = Buffer.alloc(SEGMENT_HEADER_SIZE);
-      const got = size >= SEGMENT_HEADER_SIZE ? await seg.read(f, head, 0, SEGMENT_HEADER_SIZE, 0) : 0;
-      const header = decodeSegmentHeader(head.subarray(0, got));
+      const header = headers.get(id) ?? await readHeader(ctx, seg, size);
       if (typeof header === 'string') {
-        if (isTail && size < SEGMENT_HEADER_SIZE) {
+        if (isTail && header === HEADER_TRUNCATED) {
           // Died while creating this segment: it holds nothing. Start it afresh.
           ctx.log('warn', `${seg.name}: ${size}-byte segment without a header (died while creating it); removed`);
           await seg.closeQuietly(f);
@@ -103,6 +106,14 @@ export async function recover(ctx: RecoveryContext, repair: boolean): Promise<Re
         await seg.closeQuietly(f);
         throw new CorruptionError(seg.name, 0, header);
       }
+      if (header.sealed !== undefined) {
+        const sealed = seals.get(id);
+        // checkKeys saw this header; a file that changed since is not trusted.
+        if (sealed === undefined) throw new CorruptionError(seg.name, 0, 'segment header changed while the directory was opened');
+        seg.seal = sealed;
+      }
+      seg.headerSize = header.size ?? seg.headerSize;
+      seg.codecs = header.codecs === true;
       maxSeq = Math.max(maxSeq, header.baseSeq - 1);
       if (header.kind === SegmentKind.Compacted) seg.covers = header.baseSeq - 1;
       applier.seg = seg;
@@ -129,6 +140,65 @@ export async function recover(ctx: RecoveryContext, repair: boolean): Promise<Re
   return { segments, nextSeq: maxSeq + 1, appendTo };
 }
 
+/** The segment's header, or why it is not one (HEADER_TRUNCATED when the file is shorter than a header). */
+async function readHeader(ctx: RecoveryContext, seg: Segment, size: number): Promise<SegmentHeader | string> {
+  const head = Buffer.alloc(SEALED_SEGMENT_HEADER_SIZE);
+  let got = await seg.read(ctx.fs, head, 0, Math.min(size, SEGMENT_HEADER_SIZE), 0);
+  // Only a version 2 header is longer; a hinted plain segment costs 16 bytes of reading.
+  if (got === SEGMENT_HEADER_SIZE && head[4] === SEALED_FORMAT_VERSION && size > got) {
+    got += await seg.read(ctx.fs, head, got, Math.min(size, SEALED_SEGMENT_HEADER_SIZE) - got, got);
+  }
+  return decodeSegmentHeader(head.subarray(0, got));
+}
+
+/**
+ * Reads every segment header (returned by id, so the replay does not read them again) and checks that each sealed one names a key of
+ * the keyring and authenticates under it. Returns the seal of each sealed
+ * segment by id. Throws KeyMismatchError (no key given, or none with the
+ * header's id) or CorruptionError (the id matches but the header does not
+ * authenticate). Writes nothing.
+ */
+async function checkKeys(ctx: RecoveryContext, names: string[]):
+  Promise<{ headers: Map<number, SegmentHeader | string>; seals: Map<number, SegmentSeal> }> {
+  const seals = new Map<number, SegmentSeal>();
+  const headers = new Map<number, SegmentHeader | string>();
+  const missing: string[] = [];
+  for (const n of names) {
+    const p = parseFileName(n);
+    if (p === undefined || p.ext !== 'log') continue;
+    const seg = new Segment(ctx.dir, p.id, SegmentKind.Log);
+    let header: SegmentHeader | string;
+    try {
+      seg.fd = await ctx.fs.open(seg.path, 'r');
+      header = await readHeader(ctx, seg, await ctx.fs.fstatSize(seg.fd));
+    } finally {
+      await seg.closeQuietly(ctx.fs);
+    }
+    headers.set(p.id, header);
+    if (typeof header === 'string' || header.sealed === undefined) continue; // judged by the scan
+    const key = ctx.keyring?.get(header.sealed.keyId);
+    if (key === undefined) {
+      missing.push(`${segmentFileName(p.id)} (key ${header.sealed.keyId})`);
+      continue;
+    }
+    const seal = new SegmentSeal(key, header.sealed.salt, false);
+    if (!seal.headerTag(header.sealed.head).equals(header.sealed.tag)) {
+      throw new CorruptionError(segmentFileName(p.id), 0, `segment header does not authenticate under key ${key.idHex}`);
+    }
+    seals.set(p.id, seal);
+  }
+  if (missing.length > 0) throw new KeyMismatchError(keyMessage(ctx.dir, ctx.keyring, missing));
+  return { headers, seals };
+}
+
+function keyMessage(dir: string, keyring: Keyring | undefined, missing: string[]): string {
+  const list = missing.length > 3 ? `${missing.slice(0, 3).join(', ')} and ${missing.length - 3} more` : missing.join(', ');
+  return `data directory ${dir} is encrypted and ` + (keyring === undefined
+    ? `no key was given (--encryption-key-file): ${list} need(s) one; nothing was opened or written`
+    : `the key(s) given (${keyring.ids.join(', ')}) are not the one(s) it needs: ${list}; ` +
+      'give the right --encryption-key-file, or the old key in --encryption-old-key-files; nothing was opened or written');
+}
+
 async function loadHint(ctx: RecoveryContext, seg: Segment, size: number, applier: Applier): Promise<boolean> {
   const f = ctx.fs;
   let buf: Buffer;
@@ -150,6 +220,15 @@ async function loadHint(ctx: RecoveryContext, seg: Segment, size: number, applie
   } catch (err) {
     ctx.log('warn', `${seg.name}: hint unreadable (${String(err)}); scanning the segment`);
     return false;
+  }
+  if (seg.seal !== undefined) {
+    // A sealed segment's hint must be sealed too: a plain one could list anything.
+    const plain = openHint(buf, ctx.keyring, seg.seal.key);
+    if (typeof plain === 'string') {
+      ctx.log('warn', `${seg.name}: hint ignored (${plain}); scanning the segment`);
+      return false;
+    }
+    buf = plain;
   }
   const footer = checkHint(buf);
   if (typeof footer === 'string' || footer.segmentSize !== size) {
@@ -197,7 +276,7 @@ async function scanSegment(
     const { batch, pos, buf, bufPos } = step;
     if (batch.seq > seg.maxSeq) seg.maxSeq = batch.seq;
     for (const en of batch.entries) {
-      const crc = en.op === Op.Put ? valueCrc(buf, en.valueOffset, en.valueOffset + en.valueLength) : 0;
+      const crc = en.op === Op.Put ? valueCheck(seg, buf, bufPos, en) : 0;
       applier.hint(en.op, en.key, pos + (en.valueOffset - bufPos), en.valueLength, en.size, en.expiresAt, crc, batch.seq);
     }
     await yielder.maybe();
@@ -240,7 +319,7 @@ async function rewriteWithout(
     const { batch, pos, buf, bufPos } = step;
     if (batch.seq > seg.maxSeq) seg.maxSeq = batch.seq;
     for (const en of batch.entries) {
-      const crc = en.op === Op.Put ? valueCrc(buf, en.valueOffset, en.valueOffset + en.valueLength) : 0;
+      const crc = en.op === Op.Put ? valueCheck(seg, buf, bufPos, en) : 0;
       applier.hint(en.op, en.key, pos + (en.valueOffset - bufPos), en.valueLength, en.size, en.expiresAt, crc, batch.seq);
     }
   }

@@ -3,9 +3,12 @@
  * Used by recovery, hint building and compaction; none of them ever holds a
  * whole segment in memory or parses more than one chunk per event-loop turn.
  */
-import { BATCH_HEADER_SIZE, decodeBatch, type DecodedBatch, Probe, probeBatch, SEGMENT_HEADER_SIZE } from './format.js';
+import {
+  BATCH_HEADER_SIZE, decodeBatch, type DecodedBatch, type DecodedEntry, entriesTile, Probe, probeBatch, valueCrc,
+} from './format.js';
 import type { FileOps } from './fileops.js';
 import type { Segment } from './segment.js';
+import { authFailure, TAG_BYTES } from './seal.js';
 
 const CHUNK = 1 << 20;
 const BACKGROUND_SLICE_MS = 1;
@@ -36,6 +39,23 @@ export class Yielder {
   }
 }
 
+/**
+ * What a directory entry keeps to verify a value read back from disk
+ * (Entry.crc): its CRC-32, or in a sealed segment the value's offset from
+ * the start of its batch, since there the whole batch is read and its tag
+ * checked (engine.ts, readValue). `buf` and `bufPos` as a scan step gives them.
+ */
+export function valueCheck(seg: Segment, buf: Buffer, bufPos: number, en: DecodedEntry): number {
+  if (seg.seal !== undefined) return en.valueOffset - bufPos;
+  return valueCrc(buf, en.valueOffset, en.valueOffset + en.valueLength);
+}
+
+/**
+ * A step's `buf` holds the batch at `bufPos` with its entries in clear: in a
+ * sealed segment it is the opened batch (bufPos 0), whose entries lie at the
+ * same offsets as their ciphertext in the file, so `pos + (valueOffset -
+ * bufPos)` is a value's file position either way.
+ */
 export type ScanStep =
   | { kind: 'batch'; batch: DecodedBatch; pos: number; buf: Buffer; bufPos: number }
   | { kind: 'bad'; pos: number; reason: string }
@@ -48,14 +68,16 @@ export class SegmentScanner {
   private bufEnd = 0;
   private cur: number;
   private readonly probeOut = [0];
+  private readonly tagBytes: number;
 
   constructor(
     private readonly fs: FileOps,
     private readonly seg: Segment,
     /** Bytes of the file to consider. */
     private readonly fileSize: number,
-    start = SEGMENT_HEADER_SIZE,
+    start = seg.headerSize,
   ) {
+    this.tagBytes = seg.seal === undefined ? 0 : TAG_BYTES;
     this.bufStart = start;
     this.cur = start;
   }
@@ -82,11 +104,21 @@ export class SegmentScanner {
     if (this.cur >= this.fileSize) return { kind: 'end' };
     for (let attempt = 0; attempt < 3; attempt++) {
       const off = this.cur - this.bufStart;
-      const r = probeBatch(this.buf, off, this.bufEnd, this.probeOut);
+      const r = probeBatch(this.buf, off, this.bufEnd, this.probeOut, this.tagBytes);
       if (r === Probe.Ok) {
         const len = this.probeOut[0];
-        const batch = decodeBatch(this.buf, off, len);
         const pos = this.cur;
+        const seal = this.seg.seal;
+        if (seal !== undefined) {
+          const plain = seal.openBatch(this.buf, off, len);
+          if (plain === undefined) return { kind: 'bad', pos, reason: authFailure(seal) };
+          if (!entriesTile(plain, 0, plain.length, plain.readUInt32LE(16))) return { kind: 'bad', pos, reason: 'structure mismatch inside an authenticated batch' };
+          const batch = decodeBatch(plain, 0, plain.length);
+          batch.length = len;
+          this.cur += len;
+          return { kind: 'batch', batch, pos, buf: plain, bufPos: 0 };
+        }
+        const batch = decodeBatch(this.buf, off, len);
         this.cur += len;
         return { kind: 'batch', batch, pos, buf: this.buf, bufPos: off };
       }
@@ -120,17 +152,21 @@ export class SegmentScanner {
       if (got === 0) break;
       const stop = Math.min(got, win);
       for (let o = 0; o < stop; o++) {
-        let r = probeBatch(b, o, got, out);
+        let r = probeBatch(b, o, got, out, this.tagBytes);
+        let whole: Buffer | undefined;
         if (r === Probe.Short) {
           if (got - o < BATCH_HEADER_SIZE) continue;
           // The header is plausible but the batch runs past this window:
           // read exactly the bytes it claims, if the file has them.
           const len = b.readUInt32LE(o + 4);
           if (pos + o + len > this.fileSize) continue;
-          const whole = Buffer.allocUnsafe(len);
+          whole = Buffer.allocUnsafe(len);
           if ((await this.seg.read(this.fs, whole, 0, len, pos + o)) !== len) continue;
-          r = probeBatch(whole, 0, len, out);
+          r = probeBatch(whole, 0, len, out, this.tagBytes);
         }
+        // In a sealed segment only a batch that authenticates counts as valid.
+        if (r === Probe.Ok && this.seg.seal !== undefined
+          && (whole === undefined ? this.seg.seal.openBatch(b, o, out[0]) : this.seg.seal.openBatch(whole, 0, out[0])) === undefined) continue;
         if (r === Probe.Ok) {
           this.cur = pos + o;
           this.buf = Buffer.alloc(0);

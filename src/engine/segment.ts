@@ -7,7 +7,8 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { SegmentKind } from './format.js';
+import { SEGMENT_HEADER_SIZE, SegmentKind } from './format.js';
+import type { SegmentSeal } from './seal.js';
 import { DataDirError } from './errors.js';
 import type { FileOps } from './fileops.js';
 
@@ -67,6 +68,12 @@ export class Segment {
   compacting = false;
   hasHint = false;
   fd = -1;
+  /** Bytes of the header: 16 (version 1) or 52 (version 2, sealed). */
+  headerSize = SEGMENT_HEADER_SIZE;
+  /** Set when the segment is sealed: its key and salt (docs/format.md, "Encryption"). */
+  seal: SegmentSeal | undefined = undefined;
+  /** Every Put value here starts with a codec byte (codec.ts). */
+  codecs = false;
 
   constructor(readonly dir: string, readonly id: number, readonly kind: SegmentKind) {}
 

@@ -25,6 +25,8 @@ import type { FileOps } from './fileops.js';
 import { valueCrc } from './format.js';
 import type { Decoder, Entry, KeyDir } from './keydir.js';
 import type { Segment } from './segment.js';
+import { readSealedBatch, TAG_BYTES } from './seal.js';
+import { plainValue } from './codec.js';
 
 /** Neighbouring values at most this far apart are read together. */
 const GAP_BYTES = 16 * 1024;
@@ -39,6 +41,8 @@ interface Loc {
   seg: Segment;
   pos: number;
   len: number;
+  /** Entry.crc taken with seg and pos: the value's CRC-32, or in a sealed segment its offset in its batch. */
+  check: number;
 }
 
 export class GroupSnapshot<T> {
@@ -121,10 +125,15 @@ export class GroupSnapshot<T> {
       // segment the snapshot did not pin) and then retired can be gone, or
       // one whose write failed and was rolled back.
       if (seg === undefined || seg.fd < 0) throw gone();
-      locs.push({ i, slot: slots[k], e, seg, pos: e.vpos, len: e.vlen });
+      locs.push({ i, slot: slots[k], e, seg, pos: e.vpos, len: e.vlen, check: e.crc });
     }
     locs.sort((a, b) => a.seg.id - b.seg.id || a.pos - b.pos);
     for (let k = 0; k < locs.length;) {
+      if (locs[k].seg.seal !== undefined) {
+        await this.fillSealed(out, locs[k]);
+        k++;
+        continue;
+      }
       const seg = locs[k].seg;
       const start = locs[k].pos;
       let end = start + locs[k].len;
@@ -145,13 +154,13 @@ export class GroupSnapshot<T> {
       for (let m = k; m < j; m++) {
         const l = locs[m];
         const off = l.pos - start;
-        if (valueCrc(buf, off, off + l.len) !== l.e.crc) {
+        if (valueCrc(buf, off, off + l.len) !== l.check) {
           const err = new CorruptionError(seg.name, l.pos, `value checksum mismatch (${l.len} bytes)`);
           this.log('error', err.message);
           throw err;
         }
         const key = this.keys[l.i];
-        const v = buf.subarray(off, off + l.len);
+        const v = this.plain(l, buf.subarray(off, off + l.len));
         const memo = this.dec(v, key);
         out[l.slot] = memo;
         // Still the current version, not cached meanwhile, and the cache has room: cache its
@@ -165,6 +174,39 @@ export class GroupSnapshot<T> {
       k = j;
     }
     return out;
+  }
+
+  /** The value behind its stored bytes (a segment with codec bytes, codec.ts). */
+  private plain(l: Loc, stored: Buffer): Buffer {
+    if (!l.seg.codecs) return stored;
+    const v = plainValue(stored);
+    if (typeof v === 'string') {
+      const err = new CorruptionError(l.seg.name, l.pos, v);
+      this.log('error', err.message);
+      throw err;
+    }
+    return v;
+  }
+
+  /** One value of a sealed segment: read with its batch, whose tag is checked (seal.ts, readSealedBatch). */
+  private async fillSealed(out: T[], l: Loc): Promise<void> {
+    let plain: Buffer;
+    try {
+      plain = await readSealedBatch(this.fs, l.seg, l.pos - l.check, l.check + l.len + TAG_BYTES);
+    } catch (err) {
+      if (l.seg.fd < 0) throw gone();
+      if (err instanceof CorruptionError) {
+        this.log('error', err.message);
+        throw err;
+      }
+      throw storageError('read', err);
+    }
+    const key = this.keys[l.i];
+    const memo = this.dec(this.plain(l, plain.subarray(l.check, l.check + l.len)), key);
+    out[l.slot] = memo;
+    if (l.e.memo === undefined && this.keydir.hasRoom(l.len) && this.keydir.get(key) === l.e) {
+      this.keydir.cache(l.e, undefined, memo, this.dec as Decoder<unknown>);
+    }
   }
 
   /** Unpins the segments (idempotent). Reads after this fail. */

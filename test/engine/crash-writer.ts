@@ -12,7 +12,7 @@
  * So after recovery, with V = the value of s0, the state must be exactly the
  * one after batch V (see expectedKeys in crash.test.ts).
  */
-import { Engine, Op, type WriteOp } from '../../src/engine/index.js';
+import { DataKey, Engine, Keyring, Op, type WriteOp } from '../../src/engine/index.js';
 
 export const SLOTS = 4;
 export const DEL_LAG = 30;
@@ -45,12 +45,16 @@ async function main(): Promise<void> {
     durability: 'always',
     segmentBytes: Number(segmentBytes),
     compactIntervalMs: Number(compactIntervalMs),
-    compactMinDeadBytes: 32 * 1024,
+    // Compressed values leave fewer dead bytes per overwrite: a lower bar keeps compactions (and kills during them) happening.
+    compactMinDeadBytes: process.env.PITHOS_CRASH_KEY === undefined ? 32 * 1024 : 8 * 1024,
     compactMinDeadRatio: 0.3,
     sweepIntervalMs: 0,
     // Hints built at once or soon after rotation, so kills land inside hint writes too.
     hintDelayMs: Math.floor(Math.random() * 50),
     log: (level, msg) => process.stderr.write(`${level}: ${msg}\n`),
+    // Set by crash.test.ts for its encrypted run.
+    keyring: process.env.PITHOS_CRASH_KEY === undefined ? undefined : new Keyring(new DataKey(Buffer.from(process.env.PITHOS_CRASH_KEY, 'hex'))),
+    compression: process.env.PITHOS_CRASH_KEY !== undefined,
   });
   const v = await e.read('s0', (b) => Number(b.toString()));
   let next = (v ?? 0) + 1;

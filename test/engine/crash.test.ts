@@ -14,7 +14,7 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Engine } from '../../src/engine/index.js';
+import { DataKey, Engine, Keyring, segmentKeys } from '../../src/engine/index.js';
 import { DEL_LAG, DROP_LAG, SLOTS, valueFor } from './crash-writer.js';
 import { logFiles, rmDir, str, tmpDir } from './helpers.js';
 
@@ -23,9 +23,13 @@ const BUDGET_MS = Number(process.env.PITHOS_CRASH_MS ?? 35_000);
 
 interface Life { acked: number; stderr: string; killedAfterAck: boolean }
 
-function runAndKill(dir: string, seg: number, writers: number, killDelay: number, beforeFirstAck: boolean): Promise<Life> {
+/** The key of the encrypted run (crash-writer.ts reads it from PITHOS_CRASH_KEY, and then compresses too). */
+const KEY_HEX = 'c3'.repeat(32);
+
+function runAndKill(dir: string, seg: number, writers: number, killDelay: number, beforeFirstAck: boolean, sealed: boolean): Promise<Life> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [WRITER, dir, String(seg), '50', String(writers)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const env = sealed ? { ...process.env, PITHOS_CRASH_KEY: KEY_HEX } : process.env;
+    const child = spawn(process.execPath, [WRITER, dir, String(seg), '50', String(writers)], { stdio: ['ignore', 'pipe', 'pipe'], env });
     let acked = 0;
     let partial = '';
     let stderr = '';
@@ -92,8 +96,9 @@ async function verify(e: Engine, acked: number, where: string): Promise<number> 
   return V;
 }
 
-test('SIGKILL at random moments never loses an acknowledged batch nor leaves half of one', async () => {
+for (const sealed of [false, true]) test(`SIGKILL at random moments never loses an acknowledged batch nor leaves half of one${sealed ? ' (encrypted and compressed)' : ''}`, async () => {
   const dir = tmpDir('crash');
+  const keyring = sealed ? new Keyring(new DataKey(Buffer.from(KEY_HEX, 'hex'))) : undefined;
   const started = Date.now();
   let lives = 0;
   let killsAfterAck = 0;
@@ -114,7 +119,7 @@ test('SIGKILL at random moments never loses an acknowledged batch nor leaves hal
       const delay = early ? Math.floor(rand() * 250) : Math.floor(rand() * 300);
       const seg = rand() < 0.5 ? 16 * 1024 : 64 * 1024;
       const writers = rand() < 0.3 ? 1 : 8;
-      const life = await runAndKill(dir, seg, writers, delay, early);
+      const life = await runAndKill(dir, seg, writers, delay, early, sealed);
       lives++;
       compactions += (life.stderr.match(/compacted \d+ segment/g) ?? []).length;
       if (/compacted/.test(life.stderr)) livesWithCompaction++;
@@ -123,7 +128,7 @@ test('SIGKILL at random moments never loses an acknowledged batch nor leaves hal
       const where = `life ${lives} (seed ${seed}, acked ${life.acked}, kill ${early ? 'early' : 'after first ack'} +${delay} ms)`;
       let e: Engine;
       try {
-        e = await Engine.open({ dir, sweepIntervalMs: 0, compactIntervalMs: 0 });
+        e = await Engine.open({ dir, sweepIntervalMs: 0, compactIntervalMs: 0, keyring });
       } catch (err) {
         assert.fail(`${where}: reopen failed: ${String(err)}\nwriter stderr:\n${life.stderr.slice(-3000)}`);
       }
@@ -138,12 +143,16 @@ test('SIGKILL at random moments never loses an acknowledged batch nor leaves hal
       maxSegments = Math.max(maxSegments, logFiles(dir).length);
       assert.deepEqual(fs.readdirSync(dir).filter((n) => n.endsWith('.tmp')), []);
     }
-    console.log(`crash test: ${lives} kills (${killsAfterAck} after the first ack), ${maxV} batches, ` +
+    console.log(`crash test${sealed ? ' (encrypted)' : ''}: ${lives} kills (${killsAfterAck} after the first ack), ${maxV} batches, ` +
       `up to ${maxSegments} segments, ${compactions} compactions in ${livesWithCompaction} lives, seed ${seed}`);
     assert.ok(compactions > 0, 'the writer never compacted');
     assert.ok(lives >= 10, `only ${lives} kills`);
     assert.ok(killsAfterAck >= 5);
     assert.ok(maxV > 100, 'the writer hardly wrote anything');
+    if (keyring !== undefined) {
+      const keys = await segmentKeys(dir);
+      assert.ok(keys.every((k) => k.keyId === keyring.current.idHex), `a segment not sealed: ${JSON.stringify(keys)}`);
+    }
   } finally {
     rmDir(dir);
   }

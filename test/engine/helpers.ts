@@ -6,7 +6,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Engine, type EngineOptions, nodeFileOps, Op, type WriteOp } from '../../src/engine/index.js';
-import { decodeBatch, Probe, probeBatch, SEGMENT_HEADER_SIZE } from '../../src/engine/format.js';
+import { Probe, probeBatch, readSeq, SEALED_FORMAT_VERSION, SEALED_SEGMENT_HEADER_SIZE, SEGMENT_HEADER_SIZE } from '../../src/engine/format.js';
+import { TAG_BYTES } from '../../src/engine/seal.js';
 import { groupOf } from '../../src/engine/keydir.js';
 import { deepEqual, equal } from 'node:assert/strict';
 import { rng } from '../helpers/rng.js';
@@ -91,9 +92,10 @@ export function batchOffsets(file: string): Array<[number, number]> {
   const buf = fs.readFileSync(file);
   const out: Array<[number, number]> = [];
   const o = [0];
-  let p = SEGMENT_HEADER_SIZE;
+  const sealed = buf[4] === SEALED_FORMAT_VERSION;
+  let p = sealed ? SEALED_SEGMENT_HEADER_SIZE : SEGMENT_HEADER_SIZE;
   while (p < buf.length) {
-    const r = probeBatch(buf, p, buf.length, o);
+    const r = probeBatch(buf, p, buf.length, o, sealed ? TAG_BYTES : 0);
     if (r !== Probe.Ok) throw new Error(`${file}: no valid batch at ${p} (${r})`);
     out.push([p, o[0]]);
     p += o[0];
@@ -235,5 +237,5 @@ export async function assertState(e: Engine, model: Map<string, Buffer>, keys: I
 /** Sequence numbers of the batches stored in a segment file. */
 export function seqsIn(file: string): Array<{ seq: number; pos: number; len: number }> {
   const buf = fs.readFileSync(file);
-  return batchOffsets(file).map(([pos, len]) => ({ seq: decodeBatch(buf, pos, len).seq, pos, len }));
+  return batchOffsets(file).map(([pos, len]) => ({ seq: readSeq(buf, pos + 8), pos, len }));
 }

@@ -18,7 +18,7 @@
 import { crc32 } from 'node:zlib';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { Engine, makeDirectory, nodeFileOps, writeFileDurably } from '../../engine/index.js';
+import { Engine, type Keyring, KeyMismatchError, makeDirectory, nodeFileOps, writeFileDurably } from '../../engine/index.js';
 import type { Logger } from '../../log.js';
 
 const MAGIC = 'PITHOS-BACKUP 1\n';
@@ -102,8 +102,11 @@ function parse(bytes: Buffer): { header: Header; start: number } {
 /**
  * Restores a backup into `dataDir`, which must not exist or be empty, then
  * opens it once so recovery verifies every batch. Resolves to a summary.
+ * A backup of an encrypted store is as encrypted as the store (its files are
+ * the segments): restoring it needs the key; without it the files written
+ * are removed again and the error names the key needed.
  */
-export async function restoreBackup(file: string, dataDir: string, log: Logger): Promise<string> {
+export async function restoreBackup(file: string, dataDir: string, log: Logger, keyring?: Keyring): Promise<string> {
   const bytes = fs.readFileSync(file);
   const { header, start } = parse(bytes);
   if (fs.existsSync(dataDir) && fs.readdirSync(dataDir).length > 0) {
@@ -115,7 +118,16 @@ export async function restoreBackup(file: string, dataDir: string, log: Logger):
     await writeFileDurably(nodeFileOps, path.join(dataDir, f.name), bytes.subarray(pos, pos + f.size), 0o600);
     pos += f.size;
   }
-  const engine = await Engine.open({ dir: dataDir, log, sweepIntervalMs: 0, compactIntervalMs: 0 });
+  let engine: Engine;
+  try {
+    engine = await Engine.open({ dir: dataDir, log, sweepIntervalMs: 0, compactIntervalMs: 0, keyring });
+  } catch (err) {
+    if (err instanceof KeyMismatchError) {
+      for (const f of header.files) fs.rmSync(path.join(dataDir, f.name), { force: true });
+      throw new BackupError(`${err.message.replace(/; nothing was opened or written$/, '')}; nothing was restored`);
+    }
+    throw err;
+  }
   const keys = engine.stats().keys;
   await engine.close();
   return `restored ${header.files.length} segment file(s) (${pos - start} bytes, up to sequence ${header.seq}, taken ${header.created}) into ${dataDir}: ${keys} keys`;

@@ -18,6 +18,8 @@ import { LogChanges } from './changes.js';
 
 /** Restores a backup into a new data directory, without a server (`pithos restore`). */
 export { restoreBackup } from './backup.js';
+/** The keys a restore of an encrypted backup needs, read as the server reads them. */
+export { loadKeyring } from '../../engine/index.js';
 
 export class LogStore implements Store {
   readonly tables: LogTables;
