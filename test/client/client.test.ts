@@ -144,17 +144,17 @@ test('every endpoint the client knows is served by the server (no 404 "no endpoi
   assert.ok(list.length >= 30, `only ${list.length} endpoints`);
   // The change feed never ends by itself; the route-table test below covers it.
   for (const e of list.filter((x) => x.path !== '/watch')) {
-    const path = e.path.replace(/\{[a-z]+\}/g, 'x');
+    const path = e.path.replace(/\{[a-z_]+\}/g, 'x');
     assert.ok(await served(e.method, path, {}), `${e.method} ${e.path} is not served`);
   }
   // The client's own pairs are distinct and well-formed.
   assert.equal(new Set(list.map((e) => `${e.method} ${e.path}`)).size, list.length);
-  for (const e of list) assert.match(e.path, /^\/[a-z_.]+(\/(\{[a-z]+\}|[a-z]+))*$/);
+  for (const e of list) assert.match(e.path, /^\/[a-z_.]+(\/(\{[a-z_]+\}|[a-z]+))*$/);
 });
 
 test('the client and the server route table (src/http/routes.ts) list the same endpoints', () => {
   const routes: ReadonlyArray<{ method: string; path: string; testOnly?: boolean }> = ROUTES;
-  const key = (e: { method: string; path: string }): string => `${e.method} ${e.path.replace(/\{[a-z]+\}/g, '{}')}`;
+  const key = (e: { method: string; path: string }): string => `${e.method} ${e.path.replace(/\{[a-z_]+\}/g, '{}')}`;
   const server = new Set(routes.filter((r) => !r.testOnly).map(key));
   const client = endpointList();
   const probes = new Set(['GET /livez', 'GET /readyz']); // answered before routing (src/http/probes.ts)
