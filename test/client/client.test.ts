@@ -179,6 +179,29 @@ test('part-two calls: listing, transactions, metrics, row-query options', async 
   assert.deepEqual(await db.queryRows('p2', { even: true }, { order: [{ field: 'i', dir: 'desc' }], limit: 1 }), [{ i: 4, even: true }]);
 });
 
+test('one row by t_id: getRow, getRowVersioned, replaceRow, patchRow (unset, ifVersion), deleteRow, txn forms', async () => {
+  await db.createTable('byid');
+  for (let i = 0; i < 3; i++) await db.insertRow('byid', { same: true });
+  const { value, version } = await db.getRowVersioned('byid', 2);
+  assert.deepEqual(value, { same: true });
+  assert.ok(Number.isInteger(version));
+  await rejects(db.patchRow('byid', 2, { n: 1 }, { ifVersion: (version as number) + 1 }), 412, /^row 2 of table 'byid' changed \(version \d+\)$/);
+  await db.patchRow('byid', 2, { n: 1 }, { unset: ['same'], ifVersion: version as number });
+  assert.deepEqual(await db.getRow('byid', 2), { n: 1 });
+  await db.replaceRow('byid', 3, { r: 3 });
+  await rejects(db.replaceRow('byid', 4, { r: 4 }), 404, "row 4 of table 'byid' does not exist");
+  await db.deleteRow('byid', 1);
+  await rejects(db.getRow('byid', 1), 404, "row 1 of table 'byid' does not exist");
+  await rejects(db.getRow('byid', 0), 400, "t_id must be a positive integer in decimal, not '0'");
+  const r = await db.txn({ mutations: [
+    { name: 'byid', operation: 'UPDATE', t_id: 2, values: { n: 2 } },
+    { name: 'byid', operation: 'REPLACE', t_id: 3, values: { r: 33 } },
+    { name: 'byid', operation: 'REMOVE', t_id: 1 },
+  ] });
+  assert.deepEqual(r.results, [{ matched: 1 }, {}, { matched: 0 }]);
+  assert.deepEqual(await db.getTable('byid'), { 2: { n: 2 }, 3: { r: 33 } });
+});
+
 test('retries: idempotent calls retry on 503 and network errors, others never', async () => {
   let calls = 0;
   const flaky: typeof fetch = async () => {
