@@ -145,6 +145,9 @@ export type TxnMutation =
   | { kind?: 'table'; name: string; operation: 'INSERT'; values: Row; where?: Wheres }
   | { kind?: 'table'; name: string; operation: 'UPDATE'; where: Wheres; values: Row }
   | { kind?: 'table'; name: string; operation: 'REMOVE'; where: Wheres; values?: Row }
+  | { kind?: 'table'; name: string; operation: 'UPDATE'; t_id: number; values: Row }
+  | { kind?: 'table'; name: string; operation: 'REMOVE'; t_id: number; values?: Row }
+  | { kind?: 'table'; name: string; operation: 'REPLACE'; t_id: number; values: Row }
   | { kind: 'variant'; name: string; operation: 'ADD'; delta: number }
   | { kind: 'variant'; name: string; operation: 'SET'; variant: VariantValue; ttl?: number }
   | { kind: 'record'; name: string; operation: 'PUT'; values: JsonObject; ttl?: number }
@@ -196,7 +199,7 @@ export interface PithosOptions {
 
 export interface Endpoint {
   method: 'GET' | 'PUT' | 'POST' | 'PATCH' | 'DELETE';
-  /** Path template; `{name}` and `{field}` are one percent-encoded segment each. */
+  /** Path template; `{name}`, `{field}` and `{t_id}` are one percent-encoded segment each. */
   path: string;
   /** Safe to repeat: retried when `retries` is set. */
   idempotent: boolean;
@@ -232,6 +235,10 @@ export const ENDPOINTS = {
   queryRowsGet: ep('GET', '/tables/{name}/rows', true),
   queryRows: ep('POST', '/tables/{name}/query', true),
   deleteRows: ep('DELETE', '/tables/{name}/rows', false),
+  getRow: ep('GET', '/tables/{name}/rows/{t_id}', true, P2),
+  replaceRow: ep('PUT', '/tables/{name}/rows/{t_id}', true, P2),
+  patchRow: ep('PATCH', '/tables/{name}/rows/{t_id}', false, P2),
+  deleteRow: ep('DELETE', '/tables/{name}/rows/{t_id}', false, P2),
   listIndexes: ep('GET', '/tables/{name}/indexes', true, P2),
   createIndex: ep('PUT', '/tables/{name}/indexes/{field}', false, P2),
   dropIndex: ep('DELETE', '/tables/{name}/indexes/{field}', false, P2),
@@ -306,7 +313,7 @@ export class PithosError extends Error {
 
 function fillPath(template: string, args: readonly string[]): string {
   let i = 0;
-  return template.replace(/\{[a-z]+\}/g, () => {
+  return template.replace(/\{[a-z_]+\}/g, () => {
     const v = args[i++];
     if (v === undefined) throw new TypeError(`missing path argument for ${template}`);
     return encodeURIComponent(v);
@@ -601,6 +608,29 @@ export class Pithos {
   }
   async deleteRows(name: string, wheres: Wheres): Promise<void> {
     await this.call('deleteRows', [name], { body: { wheres } });
+  }
+  /** One row by its `t_id` (part three). */
+  async getRow(name: string, tId: number): Promise<Row> {
+    return (await this.call<Row>('getRow', [name, String(tId)])).data;
+  }
+  /** One row and its version (the ETag), for a later `ifVersion`. */
+  async getRowVersioned(name: string, tId: number): Promise<{ value: Row; version?: number }> {
+    const r = await this.call<Row>('getRow', [name, String(tId)]);
+    return r.version === undefined ? { value: r.data } : { value: r.data, version: r.version };
+  }
+  /** Replaces an existing row whole (never creates one: 404 when there is no such row). */
+  async replaceRow(name: string, tId: number, row: Row, o: { ifVersion?: number } = {}): Promise<void> {
+    await this.call('replaceRow', [name, String(tId)], { body: { rows: row, ...writeFields(o) } });
+  }
+  /** Writes the top-level fields of `sets` into one row and removes the fields named in `unset`. */
+  async patchRow(name: string, tId: number, sets: Row, o: { unset?: string[]; ifVersion?: number } = {}): Promise<void> {
+    const body: JsonObject = { sets, ...writeFields(o) };
+    if (o.unset !== undefined) body.unset = o.unset;
+    await this.call('patchRow', [name, String(tId)], { body });
+  }
+  /** Deletes exactly one row. */
+  async deleteRow(name: string, tId: number, o: { ifVersion?: number } = {}): Promise<void> {
+    await this.call('deleteRow', [name, String(tId)], { body: writeFields(o) });
   }
   /** Part two: set the remaining lifetime of a table, record or variant (0 = none). */
   async setTtl(kind: 'table' | 'record' | 'variant', name: string, ttl: number): Promise<void> {

@@ -336,7 +336,7 @@ function viewTable(client: Pithos, name: string): void {
   const gridBox = h('div', { id: 'rows' });
   const pager = h('div', { class: 'row', id: 'pager' });
   let page = 0;
-  let rows: { id?: string; row: Row }[] = [];
+  let rows: { id: number; row: Row }[] = [];
 
   const build = (): Wheres => {
     const parts: Wheres[] = [];
@@ -389,18 +389,17 @@ function viewTable(client: Pithos, name: string): void {
     const shown = rows.slice(page * size, page * size + size);
     const cols: string[] = [];
     for (const r of shown) for (const c of Object.keys(r.row)) if (!cols.includes(c)) cols.push(c);
-    const withIds = shown.some((r) => r.id !== undefined);
     const table = h('table', { class: 'grid', id: 'grid' },
-      h('thead', {}, h('tr', {}, ...(withIds ? [h('th', { scope: 'col' }, 't_id')] : []), ...cols.map((c) => h('th', { scope: 'col' }, c)), h('th', { scope: 'col' }, 'actions'))),
-      h('tbody', {}, ...shown.map((r) => h('tr', {},
-        ...(withIds ? [h('td', {}, r.id ?? '')] : []),
+      h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 't_id'), ...cols.map((c) => h('th', { scope: 'col' }, c)), h('th', { scope: 'col' }, 'actions'))),
+      h('tbody', {}, ...shown.map((r) => h('tr', { 'data-t-id': String(r.id) },
+        h('td', { class: 't-id' }, String(r.id)),
         ...cols.map((c) => {
           const v = r.row[c];
           return h('td', { class: typeof v === 'string' ? '' : 'json', title: v === undefined ? '' : show(v) }, v === undefined ? '' : show(v));
         }),
         h('td', {},
-          h('button', { type: 'button', class: 'edit-row', onclick: () => editRow(r.row) }, 'Edit'), ' ',
-          h('button', { type: 'button', class: 'delete-row', onclick: () => void deleteRow(r.row) }, 'Delete')),
+          h('button', { type: 'button', class: 'edit-row', onclick: () => void editRow(r.id) }, 'Edit'), ' ',
+          h('button', { type: 'button', class: 'delete-row', onclick: () => void deleteRow(r.id, r.row) }, 'Delete')),
       ))),
     );
     gridBox.replaceChildren(rows.length ? h('div', { class: 'gridwrap' }, table) : h('p', { class: 'muted', id: 'no-rows' }, 'No rows match.'));
@@ -430,8 +429,10 @@ function viewTable(client: Pithos, name: string): void {
   };
 
   /**
-   * Rows with their t_id when the query is empty (GET /tables/<name>), else the matching
-   * rows (POST /query). Ordering and paging happen here, over the whole answer.
+   * Rows with their t_id: the whole table when the query is empty (GET /tables/<name>), else
+   * the matching rows (POST /query with with_ids). The t_id is what Edit and Delete act on, so
+   * they touch exactly the row shown, even when other rows are equal to it. Ordering and
+   * paging happen here, over the whole answer.
    */
   const run = async (): Promise<void> => {
     let wheres: Wheres;
@@ -443,9 +444,9 @@ function viewTable(client: Pithos, name: string): void {
     try {
       if (Object.keys(wheres).length === 0) {
         const all = await client.getTable(name);
-        rows = Object.entries(all).map(([id, row]) => ({ id, row }));
+        rows = Object.entries(all).map(([id, row]) => ({ id: Number(id), row }));
       } else {
-        rows = (await client.queryRows(name, wheres)).map((row) => ({ row }));
+        rows = (await client.queryRowsWithIds(name, wheres)).map((r) => ({ id: r.t_id, row: r.row }));
       }
       sortRows();
       renderGrid();
@@ -484,43 +485,50 @@ function viewTable(client: Pithos, name: string): void {
 
   const countMatching = async (wheres: Wheres): Promise<number> => (await client.queryRows(name, wheres)).length;
 
-  const deleteRow = async (row: Row): Promise<void> => {
-    const wheres = row as Wheres;
+  /** Deletes the one row shown (DELETE /tables/<name>/rows/<t_id>), never others equal to it. */
+  const deleteRow = async (id: number, row: Row): Promise<void> => {
     await attempt(async () => {
-      const n = await countMatching(wheres);
-      if (!(await confirmAction(`Delete ${n} row${n === 1 ? '' : 's'} equal to ${JSON.stringify(row)} from '${name}'?`))) return;
-      await client.deleteRows(name, wheres);
-      say(`${n} row${n === 1 ? '' : 's'} deleted`);
+      if (!(await confirmAction(`Delete row ${id} (${JSON.stringify(row)}) from '${name}'?`))) return;
+      await client.deleteRow(name, id);
+      say(`row ${id} deleted`);
       await run();
     });
   };
 
   const editor = h('section', { class: 'card', id: 'row-editor', hidden: true });
-  const editRow = (row: Row): void => {
+  /**
+   * Edits one row by its t_id: the row is read with its version, and Save sends the changed
+   * and added fields as `sets` and the removed ones as `unset`, on the condition that the
+   * row is still that version (PATCH /tables/<name>/rows/<t_id> with If-Match), so a
+   * change made meanwhile by someone else is never overwritten unseen.
+   */
+  const editRow = (id: number): Promise<void> => attempt(async () => {
+    const { value: row, version } = await client.getRowVersioned(name, id);
     const text = h('textarea', { id: 'row-json', rows: '8', spellcheck: 'false', 'aria-label': 'row as JSON' });
     text.value = JSON.stringify(row, null, 2);
     editor.hidden = false;
     editor.replaceChildren(
-      h('h2', {}, 'Edit row'),
-      h('p', { class: 'muted' }, 'Saving patches every row equal to the original with the fields you changed or added (PATCH with wheres = the original row).'),
+      h('h2', {}, `Edit row ${id}`),
+      h('p', { class: 'muted' }, 'Saving writes the fields you changed or added and removes the fields you deleted, in this row only; if the row changed since it was opened here, nothing is written.'),
       text,
       h('div', { class: 'row' },
         h('button', { type: 'button', class: 'primary', id: 'save-row', onclick: () => void attempt(async () => {
           const next = parseJsonObject(text.value, 'the row');
           const sets: JsonObject = {};
-          for (const [k, v] of Object.entries(next)) if (JSON.stringify(row[k]) !== JSON.stringify(v)) sets[k] = v;
-          if (Object.keys(sets).length === 0) return say('nothing changed');
-          const n = await countMatching(row as Wheres);
-          if (!(await confirmAction(`Patch ${n} row${n === 1 ? '' : 's'} of '${name}' with ${JSON.stringify(sets)}?`))) return;
-          await client.patchRows(name, row as Wheres, sets);
+          for (const [k, v] of Object.entries(next)) if (!Object.hasOwn(row, k) || JSON.stringify(row[k]) !== JSON.stringify(v)) sets[k] = v;
+          const unset = Object.keys(row).filter((k) => !Object.hasOwn(next, k));
+          if (Object.keys(sets).length === 0 && unset.length === 0) return say('nothing changed');
+          const what = [Object.keys(sets).length > 0 ? `set ${JSON.stringify(sets)}` : '', unset.length > 0 ? `remove ${unset.join(', ')}` : ''].filter((x) => x).join(' and ');
+          if (!(await confirmAction(`Patch row ${id} of '${name}': ${what}?`))) return;
+          await client.patchRow(name, id, sets, unset.length > 0 ? { unset, ifVersion: version } : { ifVersion: version });
           editor.hidden = true;
-          say(`${n} row${n === 1 ? '' : 's'} patched`);
+          say(`row ${id} patched`);
           await run();
         }) }, 'Save'),
         h('button', { type: 'button', onclick: () => { editor.hidden = true; } }, 'Cancel')),
     );
     text.focus();
-  };
+  });
 
   const insertText = h('textarea', { id: 'insert-json', rows: '3', spellcheck: 'false', 'aria-label': 'new row as JSON' });
   insertText.value = '{}';
@@ -754,6 +762,9 @@ const TEMPLATES: Record<string, JsonObject> = {
   'table INSERT': { name: 'users', operation: 'INSERT', values: { name: 'ann' } },
   'table UPDATE': { name: 'users', operation: 'UPDATE', where: { name: 'ann' }, values: { age: 32 } },
   'table REMOVE': { name: 'users', operation: 'REMOVE', where: { name: 'ann' } },
+  'table UPDATE by t_id': { name: 'users', operation: 'UPDATE', t_id: 1, values: { age: 32 } },
+  'table REMOVE by t_id': { name: 'users', operation: 'REMOVE', t_id: 1 },
+  'table REPLACE': { name: 'users', operation: 'REPLACE', t_id: 1, values: { name: 'ann' } },
   'variant ADD': { kind: 'variant', name: 'counter', operation: 'ADD', delta: 1 },
   'variant SET': { kind: 'variant', name: 'counter', operation: 'SET', variant: 0 },
   'record PUT': { kind: 'record', name: 'doc', operation: 'PUT', values: { ok: true } },

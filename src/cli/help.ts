@@ -18,13 +18,13 @@ Server:
   pithos restore --from FILE --data-dir DIR   restore a backup into a new data directory
 
 Client:
-  get <kind> <name>                     read a table, record, variant or lock
-  put table|record|variant <name> ...   create a table, write a record or variant
-  del table|record|variant <name>       delete one object; del rows <table> <wheres>
+  get <kind> <name>                     read a table, record, variant or lock; get row <table> <t_id>
+  put table|record|variant <name> ...   create a table, write a record or variant; put row replaces a row
+  del table|record|variant <name>       delete one object; del rows <table> <wheres>; del row <table> <t_id>
   incr <variant> [delta]                atomic add (default 1)
   query <table> [wheres]                matching rows (--order, --limit, --fields, --count)
   insert <table> <row>...               insert rows, prints each t_id
-  patch <table> <wheres> <sets>         patch matching rows; patch --record <id> <sets>
+  patch <table> <wheres> <sets>         patch matching rows; patch --record <id> <sets>; patch --row <table> <t_id> <sets>
   lock <name> --ttl <s> [--holder h]    acquire (or --renew <token>) a lease lock
   unlock <name> <token>                 release a lock
   txn <transaction>                     run a transaction (POST /txns)
@@ -43,6 +43,7 @@ export const HELP: Record<string, string> = {
   pithos get record <id> [--column <field>]            the record (or one field of it)
   pithos get variant <name>                            the value
   pithos get lock <name>                               holder, fence and time left
+  pithos get row <table> <t_id>                        one row, and its version
 A missing object exits 1 ("... does not exist").
 
 ${COMMON}`,
@@ -50,12 +51,14 @@ ${COMMON}`,
   pithos put table <name> [--ttl s]                    create a table (exists: exit 1)
   pithos put record <id> <json> [--ttl s] [--if-version v] [--if-absent]
   pithos put variant <name> <value> [--ttl s] [--if-version v] [--if-absent] [--string]
+  pithos put row <table> <t_id> <json> [--if-version v]   replace one row whole (never creates one)
 A variant value is read as JSON (42, 1.5, true, "x"); anything else is a string,
 and --string forces a string ("42" stays text).
 
 ${COMMON}`,
   del: `usage: pithos del table|record|variant <name>
        pithos del rows <table> <wheres>                delete the matching rows
+       pithos del row <table> <t_id> [--if-version v]  delete exactly one row
 A missing object exits 1.
 
 ${COMMON}`,
@@ -78,8 +81,10 @@ Prints the t_id of every inserted row.
 ${COMMON}`,
   patch: `usage: pithos patch <table> <wheres> <sets>
        pithos patch --record <id> [sets] [--if-version v] [--ttl s]
+       pithos patch --row <table> <t_id> [sets] [--unset <field>]... [--if-version v]
 Writes the fields of sets into every matching row (or merges them into the record;
-null deletes a field; needs a server that has PATCH, docs/api.md).
+null deletes a field; needs a server that has PATCH, docs/api.md). With --row, into
+that one row, and removes each field named by --unset.
 
 ${COMMON}`,
   lock: `usage: pithos lock <name> --ttl <seconds> [--holder <name>]

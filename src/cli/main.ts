@@ -34,10 +34,10 @@ interface Parsed {
 /** Flags that take a value; the others are booleans. `-o` is `--output`, `-h` is `--help`. */
 const VALUED = [
   'url', 'token', 'output', 'ttl', 'if-version', 'limit', 'after', 'order', 'fields', 'prefix', 'since', 'kind', 'holder',
-  'renew', 'column', 'timeout', 'retries', 'count-events', 'delta', 'out', 'from', 'data-dir',
+  'renew', 'column', 'timeout', 'retries', 'count-events', 'delta', 'out', 'from', 'data-dir', 'unset',
   'encryption-key-file', 'encryption-old-key-files',
 ] as const;
-const BOOLEAN = ['if-absent', 'count', 'with-ids', 'all', 'values', 'record', 'string', 'help'] as const;
+const BOOLEAN = ['if-absent', 'count', 'with-ids', 'all', 'values', 'record', 'row', 'string', 'help'] as const;
 const SHORT: Record<string, string> = { output: 'o', help: 'h' };
 type Options = NonNullable<ParseArgsConfig['options']>;
 const OPTIONS: Options = Object.fromEntries([
@@ -253,8 +253,20 @@ async function call<T>(c: Ctx, op: Operation, args: string[], opts: Parameters<P
 
 const msg = (a: Answer<unknown>): string => a.message;
 
+/** The body fields of a conditional row write (`--if-version`). */
+function rowCondition(p: Parsed): Record<string, unknown> {
+  const v = intFlag(p, 'if-version');
+  return v === undefined ? {} : { if_version: v };
+}
+
 async function cmdGet(c: Ctx): Promise<void> {
   const { p } = c;
+  if (p.pos[0] === 'row') {
+    onlyFlags(p, 'get row', []);
+    const [, table, id] = positionals(p, 'get row', 3, 3);
+    await call(c, 'getRow', [table!, id!], {}, (a) => JSON.stringify(a.data, null, 2) + (a.version !== undefined ? `\n(version ${a.version})` : ''));
+    return;
+  }
   const [kw, name] = positionals(p, 'get', 2, 2);
   const kind = kindOf(kw, 'get', ['table', 'record', 'variant', 'lock']);
   if (kind === 'table') {
@@ -297,6 +309,13 @@ function writeOpts(p: Parsed): Record<string, unknown> {
 
 async function cmdPut(c: Ctx): Promise<void> {
   const { p } = c;
+  if (p.pos[0] === 'row') {
+    onlyFlags(p, 'put row', ['if-version']);
+    const [, table, id, value] = positionals(p, 'put row', 4, 4);
+    const rows = await readObjectArg(value, 'the row', c.io);
+    await call(c, 'replaceRow', [table!, id!], { body: { rows, ...rowCondition(p) } }, msg);
+    return;
+  }
   const kind = kindOf(p.pos[0], 'put', ['table', 'record', 'variant']);
   if (kind === 'table') {
     onlyFlags(p, 'put table', ['ttl']);
@@ -331,6 +350,12 @@ async function cmdDel(c: Ctx): Promise<void> {
     const [, table, w] = positionals(p, 'del rows', 3, 3);
     const wheres = await readObjectArg(w, 'wheres', c.io);
     await call(c, 'deleteRows', [table!], { body: { wheres } }, msg);
+    return;
+  }
+  if (p.pos[0] === 'row') {
+    onlyFlags(p, 'del row', ['if-version']);
+    const [, table, id] = positionals(p, 'del row', 3, 3);
+    await call(c, 'deleteRow', [table!, id!], { body: rowCondition(p) }, msg);
     return;
   }
   onlyFlags(p, 'del', []);
@@ -406,6 +431,16 @@ async function cmdPatch(c: Ctx): Promise<void> {
     if (s !== undefined) body.sets = await readObjectArg(s, 'sets', c.io);
     else if (body.ttl === undefined) throw new UsageError('patch --record: give sets or --ttl');
     await call(c, 'patchRecord', [id!], { body }, msg);
+    return;
+  }
+  if (has(p, 'row')) {
+    onlyFlags(p, 'patch --row', ['row', 'unset', 'if-version']);
+    const [table, id, s] = positionals(p, 'patch --row', 2, 3);
+    const unset = p.flags.get('unset');
+    if (s === undefined && unset === undefined) throw new UsageError('patch --row: give sets or --unset <field>');
+    const body: Record<string, unknown> = { sets: s === undefined ? {} : await readObjectArg(s, 'sets', c.io), ...rowCondition(p) };
+    if (unset !== undefined) body.unset = unset;
+    await call(c, 'patchRow', [table!, id!], { body }, msg);
     return;
   }
   onlyFlags(p, 'patch', []);

@@ -9,6 +9,7 @@ import type { Precondition, Store, Sync, Text, VersionOut } from '../store/store
 import type { Row } from '../store/wheres.js';
 import { invalid, StoreError } from '../store/errors.js';
 import { numberText } from '../store/json.js';
+import { checkUnset, rowIdOfText } from '../store/rows.js';
 import type { Body } from './body.js';
 import { Answer, drained, send, sendTagged, sendText } from './envelope.js';
 import type { Health } from '../health.js';
@@ -66,6 +67,10 @@ const A = {
   recordsListed: new Answer('records listed successfully'),
   variantsListed: new Answer('variants listed successfully'),
   locksListed: new Answer('locks listed successfully'),
+  rowQueried: new Answer('table row queried successfully'),
+  rowReplaced: new Answer('table row replaced successfully'),
+  rowPatched: new Answer('table row patched successfully'),
+  rowRemoved: new Answer('table row removed successfully'),
   indexCreated: new Answer('index created successfully'),
   indexesListed: new Answer('indexes listed successfully'),
   indexDeleted: new Answer('index deleted successfully'),
@@ -183,6 +188,45 @@ export async function patchRows(ctx: Ctx, name: string, body: Body, res: ServerR
 export async function deleteRows(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
   await ctx.store.tables.deleteRows(name, body.wheres as Row);
   send(res, 200, A.rowsRemoved);
+}
+
+// ---- one row by t_id ---------------------------------------------------------
+
+/**
+ * The condition of a row write: `if_version` or `If-Match`. A row PUT never
+ * creates one (t_ids are the server's), so "create only" can never hold.
+ */
+function rowPrecondition(body: Body, res: ServerResponse): Precondition | undefined {
+  const pre = preconditionOf(body, res);
+  if (pre?.ifAbsent === true) throw invalid(`header 'If-None-Match' does not apply to a row: a row is created by POST /tables/<name>/rows, never by PUT`);
+  return pre;
+}
+
+export function getRow(ctx: Ctx, name: string, _body: Body, res: ServerResponse, _raw: string, args: Args): void | Promise<void> {
+  const id = rowIdOfText(args.sub);
+  const json = ctx.store.tables.getRow(name, id, VERSION);
+  if (typeof json === 'string') return sendTagged(res, 200, A.rowQueried, json, VERSION.version);
+  return tagged(json, (out) => ctx.store.tables.getRow(name, id, out), res, A.rowQueried);
+}
+
+export async function replaceRow(ctx: Ctx, name: string, body: Body, res: ServerResponse, _raw: string, args: Args): Promise<void> {
+  const id = rowIdOfText(args.sub);
+  await ctx.store.tables.replaceRow(name, id, body.rows as Row, rowPrecondition(body, res));
+  send(res, 200, A.rowReplaced);
+}
+
+export async function patchRow(ctx: Ctx, name: string, body: Body, res: ServerResponse, _raw: string, args: Args): Promise<void> {
+  const id = rowIdOfText(args.sub);
+  const sets = body.sets as Row;
+  const unset = body.unset === undefined ? [] : checkUnset(body.unset, sets);
+  await ctx.store.tables.patchRow(name, id, sets, unset, rowPrecondition(body, res));
+  send(res, 200, A.rowPatched);
+}
+
+export async function deleteRow(ctx: Ctx, name: string, body: Body, res: ServerResponse, _raw: string, args: Args): Promise<void> {
+  const id = rowIdOfText(args.sub);
+  await ctx.store.tables.deleteRow(name, id, rowPrecondition(body, res));
+  send(res, 200, A.rowRemoved);
 }
 
 export async function dropTable(ctx: Ctx, name: string, _body: Body, res: ServerResponse): Promise<void> {

@@ -71,6 +71,7 @@ export function errorStatuses(r: RouteDef): number[] {
   if ((ns === 'table' && r.method === 'PUT') || (ns === 'variant' && (r.method === 'PUT' || r.method === 'POST'))) s.add(409);
   if (ns === 'lock' && r.method === 'PUT') s.add(423);
   if (r.path === '/txns') for (const x of [404, 409, 412, 423]) s.add(x);
+  if (r.body?.if_version !== undefined) s.add(412);
   return [...s].sort((a, b) => a - b);
 }
 
@@ -89,6 +90,13 @@ function operation(r: RouteDef): Json {
       description: `the ${r.names ?? 'object'} name: one percent-encoded path segment, 1-255 bytes of UTF-8, no control characters, not . or ..`,
       schema: { type: 'string', minLength: 1 },
     }];
+  }
+  if (r.subNames === 't_id') {
+    (op.parameters as Json[]).push({
+      name: 't_id', in: 'path', required: true,
+      description: 'the row\'s t_id: a positive integer in decimal (anything else is 400)',
+      schema: { type: 'string', pattern: '^[1-9][0-9]*$' },
+    });
   }
   const fields = r.body === undefined ? [] : Object.entries(r.body);
   // A strict GET refuses unknown query parameters; it takes no body to describe.

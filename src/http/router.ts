@@ -144,6 +144,18 @@ function decodeName(seg: string, what: string): string {
   return name;
 }
 
+/**
+ * A t_id segment is no name (src/store/rows.ts checks it as a number): only
+ * percent-decoded here, so its 400 says what a t_id must be, not what a name must be.
+ */
+function decodeRowId(seg: string): string {
+  try {
+    return decodeURIComponent(seg);
+  } catch {
+    return seg;
+  }
+}
+
 /** Resolves a request line to a route and its decoded name; throws 404 / 405 / 400. */
 export function route(method: string, url: string, testClock: boolean): Match {
   const q = url.indexOf('?');
@@ -177,7 +189,7 @@ export function route(method: string, url: string, testClock: boolean): Match {
   return {
     route: r,
     name: param === undefined ? '' : decodeName(param, names),
-    sub: sub === undefined ? '' : decodeName(sub, subNames),
+    sub: sub === undefined ? '' : subNames === 't_id' ? decodeRowId(sub) : decodeName(sub, subNames),
   };
 }
 

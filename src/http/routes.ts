@@ -24,8 +24,8 @@ export interface RouteDef {
   role: Role;
   /** What the `{name}` parameter names, for its error messages ("table name must …"). */
   names?: 'table' | 'record' | 'variant' | 'lock';
-  /** What a second `{…}` parameter names (an index's field). */
-  subNames?: 'field';
+  /** What a second `{…}` parameter names (an index's field, a row's t_id). */
+  subNames?: 'field' | 't_id';
   /**
    * Query-string parameters the endpoint takes (name → doc). When declared,
    * any other parameter is refused (400 naming it); Part-one endpoints declare
@@ -93,6 +93,22 @@ export const ROUTES: readonly RouteDef[] = [
   { method: 'POST', path: '/tables/{name}/query', handler: h.queryRows, role: 'read', names: 'table',
     summary: 'Matching rows (POST alias of GET …/rows for clients that cannot send a GET body)',
     body: rowQuery, strict: true, query: {}, ok: { status: [200], message: 'table queried rows successfully' } },
+  // One row by t_id (docs/api.md "One row by t_id"): 400 for a t_id that is not a positive decimal integer.
+  { method: 'GET', path: '/tables/{name}/rows/{t_id}', handler: h.getRow, role: 'read', names: 'table', subNames: 't_id',
+    summary: 'One row by its t_id (ETag: its version)', strict: true, query: {},
+    ok: { status: [200], message: 'table row queried successfully' } },
+  { method: 'PUT', path: '/tables/{name}/rows/{t_id}', handler: h.replaceRow, role: 'write', names: 'table', subNames: 't_id',
+    summary: 'Replace one row whole (never creates a row)', strict: true, query: {},
+    body: { rows: { type: 'object', required: true, doc: 'the whole new row' }, if_version: ifVersion },
+    ok: { status: [200], message: 'table row replaced successfully' } },
+  { method: 'PATCH', path: '/tables/{name}/rows/{t_id}', handler: h.patchRow, role: 'write', names: 'table', subNames: 't_id',
+    summary: 'Set fields of one row (sets) and remove others (unset)', strict: true, query: {},
+    body: { sets: { type: 'object', required: true, doc: 'top-level fields to write into the row, as PATCH /tables/{name} writes them' },
+      unset: { type: 'array', doc: 'top-level field names to remove from the row' }, if_version: ifVersion },
+    ok: { status: [200], message: 'table row patched successfully' } },
+  { method: 'DELETE', path: '/tables/{name}/rows/{t_id}', handler: h.deleteRow, role: 'write', names: 'table', subNames: 't_id',
+    summary: 'Delete one row by its t_id', strict: true, query: {}, body: { if_version: ifVersion },
+    ok: { status: [200], message: 'table row removed successfully' } },
   { method: 'PUT', path: '/tables/{name}/indexes/{field}', handler: h.createIndex, role: 'write', names: 'table', subNames: 'field',
     summary: 'Index a field or dotted path (built in the background)', strict: true,
     ok: { status: [201], message: 'index created successfully' } },

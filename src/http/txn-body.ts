@@ -8,6 +8,7 @@
 import { invalid } from '../store/errors.js';
 import type { Check, Mutation, Transaction } from '../store/store.js';
 import { elementNumberTexts } from '../store/json.js';
+import { isRowId, MAX_ROW_ID } from '../store/rows.js';
 import { checkName, isPlainObject, isVersion, MAX_TTL } from '../store/validate.js';
 import type { Body } from './body.js';
 
@@ -72,7 +73,20 @@ function scalar(o: Obj, k: string, where: string): unknown {
   throw invalid(`${where}: field '${k}' ${v === undefined ? 'is required (a string, boolean or number)' : 'must be a string, boolean or number'}`);
 }
 
-const OPS = { table: ['INSERT', 'UPDATE', 'REMOVE'], variant: ['ADD', 'SET'], record: ['PUT', 'DELETE'] } as const;
+function rowIdField(o: Obj, where: string): number {
+  const v = o.t_id;
+  if (!isRowId(v)) throw invalid(`${where}: field 't_id' must be a positive integer (at most ${MAX_ROW_ID})`);
+  return v;
+}
+
+/** The t_id an UPDATE or REMOVE names instead of `where`; undefined when it has `where`. */
+function byRowId(o: Obj, where: string): number | undefined {
+  if (o.t_id === undefined) return undefined;
+  if (o.where !== undefined) throw invalid(`${where}: give 'where' or 't_id', not both`);
+  return rowIdField(o, where);
+}
+
+const OPS = { table: ['INSERT', 'UPDATE', 'REMOVE', 'REPLACE'], variant: ['ADD', 'SET'], record: ['PUT', 'DELETE'] } as const;
 
 /** Source texts of the mutations' numbers, by mutation index (JSON.parse forgets whether `1.0` had a fraction). */
 interface NumberTexts {
@@ -96,13 +110,24 @@ function mutation(m: unknown, i: number, texts: NumberTexts): Mutation {
       allowOnly(m, ['kind', 'name', 'operation', 'values', 'where'], where);
       emptyOrAbsent(m, 'where', where, 'an INSERT matches no rows');
       return { kind: 'table', name, op: 'INSERT', values: obj(m, 'values', where) };
-    case 'table UPDATE':
-      allowOnly(m, ['kind', 'name', 'operation', 'values', 'where'], where);
-      return { kind: 'table', name, op: 'UPDATE', where: obj(m, 'where', where), values: obj(m, 'values', where) };
-    case 'table REMOVE':
-      allowOnly(m, ['kind', 'name', 'operation', 'values', 'where'], where);
+    case 'table UPDATE': {
+      allowOnly(m, ['kind', 'name', 'operation', 'values', 'where', 't_id'], where);
+      const id = byRowId(m, where);
+      const values = obj(m, 'values', where);
+      return id === undefined
+        ? { kind: 'table', name, op: 'UPDATE', where: obj(m, 'where', where), values }
+        : { kind: 'table', name, op: 'UPDATE_ID', tId: id, values };
+    }
+    case 'table REMOVE': {
+      allowOnly(m, ['kind', 'name', 'operation', 'values', 'where', 't_id'], where);
       emptyOrAbsent(m, 'values', where, 'a REMOVE writes no values');
-      return { kind: 'table', name, op: 'REMOVE', where: obj(m, 'where', where) };
+      const id = byRowId(m, where);
+      return id === undefined ? { kind: 'table', name, op: 'REMOVE', where: obj(m, 'where', where) } : { kind: 'table', name, op: 'REMOVE_ID', tId: id };
+    }
+    case 'table REPLACE':
+      allowOnly(m, ['kind', 'name', 'operation', 'values', 't_id'], where);
+      if (m.t_id === undefined) throw invalid(`${where}: field 't_id' is required (the row to replace)`);
+      return { kind: 'table', name, op: 'REPLACE', tId: rowIdField(m, where), values: obj(m, 'values', where) };
     case 'variant ADD': {
       allowOnly(m, ['kind', 'name', 'operation', 'delta'], where);
       const d = m.delta;

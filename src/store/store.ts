@@ -95,6 +95,16 @@ export interface TableStore {
   listIndexes(name: string): Promise<string>;
   /** 404 when there is no such index. */
   dropIndex(name: string, field: string): Promise<void>;
+
+  // ---- Part three (docs/api.md "One row by t_id"): 404 for a missing table or row ----
+
+  /** The row as JSON text; `out` receives its version (synchronously when served from memory). */
+  getRow(name: string, id: number, out?: VersionOut): Sync<string>;
+  /** Writes `row` in place of the existing row `id` (never creates one). */
+  replaceRow(name: string, id: number, row: Row, pre?: Precondition): Promise<void>;
+  /** Merges `sets` into row `id` as `patch` merges, then removes the fields of `unset` (src/store/rows.ts). */
+  patchRow(name: string, id: number, sets: Row, unset: readonly string[], pre?: Precondition): Promise<void>;
+  deleteRow(name: string, id: number, pre?: Precondition): Promise<void>;
 }
 
 /** One key of `order`; `field` is a dotted path (as in wheres). */
@@ -185,6 +195,10 @@ export type Mutation =
   | { kind: 'table'; name: string; op: 'INSERT'; values: Row }
   | { kind: 'table'; name: string; op: 'UPDATE'; where: Wheres; values: Row }
   | { kind: 'table'; name: string; op: 'REMOVE'; where: Wheres }
+  // One row by t_id: UPDATE and REMOVE answer {"matched": 0 or 1}; REPLACE of a missing row is 404.
+  | { kind: 'table'; name: string; op: 'UPDATE_ID'; tId: number; values: Row }
+  | { kind: 'table'; name: string; op: 'REMOVE_ID'; tId: number }
+  | { kind: 'table'; name: string; op: 'REPLACE'; tId: number; values: Row }
   | { kind: 'variant'; name: string; op: 'ADD'; delta: ScalarInput }
   | { kind: 'variant'; name: string; op: 'SET'; value: ScalarInput; ttl: number }
   | { kind: 'record'; name: string; op: 'PUT'; values: Row; ttl: number }

@@ -61,7 +61,7 @@ function exits(r: Run, code: number, label: string, stderr?: RegExp): void {
 }
 /** The single JSON line `-o json` printed. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- envelopes of every command
-function json(r: Run): { status: string; message: string; data?: any; http_status?: number } {
+function json(r: Run): { status: string; message: string; data?: any; http_status?: number; version?: number } {
   const lines = r.stdout.trim().split('\n');
   assert.equal(lines.length, 1, `one JSON line expected:\n${r.stdout}`);
   return JSON.parse(lines[0]!);
@@ -165,6 +165,31 @@ test('tables: put table, insert (args and stdin), query, get table, patch, del r
 
   ok(await cli(['del', 'table', 'users']), 'del table');
   exits(await cli(['get', 'table', 'users']), 1, 'get dropped table', /404/);
+});
+
+test('one row by t_id: get row, put row, patch --row (--unset), del row, --if-version', async () => {
+  ok(await cli(['put', 'table', 'twins']), 'put table');
+  ok(await cli(['insert', 'twins', '{"a":1,"b":2}', '{"a":1,"b":2}']), 'insert');
+  const g = await cli(['get', 'row', 'twins', '1', '-o', 'json']);
+  ok(g, 'get row');
+  const v = json(g).version as number;
+  assert.ok(Number.isInteger(v), g.stdout);
+  assert.deepEqual(json(g), { status: 'success', message: 'table row queried successfully', data: { a: 1, b: 2 }, version: v });
+  const human = await cli(['get', 'row', 'twins', '1']);
+  assert.equal(human.stdout, `{\n  "a": 1,\n  "b": 2\n}\n(version ${v})\n`);
+
+  exits(await cli(['patch', '--row', 'twins', '1', '{"c":3}', '--if-version', String(v + 1)]), 1, 'stale patch',
+    new RegExp(`412 row 1 of table 'twins' changed \\(version ${v}\\)`));
+  ok(await cli(['patch', '--row', 'twins', '1', '{"c":3}', '--unset', 'a', '--unset', 'b', '--if-version', String(v)]), 'patch --row');
+  ok(await cli(['patch', '--row', 'twins', '2', '--unset', 'b']), 'patch --row with only --unset');
+  exits(await cli(['patch', '--row', 'twins', '2']), 2, 'patch --row without sets or --unset', /give sets or --unset/);
+  ok(await cli(['put', 'row', 'twins', '2', '{"z":true}']), 'put row');
+  exits(await cli(['put', 'row', 'twins', '3', '{"z":true}']), 1, 'put row never creates', /404 row 3 of table 'twins' does not exist/);
+  exits(await cli(['get', 'row', 'twins', 'abc']), 1, 'bad t_id', /400 t_id must be a positive integer in decimal, not 'abc'/);
+  assert.deepEqual((await server.req('GET', '/tables/twins')).body.data, { 1: { c: 3 }, 2: { z: true } });
+  ok(await cli(['del', 'row', 'twins', '1']), 'del row');
+  assert.deepEqual((await server.req('GET', '/tables/twins')).body.data, { 2: { z: true } });
+  exits(await cli(['del', 'row', 'twins', '1']), 1, 'del row twice', /404 row 1 of table 'twins' does not exist/);
 });
 
 test('records: put (created/replaced), get, --column, del, not found exits 1', async () => {

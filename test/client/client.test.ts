@@ -146,17 +146,17 @@ test('every endpoint the client knows is served by the server (no 404 "no endpoi
   assert.ok(list.length >= 30, `only ${list.length} endpoints`);
   // The change feed never ends by itself; the route-table test below covers it.
   for (const e of list.filter((x) => x.path !== '/watch')) {
-    const path = e.path.replace(/\{[a-z]+\}/g, 'x');
+    const path = e.path.replace(/\{[a-z_]+\}/g, 'x');
     assert.ok(await served(e.method, path, {}), `${e.method} ${e.path} is not served`);
   }
   // The client's own pairs are distinct and well-formed.
   assert.equal(new Set(list.map((e) => `${e.method} ${e.path}`)).size, list.length);
-  for (const e of list) assert.match(e.path, /^\/[a-z_.]+(\/(\{[a-z]+\}|[a-z]+))*$/);
+  for (const e of list) assert.match(e.path, /^\/[a-z_.]+(\/(\{[a-z_]+\}|[a-z]+))*$/);
 });
 
 test('the client and the server route table (src/http/routes.ts) list the same endpoints', () => {
   const routes: ReadonlyArray<{ method: string; path: string; testOnly?: boolean }> = ROUTES;
-  const key = (e: { method: string; path: string }): string => `${e.method} ${e.path.replace(/\{[a-z]+\}/g, '{}')}`;
+  const key = (e: { method: string; path: string }): string => `${e.method} ${e.path.replace(/\{[a-z_]+\}/g, '{}')}`;
   const server = new Set(routes.filter((r) => !r.testOnly).map(key));
   const client = endpointList();
   const probes = new Set(['GET /livez', 'GET /readyz']); // answered before routing (src/http/probes.ts)
@@ -190,6 +190,29 @@ test('part-two calls: listing, transactions, metrics, row-query options', async 
   assert.deepEqual(r.results, [{ t_id: 6 }]);
   assert.match(await db.metrics(), /^# (HELP|TYPE) pithos_/m);
   assert.deepEqual(await db.queryRows('p2', { even: true }, { order: [{ field: 'i', dir: 'desc' }], limit: 1 }), [{ i: 4, even: true }]);
+});
+
+test('one row by t_id: getRow, getRowVersioned, replaceRow, patchRow (unset, ifVersion), deleteRow, txn forms', async () => {
+  await db.createTable('byid');
+  for (let i = 0; i < 3; i++) await db.insertRow('byid', { same: true });
+  const { value, version } = await db.getRowVersioned('byid', 2);
+  assert.deepEqual(value, { same: true });
+  assert.ok(Number.isInteger(version));
+  await rejects(db.patchRow('byid', 2, { n: 1 }, { ifVersion: (version as number) + 1 }), 412, /^row 2 of table 'byid' changed \(version \d+\)$/);
+  await db.patchRow('byid', 2, { n: 1 }, { unset: ['same'], ifVersion: version as number });
+  assert.deepEqual(await db.getRow('byid', 2), { n: 1 });
+  await db.replaceRow('byid', 3, { r: 3 });
+  await rejects(db.replaceRow('byid', 4, { r: 4 }), 404, "row 4 of table 'byid' does not exist");
+  await db.deleteRow('byid', 1);
+  await rejects(db.getRow('byid', 1), 404, "row 1 of table 'byid' does not exist");
+  await rejects(db.getRow('byid', 0), 400, "t_id must be a positive integer in decimal, not '0'");
+  const r = await db.txn({ mutations: [
+    { name: 'byid', operation: 'UPDATE', t_id: 2, values: { n: 2 } },
+    { name: 'byid', operation: 'REPLACE', t_id: 3, values: { r: 33 } },
+    { name: 'byid', operation: 'REMOVE', t_id: 1 },
+  ] });
+  assert.deepEqual(r.results, [{ matched: 1 }, {}, { matched: 0 }]);
+  assert.deepEqual(await db.getTable('byid'), { 2: { n: 2 }, 3: { r: 33 } });
 });
 
 test('retries: idempotent calls retry on 503 and network errors, others never', async () => {

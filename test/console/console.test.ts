@@ -132,7 +132,9 @@ test('console: create a table, insert rows, query with the builder', async () =>
   await page.selectOption('#order-dir', 'desc');
   await page.click('#run-query');
   await page.waitForFunction(() => document.querySelectorAll('#grid tbody tr').length === 2);
-  const names = await page.locator('#grid tbody tr td:first-child').allTextContents();
+  // Matching rows are shown with their t_ids, which Edit and Delete act on.
+  assert.deepEqual(await page.locator('#grid tbody tr td.t-id').allTextContents(), ['3', '1']);
+  const names = await page.locator('#grid tbody tr td:nth-child(2)').allTextContents();
   assert.deepEqual(names, ['cy', 'ann']);
   assert.match((await page.locator('#page-info').textContent()) ?? '', /2 rows/);
   await shot('table');
@@ -141,22 +143,42 @@ test('console: create a table, insert rows, query with the builder', async () =>
 test('console: edit and delete rows, with confirmation', async () => {
   // Edit ann: age 31 → 32 (shown second: cy first, ordered by age desc).
   await page.locator('#grid tbody tr').filter({ hasText: 'ann' }).locator('.edit-row').click();
+  await page.locator('#row-json').waitFor();
   const text = JSON.parse(await page.inputValue('#row-json'));
   assert.deepEqual(text, { name: 'ann', age: 31 });
   await page.fill('#row-json', JSON.stringify({ name: 'ann', age: 32, role: 'admin' }));
   await page.click('#save-row');
-  await answerDialog(/Patch 1 row of 'users' with \{"age":32,"role":"admin"\}/, true);
-  await page.locator('#status .ok').filter({ hasText: '1 row patched' }).waitFor();
+  await answerDialog(/^Patch row 1 of 'users': set \{"age":32,"role":"admin"\}\?$/, true);
+  await page.locator('#status .ok').filter({ hasText: 'row 1 patched' }).waitFor();
   assert.deepEqual((await server.req('GET', '/tables/users')).body.data['1'], { name: 'ann', age: 32, role: 'admin' });
+
+  // A field deleted in the editor is removed from the row (unset), not left behind.
+  await page.locator('#grid tbody tr').filter({ hasText: 'ann' }).locator('.edit-row').click();
+  await page.waitForFunction(() => (document.querySelector<HTMLTextAreaElement>('#row-json')?.value ?? '').includes('admin'));
+  await page.fill('#row-json', JSON.stringify({ name: 'ann', age: 32 }));
+  await page.click('#save-row');
+  await answerDialog(/^Patch row 1 of 'users': remove role\?$/, true);
+  await page.locator('#status .ok').filter({ hasText: 'row 1 patched' }).waitFor();
+  assert.deepEqual((await server.req('GET', '/tables/users')).body.data['1'], { name: 'ann', age: 32 });
+
+  // A row changed by someone else after the editor opened is not overwritten: the save is refused (412).
+  await page.locator('#grid tbody tr').filter({ hasText: 'ann' }).locator('.edit-row').click();
+  await page.waitForFunction(() => !(document.querySelector<HTMLTextAreaElement>('#row-json')?.value ?? 'admin').includes('admin'));
+  assert.equal((await server.req('PATCH', '/tables/users/rows/1', { sets: { elsewhere: true } })).status, 200);
+  await page.fill('#row-json', JSON.stringify({ name: 'ann', age: 33 }));
+  await page.click('#save-row');
+  await answerDialog(/^Patch row 1 of 'users': set \{"age":33\}\?$/, true);
+  await page.locator('#status .error').filter({ hasText: /row 1 of table 'users' changed \(version \d+\)/ }).waitFor();
+  assert.deepEqual((await server.req('GET', '/tables/users')).body.data['1'], { name: 'ann', age: 32, elsewhere: true });
 
   // Delete cy: cancel first (nothing happens), then confirm.
   const cy = page.locator('#grid tbody tr').filter({ hasText: 'cy' });
   await cy.locator('.delete-row').click();
-  await answerDialog(/Delete 1 row equal to/, false);
+  await answerDialog(/^Delete row 3 \(\{"name":"cy","age":40,"city":"Oslo"\}\) from 'users'\?$/, false);
   assert.ok((await server.req('GET', '/tables/users')).body.data['3'], 'cancel left the row alone');
   await cy.locator('.delete-row').click();
-  await answerDialog(/Delete 1 row equal to/, true);
-  await page.locator('#status .ok').filter({ hasText: '1 row deleted' }).waitFor();
+  await answerDialog(/^Delete row 3 /, true);
+  await page.locator('#status .ok').filter({ hasText: 'row 3 deleted' }).waitFor();
   assert.deepEqual(Object.keys((await server.req('GET', '/tables/users')).body.data), ['1', '2']);
   await page.waitForFunction(() => document.querySelectorAll('#grid tbody tr').length === 1);
 
@@ -170,6 +192,29 @@ test('console: edit and delete rows, with confirmation', async () => {
     assert.equal(await counted('solo'), '1 row');
     assert.equal(await counted('users'), '2 rows');
   }
+});
+
+test('console: Delete removes exactly the row clicked, not the rows equal to it', async () => {
+  assert.equal((await server.req('PUT', '/tables/twins')).status, 201);
+  for (let i = 0; i < 3; i++) assert.equal((await server.req('POST', '/tables/twins/rows', { rows: { same: 'x' } })).status, 201);
+  await page.goto(`${server.base}/console/#/tables/twins`);
+  await page.waitForFunction(() => document.querySelectorAll('#grid tbody tr').length === 3);
+  await page.locator('#grid tbody tr[data-t-id="2"] .delete-row').click();
+  await answerDialog(/^Delete row 2 \(\{"same":"x"\}\) from 'twins'\?$/, true);
+  await page.locator('#status .ok').filter({ hasText: 'row 2 deleted' }).waitFor();
+  // What the server holds: the two other identical rows are still there.
+  assert.deepEqual((await server.req('GET', '/tables/twins')).body.data, { 1: { same: 'x' }, 3: { same: 'x' } });
+  await page.waitForFunction(() => document.querySelectorAll('#grid tbody tr').length === 2);
+  assert.deepEqual(await page.locator('#grid tbody tr td.t-id').allTextContents(), ['1', '3']);
+
+  // Edit of one of two identical rows changes that row only.
+  await page.locator('#grid tbody tr[data-t-id="3"] .edit-row').click();
+  await page.locator('#row-json').waitFor();
+  await page.fill('#row-json', JSON.stringify({ same: 'y' }));
+  await page.click('#save-row');
+  await answerDialog(/^Patch row 3 of 'twins': set \{"same":"y"\}\?$/, true);
+  await page.locator('#status .ok').filter({ hasText: 'row 3 patched' }).waitFor();
+  assert.deepEqual((await server.req('GET', '/tables/twins')).body.data, { 1: { same: 'x' }, 3: { same: 'y' } });
 });
 
 test('console: record editor saves JSON; variant increments; lock shows its holder', async () => {

@@ -66,6 +66,8 @@ const ODD_SEGMENTS = [
   'constructor', 'prototype', 'hasOwnProperty', '%5F%5Fproto%5F%5F',
 ];
 const METHODS = ['GET', 'PUT', 'POST', 'PATCH', 'DELETE'];
+/** One row by t_id (API.md §20): mostly rows that may exist, and every malformed form. */
+const ROW_IDS = ['1', '2', '3', '1', '2', '0', '-1', '1.5', '1e2', '01', '+1', 'abc', '%31', '%20', '', '9007199254740992', '9'.repeat(40)];
 // No HEAD: its answer has a Content-Length but no body, which this reader cannot frame.
 const ODD_METHODS = ['OPTIONS', 'TRACE', 'get', 'put', 'Post', 'FOO', 'PROPFIND', 'M-SEARCH', 'LINK', 'PURGE', 'QUERY'];
 const OPERATORS = ['$eq', '$ne', '$gt', '$gte', '$lt', '$lte', '$in', '$nin', '$exists', '$nope', '$and', '$or', '$not', '$regex'];
@@ -82,6 +84,10 @@ function validValue(g: Gen, field: string): unknown {
     case 'table':
     case 'sets':
       return randObject(g, 2);
+    case 'unset':
+      return g.chance(0.8) ? Array.from({ length: g.int(3) }, () => g.pick(['a', 'b', 'k', '__proto__', ''])) : g.pick(WRONG);
+    case 'if_version':
+      return g.pick([0, 1, 2, 50, 9007199254740991]);
     case 'wheres':
       return g.chance(0.3) ? {} : { [g.pick(['a', 'b', 'k'])]: g.chance(0.5) ? randScalar(g) : { [g.pick(OPERATORS)]: randValue(g, 1) } };
     case 'variant':
@@ -124,6 +130,7 @@ function randObject(g: Gen, depth: number): Record<string, unknown> {
 function fieldsFor(method: string, ns: Ns, suffix: string): string[] {
   if (ns === 'tables') {
     if (suffix === '/rows') return method === 'POST' ? ['rows'] : ['wheres'];
+    if (suffix.startsWith('/rows/')) return method === 'PUT' ? ['rows', 'if_version'] : method === 'PATCH' ? ['sets', 'unset', 'if_version'] : ['if_version'];
     if (suffix === '/query') return ['wheres'];
     if (method === 'PATCH') return ['wheres', 'sets'];
     return ['ttl'];
@@ -203,7 +210,7 @@ function buildRequest(g: Gen, token: string, names: string[]): Built {
   if (roll < 0.75) {
     const name = g.pick(names);
     target = { ns, name };
-    if (ns === 'tables' && g.chance(0.5)) suffix = g.pick(['/rows', '/query']);
+    if (ns === 'tables' && g.chance(0.5)) suffix = g.pick(['/rows', '/query', `/rows/${g.pick(ROW_IDS)}`]);
     path = `/${ns}/${encodeURIComponent(name)}${suffix}`;
   } else if (roll < 0.9) {
     path = `/${ns}/${g.pick(ODD_SEGMENTS)}${g.chance(0.2) ? g.pick(['/rows', '/query', '/x', '/', '//']) : ''}`;

@@ -334,8 +334,9 @@ function maxDepth(v: unknown): number {
 // ---------------------------------------------------------------- paths and methods
 
 test('unknown paths → 404', async () => {
-  // '/tables', '/records', '/variants' and '/locks' list (API.md §13): known paths since Part two.
-  for (const p of ['/', '/nope', '/tables/a/b', '/tables/a/rows/1', '/tables/a/indexes/f/g', '/records/a/b', '/health/x', '/table', '/_test/clock', '/TABLES/a', '/api/tables/a']) {
+  // '/tables', '/records', '/variants' and '/locks' list (API.md §13): known paths since Part two;
+  // '/tables/a/rows/1' is one row (API.md §20).
+  for (const p of ['/', '/nope', '/tables/a/b', '/tables/a/rows/1/x', '/tables/a/indexes/f/g', '/records/a/b', '/health/x', '/table', '/_test/clock', '/TABLES/a', '/api/tables/a']) {
     for (const m of ['GET', 'POST']) {
       const r = await rawPath(m, p, m === 'POST' ? { advance_ms: 1 } : undefined);
       assert.equal(r.status, 404, `${m} ${p}: ${r.status} ${r.raw}`);

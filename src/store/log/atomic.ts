@@ -230,6 +230,23 @@ export class Tx {
     m.set(id, old);
   }
 
+  /**
+   * One row of a group by its t_id (`key` is its key in the group), as this
+   * decision sees it: a row it wrote or removed first, else the stored one.
+   */
+  row(group: string, key: string, id: number, dec: Decoder<RowMemo>): RowMemo | undefined {
+    const o = this.groups?.get(group)?.get(id);
+    if (o !== undefined) return o === null ? undefined : o;
+    return this.get(key, dec);
+  }
+
+  /** The version of one row as this decision sees it (as `version` does for a key); undefined when absent. */
+  rowVersion(group: string, key: string, id: number): number | undefined {
+    const o = this.groups?.get(group)?.get(id);
+    if (o !== undefined) return o === null ? undefined : this.seq;
+    return this.engine.versionOf(key, this.now);
+  }
+
   /** Rows this decision changed, by group: t_id → new version (null = removed). Undefined when none. */
   get rowChanges(): ReadonlyMap<string, ReadonlyMap<number, RowMemo | null>> | undefined {
     return this.groups;

@@ -15,9 +15,11 @@ import type { Decoder } from '../../engine/index.js';
 import { conflict, notFound } from '../errors.js';
 import { mergeFields } from '../json.js';
 import { compileOrder, render } from '../query.js';
-import type { RowQuery, Sync, TableStore, Text, Wheres } from '../store.js';
+import { patchedRow, rowMissing, rowWhat } from '../rows.js';
+import type { Precondition, RowQuery, Sync, TableStore, Text, VersionOut, Wheres } from '../store.js';
 import { findText, pageText, renderText, STREAM_ROWS } from '../stream.js';
 import { expiryOf } from '../validate.js';
+import { checkPrecondition } from '../versions.js';
 import { compileWheres, type Matcher, matches, type Row, singleEq } from '../wheres.js';
 import type { Atomic, RowMemo, Tx } from './atomic.js';
 import type { IndexRegistry } from './indexes.js';
@@ -106,6 +108,69 @@ export function removeRows(tx: Tx, name: string, matcher: Matcher): number {
     tx.delRow(group, rowKey(group, r.id), r.id, r.obj);
   }
   return n;
+}
+
+/** Where one row lives: its table's row group and its key there. */
+interface RowAt {
+  group: string;
+  key: string;
+}
+
+function rowAt(tx: Tx, name: string, id: number): RowAt {
+  const group = rowGroup(name, meta(tx, name).inc);
+  return { group, key: rowKey(group, id) };
+}
+
+/**
+ * Row `id` of an existing table, after checking `pre` on its version (a
+ * row that is absent has none: 412 with a condition, 404 without).
+ */
+function existingRow(tx: Tx, name: string, id: number, at: RowAt, pre: Precondition | undefined): RowMemo {
+  if (pre !== undefined) checkPrecondition(rowWhat(name, id), tx.rowVersion(at.group, at.key, id), pre);
+  const r = tx.row(at.group, at.key, id, rowDecoder);
+  if (r === undefined) throw rowMissing(name, id);
+  return r;
+}
+
+function writeRow(tx: Tx, name: string, at: RowAt, old: RowMemo, obj: Row): void {
+  tx.putRow(at.group, at.key, { id: old.id, obj, json: JSON.stringify(obj) }, rowDecoder, tx.expiry(tableKey(name)), old.obj);
+}
+
+/** Writes `row` in place of row `id`; 404 when there is none (a t_id is only ever assigned by insertRow). */
+export function replaceRow(tx: Tx, name: string, id: number, row: Row, pre?: Precondition): void {
+  const at = rowAt(tx, name, id);
+  writeRow(tx, name, at, existingRow(tx, name, id, at, pre), row);
+}
+
+/** `sets` then `unset` on row `id` (src/store/rows.ts); a new version even when nothing changes, as a record PATCH. */
+export function patchRowById(tx: Tx, name: string, id: number, sets: Row, unset: readonly string[], pre?: Precondition): void {
+  const at = rowAt(tx, name, id);
+  const old = existingRow(tx, name, id, at, pre);
+  writeRow(tx, name, at, old, patchedRow(old.obj, sets, unset));
+}
+
+export function deleteRowById(tx: Tx, name: string, id: number, pre?: Precondition): void {
+  const at = rowAt(tx, name, id);
+  const old = existingRow(tx, name, id, at, pre);
+  tx.delRow(at.group, at.key, id, old.obj);
+}
+
+/** A transaction's UPDATE by t_id: as updateRows with a where that matches that row alone. */
+export function updateRowById(tx: Tx, name: string, id: number, sets: Row): number {
+  const at = rowAt(tx, name, id);
+  const old = tx.row(at.group, at.key, id, rowDecoder);
+  if (old === undefined) return 0;
+  if (Object.keys(sets).length > 0) writeRow(tx, name, at, old, mergeFields(old.obj, sets));
+  return 1;
+}
+
+/** A transaction's REMOVE by t_id: as removeRows with a where that matches that row alone. */
+export function removeRowById(tx: Tx, name: string, id: number): number {
+  const at = rowAt(tx, name, id);
+  const old = tx.row(at.group, at.key, id, rowDecoder);
+  if (old === undefined) return 0;
+  tx.delRow(at.group, at.key, id, old.obj);
+  return 1;
 }
 
 export function countRows(tx: Tx, name: string, matcher: Matcher): number {
@@ -240,6 +305,28 @@ export class LogTables implements TableStore {
     return this.atomic.atomically(undefined, (tx) => {
       this.indexes.drop(tx, name, meta(tx, name).inc, field);
     });
+  }
+
+  getRow(name: string, id: number, out?: VersionOut): Sync<string> {
+    return this.atomic.readNow((tx) => {
+      const at = rowAt(tx, name, id);
+      const r = tx.row(at.group, at.key, id, rowDecoder);
+      if (r === undefined) throw rowMissing(name, id);
+      if (out !== undefined) out.version = tx.rowVersion(at.group, at.key, id) ?? 0;
+      return r.json;
+    });
+  }
+
+  replaceRow(name: string, id: number, row: Row, pre?: Precondition): Promise<void> {
+    return this.atomic.atomically(undefined, (tx) => replaceRow(tx, name, id, row, pre));
+  }
+
+  patchRow(name: string, id: number, sets: Row, unset: readonly string[], pre?: Precondition): Promise<void> {
+    return this.atomic.atomically(undefined, (tx) => patchRowById(tx, name, id, sets, unset, pre));
+  }
+
+  deleteRow(name: string, id: number, pre?: Precondition): Promise<void> {
+    return this.atomic.atomically(undefined, (tx) => deleteRowById(tx, name, id, pre));
   }
 
   patch(name: string, wheres: Wheres, sets: Row): Promise<void> {

@@ -9,7 +9,7 @@ import type { Check, Mutation, Transaction } from '../store.js';
 import { compileWheres, matches } from '../wheres.js';
 import type { Atomic, Tx } from './atomic.js';
 import { deleteRecord, putRecord, recordVersion } from './records.js';
-import { countRows, insertRow, removeRows, tableExists, updateRows } from './tables.js';
+import { countRows, insertRow, removeRowById, removeRows, replaceRow, tableExists, updateRowById, updateRows } from './tables.js';
 import { addVariant, currentVariant, setVariant } from './variants.js';
 
 /** Whether `actual` satisfies a where-value (a literal, or an operator object), as a row field would. */
@@ -60,6 +60,13 @@ function apply(tx: Tx, m: Mutation): string {
           return `{"matched":${updateRows(tx, m.name, compileWheres(m.where), m.values)}}`;
         case 'REMOVE':
           return `{"matched":${removeRows(tx, m.name, compileWheres(m.where))}}`;
+        case 'UPDATE_ID':
+          return `{"matched":${updateRowById(tx, m.name, m.tId, m.values)}}`;
+        case 'REMOVE_ID':
+          return `{"matched":${removeRowById(tx, m.name, m.tId)}}`;
+        case 'REPLACE':
+          replaceRow(tx, m.name, m.tId, m.values);
+          return '{}';
       }
       break;
     case 'variant':

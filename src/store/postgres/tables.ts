@@ -20,8 +20,10 @@
 import { conflict, notFound } from '../errors.js';
 import { mergeFields } from '../json.js';
 import { compareRows, compareValues, compileOrder, type IdRow, type Order, render } from '../query.js';
-import type { RowQuery, TableStore, Text, Wheres } from '../store.js';
+import { patchedRow, rowMissing, rowWhat } from '../rows.js';
+import type { Precondition, RowQuery, TableStore, Text, VersionOut, Wheres } from '../store.js';
 import { ArraySource, findText, pageText, STREAM_ROWS } from '../stream.js';
+import { checkPrecondition } from '../versions.js';
 import { compileWheres, type Matcher, matches, type Row } from '../wheres.js';
 import { escaped, indexScope, orderSegments, type PgIndexes, valueExpr } from './indexes.js';
 import { CursorSource } from './cursor.js';
@@ -137,6 +139,65 @@ export async function removeRows(q: Q, name: string, matcher: Matcher, ix?: PgIn
     await q.query('UPDATE pithos_tables SET row_count = row_count - $3 WHERE name = $1 AND inc = $2', [name, inc, rows.length]);
   }
   return rows.length;
+}
+
+/**
+ * Row `id` of the live table, with the table's row locked (so no other
+ * write to its rows can fall between this read and the caller's write):
+ * the incarnation and the row's body, or undefined body when there is no
+ * such row. `pre` is checked on the row's version (412 also for an absent row).
+ */
+async function lockedRow(q: Q, name: string, id: number, pre: Precondition | undefined): Promise<[number, string | undefined]> {
+  const inc = await lockMeta(q, name);
+  const r = await q.query('SELECT body, version FROM pithos_rows WHERE tname = $1 AND inc = $2 AND t_id = $3', [name, inc, id]);
+  if (pre !== undefined) checkPrecondition(rowWhat(name, id), r.length === 0 ? undefined : Number(r[0].version), pre);
+  return [inc, r.length === 0 ? undefined : (r[0].body as string)];
+}
+
+async function writeRow(q: Q, name: string, inc: number, id: number, row: Row): Promise<void> {
+  await q.query(`UPDATE pithos_rows SET body = $4, version = nextval('pithos_seq') WHERE tname = $1 AND inc = $2 AND t_id = $3`,
+    [name, inc, id, JSON.stringify(row)]);
+}
+
+async function deleteRowAt(q: Q, name: string, inc: number, id: number): Promise<void> {
+  await q.query('DELETE FROM pithos_rows WHERE tname = $1 AND inc = $2 AND t_id = $3', [name, inc, id]);
+  await q.query('UPDATE pithos_tables SET row_count = row_count - 1 WHERE name = $1 AND inc = $2', [name, inc]);
+}
+
+/** Writes `row` in place of row `id`; 404 when there is none. Inside a transaction. */
+export async function replaceRow(q: Q, name: string, id: number, row: Row, pre?: Precondition): Promise<void> {
+  const [inc, body] = await lockedRow(q, name, id, pre);
+  if (body === undefined) throw rowMissing(name, id);
+  await writeRow(q, name, inc, id, row);
+}
+
+/** `sets` then `unset` on row `id` (src/store/rows.ts). Inside a transaction. */
+export async function patchRowById(q: Q, name: string, id: number, sets: Row, unset: readonly string[], pre?: Precondition): Promise<void> {
+  const [inc, body] = await lockedRow(q, name, id, pre);
+  if (body === undefined) throw rowMissing(name, id);
+  await writeRow(q, name, inc, id, patchedRow(JSON.parse(body) as Row, sets, unset));
+}
+
+export async function deleteRowById(q: Q, name: string, id: number, pre?: Precondition): Promise<void> {
+  const [inc, body] = await lockedRow(q, name, id, pre);
+  if (body === undefined) throw rowMissing(name, id);
+  await deleteRowAt(q, name, inc, id);
+}
+
+/** A transaction's UPDATE by t_id: as updateRows with a where that matches that row alone. */
+export async function updateRowById(q: Q, name: string, id: number, sets: Row): Promise<number> {
+  const [inc, body] = await lockedRow(q, name, id, undefined);
+  if (body === undefined) return 0;
+  if (Object.keys(sets).length > 0) await writeRow(q, name, inc, id, mergeFields(JSON.parse(body) as Row, sets));
+  return 1;
+}
+
+/** A transaction's REMOVE by t_id: as removeRows with a where that matches that row alone. */
+export async function removeRowById(q: Q, name: string, id: number): Promise<number> {
+  const [inc, body] = await lockedRow(q, name, id, undefined);
+  if (body === undefined) return 0;
+  await deleteRowAt(q, name, inc, id);
+  return 1;
 }
 
 export async function countRows(q: Q, name: string, matcher: Matcher): Promise<number> {
@@ -378,6 +439,30 @@ export class PgTables implements TableStore {
       return inc;
     });
     this.ix.discard(name, inc, field);
+  }
+
+  /** The body and its version from one read, so they agree; 404 for a missing table or row. */
+  async getRow(name: string, id: number, out?: VersionOut): Promise<string> {
+    const q = this.db.q;
+    const r = await q.query(
+      `SELECT r.body, r.version FROM pithos_tables AS t LEFT JOIN pithos_rows AS r ON r.tname = t.name AND r.inc = t.inc AND r.t_id = $2
+       WHERE t.name = $1 AND ${q.live('t.expires_at')}`, [name, id]);
+    if (r.length === 0) throw missing(name);
+    if (r[0].body === null) throw rowMissing(name, id);
+    if (out !== undefined) out.version = Number(r[0].version);
+    return r[0].body as string;
+  }
+
+  replaceRow(name: string, id: number, row: Row, pre?: Precondition): Promise<void> {
+    return this.db.run((q) => replaceRow(q, name, id, row, pre));
+  }
+
+  patchRow(name: string, id: number, sets: Row, unset: readonly string[], pre?: Precondition): Promise<void> {
+    return this.db.run((q) => patchRowById(q, name, id, sets, unset, pre));
+  }
+
+  deleteRow(name: string, id: number, pre?: Precondition): Promise<void> {
+    return this.db.run((q) => deleteRowById(q, name, id, pre));
   }
 
   async patch(name: string, wheres: Wheres, sets: Row): Promise<void> {

@@ -11,7 +11,7 @@ import type { Check, Mutation, Transaction } from '../store.js';
 import { compileWheres, matches } from '../wheres.js';
 import { deleteRecord, putRecord, recordVersion } from './records.js';
 import type { Db, Q } from './sql.js';
-import { countRows, insertRow, removeRows, tableExists, updateRows } from './tables.js';
+import { countRows, insertRow, removeRowById, removeRows, replaceRow, tableExists, updateRowById, updateRows } from './tables.js';
 import { addVariant, currentVariant, setVariant } from './variants.js';
 
 function satisfies(actual: unknown, expected: unknown): boolean {
@@ -59,6 +59,13 @@ async function apply(q: Q, m: Mutation): Promise<string> {
           return `{"matched":${await updateRows(q, m.name, compileWheres(m.where), m.values)}}`;
         case 'REMOVE':
           return `{"matched":${await removeRows(q, m.name, compileWheres(m.where))}}`;
+        case 'UPDATE_ID':
+          return `{"matched":${await updateRowById(q, m.name, m.tId, m.values)}}`;
+        case 'REMOVE_ID':
+          return `{"matched":${await removeRowById(q, m.name, m.tId)}}`;
+        case 'REPLACE':
+          await replaceRow(q, m.name, m.tId, m.values);
+          return '{}';
       }
       break;
     case 'variant':
