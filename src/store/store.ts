@@ -122,7 +122,7 @@ export interface RowQuery {
   withIds?: boolean;
 }
 
-export type ListKind = 'tables' | 'records' | 'variants' | 'locks';
+export type ListKind = 'tables' | 'records' | 'variants' | 'locks' | 'lists';
 
 /** A listing request (docs/api.md "Listing"): names in byte order. */
 export interface ListOptions {
@@ -169,6 +169,47 @@ export interface LockStore {
   query(name: string): Promise<string>;
 }
 
+// ---- lists (docs/api.md "Lists") -------------------------------------------------
+
+export type ListSide = 'left' | 'right';
+
+/** A pop (docs/api.md "Lists"): up to `count` items from `side`, maybe waiting, maybe moved to list `to`. */
+export interface ListPop {
+  side: ListSide;
+  /** 1–1000. */
+  count: number;
+  /** 0: answer at once; otherwise wait up to this long for an item when there is none. */
+  waitMs: number;
+  /** Push each popped item onto this list (created when missing) in the same atomic step. */
+  to?: string;
+  toSide: ListSide;
+  /** Aborted when the client has gone: a waiting pop then pops nothing. */
+  gone?: AbortSignal;
+}
+
+/** One change of PATCH /lists/<name>: at most one of set, trim, remove, with or without ttl. */
+export interface ListPatch {
+  set?: { index: number; value: unknown };
+  trim?: { start: number; stop: number };
+  /** `count` > 0: the first `count` equal items from the left; < 0: from the right; 0: all. */
+  remove?: { value: unknown; count: number };
+  ttl?: number;
+}
+
+export interface ListStore {
+  /** Creates or replaces with these items; resolves to true when the list is new. */
+  put(name: string, items: unknown[], ttl: number, pre?: Precondition): Promise<boolean>;
+  /** JSON text {"items": [...], "length": n} of the inclusive range (Redis LRANGE indexes); `out` receives the version. */
+  range(name: string, start: number, stop: number, out?: VersionOut): Sync<string>;
+  /** Pushes one at a time in the order given; resolves to the JSON text {"length": n}. */
+  push(name: string, values: unknown[], side: ListSide, create: boolean, pre?: Precondition): Promise<string>;
+  /** Resolves to the JSON text {"items": [...]} once the pop (and move) is durable. */
+  pop(name: string, p: ListPop, pre?: Precondition): Promise<string>;
+  /** Resolves to the JSON text {"length": n}. */
+  patch(name: string, p: ListPatch, pre?: Precondition): Promise<string>;
+  delete(name: string, pre?: Precondition): Promise<void>;
+}
+
 // ---- transactions (docs/api.md "Transactions") ----------------------------------
 
 export type Check =
@@ -194,7 +235,7 @@ export interface Transaction {
 
 // ---- change feed (docs/api.md "Change feed") --------------------------------------
 
-export type ChangeKind = 'table' | 'record' | 'variant' | 'lock';
+export type ChangeKind = 'table' | 'record' | 'variant' | 'lock' | 'list';
 
 /** One change of one object, as the change feed reports it. */
 export interface Change {
@@ -213,6 +254,8 @@ export interface Change {
   readonly id: string;
   /** The new value as JSON text, for puts of records, variants and rows; undefined otherwise. */
   readonly value: string | undefined;
+  /** For an element operation on a collection (push, pop, …): its name; `value` then holds its arguments and result. */
+  readonly op?: string;
 }
 
 /**
@@ -248,6 +291,8 @@ export interface Store {
   readonly records: RecordStore;
   readonly variants: VariantStore;
   readonly locks: LockStore;
+  /** Lists (docs/api.md "Lists"); a store without them answers their routes with 503. */
+  readonly lists?: ListStore;
   /**
    * Runs every check on the state before the first mutation, then every
    * mutation in order on one view; all of it is one atomic write, or nothing.

@@ -15,6 +15,7 @@ import { LogTables, rowDecoder, tableMeta } from './tables.js';
 import { transact } from './txns.js';
 import { LogVariants } from './variants.js';
 import { LogChanges } from './changes.js';
+import { LogLists } from './lists.js';
 
 export class LogStore implements Store {
   readonly tables: LogTables;
@@ -22,6 +23,7 @@ export class LogStore implements Store {
   readonly variants: LogVariants;
   readonly locks: LogLocks;
   readonly changes: LogChanges;
+  readonly lists: LogLists;
   private readonly atomic: Atomic;
   /** Every top-level name in byte order (names.ts). */
   readonly names: NameView;
@@ -41,6 +43,7 @@ export class LogStore implements Store {
     this.variants = new LogVariants(engine, this.atomic);
     this.locks = new LogLocks(this.atomic);
     this.changes = new LogChanges(engine);
+    this.lists = new LogLists(this.atomic);
   }
 
   static async open(opts: EngineOptions & { now: () => number }): Promise<LogStore> {
@@ -77,6 +80,7 @@ export class LogStore implements Store {
   }
 
   close(): Promise<void> {
+    this.lists.close();
     this.indexes.close();
     return this.engine.close();
   }
