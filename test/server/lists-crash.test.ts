@@ -7,19 +7,17 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, test } from 'node:test';
-import { PithosServer, rawRequest, sleep, STORE, uniq } from '../helpers/server.js';
-
-const skip = STORE === 'postgres' ? 'the PostgreSQL store does not hold lists' : false;
+import { PithosServer, rawRequest, sleep, uniq } from '../helpers/server.js';
 
 let srv: PithosServer;
 before(async () => {
-  if (skip === false) srv = await PithosServer.start({ testClock: false });
+  srv = await PithosServer.start({ testClock: false });
 });
 after(async () => {
   await srv?.close();
 });
 
-test('SIGKILL during pushes, pops and moves: no acknowledged item lost or duplicated, a moved item in exactly one list', { skip }, async () => {
+test('SIGKILL during pushes, pops and moves: no acknowledged item lost or duplicated, a moved item in exactly one list', async () => {
   const outcomes: string[] = [];
   for (let round = 0; round < 3; round++) {
     // Items flow src → mid → done by moves (pop with to), and leave done by plain pops.

@@ -14,16 +14,15 @@
  * - A table's `rows` is its `row_count` column, kept by every statement that
  *   inserts or deletes rows: no count per listed table.
  */
-import { StoreError } from '../errors.js';
 import type { ListKind, ListOptions } from '../store.js';
 import type { Q } from './sql.js';
 
-/** Kinds this store does not hold yet are absent: their listing answers 503. */
-const SOURCES: Partial<Record<ListKind, { table: string; name: string; extra: string }>> = {
+const SOURCES: Record<ListKind, { table: string; name: string; extra: string }> = {
   tables: { table: 'pithos_tables', name: 'name', extra: ', row_count' },
   records: { table: 'pithos_records', name: 'id', extra: '' },
   variants: { table: 'pithos_variants', name: 'name', extra: '' },
   locks: { table: 'pithos_locks', name: 'name', extra: ', holder' },
+  lists: { table: 'pithos_lists', name: 'name', extra: ', tail - head AS length' },
 };
 
 const MAX_CODE_POINT = 0x10ffff;
@@ -47,7 +46,6 @@ export function successor(prefix: string): string | undefined {
 
 export async function list(q: Q, kind: ListKind, opts: ListOptions): Promise<string> {
   const src = SOURCES[kind];
-  if (src === undefined) throw new StoreError('unavailable', `this store does not hold ${kind}`);
   const col = `(${src.name} COLLATE "C")`;
   // No name holds a control character, and the database's text cannot hold U+0000:
   // a prefix with U+0000 matches nothing; an `after` with one is cut there
@@ -79,6 +77,7 @@ export async function list(q: Q, kind: ListKind, opts: ListOptions): Promise<str
     const exp = r.expires_at;
     let item = `{"name":${JSON.stringify(r.name)},"ttl_ms":${exp === null ? 'null' : Math.max(0, Number(exp) - Number(r.now))}`;
     if (kind === 'tables') item += `,"rows":${Number(r.row_count)}`;
+    else if (kind === 'lists') item += `,"length":${Number(r.length)}`;
     else if (kind === 'locks') item += `,"held":true,"holder":${JSON.stringify(JSON.parse(r.holder as string) as string | null)}`;
     out += (i === 0 ? '' : ',') + item + '}';
   }
