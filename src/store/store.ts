@@ -215,7 +215,9 @@ export interface ListStore {
 export type Check =
   | { kind: 'variant'; name: string; exists?: boolean; value?: unknown; hasValue: boolean }
   | { kind: 'record'; name: string; exists?: boolean; version?: number }
-  | { kind: 'table'; name: string; exists?: boolean; where?: Wheres; count?: unknown };
+  | { kind: 'table'; name: string; exists?: boolean; where?: Wheres; count?: unknown }
+  /** `length`: a where-value the list's length must satisfy (a missing list fails it). */
+  | { kind: 'list'; name: string; exists?: boolean; length?: unknown; hasLength: boolean };
 
 export type Mutation =
   | { kind: 'table'; name: string; op: 'INSERT'; values: Row }
@@ -224,7 +226,9 @@ export type Mutation =
   | { kind: 'variant'; name: string; op: 'ADD'; delta: ScalarInput }
   | { kind: 'variant'; name: string; op: 'SET'; value: ScalarInput; ttl: number }
   | { kind: 'record'; name: string; op: 'PUT'; values: Row; ttl: number }
-  | { kind: 'record'; name: string; op: 'DELETE' };
+  | { kind: 'record'; name: string; op: 'DELETE' }
+  | { kind: 'list'; name: string; op: 'PUSH'; values: unknown[]; side: ListSide }
+  | { kind: 'list'; name: string; op: 'POP'; side: ListSide; count: number };
 
 export interface Transaction {
   checks: Check[];

@@ -573,3 +573,54 @@ test('lists survive a restart: items, order, ends and expiry', async () => {
   const l = await srv.req('GET', `/lists?prefix=${n}`);
   assert.ok(l.body.data.items[0].ttl_ms > 0);
 });
+
+// ---- transactions ---------------------------------------------------------------------------
+
+const txn = (body: unknown): Promise<Res> => srv.req('POST', '/txns', body);
+
+test('transactions: list PUSH and POP with results, the length check, all or nothing', async () => {
+  const a = uniq('ta');
+  const b = uniq('tb');
+  const r = await txn({ mutations: [
+    { kind: 'list', name: a, operation: 'PUSH', values: [1, 2, 3] },
+    { kind: 'list', name: a, operation: 'PUSH', values: ['x'], side: 'left' },
+    { kind: 'list', name: a, operation: 'POP', side: 'right', count: 2 },
+    { kind: 'list', name: b, operation: 'PUSH', values: [3] },
+  ] });
+  expectSuccess(r, 200, 'transaction execute successfully', { results: [{ length: 3 }, { length: 4 }, { items: [3, 2] }, { length: 1 }] });
+  assert.deepEqual(await items(a), ['x', 1]);
+  // A move written as a transaction, guarded by the length check.
+  expectSuccess(await txn({
+    checks: [{ kind: 'list', name: a, length: { $gte: 1 } }, { kind: 'list', name: b, exists: true }],
+    mutations: [{ kind: 'list', name: a, operation: 'POP' }, { kind: 'list', name: b, operation: 'PUSH', values: ['x'] }],
+  }), 200, 'transaction execute successfully', { results: [{ items: ['x'] }, { length: 2 }] });
+  assert.deepEqual(await items(a), [1]);
+  assert.deepEqual(await items(b), [3, 'x']);
+  const va = etag(await get(a));
+  const vb = etag(await get(b));
+  expectError(await txn({ checks: [{ kind: 'list', name: a, length: 5 }], mutations: [{ kind: 'list', name: a, operation: 'POP' }] }),
+    409, `transaction check 0 failed: list '${a}' has length 1, which does not match 5`);
+  expectError(await txn({ checks: [{ kind: 'list', name: uniq('none'), exists: true }], mutations: [{ kind: 'list', name: a, operation: 'POP' }] }),
+    409, /transaction check 0 failed: list '.*' does not exist/);
+  // A failing later mutation undoes the earlier ones.
+  const none = uniq('none');
+  expectError(await txn({ mutations: [{ kind: 'list', name: b, operation: 'POP' }, { kind: 'list', name: none, operation: 'POP' }] }),
+    404, `mutation 1: list '${none}' does not exist`);
+  assert.equal(etag(await get(a)), va);
+  assert.equal(etag(await get(b)), vb);
+  assert.deepEqual(await items(b), [3, 'x']);
+  expectError(await txn({ mutations: [{ kind: 'list', name: a, operation: 'PUSH', values: [] }] }), 400, `mutation 0: field 'values' must not be empty`);
+  expectError(await txn({ mutations: [{ kind: 'list', name: a, operation: 'POP', count: 0 }] }), 400, `mutation 0: field 'count' must be an integer ≥ 1 and ≤ 1000`);
+  expectError(await txn({ mutations: [{ kind: 'list', name: a, operation: 'POP', side: 'up' }] }), 400, `mutation 0: field 'side' must be "left" or "right"`);
+  expectError(await txn({ mutations: [{ kind: 'list', name: a, operation: 'SET' }] }), 400, `mutation 0: field 'operation' must be one of PUSH, POP for a list, not 'SET'`);
+  expectError(await txn({ checks: [{ kind: 'list', name: a }], mutations: [{ kind: 'list', name: a, operation: 'POP' }] }), 400, `check 0: a list check needs 'length' or 'exists'`);
+  assert.equal(etag(await get(a)), va);
+});
+
+test('a push in a transaction wakes a blocking pop', async () => {
+  const n = uniq('tw');
+  const waiting = pop(n, { wait_ms: 10_000 });
+  await sleep(100);
+  await txn({ mutations: [{ kind: 'list', name: n, operation: 'PUSH', values: ['t'] }] });
+  assert.deepEqual((await waiting).body.data.items, ['t']);
+});

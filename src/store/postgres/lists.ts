@@ -75,6 +75,12 @@ async function setHead(q: Q, name: string, head: number, tail: number): Promise<
   await q.query(`UPDATE pithos_lists SET head = $2, tail = $3, version = ${NEXT} WHERE name = $1`, [name, head, tail]);
 }
 
+/** The live list's length, or undefined when there is none (a transaction's check). */
+export async function listLength(q: Q, name: string): Promise<number | undefined> {
+  const r = await q.query(`SELECT tail - head AS n FROM pithos_lists WHERE name = $1 AND ${q.live()}`, [name]);
+  return r.length === 0 ? undefined : Number(r[0].n);
+}
+
 /** Pushes one at a time in order; returns the new length. Inside a transaction. */
 export async function pushItems(q: Q, name: string, texts: readonly string[], side: ListSide, create: boolean, pre?: Precondition): Promise<number> {
   const h = await lockList(q, name, create);
