@@ -14,6 +14,7 @@ import { HELP, OVERVIEW } from './help.js';
 
 export const COMMANDS: ReadonlySet<string> = new Set([
   'get', 'put', 'del', 'incr', 'query', 'insert', 'patch', 'lock', 'unlock', 'txn', 'ls', 'watch', 'health', 'backup', 'restore', 'help', 'version',
+  'push', 'pop',
 ]);
 
 export interface Io {
@@ -34,8 +35,9 @@ interface Parsed {
 const VALUED = new Set([
   'url', 'token', 'output', 'ttl', 'if-version', 'limit', 'after', 'order', 'fields', 'prefix', 'since', 'kind', 'holder',
   'renew', 'column', 'timeout', 'retries', 'count-events', 'delta', 'out', 'from', 'data-dir',
+  'pop-count', 'wait', 'to', 'to-side',
 ]);
-const BOOLEAN = new Set(['if-absent', 'count', 'with-ids', 'all', 'values', 'record', 'string', 'help']);
+const BOOLEAN = new Set(['if-absent', 'count', 'with-ids', 'all', 'values', 'record', 'string', 'help', 'left', 'right']);
 
 function parseArgs(argv: readonly string[]): Parsed {
   const pos: string[] = [];
@@ -512,7 +514,43 @@ async function cmdBackup(c: Ctx): Promise<void> {
   c.io.out(c.json ? JSON.stringify({ status: 'success', message: 'backup written', data: { file: out, bytes } }) + '\n' : `backup written to ${out} (${bytes} bytes)\n`);
 }
 
+// ---- lists (docs/api.md "Lists")
+
+/** `pithos push <list> <value>... [--left]`: each value is JSON (else a string), pushed in order. */
+async function cmdPush(c: Ctx): Promise<void> {
+  const { p } = c;
+  onlyFlags(p, 'push', ['left', 'right', 'if-version']);
+  const [name, ...raw] = positionals(p, 'push', 2, Infinity);
+  const values = raw.map((r) => {
+    try {
+      return JSON.parse(r) as unknown;
+    } catch {
+      return r;
+    }
+  });
+  const body: Record<string, unknown> = { values, side: has(p, 'left') ? 'left' : 'right', ...writeOpts(p) };
+  await call<{ length: number }>(c, 'pushList', [name!], { body }, (a) => `length ${a.data.length}`);
+}
+
+/** `pithos pop <list> [--right] [--pop-count n] [--wait ms] [--to list [--to-side left|right]]`: one item per line. */
+async function cmdPop(c: Ctx): Promise<void> {
+  const { p } = c;
+  onlyFlags(p, 'pop', ['left', 'right', 'pop-count', 'wait', 'to', 'to-side', 'if-version']);
+  const [name] = positionals(p, 'pop', 1, 1);
+  const body: Record<string, unknown> = { side: has(p, 'right') ? 'right' : 'left', ...writeOpts(p) };
+  const count = intFlag(p, 'pop-count', 1);
+  if (count !== undefined) body.count = count;
+  const wait = intFlag(p, 'wait', 0);
+  if (wait !== undefined) body.wait_ms = wait;
+  const to = flag(p, 'to');
+  if (to !== undefined) body.to = to;
+  const toSide = flag(p, 'to-side');
+  if (toSide !== undefined) body.to_side = toSide;
+  await call<{ items: unknown[] }>(c, 'popList', [name!], { body }, (a) => (a.data.items.length === 0 ? '(nothing to pop)' : a.data.items.map(show).join('\n')));
+}
+
 const RUN: Record<string, (c: Ctx) => Promise<void>> = {
+  push: cmdPush, pop: cmdPop,
   get: cmdGet, put: cmdPut, del: cmdDel, incr: cmdIncr, query: cmdQuery, insert: cmdInsert, patch: cmdPatch,
   lock: cmdLock, unlock: cmdUnlock, txn: cmdTxn, ls: cmdLs, watch: cmdWatch, health: cmdHealth, backup: cmdBackup,
 };
