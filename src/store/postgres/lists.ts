@@ -290,7 +290,10 @@ export class PgLists implements ListStore {
           w.taken = true;
           let items: string[] | undefined;
           try {
-            items = await this.db.run((tx) => popItems(tx, name, w.p, pre));
+            // Every node's waiters are woken by every push: a plain read first keeps the ones
+            // that would find nothing out of the list row's lock queue (the locked pop decides).
+            const n = pre === undefined ? await listLength(this.db.q, name) : 1;
+            items = n === undefined || n === 0 ? [] : await this.db.run((tx) => popItems(tx, name, w.p, pre));
           } catch (err) {
             w.taken = false;
             this.settle(name, w, undefined, err);
