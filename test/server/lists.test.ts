@@ -624,3 +624,19 @@ test('a push in a transaction wakes a blocking pop', async () => {
   await txn({ mutations: [{ kind: 'list', name: n, operation: 'PUSH', values: ['t'] }] });
   assert.deepEqual((await waiting).body.data.items, ['t']);
 });
+
+test('20 concurrent if_absent PUTs of one list: exactly one creates it, the others are 412; plain PUTs: one 201', async () => {
+  const n = uniq('race');
+  const rs = await Promise.all(Array.from({ length: 20 }, (_, i) => srv.req('PUT', `/lists/${n}`, { list: [i], if_absent: true })));
+  assert.equal(rs.filter((r) => r.status === 201).length, 1, rs.map((r) => r.status).join(','));
+  assert.equal(rs.filter((r) => r.status === 412).length, 19);
+  const winner = rs.findIndex((r) => r.status === 201);
+  assert.deepEqual(await items(n), [winner]);
+  const m = uniq('race');
+  const ps = await Promise.all(Array.from({ length: 20 }, (_, i) => srv.req('PUT', `/lists/${m}`, { list: [i, i] })));
+  assert.equal(ps.filter((r) => r.status === 201).length, 1, ps.map((r) => r.status).join(','));
+  assert.equal(ps.filter((r) => r.status === 200).length, 19);
+  const last = await items(m);
+  assert.equal(last.length, 2);
+  assert.equal(last[0], last[1], 'one PUT\'s items, never a mix');
+});

@@ -150,16 +150,24 @@ export class PgLists implements ListStore {
   async put(name: string, items: unknown[], ttl: number, pre?: Precondition): Promise<boolean> {
     const texts = items.map((v) => JSON.stringify(v));
     return this.db.run(async (q) => {
-      const h = await lockList(q, name, false);
-      check(name, h, pre);
-      // Any row, live or expired: its items go, the row is rewritten.
-      await q.query('DELETE FROM pithos_list_items WHERE name = $1', [name]);
-      await q.query(`INSERT INTO pithos_lists AS l (name, head, tail, expires_at, version) VALUES ($1, 0, $2, ${q.expiry('$3')}, ${NEXT})
-        ON CONFLICT (name) DO UPDATE SET head = 0, tail = excluded.tail, expires_at = excluded.expires_at, version = excluded.version`,
-        [name, texts.length, ttl]);
-      await insertItems(q, name, texts, 0, 1);
-      if (texts.length > 0) await q.query('SELECT pg_notify($1, $2)', [CHANNEL, name]);
-      return h === undefined;
+      for (let i = 0; i < 8; i++) {
+        const h = await lockList(q, name, false);
+        check(name, h, pre);
+        // Any row, live or expired: its items go, the row is rewritten.
+        await q.query('DELETE FROM pithos_list_items WHERE name = $1', [name]);
+        const u = await q.query(`UPDATE pithos_lists SET head = 0, tail = $2, expires_at = ${q.expiry('$3')}, version = ${NEXT}
+          WHERE name = $1 RETURNING 1`, [name, texts.length, ttl]);
+        if (u.length === 0) {
+          const c = await q.query(`INSERT INTO pithos_lists (name, head, tail, expires_at, version) VALUES ($1, 0, $2, ${q.expiry('$3')}, ${NEXT})
+            ON CONFLICT (name) DO NOTHING RETURNING 1`, [name, texts.length, ttl]);
+          // Created meanwhile by another writer: lock that one and check again (if_absent then fails, a plain PUT replaces).
+          if (c.length === 0) continue;
+        }
+        await insertItems(q, name, texts, 0, 1);
+        if (texts.length > 0) await q.query('SELECT pg_notify($1, $2)', [CHANNEL, name]);
+        return h === undefined;
+      }
+      throw new StoreError('unavailable', `list '${name}' kept changing under concurrent writes; try again`);
     });
   }
 
