@@ -41,7 +41,7 @@ export interface Wheres {
   [field: string]: WhereValue | Wheres[] | Wheres | undefined;
 }
 export type VariantValue = string | boolean | number;
-export type Kind = 'table' | 'record' | 'variant' | 'lock';
+export type Kind = 'table' | 'record' | 'variant' | 'lock' | 'list';
 /** A kind as the listing calls take it: singular (`'record'`) or plural as in the paths (`'records'`). */
 export type ListKind = Kind | `${Kind}s`;
 
@@ -265,6 +265,17 @@ export const ENDPOINTS = {
   renewLock: ep('PATCH', '/locks/{name}', false),
   releaseLock: ep('DELETE', '/locks/{name}', false),
   getLock: ep('GET', '/locks/{name}', true),
+  // lists (revision 3)
+  listLists: ep('GET', '/lists', true, P2),
+  putList: ep('PUT', '/lists/{name}', true, P2),
+  getList: ep('GET', '/lists/{name}', true, P2),
+  pushList: ep('POST', '/lists/{name}/push', false, P2),
+  popList: ep('POST', '/lists/{name}/pop', false, P2),
+  patchList: ep('PATCH', '/lists/{name}', false, P2),
+  deleteList: ep('DELETE', '/lists/{name}', false, P2),
+  putListQuick: ep('PUT', '/list/{name}', true, P2),
+  getListQuick: ep('GET', '/list/{name}', true, P2),
+  deleteListQuick: ep('DELETE', '/list/{name}', false, P2),
   // part two, other
   txn: ep('POST', '/txns', false, P2),
   watch: ep('GET', '/watch', false, { partTwo: true, text: true }),
@@ -406,13 +417,13 @@ export async function* parseSSE(stream: ReadableStream<Uint8Array>): AsyncGenera
 // ---------------------------------------------------------------------------------------
 // The client
 
-const LIST_OPERATIONS = { table: 'listTables', record: 'listRecords', variant: 'listVariants', lock: 'listLocks' } as const;
+const LIST_OPERATIONS = { table: 'listTables', record: 'listRecords', variant: 'listVariants', lock: 'listLocks', list: 'listLists' } as const;
 
 /** The listing call of a kind, either spelling; a bad kind (from JavaScript) is a TypeError naming the good ones. */
 function listOperation(kind: ListKind): (typeof LIST_OPERATIONS)[Kind] {
   const k: string = typeof kind === 'string' && kind.endsWith('s') ? kind.slice(0, -1) : kind;
   if (typeof k !== 'string' || !Object.prototype.hasOwnProperty.call(LIST_OPERATIONS, k)) {
-    throw new TypeError(`kind must be 'table', 'record', 'variant' or 'lock' (or 'tables', 'records', 'variants', 'locks'), got ${typeof kind === 'string' ? `'${kind}'` : String(kind)}`);
+    throw new TypeError(`kind must be 'table', 'record', 'variant', 'lock' or 'list' (or 'tables', 'records', 'variants', 'locks', 'lists'), got ${typeof kind === 'string' ? `'${kind}'` : String(kind)}`);
   }
   return LIST_OPERATIONS[k as Kind];
 }
@@ -707,6 +718,66 @@ export class Pithos {
   }
   async deleteVariant(name: string): Promise<void> {
     await this.call('deleteVariant', [name]);
+  }
+
+  // --- lists (docs/api.md "Lists") -------------------------------------------------------
+
+  /** Create or replace; `created` tells which (201 or 200). */
+  async putList(name: string, items: Json[], o?: WriteOptions): Promise<{ created: boolean }> {
+    const r = await this.call('putList', [name], { body: { list: items, ...writeFields(o) } });
+    return { created: r.status === 201 };
+  }
+  /** Items from `start` to `stop` inclusive (negatives count from the end), the list's length and version. */
+  async getList<T extends Json = Json>(name: string, o: { start?: number; stop?: number } = {}): Promise<{ items: T[]; length: number; version?: number }> {
+    const r = await this.call<{ items: T[]; length: number }>('getList', [name], { query: { start: o.start, stop: o.stop } });
+    return r.version === undefined ? r.data : { ...r.data, version: r.version };
+  }
+  /** Pushes one at a time in order (`side` "right" by default); resolves with the new length. */
+  async pushList(name: string, values: Json[], o: { side?: 'left' | 'right'; create?: boolean; ifVersion?: number } = {}): Promise<number> {
+    const body: JsonObject = { values, ...writeFields(o) };
+    if (o.side !== undefined) body.side = o.side;
+    if (o.create !== undefined) body.create = o.create;
+    return (await this.call<{ length: number }>('pushList', [name], { body })).data.length;
+  }
+  /**
+   * Removes and returns up to `count` items from `side` ("left" by default); with `waitMs`,
+   * waits for one when there is none; with `to`, moves them onto that list atomically.
+   */
+  async popList<T extends Json = Json>(name: string, o: { side?: 'left' | 'right'; count?: number; waitMs?: number; to?: string;
+    toSide?: 'left' | 'right'; ifVersion?: number } = {}): Promise<T[]> {
+    const body: JsonObject = { ...writeFields(o) };
+    if (o.side !== undefined) body.side = o.side;
+    if (o.count !== undefined) body.count = o.count;
+    if (o.waitMs !== undefined) body.wait_ms = o.waitMs;
+    if (o.to !== undefined) body.to = o.to;
+    if (o.toSide !== undefined) body.to_side = o.toSide;
+    return (await this.call<{ items: T[] }>('popList', [name], { body })).data.items;
+  }
+  /** One of set / trim / remove, and/or ttl; resolves with the new length. */
+  async patchList(name: string, p: { set?: { index: number; value: Json }; trim?: { start: number; stop: number };
+    remove?: { value: Json; count: number }; ttl?: number; ifVersion?: number }): Promise<number> {
+    const body: JsonObject = { ...writeFields(p) };
+    if (p.set !== undefined) body.set = p.set;
+    if (p.trim !== undefined) body.trim = p.trim;
+    if (p.remove !== undefined) body.remove = p.remove;
+    return (await this.call<{ length: number }>('patchList', [name], { body })).data.length;
+  }
+  async deleteList(name: string, o: { ifVersion?: number } = {}): Promise<void> {
+    await this.call('deleteList', [name], o.ifVersion === undefined ? {} : { body: writeFields(o) });
+  }
+  listLists(o?: ListOptions): Promise<ListPage> {
+    return this.list('list', o);
+  }
+  /** The quick-start spelling `/list/<key>`. */
+  async putListQuick(key: string, items: Json[], o: { ttl?: number } = {}): Promise<{ created: boolean }> {
+    const r = await this.call('putListQuick', [key], { body: { list: items, ...writeFields(o) } });
+    return { created: r.status === 201 };
+  }
+  async getListQuick<T extends Json = Json>(key: string): Promise<T[]> {
+    return (await this.call<{ list: T[] }>('getListQuick', [key])).data.list;
+  }
+  async deleteListQuick(key: string): Promise<void> {
+    await this.call('deleteListQuick', [key]);
   }
 
   // --- locks ----------------------------------------------------------------------------

@@ -22,6 +22,8 @@ Client:
   put table|record|variant <name> ...   create a table, write a record or variant; put row replaces a row
   del table|record|variant <name>       delete one object; del rows <table> <wheres>; del row <table> <t_id>
   incr <variant> [delta]                atomic add (default 1)
+  push <list> <value>... [--left]       push values onto a list (right end by default)
+  pop <list> [--right] [--wait ms]      pop items (--pop-count n, --to list to move them)
   query <table> [wheres]                matching rows (--order, --limit, --fields, --count)
   insert <table> <row>...               insert rows, prints each t_id
   patch <table> <wheres> <sets>         patch matching rows; patch --record <id> <sets>; patch --row <table> <t_id> <sets>
@@ -60,6 +62,17 @@ ${COMMON}`,
        pithos del rows <table> <wheres>                delete the matching rows
        pithos del row <table> <t_id> [--if-version v]  delete exactly one row
 A missing object exits 1.
+
+${COMMON}`,
+  push: `usage: pithos push <list> <value>... [--left] [--if-version v]
+Pushes each value (JSON, else a string) in order onto the right end (--left: the left end,
+one at a time, as Redis LPUSH); creates the list when missing; prints the new length.
+
+${COMMON}`,
+  pop: `usage: pithos pop <list> [--right] [--pop-count n] [--wait ms] [--to list [--to-side left|right]]
+Removes and prints up to n items (default 1) from the left end (--right: the right end).
+--wait ms waits up to ms milliseconds (≤ 30000) for an item when there is none; --to moves
+the items onto another list atomically (Redis LMOVE).
 
 ${COMMON}`,
   incr: `usage: pithos incr <variant> [delta]

@@ -15,6 +15,7 @@ import { HELP, OVERVIEW } from './help.js';
 
 export const COMMANDS: ReadonlySet<string> = new Set([
   'get', 'put', 'del', 'incr', 'query', 'insert', 'patch', 'lock', 'unlock', 'txn', 'ls', 'watch', 'health', 'backup', 'restore', 'help', 'version',
+  'push', 'pop',
 ]);
 
 export interface Io {
@@ -35,9 +36,10 @@ interface Parsed {
 const VALUED = [
   'url', 'token', 'output', 'ttl', 'if-version', 'limit', 'after', 'order', 'fields', 'prefix', 'since', 'kind', 'holder',
   'renew', 'column', 'timeout', 'retries', 'count-events', 'delta', 'out', 'from', 'data-dir', 'unset',
+  'pop-count', 'wait', 'to', 'to-side',
   'encryption-key-file', 'encryption-old-key-files',
 ] as const;
-const BOOLEAN = ['if-absent', 'count', 'with-ids', 'all', 'values', 'record', 'row', 'string', 'help'] as const;
+const BOOLEAN = ['if-absent', 'count', 'with-ids', 'all', 'values', 'record', 'row', 'string', 'help', 'left', 'right'] as const;
 const SHORT: Record<string, string> = { output: 'o', help: 'h' };
 type Options = NonNullable<ParseArgsConfig['options']>;
 const OPTIONS: Options = Object.fromEntries([
@@ -128,6 +130,7 @@ function positionals(p: Parsed, cmd: string, min: number, max: number): string[]
 
 const KINDS: Record<string, Kind> = {
   table: 'table', tables: 'table', record: 'record', records: 'record', variant: 'variant', variants: 'variant', lock: 'lock', locks: 'lock',
+  list: 'list', lists: 'list',
 };
 function kindOf(word: string | undefined, cmd: string, allowed: Kind[]): Kind {
   const k = word === undefined ? undefined : KINDS[word];
@@ -485,17 +488,18 @@ async function cmdLs(c: Ctx): Promise<void> {
   const { p } = c;
   onlyFlags(p, 'ls', ['prefix', 'limit', 'after', 'all']);
   const [kw] = positionals(p, 'ls', 0, 1);
-  const kind = kw === undefined ? 'table' : kindOf(kw, 'ls', ['table', 'record', 'variant', 'lock']);
-  const op = ({ table: 'listTables', record: 'listRecords', variant: 'listVariants', lock: 'listLocks' } as const)[kind];
+  const kind = kw === undefined ? 'table' : kindOf(kw, 'ls', ['table', 'record', 'variant', 'lock', 'list']);
+  const op = ({ table: 'listTables', record: 'listRecords', variant: 'listVariants', lock: 'listLocks', list: 'listLists' } as const)[kind];
   let after = flag(p, 'after');
   const limit = intFlag(p, 'limit', 1);
-  type Page = { items: { name: string; ttl_ms: number | null; rows?: number; held?: boolean; holder?: string | null }[]; next: string | null };
+  type Page = { items: { name: string; ttl_ms: number | null; rows?: number; length?: number; held?: boolean; holder?: string | null }[]; next: string | null };
   for (;;) {
     const a = await call<Page>(c, op, [], { query: { prefix: flag(p, 'prefix'), limit, after } }, (a) =>
       a.data.items
         .map((it) => {
           const extra = [
             it.rows !== undefined ? `${it.rows} row${it.rows === 1 ? '' : 's'}` : '',
+            it.length !== undefined ? `${it.length} item${it.length === 1 ? '' : 's'}` : '',
             it.held !== undefined ? (it.held ? `held by ${it.holder ?? '?'}` : 'free') : '',
             it.ttl_ms !== null ? `expires in ${(it.ttl_ms / 1000).toFixed(0)} s` : '',
           ].filter(Boolean);
@@ -579,7 +583,43 @@ async function cmdBackup(c: Ctx): Promise<void> {
   c.io.out(c.json ? JSON.stringify({ status: 'success', message: 'backup written', data: { file: out, bytes } }) + '\n' : `backup written to ${out} (${bytes} bytes)\n`);
 }
 
+// ---- lists (docs/api.md "Lists")
+
+/** `pithos push <list> <value>... [--left]`: each value is JSON (else a string), pushed in order. */
+async function cmdPush(c: Ctx): Promise<void> {
+  const { p } = c;
+  onlyFlags(p, 'push', ['left', 'right', 'if-version']);
+  const [name, ...raw] = positionals(p, 'push', 2, Infinity);
+  const values = raw.map((r) => {
+    try {
+      return JSON.parse(r) as unknown;
+    } catch {
+      return r;
+    }
+  });
+  const body: Record<string, unknown> = { values, side: has(p, 'left') ? 'left' : 'right', ...writeOpts(p) };
+  await call<{ length: number }>(c, 'pushList', [name!], { body }, (a) => `length ${a.data.length}`);
+}
+
+/** `pithos pop <list> [--right] [--pop-count n] [--wait ms] [--to list [--to-side left|right]]`: one item per line. */
+async function cmdPop(c: Ctx): Promise<void> {
+  const { p } = c;
+  onlyFlags(p, 'pop', ['left', 'right', 'pop-count', 'wait', 'to', 'to-side', 'if-version']);
+  const [name] = positionals(p, 'pop', 1, 1);
+  const body: Record<string, unknown> = { side: has(p, 'right') ? 'right' : 'left', ...writeOpts(p) };
+  const count = intFlag(p, 'pop-count', 1);
+  if (count !== undefined) body.count = count;
+  const wait = intFlag(p, 'wait', 0);
+  if (wait !== undefined) body.wait_ms = wait;
+  const to = flag(p, 'to');
+  if (to !== undefined) body.to = to;
+  const toSide = flag(p, 'to-side');
+  if (toSide !== undefined) body.to_side = toSide;
+  await call<{ items: unknown[] }>(c, 'popList', [name!], { body }, (a) => (a.data.items.length === 0 ? '(nothing to pop)' : a.data.items.map(show).join('\n')));
+}
+
 const RUN: Record<string, (c: Ctx) => Promise<void>> = {
+  push: cmdPush, pop: cmdPop,
   get: cmdGet, put: cmdPut, del: cmdDel, incr: cmdIncr, query: cmdQuery, insert: cmdInsert, patch: cmdPatch,
   lock: cmdLock, unlock: cmdUnlock, txn: cmdTxn, ls: cmdLs, watch: cmdWatch, health: cmdHealth, backup: cmdBackup,
 };

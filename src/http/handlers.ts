@@ -89,7 +89,7 @@ const QUOTED_VERSION = /^\s*"(\d{1,16})"\s*$/;
  * conditional writes"): body `if_version` / `if_absent: true`, or headers
  * `If-Match: "<v>"` / `If-None-Match: *`. At most one may be given.
  */
-function preconditionOf(body: Body, res: ServerResponse): Precondition | undefined {
+export function preconditionOf(body: Body, res: ServerResponse): Precondition | undefined {
   const h = res.req.headers;
   const im = h['if-match'];
   const inm = h['if-none-match'];
@@ -152,6 +152,7 @@ export const listTables = lister('tables', A.tablesListed);
 export const listRecords = lister('records', A.recordsListed);
 export const listVariants = lister('variants', A.variantsListed);
 export const listLocks = lister('locks', A.locksListed);
+export const listLists = lister('lists', new Answer('lists listed successfully'));
 
 export async function createIndex(ctx: Ctx, name: string, _body: Body, res: ServerResponse, _raw: string, args: Args): Promise<void> {
   await ctx.store.tables.createIndex(name, indexFieldOf(args.sub));

@@ -7,6 +7,7 @@
  */
 import type { Fields } from './fields.js';
 import * as h from './handlers.js';
+import * as lists from './lists.js';
 import { rowsHint } from './hints.js';
 import type { Handler } from './handlers.js';
 import { serveMetrics } from './metrics.js';
@@ -23,7 +24,7 @@ export interface RouteDef {
   handler: Handler;
   role: Role;
   /** What the `{name}` parameter names, for its error messages ("table name must …"). */
-  names?: 'table' | 'record' | 'variant' | 'lock';
+  names?: 'table' | 'record' | 'variant' | 'lock' | 'list';
   /** What a second `{…}` parameter names (an index's field, a row's t_id). */
   subNames?: 'field' | 't_id';
   /**
@@ -176,6 +177,45 @@ export const ROUTES: readonly RouteDef[] = [
     body: { token }, ok: { status: [200], message: 'lock deleted successfully' } },
   { method: 'GET', path: '/locks/{name}', handler: h.queryLock, role: 'read', names: 'lock', summary: 'Who holds a lock',
     ok: { status: [200], message: 'lock queried successfully' } },
+
+  // ---- lists (docs/api.md "Lists"), and the quick-start spelling /list/<key>
+  { method: 'GET', path: '/lists', handler: h.listLists, role: 'read', summary: 'Lists in byte order, a page at a time', strict: true,
+    query: listing, ok: { status: [200], message: 'lists listed successfully' } },
+  { method: 'PUT', path: '/lists/{name}', handler: lists.putList, role: 'write', names: 'list', summary: 'Create or replace a list',
+    body: { list: { type: 'array', required: true, doc: 'the items, left to right (any JSON values)' }, ttl, if_version: ifVersion, if_absent: ifAbsent },
+    strict: true, query: {}, ok: { status: [201, 200], message: 'list created successfully' } },
+  { method: 'GET', path: '/lists/{name}', handler: lists.getList, role: 'read', names: 'list', summary: 'Items from start to stop (inclusive)',
+    strict: true, query: { start: 'first index (default 0; negative counts from the end)', stop: 'last index, inclusive (default -1, the last)' },
+    ok: { status: [200], message: 'list queried successfully' } },
+  { method: 'POST', path: '/lists/{name}/push', handler: lists.pushList, role: 'write', names: 'list', summary: 'Push values onto one end',
+    body: { values: { type: 'array', required: true, doc: 'non-empty; pushed one at a time in this order' },
+      side: { type: 'string', doc: '"right" (default) or "left"' }, create: { type: 'boolean', doc: 'false: 404 when the list does not exist (default true)' },
+      if_version: ifVersion },
+    strict: true, query: {}, ok: { status: [200], message: 'list pushed successfully' } },
+  { method: 'POST', path: '/lists/{name}/pop', handler: lists.popList, role: 'write', names: 'list',
+    summary: 'Remove and return items from one end, waiting for one if asked; with to, move them to another list atomically',
+    body: { side: { type: 'string', doc: '"left" (default) or "right"' }, count: { type: 'number', doc: 'at most this many items, 1-1000 (default 1)' },
+      wait_ms: { type: 'number', doc: 'wait up to this long for an item when there is none, 0-30000 (default 0)' },
+      to: { type: 'string', doc: 'push each popped item onto this list (created when missing), in the same atomic step' },
+      to_side: { type: 'string', doc: 'the end of `to` to push on: "left" (default) or "right"' }, if_version: ifVersion },
+    strict: true, query: {}, ok: { status: [200], message: 'list popped successfully' } },
+  { method: 'PATCH', path: '/lists/{name}', handler: lists.patchList, role: 'write', names: 'list',
+    summary: 'Set one item, trim to a range, or remove items equal to a value; and/or set the lifetime',
+    body: { set: { type: 'object', doc: '{"index", "value"}: replace the item at index' },
+      trim: { type: 'object', doc: '{"start", "stop"}: keep only that inclusive range' },
+      remove: { type: 'object', doc: '{"value", "count"}: remove the first count items equal to value (negative: from the right; 0: all)' },
+      ttl: { type: 'ttl', doc: 'the remaining lifetime in seconds; 0 = none' }, if_version: ifVersion },
+    strict: true, query: {}, ok: { status: [200], message: 'list patched successfully' } },
+  { method: 'DELETE', path: '/lists/{name}', handler: lists.deleteList, role: 'write', names: 'list', summary: 'Delete a list',
+    body: { if_version: ifVersion }, strict: true, query: {}, ok: { status: [200], message: 'list deleted successfully' } },
+  { method: 'PUT', path: '/list/{name}', handler: lists.putList, role: 'write', names: 'list', summary: 'Quick-start spelling of PUT /lists',
+    body: { list: { type: 'array', required: true, doc: 'the items, left to right' }, ttl, if_version: ifVersion, if_absent: ifAbsent },
+    strict: true, query: {}, ok: { status: [201, 200], message: 'list created successfully' } },
+  { method: 'GET', path: '/list/{name}', handler: lists.getQuickList, role: 'read', names: 'list',
+    summary: 'Quick-start spelling of GET /lists: {"list": [...]}', strict: true, query: {},
+    ok: { status: [200], message: 'list queried successfully' } },
+  { method: 'DELETE', path: '/list/{name}', handler: lists.deleteList, role: 'write', names: 'list', summary: 'Quick-start spelling of DELETE /lists',
+    body: { if_version: ifVersion }, strict: true, query: {}, ok: { status: [200], message: 'list deleted successfully' } },
 
   // ---- transactions
   { method: 'POST', path: '/txns', handler: h.transact, role: 'write', summary: 'Checks and mutations, all or nothing', strict: true, query: {},

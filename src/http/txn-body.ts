@@ -9,10 +9,17 @@ import { invalid } from '../store/errors.js';
 import type { Check, Mutation, Transaction } from '../store/store.js';
 import { elementNumberTexts } from '../store/json.js';
 import { isRowId, MAX_ROW_ID } from '../store/rows.js';
+import { MAX_POP } from '../store/lists.js';
 import { checkName, isPlainObject, isVersion, MAX_TTL } from '../store/validate.js';
 import type { Body } from './body.js';
 
 export const MAX_TXN_ITEMS = 1000;
+
+/** A list side as a mutation names it. */
+function sideOf(v: unknown, where: string): 'left' | 'right' {
+  if (v !== 'left' && v !== 'right') throw invalid(`${where}: field 'side' must be "left" or "right"`);
+  return v;
+}
 
 type Obj = Record<string, unknown>;
 const hasOwn = (o: Obj, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
@@ -61,10 +68,10 @@ function nameOf(o: Obj, kind: string, where: string): string {
   return v;
 }
 
-function kindOf(o: Obj, where: string): 'table' | 'variant' | 'record' {
+function kindOf(o: Obj, where: string): 'table' | 'variant' | 'record' | 'list' {
   const k = o.kind ?? 'table';
-  if (k === 'table' || k === 'variant' || k === 'record') return k;
-  throw invalid(`${where}: field 'kind' must be 'table', 'variant' or 'record'${typeof k === 'string' ? `, not '${k}'` : ''}`);
+  if (k === 'table' || k === 'variant' || k === 'record' || k === 'list') return k;
+  throw invalid(`${where}: field 'kind' must be 'table', 'variant', 'record' or 'list'${typeof k === 'string' ? `, not '${k}'` : ''}`);
 }
 
 function scalar(o: Obj, k: string, where: string): unknown {
@@ -86,7 +93,7 @@ function byRowId(o: Obj, where: string): number | undefined {
   return rowIdField(o, where);
 }
 
-const OPS = { table: ['INSERT', 'UPDATE', 'REMOVE', 'REPLACE'], variant: ['ADD', 'SET'], record: ['PUT', 'DELETE'] } as const;
+const OPS = { table: ['INSERT', 'UPDATE', 'REMOVE', 'REPLACE'], variant: ['ADD', 'SET'], record: ['PUT', 'DELETE'], list: ['PUSH', 'POP'] } as const;
 
 /** Source texts of the mutations' numbers, by mutation index (JSON.parse forgets whether `1.0` had a fraction). */
 interface NumberTexts {
@@ -141,6 +148,21 @@ function mutation(m: unknown, i: number, texts: NumberTexts): Mutation {
       allowOnly(m, ['kind', 'name', 'operation', 'variant', 'ttl'], where);
       // As PUT /variants does, the number's source text decides its type (`3.0` is a double).
       return { kind: 'variant', name, op: 'SET', value: { value: scalar(m, 'variant', where), text: texts.values.get(i) }, ttl: ttlOf(m, where) };
+    case 'list PUSH': {
+      allowOnly(m, ['kind', 'name', 'operation', 'values', 'side'], where);
+      const values = m.values;
+      if (!Array.isArray(values)) throw invalid(`${where}: field 'values' ${values === undefined ? 'is required (an array)' : 'must be an array'}`);
+      if (values.length === 0) throw invalid(`${where}: field 'values' must not be empty`);
+      return { kind: 'list', name, op: 'PUSH', values, side: m.side === undefined ? 'right' : sideOf(m.side, where) };
+    }
+    case 'list POP': {
+      allowOnly(m, ['kind', 'name', 'operation', 'side', 'count'], where);
+      const c = m.count ?? 1;
+      if (typeof c !== 'number' || !Number.isInteger(c) || c < 1 || c > MAX_POP) {
+        throw invalid(`${where}: field 'count' must be an integer ≥ 1 and ≤ ${MAX_POP}`);
+      }
+      return { kind: 'list', name, op: 'POP', side: m.side === undefined ? 'left' : sideOf(m.side, where), count: c };
+    }
     case 'record PUT':
       allowOnly(m, ['kind', 'name', 'operation', 'values', 'ttl'], where);
       return { kind: 'record', name, op: 'PUT', values: obj(m, 'values', where), ttl: ttlOf(m, where) };
@@ -154,12 +176,16 @@ function check(c: unknown, i: number): Check {
   const where = `check ${i}`;
   if (!isPlainObject(c)) throw invalid(`${where} must be an object`);
   const kind = c.kind;
-  if (kind !== 'table' && kind !== 'variant' && kind !== 'record') {
-    throw invalid(`${where}: field 'kind' must be 'table', 'variant' or 'record'`);
+  if (kind !== 'table' && kind !== 'variant' && kind !== 'record' && kind !== 'list') {
+    throw invalid(`${where}: field 'kind' must be 'table', 'variant', 'record' or 'list'`);
   }
   const name = nameOf(c, kind, where);
   const exists = bool(c, 'exists', where);
   switch (kind) {
+    case 'list':
+      allowOnly(c, ['kind', 'name', 'exists', 'length'], where);
+      if (exists === undefined && !hasOwn(c, 'length')) throw invalid(`${where}: a list check needs 'length' or 'exists'`);
+      return { kind, name, exists, length: c.length, hasLength: hasOwn(c, 'length') };
     case 'variant':
       allowOnly(c, ['kind', 'name', 'exists', 'value'], where);
       if (exists === undefined && !hasOwn(c, 'value')) throw invalid(`${where}: a variant check needs 'value' or 'exists'`);

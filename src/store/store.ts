@@ -133,7 +133,7 @@ export interface RowQuery {
   withIds?: boolean;
 }
 
-export type ListKind = 'tables' | 'records' | 'variants' | 'locks';
+export type ListKind = 'tables' | 'records' | 'variants' | 'locks' | 'lists';
 
 /** A listing request (docs/api.md "Listing"): names in byte order. */
 export interface ListOptions {
@@ -184,12 +184,55 @@ export interface LockStore {
   query(name: string): Promise<string>;
 }
 
+// ---- lists (docs/api.md "Lists") -------------------------------------------------
+
+export type ListSide = 'left' | 'right';
+
+/** A pop (docs/api.md "Lists"): up to `count` items from `side`, maybe waiting, maybe moved to list `to`. */
+export interface ListPop {
+  side: ListSide;
+  /** 1–1000. */
+  count: number;
+  /** 0: answer at once; otherwise wait up to this long for an item when there is none. */
+  waitMs: number;
+  /** Push each popped item onto this list (created when missing) in the same atomic step. */
+  to?: string;
+  toSide: ListSide;
+  /** Aborted when the client has gone: a waiting pop then pops nothing. */
+  gone?: AbortSignal;
+}
+
+/** One change of PATCH /lists/<name>: at most one of set, trim, remove, with or without ttl. */
+export interface ListPatch {
+  set?: { index: number; value: unknown };
+  trim?: { start: number; stop: number };
+  /** `count` > 0: the first `count` equal items from the left; < 0: from the right; 0: all. */
+  remove?: { value: unknown; count: number };
+  ttl?: number;
+}
+
+export interface ListStore {
+  /** Creates or replaces with these items; resolves to true when the list is new. */
+  put(name: string, items: unknown[], ttl: number, pre?: Precondition): Promise<boolean>;
+  /** JSON text {"items": [...], "length": n} of the inclusive range (Redis LRANGE indexes); `out` receives the version. */
+  range(name: string, start: number, stop: number, out?: VersionOut): Sync<string>;
+  /** Pushes one at a time in the order given; resolves to the JSON text {"length": n}. */
+  push(name: string, values: unknown[], side: ListSide, create: boolean, pre?: Precondition): Promise<string>;
+  /** Resolves to the JSON text {"items": [...]} once the pop (and move) is durable. */
+  pop(name: string, p: ListPop, pre?: Precondition): Promise<string>;
+  /** Resolves to the JSON text {"length": n}. */
+  patch(name: string, p: ListPatch, pre?: Precondition): Promise<string>;
+  delete(name: string, pre?: Precondition): Promise<void>;
+}
+
 // ---- transactions (docs/api.md "Transactions") ----------------------------------
 
 export type Check =
   | { kind: 'variant'; name: string; exists?: boolean; value?: unknown; hasValue: boolean }
   | { kind: 'record'; name: string; exists?: boolean; version?: number }
-  | { kind: 'table'; name: string; exists?: boolean; where?: Wheres; count?: unknown };
+  | { kind: 'table'; name: string; exists?: boolean; where?: Wheres; count?: unknown }
+  /** `length`: a where-value the list's length must satisfy (a missing list fails it). */
+  | { kind: 'list'; name: string; exists?: boolean; length?: unknown; hasLength: boolean };
 
 export type Mutation =
   | { kind: 'table'; name: string; op: 'INSERT'; values: Row }
@@ -202,7 +245,9 @@ export type Mutation =
   | { kind: 'variant'; name: string; op: 'ADD'; delta: ScalarInput }
   | { kind: 'variant'; name: string; op: 'SET'; value: ScalarInput; ttl: number }
   | { kind: 'record'; name: string; op: 'PUT'; values: Row; ttl: number }
-  | { kind: 'record'; name: string; op: 'DELETE' };
+  | { kind: 'record'; name: string; op: 'DELETE' }
+  | { kind: 'list'; name: string; op: 'PUSH'; values: unknown[]; side: ListSide }
+  | { kind: 'list'; name: string; op: 'POP'; side: ListSide; count: number };
 
 export interface Transaction {
   checks: Check[];
@@ -213,7 +258,7 @@ export interface Transaction {
 
 // ---- change feed (docs/api.md "Change feed") --------------------------------------
 
-export type ChangeKind = 'table' | 'record' | 'variant' | 'lock';
+export type ChangeKind = 'table' | 'record' | 'variant' | 'lock' | 'list';
 
 /** One change of one object, as the change feed reports it. */
 export interface Change {
@@ -232,6 +277,8 @@ export interface Change {
   readonly id: string;
   /** The new value as JSON text, for puts of records, variants and rows; undefined otherwise. */
   readonly value: string | undefined;
+  /** For an element operation on a collection (push, pop, …): its name; `value` then holds its arguments and result. */
+  readonly op?: string;
 }
 
 /**
@@ -267,6 +314,8 @@ export interface Store {
   readonly records: RecordStore;
   readonly variants: VariantStore;
   readonly locks: LockStore;
+  /** Lists (docs/api.md "Lists"); a store without them answers their routes with 503. */
+  readonly lists?: ListStore;
   /**
    * Runs every check on the state before the first mutation, then every
    * mutation in order on one view; all of it is one atomic write, or nothing.

@@ -373,3 +373,17 @@ test('`pithos serve` and server flags still start the server', async () => {
     await s.close();
   }
 });
+
+test('lists: push (right, --left), pop (--right, --pop-count, --to, --wait), ls lists', async () => {
+  assert.equal((await cli(['push', 'q', '1', '"two"', 'three'])).stdout, 'length 3\n');
+  assert.equal((await cli(['push', 'q', '0', '--left'])).stdout, 'length 4\n');
+  assert.equal((await cli(['pop', 'q'])).stdout, '0\n');
+  assert.equal((await cli(['pop', 'q', '--right', '--pop-count', '2', '--to', 'done'])).stdout, 'three\ntwo\n');
+  assert.deepEqual((await server.req('GET', '/lists/done')).body.data, { items: ['two', 'three'], length: 2 });
+  assert.deepEqual(json(await cli(['pop', 'q', '-o', 'json'])).data, { items: [1] });
+  assert.equal((await cli(['pop', 'q', '--wait', '50'])).stdout, '(nothing to pop)\n');
+  assert.match((await cli(['ls', 'lists'])).stdout, /^done\t2 items\nq\t0 items\n$/);
+  exits(await cli(['pop', 'missing']), 1, 'pop of a missing list', /404 list 'missing' does not exist/);
+  exits(await cli(['pop', 'q', '--pop-count', '0']), 2, 'bad count', /--pop-count must be an integer ≥ 1/);
+  exits(await cli(['push', 'q']), 2, 'push without values', /missing argument/);
+});

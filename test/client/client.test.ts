@@ -183,7 +183,7 @@ test('part-two calls: listing, transactions, metrics, row-query options', async 
   assert.deepEqual((await db.list('records', { prefix: 'p2-' })).items.map((i) => i.name), ['p2-rec']);
   // Any other kind does not compile; from JavaScript it is a TypeError naming the kinds.
   // @ts-expect-error 'rows' is not a kind
-  await assert.rejects(db.listAll('rows').next(), { name: 'TypeError', message: /^kind must be 'table', 'record', 'variant' or 'lock' .*got 'rows'$/ });
+  await assert.rejects(db.listAll('rows').next(), { name: 'TypeError', message: /^kind must be 'table', 'record', 'variant', 'lock' or 'list' .*got 'rows'$/ });
   // @ts-expect-error nor is a missing one
   await assert.rejects(db.list(undefined), { name: 'TypeError', message: /kind must be .*got undefined$/ });
   const r = await db.txn({ mutations: [{ name: 'p2', operation: 'INSERT', values: { i: 6 } }] });
@@ -323,4 +323,26 @@ test('watch(): live events when the server has /watch, else a typed 404', async 
   assert.equal(ev.value!.event, 'put');
   assert.equal((ev.value!.data as { name: string }).name, 'w-1');
   ac.abort();
+});
+
+test('list calls: put, range, push, pop (count, wait, to), patch, listing, the /list spelling, delete', async () => {
+  assert.deepEqual(await db.putList('cl', [1, 2, 3]), { created: true });
+  assert.equal(await db.pushList('cl', ['a', 'b'], { side: 'left' }), 5);
+  const all = await db.getList('cl');
+  assert.deepEqual([all.items, all.length], [['b', 'a', 1, 2, 3], 5]);
+  assert.equal(typeof all.version, 'number');
+  assert.deepEqual((await db.getList('cl', { start: -2 })).items, [2, 3]);
+  assert.deepEqual(await db.popList('cl', { side: 'right', count: 2, to: 'cl2' }), [3, 2]);
+  assert.deepEqual(await db.getListQuick('cl2'), [2, 3]);
+  assert.equal(await db.patchList('cl', { remove: { value: 'a', count: 0 }, ttl: 60 }), 2);
+  const waiting = db.popList('cl3', { waitMs: 5000 });
+  await new Promise((r) => setTimeout(r, 50));
+  await db.pushList('cl3', ['woke']);
+  assert.deepEqual(await waiting, ['woke']);
+  const page = await db.listLists({ prefix: 'cl' });
+  assert.deepEqual(page.items.map((i) => [i.name, (i as { length?: number }).length]), [['cl', 2], ['cl2', 2], ['cl3', 0]]);
+  await db.deleteList('cl', { ifVersion: (await db.getList('cl')).version });
+  await assert.rejects(db.getList('cl'), (e: PithosError) => e.status === 404 && e.message === "list 'cl' does not exist");
+  assert.deepEqual(await db.putListQuick('cq', []), { created: true });
+  await db.deleteListQuick('cq');
 });

@@ -57,7 +57,7 @@ class Gen {
   }
 }
 
-const NAMESPACES = ['tables', 'records', 'table', 'variants', 'locks'] as const;
+const NAMESPACES = ['tables', 'records', 'table', 'variants', 'locks', 'lists'] as const;
 type Ns = (typeof NAMESPACES)[number];
 
 const ODD_SEGMENTS = [
@@ -100,6 +100,25 @@ function validValue(g: Gen, field: string): unknown {
       return g.pick(['me', 'you', 'h'.repeat(255)]);
     case 'token':
       return g.pick(['x', 'abc', '']);
+    // lists: short waits only, so a blocking pop never holds a worker for long
+    case 'list':
+    case 'values':
+      return Array.from({ length: g.int(4) }, () => randValue(g, 1));
+    case 'side':
+    case 'to_side':
+      return g.pick(['left', 'right', 'middle']);
+    case 'count':
+      return g.pick([1, 2, 1000, 0, 1001]);
+    case 'wait_ms':
+      return g.pick([0, 0, 20]);
+    case 'to':
+      return g.pick(['a', 'b', '..', '']);
+    case 'set':
+      return { index: g.int(6) - 3, value: randValue(g, 1) };
+    case 'trim':
+      return { start: g.int(6) - 3, stop: g.int(6) - 3 };
+    case 'remove':
+      return { value: randScalar(g), count: g.int(5) - 2 };
     default:
       return randValue(g, 2);
   }
@@ -138,6 +157,11 @@ function fieldsFor(method: string, ns: Ns, suffix: string): string[] {
   if (ns === 'records') return method === 'POST' ? ['column'] : ['record', 'ttl'];
   if (ns === 'table') return ['table', 'ttl'];
   if (ns === 'variants') return method === 'POST' ? ['delta'] : ['variant', 'ttl'];
+  if (ns === 'lists') {
+    if (suffix === '/push') return ['values', 'side', 'create'];
+    if (suffix === '/pop') return ['side', 'count', 'wait_ms', 'to', 'to_side'];
+    return method === 'PATCH' ? ['set', 'trim', 'remove', 'ttl'] : ['list', 'ttl'];
+  }
   return method === 'PUT' ? ['lockttl', 'holder'] : ['token', 'ttl'];
 }
 
@@ -211,6 +235,7 @@ function buildRequest(g: Gen, token: string, names: string[]): Built {
     const name = g.pick(names);
     target = { ns, name };
     if (ns === 'tables' && g.chance(0.5)) suffix = g.pick(['/rows', '/query', `/rows/${g.pick(ROW_IDS)}`]);
+    if (ns === 'lists' && g.chance(0.5)) suffix = g.pick(['/push', '/pop']);
     path = `/${ns}/${encodeURIComponent(name)}${suffix}`;
   } else if (roll < 0.9) {
     path = `/${ns}/${g.pick(ODD_SEGMENTS)}${g.chance(0.2) ? g.pick(['/rows', '/query', '/x', '/', '//']) : ''}`;

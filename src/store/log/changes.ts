@@ -30,6 +30,7 @@ class LogChange implements Change {
     public id: string,
     /** Stored bytes of a put; decoded to JSON text only if a watcher asks for values. */
     private readonly raw: Buffer | undefined,
+    readonly op?: string,
   ) {}
 
   get value(): string | undefined {
@@ -53,6 +54,7 @@ function objectOf(key: string): [ChangeKind, string, number | undefined] | undef
     if (c === 0x56 /* V */) return ['variant', name, undefined];
     if (c === 0x4c /* L */) return ['lock', name, undefined];
     if (c === 0x54 /* T */) return ['table', name, undefined];
+    if (c === 0x51 /* Q */) return ['list', name, undefined];
     return undefined;
   }
   // A row: t\0<table>\0<incarnation>\0<16-digit t_id>
@@ -89,11 +91,39 @@ export function changesOf(seq: number, entries: readonly EntryLike[]): LogChange
     if (kind === 'table' && tId === undefined && put) {
       if (incarnationOf(e.value) !== seq) continue;
     }
+    if (kind === 'list') {
+      out.push(put ? listChange(seq, name, e.value as Buffer, entries) : new LogChange('delete', kind, name, seq, undefined, '', undefined));
+      continue;
+    }
     const raw = put && kind !== 'lock' && !(kind === 'table' && tId === undefined) ? e.value : undefined;
     out.push(new LogChange(put ? 'put' : 'delete', kind, name, seq, tId, '', raw));
   }
   for (let i = 0; i < out.length; i++) out[i].id = i === out.length - 1 ? String(seq) : `${seq}:${i}`;
   return out;
+}
+
+/**
+ * A list header's put (lists.ts): its second line names the operation and
+ * holds its arguments and result; `put` (a whole-list write) is published
+ * with the items the same batch wrote into the new incarnation's group; an
+ * empty line (a new lifetime) is a put with no value.
+ */
+function listChange(seq: number, name: string, v: Buffer, entries: readonly EntryLike[]): LogChange {
+  const nl = v.indexOf(0x0a);
+  if (nl < 0 || nl === v.length - 1) return new LogChange('put', 'list', name, seq, undefined, '', undefined);
+  const sp = v.indexOf(0x20, nl);
+  if (sp < 0) {
+    const group = `q\u0000${name}\u0000${v.toString('latin1', 0, v.indexOf(0x20))}\u0000`;
+    const items: Buffer[] = [Buffer.from('[')];
+    for (const e of entries) {
+      if (e.op !== Op.Put || !e.key.startsWith(group)) continue;
+      if (items.length > 1) items.push(Buffer.from(','));
+      items.push(e.value as Buffer);
+    }
+    items.push(Buffer.from(']'));
+    return new LogChange('put', 'list', name, seq, undefined, '', Buffer.concat(items));
+  }
+  return new LogChange('put', 'list', name, seq, undefined, '', v.subarray(sp + 1), v.toString('latin1', nl + 1, sp));
 }
 
 export class LogChanges implements ChangeFeed {

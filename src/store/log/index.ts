@@ -15,6 +15,7 @@ import { LogTables, rowDecoder, tableMeta } from './tables.js';
 import { transact } from './txns.js';
 import { LogVariants } from './variants.js';
 import { LogChanges } from './changes.js';
+import { LogLists } from './lists.js';
 
 /** Restores a backup into a new data directory, without a server (`pithos restore`). */
 export { restoreBackup } from './backup.js';
@@ -27,6 +28,7 @@ export class LogStore implements Store {
   readonly variants: LogVariants;
   readonly locks: LogLocks;
   readonly changes: LogChanges;
+  readonly lists: LogLists;
   private readonly atomic: Atomic;
   /** Every top-level name in byte order (names.ts). */
   readonly names: NameView;
@@ -46,6 +48,7 @@ export class LogStore implements Store {
     this.variants = new LogVariants(engine, this.atomic);
     this.locks = new LogLocks(this.atomic);
     this.changes = new LogChanges(engine);
+    this.lists = new LogLists(this.atomic);
   }
 
   static async open(opts: EngineOptions & { now: () => number }): Promise<LogStore> {
@@ -86,6 +89,7 @@ export class LogStore implements Store {
   }
 
   close(): Promise<void> {
+    this.lists.close();
     this.indexes.close();
     return this.engine.close();
   }

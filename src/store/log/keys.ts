@@ -17,3 +17,16 @@ const ID_WIDTH = 16;
 /** Fixed-width ids make the engine's key order the t_id order. */
 export const rowKey = (group: string, id: number): string => group + String(id).padStart(ID_WIDTH, '0');
 export const rowIdOf = (key: string): number => Number(key.slice(-ID_WIDTH));
+
+// ---- lists (docs/format.md, "Lists") -------------------------------------------
+
+/** A list's header: its incarnation, its ends, and the last operation (for the change feed). */
+export const listKey = (name: string): string => 'Q/' + name;
+/** All items of one incarnation of a list; `inc` is the sequence number of its creation. */
+export const listGroup = (name: string, inc: number): string => `q\u0000${name}\u0000${inc}\u0000`;
+/**
+ * Item positions are signed (a left push goes below the head), stored shifted
+ * by POS_BIAS and zero-padded so that the engine's key order is position order.
+ */
+const POS_BIAS = 4_000_000_000_000_000;
+export const itemKey = (group: string, pos: number): string => group + String(POS_BIAS + pos).padStart(ID_WIDTH, '0');

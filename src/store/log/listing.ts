@@ -9,6 +9,7 @@ import { rowGroup } from './keys.js';
 import { leaseDecoder } from './locks.js';
 import type { NameView } from './names.js';
 import { metaDecoder } from './tables.js';
+import { headDecoder } from './lists.js';
 import type { Engine } from '../../engine/index.js';
 
 /**
@@ -19,14 +20,15 @@ import type { Engine } from '../../engine/index.js';
  */
 const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 
-const NS: Record<ListKind, string> = { tables: 'T/', records: 'R/', variants: 'V/', locks: 'L/' };
+const NS: Record<ListKind, string> = { tables: 'T/', records: 'R/', variants: 'V/', locks: 'L/', lists: 'Q/' };
 
 export function list(engine: Engine, atomic: Atomic, names: NameView, kind: ListKind, opts: ListOptions): Sync<string> {
   const ns = NS[kind];
   return atomic.readNow((tx) => {
     // A read decision writes nothing, so the engine's expiry of each name is the decision's.
     const { keys, exps, more } = names.page(ns + opts.prefix, opts.after === null ? null : ns + opts.after, opts.limit, tx.now);
-    const extra = kind === 'tables' ? tx.getMany(keys, metaDecoder) : kind === 'locks' ? tx.getMany(keys, leaseDecoder) : undefined;
+    const extra = kind === 'tables' ? tx.getMany(keys, metaDecoder) : kind === 'locks' ? tx.getMany(keys, leaseDecoder)
+      : kind === 'lists' ? tx.getMany(keys, headDecoder) : undefined;
     let out = '{"items":[';
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i];
@@ -37,6 +39,9 @@ export function list(engine: Engine, atomic: Atomic, names: NameView, kind: List
       if (kind === 'tables') {
         const m = extra?.[i] as { inc: number } | undefined;
         item += `,"rows":${m === undefined ? 0 : engine.groupSize(rowGroup(key.slice(2), m.inc))}`;
+      } else if (kind === 'lists') {
+        const h = extra?.[i] as { head: number; tail: number } | undefined;
+        item += `,"length":${h === undefined ? 0 : h.tail - h.head}`;
       } else if (kind === 'locks') {
         const l = extra?.[i] as { holder: string | null } | undefined;
         item += `,"held":true,"holder":${JSON.stringify(l?.holder ?? null)}`;

@@ -5,12 +5,14 @@
  * across a crash (docs/engine.md, atomic batches).
  */
 import { StoreError } from '../errors.js';
+import { listMissing } from '../lists.js';
 import type { Check, Mutation, Transaction } from '../store.js';
 import { compileWheres, matches } from '../wheres.js';
 import type { Atomic, Tx } from './atomic.js';
 import { deleteRecord, putRecord, recordVersion } from './records.js';
 import { countRows, insertRow, removeRowById, removeRows, replaceRow, tableExists, updateRowById, updateRows } from './tables.js';
 import { addVariant, currentVariant, setVariant } from './variants.js';
+import { listHead, popItems, pushItems } from './lists.js';
 
 /** Whether `actual` satisfies a where-value (a literal, or an operator object), as a row field would. */
 export function satisfies(actual: unknown, expected: unknown): boolean {
@@ -36,6 +38,15 @@ function failure(tx: Tx, c: Check): string | undefined {
       if (c.exists !== undefined && c.exists !== has) return `record '${c.name}' ${exists(has)}`;
       if (c.version === undefined || c.version === v) return undefined;
       return has ? `record '${c.name}' has version ${v}, not ${c.version}` : `record '${c.name}' does not exist`;
+    }
+    case 'list': {
+      const h = listHead(tx, c.name);
+      if (c.exists !== undefined && c.exists !== (h !== undefined)) return `list '${c.name}' ${exists(h !== undefined)}`;
+      if (!c.hasLength) return undefined;
+      if (h === undefined) return `list '${c.name}' does not exist`;
+      const n = h.tail - h.head;
+      if (!satisfies(n, c.length)) return `list '${c.name}' has length ${n}, which does not match ${JSON.stringify(c.length)}`;
+      return undefined;
     }
     case 'table': {
       const has = tableExists(tx, c.name);
@@ -77,6 +88,12 @@ function apply(tx: Tx, m: Mutation): string {
       if (m.op === 'PUT') putRecord(tx, m.name, m.values, m.ttl);
       else deleteRecord(tx, m.name);
       return '{}';
+    case 'list': {
+      if (m.op === 'PUSH') return `{"length":${pushItems(tx, m.name, m.values.map((v) => JSON.stringify(v)), m.side, true)}}`;
+      const items = popItems(tx, m.name, m.side, m.count);
+      if (items === undefined) throw listMissing(m.name);
+      return `{"items":[${items.join(',')}]}`;
+    }
   }
   throw new Error('unreachable');
 }

@@ -17,6 +17,7 @@ import { Db, mapError, type PgOptions } from './sql.js';
 import { PgIndexes } from './indexes.js';
 import { list } from './listing.js';
 import { PgLocks } from './locks.js';
+import { PgLists } from './lists.js';
 import { PgRecords } from './records.js';
 import { PgTables } from './tables.js';
 import { transact } from './txns.js';
@@ -38,6 +39,7 @@ export class PgStore implements Store {
   readonly variants: PgVariants;
   readonly locks: PgLocks;
   readonly indexes: PgIndexes;
+  readonly lists: PgLists;
   /** The change feed; absent on a database without it (not PostgreSQL 13+: docs/scaling.md). */
   changes: PgChanges | undefined = undefined;
   private gcState: 0 | 1 | 2 = 0;
@@ -51,6 +53,7 @@ export class PgStore implements Store {
     this.records = new PgRecords(db);
     this.variants = new PgVariants(db);
     this.locks = new PgLocks(db);
+    this.lists = new PgLists(db);
   }
 
   /**
@@ -117,6 +120,11 @@ export class PgStore implements Store {
         await tx.query(`UPDATE pithos_locks SET token = '' WHERE token <> '' AND expires_at <= ${tx.now}`);
       });
       await q.query(`DELETE FROM pithos_locks WHERE expires_at <= ${q.now} - ${LOCK_ROW_GRACE_MS}`);
+      // Expired lists and their items, in one transaction (a write that finds one expired empties it itself).
+      await this.db.run(async (tx) => {
+        await tx.query(`DELETE FROM pithos_list_items i USING pithos_lists l WHERE i.name = l.name AND l.expires_at <= ${tx.now}`);
+        await tx.query(`DELETE FROM pithos_lists WHERE expires_at <= ${tx.now}`);
+      });
       await this.changes?.prune(Date.now());
       // Index definitions of tables that are gone, database indexes nothing uses, builds that stopped.
       await this.indexes.sweep();
@@ -147,7 +155,8 @@ export class PgStore implements Store {
       (SELECT count(*) FROM pithos_tables WHERE ${live}) +
       (SELECT count(*) FROM pithos_records WHERE ${live}) +
       (SELECT count(*) FROM pithos_variants WHERE ${live}) +
-      (SELECT count(*) FROM pithos_locks WHERE ${live}) AS keys,
+      (SELECT count(*) FROM pithos_locks WHERE ${live}) +
+      (SELECT count(*) FROM pithos_lists WHERE ${live}) AS keys,
       (SELECT coalesce(sum(octet_length(name)), 0) FROM pithos_tables WHERE ${live}) +
       (SELECT coalesce(sum(octet_length(r.body) + 8), 0) FROM pithos_rows r JOIN pithos_tables t ON t.name = r.tname AND t.inc = r.inc
          WHERE ${q.live('t.expires_at')}) +
@@ -161,6 +170,7 @@ export class PgStore implements Store {
     this.closed = true;
     clearTimeout(this.sweeper);
     this.changes?.close();
+    this.lists.close();
     this.indexes.close();
     await this.db.close();
   }

@@ -22,6 +22,7 @@ const SOURCES: Record<ListKind, { table: string; name: string; extra: string }> 
   records: { table: 'pithos_records', name: 'id', extra: '' },
   variants: { table: 'pithos_variants', name: 'name', extra: '' },
   locks: { table: 'pithos_locks', name: 'name', extra: ', holder' },
+  lists: { table: 'pithos_lists', name: 'name', extra: ', tail - head AS length' },
 };
 
 const MAX_CODE_POINT = 0x10ffff;
@@ -76,6 +77,7 @@ export async function list(q: Q, kind: ListKind, opts: ListOptions): Promise<str
     const exp = r.expires_at;
     let item = `{"name":${JSON.stringify(r.name)},"ttl_ms":${exp === null ? 'null' : Math.max(0, Number(exp) - Number(r.now))}`;
     if (kind === 'tables') item += `,"rows":${Number(r.row_count)}`;
+    else if (kind === 'lists') item += `,"length":${Number(r.length)}`;
     else if (kind === 'locks') item += `,"held":true,"holder":${JSON.stringify(JSON.parse(r.holder as string) as string | null)}`;
     out += (i === 0 ? '' : ',') + item + '}';
   }

@@ -218,6 +218,20 @@ export const MIGRATIONS: readonly Migration[] = [
     statements: FEED,
     postgresOnly: true,
   },
+  {
+    version: 6,
+    name: 'lists: pithos_lists and one row per item',
+    // Items are keyed by (list, position), the log store's dense signed
+    // positions (src/store/postgres/lists.ts); the name index in "C" order
+    // serves the listing as migration 3's do.
+    statements: [
+      `CREATE TABLE IF NOT EXISTS pithos_lists (
+         name TEXT PRIMARY KEY, head INT8 NOT NULL, tail INT8 NOT NULL, expires_at INT8, version INT8 NOT NULL)`,
+      `CREATE INDEX IF NOT EXISTS pithos_lists_name_c ON pithos_lists ((name COLLATE "C"))`,
+      `CREATE TABLE IF NOT EXISTS pithos_list_items (
+         name TEXT NOT NULL, pos INT8 NOT NULL, v TEXT NOT NULL, PRIMARY KEY (name, pos))`,
+    ],
+  },
 ];
 
 const RACES = new Set(['23505', '42P07', '40001', '40P01']);

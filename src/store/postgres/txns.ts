@@ -13,6 +13,8 @@ import { deleteRecord, putRecord, recordVersion } from './records.js';
 import type { Db, Q } from './sql.js';
 import { countRows, insertRow, removeRowById, removeRows, replaceRow, tableExists, updateRowById, updateRows } from './tables.js';
 import { addVariant, currentVariant, setVariant } from './variants.js';
+import { listLength, popItems, pushItems } from './lists.js';
+import { listMissing } from '../lists.js';
 
 function satisfies(actual: unknown, expected: unknown): boolean {
   return matches({ value: actual }, compileWheres({ value: expected }));
@@ -36,6 +38,14 @@ async function failure(q: Q, c: Check): Promise<string | undefined> {
       if (c.exists !== undefined && c.exists !== has) return `record '${c.name}' ${exists(has)}`;
       if (c.version === undefined || c.version === v) return undefined;
       return has ? `record '${c.name}' has version ${v}, not ${c.version}` : `record '${c.name}' does not exist`;
+    }
+    case 'list': {
+      const n = await listLength(q, c.name);
+      if (c.exists !== undefined && c.exists !== (n !== undefined)) return `list '${c.name}' ${exists(n !== undefined)}`;
+      if (!c.hasLength) return undefined;
+      if (n === undefined) return `list '${c.name}' does not exist`;
+      if (!satisfies(n, c.length)) return `list '${c.name}' has length ${n}, which does not match ${JSON.stringify(c.length)}`;
+      return undefined;
     }
     case 'table': {
       const has = await tableExists(q, c.name);
@@ -76,6 +86,12 @@ async function apply(q: Q, m: Mutation): Promise<string> {
       if (m.op === 'PUT') await putRecord(q, m.name, m.values, m.ttl);
       else await deleteRecord(q, m.name);
       return '{}';
+    case 'list': {
+      if (m.op === 'PUSH') return `{"length":${await pushItems(q, m.name, m.values.map((v) => JSON.stringify(v)), m.side, true)}}`;
+      const items = await popItems(q, m.name, { side: m.side, count: m.count, waitMs: 0, toSide: 'left' }, undefined);
+      if (items === undefined) throw listMissing(m.name);
+      return `{"items":[${items.join(',')}]}`;
+    }
   }
   throw new Error('unreachable');
 }
@@ -94,15 +110,16 @@ function at(err: unknown, what: string): unknown {
  * mutations write and the transaction commits.
  */
 async function lockInOrder(q: Q, txn: Transaction): Promise<void> {
-  const names: Record<Mutation['kind'], Set<string>> = { table: new Set(), variant: new Set(), record: new Set() };
+  const names: Record<Mutation['kind'], Set<string>> = { table: new Set(), variant: new Set(), record: new Set(), list: new Set() };
   for (const m of txn.mutations) names[m.kind].add(m.name);
   for (const c of txn.checks) if (c.kind === 'record' && c.version !== undefined) names.record.add(c.name);
   const sql: Record<Mutation['kind'], string> = {
     table: 'SELECT name FROM pithos_tables WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',
     variant: 'SELECT name FROM pithos_variants WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',
     record: 'SELECT id FROM pithos_records WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE',
+    list: 'SELECT name FROM pithos_lists WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',
   };
-  for (const kind of ['table', 'variant', 'record'] as const) {
+  for (const kind of ['table', 'variant', 'record', 'list'] as const) {
     if (names[kind].size > 0) await q.query(sql[kind], [[...names[kind]].sort()]);
   }
 }

@@ -1,0 +1,164 @@
+/**
+ * The list endpoints (docs/api.md, "Lists") and their quick-start spelling
+ * `/list/<key>`: checked bodies (routes.ts declares the types; the shapes
+ * inside them are checked here, each failure naming its field) to one
+ * ListStore call each.
+ */
+import type { ServerResponse } from 'node:http';
+import { invalid, StoreError } from '../store/errors.js';
+import { checkSide, MAX_POP, MAX_WAIT_MS } from '../store/lists.js';
+import type { ListPatch, ListPop, ListStore, Store, VersionOut } from '../store/store.js';
+import { checkName } from '../store/validate.js';
+import type { Body } from './body.js';
+import { Answer, send, sendTagged } from './envelope.js';
+import { type Args, type Ctx, preconditionOf } from './handlers.js';
+
+const A = {
+  created: new Answer('list created successfully'),
+  queried: new Answer('list queried successfully'),
+  pushed: new Answer('list pushed successfully'),
+  popped: new Answer('list popped successfully'),
+  patched: new Answer('list patched successfully'),
+  deleted: new Answer('list deleted successfully'),
+};
+
+function listsOf(store: Store): ListStore {
+  if (store.lists === undefined) throw new StoreError('unavailable', 'this store does not hold lists');
+  return store.lists;
+}
+
+function int(v: unknown, field: string, min = -Number.MAX_SAFE_INTEGER, max = Number.MAX_SAFE_INTEGER): number {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+    throw invalid(min === -Number.MAX_SAFE_INTEGER ? `field '${field}' must be an integer` : `field '${field}' must be an integer ≥ ${min} and ≤ ${max}`);
+  }
+  return v;
+}
+
+/** An index given as a query parameter: an integer, negatives counting from the right. */
+function indexParam(name: string, v: string | undefined, dflt: number): number {
+  if (v === undefined) return dflt;
+  if (!/^-?[0-9]{1,15}$/.test(v)) throw invalid(`query parameter '${name}' must be an integer (negative counts from the end)`);
+  return Number(v);
+}
+
+/** An object field's own keys: only these, each required. */
+function parts(o: Record<string, unknown>, field: string, keys: readonly string[]): void {
+  for (const k of Object.keys(o)) {
+    if (!keys.includes(k)) throw invalid(`unknown field '${field}.${k}' (allowed: ${keys.join(', ')})`);
+  }
+  for (const k of keys) if (o[k] === undefined) throw invalid(`field '${field}.${k}' is required`);
+}
+
+function listName(v: unknown, field: string): string {
+  const s = v as string;
+  try {
+    checkName(s, 'list');
+  } catch (err) {
+    if (err instanceof StoreError) throw invalid(`field '${field}': ${err.message}`);
+    throw err;
+  }
+  return s;
+}
+
+export async function putList(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+  const created = await listsOf(ctx.store).put(name, body.list as unknown[], (body.ttl as number | undefined) ?? 0, preconditionOf(body, res));
+  send(res, created ? 201 : 200, A.created);
+}
+
+const VERSION: VersionOut = { version: 0 };
+
+export function getList(ctx: Ctx, name: string, _body: Body, res: ServerResponse, _raw: string, args: Args): void | Promise<void> {
+  const start = indexParam('start', args.query.start, 0);
+  const stop = indexParam('stop', args.query.stop, -1);
+  const lists = listsOf(ctx.store);
+  const data = lists.range(name, start, stop, VERSION);
+  if (typeof data === 'string') return sendTagged(res, 200, A.queried, data, VERSION.version);
+  return later(lists, name, start, stop, res, data, (t) => t);
+}
+
+/** The value was not in memory: read again with a version holder of its own (the shared one serves other requests meanwhile). */
+async function later(lists: ListStore, name: string, start: number, stop: number, res: ServerResponse, first: Promise<string>,
+  shape: (text: string) => string): Promise<void> {
+  first.catch(() => {});
+  const out: VersionOut = { version: 0 };
+  const data = await lists.range(name, start, stop, out);
+  sendTagged(res, 200, A.queried, shape(data), out.version);
+}
+
+export async function pushList(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+  const values = body.values as unknown[];
+  if (values.length === 0) throw invalid(`field 'values' must not be empty`);
+  const side = body.side === undefined ? 'right' : checkSide(body.side, 'side');
+  const create = body.create !== false;
+  send(res, 200, A.pushed, await listsOf(ctx.store).push(name, values, side, create, preconditionOf(body, res)));
+}
+
+export async function popList(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+  const p: ListPop = {
+    side: body.side === undefined ? 'left' : checkSide(body.side, 'side'),
+    count: body.count === undefined ? 1 : int(body.count, 'count', 1, MAX_POP),
+    waitMs: body.wait_ms === undefined ? 0 : int(body.wait_ms, 'wait_ms', 0, MAX_WAIT_MS),
+    toSide: body.to_side === undefined ? 'left' : checkSide(body.to_side, 'to_side'),
+  };
+  if (body.to !== undefined) p.to = listName(body.to, 'to');
+  else if (body.to_side !== undefined) throw invalid(`field 'to_side' needs 'to' (the list to move the items to)`);
+  const pre = preconditionOf(body, res);
+  if (p.waitMs > 0) {
+    // A waiting pop whose client has gone must pop nothing (docs/api.md, "Lists").
+    const gone = new AbortController();
+    const onClose = (): void => {
+      if (!res.writableEnded) gone.abort();
+    };
+    res.once('close', onClose);
+    p.gone = gone.signal;
+    try {
+      const data = await listsOf(ctx.store).pop(name, p, pre);
+      if (!res.destroyed) send(res, 200, A.popped, data);
+    } finally {
+      res.off('close', onClose);
+    }
+    return;
+  }
+  send(res, 200, A.popped, await listsOf(ctx.store).pop(name, p, pre));
+}
+
+const PATCH_OPS = ['set', 'trim', 'remove'] as const;
+
+export async function patchList(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+  const given = PATCH_OPS.filter((k) => body[k] !== undefined);
+  if (given.length === 0 && body.ttl === undefined) throw invalid(`PATCH of a list needs one of 'set', 'trim', 'remove' or 'ttl'`);
+  if (given.length > 1) throw invalid(`fields '${given[0]}' and '${given[1]}' cannot be combined: send one of set, trim or remove (ttl may come with it)`);
+  const p: ListPatch = {};
+  if (body.set !== undefined) {
+    const s = body.set as Record<string, unknown>;
+    parts(s, 'set', ['index', 'value']);
+    p.set = { index: int(s.index, 'set.index'), value: s.value };
+  } else if (body.trim !== undefined) {
+    const t = body.trim as Record<string, unknown>;
+    parts(t, 'trim', ['start', 'stop']);
+    p.trim = { start: int(t.start, 'trim.start'), stop: int(t.stop, 'trim.stop') };
+  } else if (body.remove !== undefined) {
+    const r = body.remove as Record<string, unknown>;
+    parts(r, 'remove', ['value', 'count']);
+    p.remove = { value: r.value, count: int(r.count, 'remove.count') };
+  }
+  if (body.ttl !== undefined) p.ttl = body.ttl as number;
+  send(res, 200, A.patched, await listsOf(ctx.store).patch(name, p, preconditionOf(body, res)));
+}
+
+export async function deleteList(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+  await listsOf(ctx.store).delete(name, preconditionOf(body, res));
+  send(res, 200, A.deleted);
+}
+
+// ---- the quick-start spelling /list/<key> (docs/api.md, "Numbers, texts, and the quick-start spellings")
+
+/** `{"items": [...], "length": n}` (ListStore.range's fixed shape) as `{"list": [...]}`. */
+const asQuick = (text: string): string => '{"list":' + text.slice('{"items":'.length, text.lastIndexOf(',"length":')) + '}';
+
+export function getQuickList(ctx: Ctx, name: string, _body: Body, res: ServerResponse): void | Promise<void> {
+  const lists = listsOf(ctx.store);
+  const data = lists.range(name, 0, -1, VERSION);
+  if (typeof data === 'string') return sendTagged(res, 200, A.queried, asQuick(data), VERSION.version);
+  return later(lists, name, 0, -1, res, data, asQuick);
+}
