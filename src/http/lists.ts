@@ -79,7 +79,8 @@ export function getList(ctx: Ctx, name: string, _body: Body, res: ServerResponse
 /** The value was not in memory: read again with a version holder of its own (the shared one serves other requests meanwhile). */
 async function later(lists: ListStore, name: string, start: number, stop: number, res: ServerResponse, first: Promise<string>,
   shape: (text: string) => string): Promise<void> {
-  first.catch(() => {});
+  // Superseded: the read below answers, and reports its own failure.
+  first.catch(superseded);
   const out: VersionOut = { version: 0 };
   const data = await lists.range(name, start, stop, out);
   sendTagged(res, 200, A.queried, shape(data), out.version);
@@ -162,3 +163,5 @@ export function getQuickList(ctx: Ctx, name: string, _body: Body, res: ServerRes
   if (typeof data === 'string') return sendTagged(res, 200, A.queried, asQuick(data), VERSION.version);
   return later(lists, name, 0, -1, res, data, asQuick);
 }
+
+function superseded(): void {}

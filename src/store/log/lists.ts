@@ -388,7 +388,8 @@ export class LogLists implements ListStore {
       });
       if (state.v === 1) {
         w.taken = false;
-        void pr.catch(() => {});
+        // A decision that found nothing to pop wrote nothing: its outcome changes nothing, and the waiter stays queued.
+        void pr.catch(nothingTaken);
         return;
       }
       if (state.v === 2) {
@@ -436,3 +437,5 @@ export class LogLists implements ListStore {
     }
   }
 }
+
+function nothingTaken(): void {}

@@ -359,6 +359,6 @@ export class PgLists implements ListStore {
     for (const [name, q] of [...this.waiting]) {
       for (const w of [...q]) this.settle(name, w, undefined, new StoreError('unavailable', 'the server is shutting down'));
     }
-    void this.listener?.end().catch(() => undefined);
+    void this.listener?.end().catch((err: unknown) => this.db.opts.log('warn', `lists: closing the LISTEN connection failed: ${(err as Error)?.message ?? String(err)}`));
   }
 }
