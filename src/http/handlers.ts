@@ -66,6 +66,8 @@ const A = {
   recordsListed: new Answer('records listed successfully'),
   variantsListed: new Answer('variants listed successfully'),
   locksListed: new Answer('locks listed successfully'),
+  setsListed: new Answer('sets listed successfully'),
+  zsetsListed: new Answer('zsets listed successfully'),
   indexCreated: new Answer('index created successfully'),
   indexesListed: new Answer('indexes listed successfully'),
   indexDeleted: new Answer('index deleted successfully'),
@@ -84,7 +86,7 @@ const QUOTED_VERSION = /^\s*"(\d{1,16})"\s*$/;
  * conditional writes"): body `if_version` / `if_absent: true`, or headers
  * `If-Match: "<v>"` / `If-None-Match: *`. At most one may be given.
  */
-function preconditionOf(body: Body, res: ServerResponse): Precondition | undefined {
+export function preconditionOf(body: Body, res: ServerResponse): Precondition | undefined {
   const h = res.req.headers;
   const im = h['if-match'];
   const inm = h['if-none-match'];
@@ -147,6 +149,8 @@ export const listTables = lister('tables', A.tablesListed);
 export const listRecords = lister('records', A.recordsListed);
 export const listVariants = lister('variants', A.variantsListed);
 export const listLocks = lister('locks', A.locksListed);
+export const listSets = lister('sets', A.setsListed);
+export const listZsets = lister('zsets', A.zsetsListed);
 
 export async function createIndex(ctx: Ctx, name: string, _body: Body, res: ServerResponse, _raw: string, args: Args): Promise<void> {
   await ctx.store.tables.createIndex(name, indexFieldOf(args.sub));

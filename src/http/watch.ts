@@ -42,8 +42,8 @@ const HEARTBEAT_MS = 15_000;
 /** How long an overflowed stream may take to drain its last bytes before its socket is destroyed. */
 const OVERFLOW_GRACE_MS = 10_000;
 
-const KIND_BITS: Record<ChangeKind, number> = { table: 1, record: 2, variant: 4, lock: 8 };
-const ALL_KINDS = 15;
+const KIND_BITS: Record<ChangeKind, number> = { table: 1, record: 2, variant: 4, lock: 8, set: 16, zset: 32 };
+const ALL_KINDS = 63;
 const PARAMS = new Set(['kind', 'prefix', 'since', 'values']);
 
 /** Stops a replay whose watcher went away or overflowed. */
@@ -96,6 +96,7 @@ class Channel {
 export function formatEvent(c: Change, withValue: boolean): string {
   let data = `{"kind":"${c.kind}","name":${JSON.stringify(c.name)},"version":${c.version}`;
   if (c.tId !== undefined) data += `,"t_id":${c.tId}`;
+  if (c.op !== undefined) data += `,"op":"${c.op}"`;
   if (withValue) {
     const v = c.value;
     if (v !== undefined) data += `,"value":${v}`;
@@ -139,7 +140,7 @@ export class WatchHub {
       if (!PARAMS.has(k)) throw invalid(`unknown query parameter '${k}' (allowed: kind, prefix, since, values)`);
       if (k === 'kind') {
         const bit = (KIND_BITS as Record<string, number>)[v];
-        if (bit === undefined) throw invalid(`query parameter 'kind' must be table, record, variant or lock, not '${v}'`);
+        if (bit === undefined) throw invalid(`query parameter 'kind' must be table, record, variant, lock, set or zset, not '${v}'`);
         kinds |= bit;
       } else if (k === 'prefix') {
         prefix = v;

@@ -12,6 +12,7 @@
  * the measured fast path of GET (docs/benchmarks.md), worth one union type.
  */
 import type { ScalarInput } from './variant.js';
+import type { SetOp, ZMode, ZRange } from './collection.js';
 import type { Row } from './wheres.js';
 
 export type Sync<T> = T | Promise<T>;
@@ -122,7 +123,7 @@ export interface RowQuery {
   withIds?: boolean;
 }
 
-export type ListKind = 'tables' | 'records' | 'variants' | 'locks';
+export type ListKind = 'tables' | 'records' | 'variants' | 'locks' | 'sets' | 'zsets';
 
 /** A listing request (docs/api.md "Listing"): names in byte order. */
 export interface ListOptions {
@@ -169,6 +170,45 @@ export interface LockStore {
   query(name: string): Promise<string>;
 }
 
+// ---- sets and sorted sets (docs/api.md "Sets", "Sorted sets") ---------------------
+// Members arrive checked (src/store/collection.ts): strings of at most 4,096
+// bytes of UTF-8, scores finite. Answers are the data JSON of the endpoint.
+
+export interface SetStore {
+  /** Creates or replaces with exactly these (distinct) members; resolves true when new. */
+  put(name: string, members: readonly string[], ttl: number, pre?: Precondition): Promise<boolean>;
+  /** {"members", "count", "next"}: members in byte order after `after`, at most `limit` (all when undefined); `out` receives the version. */
+  get(name: string, limit: number | undefined, after: string | undefined, out?: VersionOut): Promise<string>;
+  /** {"added", "count"}; `create` false: 404 when the set does not exist. */
+  add(name: string, members: readonly string[], create: boolean, pre?: Precondition): Promise<string>;
+  /** {"removed", "count"}. */
+  remove(name: string, members: readonly string[], pre?: Precondition): Promise<string>;
+  /** {"contains": [bool, …]} in the order asked. */
+  contains(name: string, members: readonly string[]): Promise<string>;
+  /** {"members", "count"}, or {"count"} when the result replaced the set `store` in the same atomic step. */
+  combine(name: string, op: SetOp, others: readonly string[], store: string | undefined): Promise<string>;
+  /** Sets the remaining lifetime (0 = none) of the set and its members. */
+  expire(name: string, ttl: number, pre?: Precondition): Promise<void>;
+  delete(name: string, pre?: Precondition): Promise<void>;
+}
+
+export interface ZsetStore {
+  /** Creates or replaces with exactly these members and scores; resolves true when new. */
+  put(name: string, pairs: ReadonlyArray<[string, number]>, ttl: number, pre?: Precondition): Promise<boolean>;
+  /** {"added", "updated", "count"}. */
+  add(name: string, pairs: ReadonlyArray<[string, number]>, mode: ZMode, create: boolean, pre?: Precondition): Promise<string>;
+  /** {"score"}: the member's new score; 409 when it would not be finite. */
+  incr(name: string, member: string, delta: number, create: boolean, pre?: Precondition): Promise<string>;
+  /** {"removed", "count"}. */
+  remove(name: string, members: readonly string[], pre?: Precondition): Promise<string>;
+  /** {"items": [{"member", "score"}], "count"}; `out` receives the version. */
+  range(name: string, q: ZRange, out?: VersionOut): Promise<string>;
+  /** {"score", "rank", "rev_rank"}; 404 when not a member. */
+  member(name: string, member: string): Promise<string>;
+  expire(name: string, ttl: number, pre?: Precondition): Promise<void>;
+  delete(name: string, pre?: Precondition): Promise<void>;
+}
+
 // ---- transactions (docs/api.md "Transactions") ----------------------------------
 
 export type Check =
@@ -194,7 +234,7 @@ export interface Transaction {
 
 // ---- change feed (docs/api.md "Change feed") --------------------------------------
 
-export type ChangeKind = 'table' | 'record' | 'variant' | 'lock';
+export type ChangeKind = 'table' | 'record' | 'variant' | 'lock' | 'set' | 'zset';
 
 /** One change of one object, as the change feed reports it. */
 export interface Change {
@@ -213,6 +253,12 @@ export interface Change {
   readonly id: string;
   /** The new value as JSON text, for puts of records, variants and rows; undefined otherwise. */
   readonly value: string | undefined;
+  /**
+   * For an element operation on a collection (add, remove, incr): its name;
+   * `value` is then its arguments and result as JSON text. Undefined for
+   * whole-object writes.
+   */
+  readonly op?: string;
 }
 
 /**
@@ -248,6 +294,9 @@ export interface Store {
   readonly records: RecordStore;
   readonly variants: VariantStore;
   readonly locks: LockStore;
+  /** Sets and sorted sets; a store without them answers their endpoints with 503. */
+  readonly sets?: SetStore;
+  readonly zsets?: ZsetStore;
   /**
    * Runs every check on the state before the first mutation, then every
    * mutation in order on one view; all of it is one atomic write, or nothing.

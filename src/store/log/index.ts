@@ -15,6 +15,8 @@ import { LogTables, rowDecoder, tableMeta } from './tables.js';
 import { transact } from './txns.js';
 import { LogVariants } from './variants.js';
 import { LogChanges } from './changes.js';
+import { LogSets } from './sets.js';
+import { LogZsets } from './zsets.js';
 
 export class LogStore implements Store {
   readonly tables: LogTables;
@@ -22,6 +24,8 @@ export class LogStore implements Store {
   readonly variants: LogVariants;
   readonly locks: LogLocks;
   readonly changes: LogChanges;
+  readonly sets: LogSets;
+  readonly zsets: LogZsets;
   private readonly atomic: Atomic;
   /** Every top-level name in byte order (names.ts). */
   readonly names: NameView;
@@ -41,6 +45,8 @@ export class LogStore implements Store {
     this.variants = new LogVariants(engine, this.atomic);
     this.locks = new LogLocks(this.atomic);
     this.changes = new LogChanges(engine);
+    this.sets = new LogSets(this.atomic);
+    this.zsets = new LogZsets(engine, this.atomic);
   }
 
   static async open(opts: EngineOptions & { now: () => number }): Promise<LogStore> {

@@ -10,6 +10,7 @@ import { leaseDecoder } from './locks.js';
 import type { NameView } from './names.js';
 import { metaDecoder } from './tables.js';
 import type { Engine } from '../../engine/index.js';
+import { type Header, headerDecoder } from './collections.js';
 
 /**
  * A name JSON writes as itself between quotes: printable ASCII without `"`
@@ -19,14 +20,15 @@ import type { Engine } from '../../engine/index.js';
  */
 const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 
-const NS: Record<ListKind, string> = { tables: 'T/', records: 'R/', variants: 'V/', locks: 'L/' };
+const NS: Record<ListKind, string> = { tables: 'T/', records: 'R/', variants: 'V/', locks: 'L/', sets: 'S/', zsets: 'Z/' };
 
 export function list(engine: Engine, atomic: Atomic, names: NameView, kind: ListKind, opts: ListOptions): Sync<string> {
   const ns = NS[kind];
   return atomic.readNow((tx) => {
     // A read decision writes nothing, so the engine's expiry of each name is the decision's.
     const { keys, exps, more } = names.page(ns + opts.prefix, opts.after === null ? null : ns + opts.after, opts.limit, tx.now);
-    const extra = kind === 'tables' ? tx.getMany(keys, metaDecoder) : kind === 'locks' ? tx.getMany(keys, leaseDecoder) : undefined;
+    const extra = kind === 'tables' ? tx.getMany(keys, metaDecoder) : kind === 'locks' ? tx.getMany(keys, leaseDecoder)
+      : kind === 'sets' || kind === 'zsets' ? tx.getMany(keys, headerDecoder) : undefined;
     let out = '{"items":[';
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i];
@@ -40,6 +42,8 @@ export function list(engine: Engine, atomic: Atomic, names: NameView, kind: List
       } else if (kind === 'locks') {
         const l = extra?.[i] as { holder: string | null } | undefined;
         item += `,"held":true,"holder":${JSON.stringify(l?.holder ?? null)}`;
+      } else if (kind === 'sets' || kind === 'zsets') {
+        item += `,"count":${(extra?.[i] as Header | undefined)?.count ?? 0}`;
       }
       out += item + '}';
     }
