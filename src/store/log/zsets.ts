@@ -15,7 +15,7 @@
  *
  * The functions taking a Tx are the decisions; transactions (txns.ts) reuse them.
  */
-import type { Decoder, Engine } from '../../engine/index.js';
+import type { Decoder, Engine, GroupSnapshot } from '../../engine/index.js';
 import { collectionMissing, memberCompare, scoreText, type ZMode, type ZRange } from '../collection.js';
 import { conflict, notFound } from '../errors.js';
 import { RankedPairs } from '../ranked.js';
@@ -29,11 +29,18 @@ import {
 export const scoreDecoder: Decoder<number> = (buf) => Number(buf.toString('latin1'));
 const scoreBytes = (s: number): Buffer => Buffer.from(scoreText(s), 'latin1');
 
-/** A sorted set's order, and the header version and engine rollback count it reflects. */
+/**
+ * A sorted set's order, and the header version and engine rollback count it
+ * reflects. While it is being built from a snapshot (`order` undefined), the
+ * changes of writes committed meanwhile are kept in `log`, in commit order,
+ * and applied once the build is done.
+ */
 interface Index {
   seq: number;
   rollbacks: number;
-  order: RankedPairs;
+  order: RankedPairs | undefined;
+  log: Array<Map<string, [number | undefined, number | undefined]>>;
+  ready: Promise<void> | undefined;
 }
 
 /** What one decision changed in one sorted set: member → [score before the decision, score after]. */
@@ -46,6 +53,9 @@ interface Pending {
   reset: boolean;
   changes: Map<string, [number | undefined, number | undefined]>;
 }
+
+/** Scores read per step when an order is built from a snapshot. */
+const BUILD_STEP = 65_536;
 
 /** The derived structures of every sorted set read so far, and the upkeep of them at commit. */
 export class ZsetIndexes {
@@ -74,10 +84,8 @@ export class ZsetIndexes {
       this.cache.delete(name);
       return;
     }
-    for (const [m, [old, now]] of p.changes) {
-      if (old !== undefined) ix.order.delete(old, m);
-      if (now !== undefined) ix.order.add(now, m);
-    }
+    if (ix.order === undefined) ix.log.push(p.changes);
+    else patch(ix.order, p.changes);
     ix.seq = p.seq;
     // An undone write leaves the structure ahead of the data: drop it (the rollback count also says so).
     written.catch(() => {
@@ -85,22 +93,98 @@ export class ZsetIndexes {
     });
   }
 
-  /** The order of an existing sorted set as stored, built when missing or stale. Only in read decisions. */
+  /**
+   * Makes the order of `name` current before a read decision asks for it:
+   * when it is missing or stale, it is built from a snapshot of the element
+   * group, whose scores are read from the log in large batches when they are
+   * not cached (after a restart, none are), without holding the event loop;
+   * writes committed meanwhile are applied after. Concurrent readers wait for
+   * the same build.
+   */
+  async prepare(atomic: Atomic, name: string): Promise<void> {
+    for (let attempt = 0; attempt < 4; attempt++) {
+      const plan = atomic.readNow((tx) => {
+        const h = readHeader(tx, 'zset', name);
+        if (h === undefined) return undefined; // the read decision answers 404
+        const ver = tx.version(headerKey('zset', name)) ?? 0;
+        const ix = this.cache.get(name);
+        // Wrapped: a decision may not return a promise (atomic.ts), but it may hand one over.
+        if (ix !== undefined && ix.seq === ver && ix.rollbacks === this.engine.rollbacks) return { building: ix.ready };
+        const group = elementGroup('zset', name, h.inc);
+        const b: Index = { seq: ver, rollbacks: this.engine.rollbacks, order: undefined, log: [], ready: undefined };
+        b.ready = this.build(b, tx.snapshot(group, scoreDecoder), group);
+        this.cache.set(name, b);
+        return { building: b.ready };
+      });
+      const p = plan instanceof Promise ? await plan : plan;
+      if (p === undefined) return;
+      await p.building;
+      const ix = this.cache.get(name);
+      if (ix !== undefined && ix.order !== undefined) return;
+      // Invalidated while it was built (a rollback, a whole-object write): build again.
+    }
+  }
+
+  private async build(b: Index, snap: GroupSnapshot<number>, group: string): Promise<void> {
+    let scores: number[] = [];
+    const n = snap.length;
+    try {
+      for (let from = 0; from < n; from += BUILD_STEP) {
+        const to = Math.min(n, from + BUILD_STEP);
+        const part = snap.read(from, to);
+        const vals = part instanceof Promise ? await part : part;
+        // Elements carry their sorted set's expiry: all of a live one are live.
+        if (vals.length !== to - from) throw new Error('a member of a live sorted set had expired');
+        scores = from === 0 ? vals : scores.concat(vals);
+        await new Promise<void>((r) => setImmediate(r));
+      }
+      const members: string[] = new Array(n);
+      for (let i = 0; i < n; i++) members[i] = memberOfKey(group, snap.key(i));
+      const order = sortedOrder(scores, members);
+      for (const changes of b.log) patch(order, changes);
+      b.order = order;
+      b.log = [];
+    } catch {
+      // A read that failed, or a snapshot that no longer matches: the next read builds again.
+      for (const [k, v] of this.cache) if (v === b) this.cache.delete(k);
+    } finally {
+      snap.release();
+    }
+  }
+
+  /**
+   * The order of an existing sorted set as stored. Current when `prepare`
+   * ran just before; otherwise (a write slipped in between that could not
+   * be applied) built here from the cached scores. Only in read decisions.
+   */
   order(tx: Tx, name: string, h: Header): RankedPairs {
     const ver = tx.version(headerKey('zset', name)) ?? 0;
     const ix = this.cache.get(name);
-    if (ix !== undefined && ix.seq === ver && ix.rollbacks === this.engine.rollbacks) return ix.order;
+    if (ix !== undefined && ix.seq === ver && ix.rollbacks === this.engine.rollbacks && ix.order !== undefined) return ix.order;
     const group = elementGroup('zset', name, h.inc);
     const keys = tx.groupKeys(group, '', Number.MAX_SAFE_INTEGER);
     const scores = tx.getMany(keys, scoreDecoder) as number[];
-    const members = keys.map((k) => memberOfKey(group, k));
-    const idx = Array.from(keys, (_, i) => i);
-    // Keys are in member byte order already: a stable sort by score alone gives (score, member) order.
-    idx.sort((a, b) => scores[a] - scores[b]);
-    const order = RankedPairs.fromSorted(idx.map((i) => scores[i]), idx.map((i) => members[i]));
-    if (!tx.wrote) this.cache.set(name, { seq: ver, rollbacks: this.engine.rollbacks, order });
+    const order = sortedOrder(scores, keys.map((k) => memberOfKey(group, k)));
+    if (!tx.wrote && (ix === undefined || ix.order !== undefined)) {
+      this.cache.set(name, { seq: ver, rollbacks: this.engine.rollbacks, order, log: [], ready: undefined });
+    }
     return order;
   }
+}
+
+function patch(order: RankedPairs, changes: Map<string, [number | undefined, number | undefined]>): void {
+  for (const [m, [old, now]] of changes) {
+    if (old !== undefined) order.delete(old, m);
+    if (now !== undefined) order.add(now, m);
+  }
+}
+
+/** (score, member) order of members given in byte order with their scores. */
+function sortedOrder(scores: number[], members: string[]): RankedPairs {
+  const idx = Array.from(scores, (_, i) => i);
+  // Members are in byte order already: a stable sort by score alone gives (score, member) order.
+  idx.sort((a, b) => scores[a] - scores[b]);
+  return RankedPairs.fromSorted(idx.map((i) => scores[i]), idx.map((i) => members[i]));
 }
 
 export function zsetPut(ix: ZsetIndexes, tx: Tx, name: string, pairs: ReadonlyArray<[string, number]>, ttl: number, pre?: Precondition): boolean {
@@ -229,7 +313,8 @@ export class LogZsets implements ZsetStore {
     return `{"removed":${removed},"count":${count}}`;
   }
 
-  range(name: string, q: ZRange, out?: VersionOut): Promise<string> {
+  async range(name: string, q: ZRange, out?: VersionOut): Promise<string> {
+    await this.indexes.prepare(this.atomic, name);
     return this.atomic.read((tx) => {
       const h = readHeader(tx, 'zset', name);
       if (h === undefined) throw collectionMissing('zset', name);
@@ -263,7 +348,8 @@ export class LogZsets implements ZsetStore {
     });
   }
 
-  member(name: string, member: string): Promise<string> {
+  async member(name: string, member: string): Promise<string> {
+    await this.indexes.prepare(this.atomic, name);
     return this.atomic.read((tx) => {
       const h = existingHeader(tx, 'zset', name, undefined);
       const s = tx.get(memberKey(elementGroup('zset', name, h.inc), member), scoreDecoder);
