@@ -214,7 +214,10 @@ export interface ZsetStore {
 export type Check =
   | { kind: 'variant'; name: string; exists?: boolean; value?: unknown; hasValue: boolean }
   | { kind: 'record'; name: string; exists?: boolean; version?: number }
-  | { kind: 'table'; name: string; exists?: boolean; where?: Wheres; count?: unknown };
+  | { kind: 'table'; name: string; exists?: boolean; where?: Wheres; count?: unknown }
+  // Sets and sorted sets: `count` and `score` are where-values; `contains` a member that must be in the set.
+  | { kind: 'set'; name: string; exists?: boolean; contains?: string; count?: unknown; hasCount: boolean }
+  | { kind: 'zset'; name: string; exists?: boolean; member?: string; score?: unknown; hasScore: boolean; count?: unknown; hasCount: boolean };
 
 export type Mutation =
   | { kind: 'table'; name: string; op: 'INSERT'; values: Row }
@@ -223,7 +226,12 @@ export type Mutation =
   | { kind: 'variant'; name: string; op: 'ADD'; delta: ScalarInput }
   | { kind: 'variant'; name: string; op: 'SET'; value: ScalarInput; ttl: number }
   | { kind: 'record'; name: string; op: 'PUT'; values: Row; ttl: number }
-  | { kind: 'record'; name: string; op: 'DELETE' };
+  | { kind: 'record'; name: string; op: 'DELETE' }
+  // Sets and sorted sets: results as the single operations answer ({"added", "count"}, {"score"}, …).
+  | { kind: 'set'; name: string; op: 'ADD' | 'REMOVE'; members: string[] }
+  | { kind: 'zset'; name: string; op: 'ADD'; members: Array<[string, number]>; mode: ZMode }
+  | { kind: 'zset'; name: string; op: 'INCR'; member: string; delta: number }
+  | { kind: 'zset'; name: string; op: 'REMOVE'; members: string[] };
 
 export interface Transaction {
   checks: Check[];

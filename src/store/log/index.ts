@@ -68,7 +68,7 @@ export class LogStore implements Store {
   }
 
   transact(txn: Transaction): Promise<string> {
-    return transact(this.atomic, txn);
+    return transact(this.atomic, txn, this.zsets.indexes);
   }
 
   backup(): AsyncIterable<Buffer> {

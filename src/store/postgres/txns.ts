@@ -87,10 +87,10 @@ function at(err: unknown, what: string): unknown {
  * mutations write and the transaction commits.
  */
 async function lockInOrder(q: Q, txn: Transaction): Promise<void> {
-  const names: Record<Mutation['kind'], Set<string>> = { table: new Set(), variant: new Set(), record: new Set() };
-  for (const m of txn.mutations) names[m.kind].add(m.name);
+  const names: Record<'table' | 'variant' | 'record', Set<string>> = { table: new Set(), variant: new Set(), record: new Set() };
+  for (const m of txn.mutations) if (m.kind === 'table' || m.kind === 'variant' || m.kind === 'record') names[m.kind].add(m.name);
   for (const c of txn.checks) if (c.kind === 'record' && c.version !== undefined) names.record.add(c.name);
-  const sql: Record<Mutation['kind'], string> = {
+  const sql: Record<'table' | 'variant' | 'record', string> = {
     table: 'SELECT name FROM pithos_tables WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',
     variant: 'SELECT name FROM pithos_variants WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',
     record: 'SELECT id FROM pithos_records WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE',
@@ -101,6 +101,9 @@ async function lockInOrder(q: Q, txn: Transaction): Promise<void> {
 }
 
 export function transact(db: Db, txn: Transaction): Promise<string> {
+  // This store keeps no sets or sorted sets yet: refuse before anything runs.
+  const coll = [...txn.mutations, ...txn.checks].find((x) => x.kind === 'set' || x.kind === 'zset');
+  if (coll !== undefined) return Promise.reject(new StoreError('unavailable', `this store does not keep ${coll.kind}s`));
   return db.run(async (q) => {
     await lockInOrder(q, txn);
     for (let i = 0; i < txn.checks.length; i++) {
