@@ -126,8 +126,8 @@ export class ZsetIndexes {
   }
 
   private async build(b: Index, snap: GroupSnapshot<number>, group: string): Promise<void> {
-    let scores: number[] = [];
     const n = snap.length;
+    const scores = new Float64Array(n);
     try {
       for (let from = 0; from < n; from += BUILD_STEP) {
         const to = Math.min(n, from + BUILD_STEP);
@@ -135,7 +135,7 @@ export class ZsetIndexes {
         const vals = part instanceof Promise ? await part : part;
         // Elements carry their sorted set's expiry: all of a live one are live.
         if (vals.length !== to - from) throw new Error('a member of a live sorted set had expired');
-        scores = from === 0 ? vals : scores.concat(vals);
+        scores.set(vals, from);
         await new Promise<void>((r) => setImmediate(r));
       }
       const members: string[] = new Array(n);
@@ -179,12 +179,33 @@ function patch(order: RankedPairs, changes: Map<string, [number | undefined, num
   }
 }
 
-/** (score, member) order of members given in byte order with their scores. */
-function sortedOrder(scores: number[], members: string[]): RankedPairs {
-  const idx = Array.from(scores, (_, i) => i);
-  // Members are in byte order already: a stable sort by score alone gives (score, member) order.
-  idx.sort((a, b) => scores[a] - scores[b]);
-  return RankedPairs.fromSorted(idx.map((i) => scores[i]), idx.map((i) => members[i]));
+/**
+ * (score, member) order of members given in byte order with their scores: a
+ * stable sort by score. Done as a native numeric sort of the scores, then
+ * each member placed at the next free slot of its score (found by binary
+ * search), in member order: no comparator closure, which made a sort of
+ * 200,000 indices take 0.8 s on a loaded machine.
+ */
+function sortedOrder(scores: ArrayLike<number>, members: string[]): RankedPairs {
+  const n = scores.length;
+  const sorted = Float64Array.from(scores).sort();
+  const taken = new Int32Array(n);
+  const outS: number[] = new Array(n);
+  const outM: string[] = new Array(n);
+  for (let i = 0; i < n; i++) {
+    const sc = scores[i];
+    let lo = 0;
+    let hi = n;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (sorted[mid] < sc) lo = mid + 1;
+      else hi = mid;
+    }
+    const at = lo + taken[lo]++;
+    outS[at] = sc;
+    outM[at] = members[i];
+  }
+  return RankedPairs.fromSorted(outS, outM);
 }
 
 export function zsetPut(ix: ZsetIndexes, tx: Tx, name: string, pairs: ReadonlyArray<[string, number]>, ttl: number, pre?: Precondition): boolean {
