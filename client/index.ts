@@ -41,7 +41,7 @@ export interface Wheres {
   [field: string]: WhereValue | Wheres[] | Wheres | undefined;
 }
 export type VariantValue = string | boolean | number;
-export type Kind = 'table' | 'record' | 'variant' | 'lock' | 'list';
+export type Kind = 'table' | 'record' | 'variant' | 'lock' | 'list' | 'set' | 'zset';
 /** A kind as the listing calls take it: singular (`'record'`) or plural as in the paths (`'records'`). */
 export type ListKind = Kind | `${Kind}s`;
 
@@ -111,6 +111,8 @@ export interface ListItem {
   /** locks */
   held?: boolean;
   holder?: string | null;
+  /** sets and sorted sets */
+  count?: number;
 }
 export interface ListPage {
   items: ListItem[];
@@ -151,17 +153,35 @@ export type TxnMutation =
   | { kind: 'variant'; name: string; operation: 'ADD'; delta: number }
   | { kind: 'variant'; name: string; operation: 'SET'; variant: VariantValue; ttl?: number }
   | { kind: 'record'; name: string; operation: 'PUT'; values: JsonObject; ttl?: number }
-  | { kind: 'record'; name: string; operation: 'DELETE' };
+  | { kind: 'record'; name: string; operation: 'DELETE' }
+  | { kind: 'set'; name: string; operation: 'ADD' | 'REMOVE'; members: string[] }
+  | { kind: 'zset'; name: string; operation: 'ADD'; members: Record<string, number>; mode?: ZMode }
+  | { kind: 'zset'; name: string; operation: 'INCR'; member: string; delta: number }
+  | { kind: 'zset'; name: string; operation: 'REMOVE'; members: string[] };
 export type TxnCheck =
   | { kind: 'variant'; name: string; value?: WhereValue; exists?: boolean }
   | { kind: 'record'; name: string; exists?: boolean; version?: number }
-  | { kind: 'table'; name: string; exists?: boolean; where?: Wheres; count?: WhereValue };
+  | { kind: 'table'; name: string; exists?: boolean; where?: Wheres; count?: WhereValue }
+  | { kind: 'set'; name: string; exists?: boolean; contains?: string; count?: WhereValue }
+  | { kind: 'zset'; name: string; exists?: boolean; member?: string; score?: WhereValue; count?: WhereValue };
 export interface Txn {
   mutations: TxnMutation[];
   checks?: TxnCheck[];
   serializable?: boolean;
 }
-export type TxnResult = { t_id: number } | { matched: number } | { variant: VariantValue } | Record<string, never>;
+export type TxnResult = { t_id: number } | { matched: number } | { variant: VariantValue } | Record<string, never>
+  | { added: number; count: number } | { removed: number; count: number } | { added: number; updated: number; count: number } | { score: number };
+
+/** `mode` of a sorted-set add (docs/api.md, "Sets and sorted sets"). */
+export type ZMode = 'upsert' | 'nx' | 'xx' | 'gt' | 'lt';
+/** A sorted-set read: by rank (`start`, `stop`) or by score (`min`, `max`: numbers, or strings such as '(5', '-inf'). */
+export type ZRangeQuery =
+  | { by?: 'rank'; start?: number; stop?: number; rev?: boolean }
+  | { by: 'score'; min?: number | string; max?: number | string; offset?: number; limit?: number; rev?: boolean };
+export interface ZItem {
+  member: string;
+  score: number;
+}
 
 export interface WatchOptions {
   kind?: Kind | Kind[];
@@ -276,6 +296,31 @@ export const ENDPOINTS = {
   putListQuick: ep('PUT', '/list/{name}', true, P2),
   getListQuick: ep('GET', '/list/{name}', true, P2),
   deleteListQuick: ep('DELETE', '/list/{name}', false, P2),
+  // sets and sorted sets (part three)
+  listSets: ep('GET', '/sets', true, P2),
+  putSet: ep('PUT', '/sets/{name}', true, P2),
+  getSet: ep('GET', '/sets/{name}', true, P2),
+  setAdd: ep('POST', '/sets/{name}/add', false, P2),
+  setRemove: ep('POST', '/sets/{name}/remove', false, P2),
+  setContains: ep('POST', '/sets/{name}/contains', true, P2),
+  setCombine: ep('POST', '/sets/{name}/combine', false, P2),
+  setSetTtl: ep('PATCH', '/sets/{name}', false, P2),
+  deleteSet: ep('DELETE', '/sets/{name}', false, P2),
+  putSetQuick: ep('PUT', '/set/{name}', true, P2),
+  getSetQuick: ep('GET', '/set/{name}', true, P2),
+  deleteSetQuick: ep('DELETE', '/set/{name}', false, P2),
+  listZsets: ep('GET', '/zsets', true, P2),
+  putZset: ep('PUT', '/zsets/{name}', true, P2),
+  zadd: ep('POST', '/zsets/{name}/add', false, P2),
+  zincr: ep('POST', '/zsets/{name}/incr', false, P2),
+  zremove: ep('POST', '/zsets/{name}/remove', false, P2),
+  zrange: ep('GET', '/zsets/{name}', true, P2),
+  zmember: ep('GET', '/zsets/{name}/members/{member}', true, P2),
+  setZsetTtl: ep('PATCH', '/zsets/{name}', false, P2),
+  deleteZset: ep('DELETE', '/zsets/{name}', false, P2),
+  putZsetQuick: ep('PUT', '/zset/{name}', true, P2),
+  getZsetQuick: ep('GET', '/zset/{name}', true, P2),
+  deleteZsetQuick: ep('DELETE', '/zset/{name}', false, P2),
   // part two, other
   txn: ep('POST', '/txns', false, P2),
   watch: ep('GET', '/watch', false, { partTwo: true, text: true }),
@@ -417,13 +462,13 @@ export async function* parseSSE(stream: ReadableStream<Uint8Array>): AsyncGenera
 // ---------------------------------------------------------------------------------------
 // The client
 
-const LIST_OPERATIONS = { table: 'listTables', record: 'listRecords', variant: 'listVariants', lock: 'listLocks', list: 'listLists' } as const;
+const LIST_OPERATIONS = { table: 'listTables', record: 'listRecords', variant: 'listVariants', lock: 'listLocks', list: 'listLists', set: 'listSets', zset: 'listZsets' } as const;
 
 /** The listing call of a kind, either spelling; a bad kind (from JavaScript) is a TypeError naming the good ones. */
 function listOperation(kind: ListKind): (typeof LIST_OPERATIONS)[Kind] {
   const k: string = typeof kind === 'string' && kind.endsWith('s') ? kind.slice(0, -1) : kind;
   if (typeof k !== 'string' || !Object.prototype.hasOwnProperty.call(LIST_OPERATIONS, k)) {
-    throw new TypeError(`kind must be 'table', 'record', 'variant', 'lock' or 'list' (or 'tables', 'records', 'variants', 'locks', 'lists'), got ${typeof kind === 'string' ? `'${kind}'` : String(kind)}`);
+    throw new TypeError(`kind must be 'table', 'record', 'variant', 'lock', 'list', 'set' or 'zset' (or the plural), got ${typeof kind === 'string' ? `'${kind}'` : String(kind)}`);
   }
   return LIST_OPERATIONS[k as Kind];
 }
@@ -794,6 +839,63 @@ export class Pithos {
   }
   async getLock(name: string): Promise<LockState> {
     return (await this.call<LockState>('getLock', [name])).data;
+  }
+
+  // --- sets and sorted sets (part three) -------------------------------------------------
+
+  async putSet(name: string, members: string[], o?: WriteOptions): Promise<{ created: boolean }> {
+    return { created: (await this.call('putSet', [name], { body: { set: members, ...writeFields(o) } })).status === 201 };
+  }
+  /** Members in byte order: all of them, or a page (`limit` 1-1000, `after` the previous page's `next`). */
+  async getSet(name: string, o: { limit?: number; after?: string } = {}): Promise<{ members: string[]; count: number; next: string | null; version?: number }> {
+    const r = await this.call<{ members: string[]; count: number; next: string | null }>('getSet', [name], { query: { limit: o.limit, after: o.after } });
+    return r.version === undefined ? r.data : { ...r.data, version: r.version };
+  }
+  async setAdd(name: string, members: string[], o: { create?: boolean; ifVersion?: number } = {}): Promise<{ added: number; count: number }> {
+    return (await this.call<{ added: number; count: number }>('setAdd', [name], { body: { members, create: o.create, if_version: o.ifVersion } })).data;
+  }
+  async setRemove(name: string, members: string[], o: { ifVersion?: number } = {}): Promise<{ removed: number; count: number }> {
+    return (await this.call<{ removed: number; count: number }>('setRemove', [name], { body: { members, if_version: o.ifVersion } })).data;
+  }
+  async setContains(name: string, members: string[]): Promise<boolean[]> {
+    return (await this.call<{ contains: boolean[] }>('setContains', [name], { body: { members } })).data.contains;
+  }
+  async setCombine(name: string, op: 'union' | 'inter' | 'diff', withSets: string[], store?: string): Promise<{ members?: string[]; count: number }> {
+    return (await this.call<{ members?: string[]; count: number }>('setCombine', [name], { body: { op, with: withSets, store } })).data;
+  }
+  async setSetTtl(name: string, ttl: number): Promise<void> {
+    await this.call('setSetTtl', [name], { body: { ttl } });
+  }
+  async deleteSet(name: string): Promise<void> {
+    await this.call('deleteSet', [name]);
+  }
+  async putZset(name: string, members: Record<string, number>, o?: WriteOptions): Promise<{ created: boolean }> {
+    return { created: (await this.call('putZset', [name], { body: { zset: members, ...writeFields(o) } })).status === 201 };
+  }
+  async zadd(name: string, members: Record<string, number>, o: { mode?: ZMode; create?: boolean; ifVersion?: number } = {}): Promise<{ added: number; updated: number; count: number }> {
+    return (await this.call<{ added: number; updated: number; count: number }>('zadd', [name],
+      { body: { members, mode: o.mode, create: o.create, if_version: o.ifVersion } })).data;
+  }
+  /** Adds `delta` to a member's score (a missing member starts at 0); resolves with the new score. */
+  async zincr(name: string, member: string, delta: number, o: { create?: boolean; ifVersion?: number } = {}): Promise<number> {
+    return (await this.call<{ score: number }>('zincr', [name], { body: { member, delta, create: o.create, if_version: o.ifVersion } })).data.score;
+  }
+  async zremove(name: string, members: string[], o: { ifVersion?: number } = {}): Promise<{ removed: number; count: number }> {
+    return (await this.call<{ removed: number; count: number }>('zremove', [name], { body: { members, if_version: o.ifVersion } })).data;
+  }
+  async zrange(name: string, q: ZRangeQuery = {}): Promise<{ items: ZItem[]; count: number }> {
+    const query: Record<string, string | number | boolean | undefined> = { ...q } as Record<string, string | number | boolean | undefined>;
+    return (await this.call<{ items: ZItem[]; count: number }>('zrange', [name], { query })).data;
+  }
+  /** Score, rank and reverse rank of a member; rejects with status 404 when it is not one. */
+  async zmember(name: string, member: string): Promise<{ score: number; rank: number; rev_rank: number }> {
+    return (await this.call<{ score: number; rank: number; rev_rank: number }>('zmember', [name, member])).data;
+  }
+  async setZsetTtl(name: string, ttl: number): Promise<void> {
+    await this.call('setZsetTtl', [name], { body: { ttl } });
+  }
+  async deleteZset(name: string): Promise<void> {
+    await this.call('deleteZset', [name]);
   }
 
   // --- transactions (part two) ----------------------------------------------------------

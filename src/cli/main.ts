@@ -131,6 +131,7 @@ function positionals(p: Parsed, cmd: string, min: number, max: number): string[]
 const KINDS: Record<string, Kind> = {
   table: 'table', tables: 'table', record: 'record', records: 'record', variant: 'variant', variants: 'variant', lock: 'lock', locks: 'lock',
   list: 'list', lists: 'list',
+  set: 'set', sets: 'set', zset: 'zset', zsets: 'zset',
 };
 function kindOf(word: string | undefined, cmd: string, allowed: Kind[]): Kind {
   const k = word === undefined ? undefined : KINDS[word];
@@ -488,11 +489,11 @@ async function cmdLs(c: Ctx): Promise<void> {
   const { p } = c;
   onlyFlags(p, 'ls', ['prefix', 'limit', 'after', 'all']);
   const [kw] = positionals(p, 'ls', 0, 1);
-  const kind = kw === undefined ? 'table' : kindOf(kw, 'ls', ['table', 'record', 'variant', 'lock', 'list']);
-  const op = ({ table: 'listTables', record: 'listRecords', variant: 'listVariants', lock: 'listLocks', list: 'listLists' } as const)[kind];
+  const kind = kw === undefined ? 'table' : kindOf(kw, 'ls', ['table', 'record', 'variant', 'lock', 'list', 'set', 'zset']);
+  const op = ({ table: 'listTables', record: 'listRecords', variant: 'listVariants', lock: 'listLocks', list: 'listLists', set: 'listSets', zset: 'listZsets' } as const)[kind];
   let after = flag(p, 'after');
   const limit = intFlag(p, 'limit', 1);
-  type Page = { items: { name: string; ttl_ms: number | null; rows?: number; length?: number; held?: boolean; holder?: string | null }[]; next: string | null };
+  type Page = { items: { name: string; ttl_ms: number | null; rows?: number; length?: number; held?: boolean; holder?: string | null; count?: number }[]; next: string | null };
   for (;;) {
     const a = await call<Page>(c, op, [], { query: { prefix: flag(p, 'prefix'), limit, after } }, (a) =>
       a.data.items
@@ -500,6 +501,7 @@ async function cmdLs(c: Ctx): Promise<void> {
           const extra = [
             it.rows !== undefined ? `${it.rows} row${it.rows === 1 ? '' : 's'}` : '',
             it.length !== undefined ? `${it.length} item${it.length === 1 ? '' : 's'}` : '',
+            it.count !== undefined ? `${it.count} member${it.count === 1 ? '' : 's'}` : '',
             it.held !== undefined ? (it.held ? `held by ${it.holder ?? '?'}` : 'free') : '',
             it.ttl_ms !== null ? `expires in ${(it.ttl_ms / 1000).toFixed(0)} s` : '',
           ].filter(Boolean);
@@ -519,7 +521,7 @@ async function cmdWatch(c: Ctx): Promise<void> {
   const { p } = c;
   onlyFlags(p, 'watch', ['kind', 'prefix', 'since', 'values', 'count-events']);
   positionals(p, 'watch', 0, 0);
-  const kinds = (p.flags.get('kind') ?? []).map((k) => kindOf(k, 'watch --kind', ['table', 'record', 'variant', 'lock']));
+  const kinds = (p.flags.get('kind') ?? []).map((k) => kindOf(k, 'watch --kind', ['table', 'record', 'variant', 'lock', 'set', 'zset']));
   const max = intFlag(p, 'count-events', 1);
   const since = intFlag(p, 'since');
   const ac = new AbortController();

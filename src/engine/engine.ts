@@ -909,6 +909,25 @@ export class Engine {
     for (const k of this.keydir.map.keys()) if (k.startsWith(prefix)) yield k;
   }
 
+  /**
+   * Up to `limit` live keys of a group above `after` ('' = from the first),
+   * in key order: a page of a collection's members (src/store/log/collections.ts).
+   * Expired-but-unswept keys are skipped, so a page may hold fewer than
+   * `limit` keys while more follow; callers ask for one more than they show.
+   */
+  groupKeys(group: string, after: string, limit: number, at?: number): string[] {
+    const now = at ?? this.now();
+    const [keys, entries] = this.keydir.groupKeysAfter(group, after, limit);
+    let n = 0;
+    for (let i = 0; i < keys.length; i++) {
+      const e = entries[i];
+      if (e.exp !== 0 && e.exp <= now) continue;
+      keys[n++] = keys[i];
+    }
+    keys.length = n;
+    return keys;
+  }
+
   /** Number of live keys in a group (expired-but-unswept ones included). */
   groupSize(group: string): number {
     return this.keydir.groupMembers(group)?.size ?? 0;

@@ -384,6 +384,24 @@ class Group implements Map<string, Entry> {
     return [([] as string[]).concat(...ks), ([] as Entry[]).concat(...es)];
   }
 
+  /**
+   * Up to `limit` keys above `after` ('' = from the first), in key order,
+   * with their entries: one page of a collection's members (a set lists its
+   * members in key order, docs/format.md). Costs the page plus, at most, one
+   * chunk's keys below `after`.
+   */
+  keysAfter(after: string, limit: number, keys: string[], entries: Entry[]): void {
+    if (this.chunks.length === 0 || limit <= 0) return;
+    for (let i = after === '' ? 0 : this.find(after); i < this.chunks.length; i++) {
+      for (const [k, e] of this.sortedMap(i)) {
+        if (after !== '' && k <= after) continue;
+        keys.push(k);
+        entries.push(e);
+        if (keys.length >= limit) return;
+      }
+    }
+  }
+
   /** The chunk's map in key order (sorting it first if keys arrived out of order). */
   sortedMap(i: number): Map<string, Entry> {
     const c = this.chunks[i];
@@ -631,6 +649,14 @@ export class KeyDir {
    */
   groupMembers(group: string): Map<string, Entry> | undefined {
     return this.groups.get(group);
+  }
+
+  /** Up to `limit` keys of a group above `after` ('' = from the first) and their entries, in key order. */
+  groupKeysAfter(group: string, after: string, limit: number): [string[], Entry[]] {
+    const keys: string[] = [];
+    const entries: Entry[] = [];
+    this.groups.get(group)?.keysAfter(after, limit, keys, entries);
+    return [keys, entries];
   }
 
   /** A group's keys and entries in key order, as two arrays (empty when there is no such group). */

@@ -71,6 +71,8 @@ const A = {
   rowReplaced: new Answer('table row replaced successfully'),
   rowPatched: new Answer('table row patched successfully'),
   rowRemoved: new Answer('table row removed successfully'),
+  setsListed: new Answer('sets listed successfully'),
+  zsetsListed: new Answer('zsets listed successfully'),
   indexCreated: new Answer('index created successfully'),
   indexesListed: new Answer('indexes listed successfully'),
   indexDeleted: new Answer('index deleted successfully'),
@@ -153,6 +155,8 @@ export const listRecords = lister('records', A.recordsListed);
 export const listVariants = lister('variants', A.variantsListed);
 export const listLocks = lister('locks', A.locksListed);
 export const listLists = lister('lists', new Answer('lists listed successfully'));
+export const listSets = lister('sets', A.setsListed);
+export const listZsets = lister('zsets', A.zsetsListed);
 
 export async function createIndex(ctx: Ctx, name: string, _body: Body, res: ServerResponse, _raw: string, args: Args): Promise<void> {
   await ctx.store.tables.createIndex(name, indexFieldOf(args.sub));

@@ -7,6 +7,7 @@
 import { HttpError } from './errors.js';
 import { StoreError } from '../store/errors.js';
 import { checkName, MAX_NAME_BYTES } from '../store/validate.js';
+import { checkMember } from '../store/collection.js';
 import { checkBody } from './fields.js';
 import type { Body } from './body.js';
 import { ROUTES, type RouteDef } from './routes.js';
@@ -129,6 +130,7 @@ function plainName(seg: string): string | undefined {
 }
 
 function decodeName(seg: string, what: string): string {
+  if (what === 'member') return decodeMember(seg);
   const plain = plainName(seg);
   if (plain !== undefined) return plain;
   let name: string;
@@ -154,6 +156,17 @@ function decodeRowId(seg: string): string {
   } catch {
     return seg;
   }
+}
+
+/** A sorted set's member in the path: any string of 0-4,096 bytes of UTF-8, control characters included. */
+function decodeMember(seg: string): string {
+  let m: string;
+  try {
+    m = decodeURIComponent(NON_ASCII.test(seg) ? Buffer.from(seg, 'latin1').toString('utf8') : seg);
+  } catch {
+    throw new StoreError('invalid', 'member is not valid percent-encoded UTF-8');
+  }
+  return checkMember('member', m);
 }
 
 /** Resolves a request line to a route and its decoded name; throws 404 / 405 / 400. */

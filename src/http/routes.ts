@@ -8,6 +8,7 @@
 import type { Fields } from './fields.js';
 import * as h from './handlers.js';
 import * as lists from './lists.js';
+import * as c from './collections.js';
 import { rowsHint } from './hints.js';
 import type { Handler } from './handlers.js';
 import { serveMetrics } from './metrics.js';
@@ -24,9 +25,9 @@ export interface RouteDef {
   handler: Handler;
   role: Role;
   /** What the `{name}` parameter names, for its error messages ("table name must …"). */
-  names?: 'table' | 'record' | 'variant' | 'lock' | 'list';
-  /** What a second `{…}` parameter names (an index's field, a row's t_id). */
-  subNames?: 'field' | 't_id';
+  names?: 'table' | 'record' | 'variant' | 'lock' | 'list' | 'set' | 'zset';
+  /** What a second `{…}` parameter names (an index's field, a row's t_id, a sorted set's member). */
+  subNames?: 'field' | 't_id' | 'member';
   /**
    * Query-string parameters the endpoint takes (name → doc). When declared,
    * any other parameter is refused (400 naming it); Part-one endpoints declare
@@ -64,6 +65,13 @@ const listing = {
   limit: 'page size, 1-1000 (default 100)',
   after: 'the previous page\'s next',
 } as const;
+
+// Sets and sorted sets (members and scores are checked by src/store/collection.ts in the handlers).
+const setContent = { type: 'any', required: true, doc: 'the members: an array of strings, or an object member → true' } as const;
+const zsetContent = { type: 'object', required: true, doc: 'member → score (a finite number)' } as const;
+const members1000 = { type: 'array', required: true, doc: '1-1000 members (strings of at most 4096 bytes)' } as const;
+const create = { type: 'boolean', doc: 'false: 404 instead of creating a missing object (default true)' } as const;
+const ttlOnly = { type: 'ttl', required: true, doc: 'the remaining lifetime in seconds; 0 = none' } as const;
 
 export const ROUTES: readonly RouteDef[] = [
   { method: 'GET', path: '/health', handler: h.health, role: 'read', summary: 'Server health figures',
@@ -216,6 +224,76 @@ export const ROUTES: readonly RouteDef[] = [
     ok: { status: [200], message: 'list queried successfully' } },
   { method: 'DELETE', path: '/list/{name}', handler: lists.deleteList, role: 'write', names: 'list', summary: 'Quick-start spelling of DELETE /lists',
     body: { if_version: ifVersion }, strict: true, query: {}, ok: { status: [200], message: 'list deleted successfully' } },
+
+  // ---- sets (docs/api.md "Sets"), and the quick-start spelling /set/<key>
+  { method: 'GET', path: '/sets', handler: h.listSets, role: 'read', summary: 'Sets in byte order, a page at a time', strict: true,
+    query: listing, ok: { status: [200], message: 'sets listed successfully' } },
+  { method: 'PUT', path: '/sets/{name}', handler: c.putSet, role: 'write', names: 'set', summary: 'Create or replace a set', strict: true,
+    body: { set: setContent, ttl, if_version: ifVersion, if_absent: ifAbsent }, ok: { status: [201, 200], message: 'set created successfully' } },
+  { method: 'GET', path: '/sets/{name}', handler: c.getSet, role: 'read', names: 'set', summary: 'Members in byte order (all, or a page)', strict: true,
+    query: { limit: 'page size, 1-1000 (default: every member)', after: 'the previous page\'s next (a member)' },
+    ok: { status: [200], message: 'set queried successfully' } },
+  { method: 'POST', path: '/sets/{name}/add', handler: c.addToSet, role: 'write', names: 'set', summary: 'Add members', strict: true, query: {},
+    body: { members: members1000, create, if_version: ifVersion }, ok: { status: [200], message: 'set members added successfully' } },
+  { method: 'POST', path: '/sets/{name}/remove', handler: c.removeFromSet, role: 'write', names: 'set', summary: 'Remove members', strict: true, query: {},
+    body: { members: members1000, if_version: ifVersion }, ok: { status: [200], message: 'set members removed successfully' } },
+  { method: 'POST', path: '/sets/{name}/contains', handler: c.setContains, role: 'read', names: 'set', summary: 'Which members are in the set', strict: true,
+    query: {}, body: { members: members1000 }, ok: { status: [200], message: 'set queried successfully' } },
+  { method: 'POST', path: '/sets/{name}/combine', handler: c.combineSets, role: 'write', names: 'set', strict: true, query: {},
+    summary: 'Union, intersection or difference with other sets; optionally stored as a set',
+    body: { op: { type: 'string', required: true, doc: 'union, inter or diff' },
+      with: { type: 'array', required: true, doc: '1-16 set names (a missing set is empty)' },
+      store: { type: 'string', doc: 'a set to replace with the result, in the same atomic step' } },
+    ok: { status: [200], message: 'set combined successfully' } },
+  { method: 'PATCH', path: '/sets/{name}', handler: c.patchSet, role: 'write', names: 'set', summary: 'Set the remaining lifetime of a set', strict: true,
+    query: {}, body: { ttl: ttlOnly, if_version: ifVersion }, ok: { status: [200], message: 'set patched successfully' } },
+  { method: 'DELETE', path: '/sets/{name}', handler: c.deleteSet, role: 'write', names: 'set', summary: 'Delete a set', strict: true, query: {},
+    body: { if_version: ifVersion }, ok: { status: [200], message: 'set deleted successfully' } },
+  { method: 'PUT', path: '/set/{name}', handler: c.putSetQuick, role: 'write', names: 'set', summary: 'Quick-start spelling of PUT /sets', strict: true,
+    query: {}, body: { set: setContent, ttl, if_version: ifVersion, if_absent: ifAbsent }, ok: { status: [201, 200], message: 'set created successfully' } },
+  { method: 'GET', path: '/set/{name}', handler: c.getSetQuick, role: 'read', names: 'set', summary: 'Quick-start spelling of GET /sets: {"set": [...]}',
+    strict: true, query: {}, ok: { status: [200], message: 'set queried successfully' } },
+  { method: 'DELETE', path: '/set/{name}', handler: c.deleteSet, role: 'write', names: 'set', summary: 'Quick-start spelling of DELETE /sets', strict: true,
+    query: {}, body: { if_version: ifVersion }, ok: { status: [200], message: 'set deleted successfully' } },
+
+  // ---- sorted sets (docs/api.md "Sorted sets"), and the quick-start spelling /zset/<key>
+  { method: 'GET', path: '/zsets', handler: h.listZsets, role: 'read', summary: 'Sorted sets in byte order, a page at a time', strict: true,
+    query: listing, ok: { status: [200], message: 'zsets listed successfully' } },
+  { method: 'PUT', path: '/zsets/{name}', handler: c.putZset, role: 'write', names: 'zset', summary: 'Create or replace a sorted set', strict: true,
+    query: {}, body: { zset: zsetContent, ttl, if_version: ifVersion, if_absent: ifAbsent },
+    ok: { status: [201, 200], message: 'zset created successfully' } },
+  { method: 'POST', path: '/zsets/{name}/add', handler: c.addToZset, role: 'write', names: 'zset', summary: 'Add members or change scores', strict: true,
+    query: {}, body: { members: { type: 'object', required: true, doc: 'member → score (1-1000 members)' },
+      mode: { type: 'string', doc: 'upsert (default), nx (only new), xx (only existing), gt / lt (only to a greater / lower score)' },
+      create, if_version: ifVersion },
+    ok: { status: [200], message: 'zset members added successfully' } },
+  { method: 'POST', path: '/zsets/{name}/incr', handler: c.incrZset, role: 'write', names: 'zset', summary: "Add to a member's score", strict: true,
+    query: {}, body: { member: { type: 'string', required: true, doc: 'the member (created at 0 when missing)' },
+      delta: { type: 'number', required: true, doc: 'the amount' }, create, if_version: ifVersion },
+    ok: { status: [200], message: 'zset member incremented successfully' } },
+  { method: 'POST', path: '/zsets/{name}/remove', handler: c.removeFromZset, role: 'write', names: 'zset', summary: 'Remove members', strict: true,
+    query: {}, body: { members: members1000, if_version: ifVersion }, ok: { status: [200], message: 'zset members removed successfully' } },
+  { method: 'GET', path: '/zsets/{name}', handler: c.getZset, role: 'read', names: 'zset', summary: 'Members by rank or by score', strict: true,
+    query: {
+      by: 'rank (default) or score', start: 'by rank: first rank (default 0; negative from the end)', stop: 'by rank: last rank, inclusive (default -1)',
+      min: 'by score: lowest score (a number, -inf, +inf; "(" before it excludes it)', max: 'by score: highest score',
+      offset: 'by score: skip this many', limit: 'by score: at most this many', rev: 'true: highest first',
+    },
+    ok: { status: [200], message: 'zset queried successfully' } },
+  { method: 'GET', path: '/zsets/{name}/members/{member}', handler: c.getZsetMember, role: 'read', names: 'zset', subNames: 'member',
+    summary: "A member's score, rank and reverse rank", strict: true, query: {}, ok: { status: [200], message: 'zset member queried successfully' } },
+  { method: 'PATCH', path: '/zsets/{name}', handler: c.patchZset, role: 'write', names: 'zset', summary: 'Set the remaining lifetime of a sorted set',
+    strict: true, query: {}, body: { ttl: ttlOnly, if_version: ifVersion }, ok: { status: [200], message: 'zset patched successfully' } },
+  { method: 'DELETE', path: '/zsets/{name}', handler: c.deleteZset, role: 'write', names: 'zset', summary: 'Delete a sorted set', strict: true,
+    query: {}, body: { if_version: ifVersion }, ok: { status: [200], message: 'zset deleted successfully' } },
+  { method: 'PUT', path: '/zset/{name}', handler: c.putZsetQuick, role: 'write', names: 'zset', summary: 'Quick-start spelling of PUT /zsets',
+    strict: true, query: {}, body: { zset: zsetContent, ttl, if_version: ifVersion, if_absent: ifAbsent },
+    ok: { status: [201, 200], message: 'zset created successfully' } },
+  { method: 'GET', path: '/zset/{name}', handler: c.getZsetQuick, role: 'read', names: 'zset',
+    summary: 'Quick-start spelling of GET /zsets: {"zset": {member: score}}', strict: true, query: {},
+    ok: { status: [200], message: 'zset queried successfully' } },
+  { method: 'DELETE', path: '/zset/{name}', handler: c.deleteZset, role: 'write', names: 'zset', summary: 'Quick-start spelling of DELETE /zsets',
+    strict: true, query: {}, body: { if_version: ifVersion }, ok: { status: [200], message: 'zset deleted successfully' } },
 
   // ---- transactions
   { method: 'POST', path: '/txns', handler: h.transact, role: 'write', summary: 'Checks and mutations, all or nothing', strict: true, query: {},

@@ -12,6 +12,7 @@ import { isRowId, MAX_ROW_ID } from '../store/rows.js';
 import { MAX_POP } from '../store/lists.js';
 import { checkName, isPlainObject, isVersion, MAX_TTL } from '../store/validate.js';
 import type { Body } from './body.js';
+import { checkMember, checkScore, membersOf, scoresOf, Z_MODES, type ZMode } from '../store/collection.js';
 
 export const MAX_TXN_ITEMS = 1000;
 
@@ -68,10 +69,23 @@ function nameOf(o: Obj, kind: string, where: string): string {
   return v;
 }
 
-function kindOf(o: Obj, where: string): 'table' | 'variant' | 'record' | 'list' {
+type Kind = 'table' | 'variant' | 'record' | 'list' | 'set' | 'zset';
+const KINDS: readonly string[] = ['table', 'variant', 'record', 'list', 'set', 'zset'];
+const KINDS_TEXT = "'table', 'variant', 'record', 'list', 'set' or 'zset'";
+
+function kindOf(o: Obj, where: string): Kind {
   const k = o.kind ?? 'table';
-  if (k === 'table' || k === 'variant' || k === 'record' || k === 'list') return k;
-  throw invalid(`${where}: field 'kind' must be 'table', 'variant', 'record' or 'list'${typeof k === 'string' ? `, not '${k}'` : ''}`);
+  if (typeof k === 'string' && KINDS.includes(k)) return k as Kind;
+  throw invalid(`${where}: field 'kind' must be ${KINDS_TEXT}${typeof k === 'string' ? `, not '${k}'` : ''}`);
+}
+
+/** A shared rule's error (src/store/collection.ts), prefixed with the mutation or check it is about. */
+function within<T>(where: string, f: () => T): T {
+  try {
+    return f();
+  } catch (err) {
+    throw invalid(`${where}: ${(err as Error).message}`);
+  }
 }
 
 function scalar(o: Obj, k: string, where: string): unknown {
@@ -93,7 +107,10 @@ function byRowId(o: Obj, where: string): number | undefined {
   return rowIdField(o, where);
 }
 
-const OPS = { table: ['INSERT', 'UPDATE', 'REMOVE', 'REPLACE'], variant: ['ADD', 'SET'], record: ['PUT', 'DELETE'], list: ['PUSH', 'POP'] } as const;
+const OPS = {
+  table: ['INSERT', 'UPDATE', 'REMOVE', 'REPLACE'], variant: ['ADD', 'SET'], record: ['PUT', 'DELETE'], list: ['PUSH', 'POP'],
+  set: ['ADD', 'REMOVE'], zset: ['ADD', 'INCR', 'REMOVE'],
+} as const;
 
 /** Source texts of the mutations' numbers, by mutation index (JSON.parse forgets whether `1.0` had a fraction). */
 interface NumberTexts {
@@ -166,6 +183,26 @@ function mutation(m: unknown, i: number, texts: NumberTexts): Mutation {
     case 'record PUT':
       allowOnly(m, ['kind', 'name', 'operation', 'values', 'ttl'], where);
       return { kind: 'record', name, op: 'PUT', values: obj(m, 'values', where), ttl: ttlOf(m, where) };
+    // ---- sets and sorted sets
+    case 'set ADD':
+    case 'set REMOVE':
+    case 'zset REMOVE':
+      allowOnly(m, ['kind', 'name', 'operation', 'members'], where);
+      return { kind, name, op, members: within(where, () => membersOf('members', m.members)) } as Mutation;
+    case 'zset ADD': {
+      allowOnly(m, ['kind', 'name', 'operation', 'members', 'mode'], where);
+      const mode = m.mode ?? 'upsert';
+      if (typeof mode !== 'string' || !(Z_MODES as readonly string[]).includes(mode)) {
+        throw invalid(`${where}: field 'mode' must be upsert, nx, xx, gt or lt`);
+      }
+      return { kind: 'zset', name, op: 'ADD', members: within(where, () => scoresOf('members', m.members, 1, 1000)), mode: mode as ZMode };
+    }
+    case 'zset INCR': {
+      allowOnly(m, ['kind', 'name', 'operation', 'member', 'delta'], where);
+      const member = within(where, () => checkMember(m.member === undefined ? `field 'member' (required)` : `field 'member'`, m.member));
+      const delta = within(where, () => checkScore(m.delta === undefined ? `field 'delta' (required)` : `field 'delta'`, m.delta));
+      return { kind: 'zset', name, op: 'INCR', member, delta };
+    }
     default:
       allowOnly(m, ['kind', 'name', 'operation'], where);
       return { kind: 'record', name, op: 'DELETE' };
@@ -176,34 +213,47 @@ function check(c: unknown, i: number): Check {
   const where = `check ${i}`;
   if (!isPlainObject(c)) throw invalid(`${where} must be an object`);
   const kind = c.kind;
-  if (kind !== 'table' && kind !== 'variant' && kind !== 'record' && kind !== 'list') {
-    throw invalid(`${where}: field 'kind' must be 'table', 'variant', 'record' or 'list'`);
-  }
-  const name = nameOf(c, kind, where);
+  if (typeof kind !== 'string' || !KINDS.includes(kind)) throw invalid(`${where}: field 'kind' must be ${KINDS_TEXT}`);
+  const k = kind as Kind;
+  const name = nameOf(c, k, where);
   const exists = bool(c, 'exists', where);
-  switch (kind) {
+  switch (k) {
+    // ---- sets and sorted sets
+    case 'set': {
+      allowOnly(c, ['kind', 'name', 'exists', 'contains', 'count'], where);
+      const contains = c.contains === undefined ? undefined : within(where, () => checkMember(`field 'contains'`, c.contains));
+      if (exists === undefined && contains === undefined && !hasOwn(c, 'count')) throw invalid(`${where}: a set check needs 'exists', 'contains' or 'count'`);
+      return { kind: 'set', name, exists, contains, count: c.count, hasCount: hasOwn(c, 'count') };
+    }
+    case 'zset': {
+      allowOnly(c, ['kind', 'name', 'exists', 'member', 'score', 'count'], where);
+      if (hasOwn(c, 'member') !== hasOwn(c, 'score')) throw invalid(`${where}: a zset check takes 'member' and 'score' together`);
+      const member = c.member === undefined ? undefined : within(where, () => checkMember(`field 'member'`, c.member));
+      if (exists === undefined && member === undefined && !hasOwn(c, 'count')) throw invalid(`${where}: a zset check needs 'exists', 'member' and 'score', or 'count'`);
+      return { kind: 'zset', name, exists, member, score: c.score, hasScore: hasOwn(c, 'score'), count: c.count, hasCount: hasOwn(c, 'count') };
+    }
     case 'list':
       allowOnly(c, ['kind', 'name', 'exists', 'length'], where);
       if (exists === undefined && !hasOwn(c, 'length')) throw invalid(`${where}: a list check needs 'length' or 'exists'`);
-      return { kind, name, exists, length: c.length, hasLength: hasOwn(c, 'length') };
+      return { kind: 'list', name, exists, length: c.length, hasLength: hasOwn(c, 'length') };
     case 'variant':
       allowOnly(c, ['kind', 'name', 'exists', 'value'], where);
       if (exists === undefined && !hasOwn(c, 'value')) throw invalid(`${where}: a variant check needs 'value' or 'exists'`);
-      return { kind, name, exists, value: c.value, hasValue: hasOwn(c, 'value') };
+      return { kind: 'variant', name, exists, value: c.value, hasValue: hasOwn(c, 'value') };
     case 'record':
     {
       allowOnly(c, ['kind', 'name', 'exists', 'version'], where);
       const version = c.version;
       if (version !== undefined && !isVersion(version)) throw invalid(`${where}: field 'version' must be an integer ≥ 0`);
       if (exists === undefined && version === undefined) throw invalid(`${where}: a record check needs 'exists' or 'version'`);
-      return { kind, name, exists, version: version as number | undefined };
+      return { kind: 'record', name, exists, version: version as number | undefined };
     }
     default: {
       allowOnly(c, ['kind', 'name', 'exists', 'where', 'count'], where);
       const hasWhere = hasOwn(c, 'where');
       if (hasWhere !== hasOwn(c, 'count')) throw invalid(`${where}: a table check takes 'where' and 'count' together`);
       if (exists === undefined && !hasWhere) throw invalid(`${where}: a table check needs 'exists', or 'where' and 'count'`);
-      return { kind, name, exists, where: hasWhere ? obj(c, 'where', where) : undefined, count: c.count };
+      return { kind: 'table', name, exists, where: hasWhere ? obj(c, 'where', where) : undefined, count: c.count };
     }
   }
 }

@@ -42,8 +42,8 @@ const HEARTBEAT_MS = 15_000;
 /** How long an overflowed stream may take to drain its last bytes before its socket is destroyed. */
 const OVERFLOW_GRACE_MS = 10_000;
 
-const KIND_BITS: Record<ChangeKind, number> = { table: 1, record: 2, variant: 4, lock: 8, list: 16 };
-const ALL_KINDS = 31;
+const KIND_BITS: Record<ChangeKind, number> = { table: 1, record: 2, variant: 4, lock: 8, list: 16, set: 32, zset: 64 };
+const ALL_KINDS = 127;
 const PARAMS = new Set(['kind', 'prefix', 'since', 'values']);
 
 /** Stops a replay whose watcher went away or overflowed. */
@@ -140,7 +140,7 @@ export class WatchHub {
       if (!PARAMS.has(k)) throw invalid(`unknown query parameter '${k}' (allowed: kind, prefix, since, values)`);
       if (k === 'kind') {
         const bit = (KIND_BITS as Record<string, number>)[v];
-        if (bit === undefined) throw invalid(`query parameter 'kind' must be table, record, variant, lock or list, not '${v}'`);
+        if (bit === undefined) throw invalid(`query parameter 'kind' must be table, record, variant, lock, list, set or zset, not '${v}'`);
         kinds |= bit;
       } else if (k === 'prefix') {
         prefix = v;

@@ -13,6 +13,7 @@
  */
 import type { EngineObserver as StorageObserver, EngineStats as StorageStats } from '../engine/index.js';
 import type { ScalarInput } from './variant.js';
+import type { SetOp, ZMode, ZRange } from './collection.js';
 import type { Row } from './wheres.js';
 
 export type Sync<T> = T | Promise<T>;
@@ -133,7 +134,7 @@ export interface RowQuery {
   withIds?: boolean;
 }
 
-export type ListKind = 'tables' | 'records' | 'variants' | 'locks' | 'lists';
+export type ListKind = 'tables' | 'records' | 'variants' | 'locks' | 'lists' | 'sets' | 'zsets';
 
 /** A listing request (docs/api.md "Listing"): names in byte order. */
 export interface ListOptions {
@@ -225,6 +226,45 @@ export interface ListStore {
   delete(name: string, pre?: Precondition): Promise<void>;
 }
 
+// ---- sets and sorted sets (docs/api.md "Sets", "Sorted sets") ---------------------
+// Members arrive checked (src/store/collection.ts): strings of at most 4,096
+// bytes of UTF-8, scores finite. Answers are the data JSON of the endpoint.
+
+export interface SetStore {
+  /** Creates or replaces with exactly these (distinct) members; resolves true when new. */
+  put(name: string, members: readonly string[], ttl: number, pre?: Precondition): Promise<boolean>;
+  /** {"members", "count", "next"}: members in byte order after `after`, at most `limit` (all when undefined); `out` receives the version. */
+  get(name: string, limit: number | undefined, after: string | undefined, out?: VersionOut): Promise<string>;
+  /** {"added", "count"}; `create` false: 404 when the set does not exist. */
+  add(name: string, members: readonly string[], create: boolean, pre?: Precondition): Promise<string>;
+  /** {"removed", "count"}. */
+  remove(name: string, members: readonly string[], pre?: Precondition): Promise<string>;
+  /** {"contains": [bool, …]} in the order asked. */
+  contains(name: string, members: readonly string[]): Promise<string>;
+  /** {"members", "count"}, or {"count"} when the result replaced the set `store` in the same atomic step. */
+  combine(name: string, op: SetOp, others: readonly string[], store: string | undefined): Promise<string>;
+  /** Sets the remaining lifetime (0 = none) of the set and its members. */
+  expire(name: string, ttl: number, pre?: Precondition): Promise<void>;
+  delete(name: string, pre?: Precondition): Promise<void>;
+}
+
+export interface ZsetStore {
+  /** Creates or replaces with exactly these members and scores; resolves true when new. */
+  put(name: string, pairs: ReadonlyArray<[string, number]>, ttl: number, pre?: Precondition): Promise<boolean>;
+  /** {"added", "updated", "count"}. */
+  add(name: string, pairs: ReadonlyArray<[string, number]>, mode: ZMode, create: boolean, pre?: Precondition): Promise<string>;
+  /** {"score"}: the member's new score; 409 when it would not be finite. */
+  incr(name: string, member: string, delta: number, create: boolean, pre?: Precondition): Promise<string>;
+  /** {"removed", "count"}. */
+  remove(name: string, members: readonly string[], pre?: Precondition): Promise<string>;
+  /** {"items": [{"member", "score"}], "count"}; `out` receives the version. */
+  range(name: string, q: ZRange, out?: VersionOut): Promise<string>;
+  /** {"score", "rank", "rev_rank"}; 404 when not a member. */
+  member(name: string, member: string): Promise<string>;
+  expire(name: string, ttl: number, pre?: Precondition): Promise<void>;
+  delete(name: string, pre?: Precondition): Promise<void>;
+}
+
 // ---- transactions (docs/api.md "Transactions") ----------------------------------
 
 export type Check =
@@ -232,7 +272,10 @@ export type Check =
   | { kind: 'record'; name: string; exists?: boolean; version?: number }
   | { kind: 'table'; name: string; exists?: boolean; where?: Wheres; count?: unknown }
   /** `length`: a where-value the list's length must satisfy (a missing list fails it). */
-  | { kind: 'list'; name: string; exists?: boolean; length?: unknown; hasLength: boolean };
+  | { kind: 'list'; name: string; exists?: boolean; length?: unknown; hasLength: boolean }
+  // Sets and sorted sets: `count` and `score` are where-values; `contains` a member that must be in the set.
+  | { kind: 'set'; name: string; exists?: boolean; contains?: string; count?: unknown; hasCount: boolean }
+  | { kind: 'zset'; name: string; exists?: boolean; member?: string; score?: unknown; hasScore: boolean; count?: unknown; hasCount: boolean };
 
 export type Mutation =
   | { kind: 'table'; name: string; op: 'INSERT'; values: Row }
@@ -247,7 +290,12 @@ export type Mutation =
   | { kind: 'record'; name: string; op: 'PUT'; values: Row; ttl: number }
   | { kind: 'record'; name: string; op: 'DELETE' }
   | { kind: 'list'; name: string; op: 'PUSH'; values: unknown[]; side: ListSide }
-  | { kind: 'list'; name: string; op: 'POP'; side: ListSide; count: number };
+  | { kind: 'list'; name: string; op: 'POP'; side: ListSide; count: number }
+  // Sets and sorted sets: results as the single operations answer ({"added", "count"}, {"score"}, …).
+  | { kind: 'set'; name: string; op: 'ADD' | 'REMOVE'; members: string[] }
+  | { kind: 'zset'; name: string; op: 'ADD'; members: Array<[string, number]>; mode: ZMode }
+  | { kind: 'zset'; name: string; op: 'INCR'; member: string; delta: number }
+  | { kind: 'zset'; name: string; op: 'REMOVE'; members: string[] };
 
 export interface Transaction {
   checks: Check[];
@@ -258,7 +306,7 @@ export interface Transaction {
 
 // ---- change feed (docs/api.md "Change feed") --------------------------------------
 
-export type ChangeKind = 'table' | 'record' | 'variant' | 'lock' | 'list';
+export type ChangeKind = 'table' | 'record' | 'variant' | 'lock' | 'list' | 'set' | 'zset';
 
 /** One change of one object, as the change feed reports it. */
 export interface Change {
@@ -277,7 +325,7 @@ export interface Change {
   readonly id: string;
   /** The new value as JSON text, for puts of records, variants and rows; undefined otherwise. */
   readonly value: string | undefined;
-  /** For an element operation on a collection (push, pop, …): its name; `value` then holds its arguments and result. */
+  /** For an element operation on a collection (push, pop, add, remove, incr, …): its name; `value` then holds its arguments and result. */
   readonly op?: string;
 }
 
@@ -316,6 +364,9 @@ export interface Store {
   readonly locks: LockStore;
   /** Lists (docs/api.md "Lists"); a store without them answers their routes with 503. */
   readonly lists?: ListStore;
+  /** Sets and sorted sets; a store without them answers their endpoints with 503. */
+  readonly sets?: SetStore;
+  readonly zsets?: ZsetStore;
   /**
    * Runs every check on the state before the first mutation, then every
    * mutation in order on one view; all of it is one atomic write, or nothing.

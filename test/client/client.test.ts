@@ -183,7 +183,7 @@ test('part-two calls: listing, transactions, metrics, row-query options', async 
   assert.deepEqual((await db.list('records', { prefix: 'p2-' })).items.map((i) => i.name), ['p2-rec']);
   // Any other kind does not compile; from JavaScript it is a TypeError naming the kinds.
   // @ts-expect-error 'rows' is not a kind
-  await assert.rejects(db.listAll('rows').next(), { name: 'TypeError', message: /^kind must be 'table', 'record', 'variant', 'lock' or 'list' .*got 'rows'$/ });
+  await assert.rejects(db.listAll('rows').next(), { name: 'TypeError', message: /^kind must be 'table', 'record', 'variant', 'lock', 'list', 'set' or 'zset' .*got 'rows'$/ });
   // @ts-expect-error nor is a missing one
   await assert.rejects(db.list(undefined), { name: 'TypeError', message: /kind must be .*got undefined$/ });
   const r = await db.txn({ mutations: [{ name: 'p2', operation: 'INSERT', values: { i: 6 } }] });

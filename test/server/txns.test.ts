@@ -152,7 +152,7 @@ test('a failing mutation names its index, keeps its status, and nothing of the t
     [{ kind: 'record', name: 'no-such-r', operation: 'DELETE' }, 404, "mutation 3: record 'no-such-r' does not exist"],
     [{ name: log, operation: 'UPDATE', where: { a: { $bogus: 1 } }, values: {} }, 400, "mutation 3: unknown operator '$bogus' in wheres field 'a'"],
     [{ name: log, operation: 'DROP' }, 400, "mutation 3: field 'operation' must be one of INSERT, UPDATE, REMOVE, REPLACE for a table, not 'DROP'"],
-    [{ kind: 'lock', name: 'l', operation: 'PUT' }, 400, "mutation 3: field 'kind' must be 'table', 'variant', 'record' or 'list', not 'lock'"],
+    [{ kind: 'lock', name: 'l', operation: 'PUT' }, 400, "mutation 3: field 'kind' must be 'table', 'variant', 'record', 'list', 'set' or 'zset', not 'lock'"],
     [{ name: log, operation: 'INSERT' }, 400, "mutation 3: field 'values' is required (an object)"],
     [{ name: log, operation: 'INSERT', values: {}, extra: 1 }, 400, "mutation 3: unknown field 'extra' (allowed: kind, name, operation, values, where)"],
     [{ name: '', operation: 'INSERT', values: {} }, 400, 'mutation 3: table name must not be empty'],

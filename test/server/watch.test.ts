@@ -223,7 +223,7 @@ test('values are sent as GET sends them: a double keeps its fraction, an integer
 test('bad parameters are 400 naming them; an id the log cannot replay gives reset first', async () => {
   for (const [q, msg] of [
     ['foo=1', /unknown query parameter 'foo'/],
-    ['kind=row', /'kind' must be table, record, variant, lock or list/],
+    ['kind=row', /'kind' must be table, record, variant, lock, list, set or zset/],
     ['since=-1', /'since' must be a version/],
     ['values=maybe', /'values' must be true or false/],
   ] as const) {

@@ -264,6 +264,16 @@ export class Tx {
     return m;
   }
 
+  /**
+   * Live stored keys of a group above `after` ('' = from the first), at most
+   * `limit`, in key order: a collection's members (collections.ts). Only
+   * what is stored: this decision's own writes are not seen, so a decision
+   * that lists members does so before it writes any.
+   */
+  groupKeys(group: string, after: string, limit: number): string[] {
+    return this.engine.groupKeys(group, after, limit, this.now);
+  }
+
   /** Keys in a group (expired-but-unswept ones included): decides whether an answer is large. */
   groupSize(group: string): number {
     return this.engine.groupSize(group);

@@ -10,6 +10,7 @@ import type { Engine } from '../../engine/index.js';
 import { Op } from '../../engine/index.js';
 import type { Change, ChangeFeed, ChangeKind } from '../store.js';
 import { variantValue } from '../variant.js';
+import { HEADER_KINDS, opOfHeader } from './collections.js';
 
 interface EntryLike {
   op: Op;
@@ -55,6 +56,8 @@ function objectOf(key: string): [ChangeKind, string, number | undefined] | undef
     if (c === 0x4c /* L */) return ['lock', name, undefined];
     if (c === 0x54 /* T */) return ['table', name, undefined];
     if (c === 0x51 /* Q */) return ['list', name, undefined];
+    const coll = HEADER_KINDS.get(c);
+    if (coll !== undefined) return [coll, name, undefined];
     return undefined;
   }
   // A row: t\0<table>\0<incarnation>\0<16-digit t_id>
@@ -93,6 +96,12 @@ export function changesOf(seq: number, entries: readonly EntryLike[]): LogChange
     }
     if (kind === 'list') {
       out.push(put ? listChange(seq, name, e.value as Buffer, entries) : new LogChange('delete', kind, name, seq, undefined, '', undefined));
+      continue;
+    }
+    if (put && (kind === 'set' || kind === 'zset')) {
+      // A collection's header: an element operation carries its record (collections.ts); a whole-object write has no value.
+      const rec = opOfHeader(e.value as Buffer);
+      out.push(new LogChange('put', kind, name, seq, undefined, '', rec === undefined ? undefined : Buffer.from(rec.json), rec?.op));
       continue;
     }
     const raw = put && kind !== 'lock' && !(kind === 'table' && tId === undefined) ? e.value : undefined;

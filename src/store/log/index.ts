@@ -21,6 +21,8 @@ import { LogLists } from './lists.js';
 export { restoreBackup } from './backup.js';
 /** The keys a restore of an encrypted backup needs, read as the server reads them. */
 export { loadKeyring } from '../../engine/index.js';
+import { LogSets } from './sets.js';
+import { LogZsets } from './zsets.js';
 
 export class LogStore implements Store {
   readonly tables: LogTables;
@@ -29,6 +31,8 @@ export class LogStore implements Store {
   readonly locks: LogLocks;
   readonly changes: LogChanges;
   readonly lists: LogLists;
+  readonly sets: LogSets;
+  readonly zsets: LogZsets;
   private readonly atomic: Atomic;
   /** Every top-level name in byte order (names.ts). */
   readonly names: NameView;
@@ -49,6 +53,8 @@ export class LogStore implements Store {
     this.locks = new LogLocks(this.atomic);
     this.changes = new LogChanges(engine);
     this.lists = new LogLists(this.atomic);
+    this.sets = new LogSets(this.atomic);
+    this.zsets = new LogZsets(engine, this.atomic);
   }
 
   static async open(opts: EngineOptions & { now: () => number }): Promise<LogStore> {
@@ -70,7 +76,7 @@ export class LogStore implements Store {
   }
 
   transact(txn: Transaction): Promise<string> {
-    return transact(this.atomic, txn);
+    return transact(this.atomic, txn, this.zsets.indexes);
   }
 
   storageMetrics(): StorageMetrics {

@@ -11,6 +11,7 @@ import type { NameView } from './names.js';
 import { metaDecoder } from './tables.js';
 import { headDecoder } from './lists.js';
 import type { Engine } from '../../engine/index.js';
+import { type Header, headerDecoder } from './collections.js';
 
 /**
  * A name JSON writes as itself between quotes: printable ASCII without `"`
@@ -20,7 +21,7 @@ import type { Engine } from '../../engine/index.js';
  */
 const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 
-const NS: Record<ListKind, string> = { tables: 'T/', records: 'R/', variants: 'V/', locks: 'L/', lists: 'Q/' };
+const NS: Record<ListKind, string> = { tables: 'T/', records: 'R/', variants: 'V/', locks: 'L/', lists: 'Q/', sets: 'S/', zsets: 'Z/' };
 
 export function list(engine: Engine, atomic: Atomic, names: NameView, kind: ListKind, opts: ListOptions): Sync<string> {
   const ns = NS[kind];
@@ -28,7 +29,8 @@ export function list(engine: Engine, atomic: Atomic, names: NameView, kind: List
     // A read decision writes nothing, so the engine's expiry of each name is the decision's.
     const { keys, exps, more } = names.page(ns + opts.prefix, opts.after === null ? null : ns + opts.after, opts.limit, tx.now);
     const extra = kind === 'tables' ? tx.getMany(keys, metaDecoder) : kind === 'locks' ? tx.getMany(keys, leaseDecoder)
-      : kind === 'lists' ? tx.getMany(keys, headDecoder) : undefined;
+      : kind === 'lists' ? tx.getMany(keys, headDecoder)
+      : kind === 'sets' || kind === 'zsets' ? tx.getMany(keys, headerDecoder) : undefined;
     let out = '{"items":[';
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i];
@@ -45,6 +47,8 @@ export function list(engine: Engine, atomic: Atomic, names: NameView, kind: List
       } else if (kind === 'locks') {
         const l = extra?.[i] as { holder: string | null } | undefined;
         item += `,"held":true,"holder":${JSON.stringify(l?.holder ?? null)}`;
+      } else if (kind === 'sets' || kind === 'zsets') {
+        item += `,"count":${(extra?.[i] as Header | undefined)?.count ?? 0}`;
       }
       out += item + '}';
     }

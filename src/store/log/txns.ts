@@ -13,6 +13,10 @@ import { deleteRecord, putRecord, recordVersion } from './records.js';
 import { countRows, insertRow, removeRowById, removeRows, replaceRow, tableExists, updateRowById, updateRows } from './tables.js';
 import { addVariant, currentVariant, setVariant } from './variants.js';
 import { listHead, popItems, pushItems } from './lists.js';
+import { readHeader } from './collections.js';
+import { setAdd, setHas, setRemove } from './sets.js';
+import { type ZsetIndexes, zsetAdd, zsetIncr, zsetRemove, zsetScore } from './zsets.js';
+import { scoreText } from '../collection.js';
 
 /** Whether `actual` satisfies a where-value (a literal, or an operator object), as a row field would. */
 export function satisfies(actual: unknown, expected: unknown): boolean {
@@ -57,11 +61,32 @@ function failure(tx: Tx, c: Check): string | undefined {
       if (!satisfies(n, c.count)) return `table '${c.name}' has ${n} matching row(s), which does not match ${JSON.stringify(c.count)}`;
       return undefined;
     }
+    case 'set':
+    case 'zset': {
+      const h = readHeader(tx, c.kind, c.name);
+      if (c.exists !== undefined && c.exists !== (h !== undefined)) return `${c.kind} '${c.name}' ${exists(h !== undefined)}`;
+      const asks = c.kind === 'set' ? c.contains !== undefined : c.hasScore;
+      if (!asks && !c.hasCount) return undefined;
+      if (h === undefined) return `${c.kind} '${c.name}' does not exist`;
+      if (c.hasCount && !satisfies(h.count, c.count)) {
+        return `${c.kind} '${c.name}' has ${h.count} member(s), which does not match ${JSON.stringify(c.count)}`;
+      }
+      if (c.kind === 'set') {
+        if (c.contains !== undefined && !setHas(tx, c.name, c.contains)) return `set '${c.name}' does not contain ${JSON.stringify(c.contains)}`;
+        return undefined;
+      }
+      if (!c.hasScore) return undefined;
+      const m = c.member as string;
+      const s = zsetScore(tx, c.name, m);
+      if (s === undefined) return `${JSON.stringify(m)} is not a member of zset '${c.name}'`;
+      if (!satisfies(s, c.score)) return `zset '${c.name}' member ${JSON.stringify(m)} has score ${scoreText(s)}, which does not match ${JSON.stringify(c.score)}`;
+      return undefined;
+    }
   }
 }
 
 /** Applies one mutation; returns its entry of `results` as JSON text. */
-function apply(tx: Tx, m: Mutation): string {
+function apply(tx: Tx, m: Mutation, zix: ZsetIndexes): string {
   switch (m.kind) {
     case 'table':
       switch (m.op) {
@@ -94,6 +119,27 @@ function apply(tx: Tx, m: Mutation): string {
       if (items === undefined) throw listMissing(m.name);
       return `{"items":[${items.join(',')}]}`;
     }
+    case 'set': {
+      if (m.op === 'ADD') {
+        const [added, count] = setAdd(tx, m.name, m.members, true);
+        return `{"added":${added},"count":${count}}`;
+      }
+      const [removed, count] = setRemove(tx, m.name, m.members);
+      return `{"removed":${removed},"count":${count}}`;
+    }
+    case 'zset':
+      switch (m.op) {
+        case 'ADD': {
+          const [added, updated, count] = zsetAdd(zix, tx, m.name, m.members, m.mode, true);
+          return `{"added":${added},"updated":${updated},"count":${count}}`;
+        }
+        case 'INCR':
+          return `{"score":${scoreText(zsetIncr(zix, tx, m.name, m.member, m.delta, true))}}`;
+        case 'REMOVE': {
+          const [removed, count] = zsetRemove(zix, tx, m.name, m.members);
+          return `{"removed":${removed},"count":${count}}`;
+        }
+      }
   }
   throw new Error('unreachable');
 }
@@ -103,7 +149,7 @@ function at(err: unknown, what: string): unknown {
   return err instanceof StoreError ? new StoreError(err.kind, `${what}: ${err.message}`) : err;
 }
 
-export function transact(atomic: Atomic, txn: Transaction): Promise<string> {
+export function transact(atomic: Atomic, txn: Transaction, zix: ZsetIndexes): Promise<string> {
   return atomic.atomically(undefined, (tx) => {
     for (let i = 0; i < txn.checks.length; i++) {
       let why: string | undefined;
@@ -118,7 +164,7 @@ export function transact(atomic: Atomic, txn: Transaction): Promise<string> {
     for (let i = 0; i < txn.mutations.length; i++) {
       let r: string;
       try {
-        r = apply(tx, txn.mutations[i]);
+        r = apply(tx, txn.mutations[i], zix);
       } catch (err) {
         throw at(err, `mutation ${i}`);
       }

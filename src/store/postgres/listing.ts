@@ -16,8 +16,9 @@
  */
 import type { ListKind, ListOptions } from '../store.js';
 import type { Q } from './sql.js';
+import { StoreError } from '../errors.js';
 
-const SOURCES: Record<ListKind, { table: string; name: string; extra: string }> = {
+const SOURCES: Partial<Record<ListKind, { table: string; name: string; extra: string }>> = {
   tables: { table: 'pithos_tables', name: 'name', extra: ', row_count' },
   records: { table: 'pithos_records', name: 'id', extra: '' },
   variants: { table: 'pithos_variants', name: 'name', extra: '' },
@@ -46,6 +47,7 @@ export function successor(prefix: string): string | undefined {
 
 export async function list(q: Q, kind: ListKind, opts: ListOptions): Promise<string> {
   const src = SOURCES[kind];
+  if (src === undefined) throw new StoreError('unavailable', `this store does not keep ${kind}`);
   const col = `(${src.name} COLLATE "C")`;
   // No name holds a control character, and the database's text cannot hold U+0000:
   // a prefix with U+0000 matches nothing; an `after` with one is cut there

@@ -56,7 +56,15 @@ async function failure(q: Q, c: Check): Promise<string | undefined> {
       if (!satisfies(n, c.count)) return `table '${c.name}' has ${n} matching row(s), which does not match ${JSON.stringify(c.count)}`;
       return undefined;
     }
+    case 'set':
+    case 'zset':
+      throw notKept(c.kind);
   }
+}
+
+/** Sets and sorted sets are not kept by this store yet; transact() refuses them before anything runs. */
+function notKept(kind: 'set' | 'zset'): StoreError {
+  return new StoreError('unavailable', `this store does not keep ${kind}s`);
 }
 
 async function apply(q: Q, m: Mutation): Promise<string> {
@@ -92,6 +100,9 @@ async function apply(q: Q, m: Mutation): Promise<string> {
       if (items === undefined) throw listMissing(m.name);
       return `{"items":[${items.join(',')}]}`;
     }
+    case 'set':
+    case 'zset':
+      throw notKept(m.kind);
   }
   throw new Error('unreachable');
 }
@@ -110,10 +121,10 @@ function at(err: unknown, what: string): unknown {
  * mutations write and the transaction commits.
  */
 async function lockInOrder(q: Q, txn: Transaction): Promise<void> {
-  const names: Record<Mutation['kind'], Set<string>> = { table: new Set(), variant: new Set(), record: new Set(), list: new Set() };
-  for (const m of txn.mutations) names[m.kind].add(m.name);
+  const names: Record<'table' | 'variant' | 'record' | 'list', Set<string>> = { table: new Set(), variant: new Set(), record: new Set(), list: new Set() };
+  for (const m of txn.mutations) if (m.kind === 'table' || m.kind === 'variant' || m.kind === 'record' || m.kind === 'list') names[m.kind].add(m.name);
   for (const c of txn.checks) if (c.kind === 'record' && c.version !== undefined) names.record.add(c.name);
-  const sql: Record<Mutation['kind'], string> = {
+  const sql: Record<'table' | 'variant' | 'record' | 'list', string> = {
     table: 'SELECT name FROM pithos_tables WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',
     variant: 'SELECT name FROM pithos_variants WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',
     record: 'SELECT id FROM pithos_records WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE',
@@ -125,6 +136,9 @@ async function lockInOrder(q: Q, txn: Transaction): Promise<void> {
 }
 
 export function transact(db: Db, txn: Transaction): Promise<string> {
+  // This store keeps no sets or sorted sets yet: refuse before anything runs.
+  const coll = [...txn.mutations, ...txn.checks].find((x) => x.kind === 'set' || x.kind === 'zset');
+  if (coll !== undefined) return Promise.reject(notKept(coll.kind as 'set' | 'zset'));
   return db.run(async (q) => {
     await lockInOrder(q, txn);
     for (let i = 0; i < txn.checks.length; i++) {

@@ -1,0 +1,205 @@
+/**
+ * Sets and sorted sets at a million members (docs/benchmarks.md, "Sets and
+ * sorted sets"). Numbers only, no assertions.
+ *
+ *   npm run bench:collections     # builds, then: node --expose-gc dist/bench/collections.js
+ *
+ * 1. Heap per member, in process: a LogStore on a fresh directory, the
+ *    heap after a forced GC before and after adding 1,000,000 16-byte members
+ *    (and, for the sorted set, after its first read has built its order).
+ * 2. Over HTTP, one server (`--fsync` from PITHOS_BENCH_FSYNC, default
+ *    always) holding a 1,000,000-member sorted set and set: p50 / p99 of
+ *    sequential requests (one keep-alive connection) for zset add, incr,
+ *    top-10, member rank, a 10-member score range, set contains, and
+ *    GET of a variant beside them; then throughput of the reads and of GET
+ *    variant with PITHOS_BENCH_CONC concurrent loops (default 8).
+ * 3. Reopen: the server stopped and started on the same directory; time to
+ *    listening, then the first sorted-set read (which builds its order).
+ *
+ * Environment: PITHOS_BENCH_MEMBERS (default 1,000,000), PITHOS_BENCH_N
+ * (sequential requests per operation, default 2,000), PITHOS_BENCH_SECONDS
+ * (per throughput cell, default 3).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { LogStore } from '../src/store/log/index.js';
+import { startServer, type Server } from './proc.js';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const MEMBERS = Number(process.env.PITHOS_BENCH_MEMBERS ?? 1_000_000);
+const N = Number(process.env.PITHOS_BENCH_N ?? 2000);
+const SECONDS = Number(process.env.PITHOS_BENCH_SECONDS ?? 3);
+const CONC = Number(process.env.PITHOS_BENCH_CONC ?? 8);
+const FSYNC = process.env.PITHOS_BENCH_FSYNC ?? 'always';
+const TOKEN = 'SECRET';
+const gc = (globalThis as { gc?: () => void }).gc;
+
+/** Member i as 16 bytes. */
+const member = (i: number): string => 'member-' + String(i).padStart(9, '0');
+const scoreOf = (i: number): number => (i * 2654435761) % 1_000_003;
+const fmt = (n: number, d = 0): string => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
+
+function heap(): number {
+  gc?.();
+  gc?.();
+  return process.memoryUsage().heapUsed;
+}
+
+async function heapPerMember(): Promise<void> {
+  if (gc === undefined) {
+    console.log('  (heap per member needs --expose-gc; skipped)');
+    return;
+  }
+  for (const kind of ['set', 'zset'] as const) {
+    const dir = mkdtempSync(join(tmpdir(), `pithos-bench-coll-${kind}-`));
+    const store = await LogStore.open({ dir, durability: 'never', cacheBytes: 256 * 1024 * 1024, now: Date.now });
+    try {
+      const before = heap();
+      for (let b = 0; b < MEMBERS; b += 1000) {
+        const n = Math.min(1000, MEMBERS - b);
+        if (kind === 'set') await store.sets.add('s', Array.from({ length: n }, (_, i) => member(b + i)), true);
+        else await store.zsets.add('z', Array.from({ length: n }, (_, i) => [member(b + i), scoreOf(b + i)] as [string, number]), 'upsert', true);
+      }
+      await store.engine.drain();
+      const filled = heap();
+      console.log(`  heap per ${kind} member (16-byte members, ${fmt(MEMBERS)}), stored${' '.repeat(kind === 'set' ? 1 : 0)}: ${fmt((filled - before) / MEMBERS)} bytes`);
+      if (kind === 'zset') {
+        const t = performance.now();
+        await store.zsets.range('z', { by: 'rank', start: 0, stop: 9, rev: true });
+        const built = performance.now() - t;
+        const withOrder = heap();
+        console.log(`  heap per zset member with its rank order built:               ${fmt((withOrder - before) / MEMBERS)} bytes (order built in ${fmt(built)} ms)`);
+      }
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+}
+
+const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+
+function call(s: Server, method: string, path: string, body?: string): Promise<{ status: number; body: string }> {
+  return new Promise((res, rej) => {
+    const headers: Record<string, string> = { 'Auth-Token': TOKEN };
+    if (body !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      headers['Content-Length'] = String(Buffer.byteLength(body));
+    }
+    const req = request({ host: s.host, port: s.port, method, path, headers, agent }, (r) => {
+      const cs: Buffer[] = [];
+      r.on('data', (c: Buffer) => cs.push(c));
+      r.on('end', () => res({ status: r.statusCode ?? 0, body: Buffer.concat(cs).toString('utf8') }));
+      r.on('error', rej);
+    });
+    req.on('error', rej);
+    if (body !== undefined) req.write(body);
+    req.end();
+  });
+}
+
+type Req = (i: number) => [string, string, string | undefined];
+
+async function ok(s: Server, [m, p, b]: [string, string, string | undefined]): Promise<void> {
+  const r = await call(s, m, p, b);
+  if (r.status !== 200 && r.status !== 201) throw new Error(`${m} ${p}: ${r.status} ${r.body.slice(0, 200)}`);
+}
+
+const pct = (xs: number[], p: number): number => xs[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))];
+
+async function latency(s: Server, what: string, req: Req): Promise<void> {
+  const t: number[] = [];
+  for (let i = 0; i < N; i++) {
+    const a = performance.now();
+    await ok(s, req(i));
+    t.push(performance.now() - a);
+  }
+  t.sort((a, b) => a - b);
+  console.log(`  ${what.padEnd(48)} p50 ${fmt(pct(t, 50), 3).padStart(7)} ms   p99 ${fmt(pct(t, 99), 3).padStart(7)} ms`);
+}
+
+async function throughput(s: Server, req: Req): Promise<number> {
+  let done = 0;
+  const end = performance.now() + SECONDS * 1000;
+  await Promise.all(Array.from({ length: CONC }, async (_, w) => {
+    for (let i = w; performance.now() < end; i += CONC) {
+      await ok(s, req(i));
+      done++;
+    }
+  }));
+  return done / SECONDS;
+}
+
+async function start(dir: string): Promise<Server> {
+  return startServer('pithos', process.execPath, [join(ROOT, 'bin', 'pithos'), '--port', '0', '--data-dir', dir, '--auth-token', TOKEN,
+    '--fsync', FSYNC, '--cache-mb', '1024'], { timeoutMs: 120_000 });
+}
+
+async function overHttp(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'pithos-bench-coll-http-'));
+  let s = await start(dir);
+  try {
+    const fill = async (kind: 'zset' | 'set'): Promise<number> => {
+      const t = performance.now();
+      const batches = Array.from({ length: Math.ceil(MEMBERS / 1000) }, (_, b) => b);
+      let next = 0;
+      await Promise.all(Array.from({ length: 4 }, async () => {
+        while (next < batches.length) {
+          const b = batches[next++] * 1000;
+          const n = Math.min(1000, MEMBERS - b);
+          const body = kind === 'zset'
+            ? JSON.stringify({ members: Object.fromEntries(Array.from({ length: n }, (_, i) => [member(b + i), scoreOf(b + i)])) })
+            : JSON.stringify({ members: Array.from({ length: n }, (_, i) => member(b + i)) });
+          await ok(s, ['POST', `/${kind}s/big/add`, body]);
+        }
+      }));
+      return performance.now() - t;
+    };
+    console.log(`  filled a ${fmt(MEMBERS)}-member zset in ${fmt((await fill('zset')) / 1000, 1)} s, a set in ${fmt((await fill('set')) / 1000, 1)} s (1,000 members per add, 4 in flight)`);
+    await ok(s, ['PUT', '/variants/v', '{"variant":1}']);
+    const t0 = performance.now();
+    await ok(s, ['GET', '/zsets/big?start=0&stop=0', undefined]);
+    console.log(`  first read of the zset (builds its rank order): ${fmt(performance.now() - t0)} ms`);
+    const rnd = (i: number): number => (i * 7919) % MEMBERS;
+    const reads: Array<[string, Req]> = [
+      ['zset top-10 (rev, ranks 0-9)', () => ['GET', '/zsets/big?rev=true&start=0&stop=9', undefined]],
+      ['zset member rank', (i) => ['GET', `/zsets/big/members/${member(rnd(i))}`, undefined]],
+      ['zset 10-member score range', (i) => ['GET', `/zsets/big?by=score&min=${scoreOf(rnd(i))}&limit=10`, undefined]],
+      ['set contains (one member)', (i) => ['POST', '/sets/big/contains', `{"members":["${member(rnd(i))}"]}`]],
+      ['GET variant (for comparison)', () => ['GET', '/variants/v', undefined]],
+    ];
+    const writes: Array<[string, Req]> = [
+      ['zset add (one existing member, new score)', (i) => ['POST', '/zsets/big/add', `{"members":{"${member(rnd(i))}":${i}}}`]],
+      ['zset incr (one member)', (i) => ['POST', '/zsets/big/incr', `{"member":"${member(rnd(i))}","delta":1}`]],
+      ['set add (one new member)', (i) => ['POST', '/sets/big/add', `{"members":["new-${i}"]}`]],
+    ];
+    console.log(`  sequential, one connection, ${fmt(N)} requests each (fsync ${FSYNC}):`);
+    for (const [w, r] of [...writes, ...reads]) await latency(s, w, r);
+    console.log(`  throughput, ${CONC} concurrent loops, ${SECONDS} s each:`);
+    const base = await throughput(s, reads[reads.length - 1][1]);
+    for (const [w, r] of reads) {
+      const x = w.startsWith('GET variant') ? await throughput(s, r) : await throughput(s, r);
+      console.log(`  ${w.padEnd(48)} ${fmt(x).padStart(7)} req/s  (${fmt((100 * x) / base)} % of GET variant measured first: ${fmt(base)} req/s)`);
+    }
+    await s.stop();
+    const t1 = performance.now();
+    s = await start(dir);
+    const open = performance.now() - t1;
+    const t2 = performance.now();
+    await ok(s, ['GET', '/zsets/big?start=0&stop=0', undefined]);
+    const first = performance.now() - t2;
+    await ok(s, ['POST', '/sets/big/contains', '{"members":["member-000000001"]}']);
+    console.log(`  reopen with a ${fmt(MEMBERS)}-member zset and set: listening after ${fmt(open)} ms; first zset read then ${fmt(first)} ms`);
+  } finally {
+    await s.stop();
+    agent.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+console.log(`sets and sorted sets, ${fmt(MEMBERS)} members`);
+await heapPerMember();
+await overHttp();

@@ -1,0 +1,213 @@
+/**
+ * Handlers of the set and sorted-set endpoints (docs/api.md, "Sets",
+ * "Sorted sets", and their quick-start spellings /set/<key>, /zset/<key>):
+ * checked body → the store's typed input (src/store/collection.ts checks
+ * members and scores) → one store call → the envelope. Messages are the
+ * contract's; each lives in one Answer.
+ */
+import type { ServerResponse } from 'node:http';
+import {
+  checkMember, MAX_COMBINE, membersOf, parseBound, SET_OPS, type SetOp, scoresOf, setContentOf, Z_MODES, type ZMode, type ZRange,
+} from '../store/collection.js';
+import { invalid, StoreError } from '../store/errors.js';
+import type { SetStore, VersionOut, ZsetStore } from '../store/store.js';
+import { checkName } from '../store/validate.js';
+import type { Body } from './body.js';
+import { Answer, send, sendTagged } from './envelope.js';
+import { type Args, type Ctx, preconditionOf } from './handlers.js';
+import { intParam } from './query-body.js';
+
+const A = {
+  setCreated: new Answer('set created successfully'),
+  setQueried: new Answer('set queried successfully'),
+  setAdded: new Answer('set members added successfully'),
+  setRemoved: new Answer('set members removed successfully'),
+  setCombined: new Answer('set combined successfully'),
+  setPatched: new Answer('set patched successfully'),
+  setDeleted: new Answer('set deleted successfully'),
+  zsetCreated: new Answer('zset created successfully'),
+  zsetAdded: new Answer('zset members added successfully'),
+  zsetIncremented: new Answer('zset member incremented successfully'),
+  zsetRemoved: new Answer('zset members removed successfully'),
+  zsetQueried: new Answer('zset queried successfully'),
+  zsetMember: new Answer('zset member queried successfully'),
+  zsetPatched: new Answer('zset patched successfully'),
+  zsetDeleted: new Answer('zset deleted successfully'),
+};
+
+const MAX_SET_PAGE = 1000;
+
+function sets(ctx: Ctx): SetStore {
+  if (ctx.store.sets === undefined) throw new StoreError('unavailable', 'this store does not keep sets');
+  return ctx.store.sets;
+}
+
+function zsets(ctx: Ctx): ZsetStore {
+  if (ctx.store.zsets === undefined) throw new StoreError('unavailable', 'this store does not keep sorted sets');
+  return ctx.store.zsets;
+}
+
+const ttlOf = (body: Body): number => (body.ttl === undefined ? 0 : (body.ttl as number));
+const createOf = (body: Body): boolean => body.create !== false;
+
+// ---- sets ---------------------------------------------------------------------------
+
+async function putSetAs(ctx: Ctx, name: string, body: Body, res: ServerResponse, field: string): Promise<void> {
+  const members = setContentOf(field, body[field]);
+  const created = await sets(ctx).put(name, members, ttlOf(body), preconditionOf(body, res));
+  send(res, created ? 201 : 200, A.setCreated);
+}
+
+export const putSet = (ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> => putSetAs(ctx, name, body, res, 'set');
+
+export async function getSet(ctx: Ctx, name: string, _body: Body, res: ServerResponse, _raw: string, args: Args): Promise<void> {
+  const limit = intParam('limit', args.query.limit, 1, MAX_SET_PAGE);
+  const after = args.query.after === undefined ? undefined : checkMember(`query parameter 'after'`, args.query.after);
+  const out: VersionOut = { version: 0 };
+  const data = await sets(ctx).get(name, limit, after, out);
+  sendTagged(res, 200, A.setQueried, data, out.version);
+}
+
+export async function addToSet(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+  const members = membersOf('members', body.members);
+  send(res, 200, A.setAdded, await sets(ctx).add(name, members, createOf(body), preconditionOf(body, res)));
+}
+
+export async function removeFromSet(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+  const members = membersOf('members', body.members);
+  send(res, 200, A.setRemoved, await sets(ctx).remove(name, members, preconditionOf(body, res)));
+}
+
+export async function setContains(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+  send(res, 200, A.setQueried, await sets(ctx).contains(name, membersOf('members', body.members)));
+}
+
+export async function combineSets(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+  const op = body.op as string;
+  if (!(SET_OPS as readonly string[]).includes(op)) throw invalid(`field 'op' must be union, inter or diff, not ${JSON.stringify(op)}`);
+  const w = body.with as unknown[];
+  if (w.length < 1 || w.length > MAX_COMBINE) throw invalid(`field 'with' must name 1 to ${MAX_COMBINE} sets`);
+  for (let i = 0; i < w.length; i++) {
+    if (typeof w[i] !== 'string') throw invalid(`field 'with' item ${i} must be a set name (a string)`);
+    checkName(w[i] as string, `field 'with' item ${i}: set`);
+  }
+  const store = body.store as string | undefined;
+  if (store !== undefined) checkName(store, `field 'store': set`);
+  send(res, 200, A.setCombined, await sets(ctx).combine(name, op as SetOp, w as string[], store));
+}
+
+export async function patchSet(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+  await sets(ctx).expire(name, body.ttl as number, preconditionOf(body, res));
+  send(res, 200, A.setPatched);
+}
+
+export async function deleteSet(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+  await sets(ctx).delete(name, preconditionOf(body, res));
+  send(res, 200, A.setDeleted);
+}
+
+/** PUT /set/<key>: the quick-start spelling takes the same body as PUT /sets/<name>. */
+export const putSetQuick = putSet;
+
+/** GET /set/<key>: {"set": [every member, in byte order]}. */
+export async function getSetQuick(ctx: Ctx, name: string, _body: Body, res: ServerResponse): Promise<void> {
+  const out: VersionOut = { version: 0 };
+  const data = await sets(ctx).get(name, undefined, undefined, out);
+  // The members array is the first field of the store's answer: cut it out rather than parse it.
+  const end = data.lastIndexOf('],"count":');
+  sendTagged(res, 200, A.setQueried, `{"set":${data.slice('{"members":'.length, end + 1)}}`, out.version);
+}
+
+// ---- sorted sets -----------------------------------------------------------------------
+
+export async function putZset(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+  const pairs = scoresOf('zset', body.zset, 0, Number.MAX_SAFE_INTEGER);
+  const created = await zsets(ctx).put(name, pairs, ttlOf(body), preconditionOf(body, res));
+  send(res, created ? 201 : 200, A.zsetCreated);
+}
+
+export async function addToZset(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+  const pairs = scoresOf('members', body.members, 1, 1000);
+  const mode = (body.mode ?? 'upsert') as ZMode;
+  if (!(Z_MODES as readonly string[]).includes(mode)) throw invalid(`field 'mode' must be upsert, nx, xx, gt or lt, not ${JSON.stringify(mode)}`);
+  send(res, 200, A.zsetAdded, await zsets(ctx).add(name, pairs, mode, createOf(body), preconditionOf(body, res)));
+}
+
+export async function incrZset(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+  const member = checkMember(`field 'member'`, body.member);
+  send(res, 200, A.zsetIncremented, await zsets(ctx).incr(name, member, body.delta as number, createOf(body), preconditionOf(body, res)));
+}
+
+export async function removeFromZset(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+  const members = membersOf('members', body.members);
+  send(res, 200, A.zsetRemoved, await zsets(ctx).remove(name, members, preconditionOf(body, res)));
+}
+
+const RANK_ONLY = ['start', 'stop'];
+const SCORE_ONLY = ['min', 'max', 'offset', 'limit'];
+
+/** A signed integer query parameter (ranks count from the end when negative). */
+function signedParam(name: string, v: string | undefined, dflt: number): number {
+  if (v === undefined) return dflt;
+  if (!/^-?[0-9]{1,15}$/.test(v)) throw invalid(`query parameter '${name}' must be an integer (negative counts from the end)`);
+  return Number(v);
+}
+
+function boolParam(name: string, v: string | undefined): boolean {
+  if (v === undefined || v === 'false' || v === '0') return false;
+  if (v === 'true' || v === '1' || v === '') return true;
+  throw invalid(`query parameter '${name}' must be true or false`);
+}
+
+/** The query string of GET /zsets/<name> as a ZRange (docs/api.md, "Sorted sets"). */
+export function zrangeOf(q: Readonly<Record<string, string>>): ZRange {
+  const by = q.by ?? 'rank';
+  const rev = boolParam('rev', q.rev);
+  if (by === 'rank') {
+    for (const p of SCORE_ONLY) if (q[p] !== undefined) throw invalid(`query parameter '${p}' applies only with by=score`);
+    return { by, start: signedParam('start', q.start, 0), stop: signedParam('stop', q.stop, -1), rev };
+  }
+  if (by !== 'score') throw invalid(`query parameter 'by' must be rank or score, not '${by}'`);
+  for (const p of RANK_ONLY) if (q[p] !== undefined) throw invalid(`query parameter '${p}' applies only with by=rank`);
+  return {
+    by,
+    min: q.min === undefined ? { score: -Infinity, open: false } : parseBound('min', q.min),
+    max: q.max === undefined ? { score: Infinity, open: false } : parseBound('max', q.max),
+    offset: intParam('offset', q.offset, 0, Number.MAX_SAFE_INTEGER) ?? 0,
+    limit: intParam('limit', q.limit, 0, Number.MAX_SAFE_INTEGER),
+    rev,
+  };
+}
+
+export async function getZset(ctx: Ctx, name: string, _body: Body, res: ServerResponse, _raw: string, args: Args): Promise<void> {
+  const q = zrangeOf(args.query);
+  const out: VersionOut = { version: 0 };
+  const data = await zsets(ctx).range(name, q, out);
+  sendTagged(res, 200, A.zsetQueried, data, out.version);
+}
+
+export async function getZsetMember(ctx: Ctx, name: string, _body: Body, res: ServerResponse, _raw: string, args: Args): Promise<void> {
+  send(res, 200, A.zsetMember, await zsets(ctx).member(name, args.sub));
+}
+
+export async function patchZset(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+  await zsets(ctx).expire(name, body.ttl as number, preconditionOf(body, res));
+  send(res, 200, A.zsetPatched);
+}
+
+export async function deleteZset(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+  await zsets(ctx).delete(name, preconditionOf(body, res));
+  send(res, 200, A.zsetDeleted);
+}
+
+export const putZsetQuick = putZset;
+
+/** GET /zset/<key>: {"zset": {member: score, …}} in sorted-set order. */
+export async function getZsetQuick(ctx: Ctx, name: string, _body: Body, res: ServerResponse): Promise<void> {
+  const out: VersionOut = { version: 0 };
+  const data = await zsets(ctx).range(name, { by: 'rank', start: 0, stop: -1, rev: false }, out);
+  const { items } = JSON.parse(data) as { items: Array<{ member: string; score: number }> };
+  let text = '{"zset":{';
+  for (let i = 0; i < items.length; i++) text += (i === 0 ? '' : ',') + JSON.stringify(items[i].member) + ':' + String(items[i].score);
+  sendTagged(res, 200, A.zsetQueried, text + '}}', out.version);
+}

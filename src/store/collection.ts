@@ -1,0 +1,126 @@
+/**
+ * What every store shares about collections (docs/api.md, "Sets", "Sorted
+ * sets"): the rules on members and scores, the messages, and the typed
+ * inputs a store receives. A store checks only what depends on stored state;
+ * everything here is decided from the request alone, the same way whichever
+ * store answers.
+ */
+import { invalid, notFound } from './errors.js';
+import { isPlainObject } from './validate.js';
+
+/** The collection kinds of Part three that are kept as many keys (one per element). */
+export type CollectionKind = 'set' | 'zset';
+
+/** A member is a string of at most this many bytes of UTF-8 (docs/api.md, "Sets"). */
+export const MAX_MEMBER_BYTES = 4096;
+/** Members one add, remove or contains names at most. */
+export const MAX_MEMBERS = 1000;
+/** Sets one combine reads besides its own. */
+export const MAX_COMBINE = 16;
+
+const isWellFormed = (String.prototype as unknown as { isWellFormed: (this: string) => boolean }).isWellFormed;
+
+export const collectionMissing = (kind: CollectionKind, name: string) => notFound(`${kind} '${name}' does not exist`);
+
+/** One member, checked; `where` names it in the message ("field 'members' item 3"). */
+export function checkMember(where: string, v: unknown): string {
+  if (typeof v !== 'string') throw invalid(`${where} must be a string`);
+  // Most members are short: the byte count is only needed when the UTF-16 length could exceed the limit.
+  if (v.length * 3 > MAX_MEMBER_BYTES && Buffer.byteLength(v, 'utf8') > MAX_MEMBER_BYTES) {
+    throw invalid(`${where} must be at most ${MAX_MEMBER_BYTES} bytes of UTF-8`);
+  }
+  if (!isWellFormed.call(v)) throw invalid(`${where} must be well-formed Unicode (it holds a lone surrogate)`);
+  return v;
+}
+
+/**
+ * An array of members (`members` of add, remove, contains): 1 to `max`
+ * strings. Duplicates are kept: each answer counts a member once (an add of
+ * ["a", "a"] adds one member) and `contains` answers every position.
+ */
+export function membersOf(field: string, v: unknown, max = MAX_MEMBERS): string[] {
+  if (!Array.isArray(v)) throw invalid(`field '${field}' must be an array of strings`);
+  if (v.length === 0) throw invalid(`field '${field}' must not be empty`);
+  if (v.length > max) throw invalid(`field '${field}' must hold at most ${max} members`);
+  for (let i = 0; i < v.length; i++) checkMember(`field '${field}' item ${i}`, v[i]);
+  return v as string[];
+}
+
+/**
+ * The whole content of a set (`set` of PUT): an array of strings, or
+ * UrnaDB's object whose keys are the members and whose values are `true`.
+ * Any size (the batch limit of the store applies); may be empty.
+ */
+export function setContentOf(field: string, v: unknown): string[] {
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) checkMember(`field '${field}' item ${i}`, v[i]);
+    return Array.from(new Set(v as string[]));
+  }
+  if (!isPlainObject(v)) throw invalid(`field '${field}' must be an array of strings or an object whose keys are the members`);
+  const out = Object.keys(v);
+  for (const m of out) {
+    checkMember(`field '${field}' member ${JSON.stringify(m)}`, m);
+    if (v[m] !== true) throw invalid(`field '${field}' member ${JSON.stringify(m)} must map to true`);
+  }
+  return out;
+}
+
+/** A score: a finite number (JSON's 1e999 parses to Infinity, which is not one). -0 is 0. */
+export function checkScore(where: string, v: unknown): number {
+  if (typeof v !== 'number' || !Number.isFinite(v)) throw invalid(`${where} must be a finite number`);
+  return v + 0;
+}
+
+/** Members with scores (`zset` of PUT, `members` of add): an object member → score; `min`..`max` members. */
+export function scoresOf(field: string, v: unknown, min: number, max: number): Array<[string, number]> {
+  if (!isPlainObject(v)) throw invalid(`field '${field}' must be an object of member → score`);
+  const keys = Object.keys(v);
+  if (keys.length < min) throw invalid(`field '${field}' must not be empty`);
+  if (keys.length > max) throw invalid(`field '${field}' must hold at most ${max} members`);
+  const out: Array<[string, number]> = new Array(keys.length);
+  for (let i = 0; i < keys.length; i++) {
+    const m = checkMember(`field '${field}' member ${JSON.stringify(keys[i])}`, keys[i]);
+    out[i] = [m, checkScore(`field '${field}' member ${JSON.stringify(m)}`, v[m])];
+  }
+  return out;
+}
+
+export type SetOp = 'union' | 'inter' | 'diff';
+export const SET_OPS: readonly SetOp[] = ['union', 'inter', 'diff'];
+
+/** `mode` of a zset add (Redis ZADD's NX, XX, GT, LT; upsert is the default). */
+export type ZMode = 'upsert' | 'nx' | 'xx' | 'gt' | 'lt';
+export const Z_MODES: readonly ZMode[] = ['upsert', 'nx', 'xx', 'gt', 'lt'];
+
+/** One end of a score range: a score and whether it is excluded. */
+export interface ScoreBound {
+  score: number;
+  open: boolean;
+}
+
+/**
+ * A zset read (docs/api.md, "Sorted sets"): by rank (`start`..`stop`,
+ * inclusive, negatives from the end) or by score (`min`..`max`, then
+ * `offset` and `limit`), lowest first, or highest first with `rev`.
+ */
+export type ZRange =
+  | { by: 'rank'; start: number; stop: number; rev: boolean }
+  | { by: 'score'; min: ScoreBound; max: ScoreBound; offset: number; limit: number | undefined; rev: boolean };
+
+/** A score bound as a query string gives it: a number, `-inf`, `+inf` (or `inf`), `(` before any of them to exclude it. */
+export function parseBound(param: string, text: string): ScoreBound {
+  const open = text.startsWith('(');
+  const t = open ? text.slice(1) : text;
+  let score: number;
+  if (t === '-inf') score = -Infinity;
+  else if (t === '+inf' || t === 'inf' || t === ' inf') score = Infinity; // '+' decodes to a space in a query string
+  else if (/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(t) && Number.isFinite(Number(t))) score = Number(t) + 0;
+  else throw invalid(`query parameter '${param}' must be a number, -inf or +inf, optionally after '(' (exclusive), not '${text}'`);
+  return { score, open };
+}
+
+/** Zset order: score ascending, then member in byte order (code-point order of the strings). */
+export { codePointCompare as memberCompare } from './sorted.js';
+
+/** A score as JSON text (finite numbers only: scores are checked to be). */
+export const scoreText = (s: number): string => String(s);

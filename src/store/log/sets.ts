@@ -1,0 +1,181 @@
+/**
+ * Set namespace on the log (docs/api.md, "Sets"): a header plus one empty
+ * engine key per member (collections.ts). Membership is one directory
+ * lookup; the members of a page are read off the element group, whose key
+ * order is the members' byte order, so no structure is kept beside the
+ * engine's own key directory and nothing is rebuilt at open.
+ *
+ * The functions taking a Tx are the decisions; transactions (txns.ts) reuse them.
+ */
+import type { Decoder } from '../../engine/index.js';
+import { collectionMissing, type SetOp } from '../collection.js';
+import type { Precondition, SetStore, VersionOut } from '../store.js';
+import type { Atomic, Tx } from './atomic.js';
+import {
+  dropCollection, elementGroup, existingHeader, expireCollection, type Header, headerForWrite, headerKey, memberKey,
+  memberOfKey, readHeader, replaceCollection, writeHeader,
+} from './collections.js';
+
+const EMPTY = Buffer.alloc(0);
+/** A member's value is empty: the key is the member. */
+const memberDecoder: Decoder<true> = () => true;
+
+/** Members given as JSON text (they are checked strings: JSON.stringify is exact). */
+const jsonList = (ms: readonly string[]): string => JSON.stringify(ms);
+
+export function setPut(tx: Tx, name: string, members: readonly string[], ttl: number, pre?: Precondition): boolean {
+  const { created, group, exp } = replaceCollection(tx, 'set', name, members.length, ttl, pre);
+  for (const m of members) tx.put(memberKey(group, m), EMPTY, true, memberDecoder, exp);
+  return created;
+}
+
+/** Adds members; returns [added, count]. */
+export function setAdd(tx: Tx, name: string, members: readonly string[], create: boolean, pre?: Precondition): [number, number] {
+  const h = headerForWrite(tx, 'set', name, create, pre);
+  const group = elementGroup('set', name, h.inc);
+  const exp = tx.expiry(headerKey('set', name));
+  let added = 0;
+  for (const m of members) {
+    const k = memberKey(group, m);
+    if (tx.has(k)) continue;
+    tx.put(k, EMPTY, true, memberDecoder, exp);
+    added++;
+  }
+  const next: Header = { inc: h.inc, count: h.count + added };
+  writeHeader(tx, 'set', name, next, { op: 'add', json: `{"members":${jsonList(members)},"added":${added},"count":${next.count}}` });
+  return [added, next.count];
+}
+
+/** Removes members; returns [removed, count]. The set stays, possibly empty. */
+export function setRemove(tx: Tx, name: string, members: readonly string[], pre?: Precondition): [number, number] {
+  const h = existingHeader(tx, 'set', name, pre);
+  const group = elementGroup('set', name, h.inc);
+  let removed = 0;
+  for (const m of members) {
+    const k = memberKey(group, m);
+    if (!tx.has(k)) continue;
+    tx.del(k);
+    removed++;
+  }
+  const next: Header = { inc: h.inc, count: h.count - removed };
+  writeHeader(tx, 'set', name, next, { op: 'remove', json: `{"members":${jsonList(members)},"removed":${removed},"count":${next.count}}` });
+  return [removed, next.count];
+}
+
+/** Whether `member` is in the set; 404 when the set does not exist. */
+export function setHas(tx: Tx, name: string, member: string): boolean {
+  const h = existingHeader(tx, 'set', name, undefined);
+  return tx.has(memberKey(elementGroup('set', name, h.inc), member));
+}
+
+export function setCount(tx: Tx, name: string): number {
+  return existingHeader(tx, 'set', name, undefined).count;
+}
+
+/** Every member of a set in byte order; an absent set is empty (combine's rule). Stored state only. */
+function allMembers(tx: Tx, name: string): string[] {
+  const h = readHeader(tx, 'set', name);
+  if (h === undefined) return [];
+  const group = elementGroup('set', name, h.inc);
+  const keys = tx.groupKeys(group, '', Number.MAX_SAFE_INTEGER);
+  const out: string[] = new Array(keys.length);
+  for (let i = 0; i < keys.length; i++) out[i] = memberOfKey(group, keys[i]);
+  return out;
+}
+
+/**
+ * union / inter / diff of `name` with `others`, in byte order. A missing set
+ * counts as empty. Reads only stored state, so it runs before any write of
+ * the decision (the `store` of combine writes after it).
+ */
+export function setCombine(tx: Tx, name: string, op: SetOp, others: readonly string[]): string[] {
+  const first = allMembers(tx, name);
+  if (op === 'union') {
+    const seen = new Set(first);
+    for (const o of others) for (const m of allMembers(tx, o)) seen.add(m);
+    const keys = Array.from(seen, (m) => memberKey('', m)).sort();
+    return keys.map((k) => memberOfKey('', k));
+  }
+  const groups: Array<string | undefined> = others.map((o) => {
+    const h = readHeader(tx, 'set', o);
+    return h === undefined ? undefined : elementGroup('set', o, h.inc);
+  });
+  return first.filter((m) => {
+    for (const g of groups) {
+      const inOther = g !== undefined && tx.has(memberKey(g, m));
+      if (op === 'inter' ? !inOther : inOther) return false;
+    }
+    return true;
+  });
+}
+
+export class LogSets implements SetStore {
+  constructor(private readonly atomic: Atomic) {}
+
+  put(name: string, members: readonly string[], ttl: number, pre?: Precondition): Promise<boolean> {
+    return this.atomic.atomically(undefined, (tx) => setPut(tx, name, members, ttl, pre));
+  }
+
+  get(name: string, limit: number | undefined, after: string | undefined, out?: VersionOut): Promise<string> {
+    return this.atomic.read((tx) => {
+      const h = readHeader(tx, 'set', name);
+      if (h === undefined) throw collectionMissing('set', name);
+      if (out !== undefined) out.version = tx.version(headerKey('set', name)) ?? 0;
+      const group = elementGroup('set', name, h.inc);
+      const from = after === undefined ? '' : memberKey(group, after);
+      const want = limit === undefined ? Number.MAX_SAFE_INTEGER : limit + 1;
+      const keys = tx.groupKeys(group, from, want);
+      const more = limit !== undefined && keys.length > limit;
+      if (more) keys.length = limit;
+      let text = '{"members":[';
+      for (let i = 0; i < keys.length; i++) text += (i === 0 ? '' : ',') + JSON.stringify(memberOfKey(group, keys[i]));
+      const next = more ? JSON.stringify(memberOfKey(group, keys[keys.length - 1])) : 'null';
+      return `${text}],"count":${h.count},"next":${next}}`;
+    });
+  }
+
+  async add(name: string, members: readonly string[], create: boolean, pre?: Precondition): Promise<string> {
+    const [added, count] = await this.atomic.atomically(undefined, (tx) => setAdd(tx, name, members, create, pre));
+    return `{"added":${added},"count":${count}}`;
+  }
+
+  async remove(name: string, members: readonly string[], pre?: Precondition): Promise<string> {
+    const [removed, count] = await this.atomic.atomically(undefined, (tx) => setRemove(tx, name, members, pre));
+    return `{"removed":${removed},"count":${count}}`;
+  }
+
+  contains(name: string, members: readonly string[]): Promise<string> {
+    return this.atomic.read((tx) => {
+      const h = existingHeader(tx, 'set', name, undefined);
+      const group = elementGroup('set', name, h.inc);
+      let out = '{"contains":[';
+      for (let i = 0; i < members.length; i++) out += (i === 0 ? '' : ',') + (tx.has(memberKey(group, members[i])) ? 'true' : 'false');
+      return out + ']}';
+    });
+  }
+
+  combine(name: string, op: SetOp, others: readonly string[], store: string | undefined): Promise<string> {
+    if (store === undefined) {
+      return this.atomic.read((tx) => {
+        const ms = setCombine(tx, name, op, others);
+        return `{"members":${jsonList(ms)},"count":${ms.length}}`;
+      });
+    }
+    // Inputs read and target replaced in one decision: one atomic step. The target keeps no expiry.
+    return this.atomic.atomically(undefined, (tx) => {
+      const ms = setCombine(tx, name, op, others);
+      setPut(tx, store, ms, 0);
+      return `{"count":${ms.length}}`;
+    });
+  }
+
+  expire(name: string, ttl: number, pre?: Precondition): Promise<void> {
+    return this.atomic.atomically(undefined, (tx) => expireCollection(tx, 'set', name, ttl, pre, (keys, exp) => {
+      for (const k of keys) tx.put(k, EMPTY, true, memberDecoder, exp);
+    }));
+  }
+
+  delete(name: string, pre?: Precondition): Promise<void> {
+    return this.atomic.atomically(undefined, (tx) => dropCollection(tx, 'set', name, pre));
+  }
+}

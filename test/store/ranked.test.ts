@@ -1,0 +1,73 @@
+/**
+ * The sorted sets' order-statistic structure (src/store/ranked.ts) against a
+ * plain sorted array: thousands of random inserts and deletes, so chunks
+ * split, empty and the Fenwick tree is rebuilt, with rank, countBelow and
+ * slices checked at every step of the way.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { RankedPairs } from '../../src/store/ranked.js';
+import { codePointCompare } from '../../src/store/sorted.js';
+import { rng } from '../helpers/rng.js';
+
+type Pair = [number, string];
+const cmp = (a: Pair, b: Pair): number => a[0] - b[0] || codePointCompare(a[1], b[1]);
+
+function check(r: RankedPairs, model: Pair[], rand: () => number): void {
+  assert.equal(r.size, model.length);
+  for (let k = 0; k < 20 && model.length > 0; k++) {
+    const i = Math.floor(rand() * model.length);
+    assert.equal(r.rank(model[i][0], model[i][1]), i);
+  }
+  assert.equal(r.rank(-1, 'absent'), -1);
+  const got: Pair[] = [];
+  r.slice(0, model.length - 1, false, (s, m) => got.push([s, m]));
+  assert.deepEqual(got, model);
+  const a = Math.floor(rand() * (model.length + 2)) - 1;
+  const b = Math.floor(rand() * (model.length + 2)) - 1;
+  const desc: Pair[] = [];
+  r.slice(a, b, true, (s, m) => desc.push([s, m]));
+  assert.deepEqual(desc, model.slice(Math.max(0, a), Math.max(0, Math.min(model.length - 1, b) + 1)).reverse());
+  const score = Math.floor(rand() * 60) - 5;
+  assert.equal(r.countBelow(score, false), model.filter(([s]) => s < score).length);
+  assert.equal(r.countBelow(score, true), model.filter(([s]) => s <= score).length);
+}
+
+test('random inserts and deletes keep ranks, slices and score counts equal to a sorted array', () => {
+  const rand = rng(20);
+  const r = new RankedPairs();
+  let model: Pair[] = [];
+  const live = new Map<string, number>();
+  for (let step = 0; step < 6000; step++) {
+    const m = `m${Math.floor(rand() * 3000)}`;
+    const cur = live.get(m);
+    if (cur !== undefined && rand() < 0.45) {
+      assert.equal(r.delete(cur, m), true);
+      live.delete(m);
+      model = model.filter((p) => p[1] !== m);
+    } else if (cur === undefined) {
+      const s = Math.floor(rand() * 50);
+      r.add(s, m);
+      live.set(m, s);
+      model.push([s, m]);
+      model.sort(cmp);
+    } else {
+      assert.equal(r.delete(cur + 1000, m), false, 'a pair that is not there is not deleted');
+    }
+    if (step % 250 === 0) check(r, model, rand);
+  }
+  check(r, model, rand);
+  for (const [m, s] of live) r.delete(s, m);
+  assert.equal(r.size, 0);
+  r.slice(0, 10, false, () => assert.fail('empty'));
+});
+
+test('fromSorted builds what the same pairs added one by one build', () => {
+  const rand = rng(7);
+  const pairs: Pair[] = Array.from({ length: 5000 }, (_, i) => [Math.floor(rand() * 100), `k${i}`] as Pair).sort(cmp);
+  const r = RankedPairs.fromSorted(pairs.map((p) => p[0]), pairs.map((p) => p[1]));
+  check(r, pairs, rand);
+  r.add(50.5, 'new');
+  const withNew = [...pairs, [50.5, 'new'] as Pair].sort(cmp);
+  check(r, withNew, rand);
+});
