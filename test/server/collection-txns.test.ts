@@ -98,7 +98,8 @@ test('bad mutations and checks are 400 naming their index and field', { skip }, 
     [{ kind: 'zset', name: 'z', operation: 'INCR', member: 'x'.repeat(4097), delta: 1 }, undefined, "mutation 0: field 'member' must be at most 4096 bytes of UTF-8"],
     [{ kind: 'set', name: 's', operation: 'ADD', members: ['a'] }, { kind: 'set', name: 's' }, "check 0: a set check needs 'exists', 'contains' or 'count'"],
     [{ kind: 'set', name: 's', operation: 'ADD', members: ['a'] }, { kind: 'zset', name: 'z', member: 'a' }, "check 0: a zset check takes 'member' and 'score' together"],
-    [{ kind: 'set', name: 's', operation: 'ADD', members: ['a'] }, { kind: 'list', name: 'z' }, "check 0: field 'kind' must be 'table', 'variant', 'record', 'set' or 'zset'"],
+    [{ kind: 'set', name: 's', operation: 'ADD', members: ['a'] }, { kind: 'list', name: 'z' }, "check 0: a list check needs 'length' or 'exists'"],
+    [{ kind: 'set', name: 's', operation: 'ADD', members: ['a'] }, { kind: 'lock', name: 'z' }, "check 0: field 'kind' must be 'table', 'variant', 'record', 'list', 'set' or 'zset'"],
   ];
   for (const [m, c, msg] of cases) {
     expectError(await srv.req('POST', '/txns', c === undefined ? { mutations: [m] } : { mutations: [m], checks: [c] }), 400, msg);
