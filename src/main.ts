@@ -135,7 +135,10 @@ async function main(): Promise<number> {
   if (shared && cfg.command === 'repair') throw new Error('repair applies to the log store only; the shared database has its own tools');
   // The data directory keeps the generated auth token with either store.
   const db: Store = shared
-    ? await PgStore.open({ url: cfg.store, poolSize: cfg.pgPoolSize, statementTimeoutMs: cfg.pgStatementTimeoutMs, offsetMs: () => offset, log })
+    ? await PgStore.open({
+      url: cfg.store, hosts: cfg.pgHosts, targetSessionAttrs: cfg.pgTargetSessionAttrs,
+      poolSize: cfg.pgPoolSize, statementTimeoutMs: cfg.pgStatementTimeoutMs, offsetMs: () => offset, log,
+    })
     : await LogStore.open({
       dir: dataDir,
       durability: cfg.fsync,
@@ -162,7 +165,7 @@ async function main(): Promise<number> {
     log('warn', `open-file limit is ${conns.limitedBy}: at most ${conns.max} connections (raise it with ulimit -n, or set --max-connections)`);
   }
   const watch = new WatchHub(db.changes);
-  const metrics = new Metrics(db instanceof LogStore ? db.engine : undefined, () => watch.size);
+  const metrics = new Metrics(db instanceof LogStore ? db.engine : undefined, () => watch.size, db.availability?.bind(db));
   const server = new PithosServer({
     ctx: { store: db, health: new Health(dataDir, db), advanceClock: testClock ? (ms) => (offset += ms) : undefined, watch },
     authToken: token,
@@ -189,7 +192,7 @@ async function main(): Promise<number> {
     throw err;
   }
   log('info', shared
-    ? `pithos ${version()}: shared store ${cfg.store.replace(/:[^:@/]*@/, ':***@')}, pool ${cfg.pgPoolSize}`
+    ? `pithos ${version()}: shared store ${cfg.store.replace(/:[^:@/]*@/, ':***@')}, pool ${cfg.pgPoolSize}, bound ${cfg.pgStatementTimeoutMs} ms`
     : `pithos ${version()}: data dir ${dataDir}, fsync ${cfg.fsync}`);
   if (generated) log('info', `default password (send as Auth-Token): ${token}`);
   if (cfg.tokensFile !== undefined) log('info', `tokens file ${cfg.tokensFile}: ${auth.size} named token(s)`);

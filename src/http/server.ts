@@ -12,7 +12,7 @@ import type { Duplex } from 'node:stream';
 import * as net from 'node:net';
 import { type Body, decodeBody, parseBody, tooLarge } from './body.js';
 import { answerLast, conn, Connections, deferAnswer, inTurn, linger, rawError, responseDone, shown, type Step } from './connections.js';
-import { toStatus } from './errors.js';
+import { errorHeaders, toStatus } from './errors.js';
 import { sendError } from './envelope.js';
 import type { Args, Ctx } from './handlers.js';
 import { HttpError } from './errors.js';
@@ -167,7 +167,9 @@ export class PithosServer {
     }
     if (this.opts.cors !== undefined && this.opts.cors.handle(req, res)) return;
     const probe = probeOf(req.url);
-    if (probe !== undefined) return answerProbe(res, probe, !this.shuttingDown, req.method === 'HEAD');
+    if (probe !== undefined) {
+      return answerProbe(res, probe, !this.shuttingDown && (this.ctx.store.availability?.().ready ?? true), req.method === 'HEAD');
+    }
     if (this.shuttingDown) {
       res.shouldKeepAlive = false;
       return sendError(res, 503, 'server is shutting down');
@@ -241,7 +243,7 @@ export class PithosServer {
   fail(res: ServerResponse, err: unknown): void {
     const [status, message, logIt] = toStatus(err);
     if (logIt) this.opts.log('error', `request failed: ${(err as Error)?.stack ?? String(err)}`);
-    sendError(res, status, message, err instanceof HttpError ? err.headers : undefined);
+    sendError(res, status, message, errorHeaders(err));
   }
 
   /** Called when an asynchronous handler settles and when a request with a body closes. */
