@@ -342,3 +342,60 @@ test('a frozen database (SIGSTOP): every request answers within the bound + 1 s 
     await load.end();
   }
 });
+
+test('failover to a promoted standby: a node started on the standby waits, a multi-host node finds the primary and follows it', { skip }, async () => {
+  const c = cluster as PgCluster;
+  const s = await c.standby();
+  const started: PithosServer[] = [];
+  try {
+    // On the standby alone: it waits (logging why) and does not listen.
+    let onStandby: PithosServer | undefined;
+    const waiting = PithosServer.start({ store: schemaUrl(s), testClock: false, startTimeoutMs: 120_000, args: ['--pg-statement-timeout-ms', String(BOUND_MS)] })
+      .then((n) => {
+        onStandby = n;
+        started.push(n);
+        return n;
+      });
+    // Both hosts, the standby first: the node finds the primary (the second).
+    const hosts = `127.0.0.1:${s.port},127.0.0.1:${c.port}`;
+    const multi = await PithosServer.start({
+      store: `postgres://postgres@${hosts}/postgres?options=${encodeURIComponent('-c search_path=fault')}&target_session_attrs=read-write`,
+      testClock: false, args: ['--pg-statement-timeout-ms', String(BOUND_MS)],
+    });
+    started.push(multi);
+    assert.match(multi.stdout, new RegExp(`writable primary 127\\.0\\.0\\.1:${c.port}`));
+    const ctr = uniq('fo');
+    expectSuccess(await multi.req('PUT', `/variants/${ctr}`, { variant: 0 }), 201, 'variant created successfully', { variant: 0 });
+    const load = new Load([multi], ctr, 'fo');
+    load.start(4);
+    try {
+      await until(() => load.acked.length >= 30, 30_000, 'writes before the failover');
+      assert.equal(onStandby, undefined, 'a node started on a standby listened');
+      // Failover: the primary stops (its last WAL reaches the standby on a clean stop), the standby is promoted.
+      c.stop();
+      const stoppedAt = Date.now();
+      s.promote();
+      const promotedAt = Date.now();
+      await until(() => load.ackedAt.some((t) => t >= promotedAt), 30_000, 'writes after the promotion');
+      const resumedMs = (load.ackedAt.find((t) => t >= promotedAt) as number) - promotedAt;
+      await until(() => load.acked.length >= load.ackedAt.filter((t) => t < promotedAt).length + 30, 30_000, 'more writes after the promotion');
+      const n = await waiting;
+      process.stdout.write(`# failover: primary stopped, standby promoted in ${promotedAt - stoppedAt} ms; first write acknowledged ${resumedMs} ms after; ` +
+        `answers ${JSON.stringify([...load.statuses])}, slowest ${load.slowest} ms\n`);
+      assert.ok(resumedMs <= 2000, `writes resumed ${resumedMs} ms after the promotion`);
+      assert.match(n.stderr, /waiting for a writable primary: .*standby/);
+      assert.match(n.stdout, new RegExp(`writable primary 127\\.0\\.0\\.1:${s.port}`));
+      await load.end();
+      assert.deepEqual(load.bad, []);
+      assert.ok(load.slowest <= BOUND_MS + 1000, `a request took ${load.slowest} ms`);
+      // The node that waited now serves the same data.
+      await load.check(n);
+      assert.match((await multi.req('GET', '/metrics')).raw, /^pithos_store_failovers_total 1$/m);
+    } finally {
+      await load.end();
+    }
+  } finally {
+    await Promise.all(started.map((n) => n.close()));
+    s.destroy();
+  }
+});
