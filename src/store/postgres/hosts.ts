@@ -80,6 +80,13 @@ type Connectable = pg.Client & { [ENDPOINT]?: Endpoint; connection: { stream: { 
  */
 export function clientClass(loc: Locator, checkMs: number): typeof pg.Client {
   return class PithosClient extends pg.Client {
+    constructor(config?: string | pg.ClientConfig) {
+      super(config);
+      // A connection this node gave up on (its socket destroyed) reports its end after
+      // it has left the pool and every other listener: that must not end the process.
+      this.on('error', () => undefined);
+    }
+
     override connect(): Promise<pg.Client>;
     override connect(callback: ((err: Error) => void) | ((err: null, c: pg.Client) => void)): void;
     override connect(callback?: ((err: Error) => void) | ((err: null, c: pg.Client) => void)): Promise<pg.Client> | void {

@@ -148,7 +148,7 @@ interface Conn {
   commit(): Promise<void>;
   /** ROLLBACK (none on a broken connection), then back to the pool or destroyed. */
   finish(): Promise<void>;
-  /** ROLLBACK within the operation's deadline, for a retry on the same path. */
+  /** ROLLBACK within a deadline, for a retry on the same path. */
   rollback(): Promise<void>;
   release(): void;
 }
@@ -220,9 +220,8 @@ export class Db {
     // A single statement is its own transaction; on a serialization failure
     // (CockroachDB, YugabyteDB) or deadlock it is simply run again.
     const run = async (text: string, values?: unknown[]): Promise<Record<string, unknown>[]> => {
-      const deadline = Date.now() + this.bound + DEADLINE_SLACK_MS;
       for (let attempt = 1; ; attempt++) {
-        const c = await this.checkout(deadline, 'statement');
+        const c = await this.checkout('statement');
         try {
           return await c.q.query(text, values);
         } catch (err) {
@@ -285,13 +284,14 @@ export class Db {
    * Runs `fn` in one transaction (SERIALIZABLE when asked): all of it or
    * nothing. Serialization failures and deadlocks roll back and run again,
    * at most MAX_ATTEMPTS times, then 503. A StoreError from `fn` rolls back
-   * and is the answer. The whole of it, retries included, is bounded by the
-   * deadline (statementTimeoutMs + DEADLINE_SLACK_MS).
+   * and is the answer. Waiting for a connection and the first statement
+   * together, then each statement and the COMMIT, are bounded by the
+   * deadline (statementTimeoutMs + DEADLINE_SLACK_MS): a database that stops
+   * answering fails the request within one deadline of stopping.
    */
   async run<T>(fn: (q: Q) => Promise<T>, serializable = false): Promise<T> {
-    const deadline = Date.now() + this.bound + DEADLINE_SLACK_MS;
     for (let attempt = 1; ; attempt++) {
-      const c = await this.checkout(deadline, 'transaction');
+      const c = await this.checkout('transaction');
       try {
         await c.q.query(serializable ? 'BEGIN ISOLATION LEVEL SERIALIZABLE' : 'BEGIN');
         const out = await fn(c.q);
@@ -322,7 +322,7 @@ export class Db {
    * own deadline (the reading follows the client's pace).
    */
   async reader(): Promise<Reader> {
-    const c = await this.checkout(Date.now() + this.bound + DEADLINE_SLACK_MS, 'reader');
+    const c = await this.checkout('reader');
     let open = true;
     const close = (): void => {
       if (!open) return;
@@ -360,19 +360,20 @@ export class Db {
   }
 
   /**
-   * A connection of the pool for several statements, each bounded by
-   * `deadline` (or, for a reader, by its own). A connection that breaks
-   * between two of them emits 'error' on the checked-out client (unheard,
-   * that would end the process); it is then destroyed on release instead of
-   * going back to the pool, as is one that failed in a way that leaves it
-   * untrustworthy (read-only, lost, given up on mid-statement).
+   * A connection of the pool for several statements. Waiting for it and the
+   * first statement share one deadline; every later statement (and the
+   * COMMIT) has its own. A connection that breaks between two of them emits
+   * 'error' on the checked-out client; it is then destroyed on release
+   * instead of going back to the pool, as is one that failed in a way that
+   * leaves it untrustworthy (read-only, lost, given up on mid-statement).
    */
-  private async checkout(deadline: number, use: 'statement' | 'transaction' | 'reader'): Promise<Conn> {
-    const perStatement = use === 'reader';
+  private async checkout(use: 'statement' | 'transaction' | 'reader'): Promise<Conn> {
     const startedAt = Date.now();
+    const budget = this.bound + DEADLINE_SLACK_MS;
+    let first = true;
     let client: PgClient;
     try {
-      client = await this.acquire(deadline);
+      client = await this.acquire(startedAt + budget);
     } catch (err) {
       throw this.fail(err, undefined, startedAt).error;
     }
@@ -386,7 +387,8 @@ export class Db {
       client.connection.stream.destroy();
     };
     const send = async (text: string, values: unknown[] | undefined, commit: boolean): Promise<Record<string, unknown>[]> => {
-      const until = perStatement ? Date.now() + this.bound + DEADLINE_SLACK_MS : deadline;
+      const until = first ? startedAt + budget : Date.now() + budget;
+      first = false;
       try {
         if (broken !== undefined) throw broken;
         if (Date.now() >= until) throw new DeadlineError('deadline');
@@ -408,9 +410,7 @@ export class Db {
     const rollback = async (): Promise<void> => {
       if (broken !== undefined) return;
       try {
-        // A reader's ROLLBACK comes long after its checkout: give it a budget of its own.
-        const left = perStatement ? this.bound : deadline - Date.now();
-        await within(client.query('ROLLBACK'), Math.max(left, 250), () => give(new Error('no answer to ROLLBACK')));
+        await within(client.query('ROLLBACK'), budget, () => give(new Error('no answer to ROLLBACK')));
       } catch (e) {
         broken ??= e as Error;
       }
