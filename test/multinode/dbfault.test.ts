@@ -99,10 +99,14 @@ test('a node started while PostgreSQL is down waits for it, then serves (no cras
   let late: PithosServer | undefined;
   try {
     const url = schemaUrl(c);
-    const starting = PithosServer.start({ store: url, testClock: false, startTimeoutMs: 60_000 });
-    await sleep(2000);
+    late = new PithosServer({ store: url, testClock: false, startTimeoutMs: 60_000 });
+    const starting = late.spawn();
+    starting.catch(() => undefined);
+    // The database comes back once the node has said it is waiting (a busy machine may take a while to start it).
+    const node = late;
+    await until(() => node.stderr.includes('waiting for a writable primary'), 30_000, 'the node to report the wait');
     c.start();
-    late = await starting;
+    await starting;
     assert.match(late.stderr, /shared store: waiting for a writable primary: .*ECONNREFUSED/, 'the wait was logged');
     assert.match(late.stdout, /shared store: writable primary 127\.0\.0\.1:\d+/, 'the primary found was logged');
     expectSuccess(await late.req('PUT', '/variants/late', { variant: 1 }), 201, 'variant created successfully', { variant: 1 });
