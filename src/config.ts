@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { checkOrigin } from './http/cors.js';
 import type { Durability } from './engine/index.js';
+import { parseHostList, parsePgUrl, parseTarget } from './store/postgres/url.js';
 
 export interface Config {
   command: 'serve' | 'repair' | 'rekey' | 'key-check' | 'help' | 'version' | 'print-config';
@@ -37,8 +38,12 @@ export interface Config {
   store: string;
   /** Connections each node keeps to the shared database at most. */
   pgPoolSize: number;
-  /** Longest a statement may run on the shared database before it is cancelled (ms). */
+  /** Longest a statement may run on the shared database before it is cancelled (ms); also bounds each request's database work. */
   pgStatementTimeoutMs: number;
+  /** Database hosts in order (`h1:5432,h2:5432`), replacing the store URL's; undefined = the URL's. */
+  pgHosts: string | undefined;
+  /** Which server of the hosts to use: read-write (default), primary or any (libpq's target_session_attrs). */
+  pgTargetSessionAttrs: string | undefined;
   /** A second secret that only GET /metrics accepts, sent as `Authorization: Bearer`. */
   metricsToken: string | undefined;
   /** The data key new data is sealed with (docs/operations.md, "Encryption at rest"); undefined = no encryption. */
@@ -58,7 +63,7 @@ interface Spec {
   flag: string;
   env: string;
   key: keyof Config;
-  kind: 'string' | 'port' | 'fsync' | 'posint' | 'bool' | 'list' | 'origins' | 'logformat' | 'store' | 'files';
+  kind: 'string' | 'port' | 'fsync' | 'posint' | 'bool' | 'list' | 'origins' | 'logformat' | 'store' | 'files' | 'pghosts' | 'pgtarget';
   def: string | number | boolean | string[] | undefined;
   help: string;
 }
@@ -80,11 +85,15 @@ const SPECS: Spec[] = [
   { flag: '--max-connections', env: 'PITHOS_MAX_CONNECTIONS', key: 'maxConnections', kind: 'posint', def: undefined,
     help: 'open connections at most; beyond it the oldest idle one is closed (default 10000, lowered to the open-file limit minus 256)' },
   { flag: '--store', env: 'PITHOS_STORE', key: 'store', kind: 'store', def: 'log',
-    help: 'where data lives: log (the data directory) or postgres://user:pass@host:port/db (shared by many nodes)' },
+    help: 'where data lives: log (the data directory) or postgres://user:pass@host:port[,host2:port…]/db (shared by many nodes)' },
   { flag: '--pg-pool-size', env: 'PITHOS_PG_POOL_SIZE', key: 'pgPoolSize', kind: 'posint', def: 10,
     help: 'connections to the shared database per node (postgres store only)' },
   { flag: '--pg-statement-timeout-ms', env: 'PITHOS_PG_STATEMENT_TIMEOUT_MS', key: 'pgStatementTimeoutMs', kind: 'posint', def: 5000,
-    help: 'a statement on the shared database running longer is cancelled, answer 503 (postgres store only)' },
+    help: 'a statement on the shared database running longer is cancelled, answer 503; bounds every request\'s database work (postgres store only)' },
+  { flag: '--pg-hosts', env: 'PITHOS_PG_HOSTS', key: 'pgHosts', kind: 'pghosts', def: undefined,
+    help: 'database hosts tried in order, host:port,host:port (replaces the store URL\'s; postgres store only)' },
+  { flag: '--pg-target-session-attrs', env: 'PITHOS_PG_TARGET_SESSION_ATTRS', key: 'pgTargetSessionAttrs', kind: 'pgtarget', def: undefined,
+    help: 'which host to use: read-write (default), primary or any, as libpq\'s target_session_attrs (postgres store only)' },
   { flag: '--metrics-token', env: 'PITHOS_METRICS_TOKEN', key: 'metricsToken', kind: 'string', def: undefined,
     help: 'a second secret that only GET /metrics accepts, as Authorization: Bearer <token> (default: none)' },
   { flag: '--encryption-key-file', env: 'PITHOS_ENCRYPTION_KEY_FILE', key: 'encryptionKeyFile', kind: 'string', def: undefined,
@@ -192,8 +201,29 @@ function convert(s: Spec, raw: string, from: string): string | number | boolean 
       return items;
     }
     case 'store':
-      if (raw === 'log' || /^postgres(ql)?:\/\/./.test(raw)) return raw;
+      if (raw === 'log') return raw;
+      if (/^postgres(ql)?:\/\/./.test(raw)) {
+        try {
+          parsePgUrl(raw);
+        } catch (err) {
+          throw new ConfigError(`${from}: ${(err as Error).message}`);
+        }
+        return raw;
+      }
       throw new ConfigError(`${from} must be log or a postgres:// URL, got '${raw.replace(/:[^:@/]*@/, ':***@')}'`);
+    case 'pghosts':
+      try {
+        parseHostList(raw, from);
+      } catch (err) {
+        throw new ConfigError((err as Error).message);
+      }
+      return raw;
+    case 'pgtarget':
+      try {
+        return parseTarget(raw, from);
+      } catch (err) {
+        throw new ConfigError((err as Error).message);
+      }
     case 'bool':
       if (raw === '' || raw === '1' || raw === 'true') return true;
       if (raw === '0' || raw === 'false') return false;
@@ -375,6 +405,15 @@ const SECRETS = new Set<string>(['authToken', 'metricsToken']);
 /** A database URL with its password masked (postgres://user:********@host/db). */
 function maskUrl(url: string): string {
   try {
+    // Several hosts (h1:5432,h2:5432) are not a WHATWG URL: mask the password by hand.
+    if (/^postgres(ql)?:\/\/[^/?#]*,/.test(url)) {
+      const [head, query] = url.split('?', 2);
+      const masked = head.replace(/^(postgres(?:ql)?:\/\/[^:@/]*):[^@/]*@/, `$1:${MASK}@`);
+      if (query === undefined) return masked;
+      const p = new URLSearchParams(query);
+      for (const k of [...p.keys()]) if (/^pass(word)?$/i.test(k)) p.set(k, MASK);
+      return `${masked}?${p.toString()}`;
+    }
     const u = new URL(url);
     if (u.password !== '') u.password = MASK;
     for (const k of [...u.searchParams.keys()]) if (/^pass(word)?$/i.test(k)) u.searchParams.set(k, MASK);

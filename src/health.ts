@@ -46,6 +46,10 @@ export class Health {
   /** The data object as JSON text. */
   async data(): Promise<string> {
     const [f, s] = await Promise.all([this.figures(), this.db.stats()]);
-    return `{"key_count":${s.keyCount},"gc_state":${s.gcState},${f.disk},"space_total":"${gb(s.liveBytes)}"}`;
+    const a = this.db.availability?.();
+    // A database store adds what it knows of the database (cached, no query): docs/scaling.md.
+    const store = a === undefined ? '' : `,"store":{"ready":${a.ready},"state":"${a.state}","primary":${JSON.stringify(a.primary ?? null)},` +
+      `"failovers":${a.failovers},"unavailable":${a.unavailable}}`;
+    return `{"key_count":${s.keyCount},"gc_state":${s.gcState},${f.disk},"space_total":"${gb(s.liveBytes)}"${store}}`;
   }
 }

@@ -244,7 +244,10 @@ async function serve(
 
   // The shared store is reached before the data directory is made: a store that refuses us creates nothing.
   const pg = shared
-    ? await PgStore.open({ url: cfg.store, poolSize: cfg.pgPoolSize, statementTimeoutMs: cfg.pgStatementTimeoutMs, offsetMs: () => offset, log })
+    ? await PgStore.open({
+      url: cfg.store, hosts: cfg.pgHosts, targetSessionAttrs: cfg.pgTargetSessionAttrs,
+      poolSize: cfg.pgPoolSize, statementTimeoutMs: cfg.pgStatementTimeoutMs, offsetMs: () => offset, log,
+    })
     : undefined;
   start.db = pg;
   // The log holds every value and lock token in clear: keep it to this user.
@@ -281,7 +284,7 @@ async function serve(
     log('warn', `open-file limit is ${conns.limitedBy}: at most ${conns.max} connections (raise it with ulimit -n, or set --max-connections)`);
   }
   const watch = new WatchHub(db.changes);
-  const metrics = new Metrics(db.storageMetrics?.(), () => watch.size);
+  const metrics = new Metrics(db.storageMetrics?.(), () => watch.size, db.availability?.bind(db));
   const server = new PithosServer({
     ctx: { store: db, health: new Health(dataDir, db), advanceClock: testClock ? (ms) => (offset += ms) : undefined, watch },
     authToken: token,
@@ -305,7 +308,7 @@ async function serve(
   }
   start.listening = true;
   log('info', shared
-    ? `pithos ${version()}: shared store ${cfg.store.replace(/:[^:@/]*@/, ':***@')}, pool ${cfg.pgPoolSize}`
+    ? `pithos ${version()}: shared store ${cfg.store.replace(/:[^:@/]*@/, ':***@')}, pool ${cfg.pgPoolSize}, bound ${cfg.pgStatementTimeoutMs} ms`
     : `pithos ${version()}: data dir ${dataDir}, fsync ${cfg.fsync}`);
   if (generated) log('info', `default password (send as Auth-Token): ${token}`);
   if (cfg.tokensFile !== undefined) log('info', `tokens file ${cfg.tokensFile}: ${auth.size} named token(s)`);

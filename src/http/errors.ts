@@ -17,7 +17,11 @@ const STATUS: Record<StoreErrorKind, number> = {
   locked: 423,
   storage_full: 507,
   unavailable: 503,
+  unreachable: 503,
 };
+
+/** Seconds a client should wait before retrying when the database cannot serve (a failover takes a few). */
+export const RETRY_AFTER_S = 1;
 
 export type HttpErrorKind = 'invalid' | 'unauthorized' | 'not_found' | 'method' | 'too_large';
 const HTTP_STATUS: Record<HttpErrorKind, number> = { invalid: 400, unauthorized: 401, not_found: 404, method: 405, too_large: 413 };
@@ -38,6 +42,13 @@ export class HttpError extends Error {
 }
 
 export const INTERNAL_MESSAGE = 'internal error';
+
+/** Headers an error answer carries beyond its body: Retry-After when the database cannot serve now. */
+export function errorHeaders(err: unknown): string[] | undefined {
+  if (err instanceof HttpError) return err.headers;
+  if (err instanceof StoreError && err.kind === 'unreachable') return ['Retry-After', String(RETRY_AFTER_S)];
+  return undefined;
+}
 
 /** [status, client-facing message, whether the server log needs the details]. */
 export function toStatus(err: unknown): [number, string, boolean] {

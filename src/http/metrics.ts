@@ -23,6 +23,7 @@ import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { timingSafeEqual } from 'node:crypto';
 import { Counter, Gauge, Histogram, Registry, Summary, collectDefaultMetrics } from 'prom-client';
 import type { StorageMetrics, StorageObserver as EngineObserver, StorageStats as EngineStats } from '../store/store.js';
+import type { StoreAvailability } from '../store/store.js';
 import type { Ctx } from './handlers.js';
 import type { Route } from './router.js';
 import { probeOf } from './probes.js';
@@ -154,8 +155,8 @@ export class Metrics {
   private source: MetricsSource | undefined;
   private stats: EngineStats | undefined;
 
-  /** `watchers`: open change-feed subscriptions (the watch hub's size). */
-  constructor(source: MetricsSource | undefined, watchers: () => number = () => 0) {
+  /** `watchers`: open change-feed subscriptions (the watch hub's size); `store`: a database store's availability. */
+  constructor(source: MetricsSource | undefined, watchers: () => number = () => 0, store?: () => StoreAvailability) {
     const r = this.registry;
     collectDefaultMetrics({ register: r });
     // Gauges named _total (each the sum of its nodejs_active_*{type} family):
@@ -195,6 +196,17 @@ export class Metrics {
       pulledGauge(r, 'pithos_cache_bytes', 'Bytes held by the value cache', () => stats().cacheBytes);
     }
     pulledGauge(r, 'pithos_watchers', 'Open change-feed watchers (GET /watch)', watchers);
+    if (store !== undefined) {
+      // The shared store's database: read from its cached state, never a query per scrape.
+      pulledGauge(r, 'pithos_store_ready', 'Whether a writable primary of the shared database answered within the last few seconds (1) or not (0)',
+        () => (store().ready ? 1 : 0));
+      pulledGauge(r, 'pithos_store_down_seconds', 'How long the shared database has been unavailable (0 while it serves)', () => store().downForMs / 1e3);
+      pulledCounter(r, 'pithos_store_failovers_total', 'Times the writable primary changed (another server, or the same one restarted)',
+        () => store().failovers);
+      pulledCounter(r, 'pithos_store_unavailable_total',
+        'Operations refused because the shared database could not serve them (requests answered 503, and the node\'s own sweeps and feed polls)',
+        () => store().unavailable);
+    }
     this.loop = monitorEventLoopDelay({ resolution: 10 });
     this.loop.enable();
     r.registerMetric(new LoopLag(this.loop));

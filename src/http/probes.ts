@@ -3,7 +3,9 @@
  * "Probes"): no auth, plain text, nothing but the status. `/livez` is 200
  * while the process serves at all; `/readyz` is 200 only when the server
  * takes requests, 503 while it is shutting down (and, were it listening
- * before recovery has finished, during recovery too).
+ * before recovery has finished, during recovery too), and on the shared
+ * store while no writable primary has answered in the last few seconds
+ * (a cached state: a probe never queries the database).
  */
 import type { ServerResponse } from 'node:http';
 
@@ -24,7 +26,7 @@ export function probeOf(url: string | undefined): 'livez' | 'readyz' | undefined
   return undefined;
 }
 
-/** Answers a probe. `ready`: recovery done and not shutting down. Any method but GET/HEAD is still just the probe. */
+/** Answers a probe. `ready`: recovery done, not shutting down, the store can serve writes. Any method but GET/HEAD is still just the probe. */
 export function answerProbe(res: ServerResponse, which: 'livez' | 'readyz', ready: boolean, head: boolean): void {
   const up = which === 'livez' || ready;
   res.writeHead(up ? 200 : 503, up ? HEADERS_OK : HEADERS_NOT_READY);

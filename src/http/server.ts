@@ -12,7 +12,7 @@ import type { Duplex } from 'node:stream';
 import * as net from 'node:net';
 import { type Body, decodeBody, hasBody, parseBody, refuseBody, tooLarge } from './body.js';
 import { answerLast, conn, Connections, deferAnswer, HANDSHAKE_MS, inTurn, linger, type PSocket, rawError, responseDone, shown, type Step } from './connections.js';
-import { toStatus } from './errors.js';
+import { errorHeaders, toStatus } from './errors.js';
 import { sendError } from './envelope.js';
 import type { Args, Ctx } from './handlers.js';
 import { HttpError } from './errors.js';
@@ -206,7 +206,7 @@ export class PithosServer {
     const probe = probeOf(req.url);
     if (probe !== undefined) {
       if (hasBody(req)) return refuseBody(req, res);
-      return answerProbe(res, probe, !this.shuttingDown, req.method === 'HEAD');
+      return answerProbe(res, probe, !this.shuttingDown && (this.ctx.store.availability?.().ready ?? true), req.method === 'HEAD');
     }
     if (this.shuttingDown) {
       res.shouldKeepAlive = false;
@@ -283,7 +283,7 @@ export class PithosServer {
   fail(res: ServerResponse, err: unknown): void {
     const [status, message, logIt] = toStatus(err);
     if (logIt) this.opts.log('error', `request failed: ${(err as Error)?.stack ?? String(err)}`);
-    sendError(res, status, message, err instanceof HttpError ? err.headers : undefined);
+    sendError(res, status, message, errorHeaders(err));
   }
 
   /** Called when an asynchronous handler settles and when a request with a body closes. */

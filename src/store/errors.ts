@@ -12,7 +12,8 @@ export type StoreErrorKind =
   | 'too_large' // the change exceeds what one atomic write may hold
   | 'locked' // lock held by someone else
   | 'storage_full' // the store's disk is full: writes are refused, reads go on
-  | 'unavailable'; // shutting down, or the backing database is unreachable
+  | 'unavailable' // shutting down, no change feed, too many conflicting attempts
+  | 'unreachable'; // the backing database cannot serve now (down, failing over, read-only, over its time budget): try again
 
 export class StoreError extends Error {
   constructor(readonly kind: StoreErrorKind, message: string) {

@@ -389,6 +389,8 @@ export interface Store {
    * store whose database has its own backup tooling leaves it out.
    */
   backup?(): AsyncIterable<Buffer>;
+  /** A store over another server: whether it can serve writes now (readiness), cached; none for the embedded log. */
+  availability?(): StoreAvailability;
   /**
    * The figures of the store's own storage for /metrics (the log store's
    * log, cache and compactor); a store without such storage leaves it out
@@ -396,6 +398,22 @@ export interface Store {
    */
   storageMetrics?(): StorageMetrics;
   close(): Promise<void>;
+}
+
+/** What a store over a database server knows of it, without asking it (docs/scaling.md, "Running highly available"). */
+export interface StoreAvailability {
+  /** A writable primary answered within the last few seconds, and nothing failed since. */
+  ready: boolean;
+  /** 'starting' until the first writable primary answered. */
+  state: 'starting' | 'up' | 'down';
+  /** The primary last confirmed (address:port of the server). */
+  primary: string | undefined;
+  /** Milliseconds since the database became unavailable (0 when up). */
+  downForMs: number;
+  /** Times the writable primary changed (another server, or the same one restarted). */
+  failovers: number;
+  /** Requests answered 503 because the database could not serve them. */
+  unavailable: number;
 }
 
 /** What /metrics reads from a store that keeps its own log. */

@@ -82,6 +82,65 @@ export class PgCluster {
     this.run('pg_ctl', ['-D', path.join(this.dir, 'data'), '-m', 'fast', '-w', '-t', '60', 'stop']);
   }
 
+  /** The postmaster's process id (the first line of postmaster.pid). */
+  postmasterPid(): number {
+    return Number(readFileSync(path.join(this.dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
+  }
+
+  /** The postmaster and every process it started (backends, background workers). */
+  processes(): number[] {
+    const pm = this.postmasterPid();
+    const r = spawnSync('ps', ['-o', 'pid=', '--ppid', String(pm)], { encoding: 'utf8' });
+    return [pm, ...r.stdout.split('\n').map((x) => Number(x.trim())).filter((x) => x > 0)];
+  }
+
+  /**
+   * Freezes the server as a hung machine would: SIGSTOP to the postmaster and
+   * its processes (connections stay open, nothing answers). Returns what was
+   * stopped, for thaw. The tests run as root (or as the cluster's owner).
+   */
+  freeze(): number[] {
+    const pids = this.processes();
+    for (const p of pids) process.kill(p, 'SIGSTOP');
+    // A backend forked between listing and stopping the postmaster: stop it too.
+    const more = this.processes().filter((p) => !pids.includes(p));
+    for (const p of more) process.kill(p, 'SIGSTOP');
+    return [...pids, ...more];
+  }
+
+  thaw(pids: number[]): void {
+    for (const p of pids) {
+      try {
+        process.kill(p, 'SIGCONT');
+      } catch {
+        /* gone */
+      }
+    }
+  }
+
+  /**
+   * A streaming hot standby of this cluster (pg_basebackup -R), in a
+   * directory of its own, on a free port, started. `promote` makes it a
+   * primary.
+   */
+  async standby(): Promise<PgCluster> {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'pithos-pgs-'));
+    if (asRoot) {
+      const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
+      const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
+      chownSync(dir, uid, gid);
+    }
+    const s = new PgCluster(this.bin, dir, await freePort());
+    s.run('pg_basebackup', ['-D', path.join(dir, 'data'), '-R', '-X', 'stream', '-h', '127.0.0.1', '-p', String(this.port), '-U', 'postgres']);
+    s.start();
+    return s;
+  }
+
+  /** Promotes a standby and waits until it accepts writes. */
+  promote(): void {
+    this.run('pg_ctl', ['-D', path.join(this.dir, 'data'), '-w', '-t', '60', 'promote']);
+  }
+
   /** Stops the server and removes everything. Never throws. */
   destroy(): void {
     try {

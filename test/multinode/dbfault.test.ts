@@ -6,8 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import pg from 'pg';
 import { PgCluster, freshSchema } from '../helpers/postgres.js';
-import { PG_URL, PithosServer, expectSuccess, sleep, uniq } from '../helpers/server.js';
+import { PG_URL, PithosServer, expectSuccess, sleep, uniq, type Res } from '../helpers/server.js';
 
 async function until(cond: () => boolean, ms: number, what: string): Promise<void> {
   const end = Date.now() + ms;
@@ -98,11 +99,16 @@ test('a node started while PostgreSQL is down waits for it, then serves (no cras
   let late: PithosServer | undefined;
   try {
     const url = schemaUrl(c);
-    const starting = PithosServer.start({ store: url, testClock: false, startTimeoutMs: 60_000 });
-    await sleep(2000);
+    late = new PithosServer({ store: url, testClock: false, startTimeoutMs: 60_000 });
+    const starting = late.spawn();
+    starting.catch(() => undefined);
+    // The database comes back once the node has said it is waiting (a busy machine may take a while to start it).
+    const node = late;
+    await until(() => node.stderr.includes('waiting for a writable primary'), 30_000, 'the node to report the wait');
     c.start();
-    late = await starting;
-    assert.match(late.stderr, /shared store: cannot migrate the schema/, 'the wait was logged');
+    await starting;
+    assert.match(late.stderr, /shared store: waiting for a writable primary: .*ECONNREFUSED/, 'the wait was logged');
+    assert.match(late.stdout, /shared store: writable primary 127\.0\.0\.1:\d+/, 'the primary found was logged');
     expectSuccess(await late.req('PUT', '/variants/late', { variant: 1 }), 201, 'variant created successfully', { variant: 1 });
     expectSuccess(await nodes[0].req('GET', '/variants/late'), 200, 'variant queried successfully', { variant: 1 });
   } finally {
@@ -116,3 +122,284 @@ function schemaUrl(c: PgCluster): string {
   u.searchParams.set('options', '-c search_path=fault');
   return u.toString();
 }
+
+/** The nodes' statement timeout (the bound of every request's database work). */
+const BOUND_MS = 2000;
+
+/** Runs statements as the superuser in a session that is never read-only, whatever the server's default. */
+async function admin(c: PgCluster, ...sql: string[]): Promise<Record<string, unknown>[]> {
+  const client = new pg.Client({ connectionString: c.url, options: '-c default_transaction_read_only=off' });
+  await client.connect();
+  try {
+    let rows: Record<string, unknown>[] = [];
+    for (const q of sql) rows = (await client.query(q)).rows as Record<string, unknown>[];
+    return rows;
+  } finally {
+    await client.end();
+  }
+}
+
+const probe = async (n: PithosServer): Promise<number> => (await n.req('GET', '/readyz')).status;
+
+/** One request with its time; a request the server never answers fails the test instead of hanging it. */
+async function timed(n: PithosServer, method: string, p: string, body?: unknown): Promise<{ r: Res; ms: number }> {
+  const t = Date.now();
+  let timer: NodeJS.Timeout | undefined;
+  const r = await Promise.race([
+    n.req(method, p, body),
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${method} ${p}: no answer within 30 s`)), 30_000);
+    }),
+  ]).finally(() => clearTimeout(timer));
+  return { r, ms: Date.now() - t };
+}
+
+/**
+ * Writers over the nodes: records (each acknowledged one must survive) and
+ * +1s on one counter (exact: acknowledged ≤ value ≤ acknowledged + unanswered).
+ */
+class Load {
+  acked: string[] = [];
+  /** When each write was acknowledged (ms since the epoch), in order. */
+  ackedAt: number[] = [];
+  increments = 0;
+  unknown = 0;
+  statuses = new Map<number, number>();
+  slowest = 0;
+  /** 503s without Retry-After, and answers that were neither success nor 503. */
+  bad: string[] = [];
+  private stop = false;
+  private running: Promise<void>[] = [];
+
+  constructor(readonly nodes: PithosServer[], readonly ctr: string, readonly tag: string) {}
+
+  private note(r: Res, ms: number): void {
+    this.statuses.set(r.status, (this.statuses.get(r.status) ?? 0) + 1);
+    this.slowest = Math.max(this.slowest, ms);
+    if (r.status === 503 && r.headers['retry-after'] !== '1') this.bad.push(`503 without Retry-After: ${r.raw}`);
+    if (r.status !== 503 && r.status >= 300) this.bad.push(`${r.status}: ${r.raw}`);
+  }
+
+  start(writers: number): void {
+    this.running = Array.from({ length: writers }, async (_, w) => {
+      const n = this.nodes[w % this.nodes.length];
+      for (let k = 0; !this.stop; k++) {
+        const id = `${this.tag}${w}-${k}`;
+        const a = await timed(n, 'PUT', `/records/${id}`, { record: { k } });
+        this.note(a.r, a.ms);
+        if (a.r.status === 201) {
+          this.acked.push(id);
+          this.ackedAt.push(Date.now());
+        }
+        const b = await timed(n, 'POST', `/variants/${this.ctr}`, { delta: 1 });
+        this.note(b.r, b.ms);
+        if (b.r.status === 200) this.increments++;
+        else this.unknown++;
+        if (a.r.status !== 201) await sleep(100);
+      }
+    });
+  }
+
+  async end(): Promise<void> {
+    this.stop = true;
+    await Promise.all(this.running);
+  }
+
+  /** Every acknowledged record is there, and the counter is within what was acknowledged and what was not answered. */
+  async check(n: PithosServer): Promise<void> {
+    for (const id of this.acked) assert.equal((await n.req('GET', `/records/${id}`)).status, 200, `acknowledged record ${id} lost`);
+    const v = (await n.req('GET', `/variants/${this.ctr}`)).body.data.variant as number;
+    assert.ok(v >= this.increments && v <= this.increments + this.unknown, `counter ${v}, acked ${this.increments}, unknown ${this.unknown}`);
+  }
+}
+
+test('a read-only database (a demoted primary, SQLSTATE 25006): 503 with Retry-After, never 500; /readyz fails; its connections are discarded', { skip }, async () => {
+  const c = cluster as PgCluster;
+  const ctr = uniq('ro');
+  expectSuccess(await nodes[0].req('PUT', `/variants/${ctr}`, { variant: 0 }), 201, 'variant created successfully', { variant: 0 });
+  const load = new Load(nodes, ctr, 'ro');
+  load.start(6);
+  try {
+    await until(() => load.acked.length >= 30, 30_000, 'writes before the fault');
+    const clientPids = async (): Promise<Map<number, number>> => new Map((await admin(c,
+      "SELECT pid, extract(epoch from state_change) * 1000 AS at FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"))
+      .map((r) => [Number(r.pid), Number(r.at)]));
+    const before = await clientPids();
+    const stderrAt = nodes.map((n) => n.stderr.length);
+    const stdoutAt = nodes.map((n) => n.stdout.length);
+    const since = Date.now();
+    await admin(c, 'ALTER SYSTEM SET default_transaction_read_only = on', 'SELECT pg_reload_conf()');
+    await sleep(4000);
+    const during = new Map(load.statuses);
+    const r = await nodes[0].req('PUT', `/records/${uniq('ro')}`, { record: {} });
+    assert.equal(r.status, 503, r.raw);
+    assert.match(r.body.message, /read-only/);
+    assert.equal(r.headers['retry-after'], '1');
+    for (const n of nodes) assert.equal(await probe(n), 503, '/readyz while the database is read-only');
+    assert.equal((await nodes[0].req('GET', '/livez')).status, 200, '/livez stays process-only');
+    const metrics = (await nodes[0].req('GET', '/metrics')).raw;
+    assert.match(metrics, /^pithos_store_ready 0$/m);
+    await admin(c, 'ALTER SYSTEM RESET default_transaction_read_only', 'SELECT pg_reload_conf()');
+    await until(() => load.acked.length >= 60, 30_000, 'writes after the database accepts writes again');
+    for (const n of nodes) await until(() => n.stdout.includes('database reachable again'), 10_000, 'the node to see the primary back');
+    for (const n of nodes) assert.equal(await probe(n), 200, `/readyz once writable again: ${n.stdout.slice(-600)} ${n.stderr.slice(-1500)}`);
+    await load.end();
+    assert.ok((during.get(503) ?? 0) > 0, `no 503 while read-only: ${JSON.stringify([...during])}`);
+    assert.deepEqual(load.bad, []);
+    assert.equal(load.statuses.get(500) ?? 0, 0);
+    nodes.forEach((n, i) => {
+      const log = n.stderr.slice(stderrAt[i]);
+      assert.doesNotMatch(log, /request failed|internal error|\n\s+at /, 'no stack traces for a read-only database');
+      assert.match(log, /database unavailable: .*read-only/);
+      // Said once, when writes work again, never while the database only answers reads.
+      const out = n.stdout.slice(stdoutAt[i]);
+      assert.equal(out.split('database reachable again').length - 1, 1, out);
+    });
+    // A connection from before that is still open has run nothing since (it waits in the pool to be
+    // discarded when next taken): none that answered read-only went back into use.
+    const after = await clientPids();
+    const kept = [...before.keys()].filter((p) => after.has(p));
+    for (const p of kept) assert.ok((after.get(p) as number) < since, `connection ${p} from before the fault served again`);
+    assert.ok(kept.length < before.size, 'no connection was discarded');
+    await load.check(nodes[1]);
+  } finally {
+    await load.end();
+  }
+});
+
+test('a commit the database never confirms (synchronous standby missing): 503 within the bound, saying the outcome is unknown', { skip }, async () => {
+  const c = cluster as PgCluster;
+  const id = uniq('sync');
+  await admin(c, "ALTER SYSTEM SET synchronous_standby_names = 'pithos_missing_standby'", 'SELECT pg_reload_conf()');
+  try {
+    const a = await timed(nodes[0], 'PUT', `/records/${id}`, { record: { v: 1 } });
+    assert.equal(a.r.status, 503, a.r.raw);
+    assert.match(a.r.body.message, /may or may not have been made/);
+    assert.equal(a.r.headers['retry-after'], '1');
+    assert.ok(a.ms <= BOUND_MS + 1000, `answered after ${a.ms} ms`);
+    const b = await timed(nodes[1], 'POST', '/txns', { mutations: [{ kind: 'record', name: `${id}-t`, operation: 'PUT', values: { v: 2 } }] });
+    assert.equal(b.r.status, 503, b.r.raw);
+    assert.match(b.r.body.message, /may or may not have been made/);
+    assert.ok(b.ms <= BOUND_MS + 1000, `answered after ${b.ms} ms`);
+  } finally {
+    await admin(c, 'ALTER SYSTEM RESET synchronous_standby_names', 'SELECT pg_reload_conf()');
+  }
+  // Unknown indeed: the server committed locally and, released from its wait, makes it visible.
+  let seen = 0;
+  for (let i = 0; i < 50 && seen === 0; i++) {
+    if ((await nodes[0].req('GET', `/records/${id}`)).status === 200) seen = 1;
+    else await sleep(100);
+  }
+  assert.equal(seen, 1, 'the unconfirmed change was committed after all');
+});
+
+test('a frozen database (SIGSTOP): every request answers within the bound + 1 s (503), /readyz fails, service resumes on SIGCONT', { skip }, async () => {
+  const c = cluster as PgCluster;
+  const ctr = uniq('frz');
+  expectSuccess(await nodes[0].req('PUT', `/variants/${ctr}`, { variant: 0 }), 201, 'variant created successfully', { variant: 0 });
+  const load = new Load(nodes, ctr, 'frz');
+  load.start(8);
+  try {
+    await until(() => load.acked.length >= 30, 30_000, 'writes before the freeze');
+    const readers = { slowest: 0, statuses: new Map<number, number>() };
+    const pids = c.freeze();
+    const frozenAt = Date.now();
+    let ready: number[] = [];
+    let metrics = '';
+    try {
+      // Reads too, through both nodes, while frozen.
+      const reads = Array.from({ length: 6 }, async (_, i) => {
+        while (Date.now() - frozenAt < 7000) {
+          const x = await timed(nodes[i % 2], 'GET', `/variants/${ctr}`);
+          readers.slowest = Math.max(readers.slowest, x.ms);
+          readers.statuses.set(x.r.status, (readers.statuses.get(x.r.status) ?? 0) + 1);
+        }
+      });
+      await sleep(5000);
+      ready = await Promise.all(nodes.map(probe));
+      metrics = (await nodes[1].req('GET', '/metrics')).raw;
+      await Promise.all(reads);
+  } finally {
+    c.thaw(pids);
+  }
+  const frozenFor = Date.now() - frozenAt;
+  const during = new Map(load.statuses);
+  const thawedAt = Date.now();
+  const acked = load.acked.length;
+  await until(() => load.acked.length >= acked + 30, 30_000, 'writes after SIGCONT');
+  const resumedMs = Date.now() - thawedAt;
+  for (const n of nodes) await until(() => n.stdout.includes('database reachable again'), 10_000, 'the node to see the primary back');
+  for (const n of nodes) assert.equal(await probe(n), 200, '/readyz after SIGCONT');
+  await load.end();
+  process.stdout.write(`# frozen ${frozenFor} ms: writes ${JSON.stringify([...during])}, reads ${JSON.stringify([...readers.statuses])}, ` +
+    `slowest write ${load.slowest} ms, slowest read ${readers.slowest} ms, first write acknowledged ${resumedMs} ms after SIGCONT\n`);
+  assert.deepEqual(ready, [503, 503], '/readyz while frozen');
+  assert.match(metrics, /^pithos_store_ready 0$/m);
+  assert.ok((during.get(503) ?? 0) > 0, `no 503 while frozen: ${JSON.stringify([...during])}`);
+  assert.ok((readers.statuses.get(503) ?? 0) > 0, `no read answered 503 while frozen: ${JSON.stringify([...readers.statuses])}`);
+  assert.deepEqual(load.bad, []);
+  assert.ok(load.slowest <= BOUND_MS + 1000, `a write took ${load.slowest} ms (bound ${BOUND_MS} ms + 1 s)`);
+  assert.ok(readers.slowest <= BOUND_MS + 1000, `a read took ${readers.slowest} ms (bound ${BOUND_MS} ms + 1 s)`);
+  assert.ok([...readers.statuses.keys()].every((s) => s === 200 || s === 503), JSON.stringify([...readers.statuses]));
+  await load.check(nodes[0]);
+  } finally {
+    await load.end();
+  }
+});
+
+test('failover to a promoted standby: a node started on the standby waits, a multi-host node finds the primary and follows it', { skip }, async () => {
+  const c = cluster as PgCluster;
+  const s = await c.standby();
+  const started: PithosServer[] = [];
+  try {
+    // On the standby alone: it waits (logging why) and does not listen.
+    let onStandby: PithosServer | undefined;
+    const waiting = PithosServer.start({ store: schemaUrl(s), testClock: false, startTimeoutMs: 120_000, args: ['--pg-statement-timeout-ms', String(BOUND_MS)] })
+      .then((n) => {
+        onStandby = n;
+        started.push(n);
+        return n;
+      });
+    // Both hosts, the standby first: the node finds the primary (the second).
+    const hosts = `127.0.0.1:${s.port},127.0.0.1:${c.port}`;
+    const multi = await PithosServer.start({
+      store: `postgres://postgres@${hosts}/postgres?options=${encodeURIComponent('-c search_path=fault')}&target_session_attrs=read-write`,
+      testClock: false, args: ['--pg-statement-timeout-ms', String(BOUND_MS)],
+    });
+    started.push(multi);
+    assert.match(multi.stdout, new RegExp(`writable primary 127\\.0\\.0\\.1:${c.port}`));
+    const ctr = uniq('fo');
+    expectSuccess(await multi.req('PUT', `/variants/${ctr}`, { variant: 0 }), 201, 'variant created successfully', { variant: 0 });
+    const load = new Load([multi], ctr, 'fo');
+    load.start(4);
+    try {
+      await until(() => load.acked.length >= 30, 30_000, 'writes before the failover');
+      assert.equal(onStandby, undefined, 'a node started on a standby listened');
+      // Failover: the primary stops (its last WAL reaches the standby on a clean stop), the standby is promoted.
+      c.stop();
+      const stoppedAt = Date.now();
+      s.promote();
+      const promotedAt = Date.now();
+      await until(() => load.ackedAt.some((t) => t >= promotedAt), 30_000, 'writes after the promotion');
+      const resumedMs = (load.ackedAt.find((t) => t >= promotedAt) as number) - promotedAt;
+      await until(() => load.acked.length >= load.ackedAt.filter((t) => t < promotedAt).length + 30, 30_000, 'more writes after the promotion');
+      const n = await waiting;
+      process.stdout.write(`# failover: primary stopped, standby promoted in ${promotedAt - stoppedAt} ms; first write acknowledged ${resumedMs} ms after; ` +
+        `answers ${JSON.stringify([...load.statuses])}, slowest ${load.slowest} ms\n`);
+      assert.ok(resumedMs <= 2000, `writes resumed ${resumedMs} ms after the promotion`);
+      assert.match(n.stderr, /waiting for a writable primary: .*standby/);
+      assert.match(n.stdout, new RegExp(`writable primary 127\\.0\\.0\\.1:${s.port}`));
+      await load.end();
+      assert.deepEqual(load.bad, []);
+      assert.ok(load.slowest <= BOUND_MS + 1000, `a request took ${load.slowest} ms`);
+      // The node that waited now serves the same data.
+      await load.check(n);
+      assert.match((await multi.req('GET', '/metrics')).raw, /^pithos_store_failovers_total 1$/m);
+    } finally {
+      await load.end();
+    }
+  } finally {
+    await Promise.all(started.map((n) => n.close()));
+    s.destroy();
+  }
+});

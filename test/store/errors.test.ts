@@ -10,11 +10,11 @@ import { BatchTooLargeError, EngineClosedError, StorageFullError } from '../../s
 import { toStatus } from '../../src/http/errors.js';
 import { DISK_FULL_MESSAGE, StoreError } from '../../src/store/errors.js';
 import { fromEngine } from '../../src/store/log/errors.js';
-import { mapError } from '../../src/store/postgres/sql.js';
+import { classify } from '../../src/store/postgres/sql.js';
 
 test('a full disk is one StoreError on both stores: 507 with one message', () => {
   const log = fromEngine(new StorageFullError(Object.assign(new Error('ENOSPC'), { code: 'ENOSPC' })));
-  const pg = mapError({ severity: 'ERROR', code: '53100', message: 'could not extend file: No space left on device' }, 5000);
+  const pg = classify({ severity: 'ERROR', code: '53100', message: 'could not extend file: No space left on device' }, 5000, false)?.error;
   for (const e of [log, pg]) {
     assert.ok(e instanceof StoreError);
     assert.equal(e.kind, 'storage_full');
@@ -30,8 +30,9 @@ test('the engine\'s other failures become StoreError kinds inside the log store'
   assert.equal(toStatus(other)[0], 500);
 });
 
-test('other PostgreSQL resource errors stay unavailable (503)', () => {
-  const e = mapError({ severity: 'FATAL', code: '53300', message: 'too many connections' }, 5000);
+test('other PostgreSQL resource errors are the database unable to serve now (503)', () => {
+  const e = classify({ severity: 'FATAL', code: '53300', message: 'too many connections' }, 5000, false)?.error;
   assert.ok(e instanceof StoreError);
-  assert.equal(e.kind, 'unavailable');
+  assert.equal(e.kind, 'unreachable');
+  assert.equal(toStatus(e)[0], 503);
 });

@@ -26,6 +26,7 @@
 import { StoreError } from '../errors.js';
 import type { Change, ChangeFeed, ChangeKind } from '../store.js';
 import { variantValue } from '../variant.js';
+import { History } from './history.js';
 import { DRAWN } from './schema.js';
 import type { Db } from './sql.js';
 
@@ -99,7 +100,11 @@ export class PgChanges implements ChangeFeed {
   /** Callers of reach() waiting for the feed to pass a version. */
   private waiters: Array<{ version: number; done: () => void }> = [];
 
-  private constructor(private readonly db: Db) {}
+  private readonly history: History;
+
+  private constructor(private readonly db: Db) {
+    this.history = new History(db.q, db.opts.log);
+  }
 
   /** Starts polling once the first watermark is known (at most a transaction's length). */
   static async start(db: Db): Promise<PgChanges> {
@@ -217,6 +222,13 @@ export class PgChanges implements ChangeFeed {
   }
 
   private async round(): Promise<void> {
+    if (await this.history.changed(this.emitted)) {
+      // Positions at or below what was published may have been handed out again: those
+      // changes cannot be told apart, so watchers re-read (history.ts).
+      this.marks = [];
+      this.safe = Math.max(this.safe, this.emitted);
+      for (const g of this.gaps) g(this.emitted);
+    }
     await this.advance();
     if (this.listeners.size === 0) {
       this.emitted = Math.max(this.emitted, this.safe);

@@ -9,11 +9,10 @@
  * it every SWEEP_MS (it is idempotent, so no election is needed); until it
  * runs, expired objects are already invisible.
  */
-import { StoreError } from '../errors.js';
-import type { ListKind, ListOptions, Store, StoreStats, Transaction } from '../store.js';
+import type { ListKind, ListOptions, Store, StoreAvailability, StoreStats, Transaction } from '../store.js';
 import { PgChanges } from './changes.js';
 import { hasFeed, MIGRATIONS, migrate, schemaVersion } from './schema.js';
-import { Db, mapError, type PgOptions } from './sql.js';
+import { Db, isUnavailable, type PgOptions } from './sql.js';
 import { PgIndexes } from './indexes.js';
 import { list } from './listing.js';
 import { PgLocks } from './locks.js';
@@ -57,11 +56,13 @@ export class PgStore implements Store {
   }
 
   /**
-   * Connects and migrates. While the database cannot be reached this waits
-   * and tries again (logging why), so nodes may start before the database.
+   * Connects and migrates. While no writable primary answers (the database
+   * is unreachable, or a standby) this waits and tries again, logging why,
+   * so nodes may start before the database or during a failover.
    */
   static async open(opts: PgOptions): Promise<PgStore> {
     const db = new Db(opts);
+    await db.waitForPrimary();
     for (let attempt = 1; ; attempt++) {
       try {
         const applied = await migrate(db.pool);
@@ -71,8 +72,7 @@ export class PgStore implements Store {
         if (v > known) opts.log('warn', `shared store: the database schema is version ${v}, newer than this node knows (${known}); upgrade this node`);
         break;
       } catch (err) {
-        const m = mapError(err, opts.statementTimeoutMs);
-        if (!(m instanceof StoreError) || m.kind !== 'unavailable') {
+        if (!isUnavailable(err)) {
           await db.close().catch((e: unknown) => opts.log('warn', `shared store: closing the pool failed: ${String((e as Error)?.message ?? e)}`));
           throw err;
         }
@@ -133,6 +133,11 @@ export class PgStore implements Store {
     } finally {
       this.gcState = 2;
     }
+  }
+
+  /** Whether a writable primary answered lately, and the counts behind /health and /metrics (cached, no query). */
+  availability(): StoreAvailability {
+    return this.db.primary.availability();
   }
 
   list(kind: ListKind, opts: ListOptions): Promise<string> {

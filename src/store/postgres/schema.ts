@@ -234,7 +234,8 @@ export const MIGRATIONS: readonly Migration[] = [
   },
 ];
 
-const RACES = new Set(['23505', '42P07', '40001', '40P01']);
+// 42710: a concurrent CREATE TABLE IF NOT EXISTS can fail on the table's row type ('type … already exists').
+const RACES = new Set(['23505', '42P07', '42710', '40001', '40P01']);
 
 /** Applies every migration the database lacks; returns the versions this call applied. */
 export async function migrate(pool: pg.Pool): Promise<number[]> {

@@ -11,6 +11,8 @@
  */
 import pg from 'pg';
 import { StoreError, storageFull } from '../errors.js';
+import { ENDPOINT, Locator, WrongRoleError, clientClass, parsePgUrl, type Endpoint } from './hosts.js';
+import { Primary } from './primary.js';
 
 /** What the namespace code runs statements on: the pool (one statement each) or one transaction's client. */
 export interface Q {
@@ -24,8 +26,19 @@ export interface Q {
 }
 
 export interface PgOptions {
+  /** libpq-style URL; several hosts as `h1:5432,h2:5432` (hosts.ts). */
   url: string;
+  /** Replaces the URL's host list (`--pg-hosts`). */
+  hosts?: string;
+  /** Replaces the URL's target_session_attrs (`--pg-target-session-attrs`). */
+  targetSessionAttrs?: string;
   poolSize: number;
+  /**
+   * The bound on one operation's database work: the server cancels a
+   * statement running longer (statement_timeout), and this node gives up on
+   * an operation (waiting for a connection, its statements, its COMMIT)
+   * DEADLINE_SLACK_MS later, whatever the database does.
+   */
   statementTimeoutMs: number;
   /** Milliseconds added to the database's clock (the test clock); 0 in production. */
   offsetMs: () => number;
@@ -34,6 +47,15 @@ export interface PgOptions {
 
 /** Attempts of one transaction on serialization failures (40001) or deadlocks (40P01) before 503. */
 export const MAX_ATTEMPTS = 20;
+
+/**
+ * How long after the server's own statement timeout this node gives up: a
+ * server that answers cancels first (SQLSTATE 57014, the connection stays
+ * usable); one that does not answer at all is given up on here.
+ */
+export const DEADLINE_SLACK_MS = 500;
+/** Connect attempt per host when the URL names several (the next host is tried after it). */
+const HOST_CONNECT_MS = 2000;
 
 const RETRYABLE = new Set(['40001', '40P01']);
 
@@ -45,86 +67,190 @@ export function isRetryable(err: unknown): boolean {
   return typeof (err as { code?: unknown })?.code === 'string' && RETRYABLE.has((err as { code: string }).code);
 }
 
+/** This node gave up waiting for the database (DEADLINE_SLACK_MS past the bound). */
+class DeadlineError extends Error {}
+
+/** What a database failure means for the answer, the connection and the node. */
+interface Fault {
+  error: StoreError;
+  /** The connection can no longer be trusted (lost, read-only, mid-statement): destroy it. */
+  discard: boolean;
+  /** The database (or the way to it) failed, not one statement: not ready, and older connections go. */
+  down: boolean;
+}
+
+const UNKNOWN_OUTCOME = 'the change may or may not have been made (as with any database when the connection breaks during a commit); read it back before retrying';
+
 /**
- * A failure of the database or of the way to it, as the client should see
- * it: a StoreError('unavailable') for anything transient (connection
- * refused or lost, shutdown, statement timeout, too many connections), the
- * error itself otherwise (a bug in SQL stays a 500).
+ * The one classification of database failures. Every failure of the
+ * database or of the way to it is StoreError('unreachable') (503 with
+ * Retry-After). `committing`: the statement was a COMMIT or a statement
+ * committing by itself, so a failure without the server's answer leaves
+ * the outcome unknown, and the message says so; inside a transaction the
+ * server rolls back what it never committed. Undefined: not a database
+ * failure (a defect, left a 500).
  */
-export function mapError(err: unknown, statementTimeoutMs: number): unknown {
-  if (err instanceof StoreError) return err;
+export function classify(err: unknown, boundMs: number, committing: boolean): Fault | undefined {
+  const unknown = (why: string): StoreError => new StoreError('unreachable', `${why}: ${UNKNOWN_OUTCOME}`);
+  if (err instanceof DeadlineError) {
+    return {
+      error: committing
+        ? unknown(`the database did not confirm the change within ${boundMs} ms`)
+        : new StoreError('unreachable', `the database did not answer within ${boundMs} ms; nothing was changed; try again`),
+      discard: true, down: false,
+    };
+  }
+  if (err instanceof WrongRoleError) {
+    return { error: new StoreError('unreachable', 'the database is read-only (a standby, or a primary being demoted in a failover); try again'), discard: true, down: true };
+  }
   const e = err as { code?: unknown; severity?: unknown; message?: unknown };
   if (typeof e?.severity !== 'string') {
-    // Not an answer from the server: the connection failed, was lost or timed
-    // out. The details (addresses) go to the server log (noteDown), not to clients.
-    return new StoreError('unavailable', 'the database is unreachable; try again');
+    if (typeof e?.message === 'string' && /timeout exceeded when trying to connect/.test(e.message)) {
+      // The pool had no free connection in time: the database may be fine, this node is busy.
+      return { error: new StoreError('unreachable', `no database connection became free within ${boundMs} ms; try again`), discard: false, down: false };
+    }
+    // Not an answer from the server: the connection failed or was lost. The details
+    // (addresses) go to the server log once (Primary), not to clients.
+    return {
+      error: committing ? unknown('the connection to the database was lost while the change was being committed')
+        : new StoreError('unreachable', 'the database is unreachable; try again'),
+      discard: true, down: true,
+    };
   }
   const code = typeof e.code === 'string' ? e.code : '';
-  if (code === '57014') return new StoreError('unavailable', `the database did not answer within the statement timeout of ${statementTimeoutMs} ms; try again`);
-  if (isRetryable(err)) return new StoreError('unavailable', `the database could not serialize this change with concurrent ones; try again`);
+  if (code === '25006') {
+    return { error: new StoreError('unreachable', 'the database is read-only (a standby, or a primary being demoted in a failover); nothing was changed; try again'), discard: true, down: true };
+  }
+  if (/^(57P0|08)/.test(code)) {
+    return {
+      error: committing ? unknown(`the database went away (${code}) while the change was being committed`)
+        : new StoreError('unreachable', `the database is shutting down, restarting or unreachable (${code}); try again`),
+      discard: true, down: true,
+    };
+  }
+  if (code === '57014') {
+    return { error: new StoreError('unreachable', `the database did not answer within the statement timeout of ${boundMs} ms; nothing was changed; try again`), discard: false, down: false };
+  }
   // disk_full: the database's disk, reported as the log store reports its own.
-  if (code === '53100') return storageFull();
-  if (/^(08|53|57|58)/.test(code)) return new StoreError('unavailable', `the database is unavailable (${code}); try again`);
-  return err;
+  if (code === '53100') return { error: storageFull(), discard: false, down: false };
+  if (/^(53|57|58)/.test(code)) return { error: new StoreError('unreachable', `the database is unavailable (${code}); try again`), discard: false, down: false };
+  return undefined;
+}
+
+/** Whether `err` is a failure of the database or the way to it (start-up retries on those). */
+export function isUnavailable(err: unknown): boolean {
+  if (err instanceof StoreError) return err.kind === 'unreachable';
+  return classify(err, 0, false) !== undefined;
+}
+
+/** A pooled connection used for one operation (or one reader). */
+interface Conn {
+  readonly q: Q;
+  /** COMMIT; a failure after it was sent is reported as an unknown outcome. */
+  commit(): Promise<void>;
+  /** ROLLBACK (none on a broken connection), then back to the pool or destroyed. */
+  finish(): Promise<void>;
+  /** ROLLBACK within a deadline, for a retry on the same path. */
+  rollback(): Promise<void>;
+  release(): void;
+}
+
+type PgClient = pg.PoolClient & { [ENDPOINT]?: Endpoint; connection: { stream: { destroy(err?: Error): void } } };
+
+/** `p`, or a DeadlineError once `ms` have passed (then `late` gets what `p` settles with). */
+function within<T>(p: Promise<T>, ms: number, expired: () => void, late?: (v: T) => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let done = false;
+    const t = setTimeout(() => {
+      done = true;
+      expired();
+      reject(new DeadlineError('deadline'));
+    }, Math.max(0, ms));
+    p.then((v) => {
+      if (done) return late?.(v);
+      done = true;
+      clearTimeout(t);
+      resolve(v);
+    }, (err: unknown) => {
+      if (done) return;
+      done = true;
+      clearTimeout(t);
+      reject(err);
+    });
+  });
 }
 
 export class Db {
   readonly pool: pg.Pool;
   /** Statements on the pool, one transaction each. */
   readonly q: Q;
-  private downSince = 0;
+  readonly primary: Primary;
+  private readonly loc: Locator;
+  private readonly bound: number;
+  /** Connections made before the current generation are discarded when next checked out. */
+  private gen = 0;
+  private readonly gens = new WeakMap<object, number>();
 
   constructor(readonly opts: PgOptions) {
-    this.pool = new pg.Pool({
-      connectionString: opts.url,
-      max: opts.poolSize,
+    const t = parsePgUrl(opts.url, opts.hosts, opts.targetSessionAttrs);
+    this.loc = new Locator(t.hosts, t.target);
+    this.bound = opts.statementTimeoutMs;
+    const connectMs = t.hosts.length > 1 ? Math.min(opts.statementTimeoutMs, HOST_CONNECT_MS) : opts.statementTimeoutMs;
+    const Client = clientClass(this.loc, connectMs);
+    const clientOptions = {
+      connectionString: t.url,
       statement_timeout: opts.statementTimeoutMs,
-      // Do not let a request wait forever for a database that is down.
-      connectionTimeoutMillis: Math.max(1000, Math.min(opts.statementTimeoutMs, 5000)),
+      // A peer that vanished (a frozen or unplugged server) is found by the kernel, not only by a deadline.
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 5000,
+      connectionTimeoutMillis: connectMs,
+    };
+    this.pool = new pg.Pool({
+      ...clientOptions,
+      Client,
+      max: opts.poolSize,
       idleTimeoutMillis: 30_000,
     });
+    this.pool.on('connect', (c) => this.gens.set(c, this.gen));
     // An idle connection that breaks (database restarted) is dropped by the
     // pool; without a listener the error would end the process.
-    this.pool.on('error', (err) => this.noteDown(err));
-    const pool = this.pool;
+    this.pool.on('error', (err, c) => {
+      if (this.gens.get(c) === this.gen) this.primary.lost((err as Error)?.message ?? String(err), Date.now());
+    });
+    this.primary = new Primary(() => new Client(clientOptions) as unknown as PgClient, this.loc,
+      Math.min(opts.statementTimeoutMs, HOST_CONNECT_MS), opts.log, () => this.gen++);
     // A single statement is its own transaction; on a serialization failure
     // (CockroachDB, YugabyteDB) or deadlock it is simply run again.
-    this.q = this.view({
-      async query(text, values) {
-        for (let attempt = 1; ; attempt++) {
-          try {
-            return await pool.query(text, values);
-          } catch (err) {
-            if (!isRetryable(err)) throw err;
-            if (attempt >= MAX_ATTEMPTS) {
-              throw new StoreError('unavailable', `the change conflicted with concurrent ones ${MAX_ATTEMPTS} times; nothing was changed; try again`);
-            }
-            await backoff(attempt);
+    const run = async (text: string, values?: unknown[]): Promise<Record<string, unknown>[]> => {
+      for (let attempt = 1; ; attempt++) {
+        const c = await this.checkout('statement');
+        try {
+          return await c.q.query(text, values);
+        } catch (err) {
+          if (!isRetryable(err)) throw err;
+          if (attempt >= MAX_ATTEMPTS) {
+            throw new StoreError('unavailable', `the change conflicted with concurrent ones ${MAX_ATTEMPTS} times; nothing was changed; try again`);
           }
+        } finally {
+          c.release();
         }
-      },
-    });
+        await backoff(attempt);
+      }
+    };
+    this.q = this.view(run);
   }
 
-  /** A Q over anything with a query method. */
-  private view(c: { query(text: string, values?: unknown[]): Promise<pg.QueryResult> }): Q {
+  /** Starts watching for a writable primary and waits for the first (start-up). */
+  async waitForPrimary(): Promise<void> {
+    this.primary.start();
+    await this.primary.whenUp();
+  }
+
+  /** A Q over a function running one statement. */
+  private view(exec: (text: string, values?: unknown[]) => Promise<Record<string, unknown>[]>): Q {
     const offset = this.opts.offsetMs;
-    const timeout = this.opts.statementTimeoutMs;
-    const up = (): void => this.noteUp();
-    const down = (e: unknown): void => this.noteDown(e);
     const q: Q = {
-      async query(text, values) {
-        try {
-          const r = await c.query(text, values);
-          up();
-          return r.rows as Record<string, unknown>[];
-        } catch (err) {
-          const m = mapError(err, timeout);
-          if (m instanceof StoreError && m.kind === 'unavailable' && !isRetryable(err)) down(err);
-          // Retryable failures reach `run` (or the pool loop) as they are.
-          throw isRetryable(err) ? err : m;
-        }
-      },
+      query: exec,
       get now() {
         return `(floor(extract(epoch from now()) * 1000)::int8 + ${Math.trunc(offset())})`;
       },
@@ -138,45 +264,55 @@ export class Db {
     return q;
   }
 
-  private noteDown(err: unknown): void {
-    if (this.downSince !== 0) return;
-    this.downSince = Date.now();
-    this.opts.log('warn', `database unavailable: ${(err as Error)?.message ?? String(err)}; answering 503 until it is back`);
-  }
-
-  private noteUp(): void {
-    if (this.downSince === 0) return;
-    this.opts.log('info', `database reachable again after ${Date.now() - this.downSince} ms`);
-    this.downSince = 0;
+  /**
+   * The failure as the caller should see it (classify), noting what it means:
+   * a connection to discard, a database gone (not ready). Retryable failures
+   * (serialization, deadlock) go back as they are, for `run` to retry.
+   */
+  private fail(err: unknown, client: PgClient | undefined, startedAt: number, commit = false): { error: unknown; discard: boolean } {
+    if (err instanceof StoreError || isRetryable(err)) return { error: err, discard: false };
+    const f = classify(err, this.bound, commit);
+    if (f === undefined) return { error: err, discard: false };
+    this.primary.unavailable++;
+    // Only a connection of the current generation speaks for the database as it is now.
+    if (f.down && (client === undefined || this.gens.get(client) === this.gen) && this.primary.lost((err as Error)?.message ?? String(err), startedAt)) {
+      this.gen++;
+      this.loc.failed(client?.[ENDPOINT]);
+    }
+    return { error: f.error, discard: f.discard };
   }
 
   /**
    * Runs `fn` in one transaction (SERIALIZABLE when asked): all of it or
    * nothing. Serialization failures and deadlocks roll back and run again,
    * at most MAX_ATTEMPTS times, then 503. A StoreError from `fn` rolls back
-   * and is the answer.
+   * and is the answer. Waiting for a connection and the first statement
+   * together, then each statement and the COMMIT, are bounded by the
+   * deadline (statementTimeoutMs + DEADLINE_SLACK_MS): a database that stops
+   * answering fails the request within one deadline of stopping.
    */
   async run<T>(fn: (q: Q) => Promise<T>, serializable = false): Promise<T> {
     for (let attempt = 1; ; attempt++) {
-      const c = await this.checkout();
-      let retry = false;
+      const c = await this.checkout('transaction');
       try {
         await c.q.query(serializable ? 'BEGIN ISOLATION LEVEL SERIALIZABLE' : 'BEGIN');
         const out = await fn(c.q);
-        await c.q.query('COMMIT');
+        await c.commit();
+        c.release();
         return out;
       } catch (err) {
+        if (!isRetryable(err)) {
+          await c.finish();
+          throw err;
+        }
         await c.rollback();
-        if (!isRetryable(err)) throw err;
+        c.release();
         if (attempt >= MAX_ATTEMPTS) {
           throw new StoreError('unavailable',
             `the transaction conflicted with concurrent ones ${MAX_ATTEMPTS} times (serialization failure); nothing was changed; try again`);
         }
-        retry = true;
-      } finally {
-        c.release();
       }
-      if (retry) await backoff(attempt);
+      await backoff(attempt);
     }
   }
 
@@ -184,15 +320,16 @@ export class Db {
    * A read-only REPEATABLE READ transaction on a connection of its own, for
    * reading one instant of the data in several statements (a cursor:
    * cursor.ts). `close` ends it and returns the connection; it must be
-   * called, once the reading is done or abandoned.
+   * called, once the reading is done or abandoned. Each statement has its
+   * own deadline (the reading follows the client's pace).
    */
   async reader(): Promise<Reader> {
-    const c = await this.checkout();
+    const c = await this.checkout('reader');
     let open = true;
     const close = (): void => {
       if (!open) return;
       open = false;
-      void c.rollback().finally(() => c.release());
+      void c.finish();
     };
     try {
       await c.q.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
@@ -203,43 +340,96 @@ export class Db {
     return { q: c.q, close };
   }
 
+  /** A connection of the current generation, within the deadline; several hosts are each tried once. */
+  private async acquire(deadline: number): Promise<PgClient> {
+    let tries = 0;
+    for (;;) {
+      let client: PgClient;
+      try {
+        const p = this.pool.connect() as Promise<PgClient>;
+        // A connection that arrives after the deadline goes straight back.
+        client = await within(p, deadline - Date.now(), () => undefined, (late) => late.release());
+      } catch (err) {
+        tries++;
+        const f = err instanceof DeadlineError ? undefined : classify(err, this.bound, false);
+        if (f?.down === true && tries < this.loc.hosts.length && Date.now() < deadline) continue;
+        throw err;
+      }
+      if ((this.gens.get(client) ?? -1) === this.gen) return client;
+      // Made before the database last failed (or before a failover): it may point at the old primary.
+      client.release(new Error('connection from before a failover'));
+    }
+  }
+
   /**
-   * A connection of the pool for several statements. A connection that
-   * breaks between two of them emits 'error' on the checked-out client
-   * (unheard, that would end the process); it is then destroyed on release
-   * instead of going back to the pool.
+   * A connection of the pool for several statements. Waiting for it and the
+   * first statement share one deadline; every later statement (and the
+   * COMMIT) has its own. A connection that breaks between two of them emits
+   * 'error' on the checked-out client; it is then destroyed on release
+   * instead of going back to the pool, as is one that failed in a way that
+   * leaves it untrustworthy (read-only, lost, given up on mid-statement).
    */
-  private async checkout(): Promise<{ q: Q; rollback(): Promise<void>; release(): void }> {
-    let client: pg.PoolClient;
+  private async checkout(use: 'statement' | 'transaction' | 'reader'): Promise<Conn> {
+    const startedAt = Date.now();
+    const budget = this.bound + DEADLINE_SLACK_MS;
+    let first = true;
+    let client: PgClient;
     try {
-      client = await this.pool.connect();
+      client = await this.acquire(startedAt + budget);
     } catch (err) {
-      this.noteDown(err);
-      throw mapError(err, this.opts.statementTimeoutMs);
+      throw this.fail(err, undefined, startedAt).error;
     }
     let broken: Error | undefined;
     const onError = (err: Error): void => {
-      broken = err;
-      this.noteDown(err);
+      broken ??= err;
     };
     client.on('error', onError);
+    const give = (err: Error): void => {
+      broken ??= err;
+      client.connection.stream.destroy();
+    };
+    const send = async (text: string, values: unknown[] | undefined, commit: boolean): Promise<Record<string, unknown>[]> => {
+      const until = first ? startedAt + budget : Date.now() + budget;
+      first = false;
+      try {
+        if (broken !== undefined) throw broken;
+        if (Date.now() >= until) throw new DeadlineError('deadline');
+        const r = await within(client.query(text, values), until - Date.now(), () => give(new Error('gave up waiting for the database')));
+        return r.rows as Record<string, unknown>[];
+      } catch (err) {
+        const f = this.fail(err, client, startedAt, commit || use === 'statement');
+        if (f.discard) broken ??= err as Error;
+        throw f.error;
+      }
+    };
+    let released = false;
+    const release = (): void => {
+      if (released) return;
+      released = true;
+      client.removeListener('error', onError);
+      client.release(broken);
+    };
+    const rollback = async (): Promise<void> => {
+      if (broken !== undefined) return;
+      try {
+        await within(client.query('ROLLBACK'), budget, () => give(new Error('no answer to ROLLBACK')));
+      } catch (e) {
+        broken ??= e as Error;
+      }
+    };
     return {
-      q: this.view(client),
-      rollback: async () => {
-        try {
-          await client.query('ROLLBACK');
-        } catch (e) {
-          broken = e as Error;
-        }
+      q: this.view((text, values) => send(text, values, false)),
+      commit: async () => {
+        await send('COMMIT', undefined, true);
       },
-      release: () => {
-        client.removeListener('error', onError);
-        client.release(broken);
-      },
+      rollback,
+      finish: () => rollback().finally(release),
+      release,
     };
   }
 
   close(): Promise<void> {
+    this.primary.close();
     return this.pool.end();
   }
 }

@@ -1,0 +1,59 @@
+/**
+ * Whether the database's history went backwards under the change feed
+ * (docs/scaling.md, "Running highly available"): a restore to an earlier
+ * point, or a failover to a standby that lacked the last transactions
+ * (asynchronous replication), hands out sequence positions that were
+ * already published. The feed would drop those changes silently, and
+ * fences and versions would go backwards.
+ *
+ * Checked on every feed poll, in one statement: the database's identity
+ * (system identifier and timeline: a restore or a promotion makes a new
+ * timeline, a different cluster a new identifier) and the sequence's last
+ * value against what this node has published. When either says history
+ * changed, the sequence is re-based above everything published (setval to
+ * the greater of the two), so fences and versions stay increasing, and the
+ * feed tells its watchers `reset`. The sequence alone is not enough:
+ * PostgreSQL logs sequences 32 values ahead, so a promoted standby's
+ * sequence may be above positions it never received.
+ */
+import { DRAWN } from './schema.js';
+import type { Q } from './sql.js';
+
+const IDENTITY = `SELECT (SELECT system_identifier::text FROM pg_control_system()) AS sys,
+  (SELECT timeline_id FROM pg_control_checkpoint()) AS tl, ${DRAWN} AS last FROM pithos_seq`;
+const SEQUENCE = `SELECT ${DRAWN} AS last FROM pithos_seq`;
+
+export class History {
+  private identity: string | undefined;
+  /** False on a database without pg_control_* (CockroachDB, YugabyteDB): the sequence is checked alone. */
+  private withIdentity = true;
+
+  constructor(private readonly q: Q, private readonly log: (level: 'info' | 'warn' | 'error', msg: string) => void) {}
+
+  /**
+   * Whether history changed since the last check, given that this node
+   * published up to `published`. When it did, the sequence has been
+   * re-based above `published` before this resolves.
+   */
+  async changed(published: number): Promise<boolean> {
+    let row: Record<string, unknown>;
+    try {
+      row = (await this.q.query(this.withIdentity ? IDENTITY : SEQUENCE))[0];
+    } catch (err) {
+      if ((err as { code?: unknown })?.code !== '42883' || !this.withIdentity) throw err;
+      this.withIdentity = false;
+      row = (await this.q.query(SEQUENCE))[0];
+    }
+    const last = Number(row.last);
+    const id = this.withIdentity ? `system ${String(row.sys)}, timeline ${String(row.tl)}` : undefined;
+    const was = this.identity;
+    this.identity = id;
+    const otherIdentity = was !== undefined && id !== was;
+    const behind = last < published;
+    if (!otherIdentity && !behind) return false;
+    await this.q.query(`SELECT setval('pithos_seq', greatest((SELECT ${DRAWN} FROM pithos_seq), $1::int8, 1))`, [published]);
+    this.log('warn', `shared store: the database's history changed (${otherIdentity ? `${was} is now ${id}` : `the sequence is at ${last}, below ${published} already published`}); ` +
+      `positions re-based above ${published}, watchers told to reset`);
+    return true;
+  }
+}
