@@ -42,8 +42,10 @@ test('history set back (changes deleted, sequence rewound): watchers get reset, 
   assert.equal(lock.status, 201, lock.raw);
   const fence = lock.body.data.fence as number;
   expectSuccess(await n.req('DELETE', '/locks/L', { token: lock.body.data.token }), 200, 'lock deleted successfully');
-  await w.until(() => w.events.filter((e) => e.event === 'put').length >= 5, 20_000, 'the five puts on the feed');
   const published = Math.max(fence, ...versions);
+  // Published means on the feed: wait until the node has delivered everything up to the lock's changes.
+  const delivered = (): number => Math.max(0, ...w.events.map((e) => Number((JSON.parse(e.data) as { version?: number }).version ?? 0)));
+  await w.until(() => w.events.filter((e) => e.event === 'put').length >= 5 && delivered() >= published, 20_000, 'the writes and the lock on the feed');
   // The rewind: as a restore to before the second write would leave it.
   const back = versions[0];
   await adminQuery(url, `DELETE FROM pithos_changes WHERE pos > ${back}; SELECT setval('pithos_seq', ${back})`);

@@ -215,7 +215,10 @@ test('item 11: PUT, PUT, CONNECT pipelined then SIGTERM: the engine is closed ("
       `CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n`;
     const sock = net.connect(s.port, '127.0.0.1');
     sock.on('error', () => {});
-    sock.on('data', () => {});
+    let answers = '';
+    sock.on('data', (d: Buffer) => {
+      answers += d.toString('latin1');
+    });
     await new Promise<void>((r) => sock.on('connect', () => r()));
     sock.write(bytes);
     await new Promise((r) => setTimeout(r, 50));
@@ -226,8 +229,13 @@ test('item 11: PUT, PUT, CONNECT pipelined then SIGTERM: the engine is closed ("
     const out = s.history.at(-1)!.stdout + s.history.at(-1)!.stderr;
     assert.match(out, /stopped cleanly/, out);
     assert.ok(!existsSync(path.join(s.dataDir, 'LOCK')), 'LOCK must be removed');
+    // Every PUT the drain answered is there after the restart. The second may or may not
+    // have been read before the SIGTERM landed, so only what was acknowledged is required.
+    const acked = (answers.match(/^HTTP\/1\.1 201 /gm) ?? []).length;
     await s.spawn();
-    expectSuccess(await s.req('GET', '/records/b'), 200, 'record queried successfully', { b: 1 });
+    for (const id of ['a', 'b'].slice(0, acked)) {
+      expectSuccess(await s.req('GET', `/records/${id}`), 200, 'record queried successfully', { [id]: 1 });
+    }
   } finally {
     await s.close();
   }
@@ -349,7 +357,7 @@ test('a path that matches a route once some segments are one name: the 404 says 
   expectError(await srv.req('GET', '/variants/x/y/z'), 404, `no endpoint at GET /variants/x/y/z${hint('GET', '/variants/x%2Fy%2Fz')}`);
   expectError(await srv.req('POST', '/tables/a/b/rows', '{"rows":{}}'), 404, `no endpoint at POST /tables/a/b/rows${hint('POST', '/tables/a%2Fb/rows')}`);
   // Route words are not taken for part of a name; paths that match nothing either way get no hint.
-  expectError(await srv.req('GET', '/tables/users/rows/7'), 404, 'no endpoint at GET /tables/users/rows/7');
+  expectError(await srv.req('GET', '/tables/users/query/7'), 404, 'no endpoint at GET /tables/users/query/7');
   expectError(await srv.req('GET', '/no/such/path'), 404, 'no endpoint at GET /no/such/path');
   expectError(await srv.req('GET', '/records/a/'), 404, 'no endpoint at GET /records/a/');
   // Nothing was written under either spelling.
