@@ -157,6 +157,9 @@ export class PgLists implements ListStore {
         await q.query('DELETE FROM pithos_list_items WHERE name = $1', [name]);
         const u = await q.query(`UPDATE pithos_lists SET head = 0, tail = $2, expires_at = ${q.expiry('$3')}, version = ${NEXT}
           WHERE name = $1 RETURNING 1`, [name, texts.length, ttl]);
+        // A list committed by another writer after lockList looked (its items may have been
+        // left out of the DELETE above): this row is now locked by us, so look again.
+        if (h === undefined && u.length > 0) continue;
         if (u.length === 0) {
           const c = await q.query(`INSERT INTO pithos_lists (name, head, tail, expires_at, version) VALUES ($1, 0, $2, ${q.expiry('$3')}, ${NEXT})
             ON CONFLICT (name) DO NOTHING RETURNING 1`, [name, texts.length, ttl]);

@@ -43,6 +43,8 @@ export class Primary {
   private closed = false;
   private lastReason = '';
   private waiters: Array<() => void> = [];
+  /** Start-up's refusal: a database that answers but will never let this node in. */
+  private refused: Array<(err: Error) => void> = [];
 
   constructor(
     private readonly makeClient: () => Client,
@@ -60,7 +62,10 @@ export class Primary {
   /** Resolves once a writable primary has answered (start-up waits on it). */
   whenUp(): Promise<void> {
     if (this.state === 'up') return Promise.resolve();
-    return new Promise((r) => this.waiters.push(r));
+    return new Promise((resolve, reject) => {
+      this.waiters.push(resolve);
+      this.refused.push(reject);
+    });
   }
 
   /** Why the last check failed ('' when it did not). */
@@ -107,6 +112,7 @@ export class Primary {
     this.drop();
     for (const w of this.waiters) w();
     this.waiters = [];
+    this.refused = [];
   }
 
   private reschedule(ms: number): void {
@@ -158,6 +164,7 @@ export class Primary {
       this.drop();
       // The next connection tries the next host of the list (the preferred one is stuck or not a primary).
       this.loc.failed(endpoint);
+      if (this.state === 'starting' && isMisconfigured(err)) return this.refuse(err as Error);
       this.failed((err as Error)?.message ?? String(err));
     } finally {
       clearTimeout(timer);
@@ -184,6 +191,22 @@ export class Primary {
     }
     for (const w of this.waiters) w();
     this.waiters = [];
+    this.refused = [];
+  }
+
+  /**
+   * A server that answers that the database does not exist, or that this
+   * role may not log in, will not change its mind by waiting: start-up fails
+   * with its message (main.ts then undoes what the start created), where an
+   * unreachable server or a standby is waited for.
+   */
+  private refuse(err: Error): void {
+    const refused = this.refused;
+    this.waiters = [];
+    this.refused = [];
+    this.closed = true;
+    clearTimeout(this.timer);
+    for (const r of refused) r(new Error(`shared store: ${err.message}`));
   }
 
   private failed(why: string): void {
@@ -202,3 +225,9 @@ export class Primary {
  * this only keeps a failure that comes after the deadline from going unhandled.
  */
 function raced(): void {}
+
+/** SQLSTATEs of a database that refuses this node for good: no such database (3D000), bad login (28000, 28P01). */
+function isMisconfigured(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === '3D000' || code === '28000' || code === '28P01';
+}
