@@ -457,6 +457,13 @@ function describe(res: Res, what: string): string {
  * Assert a success envelope: HTTP status, `status: "success"`, exact message, exact data
  * (deep equality) — or, when `data` is not given, that the field `data` is absent.
  */
+/** The version an answer's ETag carries (`"<n>"`, docs/api.md "Versions and conditional writes"); asserts the form. */
+export function etag(r: { headers: Record<string, unknown> }): number {
+  const t = String(r.headers.etag);
+  assert.match(t, /^"\d+"$/, `ETag ${t}`);
+  return Number(t.slice(1, -1));
+}
+
 export function expectSuccess(res: Res, status: number, message: string, data: unknown = NO_DATA): void {
   assert.equal(res.status, status, describe(res, `expected HTTP ${status} "${message}"`));
   assert.equal(res.headers['content-type'], JSON_CT, describe(res, 'content-type'));

@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { PithosServer, expectError, expectSuccess, pool, sleep, uniq } from '../helpers/server.js';
+import { PithosServer, expectError, expectSuccess, pool, sleep, uniq, etag } from '../helpers/server.js';
 import { watch } from '../helpers/sse.js';
 
 let srv: PithosServer;
@@ -19,12 +19,6 @@ before(async () => {
 after(async () => {
   await srv?.close();
 });
-
-const etag = (r: { headers: Record<string, unknown> }): number => {
-  const t = String(r.headers.etag);
-  assert.match(t, /^"\d+"$/, `ETag ${t}`);
-  return Number(t.slice(1, -1));
-};
 
 /** A new table holding `rows`, inserted in order (t_ids 1..n). */
 async function table(rows: Record<string, unknown>[]): Promise<string> {

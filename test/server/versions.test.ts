@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { PithosServer, expectError, expectSuccess, pool, uniq, onlyLog } from '../helpers/server.js';
+import { PithosServer, expectError, expectSuccess, pool, uniq, onlyLog, etag } from '../helpers/server.js';
 import { watch } from '../helpers/sse.js';
 
 let srv: PithosServer;
@@ -17,12 +17,6 @@ before(async () => {
 after(async () => {
   await srv?.close();
 });
-
-const etag = (r: { headers: Record<string, unknown> }): number => {
-  const t = String(r.headers.etag);
-  assert.match(t, /^"\d+"$/, `ETag ${t}`);
-  return Number(t.slice(1, -1));
-};
 
 test('GET of a record and a variant carries ETag "<version>"; every write moves it forward', async () => {
   const r = uniq('r');

@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
-import { PithosServer, STORE, expectError, expectSuccess, pool, seg, uniq } from '../helpers/server.js';
+import { PithosServer, STORE, expectError, expectSuccess, pool, seg, uniq, etag } from '../helpers/server.js';
 import { watch } from '../helpers/sse.js';
 
 const skip = STORE === 'postgres' ? 'the PostgreSQL store does not keep sorted sets yet' : false;
@@ -21,12 +21,6 @@ before(async () => {
 after(async () => {
   await srv?.close();
 });
-
-const etag = (r: { headers: Record<string, unknown> }): number => {
-  const t = String(r.headers.etag);
-  assert.match(t, /^"\d+"$/, `ETag ${t}`);
-  return Number(t.slice(1, -1));
-};
 
 const byteOrder = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
 /** Redis order: score ascending, ties by member in byte order. */
