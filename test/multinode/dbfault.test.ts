@@ -241,7 +241,8 @@ test('a read-only database (a demoted primary, SQLSTATE 25006): 503 with Retry-A
     assert.match(metrics, /^pithos_store_ready 0$/m);
     await admin(c, 'ALTER SYSTEM RESET default_transaction_read_only', 'SELECT pg_reload_conf()');
     await until(() => load.acked.length >= 60, 30_000, 'writes after the database accepts writes again');
-    for (const n of nodes) await until(() => n.stdout.includes('database reachable again'), 10_000, 'the node to see the primary back');
+    // Only what the node logged since this fault: an earlier test's recovery is in its stdout too.
+    for (const [i, n] of nodes.entries()) await until(() => n.stdout.slice(stdoutAt[i]).includes('database reachable again'), 10_000, 'the node to see the primary back');
     for (const n of nodes) assert.equal(await probe(n), 200, `/readyz once writable again: ${n.stdout.slice(-600)} ${n.stderr.slice(-1500)}`);
     await load.end();
     assert.ok((during.get(503) ?? 0) > 0, `no 503 while read-only: ${JSON.stringify([...during])}`);
@@ -302,6 +303,7 @@ test('a frozen database (SIGSTOP): every request answers within the bound + 1 s 
   try {
     await until(() => load.acked.length >= 30, 30_000, 'writes before the freeze');
     const readers = { slowest: 0, statuses: new Map<number, number>() };
+    const stdoutAt = nodes.map((n) => n.stdout.length);
     const pids = c.freeze();
     const frozenAt = Date.now();
     let ready: number[] = [];
@@ -328,7 +330,8 @@ test('a frozen database (SIGSTOP): every request answers within the bound + 1 s 
   const acked = load.acked.length;
   await until(() => load.acked.length >= acked + 30, 30_000, 'writes after SIGCONT');
   const resumedMs = Date.now() - thawedAt;
-  for (const n of nodes) await until(() => n.stdout.includes('database reachable again'), 10_000, 'the node to see the primary back');
+  // Only what the node logged since the freeze: an earlier test's recovery is in its stdout too.
+  for (const [i, n] of nodes.entries()) await until(() => n.stdout.slice(stdoutAt[i]).includes('database reachable again'), 10_000, 'the node to see the primary back');
   for (const n of nodes) assert.equal(await probe(n), 200, '/readyz after SIGCONT');
   await load.end();
   process.stdout.write(`# frozen ${frozenFor} ms: writes ${JSON.stringify([...during])}, reads ${JSON.stringify([...readers.statuses])}, ` +

@@ -211,7 +211,7 @@ export class PgChanges implements ChangeFeed {
     this.running = this.round()
       .catch((err: unknown) => {
         // The database away is logged by Db once, not every round; the next round tries again.
-        if (!(err instanceof StoreError && err.kind === 'unavailable')) {
+        if (!(err instanceof StoreError && (err.kind === 'unreachable' || err.kind === 'unavailable'))) {
           this.db.opts.log('warn', `change feed: a poll failed: ${String((err as Error)?.message ?? err)}; the next round tries again`);
         }
       })
