@@ -6,13 +6,12 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { PithosServer, STORE, expectError, expectSuccess, uniq } from '../helpers/server.js';
+import { PithosServer, expectError, expectSuccess, uniq } from '../helpers/server.js';
 
-const skip = STORE === 'postgres' ? 'the PostgreSQL store does not keep sets or sorted sets yet' : false;
 
 let srv: PithosServer;
 before(async () => {
-  if (skip === false) srv = await PithosServer.start({ fsync: 'never' });
+  srv = await PithosServer.start({ fsync: 'never' });
 });
 after(async () => {
   await srv?.close();
@@ -20,7 +19,7 @@ after(async () => {
 
 const DONE = 'transaction execute successfully';
 
-test('mutations on sets and sorted sets apply in order and answer as the single operations do', { skip }, async () => {
+test('mutations on sets and sorted sets apply in order and answer as the single operations do', async () => {
   const [s, z, v] = [uniq('s'), uniq('z'), uniq('v')];
   const r = await srv.req('POST', '/txns', {
     mutations: [
@@ -42,7 +41,7 @@ test('mutations on sets and sorted sets apply in order and answer as the single 
   expectSuccess(await srv.req('GET', `/zsets/${z}/members/x`), 200, 'zset member queried successfully', { score: 6, rank: 1, rev_rank: 0 });
 });
 
-test('checks: set contains and count, zset score and count, exists; a failed check changes nothing', { skip }, async () => {
+test('checks: set contains and count, zset score and count, exists; a failed check changes nothing', async () => {
   const [s, z] = [uniq('s'), uniq('z')];
   await srv.req('PUT', `/sets/${s}`, { set: ['a', 'b'] });
   await srv.req('PUT', `/zsets/${z}`, { zset: { m: 10, n: 3 } });
@@ -66,7 +65,7 @@ test('checks: set contains and count, zset score and count, exists; a failed che
   expectSuccess(await srv.req('GET', `/zsets/${z}/members/m`), 200, 'zset member queried successfully', { score: 0, rank: 0, rev_rank: 1 });
 });
 
-test('all or nothing: a failing later mutation leaves earlier set and zset mutations unapplied', { skip }, async () => {
+test('all or nothing: a failing later mutation leaves earlier set and zset mutations unapplied', async () => {
   const [s, z] = [uniq('s'), uniq('z')];
   await srv.req('PUT', `/zsets/${z}`, { zset: { big: 1e308 } });
   const v = (await srv.req('GET', `/zsets/${z}`)).headers.etag;
@@ -86,7 +85,7 @@ test('all or nothing: a failing later mutation leaves earlier set and zset mutat
   expectError(await srv.req('GET', `/sets/${s}`), 404);
 });
 
-test('bad mutations and checks are 400 naming their index and field', { skip }, async () => {
+test('bad mutations and checks are 400 naming their index and field', async () => {
   const cases: Array<[unknown, unknown, string | RegExp]> = [
     [{ kind: 'set', name: 's', operation: 'INCR' }, undefined, "mutation 0: field 'operation' must be one of ADD, REMOVE for a set, not 'INCR'"],
     [{ kind: 'set', name: 's', operation: 'ADD', members: [] }, undefined, "mutation 0: field 'members' must not be empty"],

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
-import { PithosServer, expectError, expectSuccess, onlyLog, pool, sleep, uniq, type Res } from '../helpers/server.js';
+import { PithosServer, expectError, expectSuccess, pool, sleep, uniq, type Res } from '../helpers/server.js';
 import { watch } from '../helpers/sse.js';
 
 let srv: PithosServer;
@@ -321,8 +321,7 @@ test('bad input: 400 naming the field, and nothing changes', async () => {
   assert.deepEqual(await items(n), ['a', 'b', 'c']);
 });
 
-test('change feed: kind list, one put event per operation with op and, with values=true, its arguments and result',
-  { skip: onlyLog('the shared store\'s change feed does not capture lists') }, async () => {
+test('change feed: kind list, one put event per operation with op and, with values=true, its arguments and result', async () => {
   const n = uniq('feed');
   const w = watch({ port: srv.port, token: srv.token, query: `kind=list&prefix=${n}&values=true` });
   await w.opened;
@@ -353,10 +352,14 @@ test('change feed: kind list, one put event per operation with op and, with valu
   const w2 = watch({ port: srv.port, token: srv.token, query: `kind=list&prefix=${n}` });
   await w2.opened;
   await push(n, { values: [1] });
-  await w2.until(() => w2.events.length >= 1, 10_000, 'one event');
+  // A new lifetime alone is a put with neither op nor value.
+  await srv.req('PATCH', `/lists/${n}`, { ttl: 100 });
+  await w2.until(() => w2.events.length >= 2, 10_000, 'two events');
   w2.close();
   const e = JSON.parse(w2.events[0].data);
   assert.deepEqual({ ...e, version: 0 }, { kind: 'list', name: n, version: 0, op: 'push' });
+  assert.equal(w2.events[1].event, 'put');
+  assert.deepEqual({ ...JSON.parse(w2.events[1].data), version: 0 }, { kind: 'list', name: n, version: 0 });
 });
 
 // ---- blocking pops -------------------------------------------------------------------------

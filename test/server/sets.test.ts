@@ -9,14 +9,13 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
-import { PithosServer, STORE, expectError, expectSuccess, pool, seg, uniq, etag } from '../helpers/server.js';
+import { PithosServer, expectError, expectSuccess, pool, seg, uniq, etag } from '../helpers/server.js';
 import { watch } from '../helpers/sse.js';
 
-const skip = STORE === 'postgres' ? 'the PostgreSQL store does not keep sets yet' : false;
 
 let srv: PithosServer;
 before(async () => {
-  if (skip === false) srv = await PithosServer.start({ fsync: 'never' });
+  srv = await PithosServer.start({ fsync: 'never' });
 });
 after(async () => {
   await srv?.close();
@@ -25,7 +24,7 @@ after(async () => {
 /** UTF-8 byte order, which is the order a set lists its members in. */
 const byteOrder = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
-test('PUT takes an array or an object of member → true; GET lists every member in byte order', { skip }, async () => {
+test('PUT takes an array or an object of member → true; GET lists every member in byte order', async () => {
   const s = uniq('s');
   // Byte order differs from UTF-16 order for U+FFxx against characters above U+FFFF.
   const members = ['b', 'a', '', 'é', '\uff01', '😀', 'a\u0000b', 'a\u0001', 'A', 'ab'];
@@ -41,7 +40,7 @@ test('PUT takes an array or an object of member → true; GET lists every member
   expectSuccess(await srv.req('GET', `/sets/${s}`), 200, 'set queried successfully', { members: [], count: 0, next: null });
 });
 
-test('pages: limit and after walk every member once, in order; next is null on the last page', { skip }, async () => {
+test('pages: limit and after walk every member once, in order; next is null on the last page', async () => {
   const s = uniq('s');
   const members = Array.from({ length: 257 }, (_, i) => `m${(i * 7919) % 1000}-${i % 3 === 0 ? 'é' : ''}`);
   await srv.req('PUT', `/sets/${s}`, { set: members });
@@ -64,7 +63,7 @@ test('pages: limit and after walk every member once, in order; next is null on t
   expectError(await srv.req('GET', `/sets/${s}?lim=3`), 400, /unknown query parameter 'lim'/);
 });
 
-test('add and remove answer exact counts; contains answers in the order asked', { skip }, async () => {
+test('add and remove answer exact counts; contains answers in the order asked', async () => {
   const s = uniq('s');
   expectSuccess(await srv.req('POST', `/sets/${s}/add`, { members: ['a', 'b', 'a'] }), 200, 'set members added successfully', { added: 2, count: 2 });
   expectSuccess(await srv.req('POST', `/sets/${s}/add`, { members: ['b', 'c'] }), 200, 'set members added successfully', { added: 1, count: 3 });
@@ -83,7 +82,7 @@ test('add and remove answer exact counts; contains answers in the order asked', 
   expectError(await srv.req('PATCH', `/sets/${m}`, { ttl: 5 }), 404, `set '${m}' does not exist`);
 });
 
-test('combine: union, inter, diff (a missing set is empty); store replaces its target in one step', { skip }, async () => {
+test('combine: union, inter, diff (a missing set is empty); store replaces its target in one step', async () => {
   const [a, b, c, none, out] = [uniq('a'), uniq('b'), uniq('c'), uniq('none'), uniq('out')];
   await srv.req('PUT', `/sets/${a}`, { set: ['1', '2', '3', 'é'] });
   await srv.req('PUT', `/sets/${b}`, { set: ['2', '3', '4'] });
@@ -111,7 +110,7 @@ test('combine: union, inter, diff (a missing set is empty); store replaces its t
   expectError(await comb({ op: 'union' }), 400, /field 'with' is required/);
 });
 
-test('bad input is 400 naming the field, and changes nothing', { skip }, async () => {
+test('bad input is 400 naming the field, and changes nothing', async () => {
   const s = uniq('s');
   await srv.req('PUT', `/sets/${s}`, { set: ['keep'] });
   const v = etag(await srv.req('GET', `/sets/${s}`));
@@ -151,7 +150,7 @@ test('bad input is 400 naming the field, and changes nothing', { skip }, async (
   expectError(await srv.req('GET', `/sets/${'x'.repeat(256)}`), 400, /set name must be at most 255 bytes/);
 });
 
-test('versions: ETag moves on every write; if_version / If-Match / if_absent / If-None-Match refuse with 412 and write nothing', { skip }, async () => {
+test('versions: ETag moves on every write; if_version / If-Match / if_absent / If-None-Match refuse with 412 and write nothing', async () => {
   const s = uniq('s');
   expectError(await srv.req('PUT', `/sets/${s}`, { set: ['a'], if_version: 3 }), 412, `set '${s}' does not exist (expected version 3)`);
   expectSuccess(await srv.req('PUT', `/sets/${s}`, { set: ['a'] }, { 'If-None-Match': '*' }), 201, 'set created successfully');
@@ -175,7 +174,7 @@ test('versions: ETag moves on every write; if_version / If-Match / if_absent / I
   expectError(await srv.req('GET', `/sets/${s}`), 404);
 });
 
-test('ttl on PUT and PATCH ttl: the set and its members expire together; add creates without expiry', { skip }, async () => {
+test('ttl on PUT and PATCH ttl: the set and its members expire together; add creates without expiry', async () => {
   const s = uniq('s');
   await srv.req('PUT', `/sets/${s}`, { set: ['a', 'b'], ttl: 10 });
   let l = await srv.req('GET', `/sets?prefix=${s}`);
@@ -203,7 +202,7 @@ test('ttl on PUT and PATCH ttl: the set and its members expire together; add cre
   expectSuccess(await srv.req('GET', `/sets/${s}`), 200, 'set queried successfully', { members: ['p'], count: 1, next: null });
 });
 
-test('listing GET /sets: byte order, prefix, limit, after; each kind is its own namespace; health counts sets', { skip }, async () => {
+test('listing GET /sets: byte order, prefix, limit, after; each kind is its own namespace; health counts sets', async () => {
   const p = uniq('L');
   const h0 = (await srv.req('GET', '/health')).body.data.key_count as number;
   for (const n of ['b', 'a', 'c']) await srv.req('PUT', `/sets/${p}${n}`, { set: Array.from({ length: n.charCodeAt(0) - 96 }, (_, i) => `${i}`) });
@@ -225,7 +224,7 @@ test('listing GET /sets: byte order, prefix, limit, after; each kind is its own 
   expectError(await srv.req('GET', `/sets?bogus=1`), 400, /unknown query parameter 'bogus'/);
 });
 
-test('the /set/<key> spelling: PUT either shape, GET {"set": [...]}, DELETE', { skip }, async () => {
+test('the /set/<key> spelling: PUT either shape, GET {"set": [...]}, DELETE', async () => {
   const s = uniq('s');
   expectSuccess(await srv.req('PUT', `/set/${s}`, { set: { b: true, a: true }, ttl: 0 }), 201, 'set created successfully');
   const g = await srv.req('GET', `/set/${s}`);
@@ -238,7 +237,7 @@ test('the /set/<key> spelling: PUT either shape, GET {"set": [...]}, DELETE', { 
   expectError(await srv.req('GET', `/set/${s}`), 404, `set '${s}' does not exist`);
 });
 
-test('change feed: kind set; a whole write is put, an element operation is put with op, never the whole set', { skip }, async () => {
+test('change feed: kind set; a whole write is put, an element operation is put with op, never the whole set', async () => {
   const s = uniq('feed');
   const w = watch({ port: srv.port, token: srv.token, query: `kind=set&prefix=${s}&values=true` });
   await w.opened;
@@ -266,7 +265,7 @@ test('change feed: kind set; a whole write is put, an element operation is put w
   assert.deepEqual(w2.events.map((e) => JSON.parse(e.data).kind), ['variant']);
 });
 
-test('concurrent adds of overlapping members: the added counts sum to the final count', { skip }, async () => {
+test('concurrent adds of overlapping members: the added counts sum to the final count', async () => {
   const s = uniq('conc');
   const batches = Array.from({ length: 40 }, (_, i) => Array.from({ length: 20 }, (_, j) => `m${(i * 7 + j * 3) % 200}`));
   const results = await pool(batches, 16, (members) => srv.req('POST', `/sets/${s}/add`, { members }));
@@ -282,7 +281,7 @@ test('concurrent adds of overlapping members: the added counts sum to the final 
   assert.deepEqual(g.body.data.members, [...all].sort(byteOrder));
 });
 
-test('random sequences of set operations answer as a plain in-memory model does', { skip }, async () => {
+test('random sequences of set operations answer as a plain in-memory model does', async () => {
   const member = fc.constantFrom('a', 'b', 'c', 'é', '', 'a\u0000', '😀', '\uff01', 'long'.repeat(20));
   const members = fc.array(member, { minLength: 1, maxLength: 5 });
   const op = fc.oneof(
@@ -337,7 +336,7 @@ test('random sequences of set operations answer as a plain in-memory model does'
   }), { numRuns: 40 });
 });
 
-test('sets survive SIGKILL: every acknowledged add and remove is there after a restart', { skip }, async () => {
+test('sets survive SIGKILL: every acknowledged add and remove is there after a restart', async () => {
   const s = await PithosServer.start({ fsync: 'always' });
   try {
     const name = uniq('crash');

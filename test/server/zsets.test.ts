@@ -9,14 +9,13 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
-import { PithosServer, STORE, expectError, expectSuccess, pool, seg, uniq, etag } from '../helpers/server.js';
+import { PithosServer, expectError, expectSuccess, pool, seg, uniq, etag } from '../helpers/server.js';
 import { watch } from '../helpers/sse.js';
 
-const skip = STORE === 'postgres' ? 'the PostgreSQL store does not keep sorted sets yet' : false;
 
 let srv: PithosServer;
 before(async () => {
-  if (skip === false) srv = await PithosServer.start({ fsync: 'never' });
+  srv = await PithosServer.start({ fsync: 'never' });
 });
 after(async () => {
   await srv?.close();
@@ -27,7 +26,7 @@ const byteOrder = (a: string, b: string): number => Buffer.compare(Buffer.from(a
 const zorder = (a: [string, number], b: [string, number]): number => a[1] - b[1] || byteOrder(a[0], b[0]);
 const items = (pairs: Array<[string, number]>) => pairs.map(([member, score]) => ({ member, score }));
 
-test('PUT, then GET by rank: score order, ties by member bytes; rev; negative ranks', { skip }, async () => {
+test('PUT, then GET by rank: score order, ties by member bytes; rev; negative ranks', async () => {
   const z = uniq('z');
   const zset = { b: 2, a: 2, c: 1.5, d: -3, '😀': 2, '\uff01': 2, e: 1e300 };
   expectSuccess(await srv.req('PUT', `/zsets/${z}`, { zset }), 201, 'zset created successfully');
@@ -44,7 +43,7 @@ test('PUT, then GET by rank: score order, ties by member bytes; rev; negative ra
   expectSuccess(await get(''), 200, 'zset queried successfully', { items: [], count: 0 });
 });
 
-test('GET by score: inclusive and exclusive bounds, infinities, offset and limit, rev', { skip }, async () => {
+test('GET by score: inclusive and exclusive bounds, infinities, offset and limit, rev', async () => {
   const z = uniq('z');
   const pairs: Array<[string, number]> = [['a', 1], ['b', 2], ['c', 2], ['d', 3], ['e', 4.5], ['f', -1]];
   await srv.req('PUT', `/zsets/${z}`, { zset: Object.fromEntries(pairs) });
@@ -83,7 +82,7 @@ test('GET by score: inclusive and exclusive bounds, infinities, offset and limit
   expectError(await srv.req('GET', `/zsets/${z}?color=red`), 400, /unknown query parameter 'color'/);
 });
 
-test('add: upsert, nx, xx, gt, lt, with exact added / updated counts; create false', { skip }, async () => {
+test('add: upsert, nx, xx, gt, lt, with exact added / updated counts; create false', async () => {
   const z = uniq('z');
   const add = (members: Record<string, number>, mode?: string) => srv.req('POST', `/zsets/${z}/add`, mode === undefined ? { members } : { members, mode });
   const A = 'zset members added successfully';
@@ -101,7 +100,7 @@ test('add: upsert, nx, xx, gt, lt, with exact added / updated counts; create fal
   expectError(await srv.req('GET', `/zsets/${m}`), 404, `zset '${m}' does not exist`);
 });
 
-test('incr: a missing member starts at 0; a non-finite result is 409 and changes nothing', { skip }, async () => {
+test('incr: a missing member starts at 0; a non-finite result is 409 and changes nothing', async () => {
   const z = uniq('z');
   const incr = (member: string, delta: number) => srv.req('POST', `/zsets/${z}/incr`, { member, delta });
   expectSuccess(await incr('a', 2.5), 200, 'zset member incremented successfully', { score: 2.5 });
@@ -115,7 +114,7 @@ test('incr: a missing member starts at 0; a non-finite result is 409 and changes
   expectSuccess(await srv.req('GET', `/zsets/${z}/members/b`), 200, 'zset member queried successfully', { score: 1e308, rank: 1, rev_rank: 0 });
 });
 
-test('member: score, rank and rev_rank; 404 for a non-member; members with any characters', { skip }, async () => {
+test('member: score, rank and rev_rank; 404 for a non-member; members with any characters', async () => {
   const z = uniq('z');
   const pairs: Array<[string, number]> = [['a', 1], ['b/c', 2], ['', 0], ['sp ace', 2], ['é', 3], ['x\u0001', 3]];
   await srv.req('PUT', `/zsets/${z}`, { zset: Object.fromEntries(pairs) });
@@ -130,7 +129,7 @@ test('member: score, rank and rev_rank; 404 for a non-member; members with any c
   expectError(await srv.req('GET', `/zsets/${z}/members/%E0%A4`), 400, 'member is not valid percent-encoded UTF-8');
 });
 
-test('remove: exact counts, duplicates once; the sorted set stays when emptied', { skip }, async () => {
+test('remove: exact counts, duplicates once; the sorted set stays when emptied', async () => {
   const z = uniq('z');
   await srv.req('PUT', `/zsets/${z}`, { zset: { a: 1, b: 2, c: 3 } });
   expectSuccess(await srv.req('POST', `/zsets/${z}/remove`, { members: ['a', 'a', 'q'] }), 200, 'zset members removed successfully', { removed: 1, count: 2 });
@@ -141,7 +140,7 @@ test('remove: exact counts, duplicates once; the sorted set stays when emptied',
   expectError(await srv.req('POST', `/zsets/${m}/remove`, { members: ['a'] }), 404, `zset '${m}' does not exist`);
 });
 
-test('bad input is 400 naming the field, and changes nothing', { skip }, async () => {
+test('bad input is 400 naming the field, and changes nothing', async () => {
   const z = uniq('z');
   await srv.req('PUT', `/zsets/${z}`, { zset: { keep: 1 } });
   const v = etag(await srv.req('GET', `/zsets/${z}`));
@@ -176,7 +175,7 @@ test('bad input is 400 naming the field, and changes nothing', { skip }, async (
   assert.equal(etag(g), v, 'nothing was written');
 });
 
-test('versions and conditional writes on every write', { skip }, async () => {
+test('versions and conditional writes on every write', async () => {
   const z = uniq('z');
   expectError(await srv.req('PUT', `/zsets/${z}`, { zset: { a: 1 }, if_version: 1 }), 412, `zset '${z}' does not exist (expected version 1)`);
   expectSuccess(await srv.req('PUT', `/zsets/${z}`, { zset: { a: 1 }, if_absent: true }), 201, 'zset created successfully');
@@ -194,7 +193,7 @@ test('versions and conditional writes on every write', { skip }, async () => {
   assert.ok(etag(await srv.req('GET', `/zsets/${z}`)) > v2);
 });
 
-test('ttl, PATCH ttl, listing GET /zsets, health, the /zset/<key> spelling', { skip }, async () => {
+test('ttl, PATCH ttl, listing GET /zsets, health, the /zset/<key> spelling', async () => {
   const p = uniq('ZL');
   const h0 = (await srv.req('GET', '/health')).body.data.key_count as number;
   await srv.req('PUT', `/zsets/${p}a`, { zset: { x: 1, y: 2 }, ttl: 20 });
@@ -221,7 +220,7 @@ test('ttl, PATCH ttl, listing GET /zsets, health, the /zset/<key> spelling', { s
   expectError(await srv.req('GET', `/zset/${p}c`), 404, `zset '${p}c' does not exist`);
 });
 
-test('change feed: kind zset, op add / incr / remove with arguments and result', { skip }, async () => {
+test('change feed: kind zset, op add / incr / remove with arguments and result', async () => {
   const z = uniq('zfeed');
   const w = watch({ port: srv.port, token: srv.token, query: `kind=zset&prefix=${z}&values=true` });
   await w.opened;
@@ -243,7 +242,7 @@ test('change feed: kind zset, op add / incr / remove with arguments and result',
   assert.deepEqual(ev[3][1].value, { members: ['b'], removed: 1, count: 1 });
 });
 
-test('concurrent increments of one member are exact; concurrent adds count each new member once', { skip }, async () => {
+test('concurrent increments of one member are exact; concurrent adds count each new member once', async () => {
   const z = uniq('zc');
   const n = 200;
   const rs = await pool(Array.from({ length: n }, (_, i) => i), 24, (i) => srv.req('POST', `/zsets/${z}/incr`, { member: i % 2 === 0 ? 'even' : 'odd', delta: 0.5 }));
@@ -259,7 +258,7 @@ test('concurrent increments of one member are exact; concurrent adds count each 
   assert.equal((await srv.req('GET', `/zsets/${z}?start=0&stop=0`)).body.data.count, 52);
 });
 
-test('random sequences of zset operations answer as a plain in-memory model does', { skip }, async () => {
+test('random sequences of zset operations answer as a plain in-memory model does', async () => {
   const member = fc.constantFrom('a', 'b', 'c', 'é', '', '😀', '\uff01', 'a\u0000');
   const score = fc.constantFrom(-2, -0.5, 0, 1, 1, 2, 3.25, 1e10);
   const op = fc.oneof(
@@ -349,7 +348,7 @@ test('random sequences of zset operations answer as a plain in-memory model does
   }), { numRuns: 40 });
 });
 
-test('writes that land while a large sorted set\'s order is built after a restart are all in it', { skip }, async () => {
+test('writes that land while a large sorted set\'s order is built after a restart are all in it', async () => {
   const s = await PithosServer.start({ fsync: 'never' });
   try {
     const z = uniq('zbuild');
@@ -372,7 +371,7 @@ test('writes that land while a large sorted set\'s order is built after a restar
   }
 });
 
-test('sorted sets survive SIGKILL: acknowledged increments are there after a restart, ranks rebuilt', { skip }, async () => {
+test('sorted sets survive SIGKILL: acknowledged increments are there after a restart, ranks rebuilt', async () => {
   const s = await PithosServer.start({ fsync: 'always' });
   try {
     const z = uniq('zcrash');

@@ -71,7 +71,7 @@ const ended = (open: readonly number[], s: Snapshot): boolean =>
  */
 const SELECT_PAGE = `
   WITH f AS (SELECT floor FROM pithos_feed WHERE id = 1),
-  c AS (SELECT pos, version, type, kind, name, t_id, value,
+  c AS (SELECT pos, version, type, kind, name, t_id, value, op,
                sum(coalesce(octet_length(value), 0)) OVER (ORDER BY pos) - coalesce(octet_length(value), 0) AS before_bytes
         FROM pithos_changes WHERE pos > $1 AND pos <= $2 AND ($3 OR type <> 'expire') ORDER BY pos LIMIT ${PAGE_ROWS}),
   n AS (SELECT count(*) AS n FROM c)
@@ -289,6 +289,8 @@ export class PgChanges implements ChangeFeed {
         // An expiry is not replayed, so it has no place to resume from (as on the log store).
         id: type === 'expire' ? '' : String(version),
         value: r.value === null ? undefined : r.kind === 'variant' ? variantValue(r.value as string) : r.value as string,
+        // An element operation on a list, set or sorted set: `value` holds its arguments and result.
+        op: r.op === null ? undefined : r.op as string,
       });
       last = Number(r.pos);
     }

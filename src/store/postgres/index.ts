@@ -18,9 +18,11 @@ import { list } from './listing.js';
 import { PgLocks } from './locks.js';
 import { PgLists } from './lists.js';
 import { PgRecords } from './records.js';
+import { PgSets } from './sets.js';
 import { PgTables } from './tables.js';
 import { transact } from './txns.js';
 import { PgVariants } from './variants.js';
+import { PgZsets } from './zsets.js';
 
 export type { PgOptions } from './sql.js';
 
@@ -39,6 +41,8 @@ export class PgStore implements Store {
   readonly locks: PgLocks;
   readonly indexes: PgIndexes;
   readonly lists: PgLists;
+  readonly sets: PgSets;
+  readonly zsets: PgZsets;
   /** The change feed; absent on a database without it (not PostgreSQL 13+: docs/scaling.md). */
   changes: PgChanges | undefined = undefined;
   private gcState: 0 | 1 | 2 = 0;
@@ -53,6 +57,8 @@ export class PgStore implements Store {
     this.variants = new PgVariants(db);
     this.locks = new PgLocks(db);
     this.lists = new PgLists(db);
+    this.sets = new PgSets(db);
+    this.zsets = new PgZsets(db);
   }
 
   /**
@@ -120,10 +126,14 @@ export class PgStore implements Store {
         await tx.query(`UPDATE pithos_locks SET token = '' WHERE token <> '' AND expires_at <= ${tx.now}`);
       });
       await q.query(`DELETE FROM pithos_locks WHERE expires_at <= ${q.now} - ${LOCK_ROW_GRACE_MS}`);
-      // Expired lists and their items, in one transaction (a write that finds one expired empties it itself).
+      // Expired lists, sets and sorted sets with their elements, in one transaction marked as the
+      // sweeper's (expiries in the feed); a write that finds one expired empties it itself.
       await this.db.run(async (tx) => {
-        await tx.query(`DELETE FROM pithos_list_items i USING pithos_lists l WHERE i.name = l.name AND l.expires_at <= ${tx.now}`);
-        await tx.query(`DELETE FROM pithos_lists WHERE expires_at <= ${tx.now}`);
+        if (this.changes !== undefined) await tx.query(SWEEPING);
+        for (const [head, elems] of [['pithos_lists', 'pithos_list_items'], ['pithos_sets', 'pithos_set_members'], ['pithos_zsets', 'pithos_zset_members']]) {
+          await tx.query(`DELETE FROM ${elems} i USING ${head} l WHERE i.name = l.name AND l.expires_at <= ${tx.now}`);
+          await tx.query(`DELETE FROM ${head} WHERE expires_at <= ${tx.now}`);
+        }
       });
       await this.changes?.prune(Date.now());
       // Index definitions of tables that are gone, database indexes nothing uses, builds that stopped.
@@ -161,7 +171,9 @@ export class PgStore implements Store {
       (SELECT count(*) FROM pithos_records WHERE ${live}) +
       (SELECT count(*) FROM pithos_variants WHERE ${live}) +
       (SELECT count(*) FROM pithos_locks WHERE ${live}) +
-      (SELECT count(*) FROM pithos_lists WHERE ${live}) AS keys,
+      (SELECT count(*) FROM pithos_lists WHERE ${live}) +
+      (SELECT count(*) FROM pithos_sets WHERE ${live}) +
+      (SELECT count(*) FROM pithos_zsets WHERE ${live}) AS keys,
       (SELECT coalesce(sum(octet_length(name)), 0) FROM pithos_tables WHERE ${live}) +
       (SELECT coalesce(sum(octet_length(r.body) + 8), 0) FROM pithos_rows r JOIN pithos_tables t ON t.name = r.tname AND t.inc = r.inc
          WHERE ${q.live('t.expires_at')}) +

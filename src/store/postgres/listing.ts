@@ -24,6 +24,8 @@ const SOURCES: Partial<Record<ListKind, { table: string; name: string; extra: st
   variants: { table: 'pithos_variants', name: 'name', extra: '' },
   locks: { table: 'pithos_locks', name: 'name', extra: ', holder' },
   lists: { table: 'pithos_lists', name: 'name', extra: ', tail - head AS length' },
+  sets: { table: 'pithos_sets', name: 'name', extra: ', count' },
+  zsets: { table: 'pithos_zsets', name: 'name', extra: ', count' },
 };
 
 const MAX_CODE_POINT = 0x10ffff;
@@ -80,6 +82,7 @@ export async function list(q: Q, kind: ListKind, opts: ListOptions): Promise<str
     let item = `{"name":${JSON.stringify(r.name)},"ttl_ms":${exp === null ? 'null' : Math.max(0, Number(exp) - Number(r.now))}`;
     if (kind === 'tables') item += `,"rows":${Number(r.row_count)}`;
     else if (kind === 'lists') item += `,"length":${Number(r.length)}`;
+    else if (kind === 'sets' || kind === 'zsets') item += `,"count":${Number(r.count)}`;
     else if (kind === 'locks') item += `,"held":true,"holder":${JSON.stringify(JSON.parse(r.holder as string) as string | null)}`;
     out += (i === 0 ? '' : ',') + item + '}';
   }

@@ -48,11 +48,13 @@ async function lockList(q: Q, name: string, create: boolean): Promise<Head | und
       if (r[0].live === true) return { head: Number(r[0].head), tail: Number(r[0].tail), version: Number(r[0].version) };
       if (!create) return undefined;
       await q.query('DELETE FROM pithos_list_items WHERE name = $1', [name]);
-      await q.query(`UPDATE pithos_lists SET head = 0, tail = 0, expires_at = NULL, version = ${NEXT} WHERE name = $1`, [name]);
+      // The version moves with the write that follows (one change in the feed, as a new list's).
+      await q.query('UPDATE pithos_lists SET head = 0, tail = 0, expires_at = NULL WHERE name = $1', [name]);
       return { head: 0, tail: 0, version: 0 };
     }
     if (!create) return undefined;
-    const c = await q.query(`INSERT INTO pithos_lists (name, head, tail, expires_at, version) VALUES ($1, 0, 0, NULL, ${NEXT})
+    // Inserted to be locked (op ''): no change until the write that follows sets what it was for.
+    const c = await q.query(`INSERT INTO pithos_lists (name, head, tail, expires_at, version, op) VALUES ($1, 0, 0, NULL, ${NEXT}, '')
       ON CONFLICT (name) DO NOTHING RETURNING 1`, [name]);
     if (c.length > 0) return { head: 0, tail: 0, version: 0 };
     // Created meanwhile by another writer: lock that one.
@@ -71,8 +73,13 @@ async function insertItems(q: Q, name: string, texts: readonly string[], from: n
     SELECT $1, $2::int8 + (t.i - 1) * $3::int8, t.v FROM unnest($4::text[]) WITH ORDINALITY AS t(v, i)`, [name, from, step, texts]);
 }
 
-async function setHead(q: Q, name: string, head: number, tail: number): Promise<void> {
-  await q.query(`UPDATE pithos_lists SET head = $2, tail = $3, version = ${NEXT} WHERE name = $1`, [name, head, tail]);
+/**
+ * The list's new ends and version, and what the write was for (the change
+ * feed's `op` and its arguments and result as JSON, as the log store
+ * records them: src/store/log/lists.ts); both null for a new lifetime.
+ */
+async function setHead(q: Q, name: string, head: number, tail: number, op: string | null, data: string | null): Promise<void> {
+  await q.query(`UPDATE pithos_lists SET head = $2, tail = $3, version = ${NEXT}, op = $4, op_data = $5 WHERE name = $1`, [name, head, tail, op, data]);
 }
 
 /** The live list's length, or undefined when there is none (a transaction's check). */
@@ -94,7 +101,7 @@ export async function pushItems(q: Q, name: string, texts: readonly string[], si
     await insertItems(q, name, texts, head - 1, -1);
     head -= texts.length;
   }
-  await setHead(q, name, head, tail);
+  await setHead(q, name, head, tail, 'push', `{"side":"${side}","values":[${texts.join(',')}],"length":${tail - head}}`);
   await q.query('SELECT pg_notify($1, $2)', [CHANNEL, name]);
   return tail - head;
 }
@@ -112,7 +119,9 @@ export async function popItems(q: Q, name: string, p: ListPop, pre: Precondition
   r.sort((a, b) => (left ? Number(a.pos) - Number(b.pos) : Number(b.pos) - Number(a.pos)));
   const items = r.map((x) => x.v as string);
   if (items.length !== n) throw new Error(`list '${name}' has ${items.length} of ${n} items at positions ${lo}…${lo + n - 1}`);
-  await setHead(q, name, left ? h.head + n : h.head, left ? h.tail : h.tail - n);
+  const length = h.tail - h.head - n;
+  await setHead(q, name, left ? h.head + n : h.head, left ? h.tail : h.tail - n, 'pop',
+    `{"side":"${p.side}","count":${p.count},"items":[${items.join(',')}],"length":${length}}`);
   if (p.to !== undefined) await pushItems(q, p.to, items, p.toSide, true);
   return items;
 }
@@ -150,25 +159,26 @@ export class PgLists implements ListStore {
   async put(name: string, items: unknown[], ttl: number, pre?: Precondition): Promise<boolean> {
     const texts = items.map((v) => JSON.stringify(v));
     return this.db.run(async (q) => {
+      const all = `[${texts.join(',')}]`;
       for (let i = 0; i < 8; i++) {
-        const h = await lockList(q, name, false);
-        check(name, h, pre);
-        // Any row, live or expired: its items go, the row is rewritten.
-        await q.query('DELETE FROM pithos_list_items WHERE name = $1', [name]);
-        const u = await q.query(`UPDATE pithos_lists SET head = 0, tail = $2, expires_at = ${q.expiry('$3')}, version = ${NEXT}
-          WHERE name = $1 RETURNING 1`, [name, texts.length, ttl]);
-        // A list committed by another writer after lockList looked (its items may have been
-        // left out of the DELETE above): this row is now locked by us, so look again.
-        if (h === undefined && u.length > 0) continue;
-        if (u.length === 0) {
-          const c = await q.query(`INSERT INTO pithos_lists (name, head, tail, expires_at, version) VALUES ($1, 0, $2, ${q.expiry('$3')}, ${NEXT})
-            ON CONFLICT (name) DO NOTHING RETURNING 1`, [name, texts.length, ttl]);
+        // The row, live or expired, locked: an expired one is replaced as a missing one is (a new list).
+        const r = await q.query(`SELECT version, ${q.live()} AS live FROM pithos_lists WHERE name = $1 FOR UPDATE`, [name]);
+        const live = r.length > 0 && r[0].live === true;
+        check(name, live ? { head: 0, tail: 0, version: Number(r[0].version) } : undefined, pre);
+        if (r.length > 0) {
+          await q.query('DELETE FROM pithos_list_items WHERE name = $1', [name]);
+          // A whole-list write: the feed's put carries the items (op null).
+          await q.query(`UPDATE pithos_lists SET head = 0, tail = $2, expires_at = ${q.expiry('$3')}, version = ${NEXT}, op = NULL, op_data = $4
+            WHERE name = $1`, [name, texts.length, ttl, all]);
+        } else {
+          const c = await q.query(`INSERT INTO pithos_lists (name, head, tail, expires_at, version, op_data) VALUES ($1, 0, $2, ${q.expiry('$3')}, ${NEXT}, $4)
+            ON CONFLICT (name) DO NOTHING RETURNING 1`, [name, texts.length, ttl, all]);
           // Created meanwhile by another writer: lock that one and check again (if_absent then fails, a plain PUT replaces).
           if (c.length === 0) continue;
         }
         await insertItems(q, name, texts, 0, 1);
         if (texts.length > 0) await q.query('SELECT pg_notify($1, $2)', [CHANNEL, name]);
-        return h === undefined;
+        return !live;
       }
       throw new StoreError('unavailable', `list '${name}' kept changing under concurrent writes; try again`);
     });
@@ -201,9 +211,14 @@ export class PgLists implements ListStore {
       if (h === undefined) throw listMissing(name);
       const n = h.tail - h.head;
       let { head, tail } = h;
+      let op: string | null = null;
+      let data: string | null = null;
       if (p.set !== undefined) {
         const i = indexOf(n, p.set.index, 'set.index');
-        await q.query('UPDATE pithos_list_items SET v = $3 WHERE name = $1 AND pos = $2', [name, head + i, JSON.stringify(p.set.value)]);
+        const text = JSON.stringify(p.set.value);
+        await q.query('UPDATE pithos_list_items SET v = $3 WHERE name = $1 AND pos = $2', [name, head + i, text]);
+        op = 'set';
+        data = `{"index":${p.set.index},"value":${text},"length":${n}}`;
       } else if (p.trim !== undefined) {
         const { from, to } = rangeOf(n, p.trim.start, p.trim.stop);
         const keepFrom = to < from ? n : from;
@@ -211,6 +226,8 @@ export class PgLists implements ListStore {
         await q.query('DELETE FROM pithos_list_items WHERE name = $1 AND (pos < $2 OR pos > $3)', [name, head + keepFrom, head + keepTo]);
         tail = head + keepTo + 1;
         head += keepFrom;
+        op = 'trim';
+        data = `{"start":${p.trim.start},"stop":${p.trim.stop},"removed":${n - (tail - head)},"length":${tail - head}}`;
       } else if (p.remove !== undefined) {
         const r = await q.query('SELECT v FROM pithos_list_items WHERE name = $1 ORDER BY pos', [name]);
         const items = r.map((x) => x.v as string);
@@ -223,9 +240,11 @@ export class PgLists implements ListStore {
           await insertItems(q, name, kept, head + gone[0], 1);
           tail -= gone.length;
         }
+        op = 'remove';
+        data = `{"value":${JSON.stringify(p.remove.value)},"count":${p.remove.count},"removed":${gone.length},"length":${tail - head}}`;
       }
       if (p.ttl !== undefined) await q.query(`UPDATE pithos_lists SET expires_at = ${q.expiry('$2')} WHERE name = $1`, [name, p.ttl]);
-      await setHead(q, name, head, tail);
+      await setHead(q, name, head, tail, op, data);
       return tail - head;
     });
     return `{"length":${len}}`;

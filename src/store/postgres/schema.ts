@@ -232,6 +232,63 @@ export const MIGRATIONS: readonly Migration[] = [
          name TEXT NOT NULL, pos INT8 NOT NULL, v TEXT NOT NULL, PRIMARY KEY (name, pos))`,
     ],
   },
+  {
+    version: 7,
+    name: 'sets and sorted sets: a header row each and one row per member; what each collection write was for',
+    // Members are bytea (their UTF-8 bytes): byte order is the contract's
+    // order, and a member may hold U+0000. (name, score, member) is the
+    // sorted-set order, walked by ranges and counted for ranks
+    // (src/store/postgres/zsets.ts). `op` and `op_data` name the element
+    // operation a header write was for, for the change feed (migration 8);
+    // '' marks a header inserted only to be locked (collections.ts).
+    statements: [
+      ...['pithos_sets', 'pithos_zsets'].flatMap((t) => [
+        `CREATE TABLE IF NOT EXISTS ${t} (
+           name TEXT PRIMARY KEY, count INT8 NOT NULL, expires_at INT8, version INT8 NOT NULL, op TEXT, op_data TEXT)`,
+        `CREATE INDEX IF NOT EXISTS ${t}_name_c ON ${t} ((name COLLATE "C"))`,
+        `CREATE INDEX IF NOT EXISTS ${t}_exp ON ${t} (expires_at)`,
+      ]),
+      `CREATE TABLE IF NOT EXISTS pithos_set_members (
+         name TEXT NOT NULL, member BYTEA NOT NULL, PRIMARY KEY (name, member))`,
+      `CREATE TABLE IF NOT EXISTS pithos_zset_members (
+         name TEXT NOT NULL, member BYTEA NOT NULL, score FLOAT8 NOT NULL, PRIMARY KEY (name, member))`,
+      'CREATE INDEX IF NOT EXISTS pithos_zset_members_order ON pithos_zset_members (name, score, member)',
+      'ALTER TABLE pithos_lists ADD COLUMN IF NOT EXISTS op TEXT',
+      'ALTER TABLE pithos_lists ADD COLUMN IF NOT EXISTS op_data TEXT',
+    ],
+  },
+  {
+    version: 8,
+    name: 'change feed: lists, sets and sorted sets, with the element operation of each change',
+    // As migration 5 does for the other kinds: the header row's version is
+    // stamped after the transaction has its id, and every version it gets
+    // is a put carrying the header's `op` and `op_data` (the operation's
+    // arguments and result, or a whole list's items); a header deleted is a
+    // delete, or an expiry when the sweeper deletes it. A header in the
+    // placeholder state (op '') is no change.
+    statements: [
+      'ALTER TABLE pithos_changes ADD COLUMN IF NOT EXISTS op TEXT',
+      `CREATE OR REPLACE FUNCTION pithos_change_collection() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF TG_OP = 'DELETE' THEN
+           IF OLD.op IS DISTINCT FROM '' THEN
+             PERFORM pithos_gone(TG_ARGV[0], OLD.name, NULL, OLD.version);
+           END IF;
+         ELSIF NEW.op IS DISTINCT FROM '' THEN
+           INSERT INTO pithos_changes (pos, version, type, kind, name, value, op)
+             VALUES (NEW.version, NEW.version, 'put', TG_ARGV[0], NEW.name, NEW.op_data, NEW.op);
+         END IF;
+         RETURN NULL;
+       END $$`,
+      ...([['pithos_lists', 'list'], ['pithos_sets', 'set'], ['pithos_zsets', 'zset']] as const).flatMap(([t, kind]) => [
+        `DROP TRIGGER IF EXISTS ${t}_stamp ON ${t}`,
+        `CREATE TRIGGER ${t}_stamp BEFORE INSERT OR UPDATE OF version ON ${t} FOR EACH ROW EXECUTE FUNCTION pithos_stamp()`,
+        `DROP TRIGGER IF EXISTS ${t}_change ON ${t}`,
+        `CREATE TRIGGER ${t}_change AFTER INSERT OR UPDATE OF version OR DELETE ON ${t} FOR EACH ROW EXECUTE FUNCTION pithos_change_collection('${kind}')`,
+      ]),
+    ],
+    postgresOnly: true,
+  },
 ];
 
 // 42710: a concurrent CREATE TABLE IF NOT EXISTS can fail on the table's row type ('type … already exists').

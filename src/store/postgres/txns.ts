@@ -15,6 +15,10 @@ import { countRows, insertRow, removeRowById, removeRows, replaceRow, tableExist
 import { addVariant, currentVariant, setVariant } from './variants.js';
 import { listLength, popItems, pushItems } from './lists.js';
 import { listMissing } from '../lists.js';
+import { scoreText } from '../collection.js';
+import { liveCount } from './collections.js';
+import { setAdd, setHas, setRemove } from './sets.js';
+import { zsetAdd, zsetIncr, zsetRemove, zsetScore } from './zsets.js';
 
 function satisfies(actual: unknown, expected: unknown): boolean {
   return matches({ value: actual }, compileWheres({ value: expected }));
@@ -57,14 +61,25 @@ async function failure(q: Q, c: Check): Promise<string | undefined> {
       return undefined;
     }
     case 'set':
-    case 'zset':
-      throw notKept(c.kind);
+    case 'zset': {
+      const n = await liveCount(q, c.kind, c.name);
+      if (c.exists !== undefined && c.exists !== (n !== undefined)) return `${c.kind} '${c.name}' ${exists(n !== undefined)}`;
+      const asks = c.kind === 'set' ? c.contains !== undefined : c.hasScore;
+      if (!asks && !c.hasCount) return undefined;
+      if (n === undefined) return `${c.kind} '${c.name}' does not exist`;
+      if (c.hasCount && !satisfies(n, c.count)) return `${c.kind} '${c.name}' has ${n} member(s), which does not match ${JSON.stringify(c.count)}`;
+      if (c.kind === 'set') {
+        if (c.contains !== undefined && !(await setHas(q, c.name, c.contains))) return `set '${c.name}' does not contain ${JSON.stringify(c.contains)}`;
+        return undefined;
+      }
+      if (!c.hasScore) return undefined;
+      const m = c.member as string;
+      const s = await zsetScore(q, c.name, m);
+      if (s === undefined) return `${JSON.stringify(m)} is not a member of zset '${c.name}'`;
+      if (!satisfies(s, c.score)) return `zset '${c.name}' member ${JSON.stringify(m)} has score ${scoreText(s)}, which does not match ${JSON.stringify(c.score)}`;
+      return undefined;
+    }
   }
-}
-
-/** Sets and sorted sets are not kept by this store yet; transact() refuses them before anything runs. */
-function notKept(kind: 'set' | 'zset'): StoreError {
-  return new StoreError('unavailable', `this store does not keep ${kind}s`);
 }
 
 async function apply(q: Q, m: Mutation): Promise<string> {
@@ -100,9 +115,27 @@ async function apply(q: Q, m: Mutation): Promise<string> {
       if (items === undefined) throw listMissing(m.name);
       return `{"items":[${items.join(',')}]}`;
     }
-    case 'set':
+    case 'set': {
+      if (m.op === 'ADD') {
+        const [added, count] = await setAdd(q, m.name, m.members, true);
+        return `{"added":${added},"count":${count}}`;
+      }
+      const [removed, count] = await setRemove(q, m.name, m.members);
+      return `{"removed":${removed},"count":${count}}`;
+    }
     case 'zset':
-      throw notKept(m.kind);
+      switch (m.op) {
+        case 'ADD': {
+          const [added, updated, count] = await zsetAdd(q, m.name, m.members, m.mode, true);
+          return `{"added":${added},"updated":${updated},"count":${count}}`;
+        }
+        case 'INCR':
+          return `{"score":${scoreText(await zsetIncr(q, m.name, m.member, m.delta, true))}}`;
+        case 'REMOVE': {
+          const [removed, count] = await zsetRemove(q, m.name, m.members);
+          return `{"removed":${removed},"count":${count}}`;
+        }
+      }
   }
   throw new Error('unreachable');
 }
@@ -113,7 +146,7 @@ function at(err: unknown, what: string): unknown {
 }
 
 /**
- * Locks every table, variant and record the mutations write, each kind in
+ * Locks every table, variant, record, list, set and sorted set the mutations write, each kind in
  * name order, before anything else: two transfers a→b and b→a then queue
  * instead of deadlocking (which PostgreSQL detects only after
  * deadlock_timeout, 1 s by default). A record checked for its `version` is
@@ -121,24 +154,24 @@ function at(err: unknown, what: string): unknown {
  * mutations write and the transaction commits.
  */
 async function lockInOrder(q: Q, txn: Transaction): Promise<void> {
-  const names: Record<'table' | 'variant' | 'record' | 'list', Set<string>> = { table: new Set(), variant: new Set(), record: new Set(), list: new Set() };
-  for (const m of txn.mutations) if (m.kind === 'table' || m.kind === 'variant' || m.kind === 'record' || m.kind === 'list') names[m.kind].add(m.name);
+  type Locked = 'table' | 'variant' | 'record' | 'list' | 'set' | 'zset';
+  const names: Record<Locked, Set<string>> = { table: new Set(), variant: new Set(), record: new Set(), list: new Set(), set: new Set(), zset: new Set() };
+  for (const m of txn.mutations) names[m.kind].add(m.name);
   for (const c of txn.checks) if (c.kind === 'record' && c.version !== undefined) names.record.add(c.name);
-  const sql: Record<'table' | 'variant' | 'record' | 'list', string> = {
+  const sql: Record<Locked, string> = {
     table: 'SELECT name FROM pithos_tables WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',
     variant: 'SELECT name FROM pithos_variants WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',
     record: 'SELECT id FROM pithos_records WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE',
     list: 'SELECT name FROM pithos_lists WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',
+    set: 'SELECT name FROM pithos_sets WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',
+    zset: 'SELECT name FROM pithos_zsets WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',
   };
-  for (const kind of ['table', 'variant', 'record', 'list'] as const) {
+  for (const kind of ['table', 'variant', 'record', 'list', 'set', 'zset'] as const) {
     if (names[kind].size > 0) await q.query(sql[kind], [[...names[kind]].sort()]);
   }
 }
 
 export function transact(db: Db, txn: Transaction): Promise<string> {
-  // This store keeps no sets or sorted sets yet: refuse before anything runs.
-  const coll = [...txn.mutations, ...txn.checks].find((x) => x.kind === 'set' || x.kind === 'zset');
-  if (coll !== undefined) return Promise.reject(notKept(coll.kind as 'set' | 'zset'));
   return db.run(async (q) => {
     await lockInOrder(q, txn);
     for (let i = 0; i < txn.checks.length; i++) {

@@ -1,0 +1,197 @@
+/**
+ * Sorted sets on PostgreSQL (docs/scaling.md, "Sets and sorted sets"): a
+ * header row in pithos_zsets and one row per member in pithos_zset_members
+ * (name, member, score), with the primary key (name, member) for a
+ * member's score and an index on (name, score, member), which is the
+ * sorted-set order (score, then member bytes): ranges by rank and by score
+ * walk it. A member's rank is the number of index entries before it, a
+ * count over the index (cost grows with the rank, not O(log n):
+ * docs/scaling.md has the figures); rev_rank is count − 1 − rank.
+ *
+ * Scores are float8, which holds every finite JS number exactly and
+ * answers it back as the shortest text that reads back the same, as
+ * String() does. Writes lock the header, then decide in JS as the log store
+ * does (the same rules, the same messages), so concurrent increments on any
+ * number of nodes are exact.
+ *
+ * The functions taking a Q are the decisions; transactions (txns.ts) reuse them.
+ */
+import { collectionMissing, scoreText, type ZMode, type ZRange } from '../collection.js';
+import { conflict, notFound } from '../errors.js';
+import type { Precondition, VersionOut, ZsetStore } from '../store.js';
+import {
+  dropCollection, expireHeader, INSERT_STEP, liveCount, lockExisting, lockHeader, memberBytes, memberOf, replaceHeader, unlockUnchanged, writeHeader,
+} from './collections.js';
+import type { Db, Q } from './sql.js';
+
+const LIVE_HEADER = (q: Q): string => `pithos_zsets h WHERE h.name = $1 AND ${q.live('h.expires_at')}`;
+
+async function upsertMembers(q: Q, name: string, pairs: ReadonlyArray<[string, number]>): Promise<void> {
+  // In slices: each statement has its own deadline, and a PUT may hold any number of members.
+  for (let from = 0; from < pairs.length; from += INSERT_STEP) {
+    const part = pairs.slice(from, from + INSERT_STEP);
+    await q.query(`INSERT INTO pithos_zset_members (name, member, score) SELECT $1, t.m, t.s FROM unnest($2::bytea[], $3::float8[]) AS t(m, s)
+      ON CONFLICT (name, member) DO UPDATE SET score = EXCLUDED.score`, [name, part.map((p) => memberBytes(p[0])), part.map((p) => p[1])]);
+  }
+}
+
+/** The current scores of `members` that are in the sorted set, by member. */
+async function scoresOf(q: Q, name: string, members: readonly string[]): Promise<Map<string, number>> {
+  const r = await q.query('SELECT member, score FROM pithos_zset_members WHERE name = $1 AND member = ANY($2::bytea[])', [name, members.map(memberBytes)]);
+  return new Map(r.map((x) => [memberOf(x.member), Number(x.score)]));
+}
+
+const membersJson = (pairs: ReadonlyArray<[string, number]>): string => {
+  let out = '{';
+  for (let i = 0; i < pairs.length; i++) out += (i === 0 ? '' : ',') + JSON.stringify(pairs[i][0]) + ':' + scoreText(pairs[i][1]);
+  return out + '}';
+};
+
+export async function zsetPut(q: Q, name: string, pairs: ReadonlyArray<[string, number]>, ttl: number, pre?: Precondition): Promise<boolean> {
+  const created = await replaceHeader(q, 'zset', name, pairs.length, ttl, pre);
+  await upsertMembers(q, name, pairs);
+  return created;
+}
+
+/** Adds or updates members under `mode`; returns [added, updated, count]. Writes nothing when nothing changes. */
+export async function zsetAdd(
+  q: Q, name: string, pairs: ReadonlyArray<[string, number]>, mode: ZMode, create: boolean, pre?: Precondition,
+): Promise<[number, number, number]> {
+  const h = await lockHeader(q, 'zset', name, create, pre);
+  const cur = h.count === 0 ? new Map<string, number>() : await scoresOf(q, name, pairs.map((p) => p[0]));
+  let added = 0;
+  let updated = 0;
+  const writes: Array<[string, number]> = [];
+  for (const [m, s] of pairs) {
+    const c = cur.get(m);
+    if (c === undefined) {
+      if (mode === 'xx') continue;
+      added++;
+    } else {
+      if (mode === 'nx' || s === c || (mode === 'gt' && !(s > c)) || (mode === 'lt' && !(s < c))) continue;
+      updated++;
+    }
+    writes.push([m, s]);
+  }
+  if (writes.length === 0) {
+    await unlockUnchanged(q, 'zset', name, h);
+    return [0, 0, h.count];
+  }
+  await upsertMembers(q, name, writes);
+  const count = h.count + added;
+  await writeHeader(q, 'zset', name, h, count, 'add',
+    `{"members":${membersJson(pairs)},"mode":"${mode}","added":${added},"updated":${updated},"count":${count}}`);
+  return [added, updated, count];
+}
+
+/** Adds `delta` to a member's score (a missing member starts at 0); returns the new score. */
+export async function zsetIncr(q: Q, name: string, member: string, delta: number, create: boolean, pre?: Precondition): Promise<number> {
+  const h = await lockHeader(q, 'zset', name, create, pre);
+  const cur = h.count === 0 ? undefined : (await scoresOf(q, name, [member])).get(member);
+  const s = (cur ?? 0) + delta + 0;
+  if (!Number.isFinite(s)) throw conflict(`zset '${name}' member ${JSON.stringify(member)}: score ${scoreText(cur ?? 0)} + ${scoreText(delta)} is not a finite number`);
+  await upsertMembers(q, name, [[member, s]]);
+  const count = h.count + (cur === undefined ? 1 : 0);
+  await writeHeader(q, 'zset', name, h, count, 'incr', `{"member":${JSON.stringify(member)},"delta":${scoreText(delta)},"score":${scoreText(s)}}`);
+  return s;
+}
+
+/** Removes members; returns [removed, count]. The sorted set stays, possibly empty. */
+export async function zsetRemove(q: Q, name: string, members: readonly string[], pre?: Precondition): Promise<[number, number]> {
+  const h = await lockExisting(q, 'zset', name, pre);
+  const r = await q.query('DELETE FROM pithos_zset_members WHERE name = $1 AND member = ANY($2::bytea[]) RETURNING 1', [name, members.map(memberBytes)]);
+  const count = h.count - r.length;
+  await writeHeader(q, 'zset', name, h, count, 'remove', `{"members":${JSON.stringify(members)},"removed":${r.length},"count":${count}}`);
+  return [r.length, count];
+}
+
+/** A member's score (undefined when not a member); 404 when the sorted set does not exist (a transaction's check). */
+export async function zsetScore(q: Q, name: string, member: string): Promise<number | undefined> {
+  const r = await q.query(`SELECT (SELECT z.score FROM pithos_zset_members z WHERE z.name = h.name AND z.member = $2) AS score FROM ${LIVE_HEADER(q)}`,
+    [name, memberBytes(member)]);
+  if (r.length === 0) throw collectionMissing('zset', name);
+  return r[0].score === null ? undefined : Number(r[0].score);
+}
+
+export const zsetCount = (q: Q, name: string): Promise<number | undefined> => liveCount(q, 'zset', name);
+
+const item = (s: number, m: string): string => `{"member":${JSON.stringify(m)},"score":${scoreText(s)}}`;
+
+export class PgZsets implements ZsetStore {
+  constructor(private readonly db: Db) {}
+
+  put(name: string, pairs: ReadonlyArray<[string, number]>, ttl: number, pre?: Precondition): Promise<boolean> {
+    return this.db.run((q) => zsetPut(q, name, pairs, ttl, pre));
+  }
+
+  async add(name: string, pairs: ReadonlyArray<[string, number]>, mode: ZMode, create: boolean, pre?: Precondition): Promise<string> {
+    const [added, updated, count] = await this.db.run((q) => zsetAdd(q, name, pairs, mode, create, pre));
+    return `{"added":${added},"updated":${updated},"count":${count}}`;
+  }
+
+  async incr(name: string, member: string, delta: number, create: boolean, pre?: Precondition): Promise<string> {
+    return `{"score":${scoreText(await this.db.run((q) => zsetIncr(q, name, member, delta, create, pre)))}}`;
+  }
+
+  async remove(name: string, members: readonly string[], pre?: Precondition): Promise<string> {
+    const [removed, count] = await this.db.run((q) => zsetRemove(q, name, members, pre));
+    return `{"removed":${removed},"count":${count}}`;
+  }
+
+  /**
+   * One statement: the live header, and the items of the range read off the
+   * (name, score, member) index, ascending or (rev) descending, from one
+   * snapshot. Negative ranks are resolved against the header's count.
+   */
+  async range(name: string, zr: ZRange, out?: VersionOut): Promise<string> {
+    const q = this.db.q;
+    const dir = zr.rev ? 'DESC' : 'ASC';
+    const params: unknown[] = [name];
+    const p = (v: unknown): string => {
+      params.push(v);
+      return `$${params.length}`;
+    };
+    let where = '';
+    let window: string;
+    if (zr.by === 'rank') {
+      const from = `GREATEST(CASE WHEN ${p(zr.start)}::int8 < 0 THEN h.count + $2::int8 ELSE $2::int8 END, 0)`;
+      const to = `LEAST(CASE WHEN ${p(zr.stop)}::int8 < 0 THEN h.count + $3::int8 ELSE $3::int8 END, h.count - 1)`;
+      window = `OFFSET ${from} LIMIT GREATEST(${to} - ${from} + 1, 0)`;
+    } else {
+      // An infinite bound that includes its end is no bound (every score is finite).
+      if (zr.min.score !== -Infinity || zr.min.open) where += ` AND z.score ${zr.min.open ? '>' : '>='} ${p(zr.min.score)}::float8`;
+      if (zr.max.score !== Infinity || zr.max.open) where += ` AND z.score ${zr.max.open ? '<' : '<='} ${p(zr.max.score)}::float8`;
+      window = `OFFSET ${p(zr.offset)}::int8${zr.limit === undefined ? '' : ` LIMIT ${p(zr.limit)}::int8`}`;
+    }
+    const r = await q.query(`SELECT h.count, h.version, i.member, i.score FROM pithos_zsets h
+      LEFT JOIN LATERAL (SELECT z.member, z.score FROM pithos_zset_members z WHERE z.name = h.name${where}
+        ORDER BY z.score ${dir}, z.member ${dir} ${window}) i ON true
+      WHERE h.name = $1 AND ${q.live('h.expires_at')} ORDER BY i.score ${dir}, i.member ${dir}`, params);
+    if (r.length === 0) throw collectionMissing('zset', name);
+    if (out !== undefined) out.version = Number(r[0].version);
+    let text = '{"items":[';
+    if (r[0].member !== null) for (let i = 0; i < r.length; i++) text += (i === 0 ? '' : ',') + item(Number(r[i].score), memberOf(r[i].member));
+    return `${text}],"count":${Number(r[0].count)}}`;
+  }
+
+  /** One statement: the score, and the rank as the count of members before it in the index. */
+  async member(name: string, member: string): Promise<string> {
+    const q = this.db.q;
+    const r = await q.query(`SELECT h.count, z.score,
+        (SELECT count(*) FROM pithos_zset_members y WHERE y.name = h.name AND (y.score, y.member) < (z.score, z.member)) AS rank
+      FROM pithos_zsets h LEFT JOIN pithos_zset_members z ON z.name = h.name AND z.member = $2
+      WHERE h.name = $1 AND ${q.live('h.expires_at')}`, [name, memberBytes(member)]);
+    if (r.length === 0) throw collectionMissing('zset', name);
+    if (r[0].score === null) throw notFound(`${JSON.stringify(member)} is not a member of zset '${name}'`);
+    const rank = Number(r[0].rank);
+    return `{"score":${scoreText(Number(r[0].score))},"rank":${rank},"rev_rank":${Number(r[0].count) - 1 - rank}}`;
+  }
+
+  expire(name: string, ttl: number, pre?: Precondition): Promise<void> {
+    return this.db.run((q) => expireHeader(q, 'zset', name, ttl, pre));
+  }
+
+  delete(name: string, pre?: Precondition): Promise<void> {
+    return this.db.run((q) => dropCollection(q, 'zset', name, pre));
+  }
+}
