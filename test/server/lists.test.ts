@@ -249,6 +249,12 @@ test('ttl: a list expires with its items; PATCH ttl alone sets the remaining lif
   // A push after expiry starts a new list with no expiry and none of the old items.
   expectSuccess(await push(n, { values: ['fresh'] }), 200, 'list pushed successfully', { length: 1 });
   assert.deepEqual(await items(n), ['fresh']);
+  // A PUT over a list that has expired creates one (201), whether or not the expired one was swept yet.
+  const m = uniq('l');
+  await srv.req('PUT', `/lists/${m}`, { list: [1], ttl: 1 });
+  await srv.advance(1_500);
+  expectSuccess(await srv.req('PUT', `/lists/${m}`, { list: [2] }), 201, 'list created successfully');
+  assert.deepEqual(await items(m), [2]);
 });
 
 test('the quick-start spelling /list/<key>: PUT list (+ttl), GET {"list": [...]}, DELETE', async () => {
