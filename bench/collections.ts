@@ -16,6 +16,12 @@
  * 3. Reopen: the server stopped and started on the same directory; time to
  *    listening, then the first sorted-set read (which builds its order).
  *
+ * 4. With PITHOS_BENCH_STORE=postgres://…, step 2 again in the same run on a
+ *    server over that database (`--store`), for the shared store's figures
+ *    beside the log store's (docs/scaling.md, "Sets and sorted sets"); e.g.
+ *    `node dist/test/helpers/postgres.js sh -c 'PITHOS_BENCH_STORE=$PITHOS_TEST_STORE node dist/bench/collections.js'`
+ *    on a throw-away cluster.
+ *
  * Environment: PITHOS_BENCH_MEMBERS (default 1,000,000), PITHOS_BENCH_N
  * (sequential requests per operation, default 2,000), PITHOS_BENCH_SECONDS
  * (per throughput cell, default 3).
@@ -34,6 +40,7 @@ const N = Number(process.env.PITHOS_BENCH_N ?? 2000);
 const SECONDS = Number(process.env.PITHOS_BENCH_SECONDS ?? 3);
 const CONC = Number(process.env.PITHOS_BENCH_CONC ?? 8);
 const FSYNC = process.env.PITHOS_BENCH_FSYNC ?? 'always';
+const PG_STORE = process.env.PITHOS_BENCH_STORE;
 const TOKEN = 'SECRET';
 const gc = (globalThis as { gc?: () => void }).gc;
 
@@ -133,14 +140,16 @@ async function throughput(s: Server, req: Req): Promise<number> {
   return done / SECONDS;
 }
 
-async function start(dir: string): Promise<Server> {
-  return startServer('pithos', process.execPath, [join(ROOT, 'bin', 'pithos'), '--port', '0', '--data-dir', dir, '--auth-token', TOKEN,
-    '--fsync', FSYNC, '--cache-mb', '1024'], { timeoutMs: 120_000 });
+async function start(dir: string, store: string | undefined): Promise<Server> {
+  const where = store === undefined ? ['--data-dir', dir, '--fsync', FSYNC, '--cache-mb', '1024'] : ['--store', store];
+  return startServer('pithos', process.execPath, [join(ROOT, 'bin', 'pithos'), '--port', '0', '--auth-token', TOKEN, ...where], { timeoutMs: 120_000 });
 }
 
-async function overHttp(): Promise<void> {
+/** Step 2 (and 3 on the log store) on the log store, or over the database at `store`. */
+async function overHttp(store?: string): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'pithos-bench-coll-http-'));
-  let s = await start(dir);
+  console.log(store === undefined ? '  log store:' : '  PostgreSQL store (--store):');
+  let s = await start(dir, store);
   try {
     const fill = async (kind: 'zset' | 'set'): Promise<number> => {
       const t = performance.now();
@@ -164,9 +173,18 @@ async function overHttp(): Promise<void> {
     await ok(s, ['GET', '/zsets/big?start=0&stop=0', undefined]);
     console.log(`  first read of the zset (builds its rank order): ${fmt(performance.now() - t0)} ms`);
     const rnd = (i: number): number => (i * 7919) % MEMBERS;
+    // Rank costs O(log n) on the log store; on PostgreSQL it is a count of the members before (docs/scaling.md).
+    let lowest = 0;
+    let highest = 0;
+    for (let i = 1; i < MEMBERS; i++) {
+      if (scoreOf(i) < scoreOf(lowest)) lowest = i;
+      if (scoreOf(i) > scoreOf(highest)) highest = i;
+    }
     const reads: Array<[string, Req]> = [
       ['zset top-10 (rev, ranks 0-9)', () => ['GET', '/zsets/big?rev=true&start=0&stop=9', undefined]],
       ['zset member rank', (i) => ['GET', `/zsets/big/members/${member(rnd(i))}`, undefined]],
+      ['zset member rank (the lowest-ranked member)', () => ['GET', `/zsets/big/members/${member(lowest)}`, undefined]],
+      ['zset member rank (the highest-ranked member)', () => ['GET', `/zsets/big/members/${member(highest)}`, undefined]],
       ['zset 10-member score range', (i) => ['GET', `/zsets/big?by=score&min=${scoreOf(rnd(i))}&limit=10`, undefined]],
       ['set contains (one member)', (i) => ['POST', '/sets/big/contains', `{"members":["${member(rnd(i))}"]}`]],
       ['GET variant (for comparison)', () => ['GET', '/variants/v', undefined]],
@@ -176,7 +194,7 @@ async function overHttp(): Promise<void> {
       ['zset incr (one member)', (i) => ['POST', '/zsets/big/incr', `{"member":"${member(rnd(i))}","delta":1}`]],
       ['set add (one new member)', (i) => ['POST', '/sets/big/add', `{"members":["new-${i}"]}`]],
     ];
-    console.log(`  sequential, one connection, ${fmt(N)} requests each (fsync ${FSYNC}):`);
+    console.log(`  sequential, one connection, ${fmt(N)} requests each (${store === undefined ? `fsync ${FSYNC}` : 'PostgreSQL'}):`);
     for (const [w, r] of [...writes, ...reads]) await latency(s, w, r);
     console.log(`  throughput, ${CONC} concurrent loops, ${SECONDS} s each:`);
     const base = await throughput(s, reads[reads.length - 1][1]);
@@ -184,9 +202,10 @@ async function overHttp(): Promise<void> {
       const x = w.startsWith('GET variant') ? await throughput(s, r) : await throughput(s, r);
       console.log(`  ${w.padEnd(48)} ${fmt(x).padStart(7)} req/s  (${fmt((100 * x) / base)} % of GET variant measured first: ${fmt(base)} req/s)`);
     }
+    if (store !== undefined) return; // a node over the database keeps nothing to reopen
     await s.stop();
     const t1 = performance.now();
-    s = await start(dir);
+    s = await start(dir, store);
     const open = performance.now() - t1;
     const t2 = performance.now();
     await ok(s, ['GET', '/zsets/big?start=0&stop=0', undefined]);
@@ -195,7 +214,6 @@ async function overHttp(): Promise<void> {
     console.log(`  reopen with a ${fmt(MEMBERS)}-member zset and set: listening after ${fmt(open)} ms; first zset read then ${fmt(first)} ms`);
   } finally {
     await s.stop();
-    agent.destroy();
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -203,3 +221,5 @@ async function overHttp(): Promise<void> {
 console.log(`sets and sorted sets, ${fmt(MEMBERS)} members`);
 await heapPerMember();
 await overHttp();
+if (PG_STORE !== undefined) await overHttp(PG_STORE);
+agent.destroy();
