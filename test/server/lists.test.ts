@@ -182,6 +182,8 @@ test('DELETE removes the list and its items; a new list of that name starts empt
 test('versions: every write takes if_version / If-Match; PUT takes if_absent / If-None-Match; a failed condition changes nothing', async () => {
   const n = uniq('l');
   expectError(await srv.req('PUT', `/lists/${n}`, { list: [1], if_version: 3 }), 412, `list '${n}' does not exist (expected version 3)`);
+  expectError(await push(n, { values: [1], if_version: 3 }), 412, `list '${n}' does not exist (expected version 3)`);
+  expectError(await get(n), 404, `list '${n}' does not exist`);
   expectSuccess(await srv.req('PUT', `/lists/${n}`, { list: [1], if_absent: true }), 201, 'list created successfully');
   const v = etag(await get(n));
   expectError(await srv.req('PUT', `/lists/${n}`, { list: [2] }, { 'If-None-Match': '*' }), 412, `list '${n}' changed (version ${v})`);

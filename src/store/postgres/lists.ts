@@ -62,8 +62,9 @@ async function lockList(q: Q, name: string, create: boolean): Promise<Head | und
   throw new StoreError('unavailable', `list '${name}' kept changing under concurrent writes; try again`);
 }
 
+/** A list lockList has just made in place of a missing or expired one (version 0) has no version: a condition finds it absent. */
 function check(name: string, h: Head | undefined, pre: Precondition | undefined): void {
-  if (pre !== undefined) checkPrecondition(`list '${name}'`, h?.version, pre);
+  if (pre !== undefined) checkPrecondition(`list '${name}'`, h === undefined || h.version === 0 ? undefined : h.version, pre);
 }
 
 /** Inserts `texts` at positions from, from+step, … */
