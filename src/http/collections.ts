@@ -13,6 +13,8 @@ import { invalid, StoreError } from '../store/errors.js';
 import type { SetStore, VersionOut, ZsetStore } from '../store/store.js';
 import { checkName } from '../store/validate.js';
 import type { Body } from './body.js';
+import type * as b from './bodies.js';
+import type { BodyOf } from './fields.js';
 import { Answer, send, sendTagged } from './envelope.js';
 import { type Args, type Ctx, preconditionOf } from './handlers.js';
 import { intParam } from './query-body.js';
@@ -47,18 +49,21 @@ function zsets(ctx: Ctx): ZsetStore {
   return ctx.store.zsets;
 }
 
-const ttlOf = (body: Body): number => (body.ttl === undefined ? 0 : (body.ttl as number));
-const createOf = (body: Body): boolean => body.create !== false;
+const ttlOf = (body: { ttl?: number }): number => body.ttl ?? 0;
+const createOf = (body: { create?: boolean }): boolean => body.create !== false;
+
+/** Whether `v` is one of `options`, as a type guard. */
+function oneOf<T extends string>(options: readonly T[], v: string): v is T {
+  return options.some((o) => o === v);
+}
 
 // ---- sets ---------------------------------------------------------------------------
 
-async function putSetAs(ctx: Ctx, name: string, body: Body, res: ServerResponse, field: string): Promise<void> {
-  const members = setContentOf(field, body[field]);
+export async function putSet(ctx: Ctx, name: string, body: BodyOf<typeof b.putSet>, res: ServerResponse): Promise<void> {
+  const members = setContentOf('set', body.set);
   const created = await sets(ctx).put(name, members, ttlOf(body), preconditionOf(body, res));
   send(res, created ? 201 : 200, A.setCreated);
 }
-
-export const putSet = (ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> => putSetAs(ctx, name, body, res, 'set');
 
 export async function getSet(ctx: Ctx, name: string, _body: Body, res: ServerResponse, _raw: string, args: Args): Promise<void> {
   const limit = intParam('limit', args.query.limit, 1, MAX_SET_PAGE);
@@ -68,40 +73,42 @@ export async function getSet(ctx: Ctx, name: string, _body: Body, res: ServerRes
   sendTagged(res, 200, A.setQueried, data, out.version);
 }
 
-export async function addToSet(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+export async function addToSet(ctx: Ctx, name: string, body: BodyOf<typeof b.addToSet>, res: ServerResponse): Promise<void> {
   const members = membersOf('members', body.members);
   send(res, 200, A.setAdded, await sets(ctx).add(name, members, createOf(body), preconditionOf(body, res)));
 }
 
-export async function removeFromSet(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+export async function removeFromSet(ctx: Ctx, name: string, body: BodyOf<typeof b.removeMembers>, res: ServerResponse): Promise<void> {
   const members = membersOf('members', body.members);
   send(res, 200, A.setRemoved, await sets(ctx).remove(name, members, preconditionOf(body, res)));
 }
 
-export async function setContains(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+export async function setContains(ctx: Ctx, name: string, body: BodyOf<typeof b.setContains>, res: ServerResponse): Promise<void> {
   send(res, 200, A.setQueried, await sets(ctx).contains(name, membersOf('members', body.members)));
 }
 
-export async function combineSets(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
-  const op = body.op as string;
-  if (!(SET_OPS as readonly string[]).includes(op)) throw invalid(`field 'op' must be union, inter or diff, not ${JSON.stringify(op)}`);
-  const w = body.with as unknown[];
+export async function combineSets(ctx: Ctx, name: string, body: BodyOf<typeof b.combineSets>, res: ServerResponse): Promise<void> {
+  const op = body.op;
+  if (!oneOf<SetOp>(SET_OPS, op)) throw invalid(`field 'op' must be union, inter or diff, not ${JSON.stringify(op)}`);
+  const w = body.with;
   if (w.length < 1 || w.length > MAX_COMBINE) throw invalid(`field 'with' must name 1 to ${MAX_COMBINE} sets`);
+  const names: string[] = [];
   for (let i = 0; i < w.length; i++) {
-    if (typeof w[i] !== 'string') throw invalid(`field 'with' item ${i} must be a set name (a string)`);
-    checkName(w[i] as string, `field 'with' item ${i}: set`);
+    const n = w[i];
+    if (typeof n !== 'string') throw invalid(`field 'with' item ${i} must be a set name (a string)`);
+    checkName(n, `field 'with' item ${i}: set`);
+    names.push(n);
   }
-  const store = body.store as string | undefined;
-  if (store !== undefined) checkName(store, `field 'store': set`);
-  send(res, 200, A.setCombined, await sets(ctx).combine(name, op as SetOp, w as string[], store));
+  if (body.store !== undefined) checkName(body.store, `field 'store': set`);
+  send(res, 200, A.setCombined, await sets(ctx).combine(name, op, names, body.store));
 }
 
-export async function patchSet(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
-  await sets(ctx).expire(name, body.ttl as number, preconditionOf(body, res));
+export async function patchSet(ctx: Ctx, name: string, body: BodyOf<typeof b.lifetime>, res: ServerResponse): Promise<void> {
+  await sets(ctx).expire(name, body.ttl, preconditionOf(body, res));
   send(res, 200, A.setPatched);
 }
 
-export async function deleteSet(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+export async function deleteSet(ctx: Ctx, name: string, body: BodyOf<typeof b.onlyIfVersion>, res: ServerResponse): Promise<void> {
   await sets(ctx).delete(name, preconditionOf(body, res));
   send(res, 200, A.setDeleted);
 }
@@ -120,25 +127,25 @@ export async function getSetQuick(ctx: Ctx, name: string, _body: Body, res: Serv
 
 // ---- sorted sets -----------------------------------------------------------------------
 
-export async function putZset(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+export async function putZset(ctx: Ctx, name: string, body: BodyOf<typeof b.putZset>, res: ServerResponse): Promise<void> {
   const pairs = scoresOf('zset', body.zset, 0, Number.MAX_SAFE_INTEGER);
   const created = await zsets(ctx).put(name, pairs, ttlOf(body), preconditionOf(body, res));
   send(res, created ? 201 : 200, A.zsetCreated);
 }
 
-export async function addToZset(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+export async function addToZset(ctx: Ctx, name: string, body: BodyOf<typeof b.addToZset>, res: ServerResponse): Promise<void> {
   const pairs = scoresOf('members', body.members, 1, 1000);
-  const mode = (body.mode ?? 'upsert') as ZMode;
-  if (!(Z_MODES as readonly string[]).includes(mode)) throw invalid(`field 'mode' must be upsert, nx, xx, gt or lt, not ${JSON.stringify(mode)}`);
+  const mode = body.mode ?? 'upsert';
+  if (!oneOf<ZMode>(Z_MODES, mode)) throw invalid(`field 'mode' must be upsert, nx, xx, gt or lt, not ${JSON.stringify(mode)}`);
   send(res, 200, A.zsetAdded, await zsets(ctx).add(name, pairs, mode, createOf(body), preconditionOf(body, res)));
 }
 
-export async function incrZset(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+export async function incrZset(ctx: Ctx, name: string, body: BodyOf<typeof b.incrZset>, res: ServerResponse): Promise<void> {
   const member = checkMember(`field 'member'`, body.member);
-  send(res, 200, A.zsetIncremented, await zsets(ctx).incr(name, member, body.delta as number, createOf(body), preconditionOf(body, res)));
+  send(res, 200, A.zsetIncremented, await zsets(ctx).incr(name, member, body.delta, createOf(body), preconditionOf(body, res)));
 }
 
-export async function removeFromZset(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+export async function removeFromZset(ctx: Ctx, name: string, body: BodyOf<typeof b.removeMembers>, res: ServerResponse): Promise<void> {
   const members = membersOf('members', body.members);
   send(res, 200, A.zsetRemoved, await zsets(ctx).remove(name, members, preconditionOf(body, res)));
 }
@@ -190,12 +197,12 @@ export async function getZsetMember(ctx: Ctx, name: string, _body: Body, res: Se
   send(res, 200, A.zsetMember, await zsets(ctx).member(name, args.sub));
 }
 
-export async function patchZset(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
-  await zsets(ctx).expire(name, body.ttl as number, preconditionOf(body, res));
+export async function patchZset(ctx: Ctx, name: string, body: BodyOf<typeof b.lifetime>, res: ServerResponse): Promise<void> {
+  await zsets(ctx).expire(name, body.ttl, preconditionOf(body, res));
   send(res, 200, A.zsetPatched);
 }
 
-export async function deleteZset(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+export async function deleteZset(ctx: Ctx, name: string, body: BodyOf<typeof b.onlyIfVersion>, res: ServerResponse): Promise<void> {
   await zsets(ctx).delete(name, preconditionOf(body, res));
   send(res, 200, A.zsetDeleted);
 }

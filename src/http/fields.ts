@@ -37,6 +37,29 @@ export interface Field {
 
 export type Fields = Readonly<Record<string, Field>>;
 
+/** What a field of each type holds once check() has passed it. */
+type ValueOf<T extends FieldType> =
+  T extends 'object' ? Record<string, unknown>
+  : T extends 'string' ? string
+  : T extends 'number' | 'ttl' | 'lease' | 'version' ? number
+  : T extends 'boolean' ? boolean
+  : T extends 'array' ? unknown[]
+  : T extends 'scalar' ? string | number | boolean
+  : T extends 'holder' ? string | null
+  : unknown;
+
+type RequiredFields<F extends Fields> = { [K in keyof F as F[K] extends { required: true } ? K : never]: ValueOf<F[K]['type']> };
+type OptionalFields<F extends Fields> = { [K in keyof F as F[K] extends { required: true } ? never : K]?: ValueOf<F[K]['type']> };
+
+/**
+ * The body a handler receives once checkBody has passed the route's fields
+ * `F`: each declared field typed as its check guarantees (absent when not
+ * required), anything else unknown (Part-one endpoints ignore extra fields).
+ * Handlers take their body as this type of their route's declaration
+ * (bodies.ts), so that a field's type lives in one place.
+ */
+export type BodyOf<F extends Fields> = RequiredFields<F> & OptionalFields<F> & Body;
+
 const A: Partial<Record<FieldType, string>> = {
   object: 'an object', string: 'a string', number: 'a number', boolean: 'true or false', array: 'an array',
 };

@@ -11,6 +11,8 @@ import { invalid, StoreError } from '../store/errors.js';
 import { numberText } from '../store/json.js';
 import { checkUnset, rowIdOfText } from '../store/rows.js';
 import type { Body } from './body.js';
+import type * as b from './bodies.js';
+import type { BodyOf } from './fields.js';
 import { Answer, drained, send, sendTagged, sendText } from './envelope.js';
 import type { Health } from '../health.js';
 import { parseTransaction } from './txn-body.js';
@@ -79,7 +81,7 @@ const A = {
   clock: new Answer('clock advanced'),
 };
 
-const ttlOf = (body: Body): number => (body.ttl === undefined ? 0 : (body.ttl as number));
+const ttlOf = (body: { ttl?: number }): number => body.ttl ?? 0;
 
 /** Filled by synchronous reads (the cached fast path): one object for the process, not one per request. */
 const VERSION: VersionOut = { version: 0 };
@@ -91,7 +93,7 @@ const QUOTED_VERSION = /^\s*"(\d{1,16})"\s*$/;
  * conditional writes"): body `if_version` / `if_absent: true`, or headers
  * `If-Match: "<v>"` / `If-None-Match: *`. At most one may be given.
  */
-export function preconditionOf(body: Body, res: ServerResponse): Precondition | undefined {
+export function preconditionOf(body: { if_version?: number; if_absent?: boolean }, res: ServerResponse): Precondition | undefined {
   const h = res.req.headers;
   const im = h['if-match'];
   const inm = h['if-none-match'];
@@ -101,26 +103,26 @@ export function preconditionOf(body: Body, res: ServerResponse): Precondition | 
   if (v === undefined && !absent && im === undefined && inm === undefined) return undefined;
   const given = (v !== undefined ? 1 : 0) + (absent ? 1 : 0) + (im !== undefined ? 1 : 0) + (inm !== undefined ? 1 : 0);
   if (given > 1) throw invalid('give at most one condition: if_version, if_absent, If-Match or If-None-Match');
-  if (v !== undefined) return { ifVersion: v as number };
+  if (v !== undefined) return { ifVersion: v };
   if (absent) return { ifAbsent: true };
   if (im !== undefined) {
     const m = QUOTED_VERSION.exec(im);
     if (m === null) throw invalid(`header 'If-Match' must be one quoted version, such as "12" (as ETag gives it)`);
     return { ifVersion: Number(m[1]) };
   }
-  if ((inm as string).trim() !== '*') throw invalid(`header 'If-None-Match' must be * (create only)`);
+  if (inm === undefined || inm.trim() !== '*') throw invalid(`header 'If-None-Match' must be * (create only)`);
   return { ifAbsent: true };
 }
 
 // ---- tables ------------------------------------------------------------------
 
-export async function createTable(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+export async function createTable(ctx: Ctx, name: string, body: BodyOf<typeof b.createTable>, res: ServerResponse): Promise<void> {
   await ctx.store.tables.create(name, ttlOf(body));
   send(res, 201, A.tableCreated);
 }
 
-export async function insertRow(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
-  const id = await ctx.store.tables.insert(name, body.rows as Row);
+export async function insertRow(ctx: Ctx, name: string, body: BodyOf<typeof b.insertRow>, res: ServerResponse): Promise<void> {
+  const id = await ctx.store.tables.insert(name, body.rows);
   send(res, 201, A.rowInserted, `{"t_id":${id}}`);
 }
 
@@ -131,8 +133,8 @@ export async function queryTable(ctx: Ctx, name: string, _body: Body, res: Serve
 }
 
 /** Answered in the same call when the store served it from memory (no promise, as GET of a cached value). */
-export function queryRows(ctx: Ctx, name: string, body: Body, res: ServerResponse): void | Promise<void> {
-  const data = isPlainQuery(body) ? ctx.store.tables.query(name, body.wheres as Row) : ctx.store.tables.find(name, rowQueryOf(body));
+export function queryRows(ctx: Ctx, name: string, body: BodyOf<typeof b.rowQuery>, res: ServerResponse): void | Promise<void> {
+  const data = isPlainQuery(body) ? ctx.store.tables.query(name, body.wheres) : ctx.store.tables.find(name, rowQueryOf(body));
   if (!(data instanceof Promise)) return sendText(res, 200, A.rowsQueried, data);
   return sendLater(res, A.rowsQueried, data);
 }
@@ -176,22 +178,22 @@ export async function dropIndex(ctx: Ctx, name: string, _body: Body, res: Server
  * Two forms on one path (docs/api.md): `wheres` + `sets` patch rows, as
  * ever; `ttl` alone sets the table's remaining lifetime. Mixing them is 400.
  */
-export async function patchRows(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+export async function patchRows(ctx: Ctx, name: string, body: BodyOf<typeof b.patchRows>, res: ServerResponse): Promise<void> {
   if (body.ttl !== undefined) {
     if (body.wheres !== undefined || body.sets !== undefined) {
       throw invalid(`field 'ttl' cannot be combined with 'wheres' or 'sets': send ttl alone to set the lifetime, or wheres and sets to patch rows`);
     }
-    await ctx.store.tables.expire(name, body.ttl as number);
+    await ctx.store.tables.expire(name, body.ttl);
     return send(res, 200, A.tablePatched);
   }
   if (body.wheres === undefined) throw invalid(`field 'wheres' is required (an object)`);
   if (body.sets === undefined) throw invalid(`field 'sets' is required (an object)`);
-  await ctx.store.tables.patch(name, body.wheres as Row, body.sets as Row);
+  await ctx.store.tables.patch(name, body.wheres, body.sets);
   send(res, 200, A.rowsPatched);
 }
 
-export async function deleteRows(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
-  await ctx.store.tables.deleteRows(name, body.wheres as Row);
+export async function deleteRows(ctx: Ctx, name: string, body: BodyOf<typeof b.deleteRows>, res: ServerResponse): Promise<void> {
+  await ctx.store.tables.deleteRows(name, body.wheres);
   send(res, 200, A.rowsRemoved);
 }
 
@@ -201,7 +203,7 @@ export async function deleteRows(ctx: Ctx, name: string, body: Body, res: Server
  * The condition of a row write: `if_version` or `If-Match`. A row PUT never
  * creates one (t_ids are the server's), so "create only" can never hold.
  */
-function rowPrecondition(body: Body, res: ServerResponse): Precondition | undefined {
+function rowPrecondition(body: { if_version?: number }, res: ServerResponse): Precondition | undefined {
   const pre = preconditionOf(body, res);
   if (pre?.ifAbsent === true) throw invalid(`header 'If-None-Match' does not apply to a row: a row is created by POST /tables/<name>/rows, never by PUT`);
   return pre;
@@ -214,21 +216,21 @@ export function getRow(ctx: Ctx, name: string, _body: Body, res: ServerResponse,
   return tagged(json, (out) => ctx.store.tables.getRow(name, id, out), res, A.rowQueried);
 }
 
-export async function replaceRow(ctx: Ctx, name: string, body: Body, res: ServerResponse, _raw: string, args: Args): Promise<void> {
+export async function replaceRow(ctx: Ctx, name: string, body: BodyOf<typeof b.replaceRow>, res: ServerResponse, _raw: string, args: Args): Promise<void> {
   const id = rowIdOfText(args.sub);
-  await ctx.store.tables.replaceRow(name, id, body.rows as Row, rowPrecondition(body, res));
+  await ctx.store.tables.replaceRow(name, id, body.rows, rowPrecondition(body, res));
   send(res, 200, A.rowReplaced);
 }
 
-export async function patchRow(ctx: Ctx, name: string, body: Body, res: ServerResponse, _raw: string, args: Args): Promise<void> {
+export async function patchRow(ctx: Ctx, name: string, body: BodyOf<typeof b.patchRow>, res: ServerResponse, _raw: string, args: Args): Promise<void> {
   const id = rowIdOfText(args.sub);
-  const sets = body.sets as Row;
+  const sets = body.sets;
   const unset = body.unset === undefined ? [] : checkUnset(body.unset, sets);
   await ctx.store.tables.patchRow(name, id, sets, unset, rowPrecondition(body, res));
   send(res, 200, A.rowPatched);
 }
 
-export async function deleteRow(ctx: Ctx, name: string, body: Body, res: ServerResponse, _raw: string, args: Args): Promise<void> {
+export async function deleteRow(ctx: Ctx, name: string, body: BodyOf<typeof b.onlyIfVersion>, res: ServerResponse, _raw: string, args: Args): Promise<void> {
   const id = rowIdOfText(args.sub);
   await ctx.store.tables.deleteRow(name, id, rowPrecondition(body, res));
   send(res, 200, A.rowRemoved);
@@ -241,25 +243,26 @@ export async function dropTable(ctx: Ctx, name: string, _body: Body, res: Server
 
 // ---- records (and the quick-start /table/<key> spelling) ----------------------
 
-export async function putRecord(ctx: Ctx, id: string, body: Body, res: ServerResponse): Promise<void> {
-  const created = await ctx.store.records.put(id, body.record as Row, ttlOf(body), preconditionOf(body, res));
+export async function putRecord(ctx: Ctx, id: string, body: BodyOf<typeof b.putRecord>, res: ServerResponse): Promise<void> {
+  const created = await ctx.store.records.put(id, body.record, ttlOf(body), preconditionOf(body, res));
   send(res, created ? 201 : 200, A.recordCreated);
 }
 
 /** `sets` merges fields (null deletes one) keeping the ttl; `ttl` sets the lifetime; both do both. */
-export async function patchRecord(ctx: Ctx, id: string, body: Body, res: ServerResponse): Promise<void> {
+export async function patchRecord(ctx: Ctx, id: string, body: BodyOf<typeof b.patchRecord>, res: ServerResponse): Promise<void> {
   const pre = preconditionOf(body, res);
-  if (body.sets === undefined && body.ttl === undefined) throw invalid(`PATCH of a record needs 'sets' or 'ttl'`);
   if (body.sets !== undefined) {
-    await ctx.store.records.patch(id, body.sets as Row, pre, body.ttl as number | undefined);
+    await ctx.store.records.patch(id, body.sets, pre, body.ttl);
+  } else if (body.ttl !== undefined) {
+    await ctx.store.records.expire(id, body.ttl, pre);
   } else {
-    await ctx.store.records.expire(id, body.ttl as number, pre);
+    throw invalid(`PATCH of a record needs 'sets' or 'ttl'`);
   }
   send(res, 200, A.recordPatched);
 }
 
-export async function putQuick(ctx: Ctx, id: string, body: Body, res: ServerResponse): Promise<void> {
-  const created = await ctx.store.records.put(id, body.table as Row, ttlOf(body));
+export async function putQuick(ctx: Ctx, id: string, body: BodyOf<typeof b.putQuick>, res: ServerResponse): Promise<void> {
+  const created = await ctx.store.records.put(id, body.table, ttlOf(body));
   send(res, created ? 201 : 200, A.recordCreated);
 }
 
@@ -282,8 +285,8 @@ async function tagged(first: Promise<string>, get: (out: VersionOut) => Sync<str
   sendTagged(res, 200, answer, data, out.version);
 }
 
-export async function searchRecord(ctx: Ctx, id: string, body: Body, res: ServerResponse): Promise<void> {
-  send(res, 200, A.searched, await ctx.store.records.search(id, body.column as string));
+export async function searchRecord(ctx: Ctx, id: string, body: BodyOf<typeof b.searchRecord>, res: ServerResponse): Promise<void> {
+  send(res, 200, A.searched, await ctx.store.records.search(id, body.column));
 }
 
 export async function deleteRecord(ctx: Ctx, id: string, _body: Body, res: ServerResponse): Promise<void> {
@@ -293,14 +296,14 @@ export async function deleteRecord(ctx: Ctx, id: string, _body: Body, res: Serve
 
 // ---- variants -----------------------------------------------------------------
 
-export async function putVariant(ctx: Ctx, name: string, body: Body, res: ServerResponse, raw: string): Promise<void> {
+export async function putVariant(ctx: Ctx, name: string, body: BodyOf<typeof b.putVariant>, res: ServerResponse, raw: string): Promise<void> {
   // The number's source text decides its type: 3 is an integer, 3.0 a double.
   const text = typeof body.variant === 'number' ? numberText(raw, 'variant') : undefined;
   const [created, data] = await ctx.store.variants.put(name, { value: body.variant, text }, ttlOf(body), preconditionOf(body, res));
   send(res, created ? 201 : 200, A.variantCreated, data);
 }
 
-export async function incrementVariant(ctx: Ctx, name: string, body: Body, res: ServerResponse, raw: string): Promise<void> {
+export async function incrementVariant(ctx: Ctx, name: string, body: BodyOf<typeof b.incrementVariant>, res: ServerResponse, raw: string): Promise<void> {
   const text = typeof body.delta === 'number' ? numberText(raw, 'delta') : undefined;
   send(res, 200, A.variantIncremented, await ctx.store.variants.increment(name, { value: body.delta, text }));
 }
@@ -312,8 +315,8 @@ export function getVariant(ctx: Ctx, name: string, _body: Body, res: ServerRespo
 }
 
 /** PATCH with `ttl` only: the variant's remaining lifetime (0 = none). */
-export async function patchVariant(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
-  await ctx.store.variants.expire(name, body.ttl as number);
+export async function patchVariant(ctx: Ctx, name: string, body: BodyOf<typeof b.patchVariant>, res: ServerResponse): Promise<void> {
+  await ctx.store.variants.expire(name, body.ttl);
   send(res, 200, A.variantPatched);
 }
 
@@ -324,18 +327,17 @@ export async function deleteVariant(ctx: Ctx, name: string, _body: Body, res: Se
 
 // ---- locks --------------------------------------------------------------------
 
-export async function acquireLock(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
-  const holder = typeof body.holder === 'string' ? body.holder : null;
-  send(res, 201, A.lockCreated, await ctx.store.locks.acquire(name, body.ttl as number, holder));
+export async function acquireLock(ctx: Ctx, name: string, body: BodyOf<typeof b.acquireLock>, res: ServerResponse): Promise<void> {
+  send(res, 201, A.lockCreated, await ctx.store.locks.acquire(name, body.ttl, body.holder ?? null));
 }
 
-export async function renewLock(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+export async function renewLock(ctx: Ctx, name: string, body: BodyOf<typeof b.renewLock>, res: ServerResponse): Promise<void> {
   // Omitted ttl keeps the lease's own length.
-  send(res, 200, A.leaseAcquired, await ctx.store.locks.renew(name, body.token as string, ttlOf(body)));
+  send(res, 200, A.leaseAcquired, await ctx.store.locks.renew(name, body.token, ttlOf(body)));
 }
 
-export async function releaseLock(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
-  await ctx.store.locks.release(name, body.token as string);
+export async function releaseLock(ctx: Ctx, name: string, body: BodyOf<typeof b.releaseLock>, res: ServerResponse): Promise<void> {
+  await ctx.store.locks.release(name, body.token);
   send(res, 200, A.lockDeleted);
 }
 
@@ -345,7 +347,7 @@ export async function queryLock(ctx: Ctx, name: string, _body: Body, res: Server
 
 // ---- transactions -------------------------------------------------------------
 
-export async function transact(ctx: Ctx, _name: string, body: Body, res: ServerResponse, raw: string): Promise<void> {
+export async function transact(ctx: Ctx, _name: string, body: BodyOf<typeof b.transact>, res: ServerResponse, raw: string): Promise<void> {
   send(res, 200, A.txnDone, await ctx.store.transact(parseTransaction(body, raw)));
 }
 
@@ -400,7 +402,9 @@ export function advanceClock(ctx: Ctx, _name: string, body: Body, res: ServerRes
   if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 0) {
     throw invalid(`field 'advance_ms' must be an integer ≥ 0`);
   }
-  (ctx.advanceClock as (ms: number) => void)(ms);
+  // Routed only with PITHOS_TEST_CLOCK=1, which is what sets advanceClock.
+  if (ctx.advanceClock === undefined) throw new StoreError('unavailable', 'this server has no test clock');
+  ctx.advanceClock(ms);
   send(res, 200, A.clock);
 }
 

@@ -10,6 +10,8 @@ import { checkSide, MAX_POP, MAX_WAIT_MS } from '../store/lists.js';
 import type { ListPatch, ListPop, ListStore, Store, VersionOut } from '../store/store.js';
 import { checkName } from '../store/validate.js';
 import type { Body } from './body.js';
+import type * as b from './bodies.js';
+import type { BodyOf } from './fields.js';
 import { Answer, send, sendTagged } from './envelope.js';
 import { type Args, type Ctx, preconditionOf } from './handlers.js';
 
@@ -49,8 +51,7 @@ function parts(o: Record<string, unknown>, field: string, keys: readonly string[
   for (const k of keys) if (o[k] === undefined) throw invalid(`field '${field}.${k}' is required`);
 }
 
-function listName(v: unknown, field: string): string {
-  const s = v as string;
+function listName(s: string, field: string): string {
   try {
     checkName(s, 'list');
   } catch (err) {
@@ -60,8 +61,8 @@ function listName(v: unknown, field: string): string {
   return s;
 }
 
-export async function putList(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
-  const created = await listsOf(ctx.store).put(name, body.list as unknown[], (body.ttl as number | undefined) ?? 0, preconditionOf(body, res));
+export async function putList(ctx: Ctx, name: string, body: BodyOf<typeof b.putList>, res: ServerResponse): Promise<void> {
+  const created = await listsOf(ctx.store).put(name, body.list, body.ttl ?? 0, preconditionOf(body, res));
   send(res, created ? 201 : 200, A.created);
 }
 
@@ -86,15 +87,15 @@ async function later(lists: ListStore, name: string, start: number, stop: number
   sendTagged(res, 200, A.queried, shape(data), out.version);
 }
 
-export async function pushList(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
-  const values = body.values as unknown[];
+export async function pushList(ctx: Ctx, name: string, body: BodyOf<typeof b.pushList>, res: ServerResponse): Promise<void> {
+  const values = body.values;
   if (values.length === 0) throw invalid(`field 'values' must not be empty`);
   const side = body.side === undefined ? 'right' : checkSide(body.side, 'side');
   const create = body.create !== false;
   send(res, 200, A.pushed, await listsOf(ctx.store).push(name, values, side, create, preconditionOf(body, res)));
 }
 
-export async function popList(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+export async function popList(ctx: Ctx, name: string, body: BodyOf<typeof b.popList>, res: ServerResponse): Promise<void> {
   const p: ListPop = {
     side: body.side === undefined ? 'left' : checkSide(body.side, 'side'),
     count: body.count === undefined ? 1 : int(body.count, 'count', 1, MAX_POP),
@@ -125,29 +126,29 @@ export async function popList(ctx: Ctx, name: string, body: Body, res: ServerRes
 
 const PATCH_OPS = ['set', 'trim', 'remove'] as const;
 
-export async function patchList(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+export async function patchList(ctx: Ctx, name: string, body: BodyOf<typeof b.patchList>, res: ServerResponse): Promise<void> {
   const given = PATCH_OPS.filter((k) => body[k] !== undefined);
   if (given.length === 0 && body.ttl === undefined) throw invalid(`PATCH of a list needs one of 'set', 'trim', 'remove' or 'ttl'`);
   if (given.length > 1) throw invalid(`fields '${given[0]}' and '${given[1]}' cannot be combined: send one of set, trim or remove (ttl may come with it)`);
   const p: ListPatch = {};
   if (body.set !== undefined) {
-    const s = body.set as Record<string, unknown>;
+    const s = body.set;
     parts(s, 'set', ['index', 'value']);
     p.set = { index: int(s.index, 'set.index'), value: s.value };
   } else if (body.trim !== undefined) {
-    const t = body.trim as Record<string, unknown>;
+    const t = body.trim;
     parts(t, 'trim', ['start', 'stop']);
     p.trim = { start: int(t.start, 'trim.start'), stop: int(t.stop, 'trim.stop') };
   } else if (body.remove !== undefined) {
-    const r = body.remove as Record<string, unknown>;
+    const r = body.remove;
     parts(r, 'remove', ['value', 'count']);
     p.remove = { value: r.value, count: int(r.count, 'remove.count') };
   }
-  if (body.ttl !== undefined) p.ttl = body.ttl as number;
+  if (body.ttl !== undefined) p.ttl = body.ttl;
   send(res, 200, A.patched, await listsOf(ctx.store).patch(name, p, preconditionOf(body, res)));
 }
 
-export async function deleteList(ctx: Ctx, name: string, body: Body, res: ServerResponse): Promise<void> {
+export async function deleteList(ctx: Ctx, name: string, body: BodyOf<typeof b.onlyIfVersion>, res: ServerResponse): Promise<void> {
   await listsOf(ctx.store).delete(name, preconditionOf(body, res));
   send(res, 200, A.deleted);
 }

@@ -5,7 +5,8 @@
  * everything here is decided from the request alone, the same way whichever
  * store answers.
  */
-import { invalid, notFound } from './errors.js';
+import { invalid, type StoreError } from './errors.js';
+import { missing } from './messages.js';
 import { isPlainObject } from './validate.js';
 
 /** The collection kinds of Part three that are kept as many keys (one per element). */
@@ -20,7 +21,7 @@ export const MAX_COMBINE = 16;
 
 const isWellFormed = (String.prototype as unknown as { isWellFormed: (this: string) => boolean }).isWellFormed;
 
-export const collectionMissing = (kind: CollectionKind, name: string) => notFound(`${kind} '${name}' does not exist`);
+export const collectionMissing = (kind: CollectionKind, name: string): StoreError => missing(kind, name);
 
 /** One member, checked; `where` names it in the message ("field 'members' item 3"). */
 export function checkMember(where: string, v: unknown): string {

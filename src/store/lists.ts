@@ -4,13 +4,14 @@
  * remove-by-value matches. A store decides where items live; it asks here
  * what a request means.
  */
-import { invalid, notFound, type StoreError } from './errors.js';
+import { invalid, type StoreError } from './errors.js';
+import { missing } from './messages.js';
 import { deepEqual } from './json.js';
 
 export const MAX_POP = 1000;
 export const MAX_WAIT_MS = 30_000;
 
-export const listMissing = (name: string): StoreError => notFound(`list '${name}' does not exist`);
+export const listMissing = (name: string): StoreError => missing('list', name);
 
 /**
  * The inclusive range [start, stop] of a list of `len` items as offsets from

@@ -22,7 +22,8 @@
  *   only once it is ready.
  */
 import { type Decoder, type Engine, type Logger, Op, type VersionRef } from '../../engine/index.js';
-import { conflict, notFound } from '../errors.js';
+import { conflict } from '../errors.js';
+import { indexMissing } from '../messages.js';
 import { compareValues } from '../query.js';
 import { SortedList } from '../sorted.js';
 import { lookup, MISSING, pathOf, type Row } from '../wheres.js';
@@ -340,7 +341,7 @@ export class IndexRegistry {
 
   drop(tx: Tx, name: string, inc: number, field: string): void {
     const key = defKey(name, field);
-    if (!tx.has(key)) throw notFound(`index on '${field}' of table '${name}' does not exist`);
+    if (!tx.has(key)) throw indexMissing(name, field);
     const ix = this.tableIndexes(name, inc)?.byField.get(field);
     tx.del(key);
     if (ix !== undefined) {

@@ -4,7 +4,8 @@
  * parsing or serialising the document.
  */
 import { type Decoder, type Engine, MISS } from '../../engine/index.js';
-import { notFound } from '../errors.js';
+import type { StoreError } from '../errors.js';
+import { missing as missingObject } from '../messages.js';
 import { hasField, mergeFields } from '../json.js';
 import type { Precondition, RecordStore, VersionOut } from '../store.js';
 import { expiryOf } from '../validate.js';
@@ -15,7 +16,7 @@ import { rethrowFromEngine } from './errors.js';
 import { recordKey } from './keys.js';
 
 const recordDecoder: Decoder<string> = (buf) => buf.toString('utf8');
-const missing = (id: string) => notFound(`record '${id}' does not exist`);
+const missing = (id: string): StoreError => missingObject('record', id);
 
 export function recordExists(tx: Tx, id: string): boolean {
   return tx.has(recordKey(id));

@@ -12,7 +12,8 @@
  * in a transaction.
  */
 import type { Decoder } from '../../engine/index.js';
-import { conflict, notFound } from '../errors.js';
+import { conflict, type StoreError } from '../errors.js';
+import { missing as missingObject } from '../messages.js';
 import { mergeFields } from '../json.js';
 import { compileOrder, render } from '../query.js';
 import { patchedRow, rowMissing, rowWhat } from '../rows.js';
@@ -44,7 +45,7 @@ export const rowDecoder: Decoder<RowMemo> = (buf, key) => {
   return { id: rowIdOf(key), obj: JSON.parse(json) as Row, json };
 };
 
-const missing = (name: string) => notFound(`table '${name}' does not exist`);
+const missing = (name: string): StoreError => missingObject('table', name);
 
 /** The table's incarnation and next t_id; undefined when it does not exist. */
 export function tableMeta(tx: Tx, name: string): TableMeta | undefined {

@@ -4,7 +4,8 @@
  * reads and writes in one decision, so N concurrent +1s add exactly N.
  */
 import { type Decoder, type Engine, MISS } from '../../engine/index.js';
-import { notFound } from '../errors.js';
+import type { StoreError } from '../errors.js';
+import { missing as missingObject } from '../messages.js';
 import type { Precondition, VariantStore, VersionOut } from '../store.js';
 import { checkPrecondition } from '../versions.js';
 import { expiryOf } from '../validate.js';
@@ -19,7 +20,7 @@ export const variantDecoder: Decoder<Variant> = (buf) => {
 };
 const encode = (x: Variant): Buffer => Buffer.from(x.t + JSON.stringify(x.v), 'utf8');
 
-const missing = (name: string) => notFound(`variant '${name}' does not exist`);
+const missing = (name: string): StoreError => missingObject('variant', name);
 
 export function currentVariant(tx: Tx, name: string): Variant | undefined {
   return tx.get(variantKey(name), variantDecoder);

@@ -10,7 +10,7 @@
  * given back by release(), which the streaming code always calls (at the
  * end, on error, and when the client goes away).
  */
-import { notFound } from '../errors.js';
+import { missing } from '../messages.js';
 import type { IdRow } from '../query.js';
 import { BATCH_BYTES, BATCH_ROWS, EMPTY, type RowSource } from '../stream.js';
 import type { Db, Reader } from './sql.js';
@@ -38,7 +38,7 @@ export class CursorSource implements RowSource {
     const r = await db.reader();
     try {
       const t = await r.q.query(`SELECT inc FROM pithos_tables WHERE name = $1 AND ${r.q.live()}`, [name]);
-      if (t.length === 0) throw notFound(`table '${name}' does not exist`);
+      if (t.length === 0) throw missing('table', name);
       return new CursorSource(r, name, Number(t[0].inc), after);
     } catch (err) {
       r.close();

@@ -29,7 +29,8 @@
  * dropped or expired, a build interrupted) is dropped by the sweeper.
  */
 import { createHash } from 'node:crypto';
-import { conflict, notFound } from '../errors.js';
+import { conflict } from '../errors.js';
+import { indexMissing } from '../messages.js';
 import { T, type Matcher } from '../wheres.js';
 import type { Db, Q } from './sql.js';
 
@@ -141,7 +142,7 @@ export class PgIndexes {
   /** Removes the definition; 404 when there is none. The database index goes once the caller commits (`discard`). */
   async undeclare(q: Q, table: string, inc: number, field: string): Promise<void> {
     const r = await q.query('DELETE FROM pithos_indexes WHERE tname = $1 AND inc = $2 AND field = $3 RETURNING 1', [table, inc, field]);
-    if (r.length === 0) throw notFound(`index on '${field}' of table '${table}' does not exist`);
+    if (r.length === 0) throw indexMissing(table, field);
     this.meta.delete(table);
   }
 

@@ -12,14 +12,15 @@
  * to lock, the create is `INSERT … ON CONFLICT DO NOTHING`: losing that race
  * to a concurrent create means locking the new row and checking again.
  */
-import { notFound, StoreError } from '../errors.js';
+import { StoreError } from '../errors.js';
+import { missing as missingObject } from '../messages.js';
 import { hasField, mergeFields } from '../json.js';
 import type { Precondition, RecordStore, VersionOut } from '../store.js';
 import { checkPrecondition } from '../versions.js';
 import type { Row } from '../wheres.js';
 import type { Db, Q } from './sql.js';
 
-const missing = (id: string) => notFound(`record '${id}' does not exist`);
+const missing = (id: string): StoreError => missingObject('record', id);
 const NEXT = "nextval('pithos_seq')";
 
 /** The live record's version, or undefined. */

@@ -17,7 +17,8 @@
  * wrote it; a statement writing several rows (PATCH, a table's ttl) gives
  * them one version, as one batch does on the log.
  */
-import { conflict, notFound } from '../errors.js';
+import { conflict, type StoreError } from '../errors.js';
+import { missing as missingObject } from '../messages.js';
 import { mergeFields } from '../json.js';
 import { compareRows, compareValues, compileOrder, type IdRow, type Order, render } from '../query.js';
 import { patchedRow, rowMissing, rowWhat } from '../rows.js';
@@ -29,7 +30,7 @@ import { escaped, indexScope, orderSegments, type PgIndexes, valueExpr } from '.
 import { CursorSource } from './cursor.js';
 import type { Db, Q } from './sql.js';
 
-const missing = (name: string) => notFound(`table '${name}' does not exist`);
+const missing = (name: string): StoreError => missingObject('table', name);
 
 interface PgRow {
   id: number;

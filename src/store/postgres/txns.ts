@@ -4,145 +4,93 @@
  * then every mutation in order on the same transaction, so a later one sees
  * the earlier ones. Anything failing rolls all of it back. The namespace
  * functions are the single-operation ones, so a mutation behaves the same
- * alone or in a transaction; messages mirror ../log/txns.ts exactly.
+ * alone or in a transaction. What a check means and what a mutation
+ * answers is shared with the log store (../txn.ts).
  */
-import { StoreError } from '../errors.js';
-import type { Check, Mutation, Transaction } from '../store.js';
-import { compileWheres, matches } from '../wheres.js';
+import type { Check, Transaction } from '../store.js';
+import { applyMutation, checkFailed, type CheckFacts, checkFailure, failedAt, results, type TxnWriter } from '../txn.js';
+import { compileWheres } from '../wheres.js';
 import { deleteRecord, putRecord, recordVersion } from './records.js';
 import type { Db, Q } from './sql.js';
 import { countRows, insertRow, removeRowById, removeRows, replaceRow, tableExists, updateRowById, updateRows } from './tables.js';
 import { addVariant, currentVariant, setVariant } from './variants.js';
 import { listLength, popItems, pushItems } from './lists.js';
 import { listMissing } from '../lists.js';
-import { scoreText } from '../collection.js';
 import { liveCount } from './collections.js';
 import { setAdd, setHas, setRemove } from './sets.js';
 import { zsetAdd, zsetIncr, zsetRemove, zsetScore } from './zsets.js';
 
-function satisfies(actual: unknown, expected: unknown): boolean {
-  return matches({ value: actual }, compileWheres({ value: expected }));
-}
-
-const exists = (yes: boolean): string => (yes ? 'exists' : 'does not exist');
-
-async function failure(q: Q, c: Check): Promise<string | undefined> {
+/** What check `c` reads, from the transaction (so from the state before the first mutation). */
+async function factsOf(q: Q, c: Check): Promise<CheckFacts> {
   switch (c.kind) {
     case 'variant': {
       const cur = await currentVariant(q, c.name);
-      if (c.exists !== undefined && c.exists !== (cur !== undefined)) return `variant '${c.name}' ${exists(cur !== undefined)}`;
-      if (!c.hasValue) return undefined;
-      if (cur === undefined) return `variant '${c.name}' does not exist`;
-      if (!satisfies(cur.v, c.value)) return `variant '${c.name}' is ${JSON.stringify(cur.v)}, which does not match ${JSON.stringify(c.value)}`;
-      return undefined;
+      return { present: cur !== undefined, value: cur?.v };
     }
     case 'record': {
-      const v = await recordVersion(q, c.name);
-      const has = v !== undefined;
-      if (c.exists !== undefined && c.exists !== has) return `record '${c.name}' ${exists(has)}`;
-      if (c.version === undefined || c.version === v) return undefined;
-      return has ? `record '${c.name}' has version ${v}, not ${c.version}` : `record '${c.name}' does not exist`;
+      const version = await recordVersion(q, c.name);
+      return { present: version !== undefined, version };
     }
     case 'list': {
-      const n = await listLength(q, c.name);
-      if (c.exists !== undefined && c.exists !== (n !== undefined)) return `list '${c.name}' ${exists(n !== undefined)}`;
-      if (!c.hasLength) return undefined;
-      if (n === undefined) return `list '${c.name}' does not exist`;
-      if (!satisfies(n, c.length)) return `list '${c.name}' has length ${n}, which does not match ${JSON.stringify(c.length)}`;
-      return undefined;
+      const size = await listLength(q, c.name);
+      return { present: size !== undefined, size };
     }
     case 'table': {
-      const has = await tableExists(q, c.name);
-      if (c.exists !== undefined && c.exists !== has) return `table '${c.name}' ${exists(has)}`;
-      if (c.where === undefined) return undefined;
-      if (!has) return `table '${c.name}' does not exist`;
-      const n = await countRows(q, c.name, compileWheres(c.where));
-      if (!satisfies(n, c.count)) return `table '${c.name}' has ${n} matching row(s), which does not match ${JSON.stringify(c.count)}`;
-      return undefined;
+      const present = await tableExists(q, c.name);
+      return { present, size: present && c.where !== undefined ? await countRows(q, c.name, compileWheres(c.where)) : undefined };
     }
     case 'set':
     case 'zset': {
-      const n = await liveCount(q, c.kind, c.name);
-      if (c.exists !== undefined && c.exists !== (n !== undefined)) return `${c.kind} '${c.name}' ${exists(n !== undefined)}`;
-      const asks = c.kind === 'set' ? c.contains !== undefined : c.hasScore;
-      if (!asks && !c.hasCount) return undefined;
-      if (n === undefined) return `${c.kind} '${c.name}' does not exist`;
-      if (c.hasCount && !satisfies(n, c.count)) return `${c.kind} '${c.name}' has ${n} member(s), which does not match ${JSON.stringify(c.count)}`;
+      const size = await liveCount(q, c.kind, c.name);
+      if (size === undefined) return { present: false };
+      const f: CheckFacts = { present: true, size };
       if (c.kind === 'set') {
-        if (c.contains !== undefined && !(await setHas(q, c.name, c.contains))) return `set '${c.name}' does not contain ${JSON.stringify(c.contains)}`;
-        return undefined;
+        if (c.contains !== undefined) f.member = await setHas(q, c.name, c.contains);
+      } else if (c.hasScore && c.member !== undefined) {
+        f.member = await zsetScore(q, c.name, c.member);
       }
-      if (!c.hasScore) return undefined;
-      const m = c.member as string;
-      const s = await zsetScore(q, c.name, m);
-      if (s === undefined) return `${JSON.stringify(m)} is not a member of zset '${c.name}'`;
-      if (!satisfies(s, c.score)) return `zset '${c.name}' member ${JSON.stringify(m)} has score ${scoreText(s)}, which does not match ${JSON.stringify(c.score)}`;
-      return undefined;
+      return f;
     }
   }
 }
 
-async function apply(q: Q, m: Mutation): Promise<string> {
-  switch (m.kind) {
-    case 'table':
-      switch (m.op) {
-        case 'INSERT':
-          return `{"t_id":${await insertRow(q, m.name, m.values)}}`;
-        case 'UPDATE':
-          return `{"matched":${await updateRows(q, m.name, compileWheres(m.where), m.values)}}`;
-        case 'REMOVE':
-          return `{"matched":${await removeRows(q, m.name, compileWheres(m.where))}}`;
-        case 'UPDATE_ID':
-          return `{"matched":${await updateRowById(q, m.name, m.tId, m.values)}}`;
-        case 'REMOVE_ID':
-          return `{"matched":${await removeRowById(q, m.name, m.tId)}}`;
-        case 'REPLACE':
-          await replaceRow(q, m.name, m.tId, m.values);
-          return '{}';
-      }
-      break;
-    case 'variant':
-      if (m.op === 'ADD') return (await addVariant(q, m.name, m.delta)).data;
-      await setVariant(q, m.name, m.value, m.ttl);
-      return '{}';
-    case 'record':
-      if (m.op === 'PUT') await putRecord(q, m.name, m.values, m.ttl);
-      else await deleteRecord(q, m.name);
-      return '{}';
-    case 'list': {
-      if (m.op === 'PUSH') return `{"length":${await pushItems(q, m.name, m.values.map((v) => JSON.stringify(v)), m.side, true)}}`;
-      const items = await popItems(q, m.name, { side: m.side, count: m.count, waitMs: 0, toSide: 'left' }, undefined);
-      if (items === undefined) throw listMissing(m.name);
-      return `{"items":[${items.join(',')}]}`;
-    }
-    case 'set': {
-      if (m.op === 'ADD') {
-        const [added, count] = await setAdd(q, m.name, m.members, true);
-        return `{"added":${added},"count":${count}}`;
-      }
-      const [removed, count] = await setRemove(q, m.name, m.members);
-      return `{"removed":${removed},"count":${count}}`;
-    }
-    case 'zset':
-      switch (m.op) {
-        case 'ADD': {
-          const [added, updated, count] = await zsetAdd(q, m.name, m.members, m.mode, true);
-          return `{"added":${added},"updated":${updated},"count":${count}}`;
-        }
-        case 'INCR':
-          return `{"score":${scoreText(await zsetIncr(q, m.name, m.member, m.delta, true))}}`;
-        case 'REMOVE': {
-          const [removed, count] = await zsetRemove(q, m.name, m.members);
-          return `{"removed":${removed},"count":${count}}`;
-        }
-      }
-  }
-  throw new Error('unreachable');
-}
-
-/** Names the failing part of a transaction in the error, keeping its kind (so its status). */
-function at(err: unknown, what: string): unknown {
-  return err instanceof StoreError && err.kind !== 'unavailable' ? new StoreError(err.kind, `${what}: ${err.message}`) : err;
+/** The database's primitives, answering each mutation's entry of `results`. */
+function writer(q: Q): TxnWriter<Promise<string>> {
+  return {
+    insertRow: async (t, values) => results.inserted(await insertRow(q, t, values)),
+    updateRows: async (t, where, values) => results.matched(await updateRows(q, t, compileWheres(where), values)),
+    removeRows: async (t, where) => results.matched(await removeRows(q, t, compileWheres(where))),
+    updateRow: async (t, id, values) => results.matched(await updateRowById(q, t, id, values)),
+    removeRow: async (t, id) => results.matched(await removeRowById(q, t, id)),
+    replaceRow: async (t, id, values) => {
+      await replaceRow(q, t, id, values);
+      return results.none;
+    },
+    addVariant: async (name, delta) => (await addVariant(q, name, delta)).data,
+    setVariant: async (name, value, ttl) => {
+      await setVariant(q, name, value, ttl);
+      return results.none;
+    },
+    putRecord: async (id, values, ttl) => {
+      await putRecord(q, id, values, ttl);
+      return results.none;
+    },
+    deleteRecord: async (id) => {
+      await deleteRecord(q, id);
+      return results.none;
+    },
+    push: async (list, values, side) => results.length(await pushItems(q, list, values.map((v) => JSON.stringify(v)), side, true)),
+    pop: async (list, side, count) => {
+      const items = await popItems(q, list, { side, count, waitMs: 0, toSide: 'left' }, undefined);
+      if (items === undefined) throw listMissing(list);
+      return results.items(items);
+    },
+    setAdd: async (name, members) => results.added(...(await setAdd(q, name, members, true))),
+    setRemove: async (name, members) => results.removed(...(await setRemove(q, name, members))),
+    zsetAdd: async (name, members, mode) => results.addedOrUpdated(...(await zsetAdd(q, name, members, mode, true))),
+    zsetIncr: async (name, member, delta) => results.score(await zsetIncr(q, name, member, delta, true)),
+    zsetRemove: async (name, members) => results.removed(...(await zsetRemove(q, name, members))),
+  };
 }
 
 /**
@@ -177,19 +125,20 @@ export function transact(db: Db, txn: Transaction): Promise<string> {
     for (let i = 0; i < txn.checks.length; i++) {
       let why: string | undefined;
       try {
-        why = await failure(q, txn.checks[i]);
+        why = checkFailure(txn.checks[i], await factsOf(q, txn.checks[i]));
       } catch (err) {
-        throw at(err, `transaction check ${i}`);
+        throw failedAt(err, `transaction check ${i}`);
       }
-      if (why !== undefined) throw new StoreError('conflict', `transaction check ${i} failed: ${why}`);
+      if (why !== undefined) throw checkFailed(i, why);
     }
+    const w = writer(q);
     let out = '{"results":[';
     for (let i = 0; i < txn.mutations.length; i++) {
       let r: string;
       try {
-        r = await apply(q, txn.mutations[i]);
+        r = await applyMutation(w, txn.mutations[i]);
       } catch (err) {
-        throw at(err, `mutation ${i}`);
+        throw failedAt(err, `mutation ${i}`);
       }
       out += i === 0 ? r : ',' + r;
     }

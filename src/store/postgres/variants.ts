@@ -11,13 +11,14 @@
  * A conditional PUT (`pre`) locks the variant's row first and checks with
  * ../versions.ts, in one transaction, as records.ts does.
  */
-import { notFound, StoreError } from '../errors.js';
+import { StoreError } from '../errors.js';
+import { missing as missingObject } from '../messages.js';
 import type { VariantStore, Precondition, VersionOut } from '../store.js';
 import { checkPrecondition } from '../versions.js';
 import { addDelta, checkDelta, checkSameType, isIntegerLiteral, makeVariant, type ScalarInput, type Variant, type VType, variantOf } from '../variant.js';
 import type { Db, Q } from './sql.js';
 
-const missing = (name: string) => notFound(`variant '${name}' does not exist`);
+const missing = (name: string): StoreError => missingObject('variant', name);
 const NEXT = "nextval('pithos_seq')";
 const decode = (r: Record<string, unknown>): Variant => makeVariant(r.t as VType, JSON.parse(r.v as string) as number | string | boolean);
 
