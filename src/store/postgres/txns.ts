@@ -15,6 +15,7 @@ import { countRows, insertRow, removeRowById, removeRows, replaceRow, tableExist
 import { addVariant, currentVariant, setVariant } from './variants.js';
 import { listLength, popItems, pushItems } from './lists.js';
 import { listMissing } from '../lists.js';
+import { NOT_HERE, oneTrip } from './batch.js';
 
 function satisfies(actual: unknown, expected: unknown): boolean {
   return matches({ value: actual }, compileWheres({ value: expected }));
@@ -139,6 +140,17 @@ export function transact(db: Db, txn: Transaction): Promise<string> {
   // This store keeps no sets or sorted sets yet: refuse before anything runs.
   const coll = [...txn.mutations, ...txn.checks].find((x) => x.kind === 'set' || x.kind === 'zset');
   if (coll !== undefined) return Promise.reject(notKept(coll.kind as 'set' | 'zset'));
+  // The common transactions in one round trip (batch.ts); whatever that path cannot
+  // answer with success runs again here, statement by statement.
+  const one = oneTrip(db.q, txn);
+  if (one === undefined) return general(db, txn);
+  return db.batch(one.sql).then(one.answer, (err: unknown) => {
+    if ((err as { code?: unknown })?.code === NOT_HERE) return general(db, txn);
+    throw err;
+  });
+}
+
+function general(db: Db, txn: Transaction): Promise<string> {
   return db.run(async (q) => {
     await lockInOrder(q, txn);
     for (let i = 0; i < txn.checks.length; i++) {
