@@ -120,6 +120,13 @@ export function recordTemplate(): string {
 
 const RECORD = recordTemplate();
 
+/** A 100-byte record (its JSON text, for any 6-character key): the size webdis's SET is driven with. */
+export function smallRecordTemplate(): string {
+  const shell = (payload: string): string => `{"id":"{{k}}","kind":"bench","payload":"${payload}"}`;
+  return shell('x'.repeat(100 - instantiate(shell(''), KEYS, 0, 'r').length));
+}
+export const SMALL_RECORD = smallRecordTemplate();
+
 /** Runs `n` set-up requests, 16 at a time, each expected to succeed. */
 async function fill(ctx: Ctx, n: number, make: (i: number) => [string, string, string], ok: number[]): Promise<void> {
   await parallel([...Array(n).keys()], 16, async (i) => {
@@ -147,6 +154,7 @@ const L = {
   getRecord: { mode: 'template', method: 'GET', path: '/records/br-{{k}}', body: '', keys: KEYS },
   incr: { mode: 'template', method: 'POST', path: '/variants/bc-{{k}}', body: '{"delta":1}', keys: KEYS },
   putRecord: { mode: 'template', method: 'PUT', path: '/records/bw-{{k}}', body: `{"record":${RECORD}}`, keys: KEYS },
+  putSmall: { mode: 'template', method: 'PUT', path: '/records/bs-{{k}}', body: `{"record":${SMALL_RECORD}}`, keys: KEYS },
   insertRow: {
     mode: 'template',
     method: 'POST',
@@ -284,6 +292,19 @@ export const OPS: OpSpec[] = [
     // every measured PUT replaces an existing record (200), like the captured answer
     prepare: (ctx) => fill(ctx, KEYS, (i) => ['PUT', instantiate(L.putRecord.path, KEYS, i, ''), instantiate(L.putRecord.body, KEYS, i, '')], [201]),
     capture: captureTemplate(L.putRecord, [200], () => null),
+  },
+  {
+    id: 'put-small',
+    label: 'PUT record (100 B)',
+    kind: 'write',
+    modes: ['always'],
+    unit: 'req/s',
+    lua: L.putSmall,
+    ratioTarget: { always: 0.5 },
+    p99TargetMs: 10,
+    // as put-record: every measured PUT replaces an existing record; webdis's SET line sends the same 100 bytes
+    prepare: (ctx) => fill(ctx, KEYS, (i) => ['PUT', instantiate(L.putSmall.path, KEYS, i, ''), instantiate(L.putSmall.body, KEYS, i, '')], [201]),
+    capture: captureTemplate(L.putSmall, [200], () => null),
   },
   {
     id: 'query-rows',

@@ -5,13 +5,16 @@
  *                          [--connections N] [--duration S] [--warmup S] [--rounds R]
  *                          [--threads T] [--server bin/pithos] [--cpu-prof DIR] [--json FILE]
  *                          [--fresh] [--node-flags "…"] [--server-log FILE]
+ *                          [--compare redis,postgres|none]
  *
  * For every durability mode a fresh Pithos is started on a temporary data directory.
  * For every operation: set-up data is written, Pithos is warmed up, its real answer to
  * the operation is captured, a baseline process is started that replays exactly those
  * bytes (status, headers, body), the baseline is warmed up, then measured runs
  * alternate between the two (P B, then B P, …) with identical wrk settings.
- * One table is printed at the end; see docs/benchmarks.md.
+ * One table is printed at the end; see docs/benchmarks.md. Then the comparisons
+ * of bench/compare.ts (webdis + Redis, Pithos on PostgreSQL beside pgbench),
+ * measured in the same run with the same wrk settings, in a second table.
  */
 import { closeSync, fdatasyncSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
@@ -22,6 +25,7 @@ import { CaptureError, OPS, type Ctx, type Fsync, type OpSpec } from './ops.js';
 import { destroyAgent, startServer, type Server } from './proc.js';
 import { ensureWrk, errorSummary, mergeResults, okCount, percentile, runWrk, type WrkResult } from './wrk.js';
 import { summarizeProfiles } from './cpuprofile.js';
+import { comparisonTable, postgresLines, redisLines, type Comparison } from './compare.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const LUA = join(ROOT, 'bench', 'wrk', 'bench.lua');
@@ -48,6 +52,8 @@ interface Options {
   fresh: boolean;
   /** duration, warm-up or rounds set by hand */
   custom: boolean;
+  /** The other systems measured beside Pithos (bench/compare.ts). */
+  compare: Set<'redis' | 'postgres'>;
 }
 
 function usage(): never {
@@ -55,7 +61,8 @@ function usage(): never {
     `usage: node dist/bench/run.js [--quick] [--ops ${OPS.map((o) => o.id).join(',')}]\n` +
       '       [--modes always,never] [--connections 32] [--duration S] [--warmup S] [--rounds R]\n' +
       '       [--threads 1] [--server bin/pithos] [--cpu-prof DIR] [--json FILE]\n' +
-      '       [--fresh] [--node-flags "--trace-gc …"] [--server-log FILE]\n',
+      '       [--fresh] [--node-flags "--trace-gc …"] [--server-log FILE]\n' +
+      '       [--compare redis,postgres|none]\n',
   );
   process.exit(2);
 }
@@ -65,6 +72,7 @@ function parseArgs(argv: string[]): Options {
     quick: false, ops: OPS.map((x) => x.id), modes: ['always', 'never'], connections: 32,
     durationS: NaN, warmupS: NaN, rounds: NaN, threads: 1,
     server: join(ROOT, 'bin', 'pithos'), cpuProf: null, json: null, custom: false, nodeFlags: [], serverLog: null, fresh: false,
+    compare: new Set(['redis', 'postgres']),
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -94,6 +102,12 @@ function parseArgs(argv: string[]): Options {
       case '--node-flags': o.nodeFlags = value().split(/\s+/).filter(Boolean); break;
       case '--server-log': o.serverLog = resolve(value()); break;
       case '--fresh': o.fresh = true; break;
+      case '--compare': {
+        const v = value().split(',').map((x) => x.trim()).filter(Boolean);
+        if (v.some((x) => x !== 'redis' && x !== 'postgres' && x !== 'none')) usage();
+        o.compare = new Set(v.filter((x): x is 'redis' | 'postgres' => x !== 'none'));
+        break;
+      }
       case '-h': case '--help': usage(); break;
       default:
         process.stderr.write(`unknown option ${a}\n`);
@@ -370,6 +384,7 @@ async function main(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'pithos-bench-'));
   const fsync = fsyncLatency(work);
   const rows: Row[] = [];
+  const comparisons: Comparison[] = [];
   const ops = OPS.filter((op) => o.ops.includes(op.id));
   let stopping = false;
   let current: Server | null = null;
@@ -415,6 +430,19 @@ async function main(): Promise<void> {
         }
       }
     }
+    const copts = {
+      root: ROOT, server: o.server, token: TOKEN, connections: o.connections, threads: o.threads,
+      durationS: o.durationS, warmupS: o.warmupS, rounds: o.rounds, which: o.compare, log,
+    };
+    if (o.compare.has('redis') && !stopping) {
+      const rate = (id: string): number | undefined => rows.find((r) => r.op.id === id && r.mode === 'always')?.pithos?.perSec;
+      log('comparison: webdis + Redis (appendfsync always)');
+      comparisons.push(...await redisLines(copts, rate('incr-variant'), rate('put-small')));
+    }
+    if (o.compare.has('postgres') && !stopping) {
+      log('comparison: Pithos on PostgreSQL beside pgbench');
+      comparisons.push(...await postgresLines(copts));
+    }
   } finally {
     destroyAgent();
     rmSync(work, { recursive: true, force: true });
@@ -430,6 +458,10 @@ async function main(): Promise<void> {
       `4 KiB append + fdatasync on the data volume: p50 ${fsync.p50.toFixed(2)} ms, p99 ${fsync.p99.toFixed(2)} ms; bench took ${elapsed.toFixed(0)}s`,
   ];
   process.stdout.write('\n' + header.join('\n') + '\n\n' + table(rows) + '\n');
+  if (comparisons.length > 0) {
+    process.stdout.write(`\nIn the same run (docs/benchmarks.md, "Comparisons"; ${o.connections} wrk connections for Pithos and webdis, ` +
+      `the rounds of each line alternate between the two sides):\n\n${comparisonTable(comparisons)}\n`);
+  }
   const noisy = rows.filter((r) => r.pithos && r.baseline && Math.max(r.pithos.otherCores, r.baseline.otherCores) > 0.15);
   if (noisy.length) {
     process.stdout.write(
@@ -459,7 +491,7 @@ async function main(): Promise<void> {
   }
   if (o.json) {
     writeFileSync(o.json, JSON.stringify({
-      options: o, wrk: wrkVersion, node: process.version, fsyncMs: fsync, kernel: release(), cores: cpus().length, elapsedS: elapsed,
+      options: { ...o, compare: [...o.compare] }, wrk: wrkVersion, comparisons, node: process.version, fsyncMs: fsync, kernel: release(), cores: cpus().length, elapsedS: elapsed,
       rows: rows.map((r) => ({
         op: r.op.id, mode: r.mode, failure: r.failure, ratio: r.ratio, responseBytes: r.responseBytes,
         target: targetText(r),

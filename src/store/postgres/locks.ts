@@ -7,31 +7,12 @@
  * expired lock keeps its row (the sweeper removes it an hour later), so a
  * later acquire always takes that locked path.
  */
-import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { notFound, StoreError } from '../errors.js';
 import type { LockStore } from '../store.js';
-import type { Db, Q } from './sql.js';
+import type { Db } from './sql.js';
 
 const notHeld = (name: string) => notFound(`lock '${name}' is not held`);
-
-function sameToken(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-}
-
-interface Lease {
-  orig: number;
-  fence: number;
-}
-
-/** The caller's lease, locked and checked against its token: 404 when not held, 403 for another token. */
-async function verify(q: Q, name: string, token: string): Promise<Lease> {
-  const r = await q.query(`SELECT token, orig, fence FROM pithos_locks WHERE name = $1 AND ${q.live()} FOR UPDATE`, [name]);
-  if (r.length === 0) throw notHeld(name);
-  if (!sameToken(r[0].token as string, token)) throw new StoreError('forbidden', `lock '${name}' is held under another token`);
-  return { orig: Number(r[0].orig), fence: Number(r[0].fence) };
-}
 
 const grant = (token: string, fence: number): string => `{"token":"${token}","fence":${fence}}`;
 
@@ -52,22 +33,36 @@ export class PgLocks implements LockStore {
     return grant(token, Number(r[0].fence));
   }
 
-  renew(name: string, token: string, ttl: number): Promise<string> {
-    return this.db.run(async (q) => {
-      const l = await verify(q, name, token);
-      const len = ttl === 0 ? l.orig : ttl;
-      const next = randomUUID();
-      await q.query(`UPDATE pithos_locks SET token = $2, ttl = $3, expires_at = ${q.now} + $3::int8 * 1000 WHERE name = $1`, [name, next, len]);
-      return grant(next, l.fence);
-    });
+  /**
+   * Renew and release are one statement each: the UPDATE takes the lease only
+   * when it is live and its token matches, compared as digests (md5) so the
+   * comparison's time says nothing about the token itself. When it takes nothing, the same statement's read of the
+   * lease (its snapshot) says which answer: 404 not held, 403 another token.
+   */
+  private async byToken(name: string, token: string, set: string, values: unknown[]): Promise<Record<string, unknown>> {
+    const q = this.db.q;
+    const r = await q.query(
+      `WITH u AS (UPDATE pithos_locks SET ${set} WHERE name = $1 AND ${q.live()} AND md5(token) = md5($2) RETURNING fence)
+       SELECT (SELECT fence FROM u) AS fence, (SELECT count(*) FROM u) AS done,
+              (SELECT 1 FROM pithos_locks WHERE name = $1 AND ${q.live()}) AS held`, [name, token, ...values]);
+    const x = r[0];
+    if (Number(x.done) > 0) return x;
+    if (x.held === null) throw notHeld(name);
+    throw new StoreError('forbidden', `lock '${name}' is held under another token`);
   }
 
-  release(name: string, token: string): Promise<void> {
-    return this.db.run(async (q) => {
-      await verify(q, name, token);
-      // Expired now; the row stays so the next acquire takes a fence under its lock.
-      await q.query(`UPDATE pithos_locks SET token = '', expires_at = ${q.now} WHERE name = $1`, [name]);
-    });
+  async renew(name: string, token: string, ttl: number): Promise<string> {
+    const next = randomUUID();
+    // ttl 0: the length given at acquire (orig).
+    const x = await this.byToken(name, token,
+      `token = $3, ttl = CASE WHEN $4::int8 = 0 THEN orig ELSE $4::int8 END, expires_at = ${this.db.q.now} + (CASE WHEN $4::int8 = 0 THEN orig ELSE $4::int8 END) * 1000`,
+      [next, ttl]);
+    return grant(next, Number(x.fence));
+  }
+
+  async release(name: string, token: string): Promise<void> {
+    // Expired now; the row stays so the next acquire takes a fence under its lock.
+    await this.byToken(name, token, `token = '', expires_at = ${this.db.q.now}`, []);
   }
 
   async query(name: string): Promise<string> {

@@ -1,10 +1,10 @@
 /**
  * Record namespace on PostgreSQL: one row of pithos_records per id, the JSON
  * text as the log store keeps it, and `version`, the pithos_seq value taken
- * by the statement that last wrote it (docs/scaling.md). PUT replaces a live
- * record in one UPDATE, or creates one (over an expired one) in one
- * INSERT … ON CONFLICT; a concurrent create between the two makes the UPDATE
- * the answer next time.
+ * by the statement that last wrote it (docs/scaling.md). PUT is one
+ * statement: an UPDATE of the live record, or else an INSERT … ON CONFLICT
+ * that creates it (over an expired one); a concurrent create since the
+ * statement's snapshot makes neither happen, and the next try the UPDATE.
  *
  * A conditional write (`pre`) runs in one transaction: the record's row is
  * locked (SELECT … FOR UPDATE, expired or not), the condition checked by
@@ -58,15 +58,16 @@ export async function putRecord(q: Q, id: string, record: Row, ttl: number, pre?
       await q.query(`UPDATE pithos_records SET body = $2, expires_at = ${q.expiry('$3')}, version = ${NEXT} WHERE id = $1`, [id, json, ttl]);
       return cur.version === undefined;
     }
-    const u = await q.query(
-      `UPDATE pithos_records SET body = $2, expires_at = ${q.expiry('$3')}, version = ${NEXT} WHERE id = $1 AND ${q.live()} RETURNING 1`,
-      [id, json, ttl]);
-    if (u.length > 0) return false;
-    const c = await q.query(
-      `INSERT INTO pithos_records AS x (id, body, expires_at, version) VALUES ($1, $2, ${q.expiry('$3')}, ${NEXT})
-       ON CONFLICT (id) DO UPDATE SET body = excluded.body, expires_at = excluded.expires_at, version = ${NEXT}
-       WHERE x.expires_at IS NOT NULL AND x.expires_at <= ${q.now} RETURNING 1`, [id, json, ttl]);
-    if (c.length > 0) return true;
+    // One statement: replace the live record, or else create it (over an expired one).
+    // Neither happens only when another writer created it since this statement's snapshot.
+    const r = await q.query(
+      `WITH u AS (UPDATE pithos_records SET body = $2, expires_at = ${q.expiry('$3')}, version = ${NEXT} WHERE id = $1 AND ${q.live()} RETURNING 1),
+       c AS (INSERT INTO pithos_records AS x (id, body, expires_at, version) SELECT $1, $2, ${q.expiry('$3')}, ${NEXT} WHERE NOT EXISTS (SELECT 1 FROM u)
+             ON CONFLICT (id) DO UPDATE SET body = excluded.body, expires_at = excluded.expires_at, version = ${NEXT}
+             WHERE x.expires_at IS NOT NULL AND x.expires_at <= ${q.now} RETURNING 1)
+       SELECT (SELECT count(*) FROM u) AS replaced, (SELECT count(*) FROM c) AS created`, [id, json, ttl]);
+    if (Number(r[0].replaced) > 0) return false;
+    if (Number(r[0].created) > 0) return true;
   }
   throw new StoreError('unavailable', `record '${id}' kept changing under concurrent writes; try again`);
 }

@@ -67,6 +67,15 @@ export function isRetryable(err: unknown): boolean {
   return typeof (err as { code?: unknown })?.code === 'string' && RETRYABLE.has((err as { code: string }).code);
 }
 
+/**
+ * A string as an SQL literal for `Db.batch`, safe whatever
+ * standard_conforming_strings says (pg's escapeLiteral: quotes doubled, and
+ * backslashes doubled in an E'' literal).
+ */
+export function literal(s: string): string {
+  return pg.escapeLiteral(s);
+}
+
 /** This node gave up waiting for the database (DEADLINE_SLACK_MS past the bound). */
 class DeadlineError extends Error {}
 
@@ -152,6 +161,8 @@ interface Conn {
   finish(): Promise<void>;
   /** ROLLBACK within a deadline, for a retry on the same path. */
   rollback(): Promise<void>;
+  /** Several statements in one simple-protocol query (one round trip); the rows of each. */
+  batch(text: string): Promise<Record<string, unknown>[][]>;
   release(): void;
 }
 
@@ -317,6 +328,34 @@ export class Db {
   }
 
   /**
+   * Runs `text`, several statements with their values inlined as literals
+   * (`literal`), as one simple-protocol query: one round trip to the
+   * database. Without BEGIN in it, PostgreSQL runs them as one transaction
+   * (an error in any rolls back all of them); with `BEGIN … COMMIT`, a
+   * failure leaves the transaction to be rolled back, which happens here.
+   * Serialization failures and deadlocks run it again, as `run` does.
+   * Resolves to the rows of each statement.
+   */
+  async batch(text: string): Promise<Record<string, unknown>[][]> {
+    for (let attempt = 1; ; attempt++) {
+      const c = await this.checkout('statement');
+      try {
+        const out = await c.batch(text);
+        c.release();
+        return out;
+      } catch (err) {
+        await c.finish();
+        if (!isRetryable(err)) throw err;
+        if (attempt >= MAX_ATTEMPTS) {
+          throw new StoreError('unavailable',
+            `the transaction conflicted with concurrent ones ${MAX_ATTEMPTS} times (serialization failure); nothing was changed; try again`);
+        }
+      }
+      await backoff(attempt);
+    }
+  }
+
+  /**
    * A read-only REPEATABLE READ transaction on a connection of its own, for
    * reading one instant of the data in several statements (a cursor:
    * cursor.ts). `close` ends it and returns the connection; it must be
@@ -388,13 +427,15 @@ export class Db {
       broken ??= err;
       client.connection.stream.destroy();
     };
-    const send = async (text: string, values: unknown[] | undefined, commit: boolean): Promise<Record<string, unknown>[]> => {
+    const send = async (text: string, values: unknown[] | undefined, commit: boolean, multi = false): Promise<Record<string, unknown>[]> => {
       const until = first ? startedAt + budget : Date.now() + budget;
       first = false;
       try {
         if (broken !== undefined) throw broken;
         if (Date.now() >= until) throw new DeadlineError('deadline');
         const r = await within(client.query(text, values), until - Date.now(), () => give(new Error('gave up waiting for the database')));
+        // Several statements in one query answer one result each (one alone, a single result).
+        if (multi) return (Array.isArray(r) ? r : [r]).map((x: pg.QueryResult) => x.rows) as unknown as Record<string, unknown>[];
         return r.rows as Record<string, unknown>[];
       } catch (err) {
         const f = this.fail(err, client, startedAt, commit || use === 'statement');
@@ -423,6 +464,7 @@ export class Db {
         await send('COMMIT', undefined, true);
       },
       rollback,
+      batch: async (text) => (await send(text, undefined, true, true)) as unknown as Record<string, unknown>[][],
       finish: () => rollback().finally(release),
       release,
     };

@@ -53,15 +53,15 @@ export async function setVariant(q: Q, name: string, value: ScalarInput, ttl: nu
       await q.query(`UPDATE pithos_variants SET t = $2, v = $3, expires_at = ${q.expiry('$4')}, version = ${NEXT} WHERE name = $1`, [name, x.t, v, ttl]);
       return [!live, x];
     }
-    const u = await q.query(
-      `UPDATE pithos_variants SET v = $3, expires_at = ${q.expiry('$4')}, version = ${NEXT} WHERE name = $1 AND t = $2 AND ${q.live()} RETURNING 1`,
-      [name, x.t, v, ttl]);
-    if (u.length > 0) return [false, x];
-    const c = await q.query(
-      `INSERT INTO pithos_variants AS x (name, t, v, expires_at, version) VALUES ($1, $2, $3, ${q.expiry('$4')}, ${NEXT})
-       ON CONFLICT (name) DO UPDATE SET t = excluded.t, v = excluded.v, expires_at = excluded.expires_at, version = ${NEXT}
-       WHERE x.expires_at IS NOT NULL AND x.expires_at <= ${q.now} RETURNING 1`, [name, x.t, v, ttl]);
-    if (c.length > 0) return [true, x];
+    // One statement: replace the live variant of the same type, or else create it (over an expired one).
+    const r = await q.query(
+      `WITH u AS (UPDATE pithos_variants SET v = $3, expires_at = ${q.expiry('$4')}, version = ${NEXT} WHERE name = $1 AND t = $2 AND ${q.live()} RETURNING 1),
+       c AS (INSERT INTO pithos_variants AS x (name, t, v, expires_at, version) SELECT $1, $2, $3, ${q.expiry('$4')}, ${NEXT} WHERE NOT EXISTS (SELECT 1 FROM u)
+             ON CONFLICT (name) DO UPDATE SET t = excluded.t, v = excluded.v, expires_at = excluded.expires_at, version = ${NEXT}
+             WHERE x.expires_at IS NOT NULL AND x.expires_at <= ${q.now} RETURNING 1)
+       SELECT (SELECT count(*) FROM u) AS replaced, (SELECT count(*) FROM c) AS created`, [name, x.t, v, ttl]);
+    if (Number(r[0].replaced) > 0) return [false, x];
+    if (Number(r[0].created) > 0) return [true, x];
     // A live variant exists and the UPDATE did not take it: another type (or created just now).
     checkSameType(name, await currentVariant(q, name), x);
   }

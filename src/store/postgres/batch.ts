@@ -1,0 +1,142 @@
+/**
+ * A /txns in one round trip (docs/scaling.md, "Round trips"). The common
+ * transactions (no checks; variant ADD of a safe integer or SET, record PUT
+ * or DELETE, row INSERT) need no decision between their statements that SQL
+ * cannot make itself, so they are sent as one simple-protocol query
+ * (Db.batch): the locks in name order as txns.ts takes them, then one
+ * statement per mutation, which PostgreSQL runs as one transaction.
+ *
+ * A mutation whose statement finds nothing to do (a missing variant or
+ * record, another type, an overflow, a missing table) ends with a division
+ * by zero (SQLSTATE 22012), which rolls the whole query back; the caller
+ * then runs the transaction again on the general path, which decides the
+ * same state statement by statement and gives the exact answer or error.
+ * So this path only ever answers success, exactly as the general path would.
+ */
+import type { Mutation, Transaction } from '../store.js';
+import { isIntegerLiteral, makeVariant, variantOf } from '../variant.js';
+import { literal, type Q } from './sql.js';
+
+/** The SQLSTATE that says "a mutation found nothing to do": run it the general way. */
+export const NOT_HERE = '22012';
+
+/** Fails the statement (22012) unless the data-modifying CTE `u` returned a row. */
+const needs = (u: string): string => `1 / (SELECT count(*) FROM ${u})::int4 AS ok`;
+
+interface Planned {
+  sql: string;
+  /** The mutation's result, from the rows its statement returned. */
+  result(rows: Record<string, unknown>[]): string;
+}
+
+const int = (n: number): string => `${Math.trunc(n)}::int8`;
+
+function plan(q: Q, m: Mutation): Planned | undefined {
+  const now = q.now;
+  if (m.kind === 'variant' && m.op === 'ADD') {
+    const d = m.delta.value;
+    if (typeof d !== 'number' || !Number.isSafeInteger(d) || !isIntegerLiteral(d, m.delta.text)) return undefined;
+    const n = literal(m.name);
+    return {
+      // The increment of variants.ts: an integer, live, the sum a safe integer.
+      sql: `WITH u AS (UPDATE pithos_variants SET v = (v::int8 + ${int(d)})::text, version = nextval('pithos_seq')
+             WHERE name = ${n} AND t = 'i' AND ${q.live()} AND abs(v::int8 + ${int(d)}) <= 9007199254740991 RETURNING v)
+            SELECT (SELECT v FROM u) AS v, ${needs('u')}`,
+      result: (rows) => makeVariant('i', Number(rows[0].v)).data,
+    };
+  }
+  if (m.kind === 'variant' && m.op === 'SET') {
+    if (!Number.isSafeInteger(m.ttl)) return undefined;
+    const x = variantOf(m.value);
+    // Creates, replaces a live one of the same type, or replaces an expired one (any type).
+    return {
+      sql: `WITH u AS (INSERT INTO pithos_variants AS x (name, t, v, expires_at) VALUES (${literal(m.name)}, ${literal(x.t)}, ${literal(JSON.stringify(x.v))}, ${q.expiry(int(m.ttl))})
+             ON CONFLICT (name) DO UPDATE SET t = excluded.t, v = excluded.v, expires_at = excluded.expires_at, version = nextval('pithos_seq')
+             WHERE x.t = excluded.t OR NOT ${q.live('x.expires_at')} RETURNING 1)
+            SELECT ${needs('u')}`,
+      result: () => '{}',
+    };
+  }
+  if (m.kind === 'record' && m.op === 'PUT') {
+    if (!Number.isSafeInteger(m.ttl)) return undefined;
+    return {
+      sql: `INSERT INTO pithos_records AS x (id, body, expires_at) VALUES (${literal(m.name)}, ${literal(JSON.stringify(m.values))}, ${q.expiry(int(m.ttl))})
+            ON CONFLICT (id) DO UPDATE SET body = excluded.body, expires_at = excluded.expires_at, version = nextval('pithos_seq')`,
+      result: () => '{}',
+    };
+  }
+  if (m.kind === 'record' && m.op === 'DELETE') {
+    return {
+      sql: `WITH u AS (DELETE FROM pithos_records WHERE id = ${literal(m.name)} AND ${q.live()} RETURNING 1) SELECT ${needs('u')}`,
+      result: () => '{}',
+    };
+  }
+  if (m.kind === 'table' && m.op === 'INSERT') {
+    const n = literal(m.name);
+    return {
+      // insertRow of tables.ts.
+      sql: `WITH t AS (UPDATE pithos_tables SET next_id = next_id + 1, row_count = row_count + 1 WHERE name = ${n} AND ${q.live()} RETURNING inc, next_id - 1 AS id),
+             u AS (INSERT INTO pithos_rows (tname, inc, t_id, body, version) SELECT ${n}, t.inc, t.id, ${literal(JSON.stringify(m.values))}, nextval('pithos_seq') FROM t RETURNING t_id)
+            SELECT (SELECT t_id FROM u) AS t_id, ${needs('u')}`,
+      result: (rows) => `{"t_id":${Number(rows[0].t_id)}}`,
+    };
+  }
+  return undefined;
+}
+
+const LOCKS = {
+  table: (names: string) => `SELECT name FROM pithos_tables WHERE name = ANY(${names}) ORDER BY name FOR UPDATE`,
+  variant: (names: string) => `SELECT name FROM pithos_variants WHERE name = ANY(${names}) ORDER BY name FOR UPDATE`,
+  record: (names: string) => `SELECT id FROM pithos_records WHERE id = ANY(${names}) ORDER BY id FOR UPDATE`,
+} as const;
+
+export interface OneTrip {
+  sql: string;
+  /** The transaction's answer from the rows of every statement of `sql`. */
+  answer(results: Record<string, unknown>[][]): string;
+}
+
+/**
+ * The transaction as one query, or undefined when it needs decisions only
+ * the general path makes (checks, other operations, values SQL text cannot
+ * carry).
+ */
+export function oneTrip(q: Q, txn: Transaction): OneTrip | undefined {
+  if (txn.checks.length > 0 || txn.mutations.length === 0) return undefined;
+  const planned: Planned[] = [];
+  const names = { table: new Set<string>(), variant: new Set<string>(), record: new Set<string>() };
+  for (const m of txn.mutations) {
+    // A NUL cannot be in a query's text (nor in a text value): the general path reports it.
+    if (m.name.includes('\u0000')) return undefined;
+    let p: Planned | undefined;
+    try {
+      p = plan(q, m);
+    } catch {
+      return undefined; // a value the general path refuses, with its message
+    }
+    if (p === undefined || p.sql.includes('\u0000')) return undefined;
+    planned.push(p);
+    if (m.kind === 'table' || m.kind === 'variant' || m.kind === 'record') names[m.kind].add(m.name);
+  }
+  // The locks of txns.ts (lockInOrder), in its order, when there is more than one object to lock.
+  const locks: string[] = [];
+  if (names.table.size + names.variant.size + names.record.size > 1) {
+    for (const kind of ['table', 'variant', 'record'] as const) {
+      if (names[kind].size === 0) continue;
+      locks.push(LOCKS[kind](`ARRAY[${[...names[kind]].sort().map(literal).join(', ')}]::text[]`));
+    }
+  }
+  const statements = [...locks, ...planned.map((p) => p.sql)];
+  const sql = txn.serializable
+    ? `BEGIN ISOLATION LEVEL SERIALIZABLE;\n${statements.join(';\n')};\nCOMMIT`
+    : statements.join(';\n');
+  const skip = (txn.serializable ? 1 : 0) + locks.length;
+  return {
+    sql,
+    answer(results) {
+      let out = '{"results":[';
+      for (let i = 0; i < planned.length; i++) out += (i === 0 ? '' : ',') + planned[i].result(results[skip + i]);
+      return out + ']}';
+    },
+  };
+}
