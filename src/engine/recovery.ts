@@ -52,12 +52,13 @@ class Applier implements HintVisitor {
 }
 
 
-export async function recover(ctx: RecoveryContext, repair: boolean): Promise<Recovered> {
+/**
+ * The directory's segment ids in ascending order and the ids that have a
+ * hint, after removing what no open needs: unfinished compaction outputs and
+ * hints (`.tmp`), and hints whose segment is gone.
+ */
+async function listFiles(ctx: RecoveryContext, names: string[]): Promise<{ logs: number[]; hints: Set<number> }> {
   const f = ctx.fs;
-  const names = await f.readdir(ctx.dir);
-  // Keys first, before anything in the directory is changed: a directory
-  // opened without its key, or with a wrong one, must be left as it was.
-  const { headers, seals } = await checkKeys(ctx, names);
   const logs: number[] = [];
   const hints = new Set<number>();
   for (const n of names) {
@@ -80,6 +81,16 @@ export async function recover(ctx: RecoveryContext, repair: boolean): Promise<Re
       hints.delete(id);
     }
   }
+  return { logs, hints };
+}
+
+export async function recover(ctx: RecoveryContext, repair: boolean): Promise<Recovered> {
+  const f = ctx.fs;
+  const names = await f.readdir(ctx.dir);
+  // Keys first, before anything in the directory is changed: a directory
+  // opened without its key, or with a wrong one, must be left as it was.
+  const { headers, seals } = await checkKeys(ctx, names);
+  const { logs, hints } = await listFiles(ctx, names);
   const lastLogId = [...logs].reverse().find((id) => id % 1024 === 0);
 
   const segments: Segment[] = [];

@@ -43,7 +43,7 @@ export class Yielder {
  * What a directory entry keeps to verify a value read back from disk
  * (Entry.crc): its CRC-32, or in a sealed segment the value's offset from
  * the start of its batch, since there the whole batch is read and its tag
- * checked (engine.ts, readValue). `buf` and `bufPos` as a scan step gives them.
+ * checked (reader.ts, readSealedValue). `buf` and `bufPos` as a scan step gives them.
  */
 export function valueCheck(seg: Segment, buf: Buffer, bufPos: number, en: DecodedEntry): number {
   if (seg.seal !== undefined) return en.valueOffset - bufPos;

@@ -78,27 +78,27 @@ test('overwriting cached values does not grow memory without bound', async () =>
     await Promise.all(ps);
   }
   for (let j = 0; j < 10; j++) assert.equal(await e.read(`k${j}`, str), `v${N - 10 + j}`);
-  const queue = (e as unknown as { keydir: { cacheQueue: unknown[]; cacheHead: number } }).keydir; // private: a white-box check
-  const held = queue.cacheQueue.length - queue.cacheHead;
+  const queue = (e as unknown as { keydir: { values: { queue: unknown[]; head: number } } }).keydir.values; // private: a white-box check
+  const held = queue.queue.length - queue.head;
   assert.ok(held < 10_000, `the cache queue holds ${held} slots for 10 cached values`);
   await e.close();
 });
 
 interface QueueView {
-  keydir: { cacheQueue: Array<{ qpos: number; flags: number } | undefined>; cacheHead: number; queueBase: number; cachedEntries: number };
+  keydir: { values: { queue: Array<{ qpos: number; flags: number } | undefined>; head: number; queueBase: number; cachedEntries: number } };
 }
 
 /** White-box: every queued entry sits at its recorded slot, and nothing else is flagged queued. */
 function checkQueue(e: unknown): { held: number; cached: number } {
-  const kd = (e as QueueView).keydir;
-  const q = kd.cacheQueue;
-  for (let i = kd.cacheHead; i < q.length; i++) {
+  const kd = (e as QueueView).keydir.values;
+  const q = kd.queue;
+  for (let i = kd.head; i < q.length; i++) {
     const x = q[i];
     if (x === undefined) continue;
     assert.equal(x.qpos - kd.queueBase, i, 'a queued entry is not at its recorded slot');
     assert.ok((x.flags & 4) !== 0, 'an entry in the queue is not flagged queued');
   }
-  return { held: q.length - kd.cacheHead, cached: kd.cachedEntries };
+  return { held: q.length - kd.head, cached: kd.cachedEntries };
 }
 
 test('a key rewritten by every insert (a table meta) holds one cache slot, not one per insert', async () => {
@@ -212,7 +212,7 @@ test('rewriting keys with a long ttl does not pile up expiry bookkeeping', async
     await Promise.all(ps);
     clock.advance(1);
   }
-  const heap = (e as unknown as { keydir: { heap: unknown[] } }).keydir.heap; // private: a white-box check
+  const heap = (e as unknown as { keydir: { expiry: { heap: unknown[] } } }).keydir.expiry.heap; // private: a white-box check
   assert.ok(heap.length < 5000, `the expiry heap holds ${heap.length} items for 10 keys`);
   assert.equal(e.expiresAt('k3'), clock.t - 1 + 86_400_000 + N - 7);
   // Expiry still works after the heap was rebuilt.

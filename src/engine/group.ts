@@ -1,0 +1,286 @@
+/**
+ * A group's members in key order (the keys that share a prefix up to their
+ * last U+0000: a table's rows, a collection's elements): a list of chunks,
+ * each a key range in one small Map.
+ */
+import type { Entry } from './entry.js';
+
+/**
+ * Most keys one chunk of a group holds. A chunk's Map rehashes in well under
+ * a millisecond at this size, and sorting or splitting one costs about as
+ * much, so no single insert into a group of any size pays more.
+ */
+export const CHUNK_MAX = 4096;
+
+/**
+ * One key range of a group: keys k with lo <= k < (next chunk's lo). Chunk
+ * 0's lo is never consulted: it takes every key below chunk 1's lo.
+ */
+class Chunk {
+  map: Map<string, Entry>;
+  lo: string;
+  /** Greatest key appended since the map was last in key order; keys are appended in order as long as sorted holds. */
+  last: string;
+  sorted = true;
+  /**
+   * Keys at which this chunk is full: between 3/4 of the group's maximum and
+   * the maximum, drawn at random per chunk. Keys spread over a group's whole
+   * range (an index on a value that cycles, filled by a batch of 1,000 rows or
+   * by a build step of 500) make every chunk grow at the same pace; with one
+   * common limit they all filled in the same few batches, and one batch then
+   * split many of them at about 1 ms each: stalls of 90-170 ms while an index
+   * was built (docs/engine.md, "Key directory: memory and pauses"). Different
+   * limits spread the splits out.
+   */
+  readonly cap: number;
+
+  constructor(lo: string, max: number, map: Map<string, Entry> = new Map(), last = lo) {
+    this.lo = lo;
+    this.map = map;
+    this.last = last;
+    this.cap = Math.max(1, max - Math.floor(Math.random() * (max >> 2)));
+  }
+
+  /** Rebuilds the map in key order (at most CHUNK_MAX + 1 keys). */
+  sort(): void {
+    if (this.sorted) return;
+    const keys = sortedKeys(this.map);
+    const m = new Map<string, Entry>();
+    for (const k of keys) m.set(k, this.map.get(k) as Entry);
+    this.map = m;
+    this.last = keys.length > 0 ? keys[keys.length - 1] : this.lo;
+    this.sorted = true;
+  }
+}
+
+/**
+ * A map's keys in key order (JavaScript's `<`, UTF-16 units, which is what the
+ * default sort compares): sorting the keys alone, without a comparator, is
+ * 1.4-1.9x as fast as sorting [key, entry] pairs with one (measured apart).
+ */
+function sortedKeys(m: Map<string, Entry>): string[] {
+  return Array.from(m.keys()).sort();
+}
+
+/**
+ * A group's members in key order: a list of chunks, each a key range held in
+ * one small Map (a two-level B-tree whose leaves are Maps). Rows usually
+ * arrive in key order (t_id order), which appends to the last chunk and opens
+ * a new one when it is full; a key that arrives out of order goes into the
+ * chunk of its range, which is then re-sorted lazily, when iterated. A chunk
+ * that overflows is split in two. Behaves as a Map whose iteration order is
+ * key order; do not mutate it while iterating (no caller does).
+ */
+export class Group implements Map<string, Entry> {
+  chunks: Chunk[] = [];
+  private count = 0;
+  readonly [Symbol.toStringTag] = 'Group';
+
+  /** `max`: keys per chunk (CHUNK_MAX; tests use tiny chunks to reach splits and merges); `name`: the group's prefix. */
+  constructor(private readonly max: number, readonly name: string) {}
+
+  get size(): number {
+    return this.count;
+  }
+
+  /** Index of the chunk whose range holds `key` (chunks must not be empty). */
+  private find(key: string): number {
+    const c = this.chunks;
+    let lo = 0;
+    let hi = c.length - 1;
+    if (hi === 0 || key >= c[hi].lo) return hi; // one chunk, or an append
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (c[mid].lo <= key) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  get(key: string): Entry | undefined {
+    return this.chunks.length === 0 ? undefined : this.chunks[this.find(key)].map.get(key);
+  }
+
+  has(key: string): boolean {
+    return this.get(key) !== undefined;
+  }
+
+  set(key: string, e: Entry): this {
+    if (this.chunks.length === 0) {
+      this.chunks.push(new Chunk(key, this.max));
+    }
+    let i = this.find(key);
+    let c = this.chunks[i];
+    if (c.map.has(key)) {
+      c.map.set(key, e); // same position, new version
+      return this;
+    }
+    if (c.map.size >= c.cap) {
+      if (i === this.chunks.length - 1 && c.sorted && key > c.last) {
+        // In-order append to a full last chunk: open a new one, O(1).
+        c = new Chunk(key, this.max);
+        this.chunks.push(c);
+        i++;
+      } else {
+        this.split(i);
+        if (key >= this.chunks[i + 1].lo) i++;
+        c = this.chunks[i];
+      }
+    }
+    if (c.map.size > 0 && key < c.last) c.sorted = false;
+    else c.last = key;
+    c.map.set(key, e);
+    this.count++;
+    return this;
+  }
+
+  /** Splits a full chunk into two halves of its key range. */
+  private split(i: number): void {
+    const c = this.chunks[i];
+    const keys = c.sorted ? Array.from(c.map.keys()) : sortedKeys(c.map);
+    const half = keys.length >> 1;
+    const lm = new Map<string, Entry>();
+    const rm = new Map<string, Entry>();
+    for (let k = 0; k < half; k++) lm.set(keys[k], c.map.get(keys[k]) as Entry);
+    for (let k = half; k < keys.length; k++) rm.set(keys[k], c.map.get(keys[k]) as Entry);
+    const left = new Chunk(c.lo, this.max, lm, keys[half - 1]);
+    const right = new Chunk(keys[half], this.max, rm, keys[keys.length - 1]);
+    this.chunks.splice(i, 1, left, right);
+  }
+
+  delete(key: string): boolean {
+    if (this.chunks.length === 0) return false;
+    const i = this.find(key);
+    const c = this.chunks[i];
+    if (!c.map.delete(key)) return false;
+    this.count--;
+    if (c.map.size === 0) {
+      // Its range goes to the chunk before it (find() picks the last chunk
+      // whose lo <= key), whose keys are all below it, so that chunk stays in
+      // order; if it was chunk 0, the new chunk 0 takes everything below.
+      this.chunks.splice(i, 1);
+    } else if (c.map.size <= this.max >> 3 && this.chunks.length > 1) {
+      // Merge a nearly empty chunk into a neighbour, so deletes cannot leave a Map per row behind.
+      this.mergeSmall(i);
+    }
+    return true;
+  }
+
+  /** Merges chunk i with a neighbour when both together fit in half a chunk. */
+  private mergeSmall(i: number): void {
+    const j = i + 1 < this.chunks.length ? i : i - 1; // merge chunks j and j + 1
+    const a = this.chunks[j];
+    const b = this.chunks[j + 1];
+    if (a.map.size + b.map.size > this.max >> 1) return;
+    a.sort();
+    b.sort();
+    for (const [k, v] of b.map) a.map.set(k, v); // every key of b is above every key of a
+    if (b.map.size > 0) a.last = b.last;
+    this.chunks.splice(j + 1, 1);
+  }
+
+  clear(): void {
+    this.chunks = [];
+    this.count = 0;
+  }
+
+  /**
+   * The members' keys and entries, in key order, as two arrays: copied
+   * chunk by chunk by the native iterators (pointers only; no entry is
+   * touched), then joined by one native concat (a group snapshot, snapshot.ts).
+   */
+  copy(): [string[], Entry[]] {
+    const ks: string[][] = [];
+    const es: Entry[][] = [];
+    for (let c = 0; c < this.chunks.length; c++) {
+      const m = this.sortedMap(c);
+      ks.push(Array.from(m.keys()));
+      es.push(Array.from(m.values()));
+    }
+    if (ks.length === 1) return [ks[0], es[0]];
+    return [([] as string[]).concat(...ks), ([] as Entry[]).concat(...es)];
+  }
+
+  /**
+   * Up to `limit` keys above `after` ('' = from the first), in key order,
+   * with their entries: one page of a collection's members (a set lists its
+   * members in key order, docs/format.md). Costs the page plus, at most, one
+   * chunk's keys below `after`.
+   */
+  keysAfter(after: string, limit: number, keys: string[], entries: Entry[]): void {
+    if (this.chunks.length === 0 || limit <= 0) return;
+    for (let i = after === '' ? 0 : this.find(after); i < this.chunks.length; i++) {
+      for (const [k, e] of this.sortedMap(i)) {
+        if (after !== '' && k <= after) continue;
+        keys.push(k);
+        entries.push(e);
+        if (keys.length >= limit) return;
+      }
+    }
+  }
+
+  /** The chunk's map in key order (sorting it first if keys arrived out of order). */
+  sortedMap(i: number): Map<string, Entry> {
+    const c = this.chunks[i];
+    c.sort();
+    return c.map;
+  }
+
+  forEach(fn: (value: Entry, key: string, map: Map<string, Entry>) => void, thisArg?: unknown): void {
+    for (const [k, v] of this) fn.call(thisArg, v, k, this);
+  }
+
+  // A one-chunk group (a table under CHUNK_MAX rows: nearly all of them)
+  // hands out the native Map iterator, so scanning it costs what it did when
+  // a group was one Map.
+  entries(): MapIterator<[string, Entry]> {
+    if (this.chunks.length === 1) return this.sortedMap(0).entries();
+    return new ChunkIterator(this, (m) => m.entries());
+  }
+
+  keys(): MapIterator<string> {
+    if (this.chunks.length === 1) return this.sortedMap(0).keys();
+    return new ChunkIterator(this, (m) => m.keys());
+  }
+
+  values(): MapIterator<Entry> {
+    if (this.chunks.length === 1) return this.sortedMap(0).values();
+    return new ChunkIterator(this, (m) => m.values());
+  }
+
+  [Symbol.iterator](): MapIterator<[string, Entry]> {
+    return this.entries();
+  }
+}
+
+/** Walks a group chunk by chunk; each chunk is put in key order as it is reached. */
+class ChunkIterator<T> implements MapIterator<T> {
+  private i = 0;
+  private inner: Iterator<T> | undefined;
+  readonly [Symbol.toStringTag] = 'Group Iterator';
+
+  constructor(private readonly g: Group, private readonly pick: (m: Map<string, Entry>) => Iterator<T>) {}
+
+  next(): IteratorResult<T, undefined> {
+    for (;;) {
+      if (this.inner !== undefined) {
+        const r = this.inner.next();
+        if (r.done !== true) return r;
+        this.inner = undefined;
+        this.i++;
+      }
+      if (this.i >= this.g.chunks.length) return { done: true, value: undefined };
+      this.inner = this.pick(this.g.sortedMap(this.i));
+    }
+  }
+
+  [Symbol.iterator](): MapIterator<T> {
+    return this;
+  }
+}
+
+/** The group a key belongs to: its prefix up to and including the last U+0000. */
+export function groupOf(key: string): string | undefined {
+  const i = key.lastIndexOf('\u0000');
+  return i < 0 ? undefined : key.slice(0, i + 1);
+}

@@ -1,0 +1,314 @@
+/**
+ * Group commit: the one path by which batches reach the log.
+ *
+ * write() applies a batch to the key directory synchronously (so the
+ * caller's next read sees it, and read-modify-write sequences need no locks:
+ * the event loop is the one writer) and queues it. Every batch queued in one
+ * turn of the event loop goes out as one group: one write, and under
+ * `always` one fdatasync, after which the commit hook hears of each batch and
+ * then its writer. If the log write fails, that group and every batch queued
+ * after it are rolled back in reverse order before anything else runs, then
+ * rejected with a typed error.
+ */
+import type { Logger } from '../log.js';
+import { EngineClosedError, StorageIOError, storageError } from './errors.js';
+import { encodeBatch, Op } from './format.js';
+import type { FileOps } from './fileops.js';
+import { FLAG_CURRENT } from './entry.js';
+import type { KeyDir } from './keydir.js';
+import type { Segment } from './segment.js';
+import type { EngineCore } from './core.js';
+import type { Compactor } from './compaction.js';
+import type { Rotation } from './rotation.js';
+import { TAG_BYTES } from './seal.js';
+import { storedValue } from './codec.js';
+import { applyBatch, checkOps, type Pending } from './batch.js';
+import type { Durability, EngineObserver, WriteOp } from './types.js';
+
+export class GroupWriter {
+  // The same objects core holds, kept here so write() reads them from `this`.
+  private readonly fs: FileOps;
+  private readonly keydir: KeyDir;
+  private readonly now: () => number;
+  private readonly log: Logger;
+  private readonly sealed: boolean;
+  private readonly compression: boolean;
+
+  /** The sequence number the next batch takes. */
+  nextSeq = 1;
+  /** Highest sequence number whose batch is in the log under the configured durability. */
+  committed = 0;
+  /** Failed writes rolled back so far (Engine.rollbacks). */
+  rolledBack = 0;
+  closed = false;
+  /** Bytes of the active segment known to be on disk (everysec syncs only when it grew). */
+  syncedSize = 0;
+  /** Called once per batch, in sequence order, when the batch is in the log under the configured durability. */
+  onCommit: ((seq: number, ops: readonly WriteOp[]) => void) | undefined = undefined;
+  observer: EngineObserver | undefined = undefined;
+
+  private queue: Pending[] = [];
+  private flushing = false;
+  private flushDone: Array<() => void> = [];
+  private groupsDone = 0;
+  private barriers: Array<{ target: number; resolve: () => void }> = [];
+  /** Set when a failed write could not be cut off the file; retried before the next write. */
+  private tailDirty = false;
+  private readonly keyLens: number[] = [];
+  private readonly valueOffsets: number[] = [];
+
+  constructor(private readonly core: EngineCore, private readonly durability: Durability,
+    private readonly rotation: Rotation, private readonly compactor: Compactor) {
+    this.fs = core.fs;
+    this.keydir = core.keydir;
+    this.now = core.now;
+    this.log = core.log;
+    this.sealed = core.keyring !== undefined;
+    this.compression = core.compression;
+  }
+
+  /**
+   * Appends one batch. The directory reflects it when this returns; the
+   * promise settles when the log has it (durably, under `always`).
+   */
+  write(ops: readonly WriteOp[]): Promise<void> {
+    if (this.closed) return Promise.reject(new EngineClosedError());
+    if (ops.length === 0) return Promise.resolve();
+    const bad = checkOps(ops);
+    if (bad !== undefined) return Promise.reject(bad);
+    const seq = this.nextSeq;
+    // Under compression each Put value is stored with its codec byte (codec.ts);
+    // the directory caches the value itself.
+    const stored = this.compression ? ops.map((o) => (o.op === Op.Put ? { ...o, value: storedValue(o.value as Buffer, true) } : o)) : ops;
+    const buf = encodeBatch(seq, stored, this.keyLens, this.valueOffsets);
+    this.nextSeq++;
+    const p: Pending = {
+      seq, buf, ops, created: [], createdOffsets: [], undoKeys: [], undoPrev: [],
+      resolve: noop, reject: noop,
+    };
+    applyBatch(this.keydir, p, stored, this.keyLens, this.valueOffsets, this.now());
+    const promise = new Promise<void>((resolve, reject) => {
+      p.resolve = resolve;
+      p.reject = reject;
+    });
+    this.queue.push(p);
+    if (!this.flushing) {
+      this.flushing = true;
+      // Let every request that arrived in this turn of the loop join the group.
+      // eslint-disable-next-line @typescript-eslint/no-misused-promises -- flushLoop catches and logs every failure itself
+      setImmediate(this.flushLoop);
+    }
+    return promise;
+  }
+
+  private readonly flushLoop = async (): Promise<void> => {
+    while (this.queue.length > 0) {
+      const group = this.queue;
+      this.queue = [];
+      try {
+        await this.writeGroup(group);
+      } catch (err) {
+        // writeGroup has already rolled back and rejected; keep serving.
+        this.log('error', `log write failed: ${String((err as Error).message ?? err)}`);
+      }
+      this.groupsDone++;
+      if (this.barriers.length > 0) this.releaseBarriers(false);
+    }
+    this.releaseBarriers(true);
+    this.flushing = false;
+    const waiters = this.flushDone;
+    this.flushDone = [];
+    for (const w of waiters) w();
+  };
+
+  private releaseBarriers(all: boolean): void {
+    const keep: Array<{ target: number; resolve: () => void }> = [];
+    for (const b of this.barriers) {
+      if (all || this.groupsDone >= b.target) b.resolve();
+      else keep.push(b);
+    }
+    this.barriers = keep;
+  }
+
+  private async writeGroup(group: Pending[]): Promise<void> {
+    let total = 0;
+    for (const p of group) total += p.buf.length;
+    // Sealing adds a tag to each batch (every segment this process appends to is sealed or none is).
+    if (this.sealed) total += TAG_BYTES * group.length;
+    const seg = await this.segmentFor(group, total);
+    const data = group.length === 1 ? group[0].buf : Buffer.concat(group.map((p) => p.buf), total);
+    const pos = seg.size;
+    const t0 = performance.now();
+    try {
+      await this.fs.writeAll(seg.fd, data, 0, total, pos);
+      this.observer?.logWrite(group.length, total, (performance.now() - t0) / 1e3);
+    } catch (err) {
+      const e = storageError('write', err);
+      this.failFrom(group, e);
+      await this.cutTail(seg, pos);
+      throw e;
+    }
+    this.place(group, seg, pos);
+    seg.size = pos + total;
+    seg.maxSeq = group[group.length - 1].seq;
+    if (this.durability === 'always') await this.syncGroup(group, seg, pos);
+    this.publish(group);
+  }
+
+  /**
+   * The segment the group goes to, with a failed write's tail cut off first
+   * and, when the group does not fit, a new segment; the batches are sealed
+   * for it here, not in write(), as the nonce depends on the segment.
+   */
+  private async segmentFor(group: Pending[], total: number): Promise<Segment> {
+    let seg = this.core.active;
+    try {
+      if (this.tailDirty) {
+        await this.fs.ftruncate(seg.fd, seg.size);
+        this.tailDirty = false;
+      }
+      if (this.rotation.full(seg, total)) {
+        seg = await this.rotation.rotate(this.nextSeq);
+        this.syncedSize = seg.size;
+      }
+    } catch (err) {
+      this.failFrom(group, storageError('segment rotation', err));
+      throw err;
+    }
+    const seal = seg.seal;
+    if (seal !== undefined) {
+      try {
+        for (const p of group) p.buf = seal.sealBatch(p.buf);
+      } catch (err) {
+        this.failFrom(group, new StorageIOError(`sealing a batch failed: ${String((err as Error).message ?? err)}`, err));
+        throw err;
+      }
+    }
+    return seg;
+  }
+
+  /** The bytes are in the file at `pos`: the group's entries may now point there (and leave the cache). */
+  private place(group: Pending[], seg: Segment, pos: number): void {
+    const kd = this.keydir;
+    const sealed = seg.seal !== undefined;
+    let off = pos;
+    for (const p of group) {
+      for (let i = 0; i < p.created.length; i++) {
+        const e = p.created[i];
+        e.seg = seg;
+        e.vpos = off + p.createdOffsets[i];
+        // A sealed value is read with its whole batch: keep its offset in the batch (scanner.ts, valueCheck).
+        if (sealed) e.crc = p.createdOffsets[i];
+        if ((e.flags & FLAG_CURRENT) !== 0) seg.live += e.size;
+        kd.dropBytes(e);
+      }
+      off += p.buf.length;
+    }
+  }
+
+  private async syncGroup(group: Pending[], seg: Segment, pos: number): Promise<void> {
+    try {
+      const t1 = performance.now();
+      await this.fs.fdatasync(seg.fd);
+      this.observer?.logSync((performance.now() - t1) / 1e3);
+      this.syncedSize = seg.size;
+    } catch (err) {
+      // After a failed fsync the page cache can no longer be trusted to
+      // hold these bytes (PostgreSQL's "fsyncgate"): drop them and say so.
+      const e = storageError('fdatasync', err);
+      this.failFrom(group, e);
+      // The undone versions pointed into the tail cut below: a snapshot still
+      // holding one must find it gone (and say so), not read past the end or,
+      // once later writes refill that space, another value.
+      for (const p of group) for (const c of p.created) c.seg = undefined;
+      seg.size = pos;
+      await this.cutTail(seg, pos);
+      throw e;
+    }
+  }
+
+  /** The group is in the log under the configured durability: the commit hook hears of it, then its writers. */
+  private publish(group: Pending[]): void {
+    const hook = this.onCommit;
+    if (hook !== undefined) {
+      for (const p of group) {
+        try {
+          hook(p.seq, p.ops);
+        } catch (err) {
+          this.log('error', `commit hook failed: ${String((err as Error)?.stack ?? err)}`);
+        }
+      }
+    }
+    this.committed = group[group.length - 1].seq;
+    for (const p of group) p.resolve();
+  }
+
+  /**
+   * Rolls back `group` and everything queued after it, newest first, and
+   * rejects them all. Runs synchronously so no other request can observe or
+   * build on the state being undone.
+   */
+  private failFrom(group: Pending[], err: unknown): void {
+    this.rolledBack++;
+    const all = group.concat(this.queue);
+    this.queue = [];
+    const kd = this.keydir;
+    for (let b = all.length - 1; b >= 0; b--) {
+      const p = all[b];
+      for (let i = p.undoKeys.length - 1; i >= 0; i--) {
+        const prev = p.undoPrev[i];
+        if (prev !== undefined && prev.seg !== undefined && prev.seg.compacting) this.compactor.conflict = true;
+        kd.restore(p.undoKeys[i], prev);
+      }
+    }
+    for (const p of all) p.reject(err);
+  }
+
+  /** Cuts a failed write off the file so no stray batch can follow a later good one. */
+  private async cutTail(seg: Segment, len: number): Promise<void> {
+    try {
+      await this.fs.ftruncate(seg.fd, len);
+    } catch (err) {
+      this.tailDirty = true;
+      this.log('error', `could not truncate ${seg.name} to ${len}: ${String(err)}; will retry before the next write`);
+    }
+  }
+
+  /** A failed write whose bytes could not be cut off must not outlive a close: the next open would replay it. */
+  async cutDirtyTail(): Promise<void> {
+    const seg = this.core.active;
+    if (!this.tailDirty) return;
+    await this.fs.ftruncate(seg.fd, seg.size);
+    this.tailDirty = false;
+  }
+
+  /** The everysec sync: fdatasync the active segment when it has grown since the last one. */
+  async syncQuietly(): Promise<void> {
+    const seg = this.core.active;
+    if (seg.size === this.syncedSize || seg.fd < 0) return;
+    const size = seg.size;
+    try {
+      const t1 = performance.now();
+      await this.fs.fdatasync(seg.fd);
+      this.observer?.logSync((performance.now() - t1) / 1e3);
+      this.syncedSize = size;
+    } catch (err) {
+      this.log('error', `background fdatasync of ${seg.name} failed: ${String(err)}`);
+    }
+  }
+
+  /** Resolves once every batch queued or in flight at the time of the call has settled. */
+  settled(): Promise<void> {
+    if (!this.flushing) return Promise.resolve();
+    const target = this.groupsDone + (this.queue.length > 0 ? 2 : 1);
+    return new Promise((resolve) => this.barriers.push({ target, resolve }));
+  }
+
+  /** Resolves when the flush loop has nothing left to do. */
+  drain(): Promise<void> {
+    if (!this.flushing) return Promise.resolve();
+    return new Promise((resolve) => this.flushDone.push(resolve));
+  }
+}
+
+function noop(): void {}
