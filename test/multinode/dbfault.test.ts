@@ -9,6 +9,7 @@ import { after, before, test } from 'node:test';
 import pg from 'pg';
 import { PgCluster, freshSchema } from '../helpers/postgres.js';
 import { PG_URL, PithosServer, expectSuccess, sleep, uniq, type Res } from '../helpers/server.js';
+import { watch } from '../helpers/sse.js';
 
 async function until(cond: () => boolean, ms: number, what: string): Promise<void> {
   const end = Date.now() + ms;
@@ -373,11 +374,16 @@ test('failover to a promoted standby: a node started on the standby waits, a mul
     assert.match(multi.stdout, new RegExp(`writable primary 127\\.0\\.0\\.1:${c.port}`));
     const ctr = uniq('fo');
     expectSuccess(await multi.req('PUT', `/variants/${ctr}`, { variant: 0 }), 201, 'variant created successfully', { variant: 0 });
+    // Many dirty buffers on the standby: its first checkpoint after the promotion is then
+    // spread over minutes, and until it ends its last checkpoint is on the old timeline.
+    await admin(c, 'CREATE TABLE public.ballast AS SELECT g, repeat(md5(g::text), 8) AS pad FROM generate_series(1, 40000) g');
     const load = new Load([multi], ctr, 'fo');
     load.start(4);
     try {
       await until(() => load.acked.length >= 30, 30_000, 'writes before the failover');
       assert.equal(onStandby, undefined, 'a node started on a standby listened');
+      const w = watch({ port: multi.port, token: multi.token, query: `kind=variant&prefix=${ctr}` });
+      await w.opened;
       // Failover: the primary stops (its last WAL reaches the standby on a clean stop), the standby is promoted.
       c.stop();
       const stoppedAt = Date.now();
@@ -390,6 +396,12 @@ test('failover to a promoted standby: a node started on the standby waits, a mul
       process.stdout.write(`# failover: primary stopped, standby promoted in ${promotedAt - stoppedAt} ms; first write acknowledged ${resumedMs} ms after; ` +
         `answers ${JSON.stringify([...load.statuses])}, slowest ${load.slowest} ms\n`);
       assert.ok(resumedMs <= 2000, `writes resumed ${resumedMs} ms after the promotion`);
+      // The promotion made a new timeline: watchers are told at once, and only once.
+      await w.until(() => w.events.some((e) => e.event === 'reset'), 10_000, 'reset after the promotion');
+      w.close();
+      const changed = multi.stderr.split('\n').filter((l) => l.includes("the database's history changed"));
+      assert.equal(changed.length, 1, changed.join('\n'));
+      assert.match(changed[0], /timeline 1 is now system \d+, timeline 2\)/);
       assert.match(n.stderr, /waiting for a writable primary: .*standby/);
       assert.match(n.stdout, new RegExp(`writable primary 127\\.0\\.0\\.1:${s.port}`));
       await load.end();

@@ -19,8 +19,17 @@
 import { DRAWN } from './schema.js';
 import type { Q } from './sql.js';
 
+/**
+ * The timeline is the one WAL is being written on (the first 8 hex digits
+ * of the current WAL file's name), not pg_control_checkpoint()'s: that is
+ * the last checkpoint's, and a promoted standby's first checkpoint is
+ * spread over minutes when it has many dirty buffers, so until it ends the
+ * new primary would report its last restartpoint's timeline: the same as
+ * the old primary's (no reset), or an older one (a second, spurious reset).
+ */
 const IDENTITY = `SELECT (SELECT system_identifier::text FROM pg_control_system()) AS sys,
-  (SELECT timeline_id FROM pg_control_checkpoint()) AS tl, ${DRAWN} AS last FROM pithos_seq`;
+  CASE WHEN pg_is_in_recovery() THEN NULL ELSE substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) END AS tl,
+  ${DRAWN} AS last FROM pithos_seq`;
 const SEQUENCE = `SELECT ${DRAWN} AS last FROM pithos_seq`;
 
 export class History {
@@ -45,7 +54,8 @@ export class History {
       row = (await this.q.query(SEQUENCE))[0];
     }
     const last = Number(row.last);
-    const id = this.withIdentity ? `system ${String(row.sys)}, timeline ${String(row.tl)}` : undefined;
+    // A server in recovery has no timeline of its own to report (tl is null): keep what was known.
+    const id = this.withIdentity && row.tl !== null ? `system ${String(row.sys)}, timeline ${parseInt(String(row.tl), 16)}` : this.identity;
     const was = this.identity;
     this.identity = id;
     const otherIdentity = was !== undefined && id !== was;
