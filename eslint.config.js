@@ -10,7 +10,7 @@ const silentCatch =
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'web/build.mjs', 'eslint.config.js'] },
   {
-    files: ['src/**/*.ts', 'client/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts', 'web/**/*.ts'],
+    files: ['src/**/*.ts', 'client/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts', 'web/**/*.ts', 'web/**/*.tsx'],
     languageOptions: {
       parser: tseslint.parser,
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
@@ -29,7 +29,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/**/*.ts', 'client/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts', 'web/**/*.ts'],
+    files: ['src/**/*.ts', 'client/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts', 'web/**/*.ts', 'web/**/*.tsx'],
     rules: { '@typescript-eslint/no-explicit-any': 'error' },
   },
   {

@@ -1,6 +1,6 @@
 /**
  * Serves the web console (built from web/ into dist/console by `npm run build`) at
- * /console and /console/*. No auth to load it: the page asks for the token and sends it
+ * /console and /console/* (and an empty /favicon.ico). No auth to load it: the page asks for the token and sends it
  * with every API call. Called by the server before auth; answers only paths under
  * /console and returns false for everything else.
  */
@@ -35,8 +35,15 @@ export function serveConsole(req: IncomingMessage, res: ServerResponse, dir = CO
   const url = req.url ?? '/';
   const q = url.indexOf('?');
   const rawPath = q < 0 ? url : url.slice(0, q);
-  if (rawPath !== '/console' && !rawPath.startsWith('/console/')) return false;
   const method = req.method ?? 'GET';
+  if (rawPath === '/favicon.ico' && (method === 'GET' || method === 'HEAD') && !hasBody(req)) {
+    // Browsers ask for it on their own; without a token it would be a 401 error on every
+    // console page load. The console names its icon (favicon.svg) itself; this has none.
+    res.writeHead(204, { 'Cache-Control': 'max-age=86400' });
+    res.end();
+    return true;
+  }
+  if (rawPath !== '/console' && !rawPath.startsWith('/console/')) return false;
   if (hasBody(req)) {
     refuseBody(req, res);
     return true;

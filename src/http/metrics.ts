@@ -151,6 +151,9 @@ export class Metrics {
   /** Requests that matched no route, by method (a method outside the table is 'other'). */
   private readonly unmatched = new Map<string, Cell[]>();
   private readonly cells: Cell[] = [];
+  /** Requests the web console sent (header x-pithos-console), also counted in the cells: a dashboard subtracts them. */
+  private consoleCount = 0;
+  private consoleSeconds = 0;
   private readonly loop: IntervalHistogram;
   private source: MetricsSource | undefined;
   private stats: EngineStats | undefined;
@@ -262,6 +265,10 @@ export class Metrics {
     }
     cell.count++;
     cell.sum += seconds;
+    if (req.headers['x-pithos-console'] !== undefined) {
+      this.consoleCount++;
+      this.consoleSeconds += seconds;
+    }
     const b = LATENCY_BUCKETS;
     let i = 0;
     while (i < b.length && seconds > b[i]) i++;
@@ -289,6 +296,12 @@ export class Metrics {
       out.push(`pithos_http_request_duration_seconds_sum{${c.labels}} ${c.sum}`);
       out.push(`pithos_http_request_duration_seconds_count{${c.labels}} ${c.count}`);
     }
+    out.push('# HELP pithos_http_console_requests_total Answered requests that carried the web console\'s X-Pithos-Console header (also counted in pithos_http_requests_total)');
+    out.push('# TYPE pithos_http_console_requests_total counter');
+    out.push(`pithos_http_console_requests_total ${this.consoleCount}`);
+    out.push('# HELP pithos_http_console_request_seconds_total Time spent answering those requests (also in pithos_http_request_duration_seconds)');
+    out.push('# TYPE pithos_http_console_request_seconds_total counter');
+    out.push(`pithos_http_console_request_seconds_total ${this.consoleSeconds}`);
     return out.join('\n') + '\n';
   }
 

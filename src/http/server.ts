@@ -213,7 +213,7 @@ export class PithosServer {
       return sendError(res, 503, 'server is shutting down');
     }
     // The web console's static files load without a token (the page asks for it).
-    if (req.url !== undefined && req.url.startsWith('/console') && serveConsole(req, res)) return;
+    if (req.url !== undefined && (req.url.startsWith('/console') || req.url.startsWith('/favicon.ico')) && serveConsole(req, res)) return;
     // Routing is a pure lookup; its verdict (404, 405, a bad name) is held back
     // until the token has passed, so an unauthenticated client learns nothing
     // (docs/api.md, "Authentication"). A path matching no route needs a valid token.

@@ -17,17 +17,16 @@ test('the console loads without a token, with the right content types', async ()
   const index = await get('/console/');
   assert.equal(index.status, 200);
   assert.equal(index.headers['content-type'], 'text/html; charset=utf-8');
-  assert.match(index.raw, /<script type="module" src="web\/app\.js"><\/script>/);
+  assert.match(index.raw, /<script type="module" src="app\.js"><\/script>/);
   assert.match(String(index.headers['content-security-policy']), /default-src 'self'/);
   assert.equal(index.headers['x-content-type-options'], 'nosniff');
 
-  const js = await get('/console/web/app.js');
+  // One bundle (web/build.mjs): the UI library, the charts and the client, nothing loaded from elsewhere.
+  const js = await get('/console/app.js');
   assert.equal(js.status, 200);
   assert.equal(js.headers['content-type'], 'text/javascript; charset=utf-8');
-  assert.match(js.raw, /from '\.\.\/client\/index\.js'/);
-  const client = await get('/console/client/index.js');
-  assert.equal(client.status, 200);
-  assert.match(client.raw, /export class Pithos\b/);
+  assert.doesNotMatch(js.raw, /^import |https?:\/\/(?!www\.w3\.org)[a-z]/m);
+  for (const f of ['uplot.css', 'favicon.svg']) assert.equal((await get(`/console/${f}`)).status, 200, f);
   const css = await get('/console/style.css');
   assert.equal(css.headers['content-type'], 'text/css; charset=utf-8');
   assert.equal(Number(css.headers['content-length']), Buffer.byteLength(css.raw));
@@ -52,6 +51,11 @@ test('nothing else is served without a token; nothing outside the console direct
     assert.equal(r.headers['content-type'], JSON_CT);
     assert.equal(r.body.status, 'error');
   }
+  // Browsers ask for /favicon.ico by themselves: an empty answer, not a 401.
+  const fav = await get('/favicon.ico');
+  assert.equal(fav.status, 204);
+  assert.equal(fav.raw, '');
+  assert.equal((await get('/favicon.icon')).status, 401);
   const post = await get('/console/', 'POST');
   assert.equal(post.status, 405);
   assert.equal(post.headers.allow, 'GET, HEAD');

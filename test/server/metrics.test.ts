@@ -314,6 +314,19 @@ test('requests are labelled by route template, method and status; counters move 
   assert.ok(d('pithos_cache_hits_total') >= 5);
 });
 
+test('requests carrying X-Pithos-Console are counted apart too, so a dashboard can leave the console out', async () => {
+  const before = await scrape();
+  for (let i = 0; i < 4; i++) assert.equal((await srv.req('GET', '/health', undefined, { 'X-Pithos-Console': '1' })).status, 200);
+  assert.equal((await srv.req('GET', '/health')).status, 200);
+  const after = await scrape();
+  const d = (sample: string, labels: Record<string, string> = {}): number => value(after, sample, labels) - value(before, sample, labels);
+  assert.equal(d('pithos_http_console_requests_total'), 4);
+  assert.ok(d('pithos_http_console_request_seconds_total') > 0);
+  // Still in the route families: the console's requests are requests.
+  assert.equal(d('pithos_http_requests_total', { route: '/health', method: 'GET', status: '200' }), 5);
+  assert.equal(after.get('pithos_http_console_requests_total')?.type, 'counter');
+});
+
 test('cache misses count reads that went to disk (1 MiB cache, 2 MB of records)', { skip: logOnly }, async () => {
   const blob = 'x'.repeat(100_000);
   const names = Array.from({ length: 20 }, () => uniq('big'));

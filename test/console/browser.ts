@@ -1,0 +1,106 @@
+/**
+ * What the console's browser tests share: a real Pithos (on a fixed port, so that a page can
+ * follow it across a restart), Debian's Chromium (/usr/bin/chromium, never a downloaded one)
+ * driven by playwright-core, one page, and small helpers. The bindings below are live: the
+ * test files import them and see them once start() has run.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { PithosServer, ROOT } from '../helpers/server.js';
+
+const CHROMIUM = process.env.PITHOS_CHROMIUM ?? '/usr/bin/chromium';
+/** Screenshots go to docs/console/ with PITHOS_SCREENSHOTS=1, else to a temporary directory. */
+export const SHOTS = process.env.PITHOS_SCREENSHOTS === '1' ? path.join(ROOT, 'docs', 'console') : mkdtempSync(path.join(os.tmpdir(), 'pithos-shots-'));
+export const AXE = readFileSync(path.join(ROOT, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
+
+export let server: PithosServer;
+export let browser: Browser;
+export let page: Page;
+export const pageErrors: string[] = [];
+/** Bodies of the row queries the page sent (to check that paging is the server's). */
+export const queries: Record<string, unknown>[] = [];
+/** When the page sent each API request (not its own files): the console's load on the server. */
+const apiRequests: number[] = [];
+export const sentSince = (t0: number): number => apiRequests.filter((t) => t >= t0).length;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const a = s.address() as net.AddressInfo;
+      s.close(() => resolve(a.port));
+    });
+  });
+}
+
+export async function start(): Promise<void> {
+  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does this)`);
+  mkdirSync(SHOTS, { recursive: true });
+  server = await PithosServer.start({ args: ['--port', String(await freePort())] });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
+  });
+  page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  page.setDefaultTimeout(10_000);
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  page.on('console', (m) => {
+    // A 4xx the page asked for on purpose (a wrong token, a missing object) is logged by Chromium as a failed load.
+    if (m.type() === 'error' && !/status of (4\d\d)/.test(m.text()) && !/ERR_CONNECTION_REFUSED|ERR_EMPTY_RESPONSE|network error|Failed to fetch/.test(m.text())) pageErrors.push(m.text());
+  });
+  page.on('request', (r) => {
+    if (!new URL(r.url()).pathname.startsWith('/console')) apiRequests.push(Date.now());
+    if (/\/tables\/[^/]+\/query$/.test(new URL(r.url()).pathname)) queries.push(JSON.parse(r.postData() ?? '{}') as Record<string, unknown>);
+  });
+}
+
+export async function stop(): Promise<void> {
+  await browser?.close();
+  await server?.close();
+  if (process.env.PITHOS_SCREENSHOTS !== '1') rmSync(SHOTS, { recursive: true, force: true });
+}
+
+/** Signs in through the form. */
+export async function signIn(): Promise<void> {
+  await page.goto(`${server.base}/console/`);
+  await page.fill('#token', server.token);
+  await page.click('button[type=submit]');
+  await page.locator('[data-figure="key_count"]').waitFor();
+}
+
+export const go = async (hash: string): Promise<void> => {
+  await page.goto(`${server.base}/console/#${hash}`);
+  await page.locator('main h1').waitFor();
+};
+
+/** Clicks Confirm (or Cancel) in the confirmation dialog, after checking its text. */
+export async function answerDialog(expect: RegExp, ok: boolean): Promise<void> {
+  const dlg = page.locator('#confirm');
+  await dlg.waitFor({ state: 'visible' });
+  assert.match((await page.locator('#confirm-text').textContent()) ?? '', expect);
+  await page.click(ok ? '#confirm-ok' : '#confirm-cancel');
+  await dlg.waitFor({ state: 'hidden' });
+}
+
+export const ok = (sel: string, text: string | RegExp) => page.locator(`${sel}.msg.ok`).filter({ hasText: text }).waitFor();
+export const err = (sel: string, text: string | RegExp) => page.locator(`${sel}.msg.error`).filter({ hasText: text }).waitFor();
+export const data = async (p: string): Promise<unknown> => {
+  const r = await server.req('GET', p);
+  assert.equal(r.status, 200, `GET ${p}: ${r.status} ${r.raw}`);
+  return r.body.data;
+};
+
+/** axe-core's serious and critical findings on the page as it is now (axe injected already). */
+export async function axeProblems(): Promise<string[]> {
+  return page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run: (ctx: Document, o: object) => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe;
+    const r = await axe.run(document, { resultTypes: ['violations'] });
+    return r.violations.filter((x) => x.impact === 'serious' || x.impact === 'critical').map((x) => `${x.id}: ${x.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')}`);
+  });
+}

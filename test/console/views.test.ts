@@ -1,0 +1,128 @@
+/**
+ * Every view of the web console in a real browser (test/console/browser.ts): axe-core finds
+ * no serious or critical violation in light and dark, nothing scrolls sideways at phone
+ * width, no view sends requests while idle, the keyboard moves focus locally; and the
+ * screenshots of every view at 1280×800 and 390×844, light and dark.
+ */
+import assert from 'node:assert/strict';
+import { statSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { AXE, axeProblems, go, page, pageErrors, sentSince, server, SHOTS, signIn, start, stop } from './browser.js';
+
+before(async () => {
+  await start();
+  // Something to show in every view.
+  const put = async (method: string, p: string, body?: unknown): Promise<void> => {
+    const r = await server.req(method, p, body);
+    assert.ok(r.status === 200 || r.status === 201, `${method} ${p}: ${r.status} ${r.raw}`);
+  };
+  await put('PUT', '/tables/users');
+  for (const row of [{ name: 'ann', age: 32, elsewhere: true }, { nick: 'b' }, { name: 'cy', age: 40, city: 'Oslo' }, { name: 'dan' }]) await put('POST', '/tables/users/rows', { rows: row });
+  await put('PUT', '/tables/twins');
+  await put('PUT', '/records/shot', { record: { name: 'ann', tags: ['a', 'b'], address: { city: 'Oslo' } } });
+  await put('PUT', '/variants/ratio', '{"variant":2.0}');
+  await put('PUT', '/variants/code', { variant: '43' });
+  await put('PUT', '/variants/flag', { variant: false, ttl: 600 });
+  await put('PUT', '/variants/hits', { variant: 15 });
+  await put('PUT', '/locks/shot', { ttl: 600, holder: 'worker-1' });
+  await put('PUT', '/lists/queue', { list: ['job-1', { id: 2, retries: 0 }, 3.5] });
+  await put('PUT', '/sets/big', { set: Array.from({ length: 60 }, (_, i) => `m${String(i).padStart(2, '0')}`) });
+  await put('PUT', '/zsets/scores', { zset: { ann: 30, bob: 12.5, cy: 20, dee: 41 } });
+  await signIn();
+});
+after(stop);
+
+/** Idle load per view: requests sent while the view was open and nothing happened, and for how long. */
+const idle: Record<string, { requests: number; seconds: number }> = {};
+
+const VIEWS: { name: string; hash: string; ready: string }[] = [
+  { name: 'dashboard', hash: '/', ready: '#chart-disk .u-axis' },
+  { name: 'tables', hash: '/tables', ready: '#names' },
+  { name: 'table', hash: '/tables/users', ready: '#grid' },
+  { name: 'records', hash: '/records', ready: '#names, #names-empty' },
+  { name: 'record', hash: '/records/shot', ready: '#record-info:not(:text("loading"))' },
+  { name: 'variants', hash: '/variants', ready: '#names' },
+  { name: 'variant', hash: '/variants/ratio', ready: '#variant-value' },
+  { name: 'locks', hash: '/locks', ready: '#names' },
+  { name: 'lock', hash: '/locks/shot', ready: '#lock-countdown' },
+  { name: 'lists', hash: '/lists', ready: '#names' },
+  { name: 'list', hash: '/lists/queue', ready: '#list-items' },
+  { name: 'sets', hash: '/sets', ready: '#names' },
+  { name: 'set', hash: '/sets/big', ready: '#set-members' },
+  { name: 'zsets', hash: '/zsets', ready: '#names' },
+  { name: 'zset', hash: '/zsets/scores', ready: '#zset-items' },
+  { name: 'feed', hash: '/feed', ready: '#feed-state:text("following")' },
+  { name: 'txn', hash: '/txn', ready: '#txn-json' },
+];
+
+test('every view: axe-core finds no serious or critical violation (light and dark); no sideways scrolling at 390 px; screenshots', async () => {
+  const problems: string[] = [];
+  // One page load, then hash navigation (as a user moves): axe is injected once.
+  await go('/');
+  await page.evaluate(AXE);
+  for (const v of VIEWS) {
+    await page.emulateMedia({ colorScheme: 'light' });
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.evaluate((h) => (location.hash = h), `#${v.hash}`);
+    await page.locator(v.ready).first().waitFor({ timeout: 15_000 });
+    if (v.name === 'feed') assert.ok([200, 201].includes((await server.req('PUT', '/records/feed-shot', { record: { n: 1 } })).status));
+    await page.waitForTimeout(v.name === 'dashboard' ? 600 : 150);
+    // From here until the next view nothing happens on the page but axe and screenshots: its idle load.
+    const t0 = Date.now();
+    for (const scheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      for (const [w, h] of [[1280, 800], [390, 844]] as const) {
+        await page.setViewportSize({ width: w, height: h });
+        await page.waitForTimeout(80);
+        if (w === 390) {
+          const wide = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+          if (wide > 0) problems.push(`${v.name} (${scheme}): ${wide}px wider than a 390 px screen`);
+        } else {
+          for (const f of await axeProblems()) problems.push(`${v.name} (${scheme}): ${f}`);
+        }
+        await page.screenshot({ path: path.join(SHOTS, `${v.name}-${w}-${scheme}.png`) });
+      }
+    }
+    if (v.name !== 'dashboard') {
+      idle[v.name] = { requests: sentSince(t0), seconds: (Date.now() - t0) / 1000 };
+      if (idle[v.name]!.requests !== 0) problems.push(`${v.name}: ${idle[v.name]!.requests} requests while idle`);
+    }
+  }
+  console.log(`idle load: ${Object.entries(idle).map(([k, x]) => `${k} ${x.requests} in ${x.seconds.toFixed(1)} s`).join(', ')}`);
+  await page.emulateMedia({ colorScheme: 'light' });
+  await page.setViewportSize({ width: 1280, height: 800 });
+  for (const f of ['dashboard-1280-light', 'table-390-dark']) assert.ok(statSync(path.join(SHOTS, `${f}.png`)).size > 5000, `${f}.png is suspiciously small`);
+  assert.deepEqual(problems, []);
+});
+
+test('keyboard: focus stays local after navigating; sign out forgets the token; no script errors', async () => {
+  await go('/tables');
+  await page.locator('body').press('3');
+  await page.waitForURL(/#\/records$/);
+  // Focus moves to the new view's heading, not to the whole page.
+  await page.waitForFunction(() => document.activeElement?.tagName === 'H1');
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement?.id), 'open-name');
+  assert.deepEqual(pageErrors, [], 'no script errors on the page');
+  await page.click('#signout');
+  await page.locator('#token').waitFor();
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('pithos-console-token')), null);
+  assert.equal(await page.locator('nav').count(), 0);
+
+  // The sign-in view, as the others: axe and screenshots. First, axe can fail: an empty button is critical.
+  await page.evaluate(AXE);
+  await page.evaluate(() => document.body.append(Object.assign(document.createElement('button'), { id: 'axe-probe' })));
+  assert.ok((await axeProblems()).some((p) => p.startsWith('button-name')), 'axe reports an unnamed button');
+  await page.evaluate(() => document.getElementById('axe-probe')?.remove());
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme });
+    assert.deepEqual(await axeProblems(), [], `sign-in (${scheme})`);
+    for (const [w, h] of [[1280, 800], [390, 844]] as const) {
+      await page.setViewportSize({ width: w, height: h });
+      await page.waitForTimeout(80);
+      await page.screenshot({ path: path.join(SHOTS, `signin-${w}-${scheme}.png`) });
+    }
+  }
+  await page.emulateMedia({ colorScheme: 'light' });
+});
