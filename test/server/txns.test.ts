@@ -406,3 +406,43 @@ test('messages name what the client wrote: a bad operator in a variant check nam
   expectError(await srv.req('POST', '/txns', { mutations: [{ kind: 'variant', name: v, operation: 'SET', variant: null }] }), 400,
     "mutation 0: field 'variant' must be a string, boolean or number");
 });
+
+test('transactions without checks, serializable and not, under concurrency: every ADD, PUT and INSERT applies exactly once; a failing one changes nothing', async () => {
+  const a = uniq('nc-a');
+  const b = uniq('nc-b');
+  const t = uniq('nc-t');
+  expectSuccess(await srv.req('PUT', `/variants/${a}`, { variant: 1000 }), 201, 'variant created successfully', { variant: 1000 });
+  expectSuccess(await srv.req('PUT', `/variants/${b}`, { variant: 0 }), 201, 'variant created successfully', { variant: 0 });
+  expectSuccess(await srv.req('PUT', `/tables/${t}`), 201, 'table created successfully');
+  const n = 40;
+  const answers = await Promise.all(Array.from({ length: n }, (_, i) => txn({
+    serializable: i % 2 === 0,
+    mutations: [
+      // b before a in the body: the locks are taken in name order whatever the order here.
+      { kind: 'variant', name: b, operation: 'ADD', delta: 1 },
+      { kind: 'variant', name: a, operation: 'ADD', delta: -1 },
+      { name: t, operation: 'INSERT', values: { i } },
+      { kind: 'record', name: `${t}-r${i % 4}`, operation: 'PUT', values: { i } },
+    ],
+  })));
+  const ids = new Set<number>();
+  for (const r of answers) {
+    assert.equal(r.status, 200, r.raw);
+    const res = r.body.data.results as Array<Record<string, number>>;
+    ids.add(res[2].t_id);
+  }
+  assert.equal(ids.size, n, 'every INSERT got a t_id of its own');
+  assert.equal(await variant(a), 1000 - n);
+  assert.equal(await variant(b), n);
+  assert.equal(Object.keys((await rows(t)) as object).length, n);
+  // The last mutation fails (no such variant): the ADDs and the INSERT before it are rolled back.
+  expectError(await txn({
+    mutations: [
+      { kind: 'variant', name: a, operation: 'ADD', delta: -1 },
+      { name: t, operation: 'INSERT', values: { no: true } },
+      { kind: 'variant', name: uniq('missing'), operation: 'ADD', delta: 1 },
+    ],
+  }), 404, /^mutation 2: variant '.*' does not exist$/);
+  assert.equal(await variant(a), 1000 - n);
+  assert.equal(Object.keys((await rows(t)) as object).length, n);
+});
