@@ -376,7 +376,7 @@ test('failover to a promoted standby: a node started on the standby waits, a mul
     expectSuccess(await multi.req('PUT', `/variants/${ctr}`, { variant: 0 }), 201, 'variant created successfully', { variant: 0 });
     // Many dirty buffers on the standby: its first checkpoint after the promotion is then
     // spread over minutes, and until it ends its last checkpoint is on the old timeline.
-    await admin(c, 'CREATE TABLE public.ballast AS SELECT g, repeat(md5(g::text), 8) AS pad FROM generate_series(1, 40000) g');
+    await admin(c, 'CREATE TABLE public.ballast AS SELECT g, repeat(md5(g::text), 8) AS pad FROM generate_series(1, 8000) g');
     const load = new Load([multi], ctr, 'fo');
     load.start(4);
     try {
