@@ -9,6 +9,7 @@ import type { Fields } from './fields.js';
 import * as h from './handlers.js';
 import * as lists from './lists.js';
 import * as c from './collections.js';
+import * as nt from './numtext.js';
 import { rowsHint } from './hints.js';
 import type { Handler } from './handlers.js';
 import { serveMetrics } from './metrics.js';
@@ -163,13 +164,39 @@ export const ROUTES: readonly RouteDef[] = [
     summary: 'Set the remaining lifetime of a variant',
     body: { ttl: { type: 'ttl', required: true, doc: 'the remaining lifetime in seconds; 0 = none' } },
     ok: { status: [200], message: 'variant patched successfully' } },
-  { method: 'POST', path: '/variants/{name}', handler: h.incrementVariant, role: 'write', names: 'variant', summary: 'Add to a numeric variant',
-    body: { delta: { type: 'number', required: true, doc: 'the amount; an integer for integer variants' } },
-    ok: { status: [200], message: 'variant incremented successfully' } },
+  { method: 'POST', path: '/variants/{name}', handler: h.incrementVariant, role: 'write', names: 'variant',
+    summary: 'Add to a numeric variant, or append to a string variant',
+    body: { delta: { type: 'number', doc: 'the amount; an integer for integer variants (required unless append is given)' },
+      append: { type: 'string', doc: 'text to append to a string variant, instead of delta; answers {"length": <UTF-8 bytes>}' },
+      if_version: { ...ifVersion, doc: 'with append only: append only if the current version equals this' } },
+    ok: { status: [200], message: 'variant incremented successfully (append: variant appended successfully)' } },
   { method: 'GET', path: '/variants/{name}', handler: h.getVariant, role: 'read', names: 'variant', summary: 'Read a variant',
     ok: { status: [200], message: 'variant queried successfully' } },
   { method: 'DELETE', path: '/variants/{name}', handler: h.deleteVariant, role: 'write', names: 'variant', summary: 'Delete a variant',
     ok: { status: [200], message: 'variant deleted successfully' } },
+
+
+  // ---- the quick-start spellings /number/<key> (an integer variant) and /text/<key> (a string variant)
+  { method: 'PUT', path: '/number/{name}', handler: nt.putNumber, role: 'write', names: 'variant', summary: 'Quick-start spelling of PUT /variants for an integer',
+    body: { number: { type: 'number', required: true, doc: 'the integer' }, ttl, if_version: ifVersion, if_absent: ifAbsent },
+    strict: true, query: {}, ok: { status: [201, 200], message: 'variant created successfully' } },
+  { method: 'POST', path: '/number/{name}', handler: nt.incrementNumber, role: 'write', names: 'variant', summary: 'Add an integer to a number',
+    body: { delta: { type: 'number', required: true, doc: 'the amount, an integer' } },
+    strict: true, query: {}, ok: { status: [200], message: 'variant incremented successfully' } },
+  { method: 'GET', path: '/number/{name}', handler: nt.getNumber, role: 'read', names: 'variant', summary: 'Quick-start spelling of GET /variants: {"number": n}',
+    strict: true, query: {}, ok: { status: [200], message: 'variant queried successfully' } },
+  { method: 'DELETE', path: '/number/{name}', handler: nt.deleteNumber, role: 'write', names: 'variant', summary: 'Quick-start spelling of DELETE /variants for a number',
+    strict: true, query: {}, ok: { status: [200], message: 'variant deleted successfully' } },
+  { method: 'PUT', path: '/text/{name}', handler: nt.putText, role: 'write', names: 'variant', summary: 'Quick-start spelling of PUT /variants for a string',
+    body: { content: { type: 'string', required: true, doc: 'the text' }, ttl, if_version: ifVersion, if_absent: ifAbsent },
+    strict: true, query: {}, ok: { status: [201, 200], message: 'variant created successfully' } },
+  { method: 'POST', path: '/text/{name}', handler: nt.appendText, role: 'write', names: 'variant', summary: 'Append to a text (Redis APPEND)',
+    body: { append: { type: 'string', required: true, doc: 'the text to append; answers {"length": <UTF-8 bytes>}' }, if_version: ifVersion },
+    strict: true, query: {}, ok: { status: [200], message: 'variant appended successfully' } },
+  { method: 'GET', path: '/text/{name}', handler: nt.getText, role: 'read', names: 'variant', summary: 'Quick-start spelling of GET /variants: {"content": s}',
+    strict: true, query: {}, ok: { status: [200], message: 'variant queried successfully' } },
+  { method: 'DELETE', path: '/text/{name}', handler: nt.deleteText, role: 'write', names: 'variant', summary: 'Quick-start spelling of DELETE /variants for a text',
+    strict: true, query: {}, ok: { status: [200], message: 'variant deleted successfully' } },
 
   // ---- locks
   { method: 'GET', path: '/locks', handler: h.listLocks, role: 'read', summary: 'Held locks in byte order, a page at a time', strict: true,
