@@ -279,6 +279,16 @@ export const ENDPOINTS = {
   incr: ep('POST', '/variants/{name}', false),
   setVariantTtl: ep('PATCH', '/variants/{name}', false, P2),
   deleteVariant: ep('DELETE', '/variants/{name}', false),
+  append: ep('POST', '/variants/{name}', false, P2),
+  // numbers and texts: quick-start spellings of integer and string variants (part three)
+  putNumber: ep('PUT', '/number/{name}', true, P2),
+  getNumber: ep('GET', '/number/{name}', true, P2),
+  incrNumber: ep('POST', '/number/{name}', false, P2),
+  deleteNumber: ep('DELETE', '/number/{name}', false, P2),
+  putText: ep('PUT', '/text/{name}', true, P2),
+  getText: ep('GET', '/text/{name}', true, P2),
+  appendText: ep('POST', '/text/{name}', false, P2),
+  deleteText: ep('DELETE', '/text/{name}', false, P2),
   // locks
   listLocks: ep('GET', '/locks', true, P2),
   acquireLock: ep('PUT', '/locks/{name}', false),
@@ -763,6 +773,41 @@ export class Pithos {
   }
   async deleteVariant(name: string): Promise<void> {
     await this.call('deleteVariant', [name]);
+  }
+  /** Atomic append to a string variant (Redis APPEND); resolves with its new length in UTF-8 bytes. */
+  async append(name: string, text: string, o: { ifVersion?: number } = {}): Promise<number> {
+    return (await this.call<{ length: number }>('append', [name], { body: { append: text, ...writeFields(o) } })).data.length;
+  }
+
+  // --- numbers and texts: /number/<key> (an integer variant), /text/<key> (a string variant) ---
+
+  async putNumber(key: string, n: number, o?: WriteOptions): Promise<{ created: boolean }> {
+    const r = await this.call('putNumber', [key], { body: { number: n, ...writeFields(o) } });
+    return { created: r.status === 201 };
+  }
+  async getNumber(key: string): Promise<number> {
+    return (await this.call<{ number: number }>('getNumber', [key])).data.number;
+  }
+  /** Atomic add of an integer; resolves with the new value. */
+  async incrNumber(key: string, delta = 1): Promise<number> {
+    return (await this.call<{ number: number }>('incrNumber', [key], { body: { delta } })).data.number;
+  }
+  async deleteNumber(key: string): Promise<void> {
+    await this.call('deleteNumber', [key]);
+  }
+  async putText(key: string, content: string, o?: WriteOptions): Promise<{ created: boolean }> {
+    const r = await this.call('putText', [key], { body: { content, ...writeFields(o) } });
+    return { created: r.status === 201 };
+  }
+  async getText(key: string): Promise<string> {
+    return (await this.call<{ content: string }>('getText', [key])).data.content;
+  }
+  /** Atomic append; resolves with the text's new length in UTF-8 bytes. */
+  async appendText(key: string, text: string, o: { ifVersion?: number } = {}): Promise<number> {
+    return (await this.call<{ length: number }>('appendText', [key], { body: { append: text, ...writeFields(o) } })).data.length;
+  }
+  async deleteText(key: string): Promise<void> {
+    await this.call('deleteText', [key]);
   }
 
   // --- lists (docs/api.md "Lists") -------------------------------------------------------

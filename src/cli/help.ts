@@ -22,6 +22,7 @@ Client:
   put table|record|variant <name> ...   create a table, write a record or variant; put row replaces a row
   del table|record|variant <name>       delete one object; del rows <table> <wheres>; del row <table> <t_id>
   incr <variant> [delta]                atomic add (default 1)
+  append <variant> <text>               atomic append to a string variant; prints its length in bytes
   push <list> <value>... [--left]       push values onto a list (right end by default)
   pop <list> [--right] [--wait ms]      pop items (--pop-count n, --to list to move them)
   query <table> [wheres]                matching rows (--order, --limit, --fields, --count)
@@ -77,6 +78,11 @@ the items onto another list atomically (Redis LMOVE).
 ${COMMON}`,
   incr: `usage: pithos incr <variant> [delta]
 Adds delta (default 1; negative subtracts) atomically and prints the new value.
+
+${COMMON}`,
+  append: `usage: pithos append <variant> <text> [--if-version v]
+Appends text to a string variant atomically (Redis APPEND) and prints its new length in
+UTF-8 bytes. --if-version v appends only if the variant's version (its ETag) is still v.
 
 ${COMMON}`,
   query: `usage: pithos query <table> [wheres] [options]

@@ -15,7 +15,7 @@ import { HELP, OVERVIEW } from './help.js';
 
 export const COMMANDS: ReadonlySet<string> = new Set([
   'get', 'put', 'del', 'incr', 'query', 'insert', 'patch', 'lock', 'unlock', 'txn', 'ls', 'watch', 'health', 'backup', 'restore', 'help', 'version',
-  'push', 'pop',
+  'push', 'pop', 'append',
 ]);
 
 export interface Io {
@@ -378,6 +378,14 @@ async function cmdIncr(c: Ctx): Promise<void> {
   await call<{ variant: unknown }>(c, 'incr', [name!], { body: withNumber('delta', d === undefined ? '1' : d.trim(), {}) }, showVariant);
 }
 
+async function cmdAppend(c: Ctx): Promise<void> {
+  const { p } = c;
+  onlyFlags(p, 'append', ['if-version']);
+  const [name, text] = positionals(p, 'append', 2, 2);
+  const body: Record<string, unknown> = { append: text, ...writeOpts(p) };
+  await call<{ length: number }>(c, 'append', [name!], { body }, (a) => String(a.data.length));
+}
+
 function parseOrder(s: string): { field: string; dir: 'asc' | 'desc' }[] {
   return s.split(',').filter(Boolean).map((part) => {
     const m = /^(.+?)(?::(asc|desc))?$/.exec(part.trim());
@@ -621,7 +629,7 @@ async function cmdPop(c: Ctx): Promise<void> {
 }
 
 const RUN: Record<string, (c: Ctx) => Promise<void>> = {
-  push: cmdPush, pop: cmdPop,
+  push: cmdPush, pop: cmdPop, append: cmdAppend,
   get: cmdGet, put: cmdPut, del: cmdDel, incr: cmdIncr, query: cmdQuery, insert: cmdInsert, patch: cmdPatch,
   lock: cmdLock, unlock: cmdUnlock, txn: cmdTxn, ls: cmdLs, watch: cmdWatch, health: cmdHealth, backup: cmdBackup,
 };

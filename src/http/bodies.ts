@@ -59,7 +59,20 @@ export const putVariant = {
   ttl, variant: { type: 'scalar', required: true, doc: 'the value; its type is fixed by the first value' }, if_version: ifVersion, if_absent: ifAbsent,
 } as const;
 export const patchVariant = { ttl: ttlOnly } as const;
-export const incrementVariant = { delta: { type: 'number', required: true, doc: 'the amount; an integer for integer variants' } } as const;
+// The handler requires delta unless append comes (and refuses both).
+export const incrementVariant = {
+  delta: { type: 'number', doc: 'the amount; an integer for integer variants (required unless append is given)' },
+  append: { type: 'string', doc: 'text to append to a string variant, instead of delta; answers {"length": <UTF-8 bytes>}' },
+  if_version: { ...ifVersion, doc: 'with append only: append only if the current version equals this' },
+} as const;
+
+// ---- numbers and texts: the quick-start spellings of integer and string variants
+export const putNumber = { number: { type: 'number', required: true, doc: 'the integer' }, ttl, if_version: ifVersion, if_absent: ifAbsent } as const;
+export const incrementNumber = { delta: { type: 'number', required: true, doc: 'the amount, an integer' } } as const;
+export const putText = { content: { type: 'string', required: true, doc: 'the text' }, ttl, if_version: ifVersion, if_absent: ifAbsent } as const;
+export const appendText = {
+  append: { type: 'string', required: true, doc: 'the text to append; answers {"length": <UTF-8 bytes>}' }, if_version: ifVersion,
+} as const;
 
 // ---- locks
 export const acquireLock = {

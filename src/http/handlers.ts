@@ -19,6 +19,7 @@ import { parseTransaction } from './txn-body.js';
 import { indexFieldOf, intParam, isPlainQuery, listOptionsOf, rowQueryOf } from './query-body.js';
 import type { ListKind } from '../store/store.js';
 import type { WatchHub } from './watch.js';
+import { appendIfAsked } from './numtext.js';
 
 export interface Ctx {
   store: Store;
@@ -304,6 +305,10 @@ export async function putVariant(ctx: Ctx, name: string, body: BodyOf<typeof b.p
 }
 
 export async function incrementVariant(ctx: Ctx, name: string, body: BodyOf<typeof b.incrementVariant>, res: ServerResponse, raw: string): Promise<void> {
+  if (body.append !== undefined || body.if_version !== undefined) {
+    if (await appendIfAsked(ctx, name, body, res)) return;
+  }
+  if (body.delta === undefined) throw invalid(`field 'delta' is required (a number)`);
   const text = typeof body.delta === 'number' ? numberText(raw, 'delta') : undefined;
   send(res, 200, A.variantIncremented, await ctx.store.variants.increment(name, { value: body.delta, text }));
 }

@@ -10,6 +10,7 @@ import * as b from './bodies.js';
 import * as h from './handlers.js';
 import * as lists from './lists.js';
 import * as c from './collections.js';
+import * as nt from './numtext.js';
 import type { Args, Ctx, Handler } from './handlers.js';
 import type { ServerResponse } from 'node:http';
 import { serveMetrics } from './metrics.js';
@@ -152,13 +153,31 @@ export const ROUTES: readonly RouteDef[] = [
     summary: 'Set the remaining lifetime of a variant',
     body: b.patchVariant,
     ok: { status: [200], message: 'variant patched successfully' } }),
-  route({ method: 'POST', path: '/variants/{name}', handler: h.incrementVariant, role: 'write', names: 'variant', summary: 'Add to a numeric variant',
-    body: b.incrementVariant,
-    ok: { status: [200], message: 'variant incremented successfully' } }),
+  route({ method: 'POST', path: '/variants/{name}', handler: h.incrementVariant, role: 'write', names: 'variant',
+    summary: 'Add to a numeric variant, or append to a string variant', body: b.incrementVariant,
+    ok: { status: [200], message: 'variant incremented successfully (append: variant appended successfully)' } }),
   route({ method: 'GET', path: '/variants/{name}', handler: h.getVariant, role: 'read', names: 'variant', summary: 'Read a variant',
     ok: { status: [200], message: 'variant queried successfully' } }),
   route({ method: 'DELETE', path: '/variants/{name}', handler: h.deleteVariant, role: 'write', names: 'variant', summary: 'Delete a variant',
     ok: { status: [200], message: 'variant deleted successfully' } }),
+
+  // ---- the quick-start spellings /number/<key> (an integer variant) and /text/<key> (a string variant)
+  route({ method: 'PUT', path: '/number/{name}', handler: nt.putNumber, role: 'write', names: 'variant', summary: 'Quick-start spelling of PUT /variants for an integer',
+    body: b.putNumber, strict: true, query: {}, ok: { status: [201, 200], message: 'variant created successfully' } }),
+  route({ method: 'POST', path: '/number/{name}', handler: nt.incrementNumber, role: 'write', names: 'variant', summary: 'Add an integer to a number',
+    body: b.incrementNumber, strict: true, query: {}, ok: { status: [200], message: 'variant incremented successfully' } }),
+  route({ method: 'GET', path: '/number/{name}', handler: nt.getNumber, role: 'read', names: 'variant', summary: 'Quick-start spelling of GET /variants: {"number": n}',
+    strict: true, query: {}, ok: { status: [200], message: 'variant queried successfully' } }),
+  route({ method: 'DELETE', path: '/number/{name}', handler: nt.deleteNumber, role: 'write', names: 'variant', summary: 'Quick-start spelling of DELETE /variants for a number',
+    strict: true, query: {}, ok: { status: [200], message: 'variant deleted successfully' } }),
+  route({ method: 'PUT', path: '/text/{name}', handler: nt.putText, role: 'write', names: 'variant', summary: 'Quick-start spelling of PUT /variants for a string',
+    body: b.putText, strict: true, query: {}, ok: { status: [201, 200], message: 'variant created successfully' } }),
+  route({ method: 'POST', path: '/text/{name}', handler: nt.appendText, role: 'write', names: 'variant', summary: 'Append to a text (Redis APPEND)',
+    body: b.appendText, strict: true, query: {}, ok: { status: [200], message: 'variant appended successfully' } }),
+  route({ method: 'GET', path: '/text/{name}', handler: nt.getText, role: 'read', names: 'variant', summary: 'Quick-start spelling of GET /variants: {"content": s}',
+    strict: true, query: {}, ok: { status: [200], message: 'variant queried successfully' } }),
+  route({ method: 'DELETE', path: '/text/{name}', handler: nt.deleteText, role: 'write', names: 'variant', summary: 'Quick-start spelling of DELETE /variants for a text',
+    strict: true, query: {}, ok: { status: [200], message: 'variant deleted successfully' } }),
 
   // ---- locks
   route({ method: 'GET', path: '/locks', handler: h.listLocks, role: 'read', summary: 'Held locks in byte order, a page at a time', strict: true,

@@ -342,8 +342,11 @@ export class WatchHub {
       }
       out += text;
     }
+    // The position only moves forward: batches held back while a resume waited for
+    // the feed to reach `since` (the shared store publishes a backlog in pages) may
+    // be older than what the replay has delivered since, and must not move it back.
     const lastId = batch[batch.length - 1];
-    if (lastId.id !== '') {
+    if (lastId.id !== '' && lastId.version >= w.after) {
       w.after = lastId.version;
       w.afterIndex = Infinity;
     }

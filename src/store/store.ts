@@ -12,7 +12,7 @@
  * the measured fast path of GET (docs/benchmarks.md), worth one union type.
  */
 import type { EngineObserver as StorageObserver, EngineStats as StorageStats } from '../engine/index.js';
-import type { ScalarInput } from './variant.js';
+import type { ScalarInput, VType } from './variant.js';
 import type { SetOp, ZMode, ZRange } from './collection.js';
 import type { Row } from './wheres.js';
 
@@ -167,13 +167,19 @@ export interface RecordStore {
 export interface VariantStore {
   /** Creates or replaces; resolves to [created, data JSON]. */
   put(name: string, value: ScalarInput, ttl: number, pre?: Precondition): Promise<[boolean, string]>;
-  /** `delta.text` is the delta as written; resolves to the data JSON. */
-  increment(name: string, delta: ScalarInput): Promise<string>;
+  /**
+   * `delta.text` is the delta as written; resolves to the data JSON. `type`:
+   * only a variant of that type is incremented (409 otherwise).
+   */
+  increment(name: string, delta: ScalarInput, type?: VType): Promise<string>;
+  /** Appends to a string variant, keeping its expiry (Redis APPEND); resolves to its new length in UTF-8 bytes. */
+  append(name: string, text: string, pre?: Precondition): Promise<number>;
   /** The data JSON; `out` receives the variant's version. */
   get(name: string, out?: VersionOut): Sync<string>;
   /** Sets the remaining lifetime (0 = none) without changing the value. */
   expire(name: string, ttl: number): Promise<void>;
-  delete(name: string): Promise<void>;
+  /** `type`: only a variant of that type is deleted (409 otherwise). */
+  delete(name: string, type?: VType): Promise<void>;
 }
 
 export interface LockStore {

@@ -144,3 +144,24 @@ export function addDelta(name: string, cur: Variant, delta: number, text: string
   if (!(Math.abs(next) <= LIMIT)) throw overflow(name);
   return makeVariant(cur.t, next);
 }
+
+/**
+ * Refuses a variant of another type than the spelling names (`/number/<k>`
+ * is an integer, `/text/<k>` a string: docs/api.md "Numbers and texts").
+ */
+export function checkType(name: string, cur: Variant, want: VType | undefined): void {
+  if (want !== undefined && cur.t !== want) {
+    throw conflict(`variant '${name}' holds ${TYPE_NAMES[cur.t]}, not ${TYPE_NAMES[want]}`);
+  }
+}
+
+/** Checks an `append` before anything is looked up (a bad one is a 400 even for a missing variant). */
+export function checkAppend(text: unknown): asserts text is string {
+  if (typeof text !== 'string') throw invalid(text === undefined ? `field 'append' is required (a string)` : `field 'append' must be a string`);
+}
+
+/** `cur` with `text` appended (Redis APPEND), or a conflict for a variant that is not a string. */
+export function appendText(name: string, cur: Variant, text: string): Variant {
+  if (cur.t !== 's') throw conflict(`variant '${name}' holds ${TYPE_NAMES[cur.t]}; only strings can be appended to`);
+  return makeVariant('s', (cur.v as string) + text);
+}

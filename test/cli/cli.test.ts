@@ -77,7 +77,7 @@ test('help, version and usage errors (exit 2, nothing on stdout)', async () => {
   ]);
   exits(unknown, 2, 'unknown command', /^pithos: unknown command 'frobnicate' \(see pithos help\)\n$/);
   ok(help, 'help');
-  for (const c of ['get', 'put', 'del', 'incr', 'query', 'insert', 'patch', 'lock', 'unlock', 'txn', 'ls', 'watch', 'health', 'serve']) {
+  for (const c of ['get', 'put', 'del', 'incr', 'append', 'query', 'insert', 'patch', 'lock', 'unlock', 'txn', 'ls', 'watch', 'health', 'serve']) {
     assert.match(help.stdout, new RegExp(`\\b${c}\\b`), `help lists ${c}`);
   }
   ok(helpGet, 'help get');
@@ -239,6 +239,11 @@ test('variants: put, incr (default 1, negative, float), --string, get, del', asy
   assert.deepEqual((await server.req('GET', '/variants/s')).body.data, { variant: '42' });
   ok(await cli(['put', 'variant', 'w', 'hello world']), 'put text');
   assert.equal((await cli(['get', 'variant', 'w'])).stdout, 'hello world\n');
+  assert.equal((await cli(['append', 'w', ', é'])).stdout, `${Buffer.byteLength('hello world, é')}\n`);
+  assert.equal((await cli(['get', 'variant', 'w'])).stdout, 'hello world, é\n');
+  exits(await cli(['append', 'w', '!', '--if-version', '1']), 1, 'append with a stale version', /412/);
+  exits(await cli(['append', 'n', 'x']), 1, 'append to a number', /409/);
+  exits(await cli(['append', 'w']), 2, 'append without text', /append/);
   ok(await cli(['del', 'variant', 'n']), 'del variant');
   exits(await cli(['incr', 'n']), 1, 'incr missing', /404 variant 'n' does not exist/);
 });

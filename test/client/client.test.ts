@@ -325,6 +325,23 @@ test('watch(): live events when the server has /watch, else a typed 404', async 
   ac.abort();
 });
 
+test('number and text calls: put, get, increment, append (also on /variants), delete; a wrong type is a 409', async () => {
+  assert.deepEqual(await db.putNumber('cn', 5), { created: true });
+  assert.equal(await db.incrNumber('cn', 2), 7);
+  assert.equal(await db.getNumber('cn'), 7);
+  assert.equal(await db.getVariant('cn'), 7);
+  assert.deepEqual(await db.putText('ct', 'ab', { ttl: 60 }), { created: true });
+  assert.equal(await db.appendText('ct', 'cé'), 5);
+  const { version } = await db.getVariantVersioned('ct');
+  assert.equal(await db.append('ct', '!', { ifVersion: version }), 6);
+  assert.equal(await db.getText('ct'), 'abcé!');
+  await assert.rejects(db.getNumber('ct'), (e: PithosError) => e.status === 409);
+  await assert.rejects(db.appendText('cn', 'x'), (e: PithosError) => e.status === 409);
+  await db.deleteNumber('cn');
+  await db.deleteText('ct');
+  await assert.rejects(db.getText('ct'), (e: PithosError) => e.status === 404 && e.message === "variant 'ct' does not exist");
+});
+
 test('list calls: put, range, push, pop (count, wait, to), patch, listing, the /list spelling, delete', async () => {
   assert.deepEqual(await db.putList('cl', [1, 2, 3]), { created: true });
   assert.equal(await db.pushList('cl', ['a', 'b'], { side: 'left' }), 5);

@@ -9,7 +9,7 @@ import { missing as missingObject } from '../messages.js';
 import type { Precondition, VariantStore, VersionOut } from '../store.js';
 import { checkPrecondition } from '../versions.js';
 import { expiryOf } from '../validate.js';
-import { addDelta, checkDelta, checkSameType, makeVariant, type ScalarInput, type Variant, type VType, variantOf } from '../variant.js';
+import { addDelta, appendText, checkAppend, checkDelta, checkSameType, checkType, makeVariant, type ScalarInput, type Variant, type VType, variantOf } from '../variant.js';
 import type { Atomic, Tx } from './atomic.js';
 import { rethrowFromEngine } from './errors.js';
 import { variantKey } from './keys.js';
@@ -37,12 +37,25 @@ export function setVariant(tx: Tx, name: string, value: ScalarInput, ttl: number
 }
 
 /** Adds `delta` keeping the variant's expiry; returns the new variant. */
-export function addVariant(tx: Tx, name: string, delta: ScalarInput): Variant {
+export function addVariant(tx: Tx, name: string, delta: ScalarInput, type?: VType): Variant {
   checkDelta(delta.value);
   const key = variantKey(name);
   const cur = currentVariant(tx, name);
   if (cur === undefined) throw missing(name);
+  checkType(name, cur, type);
   const x = addDelta(name, cur, delta.value, delta.text);
+  tx.put(key, encode(x), x, variantDecoder, tx.expiry(key));
+  return x;
+}
+
+/** Appends to a string variant keeping its expiry; returns the new variant. */
+export function appendVariant(tx: Tx, name: string, text: string, pre?: Precondition): Variant {
+  checkAppend(text);
+  const key = variantKey(name);
+  const cur = currentVariant(tx, name);
+  if (cur === undefined) throw missing(name);
+  checkPrecondition(`variant '${name}'`, tx.version(key), pre);
+  const x = appendText(name, cur, text);
   tx.put(key, encode(x), x, variantDecoder, tx.expiry(key));
   return x;
 }
@@ -64,8 +77,12 @@ export class LogVariants implements VariantStore {
     });
   }
 
-  increment(name: string, delta: ScalarInput): Promise<string> {
-    return this.atomic.atomically(undefined, (tx) => addVariant(tx, name, delta).data);
+  increment(name: string, delta: ScalarInput, type?: VType): Promise<string> {
+    return this.atomic.atomically(undefined, (tx) => addVariant(tx, name, delta, type).data);
+  }
+
+  append(name: string, text: string, pre?: Precondition): Promise<number> {
+    return this.atomic.atomically(undefined, (tx) => Buffer.byteLength(appendVariant(tx, name, text, pre).v as string));
   }
 
   get(name: string, out?: VersionOut): string | Promise<string> {
@@ -97,10 +114,11 @@ export class LogVariants implements VariantStore {
     return this.atomic.atomically(undefined, (tx) => expireVariant(tx, name, ttl));
   }
 
-  delete(name: string): Promise<void> {
+  delete(name: string, type?: VType): Promise<void> {
     return this.atomic.atomically(undefined, (tx) => {
       const key = variantKey(name);
       if (!tx.has(key)) throw missing(name);
+      if (type !== undefined) checkType(name, currentVariant(tx, name) as Variant, type);
       tx.del(key);
     });
   }

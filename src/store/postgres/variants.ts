@@ -15,7 +15,7 @@ import { StoreError } from '../errors.js';
 import { missing as missingObject } from '../messages.js';
 import type { VariantStore, Precondition, VersionOut } from '../store.js';
 import { checkPrecondition } from '../versions.js';
-import { addDelta, checkDelta, checkSameType, isIntegerLiteral, makeVariant, type ScalarInput, type Variant, type VType, variantOf } from '../variant.js';
+import { addDelta, appendText, checkAppend, checkDelta, checkSameType, checkType, isIntegerLiteral, makeVariant, type ScalarInput, type Variant, type VType, variantOf } from '../variant.js';
 import type { Db, Q } from './sql.js';
 
 const missing = (name: string): StoreError => missingObject('variant', name);
@@ -69,11 +69,27 @@ export async function setVariant(q: Q, name: string, value: ScalarInput, ttl: nu
 }
 
 /** Adds `delta` keeping the variant's expiry; returns the new variant. Inside a transaction. */
-export async function addVariant(q: Q, name: string, delta: ScalarInput): Promise<Variant> {
+export async function addVariant(q: Q, name: string, delta: ScalarInput, type?: VType): Promise<Variant> {
   checkDelta(delta.value);
   const cur = await currentVariant(q, name, true);
   if (cur === undefined) throw missing(name);
+  checkType(name, cur, type);
   const x = addDelta(name, cur, delta.value, delta.text);
+  await q.query(`UPDATE pithos_variants SET v = $2, version = ${NEXT} WHERE name = $1`, [name, JSON.stringify(x.v)]);
+  return x;
+}
+
+/**
+ * Appends to a string variant keeping its expiry; returns the new variant.
+ * Inside a transaction: the row is locked, so concurrent appends queue and
+ * none is lost.
+ */
+export async function appendVariant(q: Q, name: string, text: string, pre?: Precondition): Promise<Variant> {
+  checkAppend(text);
+  const r = await q.query(`SELECT t, v, version FROM pithos_variants WHERE name = $1 AND ${q.live()} FOR UPDATE`, [name]);
+  if (r.length === 0) throw missing(name);
+  checkPrecondition(`variant '${name}'`, Number(r[0].version), pre);
+  const x = appendText(name, decode(r[0]), text);
   await q.query(`UPDATE pithos_variants SET v = $2, version = ${NEXT} WHERE name = $1`, [name, JSON.stringify(x.v)]);
   return x;
 }
@@ -86,7 +102,7 @@ export class PgVariants implements VariantStore {
     return set.then(([created, x]) => [created, x.data]);
   }
 
-  async increment(name: string, delta: ScalarInput): Promise<string> {
+  async increment(name: string, delta: ScalarInput, type?: VType): Promise<string> {
     checkDelta(delta.value);
     const d = delta.value;
     if (Number.isSafeInteger(d) && isIntegerLiteral(d, delta.text)) {
@@ -97,7 +113,13 @@ export class PgVariants implements VariantStore {
       if (r.length > 0) return makeVariant('i', Number(r[0].v)).data;
       // Missing, another type, or overflow: the general path finds out which.
     }
-    return this.db.run(async (q) => (await addVariant(q, name, delta)).data);
+    return this.db.run(async (q) => (await addVariant(q, name, delta, type)).data);
+  }
+
+  async append(name: string, text: string, pre?: Precondition): Promise<number> {
+    checkAppend(text);
+    const x = await this.db.run((q) => appendVariant(q, name, text, pre));
+    return Buffer.byteLength(x.v as string);
   }
 
   /** The data and its version, from one row read, so they agree. */
@@ -115,8 +137,19 @@ export class PgVariants implements VariantStore {
     if (r.length === 0) throw missing(name);
   }
 
-  async delete(name: string): Promise<void> {
-    const r = await this.db.q.query(`DELETE FROM pithos_variants WHERE name = $1 AND ${this.db.q.live()} RETURNING 1`, [name]);
-    if (r.length === 0) throw missing(name);
+  async delete(name: string, type?: VType): Promise<void> {
+    const q = this.db.q;
+    if (type === undefined) {
+      const r = await q.query(`DELETE FROM pithos_variants WHERE name = $1 AND ${q.live()} RETURNING 1`, [name]);
+      if (r.length === 0) throw missing(name);
+      return;
+    }
+    const r = await q.query(`DELETE FROM pithos_variants WHERE name = $1 AND t = $2 AND ${q.live()} RETURNING 1`, [name, type]);
+    if (r.length > 0) return;
+    // Nothing of that type: another type (409) or none (404).
+    const cur = await currentVariant(q, name);
+    if (cur === undefined) throw missing(name);
+    checkType(name, cur, type);
+    throw missing(name);
   }
 }
