@@ -242,31 +242,7 @@ async function serve(
   const testClock = process.env.PITHOS_TEST_CLOCK === '1';
   const now = testClock ? () => Date.now() + offset : Date.now;
 
-  // The shared store is reached before the data directory is made: a store that refuses us creates nothing.
-  const pg = shared
-    ? await PgStore.open({
-      url: cfg.store, hosts: cfg.pgHosts, targetSessionAttrs: cfg.pgTargetSessionAttrs,
-      poolSize: cfg.pgPoolSize, statementTimeoutMs: cfg.pgStatementTimeoutMs, offsetMs: () => offset, log,
-    })
-    : undefined;
-  start.db = pg;
-  // The log holds every value and lock token in clear: keep it to this user.
-  await makeDirectory(cfg.dataDir, 0o700);
-  const dataDir = fs.realpathSync(cfg.dataDir);
-
-  // The data directory keeps the generated auth token with either store.
-  const db: Store = pg ?? await LogStore.open({
-    dir: dataDir,
-    durability: cfg.fsync,
-    cacheBytes: cfg.cacheMb * 1024 * 1024,
-    segmentBytes: cfg.segmentMb * 1024 * 1024,
-    repair: cfg.repair,
-    keyring,
-    compression: cfg.compression,
-    now,
-    log,
-  });
-  start.db = db;
+  const { db, dataDir } = await openStore(cfg, shared, keyring, now, () => offset, start);
   if (cfg.command === 'repair') {
     await db.close();
     log('info', `repair of ${dataDir} finished`);
@@ -315,32 +291,77 @@ async function serve(
   if (testClock) log('warn', 'PITHOS_TEST_CLOCK=1: POST /_test/clock can move the clock; never use this in production');
   const shown = addr.host.includes(':') ? `[${addr.host}]` : addr.host;
   log('info', `listening on ${tls !== undefined ? 'https' : 'http'}://${shown}:${addr.port}`);
-  onHangup = () => {
-    if (cfg.tokensFile === undefined && tlsFiles === undefined) {
-      log('info', 'SIGHUP: nothing to reload (no --tokens-file, no --tls-cert)');
-      return;
-    }
-    if (cfg.tokensFile !== undefined) {
-      try {
-        auth.setTokens(readTokens(cfg.tokensFile, token));
-        log('info', `SIGHUP: reloaded tokens file ${cfg.tokensFile}: ${auth.size} named token(s)`);
-        // An open stream was authorised once, at its start: judge it again with the tokens now in force.
-        const ended = watch.endUnless((req) => auth.check(req.headers['auth-token'], WATCH_ROLE, req.method, req.url).ok);
-        if (ended > 0) log('info', `SIGHUP: ended ${ended} /watch stream(s) whose token was removed or no longer has the role`);
-      } catch (err) {
-        log('error', `SIGHUP: kept the tokens in force: ${(err as Error).message}`);
-      }
-    }
-    if (tlsFiles !== undefined) {
-      try {
-        reloadTls(server.http, tlsFiles);
-        log('info', `SIGHUP: reloaded TLS certificate ${tlsFiles.cert}`);
-      } catch (err) {
-        log('error', `SIGHUP: kept the TLS certificate in force: ${(err as Error).message}`);
-      }
-    }
-  };
+  onHangup = reloader(cfg, tlsFiles, auth, token, watch, server);
 
+  return untilStopped(server, watch, db);
+}
+
+
+/** The store `cfg` names, and the data directory (made when missing, for the log or the shared store's token file). */
+async function openStore(
+  cfg: Config, shared: boolean, keyring: Keyring | undefined, now: () => number, offsetMs: () => number, start: StartState,
+): Promise<{ db: Store; dataDir: string }> {
+  // The shared store is reached before the data directory is made: a store that refuses us creates nothing.
+  const pg = shared
+    ? await PgStore.open({
+      url: cfg.store, hosts: cfg.pgHosts, targetSessionAttrs: cfg.pgTargetSessionAttrs,
+      poolSize: cfg.pgPoolSize, statementTimeoutMs: cfg.pgStatementTimeoutMs, offsetMs, log,
+    })
+    : undefined;
+  start.db = pg;
+  // The log holds every value and lock token in clear: keep it to this user.
+  await makeDirectory(cfg.dataDir, 0o700);
+  const dataDir = fs.realpathSync(cfg.dataDir);
+
+  // The data directory keeps the generated auth token with either store.
+  const db: Store = pg ?? await LogStore.open({
+    dir: dataDir,
+    durability: cfg.fsync,
+    cacheBytes: cfg.cacheMb * 1024 * 1024,
+    segmentBytes: cfg.segmentMb * 1024 * 1024,
+    repair: cfg.repair,
+    keyring,
+    compression: cfg.compression,
+    now,
+    log,
+  });
+  start.db = db;
+  return { db, dataDir };
+}
+
+/** What SIGHUP does: reload the tokens file and the TLS certificate, keeping what is in force when a reload fails. */
+function reloader(
+  cfg: Config, tlsFiles: TlsFiles | undefined, auth: Authenticator, token: string, watch: WatchHub, server: PithosServer,
+): () => void {
+  return () => {
+  if (cfg.tokensFile === undefined && tlsFiles === undefined) {
+    log('info', 'SIGHUP: nothing to reload (no --tokens-file, no --tls-cert)');
+    return;
+  }
+  if (cfg.tokensFile !== undefined) {
+    try {
+      auth.setTokens(readTokens(cfg.tokensFile, token));
+      log('info', `SIGHUP: reloaded tokens file ${cfg.tokensFile}: ${auth.size} named token(s)`);
+      // An open stream was authorised once, at its start: judge it again with the tokens now in force.
+      const ended = watch.endUnless((req) => auth.check(req.headers['auth-token'], WATCH_ROLE, req.method, req.url).ok);
+      if (ended > 0) log('info', `SIGHUP: ended ${ended} /watch stream(s) whose token was removed or no longer has the role`);
+    } catch (err) {
+      log('error', `SIGHUP: kept the tokens in force: ${(err as Error).message}`);
+    }
+  }
+  if (tlsFiles !== undefined) {
+    try {
+      reloadTls(server.http, tlsFiles);
+      log('info', `SIGHUP: reloaded TLS certificate ${tlsFiles.cert}`);
+    } catch (err) {
+      log('error', `SIGHUP: kept the TLS certificate in force: ${(err as Error).message}`);
+    }
+  }
+  };
+}
+
+/** Resolves with the exit code once SIGTERM or SIGINT has drained the server and closed the store. */
+function untilStopped(server: PithosServer, watch: WatchHub, db: Store): Promise<number> {
   return new Promise<number>((resolve) => {
     let stopping = false;
     const stop = (signal: string): void => {

@@ -129,12 +129,29 @@ function mutation(m: unknown, i: number, texts: NumberTexts): Mutation {
       (typeof op === 'string' ? `, not '${op}'` : ''));
   }
   const name = nameOf(m, kind, where);
-  switch (`${kind} ${op}`) {
-    case 'table INSERT':
+  switch (kind) {
+    case 'table':
+      return tableMutation(m, op, name, where);
+    case 'variant':
+      return variantMutation(m, op, name, where, texts.deltas.get(i), texts.values.get(i));
+    case 'list':
+      return listMutation(m, op, name, where);
+    case 'record':
+      return recordMutation(m, op, name, where);
+    case 'set':
+    case 'zset':
+      return collectionMutation(m, kind, op, name, where);
+  }
+}
+
+/** A table mutation's fields, `op` already one of OPS.table. */
+function tableMutation(m: Obj, op: string, name: string, where: string): Mutation {
+  switch (op) {
+    case 'INSERT':
       allowOnly(m, ['kind', 'name', 'operation', 'values', 'where'], where);
       emptyOrAbsent(m, 'where', where, 'an INSERT matches no rows');
       return { kind: 'table', name, op: 'INSERT', values: obj(m, 'values', where) };
-    case 'table UPDATE': {
+    case 'UPDATE': {
       allowOnly(m, ['kind', 'name', 'operation', 'values', 'where', 't_id'], where);
       const id = byRowId(m, where);
       const values = obj(m, 'values', where);
@@ -142,37 +159,52 @@ function mutation(m: unknown, i: number, texts: NumberTexts): Mutation {
         ? { kind: 'table', name, op: 'UPDATE', where: obj(m, 'where', where), values }
         : { kind: 'table', name, op: 'UPDATE_ID', tId: id, values };
     }
-    case 'table REMOVE': {
+    case 'REMOVE': {
       allowOnly(m, ['kind', 'name', 'operation', 'values', 'where', 't_id'], where);
       emptyOrAbsent(m, 'values', where, 'a REMOVE writes no values');
       const id = byRowId(m, where);
       return id === undefined ? { kind: 'table', name, op: 'REMOVE', where: obj(m, 'where', where) } : { kind: 'table', name, op: 'REMOVE_ID', tId: id };
     }
-    case 'table REPLACE':
+    case 'REPLACE':
       allowOnly(m, ['kind', 'name', 'operation', 'values', 't_id'], where);
       if (m.t_id === undefined) throw invalid(`${where}: field 't_id' is required (the row to replace)`);
       return { kind: 'table', name, op: 'REPLACE', tId: rowIdField(m, where), values: obj(m, 'values', where) };
-    case 'variant ADD': {
+    default:
+      throw new Error('unreachable');
+  }
+}
+
+/** `deltaText` / `valueText`: the number's source text, which decides its type as on PUT and POST /variants (`1.0` is a double). */
+function variantMutation(m: Obj, op: string, name: string, where: string, deltaText: string | undefined, valueText: string | undefined): Mutation {
+  switch (op) {
+    case 'ADD': {
       allowOnly(m, ['kind', 'name', 'operation', 'delta'], where);
       const d = m.delta;
       if (typeof d !== 'number' || !Number.isFinite(d)) {
         throw invalid(`${where}: field 'delta' ${d === undefined ? 'is required (a number)' : 'must be a number'}`);
       }
       // As POST /variants does, the delta's source text decides its type (`1.0` is a double).
-      return { kind: 'variant', name, op: 'ADD', delta: { value: d, text: texts.deltas.get(i) } };
+      return { kind: 'variant', name, op: 'ADD', delta: { value: d, text: deltaText } };
     }
-    case 'variant SET':
+    case 'SET':
       allowOnly(m, ['kind', 'name', 'operation', 'variant', 'ttl'], where);
       // As PUT /variants does, the number's source text decides its type (`3.0` is a double).
-      return { kind: 'variant', name, op: 'SET', value: { value: scalar(m, 'variant', where), text: texts.values.get(i) }, ttl: ttlOf(m, where) };
-    case 'list PUSH': {
+      return { kind: 'variant', name, op: 'SET', value: { value: scalar(m, 'variant', where), text: valueText }, ttl: ttlOf(m, where) };
+    default:
+      throw new Error('unreachable');
+  }
+}
+
+function listMutation(m: Obj, op: string, name: string, where: string): Mutation {
+  switch (op) {
+    case 'PUSH': {
       allowOnly(m, ['kind', 'name', 'operation', 'values', 'side'], where);
       const values = m.values;
       if (!Array.isArray(values)) throw invalid(`${where}: field 'values' ${values === undefined ? 'is required (an array)' : 'must be an array'}`);
       if (values.length === 0) throw invalid(`${where}: field 'values' must not be empty`);
       return { kind: 'list', name, op: 'PUSH', values, side: m.side === undefined ? 'right' : sideOf(m.side, where) };
     }
-    case 'list POP': {
+    case 'POP': {
       allowOnly(m, ['kind', 'name', 'operation', 'side', 'count'], where);
       const c = m.count ?? 1;
       if (typeof c !== 'number' || !Number.isInteger(c) || c < 1 || c > MAX_POP) {
@@ -180,10 +212,24 @@ function mutation(m: unknown, i: number, texts: NumberTexts): Mutation {
       }
       return { kind: 'list', name, op: 'POP', side: m.side === undefined ? 'left' : sideOf(m.side, where), count: c };
     }
-    case 'record PUT':
+    default:
+      throw new Error('unreachable');
+  }
+}
+
+function recordMutation(m: Obj, op: string, name: string, where: string): Mutation {
+  switch (op) {
+    case 'PUT':
       allowOnly(m, ['kind', 'name', 'operation', 'values', 'ttl'], where);
       return { kind: 'record', name, op: 'PUT', values: obj(m, 'values', where), ttl: ttlOf(m, where) };
-    // ---- sets and sorted sets
+    default:
+      allowOnly(m, ['kind', 'name', 'operation'], where);
+      return { kind: 'record', name, op: 'DELETE' };
+  }
+}
+
+function collectionMutation(m: Obj, kind: 'set' | 'zset', op: string, name: string, where: string): Mutation {
+  switch (`${kind} ${op}`) {
     case 'set ADD':
     case 'set REMOVE':
     case 'zset REMOVE':
@@ -204,8 +250,7 @@ function mutation(m: unknown, i: number, texts: NumberTexts): Mutation {
       return { kind: 'zset', name, op: 'INCR', member, delta };
     }
     default:
-      allowOnly(m, ['kind', 'name', 'operation'], where);
-      return { kind: 'record', name, op: 'DELETE' };
+      throw new Error('unreachable');
   }
 }
 
