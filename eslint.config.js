@@ -4,8 +4,7 @@
 // forgets a member, and a failure swallowed without a word.
 import tseslint from 'typescript-eslint';
 
-const silentCatch =
-  "CallExpression[callee.property.name='catch'] > ArrowFunctionExpression";
+const silentCatch = "CallExpression[callee.property.name='catch'] > ArrowFunctionExpression";
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'web/build.mjs', 'eslint.config.js'] },
@@ -19,9 +18,14 @@ export default tseslint.config(
     linterOptions: { reportUnusedDisableDirectives: 'error' },
     rules: {
       // node:test's test() and describe() hand their promise to the runner.
-      '@typescript-eslint/no-floating-promises': ['error', {
-        allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['test', 'it', 'describe', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] }],
-      }],
+      '@typescript-eslint/no-floating-promises': [
+        'error',
+        {
+          allowForKnownSafeCalls: [
+            { from: 'package', package: 'node:test', name: ['test', 'it', 'describe', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] },
+          ],
+        },
+      ],
       '@typescript-eslint/no-misused-promises': 'error',
       '@typescript-eslint/switch-exhaustiveness-check': ['error', { considerDefaultExhaustiveForUnions: true }],
       '@typescript-eslint/await-thenable': 'error',
@@ -37,7 +41,8 @@ export default tseslint.config(
     // and `.catch(() => {})` hide both.
     files: ['src/**/*.ts'],
     rules: {
-      'no-restricted-syntax': ['error',
+      'no-restricted-syntax': [
+        'error',
         { selector: `${silentCatch}[body.type='Identifier'][body.name='undefined']`, message: 'a swallowed failure: handle it or log it with its cause' },
         { selector: `${silentCatch}[body.type='BlockStatement'][body.body.length=0]`, message: 'a swallowed failure: handle it or log it with its cause' },
       ],

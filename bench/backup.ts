@@ -49,22 +49,35 @@ async function writes(until: () => boolean): Promise<number[]> {
   const lat: number[] = [];
   const body = JSON.stringify({ record: { pad: 'x'.repeat(1000) } });
   let n = 0;
-  await Promise.all(Array.from({ length: 8 }, async () => {
-    while (!until()) {
-      const t = performance.now();
-      const r = await call('PUT', `/records/w-${n++ % 5000}`, body);
-      if (r.status !== 200 && r.status !== 201) throw new Error(`PUT answered ${r.status}`);
-      lat.push(performance.now() - t);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (!until()) {
+        const t = performance.now();
+        const r = await call('PUT', `/records/w-${n++ % 5000}`, body);
+        if (r.status !== 200 && r.status !== 201) throw new Error(`PUT answered ${r.status}`);
+        lat.push(performance.now() - t);
+      }
+    }),
+  );
   return lat;
 }
 
-const fmt = (xs: number[]): string => `${xs.length} writes, p50 ${pct(xs, 50).toFixed(2)} ms, p99 ${pct(xs, 99).toFixed(2)} ms, max ${Math.max(...xs).toFixed(1)} ms`;
+const fmt = (xs: number[]): string =>
+  `${xs.length} writes, p50 ${pct(xs, 50).toFixed(2)} ms, p99 ${pct(xs, 99).toFixed(2)} ms, max ${Math.max(...xs).toFixed(1)} ms`;
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'pithos-bench-backup-'));
-  const srv = await startServer('pithos', process.execPath, [join(ROOT, 'bin', 'pithos'), '--port', '0', '--data-dir', join(dir, 'data'), '--auth-token', TOKEN, '--fsync', 'always']);
+  const srv = await startServer('pithos', process.execPath, [
+    join(ROOT, 'bin', 'pithos'),
+    '--port',
+    '0',
+    '--data-dir',
+    join(dir, 'data'),
+    '--auth-token',
+    TOKEN,
+    '--fsync',
+    'always',
+  ]);
   host = srv.host;
   port = srv.port;
   try {
@@ -74,7 +87,11 @@ async function main(): Promise<void> {
     for (let i = 0; i < total; i += 16) {
       await Promise.all(Array.from({ length: Math.min(16, total - i) }, (_, j) => call('PUT', `/records/big-${i + j}`, `{"record":{"v":"${mib}"}}`)));
     }
-    process.stdout.write(`filled ${total} MiB in ${((performance.now() - t0) / 1000).toFixed(1)} s; load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}\n`);
+    process.stdout.write(
+      `filled ${total} MiB in ${((performance.now() - t0) / 1000).toFixed(1)} s; load average ${loadavg()
+        .map((x) => x.toFixed(2))
+        .join(' ')}\n`,
+    );
     const quietEnd = performance.now() + 10_000;
     const quiet = await writes(() => performance.now() > quietEnd);
     process.stdout.write(`without a backup: ${fmt(quiet)}\n`);
@@ -87,8 +104,14 @@ async function main(): Promise<void> {
     const during = await writes(() => done);
     const b = await backup;
     const secs = (performance.now() - b0) / 1000;
-    process.stdout.write(`during a backup of ${(b.bytes / 2 ** 30).toFixed(2)} GiB (${secs.toFixed(1)} s, ${(b.bytes / 2 ** 20 / secs).toFixed(0)} MiB/s, status ${b.status}): ${fmt(during)}\n`);
-    process.stdout.write(`load average after: ${loadavg().map((x) => x.toFixed(2)).join(' ')}\n`);
+    process.stdout.write(
+      `during a backup of ${(b.bytes / 2 ** 30).toFixed(2)} GiB (${secs.toFixed(1)} s, ${(b.bytes / 2 ** 20 / secs).toFixed(0)} MiB/s, status ${b.status}): ${fmt(during)}\n`,
+    );
+    process.stdout.write(
+      `load average after: ${loadavg()
+        .map((x) => x.toFixed(2))
+        .join(' ')}\n`,
+    );
   } finally {
     agent.destroy();
     await srv.stop();

@@ -35,9 +35,7 @@ interface Prepared {
 
 function prepare(r: CannedResponse): Prepared {
   const body = Buffer.from(r.body, 'utf8');
-  const headers: Array<[string, string]> = r.headers.filter(
-    ([name]) => name.toLowerCase() !== 'content-length',
-  );
+  const headers: Array<[string, string]> = r.headers.filter(([name]) => name.toLowerCase() !== 'content-length');
   headers.push(['Content-Length', String(body.length)]);
   return { status: r.status, headers, body };
 }

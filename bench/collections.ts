@@ -67,18 +67,33 @@ async function heapPerMember(): Promise<void> {
       const before = heap();
       for (let b = 0; b < MEMBERS; b += 1000) {
         const n = Math.min(1000, MEMBERS - b);
-        if (kind === 'set') await store.sets.add('s', Array.from({ length: n }, (_, i) => member(b + i)), true);
-        else await store.zsets.add('z', Array.from({ length: n }, (_, i) => [member(b + i), scoreOf(b + i)] as [string, number]), 'upsert', true);
+        if (kind === 'set')
+          await store.sets.add(
+            's',
+            Array.from({ length: n }, (_, i) => member(b + i)),
+            true,
+          );
+        else
+          await store.zsets.add(
+            'z',
+            Array.from({ length: n }, (_, i) => [member(b + i), scoreOf(b + i)] as [string, number]),
+            'upsert',
+            true,
+          );
       }
       await store.engine.drain();
       const filled = heap();
-      console.log(`  heap per ${kind} member (16-byte members, ${fmt(MEMBERS)}), stored${' '.repeat(kind === 'set' ? 1 : 0)}: ${fmt((filled - before) / MEMBERS)} bytes`);
+      console.log(
+        `  heap per ${kind} member (16-byte members, ${fmt(MEMBERS)}), stored${' '.repeat(kind === 'set' ? 1 : 0)}: ${fmt((filled - before) / MEMBERS)} bytes`,
+      );
       if (kind === 'zset') {
         const t = performance.now();
         await store.zsets.range('z', { by: 'rank', start: 0, stop: 9, rev: true });
         const built = performance.now() - t;
         const withOrder = heap();
-        console.log(`  heap per zset member with its rank order built:               ${fmt((withOrder - before) / MEMBERS)} bytes (order built in ${fmt(built)} ms)`);
+        console.log(
+          `  heap per zset member with its rank order built:               ${fmt((withOrder - before) / MEMBERS)} bytes (order built in ${fmt(built)} ms)`,
+        );
       }
     } finally {
       await store.close();
@@ -131,12 +146,14 @@ async function latency(s: Server, what: string, req: Req): Promise<void> {
 async function throughput(s: Server, req: Req): Promise<number> {
   let done = 0;
   const end = performance.now() + SECONDS * 1000;
-  await Promise.all(Array.from({ length: CONC }, async (_, w) => {
-    for (let i = w; performance.now() < end; i += CONC) {
-      await ok(s, req(i));
-      done++;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: CONC }, async (_, w) => {
+      for (let i = w; performance.now() < end; i += CONC) {
+        await ok(s, req(i));
+        done++;
+      }
+    }),
+  );
   return done / SECONDS;
 }
 
@@ -155,19 +172,24 @@ async function overHttp(store?: string): Promise<void> {
       const t = performance.now();
       const batches = Array.from({ length: Math.ceil(MEMBERS / 1000) }, (_, b) => b);
       let next = 0;
-      await Promise.all(Array.from({ length: 4 }, async () => {
-        while (next < batches.length) {
-          const b = batches[next++] * 1000;
-          const n = Math.min(1000, MEMBERS - b);
-          const body = kind === 'zset'
-            ? JSON.stringify({ members: Object.fromEntries(Array.from({ length: n }, (_, i) => [member(b + i), scoreOf(b + i)])) })
-            : JSON.stringify({ members: Array.from({ length: n }, (_, i) => member(b + i)) });
-          await ok(s, ['POST', `/${kind}s/big/add`, body]);
-        }
-      }));
+      await Promise.all(
+        Array.from({ length: 4 }, async () => {
+          while (next < batches.length) {
+            const b = batches[next++] * 1000;
+            const n = Math.min(1000, MEMBERS - b);
+            const body =
+              kind === 'zset'
+                ? JSON.stringify({ members: Object.fromEntries(Array.from({ length: n }, (_, i) => [member(b + i), scoreOf(b + i)])) })
+                : JSON.stringify({ members: Array.from({ length: n }, (_, i) => member(b + i)) });
+            await ok(s, ['POST', `/${kind}s/big/add`, body]);
+          }
+        }),
+      );
       return performance.now() - t;
     };
-    console.log(`  filled a ${fmt(MEMBERS)}-member zset in ${fmt((await fill('zset')) / 1000, 1)} s, a set in ${fmt((await fill('set')) / 1000, 1)} s (1,000 members per add, 4 in flight)`);
+    console.log(
+      `  filled a ${fmt(MEMBERS)}-member zset in ${fmt((await fill('zset')) / 1000, 1)} s, a set in ${fmt((await fill('set')) / 1000, 1)} s (1,000 members per add, 4 in flight)`,
+    );
     await ok(s, ['PUT', '/variants/v', '{"variant":1}']);
     const t0 = performance.now();
     await ok(s, ['GET', '/zsets/big?start=0&stop=0', undefined]);

@@ -76,7 +76,10 @@ async function waitPort(port: number, ms: number, child: ChildProcess, name: str
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited (${child.exitCode ?? child.signalCode}) before listening`);
     const ok = await new Promise<boolean>((resolve) => {
       const c = net.connect(port, '127.0.0.1');
-      c.once('connect', () => { c.destroy(); resolve(true); });
+      c.once('connect', () => {
+        c.destroy();
+        resolve(true);
+      });
       c.once('error', () => resolve(false));
     });
     if (ok) return;
@@ -89,7 +92,10 @@ function kill(child: ChildProcess | undefined): Promise<void> {
   if (child === undefined || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     const t = setTimeout(() => child.kill('SIGKILL'), 5000);
-    child.once('exit', () => { clearTimeout(t); resolve(); });
+    child.once('exit', () => {
+      clearTimeout(t);
+      resolve();
+    });
     child.kill('SIGTERM');
   });
 }
@@ -97,7 +103,10 @@ function kill(child: ChildProcess | undefined): Promise<void> {
 let runs = 0;
 async function wrk(o: CompareOptions, url: string, req: LuaRequest, durationS: number, expect = ''): Promise<WrkResult> {
   return runWrk({
-    url, threads: Math.min(o.threads, o.connections), connections: o.connections, durationS,
+    url,
+    threads: Math.min(o.threads, o.connections),
+    connections: o.connections,
+    durationS,
     script: join(o.root, 'bench', 'wrk', 'bench.lua'),
     scriptArgs: ['template', req.method, req.path, req.body, String(req.keys), `c${Date.now().toString(36)}${runs++}`, o.token, expect],
   });
@@ -111,7 +120,16 @@ async function interleave(o: CompareOptions, what: string, a: () => Promise<numb
   const rb: number[] = [];
   let load = 0;
   for (let i = 0; i < o.rounds; i++) {
-    const order: Array<[() => Promise<number>, number[], string]> = i % 2 === 0 ? [[a, ra, 'Pithos'], [b, rb, 'other']] : [[b, rb, 'other'], [a, ra, 'Pithos']];
+    const order: Array<[() => Promise<number>, number[], string]> =
+      i % 2 === 0
+        ? [
+            [a, ra, 'Pithos'],
+            [b, rb, 'other'],
+          ]
+        : [
+            [b, rb, 'other'],
+            [a, ra, 'Pithos'],
+          ];
     for (const [f, into, name] of order) {
       const v = await f();
       into.push(v);
@@ -129,7 +147,12 @@ export async function redisLines(o: CompareOptions, pithosIncr: number | undefin
   const webdis = onPath('webdis');
   const lines: Comparison[] = [
     { work: 'durable increment (log store, --fsync always)', pithos: pithosIncr, other: 'webdis + Redis INCR (appendfsync always)', target: 1.3 },
-    { work: 'durable 100-byte PUT (log store, --fsync always)', pithos: pithosSet, other: 'webdis + Redis SET, same 100 bytes (appendfsync always)', target: 1.3 },
+    {
+      work: 'durable 100-byte PUT (log store, --fsync always)',
+      pithos: pithosSet,
+      other: 'webdis + Redis SET, same 100 bytes (appendfsync always)',
+      target: 1.3,
+    },
   ];
   for (const l of lines) if (l.pithos === undefined) l.pithosNote = 'not measured in this run (--ops)';
   if (redis === undefined || webdis === undefined) {
@@ -142,14 +165,47 @@ export async function redisLines(o: CompareOptions, pithosIncr: number | undefin
   let wd: ChildProcess | undefined;
   try {
     const rport = await freePort();
-    rs = spawn(redis, ['--port', String(rport), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--appendfsync', 'always',
-      '--save', '', '--daemonize', 'no', '--protected-mode', 'no', '--logfile', join(dir, 'redis.log')], { stdio: 'ignore' });
+    rs = spawn(
+      redis,
+      [
+        '--port',
+        String(rport),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        dir,
+        '--appendonly',
+        'yes',
+        '--appendfsync',
+        'always',
+        '--save',
+        '',
+        '--daemonize',
+        'no',
+        '--protected-mode',
+        'no',
+        '--logfile',
+        join(dir, 'redis.log'),
+      ],
+      { stdio: 'ignore' },
+    );
     await waitPort(rport, 10_000, rs, 'redis-server');
     const wport = await freePort();
-    writeFileSync(join(dir, 'webdis.json'), JSON.stringify({
-      redis_host: '127.0.0.1', redis_port: rport, http_host: '127.0.0.1', http_port: wport,
-      threads: cpus().length, pool_size: 20, daemonize: false, database: 0, verbosity: 1, logfile: join(dir, 'webdis.log'),
-    }));
+    writeFileSync(
+      join(dir, 'webdis.json'),
+      JSON.stringify({
+        redis_host: '127.0.0.1',
+        redis_port: rport,
+        http_host: '127.0.0.1',
+        http_port: wport,
+        threads: cpus().length,
+        pool_size: 20,
+        daemonize: false,
+        database: 0,
+        verbosity: 1,
+        logfile: join(dir, 'webdis.log'),
+      }),
+    );
     wd = spawn(webdis, [join(dir, 'webdis.json')], { stdio: 'ignore', cwd: dir });
     await waitPort(wport, 10_000, wd, 'webdis');
     const url = `http://127.0.0.1:${wport}`;
@@ -160,7 +216,10 @@ export async function redisLines(o: CompareOptions, pithosIncr: number | undefin
     if (a.status !== 200 || !/"INCR":\d+/.test(a.body)) throw new Error(`webdis INCR answered ${a.status} ${a.body.slice(0, 200)}`);
     const b = await http({ host: '127.0.0.1', port: wport }, o.token, 'PUT', '/SET/bs-000000', instantiate(SMALL_RECORD, 1000, 0, ''));
     if (b.status !== 200 || !b.body.includes('"SET"')) throw new Error(`webdis SET answered ${b.status} ${b.body.slice(0, 200)}`);
-    for (const [line, req, expect] of [[lines[0]!, incr, '"INCR":'], [lines[1]!, set, '"SET":']] as const) {
+    for (const [line, req, expect] of [
+      [lines[0]!, incr, '"INCR":'],
+      [lines[1]!, set, '"SET":'],
+    ] as const) {
       if (o.warmupS > 0) await wrk(o, url, req, o.warmupS, expect);
       const got: WrkResult[] = [];
       let load = 0;
@@ -168,8 +227,10 @@ export async function redisLines(o: CompareOptions, pithosIncr: number | undefin
         const r = await wrk(o, url, req, o.durationS, expect);
         got.push(r);
         load = Math.max(load, loadavg()[0]!);
-        o.log(`webdis ${req.path}: round ${i + 1}/${o.rounds} ${Math.round(rate(r)).toLocaleString('en-US')}/s, errors ${errorSummary(r).text}, ` +
-          `p99 ${(percentile(r.latency, 99) / 1000).toFixed(2)} ms, load ${loadavg()[0]!.toFixed(2)}`);
+        o.log(
+          `webdis ${req.path}: round ${i + 1}/${o.rounds} ${Math.round(rate(r)).toLocaleString('en-US')}/s, errors ${errorSummary(r).text}, ` +
+            `p99 ${(percentile(r.latency, 99) / 1000).toFixed(2)} ms, load ${loadavg()[0]!.toFixed(2)}`,
+        );
       }
       const m = mergeResults(got);
       line.otherRate = rate(m);
@@ -193,8 +254,26 @@ interface PgbenchResult {
 
 /** Runs pgbench for `durationS` with `script`; its tps (initial connection time excluded) and failed transactions. */
 function pgbench(bin: string, cluster: PgCluster, script: string, durationS: number, clients: number): Promise<PgbenchResult> {
-  const args = ['-h', '127.0.0.1', '-p', String(cluster.port), '-U', 'postgres', '-n', '-M', 'extended', '-c', String(clients),
-    '-j', String(Math.min(clients, cpus().length)), '-T', String(durationS), '-f', script, 'postgres'];
+  const args = [
+    '-h',
+    '127.0.0.1',
+    '-p',
+    String(cluster.port),
+    '-U',
+    'postgres',
+    '-n',
+    '-M',
+    'extended',
+    '-c',
+    String(clients),
+    '-j',
+    String(Math.min(clients, cpus().length)),
+    '-T',
+    String(durationS),
+    '-f',
+    script,
+    'postgres',
+  ];
   return new Promise((resolve, reject) => {
     const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -218,8 +297,12 @@ function pgbench(bin: string, cluster: PgCluster, script: string, durationS: num
 export async function postgresLines(o: CompareOptions): Promise<Comparison[]> {
   const lines: Comparison[] = [
     { work: `increment over ${PG_KEYS} counters (PostgreSQL store)`, other: `pgbench, the same UPDATE, ${PG_POOL} connections`, target: 0.7 },
-    { work: '3-mutation /txns: two counter adds and a record put (PostgreSQL store)', other: `pgbench, the same statements in one pipeline (one round trip), ${PG_POOL} connections`, target: 0.5 },
-    { work: 'change feed capture: the increment\'s UPDATE, pgbench, triggers on ÷ off', other: 'pgbench, the same UPDATE, change triggers disabled' },
+    {
+      work: '3-mutation /txns: two counter adds and a record put (PostgreSQL store)',
+      other: `pgbench, the same statements in one pipeline (one round trip), ${PG_POOL} connections`,
+      target: 0.5,
+    },
+    { work: "change feed capture: the increment's UPDATE, pgbench, triggers on ÷ off", other: 'pgbench, the same UPDATE, change triggers disabled' },
   ];
   const bin = pgBinDir();
   const pgb = bin !== undefined && existsSync(join(bin, 'pgbench')) ? join(bin, 'pgbench') : onPath('pgbench');
@@ -235,9 +318,12 @@ export async function postgresLines(o: CompareOptions): Promise<Comparison[]> {
   try {
     o.log('PostgreSQL comparison: starting a throw-away cluster');
     cluster = await PgCluster.create();
-    pithos = await startServer('Pithos (postgres)', process.execPath, [
-      o.server, '--host', '127.0.0.1', '--port', '0', '--store', cluster.url, '--auth-token', o.token, '--pg-pool-size', String(PG_POOL),
-    ], { cwd: o.root });
+    pithos = await startServer(
+      'Pithos (postgres)',
+      process.execPath,
+      [o.server, '--host', '127.0.0.1', '--port', '0', '--store', cluster.url, '--auth-token', o.token, '--pg-pool-size', String(PG_POOL)],
+      { cwd: o.root },
+    );
     const srv = pithos;
     const put = async (path: string, body: string): Promise<void> => {
       const a = await http(srv, o.token, 'PUT', path, body);
@@ -252,8 +338,12 @@ export async function postgresLines(o: CompareOptions): Promise<Comparison[]> {
     });
     const incr: LuaRequest = { mode: 'template', method: 'POST', path: '/variants/pg-inc-{{k}}', body: '{"delta":1}', keys: PG_KEYS };
     const txn: LuaRequest = {
-      mode: 'template', method: 'POST', path: '/txns', keys: PG_KEYS,
-      body: '{"mutations":[{"kind":"variant","name":"pg-a-{{k}}","operation":"ADD","delta":-1},' +
+      mode: 'template',
+      method: 'POST',
+      path: '/txns',
+      keys: PG_KEYS,
+      body:
+        '{"mutations":[{"kind":"variant","name":"pg-a-{{k}}","operation":"ADD","delta":-1},' +
         '{"kind":"variant","name":"pg-b-{{k}}","operation":"ADD","delta":1},' +
         '{"kind":"record","name":"pg-r-{{k}}","operation":"PUT","values":{"last":{{n}},"amount":1}}]}',
     };
@@ -266,15 +356,20 @@ export async function postgresLines(o: CompareOptions): Promise<Comparison[]> {
       }
       let failed = 0;
       let errors = '';
-      const [p, g, load] = await interleave(o, line.work, async () => {
-        const r = await wrk(o, srv.url, req, o.durationS, expect);
-        if (errorSummary(r).total > 0) errors = errorSummary(r).text;
-        return rate(r);
-      }, async () => {
-        const r = await pgbench(pgb, pg, script, o.durationS, PG_POOL);
-        failed += r.failed;
-        return r.tps;
-      });
+      const [p, g, load] = await interleave(
+        o,
+        line.work,
+        async () => {
+          const r = await wrk(o, srv.url, req, o.durationS, expect);
+          if (errorSummary(r).total > 0) errors = errorSummary(r).text;
+          return rate(r);
+        },
+        async () => {
+          const r = await pgbench(pgb, pg, script, o.durationS, PG_POOL);
+          failed += r.failed;
+          return r.tps;
+        },
+      );
       line.pithos = p;
       line.otherRate = g;
       line.load = load;
@@ -294,7 +389,10 @@ export async function postgresLines(o: CompareOptions): Promise<Comparison[]> {
         await c.end();
       }
     };
-    const [withFeed, withoutFeed, load] = await interleave(o, lines[2]!.work, () => pgbench(pgb, pg, script, o.durationS, PG_POOL).then((r) => r.tps),
+    const [withFeed, withoutFeed, load] = await interleave(
+      o,
+      lines[2]!.work,
+      () => pgbench(pgb, pg, script, o.durationS, PG_POOL).then((r) => r.tps),
       async () => {
         await triggers(false);
         try {
@@ -302,7 +400,8 @@ export async function postgresLines(o: CompareOptions): Promise<Comparison[]> {
         } finally {
           await triggers(true);
         }
-      });
+      },
+    );
     lines[2]!.pithos = withFeed;
     lines[2]!.otherRate = withoutFeed;
     lines[2]!.load = load;
@@ -324,9 +423,9 @@ export function comparisonTable(lines: Comparison[]): string {
     const ratio = l.pithos !== undefined && l.otherRate !== undefined && l.otherRate > 0 ? l.pithos / l.otherRate : undefined;
     rows.push([
       l.work,
-      l.pithos !== undefined ? fmt(l.pithos) + (l.pithosNote ? ` (${l.pithosNote})` : '') : (l.pithosNote || '—'),
+      l.pithos !== undefined ? fmt(l.pithos) + (l.pithosNote ? ` (${l.pithosNote})` : '') : l.pithosNote || '—',
       l.other,
-      l.otherRate !== undefined ? fmt(l.otherRate) + (l.otherNote ? ` (${l.otherNote})` : '') : (l.otherNote || '—'),
+      l.otherRate !== undefined ? fmt(l.otherRate) + (l.otherNote ? ` (${l.otherNote})` : '') : l.otherNote || '—',
       ratio === undefined ? '—' : ratio.toFixed(2),
       l.target === undefined ? '' : `≥ ${l.target.toFixed(2)}${ratio === undefined ? '' : ratio >= l.target ? ' met' : ' NOT met'}`,
       l.load === undefined ? '—' : l.load.toFixed(2),

@@ -9,8 +9,30 @@
 import * as zlib from 'node:zlib';
 import { rng } from '../test/helpers/rng.js';
 
-const WORDS = ['order', 'shipped', 'pending', 'customer', 'invoice', 'priority', 'standard', 'express', 'warehouse', 'returned',
-  'berlin', 'oslo', 'lisbon', 'paid', 'refund', 'gift', 'note', 'please', 'deliver', 'before', 'noon', 'fragile'];
+const WORDS = [
+  'order',
+  'shipped',
+  'pending',
+  'customer',
+  'invoice',
+  'priority',
+  'standard',
+  'express',
+  'warehouse',
+  'returned',
+  'berlin',
+  'oslo',
+  'lisbon',
+  'paid',
+  'refund',
+  'gift',
+  'note',
+  'please',
+  'deliver',
+  'before',
+  'noon',
+  'fragile',
+];
 
 /** One order-like document of roughly 1-4 KiB. */
 export function jsonDocument(r: () => number, i: number): Buffer {
@@ -36,13 +58,25 @@ export function jsonDocument(r: () => number, i: number): Buffer {
   return Buffer.from(JSON.stringify(doc));
 }
 
-interface Codec { name: string; enc: (b: Buffer) => Buffer; dec: (b: Buffer) => Buffer }
+interface Codec {
+  name: string;
+  enc: (b: Buffer) => Buffer;
+  dec: (b: Buffer) => Buffer;
+}
 
 const codecs: Codec[] = [
   { name: 'deflate-raw level 1', enc: (b) => zlib.deflateRawSync(b, { level: 1 }), dec: (b) => zlib.inflateRawSync(b) },
   { name: 'deflate-raw level 6', enc: (b) => zlib.deflateRawSync(b, { level: 6 }), dec: (b) => zlib.inflateRawSync(b) },
-  { name: 'brotli quality 1', enc: (b) => zlib.brotliCompressSync(b, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 1, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: b.length } }), dec: (b) => zlib.brotliDecompressSync(b) },
-  { name: 'brotli quality 4', enc: (b) => zlib.brotliCompressSync(b, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: b.length } }), dec: (b) => zlib.brotliDecompressSync(b) },
+  {
+    name: 'brotli quality 1',
+    enc: (b) => zlib.brotliCompressSync(b, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 1, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: b.length } }),
+    dec: (b) => zlib.brotliDecompressSync(b),
+  },
+  {
+    name: 'brotli quality 4',
+    enc: (b) => zlib.brotliCompressSync(b, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: b.length } }),
+    dec: (b) => zlib.brotliDecompressSync(b),
+  },
 ];
 
 function main(): void {
@@ -50,7 +84,9 @@ function main(): void {
   const r = rng(42);
   const docs = Array.from({ length: n }, (_, i) => jsonDocument(r, i));
   const raw = docs.reduce((a, d) => a + d.length, 0);
-  console.log(`${n} documents, ${(raw / n).toFixed(0)} bytes on average (min ${Math.min(...docs.map((d) => d.length))}, max ${Math.max(...docs.map((d) => d.length))})`);
+  console.log(
+    `${n} documents, ${(raw / n).toFixed(0)} bytes on average (min ${Math.min(...docs.map((d) => d.length))}, max ${Math.max(...docs.map((d) => d.length))})`,
+  );
   console.log('| codec | ratio (raw / compressed) | compress µs/doc | decompress µs/doc |');
   console.log('|---|---:|---:|---:|');
   for (const c of codecs) {

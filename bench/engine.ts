@@ -110,9 +110,11 @@ async function reads(): Promise<void> {
   });
   row('point reads, uncached (pread), await read()', `${fmt(uncached1)}/s`, '1 reader');
   const uncached64 = await timed(async () => {
-    await Promise.all(Array.from({ length: 64 }, async () => {
-      for (let i = 0; i < 20; i++) await e.read(key(next()), asBuffer);
-    }));
+    await Promise.all(
+      Array.from({ length: 64 }, async () => {
+        for (let i = 0; i < 20; i++) await e.read(key(next()), asBuffer);
+      }),
+    );
     return 64 * 20;
   });
   row('point reads, uncached (pread), await read()', `${fmt(uncached64)}/s`, '64 concurrent readers');
@@ -158,8 +160,11 @@ async function recovery(): Promise<void> {
   const logs = fs.readdirSync(dir).filter((n) => n.endsWith('.log'));
   const hints = fs.readdirSync(dir).filter((n) => n.endsWith('.hint'));
   const bytes = logs.reduce((a, n) => a + fs.statSync(path.join(dir, n)).size, 0);
-  row(`write ${fmt(KEYS)} keys (100 B values, durability never)`, `${(writeMs / 1000).toFixed(2)} s`,
-    `${logs.length} segments, ${(bytes / 1048576).toFixed(0)} MiB, ${hints.length} hints`);
+  row(
+    `write ${fmt(KEYS)} keys (100 B values, durability never)`,
+    `${(writeMs / 1000).toFixed(2)} s`,
+    `${logs.length} segments, ${(bytes / 1048576).toFixed(0)} MiB, ${hints.length} hints`,
+  );
 
   const keyHeap = 8 * Math.ceil((16 + key(0).length) / 8);
   await reportOpen('older segment hinted, newest scanned', dir, keyHeap);
@@ -182,7 +187,13 @@ async function recovery(): Promise<void> {
   fs.rmSync(gdir, { recursive: true, force: true });
 }
 
-interface OpenResult { ms: number; gap: number; keys: number; heapDelta: number; heapUsed: number }
+interface OpenResult {
+  ms: number;
+  gap: number;
+  keys: number;
+  heapDelta: number;
+  heapUsed: number;
+}
 
 /**
  * Opens `dir` in a fresh process (cold JIT, empty heap, as at a server
@@ -202,8 +213,11 @@ async function reportOpen(label: string, dir: string, keyHeap: number): Promise<
   });
   row(`recovery of ${fmt(r.keys)} keys, ${label}`, `${(r.ms / 1000).toFixed(2)} s`, `longest event-loop gap ${r.gap.toFixed(1)} ms`);
   const perKey = r.heapDelta / r.keys;
-  row(`  heap delta per key (${label})`, `${perKey.toFixed(0)} B`,
-    `= key string ${keyHeap} B + directory ${(perKey - keyHeap).toFixed(0)} B; heap after open ${(r.heapUsed / 1048576).toFixed(0)} MiB`);
+  row(
+    `  heap delta per key (${label})`,
+    `${perKey.toFixed(0)} B`,
+    `= key string ${keyHeap} B + directory ${(perKey - keyHeap).toFixed(0)} B; heap after open ${(r.heapUsed / 1048576).toFixed(0)} MiB`,
+  );
 }
 
 async function measureOpen(dir: string): Promise<void> {
@@ -221,8 +235,10 @@ async function measureOpen(dir: string): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  console.log(`Pithos engine benchmark — Node ${process.version}, ${os.cpus().length} CPU(s) (${os.cpus()[0]?.model ?? '?'}), ` +
-    `${(os.totalmem() / 2 ** 30).toFixed(0)} GiB RAM, data in ${BASE}`);
+  console.log(
+    `Pithos engine benchmark — Node ${process.version}, ${os.cpus().length} CPU(s) (${os.cpus()[0]?.model ?? '?'}), ` +
+      `${(os.totalmem() / 2 ** 30).toFixed(0)} GiB RAM, data in ${BASE}`,
+  );
   if (gc === undefined) console.log('  (run with --expose-gc for heap numbers)');
   if (ONLY.has('writes')) {
     console.log('\nwrites: one put of a 100-byte value per batch');

@@ -34,7 +34,9 @@ for (const cacheMb of [256, 1]) {
       await s.lists.push('big', values, 'right', true);
     }
     const after = heap();
-    process.stdout.write(`cache ${cacheMb} MiB: ${N} items, heap +${((after - before) / 1e6).toFixed(1)} MB, ${((after - before) / N).toFixed(0)} bytes per item\n`);
+    process.stdout.write(
+      `cache ${cacheMb} MiB: ${N} items, heap +${((after - before) / 1e6).toFixed(1)} MB, ${((after - before) / N).toFixed(0)} bytes per item\n`,
+    );
   } finally {
     await s.close();
     rmSync(dir, { recursive: true, force: true });

@@ -31,13 +31,22 @@ const wakeups = Number(arg('wakeups', '200'));
 
 function post(agent: Agent, port: number, path: string, body: string): Promise<string> {
   return new Promise((res, rej) => {
-    const r = request({ host: '127.0.0.1', port, method: 'POST', path, agent,
-      headers: { 'Auth-Token': TOKEN, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } }, (m) => {
-      let s = '';
-      m.setEncoding('utf8');
-      m.on('data', (c: string) => (s += c));
-      m.on('end', () => (m.statusCode === 200 || m.statusCode === 201 ? res(s) : rej(new Error(`${path}: ${m.statusCode} ${s}`))));
-    });
+    const r = request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path,
+        agent,
+        headers: { 'Auth-Token': TOKEN, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) },
+      },
+      (m) => {
+        let s = '';
+        m.setEncoding('utf8');
+        m.on('data', (c: string) => (s += c));
+        m.on('end', () => (m.statusCode === 200 || m.statusCode === 201 ? res(s) : rej(new Error(`${path}: ${m.statusCode} ${s}`))));
+      },
+    );
     r.on('error', rej);
     r.end(body);
   });
@@ -49,12 +58,14 @@ async function closedLoop(op: (agent: Agent, c: number) => Promise<void>): Promi
   const until = Date.now() + seconds * 1000;
   let n = 0;
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: connections }, async (_, c) => {
-    while (Date.now() < until) {
-      await op(agent, c);
-      n++;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: connections }, async (_, c) => {
+      while (Date.now() < until) {
+        await op(agent, c);
+        n++;
+      }
+    }),
+  );
   const per = n / ((performance.now() - t0) / 1000);
   agent.destroy();
   return per;
@@ -64,18 +75,31 @@ const pct = (xs: number[], p: number): number => xs[Math.min(xs.length - 1, Math
 
 for (const mode of modes) {
   const dir = mkdtempSync(join(tmpdir(), 'pithos-bench-lists-'));
-  const s = await startServer('Pithos', process.execPath, [join(ROOT, 'bin', 'pithos'), '--host', '127.0.0.1', '--port', '0',
-    '--data-dir', dir, '--auth-token', TOKEN, '--fsync', mode], { cwd: ROOT });
+  const s = await startServer(
+    'Pithos',
+    process.execPath,
+    [join(ROOT, 'bin', 'pithos'), '--host', '127.0.0.1', '--port', '0', '--data-dir', dir, '--auth-token', TOKEN, '--fsync', mode],
+    { cwd: ROOT },
+  );
   try {
     const setup = new Agent({ keepAlive: true });
     for (let c = 0; c < connections; c++) {
       await new Promise<void>((res, rej) => {
         const body = '{"variant":0}';
-        const r = request({ host: '127.0.0.1', port: s.port, method: 'PUT', path: `/variants/v${c}`, agent: setup,
-          headers: { 'Auth-Token': TOKEN, 'Content-Type': 'application/json', 'Content-Length': body.length } }, (m) => {
-          m.resume();
-          m.on('end', () => (m.statusCode === 201 ? res() : rej(new Error(`PUT variant: ${m.statusCode}`))));
-        });
+        const r = request(
+          {
+            host: '127.0.0.1',
+            port: s.port,
+            method: 'PUT',
+            path: `/variants/v${c}`,
+            agent: setup,
+            headers: { 'Auth-Token': TOKEN, 'Content-Type': 'application/json', 'Content-Length': body.length },
+          },
+          (m) => {
+            m.resume();
+            m.on('end', () => (m.statusCode === 201 ? res() : rej(new Error(`PUT variant: ${m.statusCode}`))));
+          },
+        );
         r.on('error', rej);
         r.end(body);
       });
@@ -104,9 +128,11 @@ for (const mode of modes) {
     wa.destroy();
     pa.destroy();
     lat.sort((x, y) => x - y);
-    process.stdout.write(`fsync=${mode}: variant increment ${incr.toFixed(0)} req/s; list push+pop ${pairs.toFixed(0)} pairs/s ` +
-      `(${(pairs / incr).toFixed(2)}x); blocking-pop wake-up p50 ${pct(lat, 50).toFixed(2)} ms, p99 ${pct(lat, 99).toFixed(2)} ms ` +
-      `(${wakeups} wake-ups, ${connections} connections, ${seconds} s each)\n`);
+    process.stdout.write(
+      `fsync=${mode}: variant increment ${incr.toFixed(0)} req/s; list push+pop ${pairs.toFixed(0)} pairs/s ` +
+        `(${(pairs / incr).toFixed(2)}x); blocking-pop wake-up p50 ${pct(lat, 50).toFixed(2)} ms, p99 ${pct(lat, 99).toFixed(2)} ms ` +
+        `(${wakeups} wake-ups, ${connections} connections, ${seconds} s each)\n`,
+    );
   } finally {
     await s.stop();
     rmSync(dir, { recursive: true, force: true });

@@ -53,17 +53,26 @@ export const CONTENT_TYPE = 'application/json; charset=utf-8';
 export function instantiate(template: string, keys: number, i: number, runId: string): string {
   return template.replace(/\{\{([a-z])\}\}/g, (_m, v: string) => {
     switch (v) {
-      case 'k': return String(i % keys).padStart(6, '0');
-      case 'i': return String(i % keys);
-      case 'n': return String(i);
-      case 'r': return runId;
-      default: throw new Error(`unknown template variable {{${v}}}`);
+      case 'k':
+        return String(i % keys).padStart(6, '0');
+      case 'i':
+        return String(i % keys);
+      case 'n':
+        return String(i);
+      case 'r':
+        return runId;
+      default:
+        throw new Error(`unknown template variable {{${v}}}`);
     }
   });
 }
 
 export class CaptureError extends Error {
-  constructor(message: string, readonly request: string, readonly answer?: HttpAnswer) {
+  constructor(
+    message: string,
+    readonly request: string,
+    readonly answer?: HttpAnswer,
+  ) {
     super(message);
   }
 }
@@ -176,7 +185,8 @@ const L = {
     mode: 'template',
     method: 'POST',
     path: '/txns',
-    body: '{"checks":[{"kind":"variant","name":"bt-a-{{k}}","value":{"$gte":1}}],"mutations":[' +
+    body:
+      '{"checks":[{"kind":"variant","name":"bt-a-{{k}}","value":{"$gte":1}}],"mutations":[' +
       '{"kind":"variant","name":"bt-a-{{k}}","operation":"ADD","delta":-1},' +
       '{"kind":"variant","name":"bt-b-{{k}}","operation":"ADD","delta":1},' +
       '{"name":"bench_txn","operation":"INSERT","values":{"from":"bt-a-{{k}}","to":"bt-b-{{k}}","amount":1,"n":{{n}}}},' +
@@ -229,7 +239,8 @@ async function prepareRecords(ctx: Ctx): Promise<void> {
 
 function tenRowsOf(d: unknown): string | null {
   return Array.isArray(d) && d.length === 10 && d.every((r, j) => isObj(r) && r['grp'] === 0 && r['seq'] === j * BIG_GROUPS)
-    ? null : 'expected the 10 rows with grp 0 in t_id order';
+    ? null
+    : 'expected the 10 rows with grp 0 in t_id order';
 }
 
 /**
@@ -248,8 +259,7 @@ export const OPS: OpSpec[] = [
     ratioTarget: { always: 0.8 },
     p99TargetMs: 5,
     prepare: (ctx) => fill(ctx, KEYS, (i) => ['PUT', instantiate(L.getVariant.path, KEYS, i, ''), '{"variant":12345}'], [201]),
-    capture: captureTemplate(L.getVariant, [200], (d) =>
-      isObj(d) && d['variant'] === 12345 ? null : 'expected data {"variant":12345}'),
+    capture: captureTemplate(L.getVariant, [200], (d) => (isObj(d) && d['variant'] === 12345 ? null : 'expected data {"variant":12345}')),
   },
   {
     id: 'get-record',
@@ -261,10 +271,10 @@ export const OPS: OpSpec[] = [
     expect: '"kind":"bench","n":7,"payload":"',
     ratioTarget: { always: 0.8 },
     p99TargetMs: 5,
-    prepare: (ctx) =>
-      fill(ctx, KEYS, (i) => ['PUT', instantiate(L.getRecord.path, KEYS, i, ''), instantiate(`{"record":${RECORD}}`, KEYS, i, '')], [201]),
+    prepare: (ctx) => fill(ctx, KEYS, (i) => ['PUT', instantiate(L.getRecord.path, KEYS, i, ''), instantiate(`{"record":${RECORD}}`, KEYS, i, '')], [201]),
     capture: captureTemplate(L.getRecord, [200], (d) =>
-      isObj(d) && Buffer.byteLength(JSON.stringify(d)) === 1024 && d['id'] === '000000' ? null : 'expected the 1 KiB record back'),
+      isObj(d) && Buffer.byteLength(JSON.stringify(d)) === 1024 && d['id'] === '000000' ? null : 'expected the 1 KiB record back',
+    ),
   },
   {
     id: 'incr-variant',
@@ -278,7 +288,8 @@ export const OPS: OpSpec[] = [
     p99TargetMs: 10,
     prepare: (ctx) => fill(ctx, KEYS, (i) => ['PUT', instantiate(L.incr.path, KEYS, i, ''), '{"variant":0}'], [201]),
     capture: captureTemplate(L.incr, [200], (d) =>
-      isObj(d) && Number.isInteger(d['variant']) && (d['variant'] as number) > 0 ? null : 'expected data {"variant":<int>}'),
+      isObj(d) && Number.isInteger(d['variant']) && (d['variant'] as number) > 0 ? null : 'expected data {"variant":<int>}',
+    ),
   },
   {
     id: 'put-record',
@@ -320,10 +331,15 @@ export const OPS: OpSpec[] = [
       await expectOk(ctx, 'PUT', '/tables/bench_q', '', [201]);
       // four batches of 250 (in parallel within a batch): rows of one group are in seq order
       for (let b = 0; b < 4; b++) {
-        await fill(ctx, 250, (j) => {
-          const i = b * 250 + j;
-          return ['POST', '/tables/bench_q/rows', JSON.stringify({ rows: { seq: i, group: i % 250, name: `row-${i}`, active: i % 2 === 0 } })];
-        }, [201]);
+        await fill(
+          ctx,
+          250,
+          (j) => {
+            const i = b * 250 + j;
+            return ['POST', '/tables/bench_q/rows', JSON.stringify({ rows: { seq: i, group: i % 250, name: `row-${i}`, active: i % 2 === 0 } })];
+          },
+          [201],
+        );
       }
     },
     capture: async (ctx, runId) => {
@@ -372,8 +388,7 @@ export const OPS: OpSpec[] = [
       await fill(ctx, KEYS, (i) => ['PUT', instantiate('/variants/bt-a-{{k}}', KEYS, i, ''), '{"variant":1000000000}'], [201]);
       await fill(ctx, KEYS, (i) => ['PUT', instantiate('/variants/bt-b-{{k}}', KEYS, i, ''), '{"variant":0}'], [201]);
     },
-    capture: captureTemplate(L.txn, [200], (d) =>
-      isObj(d) && Array.isArray(d['results']) && d['results'].length === 4 ? null : 'expected 4 results'),
+    capture: captureTemplate(L.txn, [200], (d) => (isObj(d) && Array.isArray(d['results']) && d['results'].length === 4 ? null : 'expected 4 results')),
   },
   {
     id: 'health',
@@ -385,8 +400,7 @@ export const OPS: OpSpec[] = [
     ratioTarget: {},
     p99TargetMs: 5,
     prepare: async () => {},
-    capture: captureTemplate(L.health, [200], (d) =>
-      isObj(d) && Number.isInteger(d['key_count']) ? null : 'expected data.key_count'),
+    capture: captureTemplate(L.health, [200], (d) => (isObj(d) && Number.isInteger(d['key_count']) ? null : 'expected data.key_count')),
   },
   {
     id: 'insert-row',
@@ -401,8 +415,7 @@ export const OPS: OpSpec[] = [
     prepare: async (ctx) => {
       await expectOk(ctx, 'PUT', '/tables/bench_ins', '', [201]);
     },
-    capture: captureTemplate(L.insertRow, [201], (d) =>
-      isObj(d) && Number.isInteger(d['t_id']) ? null : 'expected data {"t_id":<int>}'),
+    capture: captureTemplate(L.insertRow, [201], (d) => (isObj(d) && Number.isInteger(d['t_id']) ? null : 'expected data {"t_id":<int>}')),
   },
   // Issue 9 (docs/query.md): last, because their million rows and records make every later heap bigger.
   {
@@ -444,6 +457,7 @@ export const OPS: OpSpec[] = [
     p99TargetMs: 5,
     prepare: prepareRecords,
     capture: captureTemplate(L.listRecords, [200], (d) =>
-      isObj(d) && Array.isArray(d['items']) && d['items'].length === 100 && typeof d['next'] === 'string' ? null : 'expected 100 items and a next cursor'),
+      isObj(d) && Array.isArray(d['items']) && d['items'].length === 100 && typeof d['next'] === 'string' ? null : 'expected 100 items and a next cursor',
+    ),
   },
 ];

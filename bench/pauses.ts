@@ -24,9 +24,9 @@ import { pathToFileURL } from 'node:url';
 
 type KeyDirModule = typeof import('../src/engine/keydir.js');
 // The child measures whichever build it is told to (--ab); default: this one.
-const { Entry, KeyDir } = (await import(process.env.PITHOS_KEYDIR_MODULE !== undefined
-  ? pathToFileURL(process.env.PITHOS_KEYDIR_MODULE).href
-  : '../src/engine/keydir.js')) as KeyDirModule;
+const { Entry, KeyDir } = (await import(
+  process.env.PITHOS_KEYDIR_MODULE !== undefined ? pathToFileURL(process.env.PITHOS_KEYDIR_MODULE).href : '../src/engine/keydir.js'
+)) as KeyDirModule;
 
 const KEYS = Number(process.env.PITHOS_PAUSE_KEYS ?? 2_000_000);
 const gc = (globalThis as { gc?: () => void }).gc;
@@ -134,7 +134,7 @@ async function measure(shape: string): Promise<Result> {
   for (const g of gcs) {
     if (g.duration > maxGcMs) {
       maxGcMs = g.duration;
-      maxGcKind = kinds[((g as unknown as { detail?: { kind: number } }).detail?.kind ?? 0)] ?? '?';
+      maxGcKind = kinds[(g as unknown as { detail?: { kind: number } }).detail?.kind ?? 0] ?? '?';
     }
   }
   gc();
@@ -156,12 +156,26 @@ async function measure(shape: string): Promise<Result> {
   // The old build is one Map (plus one per group); the sharded one exposes its parts.
   const shards = (kd.map as unknown as { shards?: Array<Map<string, unknown>> }).shards;
   let largestMap = shards === undefined ? kd.map.size : Math.max(...shards.map((m) => m.size));
-  const members = kd.groupMembers(GROUP) as unknown as ({ size: number; chunks?: Array<{ map: Map<string, unknown> }> } | undefined);
+  const members = kd.groupMembers(GROUP) as unknown as { size: number; chunks?: Array<{ map: Map<string, unknown> }> } | undefined;
   if (members !== undefined) {
     largestMap = Math.max(largestMap, members.chunks === undefined ? members.size : Math.max(...members.chunks.map((c) => c.map.size)));
   }
   return {
-    shape, keys: KEYS, totalMs, maxMs, maxAt, over10, over1, over10NoGc, maxNoGcMs, maxGcMs, maxGcKind, largestMap, cpu10, cpuHeavyAt, maxCpuMs,
+    shape,
+    keys: KEYS,
+    totalMs,
+    maxMs,
+    maxAt,
+    over10,
+    over1,
+    over10NoGc,
+    maxNoGcMs,
+    maxGcMs,
+    maxGcKind,
+    largestMap,
+    cpu10,
+    cpuHeavyAt,
+    maxCpuMs,
     bytesPerKey: (h1 - h0) / KEYS,
     // Entry objects are part of the directory; the key strings were allocated before h0.
     keyStringBytes: 8 * Math.ceil((16 + keys[0].length) / 8),
@@ -190,11 +204,13 @@ function main(): void {
     for (const shape of ['plain', 'rows']) {
       for (const [label, module] of builds) {
         const m = run(shape, module);
-        console.log(`  ${label.padEnd(5)} ${m.shape.padEnd(5)} inserts: total ${(m.totalMs / 1000).toFixed(2)} s, longest ${m.maxMs.toFixed(1)} ms ` +
-          `(insert #${m.maxAt.toLocaleString('en-US')}), ${m.over10} over 10 ms, ${m.over1} over 1 ms; ` +
-          `over 10 ms with > 10 ms CPU: ${m.cpu10} (most CPU in one insert ${m.maxCpuMs.toFixed(1)} ms); over 10 ms without a GC: ${m.over10NoGc} (longest ${m.maxNoGcMs.toFixed(1)} ms); longest GC ${m.maxGcMs.toFixed(1)} ms (${m.maxGcKind}); ` +
-          `largest Map ${m.largestMap.toLocaleString('en-US')}; directory ${m.bytesPerKey.toFixed(0)} B/key (Entry + maps; key strings not counted); ` +
-          `get ${(m.getsPerSec / 1e6).toFixed(2)} M/s`);
+        console.log(
+          `  ${label.padEnd(5)} ${m.shape.padEnd(5)} inserts: total ${(m.totalMs / 1000).toFixed(2)} s, longest ${m.maxMs.toFixed(1)} ms ` +
+            `(insert #${m.maxAt.toLocaleString('en-US')}), ${m.over10} over 10 ms, ${m.over1} over 1 ms; ` +
+            `over 10 ms with > 10 ms CPU: ${m.cpu10} (most CPU in one insert ${m.maxCpuMs.toFixed(1)} ms); over 10 ms without a GC: ${m.over10NoGc} (longest ${m.maxNoGcMs.toFixed(1)} ms); longest GC ${m.maxGcMs.toFixed(1)} ms (${m.maxGcKind}); ` +
+            `largest Map ${m.largestMap.toLocaleString('en-US')}; directory ${m.bytesPerKey.toFixed(0)} B/key (Entry + maps; key strings not counted); ` +
+            `get ${(m.getsPerSec / 1e6).toFixed(2)} M/s`,
+        );
         if (process.env.PITHOS_PAUSE_VERBOSE !== undefined) console.log(`        inserts with > 10 ms CPU: ${m.cpuHeavyAt.join(', ')}`);
       }
     }

@@ -112,33 +112,24 @@ export interface HttpAnswer {
 const agent = new Agent({ keepAlive: true, maxSockets: 32 });
 
 /** One HTTP request against a server under test (set-up and capture only, never load). */
-export function http(
-  server: { host: string; port: number },
-  token: string,
-  method: string,
-  path: string,
-  body?: string,
-): Promise<HttpAnswer> {
+export function http(server: { host: string; port: number }, token: string, method: string, path: string, body?: string): Promise<HttpAnswer> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = { 'Auth-Token': token };
     if (body !== undefined && body !== '') {
       headers['Content-Type'] = 'application/json';
       headers['Content-Length'] = String(Buffer.byteLength(body));
     }
-    const req = request(
-      { host: server.host, port: server.port, method, path, headers, agent, timeout: 30000 },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const pairs: Array<[string, string]> = [];
-          const raw = res.rawHeaders;
-          for (let i = 0; i + 1 < raw.length; i += 2) pairs.push([raw[i]!, raw[i + 1]!]);
-          resolve({ status: res.statusCode ?? 0, headers: pairs, body: Buffer.concat(chunks).toString('utf8') });
-        });
-        res.on('error', reject);
-      },
-    );
+    const req = request({ host: server.host, port: server.port, method, path, headers, agent, timeout: 30000 }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const pairs: Array<[string, string]> = [];
+        const raw = res.rawHeaders;
+        for (let i = 0; i + 1 < raw.length; i += 2) pairs.push([raw[i]!, raw[i + 1]!]);
+        resolve({ status: res.statusCode ?? 0, headers: pairs, body: Buffer.concat(chunks).toString('utf8') });
+      });
+      res.on('error', reject);
+    });
     req.on('timeout', () => req.destroy(new Error(`${method} ${path}: timed out`)));
     req.on('error', reject);
     if (body !== undefined && body !== '') req.write(body);

@@ -16,7 +16,7 @@ import { LogStore } from '../src/store/log/index.js';
 import type { Mutation } from '../src/store/store.js';
 import { textOf } from '../src/store/stream.js';
 
-const ROWS = Number(process.argv[2] === '--reopen' ? 0 : process.argv[2] ?? 1_000_000);
+const ROWS = Number(process.argv[2] === '--reopen' ? 0 : (process.argv[2] ?? 1_000_000));
 const GROUPS = ROWS / 10;
 const gc = (globalThis as { gc?: () => void }).gc;
 
@@ -135,7 +135,8 @@ if (process.argv[2] === '--reopen') {
     process.stderr.write(`reopen failed: ${(e as Error).stack ?? String(e)}\n`);
     process.exit(1);
   });
-} else main().catch((e: unknown) => {
-  process.stderr.write(`query bench failed: ${(e as Error).stack ?? String(e)}\n`);
-  process.exit(1);
-});
+} else
+  main().catch((e: unknown) => {
+    process.stderr.write(`query bench failed: ${(e as Error).stack ?? String(e)}\n`);
+    process.exit(1);
+  });

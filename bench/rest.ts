@@ -22,7 +22,8 @@ const KEY = new Keyring(new DataKey(Buffer.alloc(32, 0x5c)));
 type Variant = 'plain' | 'sealed' | 'compressed' | 'sealed+compressed';
 const VARIANTS: Variant[] = ['plain', 'sealed', 'compressed', 'sealed+compressed'];
 const opts = (v: Variant): Partial<EngineOptions> => ({
-  keyring: v.startsWith('sealed') ? KEY : undefined, compression: v.endsWith('compressed'),
+  keyring: v.startsWith('sealed') ? KEY : undefined,
+  compression: v.endsWith('compressed'),
 });
 
 async function durable(v: Variant, seconds: number, json: boolean): Promise<{ rate: number; cpuUs: number }> {

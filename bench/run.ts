@@ -69,9 +69,21 @@ function usage(): never {
 
 function parseArgs(argv: string[]): Options {
   const o: Options = {
-    quick: false, ops: OPS.map((x) => x.id), modes: ['always', 'never'], connections: 32,
-    durationS: NaN, warmupS: NaN, rounds: NaN, threads: 1,
-    server: join(ROOT, 'bin', 'pithos'), cpuProf: null, json: null, custom: false, nodeFlags: [], serverLog: null, fresh: false,
+    quick: false,
+    ops: OPS.map((x) => x.id),
+    modes: ['always', 'never'],
+    connections: 32,
+    durationS: NaN,
+    warmupS: NaN,
+    rounds: NaN,
+    threads: 1,
+    server: join(ROOT, 'bin', 'pithos'),
+    cpuProf: null,
+    json: null,
+    custom: false,
+    nodeFlags: [],
+    serverLog: null,
+    fresh: false,
     compare: new Set(['redis', 'postgres']),
   };
   for (let i = 0; i < argv.length; i++) {
@@ -88,36 +100,76 @@ function parseArgs(argv: string[]): Options {
       return v;
     };
     switch (flag) {
-      case '--quick': o.quick = true; break;
-      case '--ops': o.ops = value().split(',').map((s) => s.trim()).filter(Boolean); break;
-      case '--modes': o.modes = value().split(',').map((s) => s.trim()) as Fsync[]; break;
-      case '--connections': o.connections = Math.round(num(1)); break;
-      case '--duration': o.durationS = Math.round(num(1)); break;
-      case '--warmup': o.warmupS = Math.round(num(0)); break;
-      case '--rounds': o.rounds = Math.round(num(1)); break;
-      case '--threads': o.threads = Math.round(num(1)); break;
-      case '--server': o.server = resolve(value()); break;
-      case '--cpu-prof': o.cpuProf = resolve(value()); break;
-      case '--json': o.json = resolve(value()); break;
-      case '--node-flags': o.nodeFlags = value().split(/\s+/).filter(Boolean); break;
-      case '--server-log': o.serverLog = resolve(value()); break;
-      case '--fresh': o.fresh = true; break;
+      case '--quick':
+        o.quick = true;
+        break;
+      case '--ops':
+        o.ops = value()
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean);
+        break;
+      case '--modes':
+        o.modes = value()
+          .split(',')
+          .map((s) => s.trim()) as Fsync[];
+        break;
+      case '--connections':
+        o.connections = Math.round(num(1));
+        break;
+      case '--duration':
+        o.durationS = Math.round(num(1));
+        break;
+      case '--warmup':
+        o.warmupS = Math.round(num(0));
+        break;
+      case '--rounds':
+        o.rounds = Math.round(num(1));
+        break;
+      case '--threads':
+        o.threads = Math.round(num(1));
+        break;
+      case '--server':
+        o.server = resolve(value());
+        break;
+      case '--cpu-prof':
+        o.cpuProf = resolve(value());
+        break;
+      case '--json':
+        o.json = resolve(value());
+        break;
+      case '--node-flags':
+        o.nodeFlags = value().split(/\s+/).filter(Boolean);
+        break;
+      case '--server-log':
+        o.serverLog = resolve(value());
+        break;
+      case '--fresh':
+        o.fresh = true;
+        break;
       case '--compare': {
-        const v = value().split(',').map((x) => x.trim()).filter(Boolean);
+        const v = value()
+          .split(',')
+          .map((x) => x.trim())
+          .filter(Boolean);
         if (v.some((x) => x !== 'redis' && x !== 'postgres' && x !== 'none')) usage();
         o.compare = new Set(v.filter((x): x is 'redis' | 'postgres' => x !== 'none'));
         break;
       }
-      case '-h': case '--help': usage(); break;
+      case '-h':
+      case '--help':
+        usage();
+        break;
       default:
         process.stderr.write(`unknown option ${a}\n`);
         usage();
     }
   }
-  for (const id of o.ops) if (!OPS.some((x) => x.id === id)) {
-    process.stderr.write(`unknown operation ${id}\n`);
-    usage();
-  }
+  for (const id of o.ops)
+    if (!OPS.some((x) => x.id === id)) {
+      process.stderr.write(`unknown operation ${id}\n`);
+      usage();
+    }
   for (const m of o.modes) if (!['always', 'everysec', 'never'].includes(m)) usage();
   o.custom = !Number.isNaN(o.durationS) || !Number.isNaN(o.warmupS) || !Number.isNaN(o.rounds);
   // quick: < 1 minute in all; full: a few minutes
@@ -271,7 +323,14 @@ async function runRow(op: OpSpec, mode: Fsync, pithos: Server, o: Options, work:
     writeFileSync(cfgFile, JSON.stringify(config));
     const profArgs = o.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${join(o.cpuProf, `baseline-${op.id}-${mode}`)}`] : [];
     baseline = await startServer('baseline', process.execPath, [
-      ...profArgs, join(ROOT, 'dist', 'bench', 'baseline.js'), '--host', '127.0.0.1', '--port', '0', '--config', cfgFile,
+      ...profArgs,
+      join(ROOT, 'dist', 'bench', 'baseline.js'),
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '0',
+      '--config',
+      cfgFile,
     ]);
     if (o.warmupS > 0) {
       log(`${op.id} (${mode}): warming up baseline ${o.warmupS}s`);
@@ -280,15 +339,26 @@ async function runRow(op: OpSpec, mode: Fsync, pithos: Server, o: Options, work:
     const p: Measured[] = [];
     const b: Measured[] = [];
     for (let round = 0; round < o.rounds; round++) {
-      const order: Array<[Server, Measured[]]> = round % 2 === 0 ? [[pithos, p], [baseline, b]] : [[baseline, b], [pithos, p]];
+      const order: Array<[Server, Measured[]]> =
+        round % 2 === 0
+          ? [
+              [pithos, p],
+              [baseline, b],
+            ]
+          : [
+              [baseline, b],
+              [pithos, p],
+            ];
       for (const [srv, into] of order) {
         const m = await measure(op, srv, o, o.durationS, expect);
         into.push(m);
         const one = side(op, [m]);
-        log(`${op.id} (${mode}): round ${round + 1}/${o.rounds} ${srv === pithos ? 'Pithos  ' : 'baseline'} ` +
-          `${fmtRate(one.perSec)} ${op.unit}, p50 ${one.p50Ms.toFixed(2)} ms, p99 ${one.p99Ms.toFixed(2)} ms ` +
-          `(wrk-corrected ${one.p99CorrectedMs.toFixed(2)}), ` +
-          `errors ${errorSummary(m.result).text}, other load ${m.otherCores.toFixed(2)} cores`);
+        log(
+          `${op.id} (${mode}): round ${round + 1}/${o.rounds} ${srv === pithos ? 'Pithos  ' : 'baseline'} ` +
+            `${fmtRate(one.perSec)} ${op.unit}, p50 ${one.p50Ms.toFixed(2)} ms, p99 ${one.p99Ms.toFixed(2)} ms ` +
+            `(wrk-corrected ${one.p99CorrectedMs.toFixed(2)}), ` +
+            `errors ${errorSummary(m.result).text}, other load ${m.otherCores.toFixed(2)} cores`,
+        );
       }
     }
     row.pithos = side(op, p);
@@ -325,13 +395,25 @@ function targetText(row: Row): { text: string; met: string } {
 }
 
 function table(rows: Row[]): string {
-  const head = ['operation', 'durability', 'Pithos req/s', 'baseline req/s', 'ratio', 'Pithos p50 / p99 ms', 'baseline p50 / p99 ms', 'p99 wrk-corrected ms (P / B)', 'errors (Pithos; baseline)', 'target', 'met', 'server CPU µs/op (P / B)', 'other load (cores)'];
+  const head = [
+    'operation',
+    'durability',
+    'Pithos req/s',
+    'baseline req/s',
+    'ratio',
+    'Pithos p50 / p99 ms',
+    'baseline p50 / p99 ms',
+    'p99 wrk-corrected ms (P / B)',
+    'errors (Pithos; baseline)',
+    'target',
+    'met',
+    'server CPU µs/op (P / B)',
+    'other load (cores)',
+  ];
   const lines = [head, head.map(() => '---')];
   for (const r of rows) {
     const t = targetText(r);
-    const errs = r.failure
-      ? 'run failed'
-      : `${errorSummary(r.pithos!.result).text}; ${errorSummary(r.baseline!.result).text}`;
+    const errs = r.failure ? 'run failed' : `${errorSummary(r.pithos!.result).text}; ${errorSummary(r.baseline!.result).text}`;
     lines.push([
       r.op.label + (r.op.unit === 'pairs/s' ? ' (pairs/s)' : ''),
       r.mode,
@@ -349,9 +431,7 @@ function table(rows: Row[]): string {
     ]);
   }
   const widths = head.map((_, i) => Math.max(...lines.map((l) => l[i]!.length)));
-  return lines
-    .map((l, li) => '| ' + l.map((c, i) => (li === 1 ? '-'.repeat(widths[i]!) : c.padEnd(widths[i]!))).join(' | ') + ' |')
-    .join('\n');
+  return lines.map((l, li) => '| ' + l.map((c, i) => (li === 1 ? '-'.repeat(widths[i]!) : c.padEnd(widths[i]!))).join(' | ') + ' |').join('\n');
 }
 
 /** Latency of one 4 KiB append + fdatasync in `dir` (the data volume), p50 / p99 ms. */
@@ -406,11 +486,29 @@ async function main(): Promise<void> {
         const profDir = join(o.cpuProf ?? '', o.fresh ? `pithos-${mode}-${group[0]!.id}` : `pithos-${mode}`);
         const nodeArgs = o.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
         log(`starting Pithos --fsync ${mode} (data ${dataDir})`);
-        const pithos = await startServer('Pithos', process.execPath, [
-          ...nodeArgs, ...o.nodeFlags, o.server, '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, '--auth-token', TOKEN, '--fsync', mode,
-          // Room for the million-row table of the query lines in cache (docs/benchmarks.md, "Listing and indexes").
-          '--cache-mb', String(CACHE_MB),
-        ], { cwd: ROOT, logFile: o.serverLog ?? undefined });
+        const pithos = await startServer(
+          'Pithos',
+          process.execPath,
+          [
+            ...nodeArgs,
+            ...o.nodeFlags,
+            o.server,
+            '--host',
+            '127.0.0.1',
+            '--port',
+            '0',
+            '--data-dir',
+            dataDir,
+            '--auth-token',
+            TOKEN,
+            '--fsync',
+            mode,
+            // Room for the million-row table of the query lines in cache (docs/benchmarks.md, "Listing and indexes").
+            '--cache-mb',
+            String(CACHE_MB),
+          ],
+          { cwd: ROOT, logFile: o.serverLog ?? undefined },
+        );
         current = pithos;
         const prepared = new Set<string>();
         try {
@@ -431,17 +529,25 @@ async function main(): Promise<void> {
       }
     }
     const copts = {
-      root: ROOT, server: o.server, token: TOKEN, connections: o.connections, threads: o.threads,
-      durationS: o.durationS, warmupS: o.warmupS, rounds: o.rounds, which: o.compare, log,
+      root: ROOT,
+      server: o.server,
+      token: TOKEN,
+      connections: o.connections,
+      threads: o.threads,
+      durationS: o.durationS,
+      warmupS: o.warmupS,
+      rounds: o.rounds,
+      which: o.compare,
+      log,
     };
     if (o.compare.has('redis') && !stopping) {
       const rate = (id: string): number | undefined => rows.find((r) => r.op.id === id && r.mode === 'always')?.pithos?.perSec;
       log('comparison: webdis + Redis (appendfsync always)');
-      comparisons.push(...await redisLines(copts, rate('incr-variant'), rate('put-small')));
+      comparisons.push(...(await redisLines(copts, rate('incr-variant'), rate('put-small'))));
     }
     if (o.compare.has('postgres') && !stopping) {
       log('comparison: Pithos on PostgreSQL beside pgbench');
-      comparisons.push(...await postgresLines(copts));
+      comparisons.push(...(await postgresLines(copts)));
     }
   } finally {
     destroyAgent();
@@ -459,8 +565,10 @@ async function main(): Promise<void> {
   ];
   process.stdout.write('\n' + header.join('\n') + '\n\n' + table(rows) + '\n');
   if (comparisons.length > 0) {
-    process.stdout.write(`\nIn the same run (docs/benchmarks.md, "Comparisons"; ${o.connections} wrk connections for Pithos and webdis, ` +
-      `the rounds of each line alternate between the two sides):\n\n${comparisonTable(comparisons)}\n`);
+    process.stdout.write(
+      `\nIn the same run (docs/benchmarks.md, "Comparisons"; ${o.connections} wrk connections for Pithos and webdis, ` +
+        `the rounds of each line alternate between the two sides):\n\n${comparisonTable(comparisons)}\n`,
+    );
   }
   const noisy = rows.filter((r) => r.pithos && r.baseline && Math.max(r.pithos.otherCores, r.baseline.otherCores) > 0.15);
   if (noisy.length) {
@@ -482,7 +590,9 @@ async function main(): Promise<void> {
   }
   if (ops.some((op) => op.id === 'query-indexed') && !stopping) {
     log('index figures: node --expose-gc dist/bench/query.js');
-    const r = spawnSync(process.execPath, ['--expose-gc', join(ROOT, 'dist', 'bench', 'query.js'), String(o.quick ? 100_000 : 1_000_000)], { encoding: 'utf8' });
+    const r = spawnSync(process.execPath, ['--expose-gc', join(ROOT, 'dist', 'bench', 'query.js'), String(o.quick ? 100_000 : 1_000_000)], {
+      encoding: 'utf8',
+    });
     process.stdout.write('\n' + (r.stdout || '') + (r.status === 0 ? '' : `index figures failed: ${r.stderr}\n`));
   }
   const failed = rows.filter((r) => r.failure);
@@ -490,15 +600,51 @@ async function main(): Promise<void> {
     process.stdout.write('\nFailed runs:\n' + failed.map((r) => `- ${r.op.id} (${r.mode}): ${r.failure}`).join('\n') + '\n');
   }
   if (o.json) {
-    writeFileSync(o.json, JSON.stringify({
-      options: { ...o, compare: [...o.compare] }, wrk: wrkVersion, comparisons, node: process.version, fsyncMs: fsync, kernel: release(), cores: cpus().length, elapsedS: elapsed,
-      rows: rows.map((r) => ({
-        op: r.op.id, mode: r.mode, failure: r.failure, ratio: r.ratio, responseBytes: r.responseBytes,
-        target: targetText(r),
-        pithos: r.pithos && { perSec: r.pithos.perSec, cpuUsPerOp: r.pithos.cpuUsPerOp, otherCores: r.pithos.otherCores, p50Ms: r.pithos.p50Ms, p99Ms: r.pithos.p99Ms, p99CorrectedMs: r.pithos.p99CorrectedMs, errors: errorSummary(r.pithos.result).text, statuses: Object.fromEntries(r.pithos.result.statuses) },
-        baseline: r.baseline && { perSec: r.baseline.perSec, cpuUsPerOp: r.baseline.cpuUsPerOp, otherCores: r.baseline.otherCores, p50Ms: r.baseline.p50Ms, p99Ms: r.baseline.p99Ms, p99CorrectedMs: r.baseline.p99CorrectedMs, errors: errorSummary(r.baseline.result).text, statuses: Object.fromEntries(r.baseline.result.statuses) },
-      })),
-    }, null, 2));
+    writeFileSync(
+      o.json,
+      JSON.stringify(
+        {
+          options: { ...o, compare: [...o.compare] },
+          wrk: wrkVersion,
+          comparisons,
+          node: process.version,
+          fsyncMs: fsync,
+          kernel: release(),
+          cores: cpus().length,
+          elapsedS: elapsed,
+          rows: rows.map((r) => ({
+            op: r.op.id,
+            mode: r.mode,
+            failure: r.failure,
+            ratio: r.ratio,
+            responseBytes: r.responseBytes,
+            target: targetText(r),
+            pithos: r.pithos && {
+              perSec: r.pithos.perSec,
+              cpuUsPerOp: r.pithos.cpuUsPerOp,
+              otherCores: r.pithos.otherCores,
+              p50Ms: r.pithos.p50Ms,
+              p99Ms: r.pithos.p99Ms,
+              p99CorrectedMs: r.pithos.p99CorrectedMs,
+              errors: errorSummary(r.pithos.result).text,
+              statuses: Object.fromEntries(r.pithos.result.statuses),
+            },
+            baseline: r.baseline && {
+              perSec: r.baseline.perSec,
+              cpuUsPerOp: r.baseline.cpuUsPerOp,
+              otherCores: r.baseline.otherCores,
+              p50Ms: r.baseline.p50Ms,
+              p99Ms: r.baseline.p99Ms,
+              p99CorrectedMs: r.baseline.p99CorrectedMs,
+              errors: errorSummary(r.baseline.result).text,
+              statuses: Object.fromEntries(r.baseline.result.statuses),
+            },
+          })),
+        },
+        null,
+        2,
+      ),
+    );
   }
   if (o.cpuProf) {
     // Pithos's profile covers its whole life (set-up and warm-up included); compare with the baseline's

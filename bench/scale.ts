@@ -49,14 +49,18 @@ const OPS: Op[] = [
       await s.req('PUT', '/tables/bench-t');
       for (let k = 0; k < 64; k++) await s.req('PUT', `/variants/bench-acct-${k}`, { variant: 1000000 });
     },
-    req: (i) => ['POST', '/txns', {
-      mutations: [
-        { kind: 'variant', name: `bench-acct-${i % 64}`, operation: 'ADD', delta: -1 },
-        { kind: 'variant', name: `bench-acct-${(i + 1) % 64}`, operation: 'ADD', delta: 1 },
-        { name: 'bench-t', operation: 'INSERT', values: { i } },
-        { kind: 'record', name: `bench-r-${i % 1000}`, operation: 'PUT', values: { i } },
-      ],
-    }],
+    req: (i) => [
+      'POST',
+      '/txns',
+      {
+        mutations: [
+          { kind: 'variant', name: `bench-acct-${i % 64}`, operation: 'ADD', delta: -1 },
+          { kind: 'variant', name: `bench-acct-${(i + 1) % 64}`, operation: 'ADD', delta: 1 },
+          { name: 'bench-t', operation: 'INSERT', values: { i } },
+          { kind: 'record', name: `bench-r-${i % 1000}`, operation: 'PUT', values: { i } },
+        ],
+      },
+    ],
   },
 ];
 
@@ -95,8 +99,17 @@ async function measure(nodes: PithosServer[], op: Op): Promise<{ rps: number; p5
   stop = true;
   await Promise.all(workers);
   lat.sort((a, b) => a - b);
-  const pct = (q: number): number => lat.length === 0 ? NaN : lat[Math.min(lat.length - 1, Math.floor(q * lat.length))];
-  return { rps: count / secs, p50: pct(0.5), p99: pct(0.99), errors, load: os.loadavg().map((x) => x.toFixed(1)).join(' ') };
+  const pct = (q: number): number => (lat.length === 0 ? NaN : lat[Math.min(lat.length - 1, Math.floor(q * lat.length))]);
+  return {
+    rps: count / secs,
+    p50: pct(0.5),
+    p99: pct(0.99),
+    errors,
+    load: os
+      .loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' '),
+  };
 }
 
 async function main(): Promise<void> {

@@ -43,8 +43,10 @@ let child: ChildProcess | undefined;
 let port = 0;
 
 async function start(extra: string[]): Promise<void> {
-  const c = spawn(process.execPath, [BIN, '--host', '127.0.0.1', '--port', '0', '--data-dir', dir, '--fsync', 'never', '--auth-token', TOKEN, ...extra],
-    { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_OPTIONS: `--import ${WATCHER}` } });
+  const c = spawn(process.execPath, [BIN, '--host', '127.0.0.1', '--port', '0', '--data-dir', dir, '--fsync', 'never', '--auth-token', TOKEN, ...extra], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, NODE_OPTIONS: `--import ${WATCHER}` },
+  });
   child = c;
   let out = '';
   await new Promise<void>((resolve, reject) => {
@@ -72,13 +74,22 @@ function req(method: string, p: string, body?: unknown, a: http.Agent | false = 
   const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
   const t = performance.now();
   return new Promise((resolve, reject) => {
-    const r = http.request({ host: '127.0.0.1', port, method, path: p, agent: a,
-      headers: { 'Auth-Token': TOKEN, ...(payload ? { 'Content-Type': 'application/json', 'Content-Length': payload.length } : {}) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks), ms: performance.now() - t }));
-      res.on('error', reject);
-    });
+    const r = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path: p,
+        agent: a,
+        headers: { 'Auth-Token': TOKEN, ...(payload ? { 'Content-Type': 'application/json', 'Content-Length': payload.length } : {}) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks), ms: performance.now() - t }));
+        res.on('error', reject);
+      },
+    );
     r.on('error', reject);
     r.end(payload);
   });
@@ -86,7 +97,9 @@ function req(method: string, p: string, body?: unknown, a: http.Agent | false = 
 
 const WATCHER = path.join(dir, 'loopwatch.mjs');
 const WATCH_OUT = path.join(dir, 'loopwatch.out');
-writeFileSync(WATCHER, `import { writeFileSync } from 'node:fs';
+writeFileSync(
+  WATCHER,
+  `import { writeFileSync } from 'node:fs';
 let last = performance.now();
 let max = 0;
 setInterval(() => {
@@ -99,7 +112,8 @@ process.on('SIGUSR2', () => {
   max = 0;
   last = performance.now();
 });
-`);
+`,
+);
 
 /** The server's longest stall since the previous call, in ms. */
 async function stallMs(): Promise<number> {
@@ -175,9 +189,11 @@ try {
     const afterQ = mem();
     const g = await req('GET', '/tables/big', undefined, false);
     const afterG = mem();
-    console.log(`restart ${cache.join(' ') || '(default cache)'}: RSS ${f(before.rss)} MiB; first query ${f(q.ms)} ms ` +
-      `(${q.body.length} bytes), peak ${f(afterQ.hwm)} MiB (+${f(afterQ.hwm - before.rss)}), longest stall ${f(lag)} ms, worst probe ${f(probeMax)} ms; ` +
-      `then full GET ${f(g.ms)} ms, peak ${f(afterG.hwm)} MiB (+${f(afterG.hwm - before.rss)})`);
+    console.log(
+      `restart ${cache.join(' ') || '(default cache)'}: RSS ${f(before.rss)} MiB; first query ${f(q.ms)} ms ` +
+        `(${q.body.length} bytes), peak ${f(afterQ.hwm)} MiB (+${f(afterQ.hwm - before.rss)}), longest stall ${f(lag)} ms, worst probe ${f(probeMax)} ms; ` +
+        `then full GET ${f(g.ms)} ms, peak ${f(afterG.hwm)} MiB (+${f(afterG.hwm - before.rss)})`,
+    );
   }
 } finally {
   child?.kill('SIGKILL');

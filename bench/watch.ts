@@ -61,23 +61,35 @@ async function writeFor(port: number, seconds: number, conns: number): Promise<n
   const body = JSON.stringify({ record: { name: 'ann', age: 31, tags: ['a', 'b'], note: 'x'.repeat(40) } });
   const end = Date.now() + seconds * 1000;
   let done = 0;
-  const one = (i: number): Promise<void> => new Promise((resolve, reject) => {
-    const r = request({ host: '127.0.0.1', port, method: 'PUT', path: `/records/k${i % 1000}`, agent,
-      headers: { 'Auth-Token': TOKEN, 'Content-Length': Buffer.byteLength(body) } }, (res) => {
-      res.resume();
-      res.on('end', () => (res.statusCode === 200 || res.statusCode === 201 ? resolve() : reject(new Error(`status ${res.statusCode}`))));
+  const one = (i: number): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const r = request(
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'PUT',
+          path: `/records/k${i % 1000}`,
+          agent,
+          headers: { 'Auth-Token': TOKEN, 'Content-Length': Buffer.byteLength(body) },
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () => (res.statusCode === 200 || res.statusCode === 201 ? resolve() : reject(new Error(`status ${res.statusCode}`))));
+        },
+      );
+      r.on('error', reject);
+      r.end(body);
     });
-    r.on('error', reject);
-    r.end(body);
-  });
-  await Promise.all(Array.from({ length: conns }, async (_, c) => {
-    let i = c;
-    while (Date.now() < end) {
-      await one(i);
-      i += conns;
-      done++;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: conns }, async (_, c) => {
+      let i = c;
+      while (Date.now() < end) {
+        await one(i);
+        i += conns;
+        done++;
+      }
+    }),
+  );
   agent.destroy();
   return done / seconds;
 }
@@ -87,11 +99,19 @@ async function main(): Promise<void> {
   const seconds = Number(arg('seconds', '5'));
   const fsync = arg('fsync', 'always');
   const conns = Number(arg('conns', '16'));
-  console.log(`write throughput with watchers: PUT /records (~100 B), ${conns} connections, ${seconds} s, --fsync ${fsync}; load before: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  console.log(
+    `write throughput with watchers: PUT /records (~100 B), ${conns} connections, ${seconds} s, --fsync ${fsync}; load before: ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')}`,
+  );
   for (const n of counts) {
     const dir = mkdtempSync(join(tmpdir(), 'pithos-watch-bench-'));
-    const server = await startServer('pithos', process.execPath, [join(ROOT, 'bin', 'pithos'), '--host', '127.0.0.1', '--port', '0',
-      '--data-dir', dir, '--auth-token', TOKEN, '--fsync', fsync], { cwd: ROOT });
+    const server = await startServer(
+      'pithos',
+      process.execPath,
+      [join(ROOT, 'bin', 'pithos'), '--host', '127.0.0.1', '--port', '0', '--data-dir', dir, '--auth-token', TOKEN, '--fsync', fsync],
+      { cwd: ROOT },
+    );
     try {
       const pid = server.child.pid as number;
       await writeFor(server.port, 1, conns); // warm-up
@@ -104,9 +124,11 @@ async function main(): Promise<void> {
       const rate = await writeFor(server.port, seconds, conns);
       const cpuPerWrite = ((cpuMs(pid) - cpu0) * 1000) / (rate * seconds);
       const got = watchers.reduce((a, w) => a + w.bytes(), 0);
-      console.log(`${String(n).padStart(5)} watchers: ${rate.toFixed(0).padStart(6)} writes/s, server CPU ${cpuPerWrite.toFixed(0)} µs/write; server RSS ${rss0.toFixed(1)} MB, ` +
-        `with idle watchers ${rssIdle.toFixed(1)} MB (${n > 0 ? `${(((rssIdle - rss0) * 1024) / n).toFixed(1)} KB each` : '-'}), ` +
-        `after ${rssMb(pid).toFixed(1)} MB; watchers read ${(got / 1e6).toFixed(1)} MB; load ${loadavg()[0].toFixed(2)}`);
+      console.log(
+        `${String(n).padStart(5)} watchers: ${rate.toFixed(0).padStart(6)} writes/s, server CPU ${cpuPerWrite.toFixed(0)} µs/write; server RSS ${rss0.toFixed(1)} MB, ` +
+          `with idle watchers ${rssIdle.toFixed(1)} MB (${n > 0 ? `${(((rssIdle - rss0) * 1024) / n).toFixed(1)} KB each` : '-'}), ` +
+          `after ${rssMb(pid).toFixed(1)} MB; watchers read ${(got / 1e6).toFixed(1)} MB; load ${loadavg()[0].toFixed(2)}`,
+      );
       for (const w of watchers) w.socket.destroy();
     } finally {
       await server.stop();
@@ -115,7 +137,10 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(() => process.exit(0), (err: unknown) => {
-  console.error(err);
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -53,11 +53,16 @@ export interface WrkRun {
 
 export function runWrk(run: WrkRun): Promise<WrkResult> {
   const args = [
-    '-t', String(run.threads),
-    '-c', String(run.connections),
-    '-d', `${Math.max(1, Math.round(run.durationS))}s`,
-    '--timeout', '10s',
-    '-s', run.script,
+    '-t',
+    String(run.threads),
+    '-c',
+    String(run.connections),
+    '-d',
+    `${Math.max(1, Math.round(run.durationS))}s`,
+    '--timeout',
+    '10s',
+    '-s',
+    run.script,
     run.url,
     '--',
     ...run.scriptArgs,
@@ -126,7 +131,8 @@ export function uncorrect(corrected: Map<number, number>, durationUs: number, re
   // Every synthetic sample must have been found in some bucket.
   let kept = 0;
   for (const c of raw.values()) kept += c;
-  if (kept + synthetic !== total) throw new Error(`wrk latency histogram is not one wrk's correction can produce (${total - kept} synthetic samples found, ${synthetic} expected)`);
+  if (kept + synthetic !== total)
+    throw new Error(`wrk latency histogram is not one wrk's correction can produce (${total - kept} synthetic samples found, ${synthetic} expected)`);
   return raw;
 }
 
@@ -184,10 +190,18 @@ export function parseWrk(out: string, connections: number): WrkResult {
 /** Sums several runs of the same side (rounds) into one result. */
 export function mergeResults(results: WrkResult[]): WrkResult {
   const out: WrkResult = {
-    durationUs: 0, requests: 0, bytes: 0,
+    durationUs: 0,
+    requests: 0,
+    bytes: 0,
     socketErrors: { connect: 0, read: 0, write: 0, timeout: 0 },
-    statusErrors: 0, statuses: new Map(), pairs: 0, badBodies: 0, lockConflicts: 0,
-    latencyCorrected: new Map(), latency: new Map(), latencySamples: 0,
+    statusErrors: 0,
+    statuses: new Map(),
+    pairs: 0,
+    badBodies: 0,
+    lockConflicts: 0,
+    latencyCorrected: new Map(),
+    latency: new Map(),
+    latencySamples: 0,
   };
   for (const r of results) {
     out.durationUs += r.durationUs;

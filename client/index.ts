@@ -169,8 +169,15 @@ export interface Txn {
   checks?: TxnCheck[];
   serializable?: boolean;
 }
-export type TxnResult = { t_id: number } | { matched: number } | { variant: VariantValue } | Record<string, never>
-  | { added: number; count: number } | { removed: number; count: number } | { added: number; updated: number; count: number } | { score: number };
+export type TxnResult =
+  | { t_id: number }
+  | { matched: number }
+  | { variant: VariantValue }
+  | Record<string, never>
+  | { added: number; count: number }
+  | { removed: number; count: number }
+  | { added: number; updated: number; count: number }
+  | { score: number };
 
 /** `mode` of a sorted-set add (docs/api.md, "Sets and sorted sets"). */
 export type ZMode = 'upsert' | 'nx' | 'xx' | 'gt' | 'lt';
@@ -472,13 +479,23 @@ export async function* parseSSE(stream: ReadableStream<Uint8Array>): AsyncGenera
 // ---------------------------------------------------------------------------------------
 // The client
 
-const LIST_OPERATIONS = { table: 'listTables', record: 'listRecords', variant: 'listVariants', lock: 'listLocks', list: 'listLists', set: 'listSets', zset: 'listZsets' } as const;
+const LIST_OPERATIONS = {
+  table: 'listTables',
+  record: 'listRecords',
+  variant: 'listVariants',
+  lock: 'listLocks',
+  list: 'listLists',
+  set: 'listSets',
+  zset: 'listZsets',
+} as const;
 
 /** The listing call of a kind, either spelling; a bad kind (from JavaScript) is a TypeError naming the good ones. */
 function listOperation(kind: ListKind): (typeof LIST_OPERATIONS)[Kind] {
   const k: string = typeof kind === 'string' && kind.endsWith('s') ? kind.slice(0, -1) : kind;
   if (typeof k !== 'string' || !Object.prototype.hasOwnProperty.call(LIST_OPERATIONS, k)) {
-    throw new TypeError(`kind must be 'table', 'record', 'variant', 'lock', 'list', 'set' or 'zset' (or the plural), got ${typeof kind === 'string' ? `'${kind}'` : String(kind)}`);
+    throw new TypeError(
+      `kind must be 'table', 'record', 'variant', 'lock', 'list', 'set' or 'zset' (or the plural), got ${typeof kind === 'string' ? `'${kind}'` : String(kind)}`,
+    );
   }
   return LIST_OPERATIONS[k as Kind];
 }
@@ -833,8 +850,10 @@ export class Pithos {
    * Removes and returns up to `count` items from `side` ("left" by default); with `waitMs`,
    * waits for one when there is none; with `to`, moves them onto that list atomically.
    */
-  async popList<T extends Json = Json>(name: string, o: { side?: 'left' | 'right'; count?: number; waitMs?: number; to?: string;
-    toSide?: 'left' | 'right'; ifVersion?: number } = {}): Promise<T[]> {
+  async popList<T extends Json = Json>(
+    name: string,
+    o: { side?: 'left' | 'right'; count?: number; waitMs?: number; to?: string; toSide?: 'left' | 'right'; ifVersion?: number } = {},
+  ): Promise<T[]> {
     const body: JsonObject = { ...writeFields(o) };
     if (o.side !== undefined) body.side = o.side;
     if (o.count !== undefined) body.count = o.count;
@@ -844,8 +863,16 @@ export class Pithos {
     return (await this.call<{ items: T[] }>('popList', [name], { body })).data.items;
   }
   /** One of set / trim / remove, and/or ttl; resolves with the new length. */
-  async patchList(name: string, p: { set?: { index: number; value: Json }; trim?: { start: number; stop: number };
-    remove?: { value: Json; count: number }; ttl?: number; ifVersion?: number }): Promise<number> {
+  async patchList(
+    name: string,
+    p: {
+      set?: { index: number; value: Json };
+      trim?: { start: number; stop: number };
+      remove?: { value: Json; count: number };
+      ttl?: number;
+      ifVersion?: number;
+    },
+  ): Promise<number> {
     const body: JsonObject = { ...writeFields(p) };
     if (p.set !== undefined) body.set = p.set;
     if (p.trim !== undefined) body.trim = p.trim;
@@ -917,9 +944,16 @@ export class Pithos {
   async putZset(name: string, members: Record<string, number>, o?: WriteOptions): Promise<{ created: boolean }> {
     return { created: (await this.call('putZset', [name], { body: { zset: members, ...writeFields(o) } })).status === 201 };
   }
-  async zadd(name: string, members: Record<string, number>, o: { mode?: ZMode; create?: boolean; ifVersion?: number } = {}): Promise<{ added: number; updated: number; count: number }> {
-    return (await this.call<{ added: number; updated: number; count: number }>('zadd', [name],
-      { body: { members, mode: o.mode, create: o.create, if_version: o.ifVersion } })).data;
+  async zadd(
+    name: string,
+    members: Record<string, number>,
+    o: { mode?: ZMode; create?: boolean; ifVersion?: number } = {},
+  ): Promise<{ added: number; updated: number; count: number }> {
+    return (
+      await this.call<{ added: number; updated: number; count: number }>('zadd', [name], {
+        body: { members, mode: o.mode, create: o.create, if_version: o.ifVersion },
+      })
+    ).data;
   }
   /** Adds `delta` to a member's score (a missing member starts at 0); resolves with the new score. */
   async zincr(name: string, member: string, delta: number, o: { create?: boolean; ifVersion?: number } = {}): Promise<number> {

@@ -16,16 +16,18 @@ export const MAX_FUNCTION_LINES = 80;
 const targets = process.argv.slice(2);
 const eslint = new ESLint({
   overrideConfigFile: true,
-  overrideConfig: [{
-    files: ['**/*.ts'],
-    languageOptions: { parser: tseslint.parser },
-    // The lint gate's disable comments name rules this check does not load.
-    linterOptions: { reportUnusedDisableDirectives: 'off' },
-    rules: {
-      'max-lines': ['error', { max: MAX_FILE_LINES }],
-      'max-lines-per-function': ['error', { max: MAX_FUNCTION_LINES }],
+  overrideConfig: [
+    {
+      files: ['**/*.ts'],
+      languageOptions: { parser: tseslint.parser },
+      // The lint gate's disable comments name rules this check does not load.
+      linterOptions: { reportUnusedDisableDirectives: 'off' },
+      rules: {
+        'max-lines': ['error', { max: MAX_FILE_LINES }],
+        'max-lines-per-function': ['error', { max: MAX_FUNCTION_LINES }],
+      },
     },
-  }],
+  ],
 });
 const results = await eslint.lintFiles(targets.length > 0 ? targets : ['src']);
 let offenders = 0;

@@ -68,6 +68,8 @@ interface Spec {
   help: string;
 }
 
+// One setting per entry, laid out by hand; the formatter leaves it so.
+// prettier-ignore
 const SPECS: Spec[] = [
   { flag: '--host', env: 'PITHOS_HOST', key: 'host', kind: 'string', def: '127.0.0.1', help: 'address to listen on' },
   { flag: '--port', env: 'PITHOS_PORT', key: 'port', kind: 'port', def: 2668, help: 'TCP port (0 picks a free one)' },
@@ -155,9 +157,17 @@ export function usage(): string {
   return lines.join('\n');
 }
 
+/** The non-empty items of a comma-separated value, trimmed. */
+function commaList(raw: string): string[] {
+  return raw
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => x.length > 0);
+}
+
 function convert(s: Spec, raw: string, from: string): string | number | boolean | string[] {
   if (s.kind === 'origins') {
-    const items = raw.split(',').map((x) => x.trim()).filter((x) => x.length > 0);
+    const items = commaList(raw);
     for (const it of items) {
       if (checkOrigin(it) === undefined) {
         throw new ConfigError(`${from}: '${it}' is not an origin like https://app.example.com (scheme, host, optional port; no path or trailing slash)`);
@@ -189,14 +199,14 @@ function convert(s: Spec, raw: string, from: string): string | number | boolean 
       }
       return raw;
     case 'list': {
-      const items = raw.split(',').map((x) => x.trim()).filter((x) => x.length > 0);
+      const items = commaList(raw);
       for (const it of items) {
         if (parseSubnet(it) === undefined) throw new ConfigError(`${from}: '${it}' is not an IP address or CIDR subnet`);
       }
       return items;
     }
     case 'files': {
-      const items = raw.split(',').map((x) => x.trim()).filter((x) => x.length > 0);
+      const items = commaList(raw);
       if (items.length === 0 && raw !== '') throw new ConfigError(`${from} must name one or more files`);
       return items;
     }
@@ -271,7 +281,8 @@ function readConfigFile(file: string, readFile: (f: string) => string, aliases: 
     else if (Array.isArray(v) && (s.kind === 'list' || s.kind === 'origins' || s.kind === 'files') && v.every((x) => typeof x === 'string')) {
       if (v.some((x: string) => x.includes(','))) throw new ConfigError(`${from}: list items must not contain commas`);
       raw = v.join(',');
-    } else if (v === null && s.def === undefined) continue; // null = not set, as --print-config shows it
+    } else if (v === null && s.def === undefined)
+      continue; // null = not set, as --print-config shows it
     else throw new ConfigError(`${from} has the wrong type (${v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v})`);
     out.set(s, raw);
   }
@@ -282,8 +293,7 @@ function readConfigFile(file: string, readFile: (f: string) => string, aliases: 
  * `readFile` is there for unit tests; main.ts passes nothing. --help and
  * --version win over everything, even a broken config file.
  */
-export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv,
-  readFile: (f: string) => string = (f) => readFileSync(f, 'utf8')): Config {
+export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv, readFile: (f: string) => string = (f) => readFileSync(f, 'utf8')): Config {
   const out: Record<string, unknown> = { command: 'serve' };
   for (const a of argv) {
     if (a === '--help' || a === '-h') return { ...defaults(), command: 'help' };
@@ -355,7 +365,8 @@ function applyAliases(cfg: Config, aliases: Map<string, unknown>, compressionSet
   const enable = aliases.get('encryptor.enable');
   const secret = aliases.get('encryptor.secret');
   if (enable !== undefined && typeof enable !== 'boolean') throw new ConfigError(`config file key 'encryptor.enable' must be true or false`);
-  if (secret !== undefined && (typeof secret !== 'string' || secret === '')) throw new ConfigError(`config file key 'encryptor.secret' must be the key as a non-empty string`);
+  if (secret !== undefined && (typeof secret !== 'string' || secret === ''))
+    throw new ConfigError(`config file key 'encryptor.secret' must be the key as a non-empty string`);
   if (secret !== undefined && cfg.encryptionKeyFile !== undefined) {
     throw new ConfigError(`config file key 'encryptor.secret' and --encryption-key-file both give a key; keep one`);
   }

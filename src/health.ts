@@ -19,7 +19,11 @@ export class Health {
   private cached: OsFigures | undefined;
   private refreshing: Promise<OsFigures> | undefined;
 
-  constructor(private readonly dataDir: string, private readonly db: Store, private readonly maxAgeMs = 1000) {}
+  constructor(
+    private readonly dataDir: string,
+    private readonly db: Store,
+    private readonly maxAgeMs = 1000,
+  ) {}
 
   private async refresh(): Promise<OsFigures> {
     const s = await statfs(this.dataDir);
@@ -27,7 +31,8 @@ export class Health {
     const free = s.bavail * s.bsize;
     const used = (s.blocks - s.bfree) * s.bsize;
     const pct = total === 0 ? 0 : (used / total) * 100;
-    const disk = `"disk_free":"${gb(free)}","disk_used":"${gb(used)}","disk_total":"${gb(total)}",` +
+    const disk =
+      `"disk_free":"${gb(free)}","disk_used":"${gb(used)}","disk_total":"${gb(total)}",` +
       `"mem_free":"${gb(os.freemem())}","mem_total":"${gb(os.totalmem())}","disk_percent":"${pct.toFixed(2)}%"`;
     this.cached = { disk, at: Date.now() };
     return this.cached;
@@ -48,8 +53,11 @@ export class Health {
     const [f, s] = await Promise.all([this.figures(), this.db.stats()]);
     const a = this.db.availability?.();
     // A database store adds what it knows of the database (cached, no query): docs/scaling.md.
-    const store = a === undefined ? '' : `,"store":{"ready":${a.ready},"state":"${a.state}","primary":${JSON.stringify(a.primary ?? null)},` +
-      `"failovers":${a.failovers},"unavailable":${a.unavailable}}`;
+    const store =
+      a === undefined
+        ? ''
+        : `,"store":{"ready":${a.ready},"state":"${a.state}","primary":${JSON.stringify(a.primary ?? null)},` +
+          `"failovers":${a.failovers},"unavailable":${a.unavailable}}`;
     return `{"key_count":${s.keyCount},"gc_state":${s.gcState},${f.disk},"space_total":"${gb(s.liveBytes)}"${store}}`;
   }
 }

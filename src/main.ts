@@ -162,7 +162,9 @@ async function main(): Promise<number> {
     if (cfg.tokensFile !== undefined) tokens = readTokens(cfg.tokensFile);
     if (tlsFiles !== undefined) tls = loadTls(tlsFiles);
     keyring = loadKeyring({
-      keyFile: cfg.encryptionKeyFile, oldKeyFiles: cfg.encryptionOldKeyFiles, allowInsecure: cfg.allowInsecureKeyFile,
+      keyFile: cfg.encryptionKeyFile,
+      oldKeyFiles: cfg.encryptionOldKeyFiles,
+      allowInsecure: cfg.allowInsecureKeyFile,
       secret: cfg.encryptionSecret === undefined ? undefined : { text: cfg.encryptionSecret, file: cfg.config as string },
     });
     if ((cfg.command === 'rekey' || cfg.command === 'key-check') && keyring === undefined) {
@@ -201,8 +203,10 @@ async function main(): Promise<number> {
 function fullDiskAtStart(err: unknown, dir: string): Error | undefined {
   const code = (err as { code?: unknown } | null)?.code;
   if (code !== 'ENOSPC' && code !== 'EDQUOT' && code !== 'STORAGE_FULL') return undefined;
-  return new Error(`cannot start: the file system holding ${dir} is full (${(err as Error).message}). ` +
-    `Free space on that file system, outside ${dir} (deleting files inside it loses data), or grow it, then start again`);
+  return new Error(
+    `cannot start: the file system holding ${dir} is full (${(err as Error).message}). ` +
+      `Free space on that file system, outside ${dir} (deleting files inside it loses data), or grow it, then start again`,
+  );
 }
 
 /** What a start has created so far, for undoStart. */
@@ -234,8 +238,13 @@ function topMissing(dir: string): string | undefined {
 
 /** Opens the store and serves; resolves with the exit code once stopped. `start` records what to undo meanwhile. */
 async function serve(
-  cfg: Config, tokens: TokenEntry[], tls: TlsMaterial | undefined, tlsFiles: TlsFiles | undefined, keyring: Keyring | undefined,
-  shared: boolean, start: StartState,
+  cfg: Config,
+  tokens: TokenEntry[],
+  tls: TlsMaterial | undefined,
+  tlsFiles: TlsFiles | undefined,
+  keyring: Keyring | undefined,
+  shared: boolean,
+  start: StartState,
 ): Promise<number> {
   // The clock every expiry uses. PITHOS_TEST_CLOCK=1 lets tests move it forward.
   let offset = 0;
@@ -283,9 +292,12 @@ async function serve(
     throw listenError(err, cfg.host, cfg.port);
   }
   start.listening = true;
-  log('info', shared
-    ? `pithos ${version()}: shared store ${cfg.store.replace(/:[^:@/]*@/, ':***@')}, pool ${cfg.pgPoolSize}, bound ${cfg.pgStatementTimeoutMs} ms`
-    : `pithos ${version()}: data dir ${dataDir}, fsync ${cfg.fsync}`);
+  log(
+    'info',
+    shared
+      ? `pithos ${version()}: shared store ${cfg.store.replace(/:[^:@/]*@/, ':***@')}, pool ${cfg.pgPoolSize}, bound ${cfg.pgStatementTimeoutMs} ms`
+      : `pithos ${version()}: data dir ${dataDir}, fsync ${cfg.fsync}`,
+  );
   if (generated) log('info', `default password (send as Auth-Token): ${token}`);
   if (cfg.tokensFile !== undefined) log('info', `tokens file ${cfg.tokensFile}: ${auth.size} named token(s)`);
   if (testClock) log('warn', 'PITHOS_TEST_CLOCK=1: POST /_test/clock can move the clock; never use this in production');
@@ -296,17 +308,26 @@ async function serve(
   return untilStopped(server, watch, db);
 }
 
-
 /** The store `cfg` names, and the data directory (made when missing, for the log or the shared store's token file). */
 async function openStore(
-  cfg: Config, shared: boolean, keyring: Keyring | undefined, now: () => number, offsetMs: () => number, start: StartState,
+  cfg: Config,
+  shared: boolean,
+  keyring: Keyring | undefined,
+  now: () => number,
+  offsetMs: () => number,
+  start: StartState,
 ): Promise<{ db: Store; dataDir: string }> {
   // The shared store is reached before the data directory is made: a store that refuses us creates nothing.
   const pg = shared
     ? await PgStore.open({
-      url: cfg.store, hosts: cfg.pgHosts, targetSessionAttrs: cfg.pgTargetSessionAttrs,
-      poolSize: cfg.pgPoolSize, statementTimeoutMs: cfg.pgStatementTimeoutMs, offsetMs, log,
-    })
+        url: cfg.store,
+        hosts: cfg.pgHosts,
+        targetSessionAttrs: cfg.pgTargetSessionAttrs,
+        poolSize: cfg.pgPoolSize,
+        statementTimeoutMs: cfg.pgStatementTimeoutMs,
+        offsetMs,
+        log,
+      })
     : undefined;
   start.db = pg;
   // The log holds every value and lock token in clear: keep it to this user.
@@ -314,49 +335,49 @@ async function openStore(
   const dataDir = fs.realpathSync(cfg.dataDir);
 
   // The data directory keeps the generated auth token with either store.
-  const db: Store = pg ?? await LogStore.open({
-    dir: dataDir,
-    durability: cfg.fsync,
-    cacheBytes: cfg.cacheMb * 1024 * 1024,
-    segmentBytes: cfg.segmentMb * 1024 * 1024,
-    repair: cfg.repair,
-    keyring,
-    compression: cfg.compression,
-    now,
-    log,
-  });
+  const db: Store =
+    pg ??
+    (await LogStore.open({
+      dir: dataDir,
+      durability: cfg.fsync,
+      cacheBytes: cfg.cacheMb * 1024 * 1024,
+      segmentBytes: cfg.segmentMb * 1024 * 1024,
+      repair: cfg.repair,
+      keyring,
+      compression: cfg.compression,
+      now,
+      log,
+    }));
   start.db = db;
   return { db, dataDir };
 }
 
 /** What SIGHUP does: reload the tokens file and the TLS certificate, keeping what is in force when a reload fails. */
-function reloader(
-  cfg: Config, tlsFiles: TlsFiles | undefined, auth: Authenticator, token: string, watch: WatchHub, server: PithosServer,
-): () => void {
+function reloader(cfg: Config, tlsFiles: TlsFiles | undefined, auth: Authenticator, token: string, watch: WatchHub, server: PithosServer): () => void {
   return () => {
-  if (cfg.tokensFile === undefined && tlsFiles === undefined) {
-    log('info', 'SIGHUP: nothing to reload (no --tokens-file, no --tls-cert)');
-    return;
-  }
-  if (cfg.tokensFile !== undefined) {
-    try {
-      auth.setTokens(readTokens(cfg.tokensFile, token));
-      log('info', `SIGHUP: reloaded tokens file ${cfg.tokensFile}: ${auth.size} named token(s)`);
-      // An open stream was authorised once, at its start: judge it again with the tokens now in force.
-      const ended = watch.endUnless((req) => auth.check(req.headers['auth-token'], WATCH_ROLE, req.method, req.url).ok);
-      if (ended > 0) log('info', `SIGHUP: ended ${ended} /watch stream(s) whose token was removed or no longer has the role`);
-    } catch (err) {
-      log('error', `SIGHUP: kept the tokens in force: ${(err as Error).message}`);
+    if (cfg.tokensFile === undefined && tlsFiles === undefined) {
+      log('info', 'SIGHUP: nothing to reload (no --tokens-file, no --tls-cert)');
+      return;
     }
-  }
-  if (tlsFiles !== undefined) {
-    try {
-      reloadTls(server.http, tlsFiles);
-      log('info', `SIGHUP: reloaded TLS certificate ${tlsFiles.cert}`);
-    } catch (err) {
-      log('error', `SIGHUP: kept the TLS certificate in force: ${(err as Error).message}`);
+    if (cfg.tokensFile !== undefined) {
+      try {
+        auth.setTokens(readTokens(cfg.tokensFile, token));
+        log('info', `SIGHUP: reloaded tokens file ${cfg.tokensFile}: ${auth.size} named token(s)`);
+        // An open stream was authorised once, at its start: judge it again with the tokens now in force.
+        const ended = watch.endUnless((req) => auth.check(req.headers['auth-token'], WATCH_ROLE, req.method, req.url).ok);
+        if (ended > 0) log('info', `SIGHUP: ended ${ended} /watch stream(s) whose token was removed or no longer has the role`);
+      } catch (err) {
+        log('error', `SIGHUP: kept the tokens in force: ${(err as Error).message}`);
+      }
     }
-  }
+    if (tlsFiles !== undefined) {
+      try {
+        reloadTls(server.http, tlsFiles);
+        log('info', `SIGHUP: reloaded TLS certificate ${tlsFiles.cert}`);
+      } catch (err) {
+        log('error', `SIGHUP: kept the TLS certificate in force: ${(err as Error).message}`);
+      }
+    }
   };
 }
 
@@ -373,22 +394,29 @@ function untilStopped(server: PithosServer, watch: WatchHub, db: Store): Promise
       log('info', `${signal}: draining requests, then flushing and closing`);
       // Event streams never finish on their own: end them so shutdown need not wait them out.
       watch.close();
-      server.shutdown(10_000)
+      server
+        .shutdown(10_000)
         .then(() => db.close())
-        .then(() => {
-          log('info', 'stopped cleanly');
-          resolve(0);
-        }, (err: unknown) => {
-          log('error', `shutdown failed: ${String((err as Error)?.stack ?? err)}`);
-          resolve(1);
-        });
+        .then(
+          () => {
+            log('info', 'stopped cleanly');
+            resolve(0);
+          },
+          (err: unknown) => {
+            log('error', `shutdown failed: ${String((err as Error)?.stack ?? err)}`);
+            resolve(1);
+          },
+        );
     };
     process.on('SIGTERM', () => stop('SIGTERM'));
     process.on('SIGINT', () => stop('SIGINT'));
   });
 }
 
-main().then((code) => process.exit(code), (err: unknown) => {
-  log('error', `fatal: ${(err as Error)?.message ?? String(err)}`);
-  process.exit(1);
-});
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    log('error', `fatal: ${(err as Error)?.message ?? String(err)}`);
+    process.exit(1);
+  },
+);

@@ -147,35 +147,50 @@ function App() {
   if (!db) {
     return (
       <>
-        <header class="top"><span class="brand">Pithos</span></header>
+        <header class="top">
+          <span class="brand">Pithos</span>
+        </header>
         <main id="main">
-          <SignIn notice={notice} onSignedIn={(token, client) => {
-            sessionStorage.setItem(TOKEN_KEY, token);
-            setNotice('');
-            setDb(client);
-          }} />
+          <SignIn
+            notice={notice}
+            onSignedIn={(token, client) => {
+              sessionStorage.setItem(TOKEN_KEY, token);
+              setNotice('');
+              setDb(client);
+            }}
+          />
         </main>
       </>
     );
   }
   return (
     <>
-      <a class="skip" href="#main" onClick={(e) => {
-        e.preventDefault();
-        document.querySelector<HTMLElement>('main h1')?.focus();
-      }}>Skip to content</a>
+      <a
+        class="skip"
+        href="#main"
+        onClick={(e) => {
+          e.preventDefault();
+          document.querySelector<HTMLElement>('main h1')?.focus();
+        }}
+      >
+        Skip to content
+      </a>
       <header class="top">
         <span class="brand">Pithos</span>
         <nav id="nav" aria-label="Sections">
           <ul>
             {SECTIONS.map((s) => (
               <li key={s.path}>
-                <a href={`#/${s.path}`} data-key={s.key} aria-current={s.path === section ? 'page' : undefined}>{s.title}</a>
+                <a href={`#/${s.path}`} data-key={s.key} aria-current={s.path === section ? 'page' : undefined}>
+                  {s.title}
+                </a>
               </li>
             ))}
           </ul>
         </nav>
-        <button type="button" id="signout" onClick={() => signOut()}>Sign out</button>
+        <button type="button" id="signout" onClick={() => signOut()}>
+          Sign out
+        </button>
       </header>
       <main id="main">
         <View key={`${section}/${name ?? ''}`} db={db} section={section} name={name} />

@@ -15,10 +15,35 @@ export interface Parsed {
 
 /** Flags that take a value; the others are booleans. `-o` is `--output`, `-h` is `--help`. */
 const VALUED = [
-  'url', 'token', 'output', 'ttl', 'if-version', 'limit', 'after', 'order', 'fields', 'prefix', 'since', 'kind', 'holder',
-  'renew', 'column', 'timeout', 'retries', 'count-events', 'delta', 'out', 'from', 'data-dir', 'unset',
-  'pop-count', 'wait', 'to', 'to-side',
-  'encryption-key-file', 'encryption-old-key-files',
+  'url',
+  'token',
+  'output',
+  'ttl',
+  'if-version',
+  'limit',
+  'after',
+  'order',
+  'fields',
+  'prefix',
+  'since',
+  'kind',
+  'holder',
+  'renew',
+  'column',
+  'timeout',
+  'retries',
+  'count-events',
+  'delta',
+  'out',
+  'from',
+  'data-dir',
+  'unset',
+  'pop-count',
+  'wait',
+  'to',
+  'to-side',
+  'encryption-key-file',
+  'encryption-old-key-files',
 ] as const;
 const BOOLEAN = ['if-absent', 'count', 'with-ids', 'all', 'values', 'record', 'row', 'string', 'help', 'left', 'right'] as const;
 const SHORT: Record<string, string> = { output: 'o', help: 'h' };
@@ -28,9 +53,7 @@ const OPTIONS: Options = Object.fromEntries([
   ...BOOLEAN.map((n) => [n, { type: 'boolean' as const, ...(SHORT[n] ? { short: SHORT[n] } : {}) }]),
 ]);
 /** The connection and output options, which may also come before the command (`pithos --url U health`). */
-const LEADING: Options = Object.fromEntries(
-  ['url', 'token', 'output', 'timeout', 'retries'].map((n) => [n, OPTIONS[n]!]),
-);
+const LEADING: Options = Object.fromEntries(['url', 'token', 'output', 'timeout', 'retries'].map((n) => [n, OPTIONS[n]!]));
 
 /**
  * Options may come anywhere, before or after the command and its arguments. A
@@ -110,9 +133,20 @@ export function positionals(p: Parsed, cmd: string, min: number, max: number): s
 }
 
 const KINDS: Record<string, Kind> = {
-  table: 'table', tables: 'table', record: 'record', records: 'record', variant: 'variant', variants: 'variant', lock: 'lock', locks: 'lock',
-  list: 'list', lists: 'list',
-  set: 'set', sets: 'set', zset: 'zset', zsets: 'zset',
+  table: 'table',
+  tables: 'table',
+  record: 'record',
+  records: 'record',
+  variant: 'variant',
+  variants: 'variant',
+  lock: 'lock',
+  locks: 'lock',
+  list: 'list',
+  lists: 'list',
+  set: 'set',
+  sets: 'set',
+  zset: 'zset',
+  zsets: 'zset',
 };
 export function kindOf(word: string | undefined, cmd: string, allowed: Kind[]): Kind {
   const k = word === undefined ? undefined : KINDS[word];
@@ -122,4 +156,3 @@ export function kindOf(word: string | undefined, cmd: string, allowed: Kind[]): 
   }
   return k;
 }
-

@@ -11,11 +11,13 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Answer, JsonText, Pithos, PithosError, type Operation } from '../../client/index.js';
 import { flag, has, intFlag, isClientLine, kindOf, onlyFlags, parse, type Parsed, positionals, UsageError } from './args.js';
+import { cmdBackup, restore } from './backup.js';
 import { HELP, OVERVIEW } from './help.js';
 import { cut, grid, JSON_NUMBER, show, type Shown, showVariant, withNumber } from './show.js';
 
 export { grid, isClientLine };
 
+// prettier-ignore
 export const COMMANDS: ReadonlySet<string> = new Set([
   'get', 'put', 'del', 'incr', 'query', 'insert', 'patch', 'lock', 'unlock', 'txn', 'ls', 'watch', 'health', 'backup', 'restore', 'help', 'version',
   'push', 'pop', 'append',
@@ -41,7 +43,7 @@ export function version(): string {
 // ---------------------------------------------------------------------------------------
 // Commands
 
-interface Ctx {
+export interface Ctx {
   p: Parsed;
   db: Pithos;
   json: boolean;
@@ -223,11 +225,14 @@ async function cmdAppend(c: Ctx): Promise<void> {
 }
 
 function parseOrder(s: string): { field: string; dir: 'asc' | 'desc' }[] {
-  return s.split(',').filter(Boolean).map((part) => {
-    const m = /^(.+?)(?::(asc|desc))?$/.exec(part.trim());
-    if (!m) throw new UsageError(`--order: bad term '${part}'`);
-    return { field: m[1]!, dir: (m[2] as 'asc' | 'desc' | undefined) ?? 'asc' };
-  });
+  return s
+    .split(',')
+    .filter(Boolean)
+    .map((part) => {
+      const m = /^(.+?)(?::(asc|desc))?$/.exec(part.trim());
+      if (!m) throw new UsageError(`--order: bad term '${part}'`);
+      return { field: m[1]!, dir: (m[2] as 'asc' | 'desc' | undefined) ?? 'asc' };
+    });
 }
 
 async function cmdQuery(c: Ctx): Promise<void> {
@@ -334,10 +339,15 @@ async function cmdLs(c: Ctx): Promise<void> {
   onlyFlags(p, 'ls', ['prefix', 'limit', 'after', 'all']);
   const [kw] = positionals(p, 'ls', 0, 1);
   const kind = kw === undefined ? 'table' : kindOf(kw, 'ls', ['table', 'record', 'variant', 'lock', 'list', 'set', 'zset']);
-  const op = ({ table: 'listTables', record: 'listRecords', variant: 'listVariants', lock: 'listLocks', list: 'listLists', set: 'listSets', zset: 'listZsets' } as const)[kind];
+  const op = (
+    { table: 'listTables', record: 'listRecords', variant: 'listVariants', lock: 'listLocks', list: 'listLists', set: 'listSets', zset: 'listZsets' } as const
+  )[kind];
   let after = flag(p, 'after');
   const limit = intFlag(p, 'limit', 1);
-  type Page = { items: { name: string; ttl_ms: number | null; rows?: number; length?: number; held?: boolean; holder?: string | null; count?: number }[]; next: string | null };
+  type Page = {
+    items: { name: string; ttl_ms: number | null; rows?: number; length?: number; held?: boolean; holder?: string | null; count?: number }[];
+    next: string | null;
+  };
   for (;;) {
     const a = await call<Page>(c, op, [], { query: { prefix: flag(p, 'prefix'), limit, after } }, (a) =>
       a.data.items
@@ -379,7 +389,10 @@ async function cmdWatch(c: Ctx): Promise<void> {
     if (c.json) c.io.out(JSON.stringify(ev) + '\n');
     else {
       const d = ev.data as { kind?: string; name?: string; t_id?: number; value?: unknown } | string;
-      const what = typeof d === 'object' && d !== null ? `${d.kind ?? ''} ${d.name ?? ''}${d.t_id !== undefined ? ` t_id ${d.t_id}` : ''}${d.value !== undefined ? ` ${JSON.stringify(d.value)}` : ''}` : String(d);
+      const what =
+        typeof d === 'object' && d !== null
+          ? `${d.kind ?? ''} ${d.name ?? ''}${d.t_id !== undefined ? ` t_id ${d.t_id}` : ''}${d.value !== undefined ? ` ${JSON.stringify(d.value)}` : ''}`
+          : String(d);
       c.io.out(`${ev.id ?? '-'}\t${ev.event}\t${what.trim()}\n`);
     }
     if (max !== undefined && ++n >= max) {
@@ -393,40 +406,10 @@ async function cmdHealth(c: Ctx): Promise<void> {
   onlyFlags(c.p, 'health', []);
   positionals(c.p, 'health', 0, 0);
   await call<Record<string, unknown>>(c, 'health', [], {}, (a) =>
-    Object.entries(a.data).map(([k, v]) => `${k.padEnd(13)} ${show(v)}`).join('\n'),
+    Object.entries(a.data)
+      .map(([k, v]) => `${k.padEnd(13)} ${show(v)}`)
+      .join('\n'),
   );
-}
-
-async function cmdBackup(c: Ctx): Promise<void> {
-  onlyFlags(c.p, 'backup', ['out']);
-  positionals(c.p, 'backup', 0, 0);
-  const out = flag(c.p, 'out');
-  if (out === undefined) throw new UsageError('--out FILE is required');
-  // Written under a temporary name, renamed only once the stream ended with
-  // its checksum trailer: FILE is a whole backup or nothing.
-  const tmp = `${out}.partial`;
-  const fd = fs.openSync(tmp, 'w', 0o600);
-  let bytes = 0;
-  let tail = Buffer.alloc(0);
-  try {
-    const stream = await c.db.backup();
-    for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) {
-      fs.writeSync(fd, chunk);
-      bytes += chunk.length;
-      tail = Buffer.concat([tail, Buffer.from(chunk)]).subarray(-80);
-    }
-    if (!/\ncrc32 [0-9a-f]{8}\n$/.test(tail.toString('latin1'))) {
-      throw new PithosError(0, `the backup stream ended early (${bytes} bytes, no checksum): ${out} was not written`);
-    }
-    fs.fsyncSync(fd);
-  } catch (err) {
-    fs.closeSync(fd);
-    fs.rmSync(tmp, { force: true });
-    throw err;
-  }
-  fs.closeSync(fd);
-  fs.renameSync(tmp, out);
-  c.io.out(c.json ? JSON.stringify({ status: 'success', message: 'backup written', data: { file: out, bytes } }) + '\n' : `backup written to ${out} (${bytes} bytes)\n`);
 }
 
 // ---- lists (docs/api.md "Lists")
@@ -461,13 +444,29 @@ async function cmdPop(c: Ctx): Promise<void> {
   if (to !== undefined) body.to = to;
   const toSide = flag(p, 'to-side');
   if (toSide !== undefined) body.to_side = toSide;
-  await call<{ items: unknown[] }>(c, 'popList', [name!], { body }, (a) => (a.data.items.length === 0 ? '(nothing to pop)' : a.data.items.map(show).join('\n')));
+  await call<{ items: unknown[] }>(c, 'popList', [name!], { body }, (a) =>
+    a.data.items.length === 0 ? '(nothing to pop)' : a.data.items.map(show).join('\n'),
+  );
 }
 
 const RUN: Record<string, (c: Ctx) => Promise<void>> = {
-  push: cmdPush, pop: cmdPop, append: cmdAppend,
-  get: cmdGet, put: cmdPut, del: cmdDel, incr: cmdIncr, query: cmdQuery, insert: cmdInsert, patch: cmdPatch,
-  lock: cmdLock, unlock: cmdUnlock, txn: cmdTxn, ls: cmdLs, watch: cmdWatch, health: cmdHealth, backup: cmdBackup,
+  push: cmdPush,
+  pop: cmdPop,
+  append: cmdAppend,
+  get: cmdGet,
+  put: cmdPut,
+  del: cmdDel,
+  incr: cmdIncr,
+  query: cmdQuery,
+  insert: cmdInsert,
+  patch: cmdPatch,
+  lock: cmdLock,
+  unlock: cmdUnlock,
+  txn: cmdTxn,
+  ls: cmdLs,
+  watch: cmdWatch,
+  health: cmdHealth,
+  backup: cmdBackup,
 };
 
 /** Runs one command line (without the program name); resolves with the exit code. */
@@ -540,30 +539,6 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
 }
 
 /** `pithos restore`: local, no server (src/store/log/backup.ts checks and writes the files). */
-async function restore(p: Parsed, io: Io): Promise<number> {
-  const from = flag(p, 'from');
-  const dir = flag(p, 'data-dir');
-  const keyFlags = ['encryption-key-file', 'encryption-old-key-files'];
-  const extra = [...p.flags.keys()].filter((k) => k !== 'from' && k !== 'data-dir' && !keyFlags.includes(k));
-  if (from === undefined || dir === undefined || extra.length > 0 || p.pos.length > 0) {
-    io.err(`pithos restore: usage: pithos restore --from FILE --data-dir DIR [--encryption-key-file FILE] (see pithos help restore)\n`);
-    return 2;
-  }
-  const { restoreBackup, loadKeyring } = await import('../store/log/index.js');
-  try {
-    // An encrypted backup needs the store's key, as the server would (docs/operations.md, "Encryption at rest").
-    const keyring = loadKeyring({
-      keyFile: flag(p, 'encryption-key-file') ?? io.env.PITHOS_ENCRYPTION_KEY_FILE,
-      oldKeyFiles: (flag(p, 'encryption-old-key-files') ?? io.env.PITHOS_ENCRYPTION_OLD_KEY_FILES ?? '').split(',').filter((x) => x !== ''),
-    });
-    io.out(await restoreBackup(from, path.resolve(dir), () => {}, keyring) + '\n');
-    return 0;
-  } catch (err) {
-    // A bad file, a non-empty directory, a batch that fails its checksum: say which, exit 1.
-    io.err(`pithos restore: ${(err as Error).message}\n`);
-    return 1;
-  }
-}
 
 /** Entry point used by bin/pithos. */
 export async function main(argv: readonly string[]): Promise<number> {

@@ -48,7 +48,10 @@ export function grid(rows: { id?: string | number; row: Record<string, unknown> 
     ...cols.map((c) => (Object.prototype.hasOwnProperty.call(r.row, c) ? cut(show(r.row[c]), 40) : '')),
   ]);
   const width = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
-  const line = (cells: string[]): string => cells.map((c, i) => c.padEnd(width[i]!)).join('  ').trimEnd();
+  const line = (cells: string[]): string =>
+    cells
+      .map((c, i) => c.padEnd(width[i]!))
+      .join('  ')
+      .trimEnd();
   return [line(header), line(width.map((w) => '-'.repeat(w))), ...body.map(line)].join('\n');
 }
-

@@ -30,7 +30,7 @@ const isWellFormed = (String.prototype as unknown as { isWellFormed: (this: stri
 export function checkOps(ops: readonly WriteOp[]): Error | undefined {
   for (let i = 0; i < ops.length; i++) {
     const o = ops[i];
-    if (typeof o.key !== 'string' || o.key.length === 0 || o.key.length * 3 > MAX_KEY_BYTES && Buffer.byteLength(o.key) > MAX_KEY_BYTES) {
+    if (typeof o.key !== 'string' || o.key.length === 0 || (o.key.length * 3 > MAX_KEY_BYTES && Buffer.byteLength(o.key) > MAX_KEY_BYTES)) {
       return new RangeError(`key must be 1..${MAX_KEY_BYTES} bytes`);
     }
     // A lone surrogate would be stored as U+FFFD: the key read back at the
@@ -53,8 +53,7 @@ export function checkOps(ops: readonly WriteOp[]): Error | undefined {
  * can undo it. `stored` holds the values as the log holds them (with their
  * codec byte under compression); the directory caches the caller's values.
  */
-export function applyBatch(kd: KeyDir, p: Pending, stored: readonly WriteOp[], keyLens: readonly number[],
-  valueOffsets: readonly number[], now: number): void {
+export function applyBatch(kd: KeyDir, p: Pending, stored: readonly WriteOp[], keyLens: readonly number[], valueOffsets: readonly number[], now: number): void {
   const ops = p.ops;
   for (let i = 0; i < ops.length; i++) {
     const o = ops[i];
@@ -69,8 +68,7 @@ export function applyBatch(kd: KeyDir, p: Pending, stored: readonly WriteOp[], k
         continue;
       }
       const sv = stored[i].value as Buffer;
-      const e = new Entry(undefined, 0, sv.length, entrySize(keyLens[i], sv.length), o.expiresAt,
-        valueCrc(sv, 0, sv.length), p.seq);
+      const e = new Entry(undefined, 0, sv.length, entrySize(keyLens[i], sv.length), o.expiresAt, valueCrc(sv, 0, sv.length), p.seq);
       kd.cache(e, value, o.memo, o.memo === undefined ? undefined : o.decoder);
       p.undoKeys.push(o.key);
       p.undoPrev.push(kd.set(o.key, e));

@@ -45,10 +45,14 @@ export function plainValue(stored: Buffer): Buffer | string {
   const body = stored.subarray(1);
   try {
     switch (stored[0]) {
-      case CODEC_NONE: return body;
-      case CODEC_BROTLI: return zlib.brotliDecompressSync(body);
-      case CODEC_DEFLATE: return zlib.inflateRawSync(body);
-      default: return `unknown value codec ${stored[0]}`;
+      case CODEC_NONE:
+        return body;
+      case CODEC_BROTLI:
+        return zlib.brotliDecompressSync(body);
+      case CODEC_DEFLATE:
+        return zlib.inflateRawSync(body);
+      default:
+        return `unknown value codec ${stored[0]}`;
     }
   } catch (err) {
     return `value does not decompress (codec ${stored[0]}): ${(err as Error).message}`;

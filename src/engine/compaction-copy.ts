@@ -32,7 +32,11 @@ export class RunCopier {
   private pendingSizes: number[] = [];
   private readonly tagBytes: number;
 
-  constructor(private readonly core: EngineCore, private readonly out: Segment, private readonly stopping: () => boolean) {
+  constructor(
+    private readonly core: EngineCore,
+    private readonly out: Segment,
+    private readonly stopping: () => boolean,
+  ) {
     this.tagBytes = out.seal === undefined ? 0 : TAG_BYTES;
   }
 

@@ -57,10 +57,14 @@ export class Engine {
     this.keydir = new SweptKeyDir(opts.cacheBytes ?? 256 * 1024 * 1024);
     this.keydir.evictable = (e) => e.seg !== undefined;
     this.core = new EngineCore(dir, this.fs, this.keydir, now, log, opts.keyring, opts.compression === true);
-    this.compactor = new Compactor(this.core, {
-      minDeadRatio: opts.compactMinDeadRatio ?? 0.5,
-      minDeadBytes: opts.compactMinDeadBytes ?? 16 * 1024 * 1024,
-    }, () => this.writer.settled());
+    this.compactor = new Compactor(
+      this.core,
+      {
+        minDeadRatio: opts.compactMinDeadRatio ?? 0.5,
+        minDeadBytes: opts.compactMinDeadBytes ?? 16 * 1024 * 1024,
+      },
+      () => this.writer.settled(),
+    );
     // With a key, passes also convert segments not sealed under it (plain ones, old keys).
     this.compactor.rekey = opts.keyring !== undefined;
     this.hints = new HintScheduler(this.fs, log, opts.hintDelayMs ?? 30_000);
@@ -337,9 +341,11 @@ export class Engine {
 /** "recovered 1 key from 1 segment in 2 ms: ..."; says what /health's key_count is among them. */
 function recoveredMessage(keys: number, topLevel: number, segments: number, ms: number): string {
   const grouped = keys - topLevel;
-  return `recovered ${plural(keys, 'key')} from ${plural(segments, 'segment')} in ${ms} ms: ` +
+  return (
+    `recovered ${plural(keys, 'key')} from ${plural(segments, 'segment')} in ${ms} ms: ` +
     `${plural(topLevel, 'top-level key')} (what /health reports as key_count) and ` +
-    `${plural(grouped, 'key')} inside groups (table rows)`;
+    `${plural(grouped, 'key')} inside groups (table rows)`
+  );
 }
 
 function plural(n: number, noun: string): string {

@@ -14,7 +14,10 @@ export class StorageFullError extends Error {
 /** Any other write-side I/O failure (EIO on write or fsync, EBADF, ...). */
 export class StorageIOError extends Error {
   readonly code = 'STORAGE_IO';
-  constructor(message: string, override readonly cause: unknown) {
+  constructor(
+    message: string,
+    override readonly cause: unknown,
+  ) {
     super(message);
   }
 }
@@ -22,9 +25,15 @@ export class StorageIOError extends Error {
 /** A checksum or structure failure that is not a torn tail. Refuses open. */
 export class CorruptionError extends Error {
   readonly code = 'CORRUPTION';
-  constructor(readonly file: string, readonly offset: number, reason: string) {
-    super(`corrupt data in ${file} at offset ${offset}: ${reason}; ` +
-      'start with --repair (or run `pithos repair`) to keep every intact batch and drop the damaged bytes');
+  constructor(
+    readonly file: string,
+    readonly offset: number,
+    reason: string,
+  ) {
+    super(
+      `corrupt data in ${file} at offset ${offset}: ${reason}; ` +
+        'start with --repair (or run `pithos repair`) to keep every intact batch and drop the damaged bytes',
+    );
   }
 }
 
@@ -39,12 +48,19 @@ export class EngineClosedError extends Error {
 /** Another process holds the data directory (`pid`; 0 when the lock could not be read). */
 export class DirectoryLockedError extends Error {
   readonly code = 'DIR_LOCKED';
-  constructor(readonly dir: string, readonly pid: number, message?: string) {
+  constructor(
+    readonly dir: string,
+    readonly pid: number,
+    message?: string,
+  ) {
     // The pid can outlive the server: a SIGKILLed process stays a zombie
     // until its parent reaps it, and pids are reused. Say how to tell.
-    super(message ?? `data directory ${dir} is in use by process ${pid} (its pid is in ${dir}/LOCK). ` +
-      `If no Pithos server is running on it, the lock may be stale: check with \`ps -p ${pid} -o pid,stat,args\`; ` +
-      `if that process is not a pithos server (or its state is Z, a zombie), remove ${dir}/LOCK and start again`);
+    super(
+      message ??
+        `data directory ${dir} is in use by process ${pid} (its pid is in ${dir}/LOCK). ` +
+          `If no Pithos server is running on it, the lock may be stale: check with \`ps -p ${pid} -o pid,stat,args\`; ` +
+          `if that process is not a pithos server (or its state is Z, a zombie), remove ${dir}/LOCK and start again`,
+    );
   }
 }
 

@@ -26,8 +26,7 @@ export function replayFloor(segments: readonly Segment[]): number {
  * that range exactly: compaction has dropped deletions and overwritten
  * versions up to replayFloor(), or a segment was compacted away meanwhile.
  */
-export async function replay(fs: FileOps, segments: readonly Segment[], after: number, upto: number,
-  visit: BatchVisitor): Promise<boolean> {
+export async function replay(fs: FileOps, segments: readonly Segment[], after: number, upto: number, visit: BatchVisitor): Promise<boolean> {
   if (after < replayFloor(segments)) return false;
   const segs = segments.slice();
   try {
@@ -45,8 +44,7 @@ export async function replay(fs: FileOps, segments: readonly Segment[], after: n
 }
 
 /** One segment's part of a replay: 'done' past `upto`, 'bad' on damage, 'more' at its end. */
-async function replaySegment(fs: FileOps, s: Segment, after: number, upto: number,
-  visit: BatchVisitor): Promise<'done' | 'bad' | 'more'> {
+async function replaySegment(fs: FileOps, s: Segment, after: number, upto: number, visit: BatchVisitor): Promise<'done' | 'bad' | 'more'> {
   const scanner = new SegmentScanner(fs, s, s.size);
   const yielder = Yielder.background();
   for (;;) {

@@ -30,8 +30,7 @@ function cbVoid(resolve: () => void, reject: (e: unknown) => void) {
 }
 
 export const nodeFileOps: FileOps = {
-  open: (path, flags, mode = 0o644) =>
-    new Promise((resolve, reject) => fs.open(path, flags, mode, (err, fd) => (err ? reject(err) : resolve(fd)))),
+  open: (path, flags, mode = 0o644) => new Promise((resolve, reject) => fs.open(path, flags, mode, (err, fd) => (err ? reject(err) : resolve(fd)))),
   writeAll(fd, buf, off, len, pos) {
     return new Promise((resolve, reject) => {
       const step = (o: number, l: number, p: number): void => {
@@ -45,12 +44,10 @@ export const nodeFileOps: FileOps = {
       step(off, len, pos);
     });
   },
-  read: (fd, buf, off, len, pos) =>
-    new Promise((resolve, reject) => fs.read(fd, buf, off, len, pos, (err, n) => (err ? reject(err) : resolve(n)))),
+  read: (fd, buf, off, len, pos) => new Promise((resolve, reject) => fs.read(fd, buf, off, len, pos, (err, n) => (err ? reject(err) : resolve(n)))),
   fdatasync: (fd) => new Promise((resolve, reject) => fs.fdatasync(fd, cbVoid(resolve, reject))),
   ftruncate: (fd, len) => new Promise((resolve, reject) => fs.ftruncate(fd, len, cbVoid(resolve, reject))),
-  fstatSize: (fd) =>
-    new Promise((resolve, reject) => fs.fstat(fd, (err, st) => (err ? reject(err) : resolve(st.size)))),
+  fstatSize: (fd) => new Promise((resolve, reject) => fs.fstat(fd, (err, st) => (err ? reject(err) : resolve(st.size)))),
   close: (fd) => new Promise((resolve, reject) => fs.close(fd, cbVoid(resolve, reject))),
   rename: (a, b) => fs.promises.rename(a, b),
   unlink: (p) => fs.promises.unlink(p),
@@ -113,9 +110,11 @@ export async function makeDirectory(dir: string, mode?: number): Promise<void> {
     }
     if (st !== undefined) {
       if (!st.isDirectory()) {
-        throw new DataDirError(p === abs
-          ? `data directory ${abs} exists but is not a directory (it is a ${kindOf(st)}); pass a directory path to --data-dir`
-          : `cannot create data directory ${abs}: ${p} is a ${kindOf(st)}, not a directory`);
+        throw new DataDirError(
+          p === abs
+            ? `data directory ${abs} exists but is not a directory (it is a ${kindOf(st)}); pass a directory path to --data-dir`
+            : `cannot create data directory ${abs}: ${p} is a ${kindOf(st)}, not a directory`,
+        );
       }
       break;
     }
@@ -130,8 +129,10 @@ export async function makeDirectory(dir: string, mode?: number): Promise<void> {
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'EEXIST') continue; // created meanwhile (another server starting); checked below
-      throw new DataDirError(`cannot create data directory ${abs}: ${code ?? String(err)} on mkdir ${missing[i]}` +
-        (code === 'ENOENT' ? ` (${path.dirname(missing[i])} does not accept new directories)` : ''));
+      throw new DataDirError(
+        `cannot create data directory ${abs}: ${code ?? String(err)} on mkdir ${missing[i]}` +
+          (code === 'ENOENT' ? ` (${path.dirname(missing[i])} does not accept new directories)` : ''),
+      );
     }
   }
   if (missing.length > 0 && !(await fs.promises.stat(abs)).isDirectory()) {

@@ -111,8 +111,16 @@ export function decodeSegmentHeader(b: Buffer): SegmentHeader | string {
   const codecs = (b[6] & SEGMENT_FLAG_CODECS) !== 0;
   if ((b[6] & SEGMENT_FLAG_SEALED) === 0) return { kind: b[5] as SegmentKind, baseSeq: readSeq(b, 8), size: SEALED_SEGMENT_HEADER_SIZE, codecs };
   return {
-    kind: b[5] as SegmentKind, baseSeq: readSeq(b, 8), size: SEALED_SEGMENT_HEADER_SIZE, codecs,
-    sealed: { keyId: b.toString('hex', 16, 24), salt: Buffer.from(b.subarray(24, 36)), head: Buffer.from(b.subarray(0, 36)), tag: Buffer.from(b.subarray(36, 52)) },
+    kind: b[5] as SegmentKind,
+    baseSeq: readSeq(b, 8),
+    size: SEALED_SEGMENT_HEADER_SIZE,
+    codecs,
+    sealed: {
+      keyId: b.toString('hex', 16, 24),
+      salt: Buffer.from(b.subarray(24, 36)),
+      head: Buffer.from(b.subarray(0, 36)),
+      tag: Buffer.from(b.subarray(36, 52)),
+    },
   };
 }
 
@@ -260,7 +268,7 @@ export function probeBatch(buf: Buffer, off: number, end: number, out: number[],
   const count = buf.readUInt32LE(off + 16);
   if (count === 0 || count * ENTRY_HEADER_SIZE > len - BATCH_HEADER_SIZE - tagBytes) return Probe.Bad;
   if (off + len > end) return Probe.Short;
-  if ((crc32(buf.subarray(off + 4, off + len)) >>> 0) !== buf.readUInt32LE(off)) return Probe.Bad;
+  if (crc32(buf.subarray(off + 4, off + len)) >>> 0 !== buf.readUInt32LE(off)) return Probe.Bad;
   // A sealed batch's entries are ciphertext: its tag, checked when it is
   // opened (seal.ts), stands in for the structure check, done on the plain batch.
   if (tagBytes > 0) {
@@ -415,7 +423,7 @@ export function checkHint(buf: Buffer): HintFooter | string {
   if (buf.readUInt32LE(0) !== HINT_MAGIC) return 'bad hint magic';
   if (buf[4] !== HINT_VERSION) return `unsupported hint version ${buf[4]}`;
   const crcPos = buf.length - 4;
-  if ((crc32(buf.subarray(0, crcPos)) >>> 0) !== buf.readUInt32LE(crcPos)) return 'hint checksum mismatch';
+  if (crc32(buf.subarray(0, crcPos)) >>> 0 !== buf.readUInt32LE(crcPos)) return 'hint checksum mismatch';
   const footer = crcPos - HINT_FOOTER_SIZE;
   return { segmentSize: buf.readUInt32LE(footer), count: buf.readUInt32LE(footer + 4), maxSeq: readSeq(buf, footer + 8) };
 }
@@ -434,8 +442,16 @@ export function visitHint(buf: Buffer, pos: number, limit: number, v: HintVisito
     const kl = buf.readUInt16LE(p + 1);
     const keyStart = p + HINT_ENTRY_HEADER_SIZE;
     if (keyStart + kl > footer) throw new Error('hint entries overrun');
-    v.hint(buf[p] as Op, buf.toString('utf8', keyStart, keyStart + kl), buf.readUInt32LE(p + 7),
-      buf.readUInt32LE(p + 3), buf.readUInt32LE(p + 11), buf.readDoubleLE(p + 15), buf.readInt32LE(p + 23), readSeq(buf, p + 27));
+    v.hint(
+      buf[p] as Op,
+      buf.toString('utf8', keyStart, keyStart + kl),
+      buf.readUInt32LE(p + 7),
+      buf.readUInt32LE(p + 3),
+      buf.readUInt32LE(p + 11),
+      buf.readDoubleLE(p + 15),
+      buf.readInt32LE(p + 23),
+      readSeq(buf, p + 27),
+    );
     p = keyStart + kl;
   }
   return p >= footer ? 0 : p;

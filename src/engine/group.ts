@@ -77,7 +77,10 @@ export class Group implements Map<string, Entry> {
   readonly [Symbol.toStringTag] = 'Group';
 
   /** `max`: keys per chunk (CHUNK_MAX; tests use tiny chunks to reach splits and merges); `name`: the group's prefix. */
-  constructor(private readonly max: number, readonly name: string) {}
+  constructor(
+    private readonly max: number,
+    readonly name: string,
+  ) {}
 
   get size(): number {
     return this.count;
@@ -259,7 +262,10 @@ class ChunkIterator<T> implements MapIterator<T> {
   private inner: Iterator<T> | undefined;
   readonly [Symbol.toStringTag] = 'Group Iterator';
 
-  constructor(private readonly g: Group, private readonly pick: (m: Map<string, Entry>) => Iterator<T>) {}
+  constructor(
+    private readonly g: Group,
+    private readonly pick: (m: Map<string, Entry>) => Iterator<T>,
+  ) {}
 
   next(): IteratorResult<T, undefined> {
     for (;;) {

@@ -16,7 +16,11 @@ export class HintScheduler {
   private readonly timers = new Set<NodeJS.Timeout>();
   private stopped = false;
 
-  constructor(private readonly fs: FileOps, private readonly log: Logger, private readonly delayMs: number) {}
+  constructor(
+    private readonly fs: FileOps,
+    private readonly log: Logger,
+    private readonly delayMs: number,
+  ) {}
 
   /** A segment has stopped being appended to: build its hint once the delay has passed. */
   later(seg: Segment): void {

@@ -35,7 +35,10 @@ export class KeyDir {
   /** Entries that carry an expiry, earliest first. */
   private readonly expiry = new ExpiryHeap((key, e) => this.map.get(key) === e);
 
-  constructor(cacheBudget: number, private readonly chunkMax = CHUNK_MAX) {
+  constructor(
+    cacheBudget: number,
+    private readonly chunkMax = CHUNK_MAX,
+  ) {
     this.values = new ValueCache(cacheBudget);
   }
 

@@ -29,7 +29,10 @@ export class DataKey {
 export class Keyring {
   private readonly byId = new Map<string, DataKey>();
   /** `current` seals new data; `old` keys only open what they sealed before. */
-  constructor(readonly current: DataKey, old: readonly DataKey[] = []) {
+  constructor(
+    readonly current: DataKey,
+    old: readonly DataKey[] = [],
+  ) {
     for (const k of [current, ...old]) this.byId.set(k.idHex, k);
   }
 
@@ -59,8 +62,10 @@ export function parseKey(text: string): Buffer | string {
     if (b.length === KEY_BYTES) return b;
   }
   const hexLike = /^[0-9a-fA-F]+$/.test(t);
-  return `must hold one ${KEY_BYTES}-byte key as 64 hex digits (e.g. \`openssl rand -hex 32\`) or 44 base64 characters; ` +
-    (t.length === 0 ? 'it is empty' : hexLike ? `it holds ${t.length} hex digits` : `it holds ${t.length} characters that are neither`);
+  return (
+    `must hold one ${KEY_BYTES}-byte key as 64 hex digits (e.g. \`openssl rand -hex 32\`) or 44 base64 characters; ` +
+    (t.length === 0 ? 'it is empty' : hexLike ? `it holds ${t.length} hex digits` : `it holds ${t.length} characters that are neither`)
+  );
 }
 
 /**
@@ -78,11 +83,13 @@ export function readKeyFile(file: string, allowInsecure: boolean): DataKey {
   } catch (err) {
     if (err instanceof KeyFileError) throw err;
     const code = (err as NodeJS.ErrnoException).code;
-    throw new KeyFileError(`cannot read encryption key file ${file}: ${code === 'ENOENT' ? 'it does not exist' : code ?? String(err)}`);
+    throw new KeyFileError(`cannot read encryption key file ${file}: ${code === 'ENOENT' ? 'it does not exist' : (code ?? String(err))}`);
   }
   if ((st.mode & 0o077) !== 0 && !allowInsecure) {
-    throw new KeyFileError(`encryption key file ${file} is accessible to other users (mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}); ` +
-      `run \`chmod 600 ${file}\`, or pass --allow-insecure-key-file to use it anyway`);
+    throw new KeyFileError(
+      `encryption key file ${file} is accessible to other users (mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}); ` +
+        `run \`chmod 600 ${file}\`, or pass --allow-insecure-key-file to use it anyway`,
+    );
   }
   const key = parseKey(text);
   if (typeof key === 'string') throw new KeyFileError(`encryption key file ${file} ${key}`);
@@ -118,8 +125,10 @@ export function loadKeyring(src: KeySources): Keyring | undefined {
       throw new KeyFileError(`cannot check config file ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
     }
     if ((mode & 0o077) !== 0 && !allow) {
-      throw new KeyFileError(`config file ${file} holds the encryption key ('encryptor.secret') but other users can access it ` +
-        `(mode ${(mode & 0o777).toString(8).padStart(4, '0')}); run \`chmod 600 ${file}\`, or pass --allow-insecure-key-file`);
+      throw new KeyFileError(
+        `config file ${file} holds the encryption key ('encryptor.secret') but other users can access it ` +
+          `(mode ${(mode & 0o777).toString(8).padStart(4, '0')}); run \`chmod 600 ${file}\`, or pass --allow-insecure-key-file`,
+      );
     }
     const key = parseKey(src.secret.text);
     if (typeof key === 'string') throw new KeyFileError(`config file key 'encryptor.secret' ${key}`);
@@ -129,5 +138,8 @@ export function loadKeyring(src: KeySources): Keyring | undefined {
     if (old.length > 0) throw new KeyFileError('--encryption-old-key-files needs --encryption-key-file (the key new data is sealed with)');
     return undefined;
   }
-  return new Keyring(current, old.map((f) => readKeyFile(f, allow)));
+  return new Keyring(
+    current,
+    old.map((f) => readKeyFile(f, allow)),
+  );
 }

@@ -70,12 +70,15 @@ export async function lockDirectory(dir: string): Promise<void> {
       if (held.pid === process.pid) return; // this process already holds it (reopened without close)
       const verdict = judge(held);
       if (verdict === 'live') throw new DirectoryLockedError(dir, held.pid);
-      if (verdict === 'stale' && await takeOver(dir, file)) continue;
+      if (verdict === 'stale' && (await takeOver(dir, file))) continue;
     } // else: released between our create and our read: try again
     if (Date.now() >= deadline) {
-      throw new DirectoryLockedError(dir, 0,
+      throw new DirectoryLockedError(
+        dir,
+        0,
         `could not take the lock on ${dir} within ${MAX_WAIT_MS / 1000} s: other processes kept taking over ` +
-        `${file} (or the guard ${path.join(dir, GUARD_FILE)}) without finishing; if no Pithos server is starting there, remove both and start again`);
+          `${file} (or the guard ${path.join(dir, GUARD_FILE)}) without finishing; if no Pithos server is starting there, remove both and start again`,
+      );
     }
     if (held !== undefined) await sleep(RETRY_MS);
   }
@@ -159,8 +162,9 @@ function startError(file: string, err: unknown): unknown {
   const dir = path.dirname(file);
   return new DataDirError(
     `cannot start: the file system holding ${dir} is full (${code} while writing ${file}). ` +
-    `Free space on that file system, outside ${dir} (deleting files inside it loses data), or grow it, then start again`,
-    { cause: err });
+      `Free space on that file system, outside ${dir} (deleting files inside it loses data), or grow it, then start again`,
+    { cause: err },
+  );
 }
 
 interface Held {

@@ -231,9 +231,11 @@ export class Reader {
   }
 
   private async fillMissing<T>(out: T[], missing: Array<[number, string]>, dec: Decoder<T>): Promise<T[]> {
-    await Promise.all(missing.map(async ([i, key]) => {
-      out[i] = (await this.read(key, dec)) as T;
-    }));
+    await Promise.all(
+      missing.map(async ([i, key]) => {
+        out[i] = (await this.read(key, dec)) as T;
+      }),
+    );
     // A key deleted while we read leaves a hole; drop it.
     return out.filter((v) => v !== undefined);
   }

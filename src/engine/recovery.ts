@@ -13,7 +13,17 @@
 import * as path from 'node:path';
 import { CorruptionError } from './errors.js';
 import {
-  checkHint, decodeSegmentHeader, HEADER_TRUNCATED, type HintVisitor, Op, SEALED_FORMAT_VERSION, SEALED_SEGMENT_HEADER_SIZE, SEGMENT_HEADER_SIZE, type SegmentHeader, SegmentKind, visitHint,
+  checkHint,
+  decodeSegmentHeader,
+  HEADER_TRUNCATED,
+  type HintVisitor,
+  Op,
+  SEALED_FORMAT_VERSION,
+  SEALED_SEGMENT_HEADER_SIZE,
+  SEGMENT_HEADER_SIZE,
+  type SegmentHeader,
+  SegmentKind,
+  visitHint,
 } from './format.js';
 import type { RecoveryContext } from './core.js';
 import { Entry } from './keydir.js';
@@ -34,7 +44,10 @@ export interface Recovered {
 class Applier implements HintVisitor {
   seg!: Segment;
   applied = 0;
-  constructor(private readonly ctx: RecoveryContext, private readonly now: number) {}
+  constructor(
+    private readonly ctx: RecoveryContext,
+    private readonly now: number,
+  ) {}
 
   hint(op: Op, key: string, valuePos: number, valueLength: number, size: number, expiresAt: number, crc: number, seq: number): void {
     const kd = this.ctx.keydir;
@@ -50,7 +63,6 @@ class Applier implements HintVisitor {
     }
   }
 }
-
 
 /**
  * The directory's segment ids in ascending order and the ids that have a
@@ -105,7 +117,7 @@ export async function recover(ctx: RecoveryContext, repair: boolean): Promise<Re
       const isTail = id === lastLogId;
       seg.fd = await f.open(seg.path, isTail ? 'r+' : 'r');
       let size = await f.fstatSize(seg.fd);
-      const header = headers.get(id) ?? await readHeader(ctx, seg, size);
+      const header = headers.get(id) ?? (await readHeader(ctx, seg, size));
       if (typeof header === 'string') {
         if (isTail && header === HEADER_TRUNCATED) {
           // Died while creating this segment: it holds nothing. Start it afresh.
@@ -169,8 +181,7 @@ async function readHeader(ctx: RecoveryContext, seg: Segment, size: number): Pro
  * header's id) or CorruptionError (the id matches but the header does not
  * authenticate). Writes nothing.
  */
-async function checkKeys(ctx: RecoveryContext, names: string[]):
-  Promise<{ headers: Map<number, SegmentHeader | string>; seals: Map<number, SegmentSeal> }> {
+async function checkKeys(ctx: RecoveryContext, names: string[]): Promise<{ headers: Map<number, SegmentHeader | string>; seals: Map<number, SegmentSeal> }> {
   const seals = new Map<number, SegmentSeal>();
   const headers = new Map<number, SegmentHeader | string>();
   const missing: string[] = [];
@@ -204,10 +215,13 @@ async function checkKeys(ctx: RecoveryContext, names: string[]):
 
 function keyMessage(dir: string, keyring: Keyring | undefined, missing: string[]): string {
   const list = missing.length > 3 ? `${missing.slice(0, 3).join(', ')} and ${missing.length - 3} more` : missing.join(', ');
-  return `data directory ${dir} is encrypted and ` + (keyring === undefined
-    ? `no key was given (--encryption-key-file): ${list} need(s) one; nothing was opened or written`
-    : `the key(s) given (${keyring.ids.join(', ')}) are not the one(s) it needs: ${list}; ` +
-      'give the right --encryption-key-file, or the old key in --encryption-old-key-files; nothing was opened or written');
+  return (
+    `data directory ${dir} is encrypted and ` +
+    (keyring === undefined
+      ? `no key was given (--encryption-key-file): ${list} need(s) one; nothing was opened or written`
+      : `the key(s) given (${keyring.ids.join(', ')}) are not the one(s) it needs: ${list}; ` +
+        'give the right --encryption-key-file, or the old key in --encryption-old-key-files; nothing was opened or written')
+  );
 }
 
 async function loadHint(ctx: RecoveryContext, seg: Segment, size: number, applier: Applier): Promise<boolean> {
@@ -257,9 +271,7 @@ async function loadHint(ctx: RecoveryContext, seg: Segment, size: number, applie
 }
 
 /** Scans a segment's batches into the directory; returns the segment's valid size. */
-async function scanSegment(
-  ctx: RecoveryContext, seg: Segment, size: number, isTail: boolean, repair: boolean, applier: Applier,
-): Promise<number> {
+async function scanSegment(ctx: RecoveryContext, seg: Segment, size: number, isTail: boolean, repair: boolean, applier: Applier): Promise<number> {
   const scanner = new SegmentScanner(ctx.fs, seg, size);
   const dropped: Array<[number, number]> = [];
   const yielder = new Yielder();
@@ -300,9 +312,7 @@ async function scanSegment(
  * Repair: writes the segment again without the damaged ranges and replays it
  * from the new file, so every directory entry points at real bytes.
  */
-async function rewriteWithout(
-  ctx: RecoveryContext, seg: Segment, size: number, dropped: Array<[number, number]>, applier: Applier,
-): Promise<number> {
+async function rewriteWithout(ctx: RecoveryContext, seg: Segment, size: number, dropped: Array<[number, number]>, applier: Applier): Promise<number> {
   const f = ctx.fs;
   const keep: Buffer[] = [];
   let from = 0;

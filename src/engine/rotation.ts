@@ -10,7 +10,11 @@ import type { EngineCore } from './core.js';
 import type { HintScheduler } from './hint-scheduler.js';
 
 export class Rotation {
-  constructor(private readonly core: EngineCore, readonly segmentBytes: number, private readonly hints: HintScheduler) {}
+  constructor(
+    private readonly core: EngineCore,
+    readonly segmentBytes: number,
+    private readonly hints: HintScheduler,
+  ) {}
 
   /** Continues the newest log segment if it has room, else starts a new one; `nextSeq` goes into a new one's header. */
   async openActive(appendTo: Segment | undefined, nextSeq: number): Promise<void> {

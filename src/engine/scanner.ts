@@ -3,9 +3,7 @@
  * Used by recovery, hint building and compaction; none of them ever holds a
  * whole segment in memory or parses more than one chunk per event-loop turn.
  */
-import {
-  BATCH_HEADER_SIZE, decodeBatch, type DecodedBatch, type DecodedEntry, entriesTile, Probe, probeBatch, valueCrc,
-} from './format.js';
+import { BATCH_HEADER_SIZE, decodeBatch, type DecodedBatch, type DecodedEntry, entriesTile, Probe, probeBatch, valueCrc } from './format.js';
 import type { FileOps } from './fileops.js';
 import type { Segment } from './segment.js';
 import { authFailure, TAG_BYTES } from './seal.js';
@@ -57,9 +55,7 @@ export function valueCheck(seg: Segment, buf: Buffer, bufPos: number, en: Decode
  * bufPos)` is a value's file position either way.
  */
 export type ScanStep =
-  | { kind: 'batch'; batch: DecodedBatch; pos: number; buf: Buffer; bufPos: number }
-  | { kind: 'bad'; pos: number; reason: string }
-  | { kind: 'end' };
+  { kind: 'batch'; batch: DecodedBatch; pos: number; buf: Buffer; bufPos: number } | { kind: 'bad'; pos: number; reason: string } | { kind: 'end' };
 
 export class SegmentScanner {
   private buf: Buffer = Buffer.alloc(0);
@@ -112,7 +108,8 @@ export class SegmentScanner {
         if (seal !== undefined) {
           const plain = seal.openBatch(this.buf, off, len);
           if (plain === undefined) return { kind: 'bad', pos, reason: authFailure(seal) };
-          if (!entriesTile(plain, 0, plain.length, plain.readUInt32LE(16))) return { kind: 'bad', pos, reason: 'structure mismatch inside an authenticated batch' };
+          if (!entriesTile(plain, 0, plain.length, plain.readUInt32LE(16)))
+            return { kind: 'bad', pos, reason: 'structure mismatch inside an authenticated batch' };
           const batch = decodeBatch(plain, 0, plain.length);
           batch.length = len;
           this.cur += len;
@@ -165,8 +162,12 @@ export class SegmentScanner {
           r = probeBatch(whole, 0, len, out, this.tagBytes);
         }
         // In a sealed segment only a batch that authenticates counts as valid.
-        if (r === Probe.Ok && this.seg.seal !== undefined
-          && (whole === undefined ? this.seg.seal.openBatch(b, o, out[0]) : this.seg.seal.openBatch(whole, 0, out[0])) === undefined) continue;
+        if (
+          r === Probe.Ok &&
+          this.seg.seal !== undefined &&
+          (whole === undefined ? this.seg.seal.openBatch(b, o, out[0]) : this.seg.seal.openBatch(whole, 0, out[0])) === undefined
+        )
+          continue;
         if (r === Probe.Ok) {
           this.cur = pos + o;
           this.buf = Buffer.alloc(0);

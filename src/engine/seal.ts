@@ -41,7 +41,11 @@ export class SegmentSeal {
    * salt: a segment found on disk is never sealed into again, because the
    * sequence numbers of batches lost in a crash may be handed out again.
    */
-  constructor(readonly key: DataKey, readonly salt: Buffer, private readonly writable: boolean) {}
+  constructor(
+    readonly key: DataKey,
+    readonly salt: Buffer,
+    private readonly writable: boolean,
+  ) {}
 
   static fresh(key: DataKey): SegmentSeal {
     return new SegmentSeal(key, randomBytes(SALT_BYTES), true);

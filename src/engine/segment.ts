@@ -75,7 +75,11 @@ export class Segment {
   /** Every Put value here starts with a codec byte (codec.ts). */
   codecs = false;
 
-  constructor(readonly dir: string, readonly id: number, readonly kind: SegmentKind) {}
+  constructor(
+    readonly dir: string,
+    readonly id: number,
+    readonly kind: SegmentKind,
+  ) {}
 
   get path(): string {
     return path.join(this.dir, segmentFileName(this.id));

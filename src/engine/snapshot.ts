@@ -221,5 +221,4 @@ export class GroupSnapshot<T> {
   }
 }
 
-const gone = (): StorageIOError =>
-  new StorageIOError('a value of this snapshot was reclaimed by compaction while it was read; try again', undefined);
+const gone = (): StorageIOError => new StorageIOError('a value of this snapshot was reclaimed by compaction while it was read; try again', undefined);

@@ -31,7 +31,10 @@ export class SweptKeyDir extends KeyDir {
 export class Sweeper {
   private running = false;
 
-  constructor(private readonly keydir: SweptKeyDir, private readonly now: () => number) {}
+  constructor(
+    private readonly keydir: SweptKeyDir,
+    private readonly now: () => number,
+  ) {}
 
   /** Removes expired keys from the directory in slices that yield between them; one sweep at a time. */
   async sweep(): Promise<void> {

@@ -57,8 +57,12 @@ export class GroupWriter {
   private readonly keyLens: number[] = [];
   private readonly valueOffsets: number[] = [];
 
-  constructor(private readonly core: EngineCore, private readonly durability: Durability,
-    private readonly rotation: Rotation, private readonly compactor: Compactor) {
+  constructor(
+    private readonly core: EngineCore,
+    private readonly durability: Durability,
+    private readonly rotation: Rotation,
+    private readonly compactor: Compactor,
+  ) {
     this.fs = core.fs;
     this.keydir = core.keydir;
     this.now = core.now;
@@ -83,8 +87,15 @@ export class GroupWriter {
     const buf = encodeBatch(seq, stored, this.keyLens, this.valueOffsets);
     this.nextSeq++;
     const p: Pending = {
-      seq, buf, ops, created: [], createdOffsets: [], undoKeys: [], undoPrev: [],
-      resolve: noop, reject: noop,
+      seq,
+      buf,
+      ops,
+      created: [],
+      createdOffsets: [],
+      undoKeys: [],
+      undoPrev: [],
+      resolve: noop,
+      reject: noop,
     };
     applyBatch(this.keydir, p, stored, this.keyLens, this.valueOffsets, this.now());
     const promise = new Promise<void>((resolve, reject) => {
@@ -136,7 +147,13 @@ export class GroupWriter {
     // Sealing adds a tag to each batch (every segment this process appends to is sealed or none is).
     if (this.sealed) total += TAG_BYTES * group.length;
     const seg = await this.segmentFor(group, total);
-    const data = group.length === 1 ? group[0].buf : Buffer.concat(group.map((p) => p.buf), total);
+    const data =
+      group.length === 1
+        ? group[0].buf
+        : Buffer.concat(
+            group.map((p) => p.buf),
+            total,
+          );
     const pos = seg.size;
     const t0 = performance.now();
     try {

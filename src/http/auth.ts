@@ -75,10 +75,12 @@ export function parseTokens(text: string, mainToken?: string): TokenEntry[] {
     const [name, role, token] = parts as [string, string, string];
     if (!NAME.test(name)) throw new TokensFileError(`${at}: name '${name.slice(0, 80)}' must be 1-64 of A-Z a-z 0-9 . _ -`);
     if (name === MAIN_NAME) throw new TokensFileError(`${at}: the name '${MAIN_NAME}' is reserved for the main secret (--auth-token)`);
-    if (role !== 'read' && role !== 'write' && role !== 'admin') throw new TokensFileError(`${at}: role of '${name}' must be read, write or admin, got '${role.slice(0, 80)}'`);
+    if (role !== 'read' && role !== 'write' && role !== 'admin')
+      throw new TokensFileError(`${at}: role of '${name}' must be read, write or admin, got '${role.slice(0, 80)}'`);
     if (names.has(name)) throw new TokensFileError(`${at}: token name '${name}' appears twice`);
     // Two names for one secret would make the name (and so the role) ambiguous.
-    if (values.has(token) || token === mainToken) throw new TokensFileError(`${at}: the token of '${name}' is already used by another name or is the main secret`);
+    if (values.has(token) || token === mainToken)
+      throw new TokensFileError(`${at}: the token of '${name}' is already used by another name or is the main secret`);
     names.add(name);
     values.add(token);
     out.push({ name, role, token });

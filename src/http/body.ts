@@ -44,8 +44,7 @@ function notJson(text: string, err: Error): string {
   const t = text.trimStart();
   if (JSON_START.test(t)) return `request body is not valid JSON: ${err.message}`;
   if (FORM.test(t)) {
-    return 'request body must be JSON (a JSON object), not form-encoded: it starts with ' +
-      `'${shown(t, 20)}'; send e.g. {"field": "value"}`;
+    return 'request body must be JSON (a JSON object), not form-encoded: it starts with ' + `'${shown(t, 20)}'; send e.g. {"field": "value"}`;
   }
   return `request body must be JSON (a JSON object): it starts with '${shown(t, 20)}'`;
 }

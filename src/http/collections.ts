@@ -7,7 +7,17 @@
  */
 import type { ServerResponse } from 'node:http';
 import {
-  checkMember, MAX_COMBINE, membersOf, parseBound, SET_OPS, type SetOp, scoresOf, setContentOf, Z_MODES, type ZMode, type ZRange,
+  checkMember,
+  MAX_COMBINE,
+  membersOf,
+  parseBound,
+  SET_OPS,
+  type SetOp,
+  scoresOf,
+  setContentOf,
+  Z_MODES,
+  type ZMode,
+  type ZRange,
 } from '../store/collection.js';
 import { invalid, StoreError } from '../store/errors.js';
 import type { SetStore, VersionOut, ZsetStore } from '../store/store.js';

@@ -57,7 +57,11 @@ export class Conn {
    * HTTP layer reads and writes: the same for plain HTTP, the TLS socket on it
    * once the handshake is done.
    */
-  constructor(public socket: net.Socket, readonly owner: Connections, readonly tcp: net.Socket = socket) {}
+  constructor(
+    public socket: net.Socket,
+    readonly owner: Connections,
+    readonly tcp: net.Socket = socket,
+  ) {}
 }
 
 export type PSocket = net.Socket & { pithos?: Conn };
@@ -73,8 +77,11 @@ export function conn(socket: net.Socket | null | undefined): Conn | undefined {
 export function rawError(status: number, message: string, extra = ''): Buffer {
   const body = Buffer.from(`{"status":"error","message":${JSON.stringify(message)}}`);
   return Buffer.concat([
-    Buffer.from(`HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? 'Error'}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-      `Content-Length: ${body.length}\r\n${extra}Connection: close\r\n\r\n`, 'latin1'),
+    Buffer.from(
+      `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? 'Error'}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${body.length}\r\n${extra}Connection: close\r\n\r\n`,
+      'latin1',
+    ),
     body,
   ]);
 }
@@ -211,7 +218,7 @@ export class Connections {
 
   /** The handshake of a connection from addTls has finished: HTTP goes on over `tls`. */
   secured(tls: PSocket): void {
-    const c = ((tls as PSocket & { _parent?: PSocket })._parent)?.pithos;
+    const c = (tls as PSocket & { _parent?: PSocket })._parent?.pithos;
     if (c === undefined || c.tcp.destroyed) {
       // Not one of ours (or gone meanwhile): nothing can bound it, so it does not stay.
       tls.destroy();

@@ -26,7 +26,8 @@ const TYPES: Record<string, string> = {
 };
 
 // Only this origin, no inline script, no framing: the page holds a database token.
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
 const cache = new Map<string, Buffer>();
 

@@ -19,7 +19,10 @@ const MAX_AGE = '600';
 export class Cors {
   private readonly origins: ReadonlySet<string>;
 
-  constructor(origins: readonly string[], private readonly exposeRequestId = false) {
+  constructor(
+    origins: readonly string[],
+    private readonly exposeRequestId = false,
+  ) {
     this.origins = new Set(origins);
   }
 
@@ -37,10 +40,14 @@ export class Cors {
     // token check, whose refusal closes the connection rather than read the body.
     if (req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined && !hasBody(req)) {
       res.writeHead(204, [
-        'Access-Control-Allow-Methods', METHODS,
-        'Access-Control-Allow-Headers', HEADERS,
-        'Access-Control-Max-Age', MAX_AGE,
-        'Content-Length', '0',
+        'Access-Control-Allow-Methods',
+        METHODS,
+        'Access-Control-Allow-Headers',
+        HEADERS,
+        'Access-Control-Max-Age',
+        MAX_AGE,
+        'Content-Length',
+        '0',
       ]);
       res.end();
       return true;

@@ -27,7 +27,11 @@ export type HttpErrorKind = 'invalid' | 'unauthorized' | 'not_found' | 'method' 
 const HTTP_STATUS: Record<HttpErrorKind, number> = { invalid: 400, unauthorized: 401, not_found: 404, method: 405, too_large: 413 };
 
 export class HttpError extends Error {
-  constructor(readonly kind: HttpErrorKind, message: string, readonly headers?: string[]) {
+  constructor(
+    readonly kind: HttpErrorKind,
+    message: string,
+    readonly headers?: string[],
+  ) {
     super(message);
   }
 

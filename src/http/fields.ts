@@ -38,15 +38,21 @@ export interface Field {
 export type Fields = Readonly<Record<string, Field>>;
 
 /** What a field of each type holds once check() has passed it. */
-type ValueOf<T extends FieldType> =
-  T extends 'object' ? Record<string, unknown>
-  : T extends 'string' ? string
-  : T extends 'number' | 'ttl' | 'lease' | 'version' ? number
-  : T extends 'boolean' ? boolean
-  : T extends 'array' ? unknown[]
-  : T extends 'scalar' ? string | number | boolean
-  : T extends 'holder' ? string | null
-  : unknown;
+type ValueOf<T extends FieldType> = T extends 'object'
+  ? Record<string, unknown>
+  : T extends 'string'
+    ? string
+    : T extends 'number' | 'ttl' | 'lease' | 'version'
+      ? number
+      : T extends 'boolean'
+        ? boolean
+        : T extends 'array'
+          ? unknown[]
+          : T extends 'scalar'
+            ? string | number | boolean
+            : T extends 'holder'
+              ? string | null
+              : unknown;
 
 type RequiredFields<F extends Fields> = { [K in keyof F as F[K] extends { required: true } ? K : never]: ValueOf<F[K]['type']> };
 type OptionalFields<F extends Fields> = { [K in keyof F as F[K] extends { required: true } ? never : K]?: ValueOf<F[K]['type']> };
@@ -61,7 +67,11 @@ type OptionalFields<F extends Fields> = { [K in keyof F as F[K] extends { requir
 export type BodyOf<F extends Fields> = RequiredFields<F> & OptionalFields<F> & Body;
 
 const A: Partial<Record<FieldType, string>> = {
-  object: 'an object', string: 'a string', number: 'a number', boolean: 'true or false', array: 'an array',
+  object: 'an object',
+  string: 'a string',
+  number: 'a number',
+  boolean: 'true or false',
+  array: 'an array',
 };
 
 function ttl(name: string, v: unknown, min: 0 | 1): void {
@@ -125,9 +135,7 @@ export function checkBody(fields: Fields, names: readonly string[], body: Body, 
   if (!strict) return;
   for (const k of Object.keys(body)) {
     if (!Object.prototype.hasOwnProperty.call(fields, k)) {
-      throw invalid(names.length === 0
-        ? `unknown field '${k}': this endpoint takes no body fields`
-        : `unknown field '${k}' (allowed: ${names.join(', ')})`);
+      throw invalid(names.length === 0 ? `unknown field '${k}': this endpoint takes no body fields` : `unknown field '${k}' (allowed: ${names.join(', ')})`);
     }
   }
 }

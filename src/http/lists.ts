@@ -78,8 +78,15 @@ export function getList(ctx: Ctx, name: string, _body: Body, res: ServerResponse
 }
 
 /** The value was not in memory: read again with a version holder of its own (the shared one serves other requests meanwhile). */
-async function later(lists: ListStore, name: string, start: number, stop: number, res: ServerResponse, first: Promise<string>,
-  shape: (text: string) => string): Promise<void> {
+async function later(
+  lists: ListStore,
+  name: string,
+  start: number,
+  stop: number,
+  res: ServerResponse,
+  first: Promise<string>,
+  shape: (text: string) => string,
+): Promise<void> {
   // Superseded: the read below answers, and reports its own failure.
   first.catch(superseded);
   const out: VersionOut = { version: 0 };

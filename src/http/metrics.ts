@@ -56,7 +56,11 @@ class EngineCounts implements EngineObserver {
   compactedIn = 0;
   compactedOut = 0;
   writtenBytes = 0;
-  constructor(private readonly write: Histogram, private readonly sync: Histogram, private readonly group: Histogram) {}
+  constructor(
+    private readonly write: Histogram,
+    private readonly sync: Histogram,
+    private readonly group: Histogram,
+  ) {}
   logWrite(batches: number, bytes: number, seconds: number): void {
     this.write.observe(seconds);
     this.group.observe(batches);
@@ -81,7 +85,9 @@ class EngineCounts implements EngineObserver {
 /** A counter whose value is read from `get` at scrape time. */
 function pulledCounter(registry: Registry, name: string, help: string, get: () => number): Counter {
   return new Counter({
-    name, help, registers: [registry],
+    name,
+    help,
+    registers: [registry],
     collect() {
       this.reset();
       this.inc(get());
@@ -91,7 +97,9 @@ function pulledCounter(registry: Registry, name: string, help: string, get: () =
 
 function pulledGauge(registry: Registry, name: string, help: string, get: () => number): Gauge {
   return new Gauge({
-    name, help, registers: [registry],
+    name,
+    help,
+    registers: [registry],
     collect() {
       this.set(get());
     },
@@ -135,11 +143,7 @@ class LoopLag extends Summary<'quantile'> {
     const base = await super.get();
     return {
       ...base,
-      values: [
-        ...values,
-        { metricName: `${base.name}_sum`, labels: {}, value: this.sum },
-        { metricName: `${base.name}_count`, labels: {}, value: this.count },
-      ],
+      values: [...values, { metricName: `${base.name}_sum`, labels: {}, value: this.sum }, { metricName: `${base.name}_count`, labels: {}, value: this.count }],
     };
   }
 }
@@ -168,16 +172,22 @@ export class Metrics {
     // The log store's engine feeds these; the shared store has no log, cache or compactor (docs/operations.md, "Metrics").
     if (source !== undefined) {
       const write = new Histogram({
-        name: 'pithos_log_write_duration_seconds', help: 'Time to write one group commit to the log (write(2))',
-        buckets: IO_BUCKETS, registers: [r],
+        name: 'pithos_log_write_duration_seconds',
+        help: 'Time to write one group commit to the log (write(2))',
+        buckets: IO_BUCKETS,
+        registers: [r],
       });
       const sync = new Histogram({
-        name: 'pithos_log_fsync_duration_seconds', help: 'Time of one fdatasync of the log',
-        buckets: IO_BUCKETS, registers: [r],
+        name: 'pithos_log_fsync_duration_seconds',
+        help: 'Time of one fdatasync of the log',
+        buckets: IO_BUCKETS,
+        registers: [r],
       });
       const group = new Histogram({
-        name: 'pithos_group_commit_batches', help: 'Batches (one per write request) written together in one group commit',
-        buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], registers: [r],
+        name: 'pithos_group_commit_batches',
+        help: 'Batches (one per write request) written together in one group commit',
+        buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
+        registers: [r],
       });
       const c = new EngineCounts(write, sync, group);
       pulledCounter(r, 'pithos_log_written_bytes_total', 'Bytes appended to the log by writes', () => c.writtenBytes);
@@ -191,8 +201,12 @@ export class Metrics {
       this.source = source;
       const stats = (): EngineStats => (this.stats ??= source.stats());
       pulledGauge(r, 'pithos_keys', 'Keys in the key directory (rows, records, variants, locks, table headers)', () => stats().keys);
-      pulledGauge(r, 'pithos_objects', 'Top-level keys: tables, records, variants, locks (what /health key_count counts, before expiry)',
-        () => stats().topLevelKeys);
+      pulledGauge(
+        r,
+        'pithos_objects',
+        'Top-level keys: tables, records, variants, locks (what /health key_count counts, before expiry)',
+        () => stats().topLevelKeys,
+      );
       pulledGauge(r, 'pithos_live_bytes', 'Bytes of current versions in the log', () => stats().liveBytes);
       pulledGauge(r, 'pithos_dead_bytes', 'Bytes in the log that compaction can reclaim', () => stats().deadBytes);
       pulledGauge(r, 'pithos_segments', 'Log segment files', () => stats().segments);
@@ -201,14 +215,22 @@ export class Metrics {
     pulledGauge(r, 'pithos_watchers', 'Open change-feed watchers (GET /watch)', watchers);
     if (store !== undefined) {
       // The shared store's database: read from its cached state, never a query per scrape.
-      pulledGauge(r, 'pithos_store_ready', 'Whether a writable primary of the shared database answered within the last few seconds (1) or not (0)',
-        () => (store().ready ? 1 : 0));
+      pulledGauge(r, 'pithos_store_ready', 'Whether a writable primary of the shared database answered within the last few seconds (1) or not (0)', () =>
+        store().ready ? 1 : 0,
+      );
       pulledGauge(r, 'pithos_store_down_seconds', 'How long the shared database has been unavailable (0 while it serves)', () => store().downForMs / 1e3);
-      pulledCounter(r, 'pithos_store_failovers_total', 'Times the writable primary changed (another server, or the same one restarted)',
-        () => store().failovers);
-      pulledCounter(r, 'pithos_store_unavailable_total',
-        'Operations refused because the shared database could not serve them (requests answered 503, and the node\'s own sweeps and feed polls)',
-        () => store().unavailable);
+      pulledCounter(
+        r,
+        'pithos_store_failovers_total',
+        'Times the writable primary changed (another server, or the same one restarted)',
+        () => store().failovers,
+      );
+      pulledCounter(
+        r,
+        'pithos_store_unavailable_total',
+        "Operations refused because the shared database could not serve them (requests answered 503, and the node's own sweeps and feed polls)",
+        () => store().unavailable,
+      );
     }
     this.loop = monitorEventLoopDelay({ resolution: 10 });
     this.loop.enable();
@@ -282,8 +304,10 @@ export class Metrics {
       '# TYPE pithos_http_requests_total counter',
     ];
     for (const c of this.cells) out.push(`pithos_http_requests_total{${c.labels}} ${c.count}`);
-    out.push('# HELP pithos_http_request_duration_seconds Time from the parsed request headers to the end of the answer ' +
-      '(written at once, or the response closed), by route template, method and status');
+    out.push(
+      '# HELP pithos_http_request_duration_seconds Time from the parsed request headers to the end of the answer ' +
+        '(written at once, or the response closed), by route template, method and status',
+    );
     out.push('# TYPE pithos_http_request_duration_seconds histogram');
     for (const c of this.cells) {
       let cum = 0;
@@ -296,7 +320,9 @@ export class Metrics {
       out.push(`pithos_http_request_duration_seconds_sum{${c.labels}} ${c.sum}`);
       out.push(`pithos_http_request_duration_seconds_count{${c.labels}} ${c.count}`);
     }
-    out.push('# HELP pithos_http_console_requests_total Answered requests that carried the web console\'s X-Pithos-Console header (also counted in pithos_http_requests_total)');
+    out.push(
+      "# HELP pithos_http_console_requests_total Answered requests that carried the web console's X-Pithos-Console header (also counted in pithos_http_requests_total)",
+    );
     out.push('# TYPE pithos_http_console_requests_total counter');
     out.push(`pithos_http_console_requests_total ${this.consoleCount}`);
     out.push('# HELP pithos_http_console_request_seconds_total Time spent answering those requests (also in pithos_http_request_duration_seconds)');

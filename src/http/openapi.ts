@@ -76,7 +76,10 @@ export function errorStatuses(r: RouteDef): number[] {
 }
 
 function operationId(r: RouteDef): string {
-  const words = r.path.split('/').filter((x) => x.length > 0).map((x) => x.replace(/[{}_.]/g, ''));
+  const words = r.path
+    .split('/')
+    .filter((x) => x.length > 0)
+    .map((x) => x.replace(/[{}_.]/g, ''));
   return [r.method.toLowerCase(), ...words.map((w) => w.charAt(0).toUpperCase() + w.slice(1))].join('');
 }
 
@@ -85,16 +88,22 @@ function operation(r: RouteDef): Json {
   if (r.role === 'public') op.security = [];
   op['x-pithos-role'] = r.role;
   if (r.path.includes('{name}')) {
-    op.parameters = [{
-      name: 'name', in: 'path', required: true,
-      description: `the ${r.names ?? 'object'} name: one percent-encoded path segment, 1-255 bytes of UTF-8, no control characters, not . or ..`,
-      schema: { type: 'string', minLength: 1 },
-    }];
+    op.parameters = [
+      {
+        name: 'name',
+        in: 'path',
+        required: true,
+        description: `the ${r.names ?? 'object'} name: one percent-encoded path segment, 1-255 bytes of UTF-8, no control characters, not . or ..`,
+        schema: { type: 'string', minLength: 1 },
+      },
+    ];
   }
   if (r.subNames === 't_id') {
     (op.parameters as Json[]).push({
-      name: 't_id', in: 'path', required: true,
-      description: 'the row\'s t_id: a positive integer in decimal (anything else is 400)',
+      name: 't_id',
+      in: 'path',
+      required: true,
+      description: "the row's t_id: a positive integer in decimal (anything else is 400)",
       schema: { type: 'string', pattern: '^[1-9][0-9]*$' },
     });
   }
@@ -163,8 +172,11 @@ export const PROBES: ReadonlyArray<{ path: string; summary: string }> = [
 function probe(p: { path: string; summary: string }): Json {
   const text = (d: string): Json => ({ description: d, content: { 'text/plain': { schema: { type: 'string' } } } });
   return {
-    operationId: `get${p.path.slice(1).charAt(0).toUpperCase()}${p.path.slice(2)}`, summary: p.summary, tags: ['probes'],
-    security: [], 'x-pithos-role': 'public',
+    operationId: `get${p.path.slice(1).charAt(0).toUpperCase()}${p.path.slice(2)}`,
+    summary: p.summary,
+    tags: ['probes'],
+    security: [],
+    'x-pithos-role': 'public',
     responses: p.path === '/readyz' ? { 200: text('ok'), 503: text('not ready') } : { 200: text('ok') },
   };
 }
@@ -185,7 +197,8 @@ export function openApiDocument(testClock: boolean): Json {
     info: {
       title: 'Pithos',
       version: version(),
-      description: 'Tables, records, variants and lease locks over HTTP + JSON (docs/api.md). Every answer is the envelope ' +
+      description:
+        'Tables, records, variants and lease locks over HTTP + JSON (docs/api.md). Every answer is the envelope ' +
         '{status, message, data}; data is present only when there is something to return, and errors never carry it. ' +
         'Any method a path does not list is answered 405 with an Allow header; an unknown path is 404. ' +
         'Generated from the route table (src/http/routes.ts).',

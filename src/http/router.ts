@@ -50,9 +50,10 @@ export class Route {
         if (this.def.body !== undefined && Object.prototype.hasOwnProperty.call(this.def.body, k)) {
           throw new StoreError('invalid', `unknown query parameter '${k}': this endpoint takes '${k}' as a field of the JSON body`);
         }
-        throw new StoreError('invalid', names.length === 0
-          ? `unknown query parameter '${k}': this endpoint takes none`
-          : `unknown query parameter '${k}' (allowed: ${names.join(', ')})`);
+        throw new StoreError(
+          'invalid',
+          names.length === 0 ? `unknown query parameter '${k}': this endpoint takes none` : `unknown query parameter '${k}' (allowed: ${names.join(', ')})`,
+        );
       }
       if (k in out) throw new StoreError('invalid', `query parameter '${k}' is given more than once`);
       out[k] = v;

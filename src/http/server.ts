@@ -11,7 +11,20 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import * as net from 'node:net';
 import { type Body, decodeBody, hasBody, parseBody, refuseBody, tooLarge } from './body.js';
-import { answerLast, conn, Connections, deferAnswer, HANDSHAKE_MS, inTurn, linger, type PSocket, rawError, responseDone, shown, type Step } from './connections.js';
+import {
+  answerLast,
+  conn,
+  Connections,
+  deferAnswer,
+  HANDSHAKE_MS,
+  inTurn,
+  linger,
+  type PSocket,
+  rawError,
+  responseDone,
+  shown,
+  type Step,
+} from './connections.js';
 import { errorHeaders, toStatus } from './errors.js';
 import { sendError } from './envelope.js';
 import type { Args, Ctx } from './handlers.js';
@@ -115,7 +128,8 @@ export class PithosServer {
     };
     const accept = (req: PithosRequest, res: ServerResponse): void => this.accept(req, res);
     // Same port, same handling; https.Server differs from http.Server only in its TLS parts.
-    this.http = (opts.tls === undefined ? http.createServer(options, accept)
+    this.http = (opts.tls === undefined
+      ? http.createServer(options, accept)
       : https.createServer({ ...options, cert: opts.tls.cert, key: opts.tls.key, handshakeTimeout: HANDSHAKE_MS }, accept)) as unknown as http.Server;
     this.http.on('clientError', onClientError);
     if (opts.tls === undefined) {
@@ -228,8 +242,13 @@ export class PithosServer {
     if (who.ok !== true && this.opts.altAuth?.(req) !== true) {
       // A scraper's Authorization header that did not match is a wrong token, not a missing
       // one; on /metrics only, the one route that takes it (elsewhere Auth-Token is missing).
-      if (who.status === 401 && this.opts.altAuth !== undefined && req.headers['auth-token'] === undefined && req.headers.authorization !== undefined &&
-        m?.route.def.path === '/metrics') {
+      if (
+        who.status === 401 &&
+        this.opts.altAuth !== undefined &&
+        req.headers['auth-token'] === undefined &&
+        req.headers.authorization !== undefined &&
+        m?.route.def.path === '/metrics'
+      ) {
         return sendError(res, 401, 'wrong token in the Authorization header (GET /metrics takes Authorization: Bearer <metrics token>, or Auth-Token)');
       }
       return sendError(res, who.status, who.message);
@@ -269,8 +288,14 @@ export class PithosServer {
     let pending: void | Promise<void>;
     try {
       route.checkBody(body, name);
-      pending = route.def.handler(this.ctx, name, body, res, raw,
-        sub === '' && (route.def.query === undefined || !(res.req.url ?? '').includes('?')) ? NO_ARGS : { sub, query: route.parseQuery(res.req.url ?? '') });
+      pending = route.def.handler(
+        this.ctx,
+        name,
+        body,
+        res,
+        raw,
+        sub === '' && (route.def.query === undefined || !(res.req.url ?? '').includes('?')) ? NO_ARGS : { sub, query: route.parseQuery(res.req.url ?? '') },
+      );
     } catch (err) {
       return this.fail(res, err);
     }
@@ -436,8 +461,11 @@ function methodMessage(raw: Buffer | undefined): string {
 
 const PLAIN_ON_TLS_TEXT = 'This port speaks HTTPS: the plain HTTP request was sent to an HTTPS port. Use https:// in the address.\n';
 /** The answer to plain HTTP on the TLS port: plain text, as nginx gives it (the client is not speaking our protocol). */
-const PLAIN_ON_TLS = Buffer.from('HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n' +
-  `Content-Length: ${Buffer.byteLength(PLAIN_ON_TLS_TEXT)}\r\nConnection: close\r\n\r\n${PLAIN_ON_TLS_TEXT}`, 'latin1');
+const PLAIN_ON_TLS = Buffer.from(
+  'HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n' +
+    `Content-Length: ${Buffer.byteLength(PLAIN_ON_TLS_TEXT)}\r\nConnection: close\r\n\r\n${PLAIN_ON_TLS_TEXT}`,
+  'latin1',
+);
 
 function ignoreError(): void {
   /* errors of a connection surface on the socket the HTTP layer uses, or end it */

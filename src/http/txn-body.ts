@@ -108,8 +108,12 @@ function byRowId(o: Obj, where: string): number | undefined {
 }
 
 const OPS = {
-  table: ['INSERT', 'UPDATE', 'REMOVE', 'REPLACE'], variant: ['ADD', 'SET'], record: ['PUT', 'DELETE'], list: ['PUSH', 'POP'],
-  set: ['ADD', 'REMOVE'], zset: ['ADD', 'INCR', 'REMOVE'],
+  table: ['INSERT', 'UPDATE', 'REMOVE', 'REPLACE'],
+  variant: ['ADD', 'SET'],
+  record: ['PUT', 'DELETE'],
+  list: ['PUSH', 'POP'],
+  set: ['ADD', 'REMOVE'],
+  zset: ['ADD', 'INCR', 'REMOVE'],
 } as const;
 
 /** Source texts of the mutations' numbers, by mutation index (JSON.parse forgets whether `1.0` had a fraction). */
@@ -125,8 +129,7 @@ function mutation(m: unknown, i: number, texts: NumberTexts): Mutation {
   const kind = kindOf(m, where);
   const op = m.operation;
   if (typeof op !== 'string' || !(OPS[kind] as readonly string[]).includes(op)) {
-    throw invalid(`${where}: field 'operation' must be one of ${OPS[kind].join(', ')} for a ${kind}` +
-      (typeof op === 'string' ? `, not '${op}'` : ''));
+    throw invalid(`${where}: field 'operation' must be one of ${OPS[kind].join(', ')} for a ${kind}` + (typeof op === 'string' ? `, not '${op}'` : ''));
   }
   const name = nameOf(m, kind, where);
   switch (kind) {
@@ -274,7 +277,8 @@ function check(c: unknown, i: number): Check {
       allowOnly(c, ['kind', 'name', 'exists', 'member', 'score', 'count'], where);
       if (hasOwn(c, 'member') !== hasOwn(c, 'score')) throw invalid(`${where}: a zset check takes 'member' and 'score' together`);
       const member = c.member === undefined ? undefined : within(where, () => checkMember(`field 'member'`, c.member));
-      if (exists === undefined && member === undefined && !hasOwn(c, 'count')) throw invalid(`${where}: a zset check needs 'exists', 'member' and 'score', or 'count'`);
+      if (exists === undefined && member === undefined && !hasOwn(c, 'count'))
+        throw invalid(`${where}: a zset check needs 'exists', 'member' and 'score', or 'count'`);
       return { kind: 'zset', name, exists, member, score: c.score, hasScore: hasOwn(c, 'score'), count: c.count, hasCount: hasOwn(c, 'count') };
     }
     case 'list':
@@ -285,8 +289,7 @@ function check(c: unknown, i: number): Check {
       allowOnly(c, ['kind', 'name', 'exists', 'value'], where);
       if (exists === undefined && !hasOwn(c, 'value')) throw invalid(`${where}: a variant check needs 'value' or 'exists'`);
       return { kind: 'variant', name, exists, value: c.value, hasValue: hasOwn(c, 'value') };
-    case 'record':
-    {
+    case 'record': {
       allowOnly(c, ['kind', 'name', 'exists', 'version'], where);
       const version = c.version;
       if (version !== undefined && !isVersion(version)) throw invalid(`${where}: field 'version' must be an integer ≥ 0`);

@@ -85,7 +85,12 @@ class Channel {
   readonly members = new Set<Watcher>();
   out = '';
   dirty = false;
-  constructor(readonly key: string, readonly kinds: number, readonly prefix: string, readonly values: boolean) {}
+  constructor(
+    readonly key: string,
+    readonly kinds: number,
+    readonly prefix: string,
+    readonly values: boolean,
+  ) {}
 
   wants(c: Change): boolean {
     return (this.kinds & KIND_BITS[c.kind]) !== 0 && (this.prefix === '' || c.name.startsWith(this.prefix));
@@ -162,9 +167,11 @@ export class WatchHub {
     if (resumeFrom !== undefined) {
       const m = /^(\d{1,16})(?::(\d{1,9}))?$/.exec(resumeFrom);
       if (m === null) {
-        throw invalid(resumeFrom === since
-          ? `query parameter 'since' must be a version (an integer ≥ 0)`
-          : `header 'Last-Event-ID' must be an event id of this feed (<version> or <version>:<index>)`);
+        throw invalid(
+          resumeFrom === since
+            ? `query parameter 'since' must be a version (an integer ≥ 0)`
+            : `header 'Last-Event-ID' must be an event id of this feed (<version> or <version>:<index>)`,
+        );
       }
       after = Number(m[1]);
       afterIndex = m[2] === undefined ? Infinity : Number(m[2]);
@@ -210,7 +217,10 @@ export class WatchHub {
   private add(w: Watcher): void {
     this.watchers.add(w);
     if (this.unsubscribe === undefined && this.feed !== undefined) {
-      this.unsubscribe = this.feed.subscribe((batch) => this.publish(batch), (version) => this.gap(version));
+      this.unsubscribe = this.feed.subscribe(
+        (batch) => this.publish(batch),
+        (version) => this.gap(version),
+      );
       this.heartbeat = setInterval(() => this.beat(), HEARTBEAT_MS).unref();
     }
   }
@@ -246,11 +256,12 @@ export class WatchHub {
     // A partly seen batch (`<v>:<i>`) is replayed again from its start; deliver() skips what was seen.
     const from = w.afterIndex === Infinity ? w.after : w.after - 1;
     try {
-      if (exact && from < upto) exact = await feed.replay(from, upto, (batch) => {
-        if (w.closed) throw new Stop();
-        this.deliver(w, batch, undefined);
-        if (w.closed) throw new Stop();
-      });
+      if (exact && from < upto)
+        exact = await feed.replay(from, upto, (batch) => {
+          if (w.closed) throw new Stop();
+          this.deliver(w, batch, undefined);
+          if (w.closed) throw new Stop();
+        });
     } catch (err) {
       if (err instanceof Stop) return;
       exact = false;

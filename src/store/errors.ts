@@ -16,7 +16,10 @@ export type StoreErrorKind =
   | 'unreachable'; // the backing database cannot serve now (down, failing over, read-only, over its time budget): try again
 
 export class StoreError extends Error {
-  constructor(readonly kind: StoreErrorKind, message: string) {
+  constructor(
+    readonly kind: StoreErrorKind,
+    message: string,
+  ) {
     super(message);
   }
 }

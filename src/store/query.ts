@@ -36,7 +36,7 @@ export function compareValues(a: unknown, b: unknown): number {
     case 1:
       return codePointCompare(a as string, b as string);
     case 2:
-      return (a === b ? 0 : a ? 1 : -1);
+      return a === b ? 0 : a ? 1 : -1;
     case 3:
       return 0;
     default:
@@ -53,8 +53,7 @@ export interface IdRow {
 /** Compiled sort keys. */
 export type Order = ReadonlyArray<{ path: readonly string[]; desc: boolean }>;
 
-export const compileOrder = (order: readonly OrderKey[]): Order =>
-  order.map((k) => ({ path: pathOf(k.field), desc: k.dir === 'desc' }));
+export const compileOrder = (order: readonly OrderKey[]): Order => order.map((k) => ({ path: pathOf(k.field), desc: k.dir === 'desc' }));
 
 /**
  * Compares two rows under `order`: each key in turn (desc reverses the value

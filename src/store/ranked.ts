@@ -20,8 +20,7 @@ interface Chunk {
   m: string[];
 }
 
-const cmp = (s1: number, m1: string, s2: number, m2: string): number =>
-  s1 < s2 ? -1 : s1 > s2 ? 1 : codePointCompare(m1, m2);
+const cmp = (s1: number, m1: string, s2: number, m2: string): number => (s1 < s2 ? -1 : s1 > s2 ? 1 : codePointCompare(m1, m2));
 
 export class RankedPairs {
   private chunks: Chunk[] = [];

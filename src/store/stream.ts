@@ -61,7 +61,7 @@ export class ArraySource implements RowSource {
     const out: IdRow[] = new Array(to - from);
     for (let i = from; i < to; i++) {
       const r = this.rows[i];
-      out[i - from] = { id: r.id, json: r.json, obj: r.obj ?? (parse ? JSON.parse(r.json) as Record<string, unknown> : EMPTY) };
+      out[i - from] = { id: r.id, json: r.json, obj: r.obj ?? (parse ? (JSON.parse(r.json) as Record<string, unknown>) : EMPTY) };
     }
     return out;
   }

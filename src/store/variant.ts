@@ -101,9 +101,7 @@ export function variantOf(input: ScalarInput, field = 'variant'): Variant {
       }
       return makeVariant('d', v);
     default:
-      throw invalid(v === undefined
-        ? `field '${field}' is required (a string, boolean or number)`
-        : `field '${field}' must be a string, boolean or number`);
+      throw invalid(v === undefined ? `field '${field}' is required (a string, boolean or number)` : `field '${field}' must be a string, boolean or number`);
   }
 }
 

@@ -58,7 +58,15 @@ export type Node = Test | Any | Not;
 export type Matcher = readonly Node[];
 
 const OPS: Record<string, T> = {
-  $eq: T.Eq, $ne: T.Ne, $gt: T.Gt, $gte: T.Gte, $lt: T.Lt, $lte: T.Lte, $in: T.In, $nin: T.Nin, $exists: T.Exists,
+  $eq: T.Eq,
+  $ne: T.Ne,
+  $gt: T.Gt,
+  $gte: T.Gte,
+  $lt: T.Lt,
+  $lte: T.Lte,
+  $in: T.In,
+  $nin: T.Nin,
+  $exists: T.Exists,
 };
 const hasOwn = Object.prototype.hasOwnProperty;
 

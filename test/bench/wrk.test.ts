@@ -26,15 +26,13 @@ test('real wrk 4.1 output: undoing the correction leaves exactly one sample per 
   assert.equal(percentile(r.latency, 100), percentile(r.latencyCorrected, 100), 'the slowest real response is kept');
 });
 
-const histogram = fc
-  .array(fc.tuple(fc.integer({ min: 1, max: 200_000 }), fc.integer({ min: 1, max: 50 })), { minLength: 1, maxLength: 60 })
-  .map((pairs) => {
-    const m = new Map<number, number>();
-    for (const [v, n] of pairs) m.set(v, (m.get(v) ?? 0) + n);
-    return m;
-  });
+const histogram = fc.array(fc.tuple(fc.integer({ min: 1, max: 200_000 }), fc.integer({ min: 1, max: 50 })), { minLength: 1, maxLength: 60 }).map((pairs) => {
+  const m = new Map<number, number>();
+  for (const [v, n] of pairs) m.set(v, (m.get(v) ?? 0) + n);
+  return m;
+});
 
-test('uncorrect inverts wrk\'s correction for any histogram and interval', () => {
+test("uncorrect inverts wrk's correction for any histogram and interval", () => {
   fc.assert(
     fc.property(histogram, fc.integer({ min: 1, max: 64 }), fc.integer({ min: 1, max: 20_000_000 }), (raw, connections, durationUs) => {
       let responses = 0;
@@ -52,8 +50,27 @@ test('uncorrect inverts wrk\'s correction for any histogram and interval', () =>
 test('a histogram the correction cannot produce is refused, not silently mangled', () => {
   // One response over one connection in 1000 µs: e = 1000 µs, so a 5000 µs sample
   // comes with synthetic samples at 4000, 3000 and 2000 µs.
-  const whole = new Map([[5000, 1], [4000, 1], [3000, 1], [2000, 1]]);
+  const whole = new Map([
+    [5000, 1],
+    [4000, 1],
+    [3000, 1],
+    [2000, 1],
+  ]);
   assert.deepEqual(uncorrect(whole, 1000, 1, 1), new Map([[5000, 1]]));
   assert.throws(() => uncorrect(new Map([[5000, 1]]), 1000, 1, 1), /not one wrk's correction can produce/, 'synthetic samples missing');
-  assert.throws(() => uncorrect(new Map([[5000, 1], [3000, 1], [2000, 1]]), 1000, 1, 1), /not one wrk's correction can produce/, 'one bucket missing');
+  assert.throws(
+    () =>
+      uncorrect(
+        new Map([
+          [5000, 1],
+          [3000, 1],
+          [2000, 1],
+        ]),
+        1000,
+        1,
+        1,
+      ),
+    /not one wrk's correction can produce/,
+    'one bucket missing',
+  );
 });

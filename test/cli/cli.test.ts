@@ -73,7 +73,12 @@ async function served(method: string, p: string, body?: unknown): Promise<boolea
 
 test('help, version and usage errors (exit 2, nothing on stdout)', async () => {
   const [help, helpGet, helpNope, version, serveHelp, unknown] = await Promise.all([
-    cli(['help']), cli(['help', 'get']), cli(['help', 'nope']), cli(['version']), cli(['serve', '--help']), cli(['frobnicate', 'x']),
+    cli(['help']),
+    cli(['help', 'get']),
+    cli(['help', 'nope']),
+    cli(['version']),
+    cli(['serve', '--help']),
+    cli(['frobnicate', 'x']),
   ]);
   exits(unknown, 2, 'unknown command', /^pithos: unknown command 'frobnicate' \(see pithos help\)\n$/);
   ok(help, 'help');
@@ -142,10 +147,24 @@ test('tables: put table, insert (args and stdin), query, get table, patch, del r
     cli(['get', 'table', 'users', '-o', 'json']),
   ]);
   ok(q, 'query -o json');
-  assert.deepEqual(json(q).data, [{ name: 'ann', age: 31 }, { name: 'cy', age: 40 }]);
+  assert.deepEqual(json(q).data, [
+    { name: 'ann', age: 31 },
+    { name: 'cy', age: 40 },
+  ]);
   assert.equal(json(q).message, 'table queried rows successfully');
   ok(human, 'query');
-  assert.deepEqual(human.stdout.trimEnd().split('\n').map((l) => l.split(/\s+/)), [['name', 'age'], ['----', '---'], ['ann', '31'], ['cy', '40']]);
+  assert.deepEqual(
+    human.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => l.split(/\s+/)),
+    [
+      ['name', 'age'],
+      ['----', '---'],
+      ['ann', '31'],
+      ['cy', '40'],
+    ],
+  );
   ok(none, 'query no match');
   assert.equal(none.stdout, '', 'no rows: nothing on stdout');
   assert.equal(none.stderr, '(no rows)\n');
@@ -178,8 +197,12 @@ test('one row by t_id: get row, put row, patch --row (--unset), del row, --if-ve
   const human = await cli(['get', 'row', 'twins', '1']);
   assert.equal(human.stdout, `{\n  "a": 1,\n  "b": 2\n}\n(version ${v})\n`);
 
-  exits(await cli(['patch', '--row', 'twins', '1', '{"c":3}', '--if-version', String(v + 1)]), 1, 'stale patch',
-    new RegExp(`412 row 1 of table 'twins' changed \\(version ${v}\\)`));
+  exits(
+    await cli(['patch', '--row', 'twins', '1', '{"c":3}', '--if-version', String(v + 1)]),
+    1,
+    'stale patch',
+    new RegExp(`412 row 1 of table 'twins' changed \\(version ${v}\\)`),
+  );
   ok(await cli(['patch', '--row', 'twins', '1', '{"c":3}', '--unset', 'a', '--unset', 'b', '--if-version', String(v)]), 'patch --row');
   ok(await cli(['patch', '--row', 'twins', '2', '--unset', 'b']), 'patch --row with only --unset');
   exits(await cli(['patch', '--row', 'twins', '2']), 2, 'patch --row without sets or --unset', /give sets or --unset/);
@@ -327,14 +350,30 @@ test('ls, txn and watch: checked where the server answers them, else exit 1 nami
   if (await served('GET', '/tables')) {
     const r = await cli(['ls', 'tables', '--prefix', 'ls-', '--limit', '1', '--all']);
     ok(r, 'ls --all');
-    assert.deepEqual(r.stdout.trim().split('\n').map((l) => l.split('\t')[0]), ['ls-a', 'ls-b']);
+    assert.deepEqual(
+      r.stdout
+        .trim()
+        .split('\n')
+        .map((l) => l.split('\t')[0]),
+      ['ls-a', 'ls-b'],
+    );
     // Row counts read as English: 0 rows, 1 row, 2 rows.
     ok(await cli(['insert', 'ls-b', '{"x":1}']), 'insert');
     ok(await cli(['put', 'table', 'ls-c']), 'put table');
     for (const x of [1, 2]) ok(await cli(['insert', 'ls-c', `{"x":${x}}`]), 'insert');
     const counted = await cli(['ls', 'tables', '--prefix', 'ls-']);
     ok(counted, 'ls');
-    assert.deepEqual(counted.stdout.trim().split('\n').map((l) => l.split('\t')), [['ls-a', '0 rows'], ['ls-b', '1 row'], ['ls-c', '2 rows']]);
+    assert.deepEqual(
+      counted.stdout
+        .trim()
+        .split('\n')
+        .map((l) => l.split('\t')),
+      [
+        ['ls-a', '0 rows'],
+        ['ls-b', '1 row'],
+        ['ls-c', '2 rows'],
+      ],
+    );
   } else {
     exits(await cli(['ls']), 1, 'ls', /404 no endpoint at GET \/tables .*does not offer/);
   }

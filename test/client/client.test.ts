@@ -180,10 +180,16 @@ test('part-two calls: listing, transactions, metrics, row-query options', async 
   for await (const it of db.listAll('tables', { limit: 1 })) plural.push(it.name);
   assert.deepEqual(plural, all);
   await db.putRecord('p2-rec', {});
-  assert.deepEqual((await db.list('records', { prefix: 'p2-' })).items.map((i) => i.name), ['p2-rec']);
+  assert.deepEqual(
+    (await db.list('records', { prefix: 'p2-' })).items.map((i) => i.name),
+    ['p2-rec'],
+  );
   // Any other kind does not compile; from JavaScript it is a TypeError naming the kinds.
   // @ts-expect-error 'rows' is not a kind
-  await assert.rejects(db.listAll('rows').next(), { name: 'TypeError', message: /^kind must be 'table', 'record', 'variant', 'lock', 'list', 'set' or 'zset' .*got 'rows'$/ });
+  await assert.rejects(db.listAll('rows').next(), {
+    name: 'TypeError',
+    message: /^kind must be 'table', 'record', 'variant', 'lock', 'list', 'set' or 'zset' .*got 'rows'$/,
+  });
   // @ts-expect-error nor is a missing one
   await assert.rejects(db.list(undefined), { name: 'TypeError', message: /kind must be .*got undefined$/ });
   const r = await db.txn({ mutations: [{ name: 'p2', operation: 'INSERT', values: { i: 6 } }] });
@@ -206,11 +212,13 @@ test('one row by t_id: getRow, getRowVersioned, replaceRow, patchRow (unset, ifV
   await db.deleteRow('byid', 1);
   await rejects(db.getRow('byid', 1), 404, "row 1 of table 'byid' does not exist");
   await rejects(db.getRow('byid', 0), 400, "t_id must be a positive integer in decimal, not '0'");
-  const r = await db.txn({ mutations: [
-    { name: 'byid', operation: 'UPDATE', t_id: 2, values: { n: 2 } },
-    { name: 'byid', operation: 'REPLACE', t_id: 3, values: { r: 33 } },
-    { name: 'byid', operation: 'REMOVE', t_id: 1 },
-  ] });
+  const r = await db.txn({
+    mutations: [
+      { name: 'byid', operation: 'UPDATE', t_id: 2, values: { n: 2 } },
+      { name: 'byid', operation: 'REPLACE', t_id: 3, values: { r: 33 } },
+      { name: 'byid', operation: 'REMOVE', t_id: 1 },
+    ],
+  });
   assert.deepEqual(r.results, [{ matched: 1 }, {}, { matched: 0 }]);
   assert.deepEqual(await db.getTable('byid'), { 2: { n: 2 }, 3: { r: 33 } });
 });
@@ -243,8 +251,7 @@ test('retries: idempotent calls retry on 503 and network errors, others never', 
 });
 
 test('a timeout aborts a call that never answers', async () => {
-  const hang: typeof fetch = (_u, init) =>
-    new Promise((_r, reject) => init?.signal?.addEventListener('abort', () => reject(init.signal!.reason)));
+  const hang: typeof fetch = (_u, init) => new Promise((_r, reject) => init?.signal?.addEventListener('abort', () => reject(init.signal!.reason)));
   const c = new Pithos({ url: 'http://x.invalid', fetch: hang, timeoutMs: 50 });
   await rejects(c.health(), 0, /timed out after 50 ms/);
 });
@@ -357,7 +364,14 @@ test('list calls: put, range, push, pop (count, wait, to), patch, listing, the /
   await db.pushList('cl3', ['woke']);
   assert.deepEqual(await waiting, ['woke']);
   const page = await db.listLists({ prefix: 'cl' });
-  assert.deepEqual(page.items.map((i) => [i.name, (i as { length?: number }).length]), [['cl', 2], ['cl2', 2], ['cl3', 0]]);
+  assert.deepEqual(
+    page.items.map((i) => [i.name, (i as { length?: number }).length]),
+    [
+      ['cl', 2],
+      ['cl2', 2],
+      ['cl3', 0],
+    ],
+  );
   await db.deleteList('cl', { ifVersion: (await db.getList('cl')).version });
   await assert.rejects(db.getList('cl'), (e: PithosError) => e.status === 404 && e.message === "list 'cl' does not exist");
   assert.deepEqual(await db.putListQuick('cq', []), { created: true });

@@ -52,7 +52,12 @@ export async function start(): Promise<void> {
   page.on('pageerror', (e) => pageErrors.push(String(e)));
   page.on('console', (m) => {
     // A 4xx the page asked for on purpose (a wrong token, a missing object) is logged by Chromium as a failed load.
-    if (m.type() === 'error' && !/status of (4\d\d)/.test(m.text()) && !/ERR_CONNECTION_REFUSED|ERR_EMPTY_RESPONSE|network error|Failed to fetch/.test(m.text())) pageErrors.push(m.text());
+    if (
+      m.type() === 'error' &&
+      !/status of (4\d\d)/.test(m.text()) &&
+      !/ERR_CONNECTION_REFUSED|ERR_EMPTY_RESPONSE|network error|Failed to fetch/.test(m.text())
+    )
+      pageErrors.push(m.text());
   });
   page.on('request', (r) => {
     if (!new URL(r.url()).pathname.startsWith('/console')) apiRequests.push(Date.now());
@@ -99,8 +104,20 @@ export const data = async (p: string): Promise<unknown> => {
 /** axe-core's serious and critical findings on the page as it is now (axe injected already). */
 export async function axeProblems(): Promise<string[]> {
   return page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run: (ctx: Document, o: object) => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe;
+    const axe = (
+      window as unknown as {
+        axe: { run: (ctx: Document, o: object) => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> };
+      }
+    ).axe;
     const r = await axe.run(document, { resultTypes: ['violations'] });
-    return r.violations.filter((x) => x.impact === 'serious' || x.impact === 'critical').map((x) => `${x.id}: ${x.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')}`);
+    return r.violations
+      .filter((x) => x.impact === 'serious' || x.impact === 'critical')
+      .map(
+        (x) =>
+          `${x.id}: ${x.nodes
+            .map((n) => n.target.join(' '))
+            .slice(0, 3)
+            .join(', ')}`,
+      );
   });
 }

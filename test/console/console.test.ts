@@ -57,7 +57,7 @@ test('dashboard: health in words and units; charts with axes; the request rate l
   for (let i = 0; i < 40; i++) await server.req('GET', '/health');
   await page.waitForFunction(() => parseFloat(document.querySelector('#chart-rate [data-last]')?.textContent ?? '0') >= 2, undefined, { timeout: 15_000 });
   const afterM = await server.req('GET', '/metrics');
-  assert.ok(consoleCount(afterM.raw) > consoleCount(before.raw), 'the console\'s own requests are counted apart');
+  assert.ok(consoleCount(afterM.raw) > consoleCount(before.raw), "the console's own requests are counted apart");
   // While idle the chart shows less than one request a second, although the console itself polls.
   await page.waitForFunction(() => parseFloat(document.querySelector('#chart-rate [data-last]')?.textContent ?? '9') < 1, undefined, { timeout: 15_000 });
   // The dashboard's own load: /health and /metrics every 5 s.
@@ -76,7 +76,11 @@ test('tables: create, insert, query with the builder, server-side order and pagi
   await page.locator('#grid-empty').waitFor();
   assert.deepEqual(await data('/tables/users'), {});
 
-  const rows = [{ name: 'ann', age: 31 }, { name: 'bob', age: 25 }, { name: 'cy', age: 40, city: 'Oslo' }];
+  const rows = [
+    { name: 'ann', age: 31 },
+    { name: 'bob', age: 25 },
+    { name: 'cy', age: 40, city: 'Oslo' },
+  ];
   for (const [i, row] of rows.entries()) {
     await page.fill('#insert-json', JSON.stringify(row));
     await page.click('#insert-row');
@@ -97,7 +101,10 @@ test('tables: create, insert, query with the builder, server-side order and pagi
   await page.click('#run-query');
   await page.waitForFunction(() => document.querySelectorAll('#grid tbody tr').length === 2);
   assert.deepEqual(await page.locator('#grid tbody .t-id').allTextContents(), ['3', '1']);
-  assert.ok(queries.some((q) => JSON.stringify(q.order) === '[{"field":"age","dir":"desc"}]' && typeof q.limit === 'number'), JSON.stringify(queries));
+  assert.ok(
+    queries.some((q) => JSON.stringify(q.order) === '[{"field":"age","dir":"desc"}]' && typeof q.limit === 'number'),
+    JSON.stringify(queries),
+  );
   assert.match((await page.locator('#page-info').textContent()) ?? '', /2 rows match/);
 
   // 60 rows in another table: pages of 25 come from the server (limit, after), never the whole table.
@@ -114,7 +121,10 @@ test('tables: create, insert, query with the builder, server-side order and pagi
   const reads = queries.filter((q) => q.count !== true);
   assert.ok(reads.length >= 3);
   for (const q of reads) assert.equal(q.limit, 26, `every page read is limited: ${JSON.stringify(q)}`);
-  assert.deepEqual(reads.map((q) => q.after), [0, 25, 50]);
+  assert.deepEqual(
+    reads.map((q) => q.after),
+    [0, 25, 50],
+  );
 });
 
 test('rows by t_id: edit with field removal, replace, delete exactly one; a concurrent change is refused', async () => {
@@ -384,7 +394,8 @@ test('sorted sets: leaderboard by rank and by score, set and increment scores, r
   await page.fill('#new-members', '{"ann": 30, "bob": 12.5, "cy": 20}');
   await page.click('#create');
   await page.waitForURL(/#\/zsets\/board$/);
-  const members = async (): Promise<string[]> => page.locator('#zset-items tbody tr').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-member') ?? ''));
+  const members = async (): Promise<string[]> =>
+    page.locator('#zset-items tbody tr').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-member') ?? ''));
   await page.waitForFunction(() => document.querySelectorAll('#zset-items tbody tr').length === 3);
   assert.deepEqual(await members(), ['ann', 'cy', 'bob'], 'highest first');
   assert.deepEqual(await page.locator('#zset-items tbody td.num:first-child').allTextContents(), ['1', '2', '3']);
@@ -397,7 +408,7 @@ test('sorted sets: leaderboard by rank and by score, set and increment scores, r
   await page.fill('#zset-score', '5');
   await page.click('#zset-add');
   await ok('#zset-status', "added 'dee' with score 5");
-  assert.deepEqual((await data('/zset/board')), { zset: { dee: 5, cy: 20, ann: 30, bob: 32.5 } });
+  assert.deepEqual(await data('/zset/board'), { zset: { dee: 5, cy: 20, ann: 30, bob: 32.5 } });
 
   await page.selectOption('#zset-by', 'score');
   await page.selectOption('#zset-rev', 'asc');
@@ -470,12 +481,23 @@ test('change feed: receives, filters by kind and prefix, pauses and resumes with
 test('transactions: compose, run, one result per mutation, checked on the server; an error says nothing changed', async () => {
   await page.locator('body').press('0');
   await page.waitForURL(/#\/txn$/);
-  await page.fill('#txn-json', JSON.stringify({ mutations: [{ name: 'users', operation: 'INSERT', values: { name: 'dan' } }, { kind: 'variant', name: 'hits', operation: 'ADD', delta: 5 }] }));
+  await page.fill(
+    '#txn-json',
+    JSON.stringify({
+      mutations: [
+        { name: 'users', operation: 'INSERT', values: { name: 'dan' } },
+        { kind: 'variant', name: 'hits', operation: 'ADD', delta: 5 },
+      ],
+    }),
+  );
   await page.click('#txn-run');
   await page.locator('#txn-result li').nth(1).waitFor();
   assert.deepEqual(await page.locator('#txn-result li').allTextContents(), ['table users INSERT → {"t_id":4}', 'variant hits ADD → {"variant":15}']);
   assert.deepEqual(await data('/tables/users/rows/4'), { name: 'dan' });
-  await page.fill('#txn-json', JSON.stringify({ mutations: [{ kind: 'variant', name: 'hits', operation: 'ADD', delta: 1 }], checks: [{ kind: 'record', name: 'nope', exists: true }] }));
+  await page.fill(
+    '#txn-json',
+    JSON.stringify({ mutations: [{ kind: 'variant', name: 'hits', operation: 'ADD', delta: 1 }], checks: [{ kind: 'record', name: 'nope', exists: true }] }),
+  );
   await page.click('#txn-run');
   await page.locator('#txn-error', { hasText: 'nothing was changed' }).waitFor();
   assert.equal(((await data('/variants/hits')) as { variant: number }).variant, 15);

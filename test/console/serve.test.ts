@@ -45,7 +45,14 @@ test('nothing else is served without a token; nothing outside the console direct
     const r = await get(p);
     assert.equal(r.status, 401, `${p}: ${r.status}`);
   }
-  for (const p of ['/console/../package.json', '/console/%2e%2e/package.json', '/console/..%2fsrc%2fmain.ts', '/console/nope.js', '/console/web/app.ts', '/console/%E0%A4%A']) {
+  for (const p of [
+    '/console/../package.json',
+    '/console/%2e%2e/package.json',
+    '/console/..%2fsrc%2fmain.ts',
+    '/console/nope.js',
+    '/console/web/app.ts',
+    '/console/%E0%A4%A',
+  ]) {
     const r = await get(p);
     assert.ok(r.status === 404 || r.status === 400, `${p}: ${r.status} ${r.raw.slice(0, 80)}`);
     assert.equal(r.headers['content-type'], JSON_CT);

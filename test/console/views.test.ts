@@ -18,7 +18,8 @@ before(async () => {
     assert.ok(r.status === 200 || r.status === 201, `${method} ${p}: ${r.status} ${r.raw}`);
   };
   await put('PUT', '/tables/users');
-  for (const row of [{ name: 'ann', age: 32, elsewhere: true }, { nick: 'b' }, { name: 'cy', age: 40, city: 'Oslo' }, { name: 'dan' }]) await put('POST', '/tables/users/rows', { rows: row });
+  for (const row of [{ name: 'ann', age: 32, elsewhere: true }, { nick: 'b' }, { name: 'cy', age: 40, city: 'Oslo' }, { name: 'dan' }])
+    await put('POST', '/tables/users/rows', { rows: row });
   await put('PUT', '/tables/twins');
   await put('PUT', '/records/shot', { record: { name: 'ann', tags: ['a', 'b'], address: { city: 'Oslo' } } });
   await put('PUT', '/variants/ratio', '{"variant":2.0}');
@@ -72,7 +73,10 @@ test('every view: axe-core finds no serious or critical violation (light and dar
     const t0 = Date.now();
     for (const scheme of ['light', 'dark'] as const) {
       await page.emulateMedia({ colorScheme: scheme });
-      for (const [w, h] of [[1280, 800], [390, 844]] as const) {
+      for (const [w, h] of [
+        [1280, 800],
+        [390, 844],
+      ] as const) {
         await page.setViewportSize({ width: w, height: h });
         await page.waitForTimeout(80);
         if (w === 390) {
@@ -89,7 +93,11 @@ test('every view: axe-core finds no serious or critical violation (light and dar
       if (idle[v.name]!.requests !== 0) problems.push(`${v.name}: ${idle[v.name]!.requests} requests while idle`);
     }
   }
-  console.log(`idle load: ${Object.entries(idle).map(([k, x]) => `${k} ${x.requests} in ${x.seconds.toFixed(1)} s`).join(', ')}`);
+  console.log(
+    `idle load: ${Object.entries(idle)
+      .map(([k, x]) => `${k} ${x.requests} in ${x.seconds.toFixed(1)} s`)
+      .join(', ')}`,
+  );
   await page.emulateMedia({ colorScheme: 'light' });
   await page.setViewportSize({ width: 1280, height: 800 });
   for (const f of ['dashboard-1280-light', 'table-390-dark']) assert.ok(statSync(path.join(SHOTS, `${f}.png`)).size > 5000, `${f}.png is suspiciously small`);
@@ -113,12 +121,18 @@ test('keyboard: focus stays local after navigating; sign out forgets the token; 
   // The sign-in view, as the others: axe and screenshots. First, axe can fail: an empty button is critical.
   await page.evaluate(AXE);
   await page.evaluate(() => document.body.append(Object.assign(document.createElement('button'), { id: 'axe-probe' })));
-  assert.ok((await axeProblems()).some((p) => p.startsWith('button-name')), 'axe reports an unnamed button');
+  assert.ok(
+    (await axeProblems()).some((p) => p.startsWith('button-name')),
+    'axe reports an unnamed button',
+  );
   await page.evaluate(() => document.getElementById('axe-probe')?.remove());
   for (const scheme of ['light', 'dark'] as const) {
     await page.emulateMedia({ colorScheme: scheme });
     assert.deepEqual(await axeProblems(), [], `sign-in (${scheme})`);
-    for (const [w, h] of [[1280, 800], [390, 844]] as const) {
+    for (const [w, h] of [
+      [1280, 800],
+      [390, 844],
+    ] as const) {
       await page.setViewportSize({ width: w, height: h });
       await page.waitForTimeout(80);
       await page.screenshot({ path: path.join(SHOTS, `signin-${w}-${scheme}.png`) });

@@ -204,7 +204,10 @@ const DYNAMIC: Array<{ re: RegExp; kind: 'bind' | 'fence' | 'version' | 'any' }>
 
 /** A pattern for any value of the same shape: hex digits stay hex digits, the rest stays as it is. */
 function shapeOf(text: string): string {
-  return text.replace(/[0-9a-f]/g, '\u0000').replace(/[.]/g, '\\.').replace(/\u0000/g, '[0-9a-f]');
+  return text
+    .replace(/[0-9a-f]/g, '\u0000')
+    .replace(/[.]/g, '\\.')
+    .replace(/\u0000/g, '[0-9a-f]');
 }
 
 export class Matcher {
@@ -381,12 +384,31 @@ test('the checker parses, matches and refuses as the convention says', () => {
   m.match('ETag: "1"', 'ETag: "61"', 't');
   m.match(`record 'c' changed (version 2)`, `record 'c' changed (version 64)`, 't');
   assert.throws(() => m.match('ETag: "3"', 'ETag: "60"', 't'), /same order/);
-  assert.equal(m.substitute(`-H 'If-Match: "1"' -d '{"if_version":2,"x":1}' /watch?since=2`), `-H 'If-Match: "61"' -d '{"if_version":64,"x":1}' /watch?since=64`);
+  assert.equal(
+    m.substitute(`-H 'If-Match: "1"' -d '{"if_version":2,"x":1}' /watch?since=2`),
+    `-H 'If-Match: "61"' -d '{"if_version":64,"x":1}' /watch?since=64`,
+  );
   assert.equal(m.substitute(`-d '{"if_version":9}'`), `-d '{"if_version":9}'`, 'a version never shown is sent as is');
-  assert.equal(withShownHeaders('HTTP/1.1 200 OK\nETag: "1"\n{"a":1}', 'HTTP/1.1 200 OK\nContent-Length: 7\nETag: "5"', '{"a":1}'), 'HTTP/1.1 200 OK\nETag: "5"\n{"a":1}');
+  assert.equal(
+    withShownHeaders('HTTP/1.1 200 OK\nETag: "1"\n{"a":1}', 'HTTP/1.1 200 OK\nContent-Length: 7\nETag: "5"', '{"a":1}'),
+    'HTTP/1.1 200 OK\nETag: "5"\n{"a":1}',
+  );
   assert.equal(withShownHeaders('HTTP/1.1 200 OK\nA: 1\n\n{}', 'HTTP/1.1 200 OK\nA: 1\nB: 2', '{}'), 'HTTP/1.1 200 OK\nA: 1\n\n{}');
-  const p = parseDoc(['```console', '$ curl -s localhost:2668/a', '{"x":1}', '# HTTP 200', '', '$ curl -s localhost:2668/b', '```',
-    '<!-- not checked: why -->', '```console', '$ curl x', '```'].join('\n'));
+  const p = parseDoc(
+    [
+      '```console',
+      '$ curl -s localhost:2668/a',
+      '{"x":1}',
+      '# HTTP 200',
+      '',
+      '$ curl -s localhost:2668/b',
+      '```',
+      '<!-- not checked: why -->',
+      '```console',
+      '$ curl x',
+      '```',
+    ].join('\n'),
+  );
   assert.equal(p.examples.length, 2);
   assert.deepEqual([p.examples[0].shown, p.examples[0].status, p.examples[1].status], ['{"x":1}', 200, undefined]);
   assert.deepEqual(p.skipped, [{ line: 9, reason: 'why' }]);
@@ -415,8 +437,10 @@ test('docs/api.md: every checked example answers exactly as the page shows', asy
         m.match(ex.shown, r.body, where);
       }
     } catch (err) {
-      failures.push(`${ex.command}\n${(err as Error).message}\n  page:   ${ex.shown}\n  server: ${c.include ? r.head + '\n\n' : ''}${r.body}` +
-        (c.include ? '' : ` (HTTP ${r.status})`));
+      failures.push(
+        `${ex.command}\n${(err as Error).message}\n  page:   ${ex.shown}\n  server: ${c.include ? r.head + '\n\n' : ''}${r.body}` +
+          (c.include ? '' : ` (HTTP ${r.status})`),
+      );
     }
   }
   assert.deepEqual(failures, [], `${failures.length} of ${checked} examples differ from the server:\n\n${failures.join('\n\n')}`);

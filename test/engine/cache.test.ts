@@ -112,10 +112,12 @@ test('a key rewritten by every insert (a table meta) holds one cache slot, not o
   for (let i = 0; i < N; i += 1000) {
     const ps: Array<Promise<void>> = [];
     for (let j = i; j < i + 1000; j++) {
-      ps.push(e.write([
-        { ...put('T/t', `{"next":${j + 1}}`), memo: { next: j + 1 }, decoder: meta as never },
-        { ...put(`t\u0000t\u0000${String(j).padStart(6, '0')}`, `row ${j}`), memo: `row ${j}`, decoder: str as never },
-      ]));
+      ps.push(
+        e.write([
+          { ...put('T/t', `{"next":${j + 1}}`), memo: { next: j + 1 }, decoder: meta as never },
+          { ...put(`t\u0000t\u0000${String(j).padStart(6, '0')}`, `row ${j}`), memo: `row ${j}`, decoder: str as never },
+        ]),
+      );
     }
     await Promise.all(ps);
   }
@@ -237,7 +239,7 @@ test('a value damaged on disk after open is refused when read, not served', asyn
   await e.close();
 });
 
-test('a kept reference reads only while it is its key\'s live version (Engine.ref / peekRef)', async () => {
+test("a kept reference reads only while it is its key's live version (Engine.ref / peekRef)", async () => {
   const d = dir('cache-ref');
   const clock = new Clock();
   const e = await open(d, { now: clock.now });

@@ -69,7 +69,10 @@ test('compaction reclaims overwritten, deleted and expired data and keeps every 
     for (const [k, v] of live) assert.equal(await e2.read(k, str), v, `${where}: ${k}`);
     for (let i = 0; i < 600; i++) assert.equal(e2.has(`ttl:${i}`), false);
     for (let i = 0; i < 300; i++) assert.equal(e2.has(`gone:${i}`), false);
-    assert.deepEqual(await e2.scan('hot\u0000', str), [...live.keys()].sort().map((k) => live.get(k)));
+    assert.deepEqual(
+      await e2.scan('hot\u0000', str),
+      [...live.keys()].sort().map((k) => live.get(k)),
+    );
   };
   let e2 = e;
   await checkAll('after compaction');
@@ -135,8 +138,10 @@ test('compaction and recovery of a multi-MB log never hold the event loop for lo
   });
   assert.equal(e2.stats().keys, N);
   await e2.close();
-  console.log(`longest event-loop gap: compaction of ${(size / 1048576).toFixed(1)} MiB ${gcGap.toFixed(1)} ms, ` +
-    `recovery with hints ${openGap.toFixed(1)} ms, recovery by scanning ${scanGap.toFixed(1)} ms`);
+  console.log(
+    `longest event-loop gap: compaction of ${(size / 1048576).toFixed(1)} MiB ${gcGap.toFixed(1)} ms, ` +
+      `recovery with hints ${openGap.toFixed(1)} ms, recovery by scanning ${scanGap.toFixed(1)} ms`,
+  );
   assert.ok(gcGap < 200, `compaction held the event loop for ${gcGap.toFixed(1)} ms`);
   assert.ok(openGap < 200, `recovery held the event loop for ${openGap.toFixed(1)} ms`);
   assert.ok(scanGap < 200, `recovery held the event loop for ${scanGap.toFixed(1)} ms`);
@@ -218,7 +223,9 @@ test('a rotated segment gets its hint after hintDelayMs, or never if compacted f
   const retired = before.filter((l) => !logFiles(d2).includes(l));
   assert.ok(retired.length > 0, 'compaction retired segments');
   await fill(e2, 2); // rotates again: new immutable segments, their timers run after the compaction
-  const survivors = logFiles(d2).filter((l) => !before.includes(l)).slice(0, -1); // not the active one
+  const survivors = logFiles(d2)
+    .filter((l) => !before.includes(l))
+    .slice(0, -1); // not the active one
   assert.ok(survivors.length > 0, `rotated after compaction: ${logFiles(d2).join(' ')}`);
   await new Promise((r) => setTimeout(r, 2000));
   await e2.close();

@@ -8,9 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Op } from '../../src/engine/index.js';
 import { jsonDocument } from '../../bench/compression.js';
-import {
-  assertState, logFiles, open, put, replay, rng, scratchDirs, str, totalLogBytes, writeHistory,
-} from './helpers.js';
+import { assertState, logFiles, open, put, replay, rng, scratchDirs, str, totalLogBytes, writeHistory } from './helpers.js';
 
 const dir = scratchDirs();
 const SEG = 64 * 1024;
@@ -31,11 +29,15 @@ test('compressed values read back the same from memory, disk, scans and replay, 
   const b3 = await writeHistory(e3, 40, 33, 'on');
   // The change feed's replay sees values, not their stored form.
   const seen = new Map<string, string>();
-  assert.equal(await e3.replay(0, e3.upcomingSeq, (_seq, entries, buf) => {
-    for (const en of entries) if (en.op === Op.Put) seen.set(en.key, buf.toString('utf8', en.valueOffset, en.valueOffset + en.valueLength));
-  }), true);
+  assert.equal(
+    await e3.replay(0, e3.upcomingSeq, (_seq, entries, buf) => {
+      for (const en of entries) if (en.op === Op.Put) seen.set(en.key, buf.toString('utf8', en.valueOffset, en.valueOffset + en.valueLength));
+    }),
+    true,
+  );
   assert.ok(seen.size > 10);
-  for (const [k, v] of seen) assert.ok(/^(v|off|on)\d+\.\d+:/.test(v) && v.endsWith(`:${k}:${'#'.repeat(v.length - v.lastIndexOf(':') - 1)}`), `replayed ${JSON.stringify(k)}: ${v}`);
+  for (const [k, v] of seen)
+    assert.ok(/^(v|off|on)\d+\.\d+:/.test(v) && v.endsWith(`:${k}:${'#'.repeat(v.length - v.lastIndexOf(':') - 1)}`), `replayed ${JSON.stringify(k)}: ${v}`);
   await e3.compact(true);
   await assertState(e3, replay([...b1, ...b2, ...b3]));
   await e3.close();

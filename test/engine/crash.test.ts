@@ -21,7 +21,11 @@ import { logFiles, rmDir, str, tmpDir } from './helpers.js';
 const WRITER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'crash-writer.js');
 const BUDGET_MS = Number(process.env.PITHOS_CRASH_MS ?? 35_000);
 
-interface Life { acked: number; stderr: string; killedAfterAck: boolean }
+interface Life {
+  acked: number;
+  stderr: string;
+  killedAfterAck: boolean;
+}
 
 /** The key of the encrypted run (crash-writer.ts reads it from PITHOS_CRASH_KEY, and then compresses too). */
 const KEY_HEX = 'c3'.repeat(32);
@@ -96,64 +100,73 @@ async function verify(e: Engine, acked: number, where: string): Promise<number> 
   return V;
 }
 
-for (const sealed of [false, true]) test(`SIGKILL at random moments never loses an acknowledged batch nor leaves half of one${sealed ? ' (encrypted and compressed)' : ''}`, async () => {
-  const dir = tmpDir('crash');
-  const keyring = sealed ? new Keyring(new DataKey(Buffer.from(KEY_HEX, 'hex'))) : undefined;
-  const started = Date.now();
-  let lives = 0;
-  let killsAfterAck = 0;
-  let maxSegments = 0;
-  let lastV = 0;
-  let compactions = 0;
-  let livesWithCompaction = 0;
-  let maxV = 0;
-  const seed = Number(process.env.PITHOS_CRASH_SEED ?? Date.now() % 1_000_000);
-  let s = seed;
-  const rand = (): number => {
-    s = (s * 1103515245 + 12345) % 2147483648;
-    return s / 2147483648;
-  };
-  try {
-    while (Date.now() - started < BUDGET_MS) {
-      const early = rand() < 0.2;
-      const delay = early ? Math.floor(rand() * 250) : Math.floor(rand() * 300);
-      const seg = rand() < 0.5 ? 16 * 1024 : 64 * 1024;
-      const writers = rand() < 0.3 ? 1 : 8;
-      const life = await runAndKill(dir, seg, writers, delay, early, sealed);
-      lives++;
-      compactions += (life.stderr.match(/compacted \d+ segment/g) ?? []).length;
-      if (/compacted/.test(life.stderr)) livesWithCompaction++;
-      if (life.killedAfterAck) killsAfterAck++;
-      assert.ok(!/writer failed|CorruptionError|corrupt data/.test(life.stderr), life.stderr);
-      const where = `life ${lives} (seed ${seed}, acked ${life.acked}, kill ${early ? 'early' : 'after first ack'} +${delay} ms)`;
-      let e: Engine;
-      try {
-        e = await Engine.open({ dir, sweepIntervalMs: 0, compactIntervalMs: 0, keyring });
-      } catch (err) {
-        assert.fail(`${where}: reopen failed: ${String(err)}\nwriter stderr:\n${life.stderr.slice(-3000)}`);
+for (const sealed of [false, true])
+  test(`SIGKILL at random moments never loses an acknowledged batch nor leaves half of one${sealed ? ' (encrypted and compressed)' : ''}`, async () => {
+    const dir = tmpDir('crash');
+    const keyring = sealed ? new Keyring(new DataKey(Buffer.from(KEY_HEX, 'hex'))) : undefined;
+    const started = Date.now();
+    let lives = 0;
+    let killsAfterAck = 0;
+    let maxSegments = 0;
+    let lastV = 0;
+    let compactions = 0;
+    let livesWithCompaction = 0;
+    let maxV = 0;
+    const seed = Number(process.env.PITHOS_CRASH_SEED ?? Date.now() % 1_000_000);
+    let s = seed;
+    const rand = (): number => {
+      s = (s * 1103515245 + 12345) % 2147483648;
+      return s / 2147483648;
+    };
+    try {
+      while (Date.now() - started < BUDGET_MS) {
+        const early = rand() < 0.2;
+        const delay = early ? Math.floor(rand() * 250) : Math.floor(rand() * 300);
+        const seg = rand() < 0.5 ? 16 * 1024 : 64 * 1024;
+        const writers = rand() < 0.3 ? 1 : 8;
+        const life = await runAndKill(dir, seg, writers, delay, early, sealed);
+        lives++;
+        compactions += (life.stderr.match(/compacted \d+ segment/g) ?? []).length;
+        if (/compacted/.test(life.stderr)) livesWithCompaction++;
+        if (life.killedAfterAck) killsAfterAck++;
+        assert.ok(!/writer failed|CorruptionError|corrupt data/.test(life.stderr), life.stderr);
+        const where = `life ${lives} (seed ${seed}, acked ${life.acked}, kill ${early ? 'early' : 'after first ack'} +${delay} ms)`;
+        let e: Engine;
+        try {
+          e = await Engine.open({ dir, sweepIntervalMs: 0, compactIntervalMs: 0, keyring });
+        } catch (err) {
+          assert.fail(`${where}: reopen failed: ${String(err)}\nwriter stderr:\n${life.stderr.slice(-3000)}`);
+        }
+        try {
+          const V = await verify(e, life.acked, where);
+          assert.ok(V >= lastV, `${where}: state went back from ${lastV} to ${V}`);
+          lastV = V;
+          maxV = Math.max(maxV, V);
+        } finally {
+          await e.close();
+        }
+        maxSegments = Math.max(maxSegments, logFiles(dir).length);
+        assert.deepEqual(
+          fs.readdirSync(dir).filter((n) => n.endsWith('.tmp')),
+          [],
+        );
       }
-      try {
-        const V = await verify(e, life.acked, where);
-        assert.ok(V >= lastV, `${where}: state went back from ${lastV} to ${V}`);
-        lastV = V;
-        maxV = Math.max(maxV, V);
-      } finally {
-        await e.close();
+      console.log(
+        `crash test${sealed ? ' (encrypted)' : ''}: ${lives} kills (${killsAfterAck} after the first ack), ${maxV} batches, ` +
+          `up to ${maxSegments} segments, ${compactions} compactions in ${livesWithCompaction} lives, seed ${seed}`,
+      );
+      assert.ok(compactions > 0, 'the writer never compacted');
+      assert.ok(lives >= 10, `only ${lives} kills`);
+      assert.ok(killsAfterAck >= 5);
+      assert.ok(maxV > 100, 'the writer hardly wrote anything');
+      if (keyring !== undefined) {
+        const keys = await segmentKeys(dir);
+        assert.ok(
+          keys.every((k) => k.keyId === keyring.current.idHex),
+          `a segment not sealed: ${JSON.stringify(keys)}`,
+        );
       }
-      maxSegments = Math.max(maxSegments, logFiles(dir).length);
-      assert.deepEqual(fs.readdirSync(dir).filter((n) => n.endsWith('.tmp')), []);
+    } finally {
+      rmDir(dir);
     }
-    console.log(`crash test${sealed ? ' (encrypted)' : ''}: ${lives} kills (${killsAfterAck} after the first ack), ${maxV} batches, ` +
-      `up to ${maxSegments} segments, ${compactions} compactions in ${livesWithCompaction} lives, seed ${seed}`);
-    assert.ok(compactions > 0, 'the writer never compacted');
-    assert.ok(lives >= 10, `only ${lives} kills`);
-    assert.ok(killsAfterAck >= 5);
-    assert.ok(maxV > 100, 'the writer hardly wrote anything');
-    if (keyring !== undefined) {
-      const keys = await segmentKeys(dir);
-      assert.ok(keys.every((k) => k.keyId === keyring.current.idHex), `a segment not sealed: ${JSON.stringify(keys)}`);
-    }
-  } finally {
-    rmDir(dir);
-  }
-});
+  });

@@ -12,8 +12,21 @@ import { createHash } from 'node:crypto';
 import { CorruptionError, DataKey, Keyring, KeyMismatchError, segmentKeys } from '../../src/engine/index.js';
 import { SEALED_SEGMENT_HEADER_SIZE } from '../../src/engine/format.js';
 import {
-  assertState, type Batch, flipByte, hintFiles, LogSink, logFiles, newestLog, open, put, replay, rmDir, scratchDirs, seqsIn,
-  waitForHints, writeHistory,
+  assertState,
+  type Batch,
+  flipByte,
+  hintFiles,
+  LogSink,
+  logFiles,
+  newestLog,
+  open,
+  put,
+  replay,
+  rmDir,
+  scratchDirs,
+  seqsIn,
+  waitForHints,
+  writeHistory,
 } from './helpers.js';
 
 const dir = scratchDirs();
@@ -97,7 +110,13 @@ test('without its key, or with a wrong one, a sealed directory refuses to open a
     return true;
   });
   assert.equal(digest(d), before, 'a refused open changed the directory');
-  assert.deepEqual(fs.readdirSync(d).filter((n) => n !== 'LOCK').sort(), names.filter((n) => n !== 'LOCK'));
+  assert.deepEqual(
+    fs
+      .readdirSync(d)
+      .filter((n) => n !== 'LOCK')
+      .sort(),
+    names.filter((n) => n !== 'LOCK'),
+  );
   // The right key (here as an old key of a new ring) opens it.
   const e = await open(d, { segmentBytes: SEG, keyring: new Keyring(keyB, [keyA]) });
   await assertState(e, replay(batches));
@@ -137,7 +156,10 @@ test('every flipped byte of a sealed batch refuses to open at that batch; repair
   const log = new LogSink();
   const e = await open(d, { segmentBytes: SEG, keyring: ringA, repair: true, log: log.fn });
   await assertState(e, replay(batches, new Set([victim.seq])));
-  assert.ok(log.has(new RegExp(`repair dropped ${victim.len} damaged byte\\(s\\) at offset ${victim.pos} \\(authentication failed under key ${keyA.idHex}`)), log.lines.join(' | '));
+  assert.ok(
+    log.has(new RegExp(`repair dropped ${victim.len} damaged byte\\(s\\) at offset ${victim.pos} \\(authentication failed under key ${keyA.idHex}`)),
+    log.lines.join(' | '),
+  );
   await e.close();
   const e2 = await open(d, { segmentBytes: SEG, keyring: ringA });
   await assertState(e2, replay(batches, new Set([victim.seq])));
@@ -150,10 +172,14 @@ test('every flipped byte of a sealed segment header refuses to open', async () =
   const original = fs.readFileSync(file);
   for (let at = 0; at < SEALED_SEGMENT_HEADER_SIZE; at++) {
     flipByte(file, at, 0x10);
-    await assert.rejects(open(d, { segmentBytes: SEG, keyring: ringA }), (err: unknown) => {
-      assert.ok(err instanceof CorruptionError || err instanceof KeyMismatchError, `byte ${at}: ${String(err)}`);
-      return true;
-    }, `header byte ${at} flipped was accepted`);
+    await assert.rejects(
+      open(d, { segmentBytes: SEG, keyring: ringA }),
+      (err: unknown) => {
+        assert.ok(err instanceof CorruptionError || err instanceof KeyMismatchError, `byte ${at}: ${String(err)}`);
+        return true;
+      },
+      `header byte ${at} flipped was accepted`,
+    );
     fs.writeFileSync(file, original);
   }
 });
@@ -215,14 +241,20 @@ test('compaction rewrites plain and old-key segments under the current key; the 
   assert.equal(await e1.rekey(), 0);
   await e1.close();
   const afterA = await segmentKeys(plain);
-  assert.ok(afterA.every((s) => s.keyId === keyA.idHex), JSON.stringify(afterA));
+  assert.ok(
+    afterA.every((s) => s.keyId === keyA.idHex),
+    JSON.stringify(afterA),
+  );
   // Rotate to key B with A kept as an old key; then A is no longer needed.
   const e2 = await open(plain, { segmentBytes: SEG, keyring: new Keyring(keyB, [keyA]) });
   const b2 = await writeHistory(e2, 40, 23, 'b');
   assert.equal(await e2.rekey(), 0);
   await e2.close();
   const afterB = await segmentKeys(plain);
-  assert.ok(afterB.every((s) => s.keyId === keyB.idHex), JSON.stringify(afterB));
+  assert.ok(
+    afterB.every((s) => s.keyId === keyB.idHex),
+    JSON.stringify(afterB),
+  );
   const e3 = await open(plain, { segmentBytes: SEG, keyring: new Keyring(keyB) });
   await assertState(e3, replay([...b0, ...b1, ...b2]));
   await e3.close();

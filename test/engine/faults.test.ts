@@ -75,7 +75,10 @@ class Faulty {
 }
 
 const settle = <T>(p: Promise<T>): Promise<{ ok: true; v: T } | { ok: false; err: unknown }> =>
-  p.then((v) => ({ ok: true as const, v }), (err: unknown) => ({ ok: false as const, err }));
+  p.then(
+    (v) => ({ ok: true as const, v }),
+    (err: unknown) => ({ ok: false as const, err }),
+  );
 
 async function seed(e: Engine): Promise<void> {
   await e.write([put('k1', 'one'), put('k2', 'two'), put('g\u0000a', 'ga'), put('g\u0000b', 'gb')]);
@@ -107,11 +110,7 @@ for (const [call, code, Err] of [
     faulty.fail.set(call, code);
     const entered = faulty.hold();
     // One group of three batches...
-    const group = [
-      settle(e.write([put('k1', 'ONE'), del('k2')])),
-      settle(e.write([put('new', 'x'), drop('g\u0000')])),
-      settle(e.write([put('k3', 'THREE')])),
-    ];
+    const group = [settle(e.write([put('k1', 'ONE'), del('k2')])), settle(e.write([put('new', 'x'), drop('g\u0000')])), settle(e.write([put('k3', 'THREE')]))];
     // ...which the directory reflects at once.
     assert.equal(e.peek('k1', str), 'ONE');
     assert.equal(e.has('k2'), false);
@@ -271,7 +270,10 @@ test('a snapshot holding a version whose fsync failed finds it gone, not bytes p
   faulty.release();
   await assert.rejects(w, StorageIOError);
   faulty.fail.delete('fdatasync');
-  await assert.rejects(Promise.resolve().then(() => snap.read(0, 2)), (err: unknown) => err instanceof StorageIOError && /try again/.test((err as Error).message));
+  await assert.rejects(
+    Promise.resolve().then(() => snap.read(0, 2)),
+    (err: unknown) => err instanceof StorageIOError && /try again/.test((err as Error).message),
+  );
   snap.release();
   assert.deepEqual(await e.scan('g\u0000', str), ['A']);
   await e.close();

@@ -3,9 +3,26 @@ import assert from 'node:assert/strict';
 import { crc32 } from 'node:zlib';
 import fc from 'fast-check';
 import {
-  BATCH_HEADER_SIZE, checkHint, decodeBatch, decodeSegmentHeader, encodeBatch, encodeSegmentHeader, type EntryIn,
-  ENTRY_HEADER_SIZE, entrySize, HINT_VERSION, HintWriter, Op, Probe, probeBatch, readSeq, SEGMENT_HEADER_SIZE, SegmentKind,
-  valueCrc, visitHint, writeSeq,
+  BATCH_HEADER_SIZE,
+  checkHint,
+  decodeBatch,
+  decodeSegmentHeader,
+  encodeBatch,
+  encodeSegmentHeader,
+  type EntryIn,
+  ENTRY_HEADER_SIZE,
+  entrySize,
+  HINT_VERSION,
+  HintWriter,
+  Op,
+  Probe,
+  probeBatch,
+  readSeq,
+  SEGMENT_HEADER_SIZE,
+  SegmentKind,
+  valueCrc,
+  visitHint,
+  writeSeq,
 } from '../../src/engine/format.js';
 
 function encode(seq: number, entries: EntryIn[]): { buf: Buffer; valueOffsets: number[] } {
@@ -45,8 +62,7 @@ test('batch encode/decode round trip (property)', () => {
       fc.uint8Array({ maxLength: 64 }),
       (entries, seq, prefix) => {
         const { buf, valueOffsets } = encode(seq, entries);
-        assert.equal(buf.length, BATCH_HEADER_SIZE + entries.reduce(
-          (a, e) => a + entrySize(Buffer.byteLength(e.key), e.value?.length ?? 0), 0));
+        assert.equal(buf.length, BATCH_HEADER_SIZE + entries.reduce((a, e) => a + entrySize(Buffer.byteLength(e.key), e.value?.length ?? 0), 0));
         // Place the batch after some unrelated bytes and before others.
         const host = Buffer.concat([Buffer.from(prefix), buf, Buffer.from('trailing')]);
         const out = [0];
@@ -151,14 +167,27 @@ test('segment header round trip and rejection', () => {
   assert.equal(h.length, SEGMENT_HEADER_SIZE);
   assert.deepEqual(decodeSegmentHeader(h), { kind: SegmentKind.Compacted, baseSeq: 2 ** 40 });
   assert.equal(typeof decodeSegmentHeader(h.subarray(0, 10)), 'string');
-  for (const [pos, val] of [[0, 0], [4, 2], [5, 7]] as const) {
+  for (const [pos, val] of [
+    [0, 0],
+    [4, 2],
+    [5, 7],
+  ] as const) {
     const b = Buffer.from(h);
     b[pos] = val;
     assert.equal(typeof decodeSegmentHeader(b), 'string', `byte ${pos} = ${val} accepted`);
   }
 });
 
-interface H { op: Op; key: string; pos: number; len: number; size: number; exp: number; crc: number; seq: number }
+interface H {
+  op: Op;
+  key: string;
+  pos: number;
+  len: number;
+  size: number;
+  exp: number;
+  crc: number;
+  seq: number;
+}
 
 function buildHint(entries: H[], segSize: number, maxSeq: number): Buffer {
   const w = new HintWriter();
@@ -188,8 +217,14 @@ test('hint writer / checkHint / visitHint round trip', () => {
   const entries: H[] = [];
   for (let i = 0; i < 5000; i++) {
     entries.push({
-      op: i % 7 === 0 ? Op.Del : Op.Put, key: `key-${i}-${'x'.repeat(i % 30)}`, pos: 16 + i * 100, len: i % 100, size: 15 + i,
-      exp: i % 3 === 0 ? 1.7e12 + i : 0, crc: valueCrc(Buffer.from(`v${i}`), 0, String(i).length + 1), seq: i * 7919 + 1,
+      op: i % 7 === 0 ? Op.Del : Op.Put,
+      key: `key-${i}-${'x'.repeat(i % 30)}`,
+      pos: 16 + i * 100,
+      len: i % 100,
+      size: 15 + i,
+      exp: i % 3 === 0 ? 1.7e12 + i : 0,
+      crc: valueCrc(Buffer.from(`v${i}`), 0, String(i).length + 1),
+      seq: i * 7919 + 1,
     });
   }
   entries.push({ op: Op.Put, key: 'big'.repeat(21845), pos: 123, len: 4, size: 65554, exp: 0, crc: -1, seq: 2 ** 53 - 1 });

@@ -68,11 +68,17 @@ export function drop(group: string): WriteOp {
 
 /** Segment files (`*.log`) of a data directory, oldest first. */
 export function logFiles(dir: string): string[] {
-  return fs.readdirSync(dir).filter((n) => /^\d{16}\.log$/.test(n)).sort();
+  return fs
+    .readdirSync(dir)
+    .filter((n) => /^\d{16}\.log$/.test(n))
+    .sort();
 }
 
 export function hintFiles(dir: string): string[] {
-  return fs.readdirSync(dir).filter((n) => /^\d{16}\.hint$/.test(n)).sort();
+  return fs
+    .readdirSync(dir)
+    .filter((n) => /^\d{16}\.hint$/.test(n))
+    .sort();
 }
 
 /** The newest log segment (the one appended to). */
@@ -186,7 +192,6 @@ export function applyOps(m: Map<string, Buffer>, ops: readonly WriteOp[]): void 
   }
 }
 
-
 export const KEYS = [
   ...Array.from({ length: 16 }, (_, i) => `key-${i}`),
   ...Array.from({ length: 8 }, (_, i) => `tbl\u0000row-${i}`),
@@ -229,7 +234,10 @@ export async function assertState(e: Engine, model: Map<string, Buffer>, keys: I
   }
   equal(e.stats().keys, model.size, `${msg} key count`);
   for (const g of GROUPS) {
-    const want = [...model.keys()].filter((k) => groupOf(k) === g).sort().map((k) => (model.get(k) as Buffer).toString());
+    const want = [...model.keys()]
+      .filter((k) => groupOf(k) === g)
+      .sort()
+      .map((k) => (model.get(k) as Buffer).toString());
     deepEqual(await e.scan(g, str), want, `${msg} scan of ${JSON.stringify(g)}`);
   }
 }

@@ -53,7 +53,10 @@ function check(kd: KeyDir, model: Map<string, Entry>): void {
   // The directory iterates every entry once (its order is shard order, not insertion order).
   const listed = Array.from(kd.map).sort((a, b) => (a[0] < b[0] ? -1 : 1));
   const expected = Array.from(model).sort((a, b) => (a[0] < b[0] ? -1 : 1));
-  assert.deepEqual(listed.map(([k]) => k), expected.map(([k]) => k));
+  assert.deepEqual(
+    listed.map(([k]) => k),
+    expected.map(([k]) => k),
+  );
   for (let i = 0; i < listed.length; i++) assert.equal(listed[i][1], expected[i][1]);
   for (const g of GROUPS) {
     const want = expected.filter(([k]) => groupOf(k) === g);
@@ -65,12 +68,18 @@ function check(kd: KeyDir, model: Map<string, Entry>): void {
     assert.ok(m !== undefined);
     assert.equal(m.size, want.length);
     // Key order, through every way a caller walks it.
-    assert.deepEqual(Array.from(m.keys()), want.map(([k]) => k));
+    assert.deepEqual(
+      Array.from(m.keys()),
+      want.map(([k]) => k),
+    );
     const vals = Array.from(m.values());
     const ents = Array.from(m);
     const each: string[] = [];
     m.forEach((_v, k) => each.push(k));
-    assert.deepEqual(each, want.map(([k]) => k));
+    assert.deepEqual(
+      each,
+      want.map(([k]) => k),
+    );
     for (let i = 0; i < want.length; i++) {
       assert.equal(vals[i], want[i][1]);
       assert.equal(ents[i][0], want[i][0]);
@@ -105,8 +114,14 @@ test('KeyDir behaves like a Map under random set/delete/dropGroup/restore (group
           model.delete(c.key);
         } else if (c.t === 'drop') {
           const out = kd.dropGroup(c.group);
-          const want = Array.from(model).filter(([k]) => groupOf(k) === c.group).sort((a, b) => (a[0] < b[0] ? -1 : 1));
-          assert.deepEqual(out.map(([k]) => k), want.map(([k]) => k), 'dropGroup returns the members in key order');
+          const want = Array.from(model)
+            .filter(([k]) => groupOf(k) === c.group)
+            .sort((a, b) => (a[0] < b[0] ? -1 : 1));
+          assert.deepEqual(
+            out.map(([k]) => k),
+            want.map(([k]) => k),
+            'dropGroup returns the members in key order',
+          );
           for (const [k, e] of out) {
             assert.equal(e, model.get(k));
             lose(k, e);
@@ -171,10 +186,13 @@ test('ShardedMap agrees with Map on get/has/set/delete/clear/size and lists each
   );
 });
 
-test('shardOf spreads the model\'s key shapes evenly over the 256 shards', () => {
+test("shardOf spreads the model's key shapes evenly over the 256 shards", () => {
   // Record keys and one table's row keys (src/model/keys.ts): 100 keys per shard on average.
-  for (const key of [(i: number) => `R/user:${i}`, (i: number) => `t\u0000orders\u00001\u0000${String(i).padStart(16, '0')}`,
-    (i: number) => `R/${'x'.repeat(100)}/${i}/${'y'.repeat(30)}`]) {
+  for (const key of [
+    (i: number) => `R/user:${i}`,
+    (i: number) => `t\u0000orders\u00001\u0000${String(i).padStart(16, '0')}`,
+    (i: number) => `R/${'x'.repeat(100)}/${i}/${'y'.repeat(30)}`,
+  ]) {
     const counts = new Array<number>(256).fill(0);
     for (let i = 0; i < 25_600; i++) counts[shardOf(key(i))]++;
     assert.ok(Math.min(...counts) > 50 && Math.max(...counts) < 150, `shards hold ${Math.min(...counts)}..${Math.max(...counts)} keys`);

@@ -55,8 +55,7 @@ function deadPid(): number {
 }
 
 test(`${RACERS} processes opening one directory at once: exactly one wins, every round`, async () => {
-  const racers = Array.from({ length: RACERS }, () =>
-    new Racer(spawn(process.execPath, [RACER, 'child'], { stdio: ['pipe', 'pipe', 'pipe'] })));
+  const racers = Array.from({ length: RACERS }, () => new Racer(spawn(process.execPath, [RACER, 'child'], { stdio: ['pipe', 'pipe', 'pipe'] })));
   const base = tmpDir('lockrace');
   try {
     for (const r of racers) assert.equal(await r.next(), 'ready');
@@ -81,7 +80,11 @@ test(`${RACERS} processes opening one directory at once: exactly one wins, every
       for (const x of results) if (x !== 'won') assert.equal(x, 'lost DIR_LOCKED', `round ${round}`);
       const winner = racers[results.indexOf('won')];
       assert.equal(fs.readFileSync(path.join(dir, 'LOCK'), 'utf8'), `${winner.child.pid}\n`, 'LOCK names the winner');
-      assert.deepEqual(fs.readdirSync(dir).filter((n) => n.startsWith('LOCK.')), [], 'the takeover guard (or a file set aside) was left behind');
+      assert.deepEqual(
+        fs.readdirSync(dir).filter((n) => n.startsWith('LOCK.')),
+        [],
+        'the takeover guard (or a file set aside) was left behind',
+      );
       for (const r of racers) r.send('close');
       for (const r of racers) assert.equal(await r.next(), 'closed');
       assert.equal(fs.existsSync(path.join(dir, 'LOCK')), false, 'the winner released the lock');
@@ -107,7 +110,7 @@ test('a live owner is refused with a message that says the lock may be stale and
       assert.ok(err.message.includes(path.join(d, 'LOCK')), err.message);
       return true;
     });
-    assert.equal(fs.readFileSync(path.join(d, 'LOCK'), 'utf8'), `${owner.pid}\n`, 'a live owner\'s LOCK is left alone');
+    assert.equal(fs.readFileSync(path.join(d, 'LOCK'), 'utf8'), `${owner.pid}\n`, "a live owner's LOCK is left alone");
   } finally {
     owner.kill('SIGKILL');
     rmDir(d);

@@ -13,9 +13,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import fc from 'fast-check';
-import {
-  type Durability, type Engine, type FileOps, MISS, nodeFileOps, Op, StorageFullError, StorageIOError, type WriteOp,
-} from '../../src/engine/index.js';
+import { type Durability, type Engine, type FileOps, MISS, nodeFileOps, Op, StorageFullError, StorageIOError, type WriteOp } from '../../src/engine/index.js';
 import { decodeBatch, entrySize, BATCH_HEADER_SIZE } from '../../src/engine/format.js';
 import { groupOf } from '../../src/engine/keydir.js';
 import { Clock, newestLog, open, rmDir, str, tmpDir } from './helpers.js';
@@ -23,10 +21,7 @@ import { Clock, newestLog, open, rmDir, str, tmpDir } from './helpers.js';
 const KEYS = ['a', 'b', 'c', 'd', 'g\u0000x', 'g\u0000y', 'g\u0000z', 'g\u0000s\u0000p', 'g\u0000s\u0000q', 'h\u0000m'];
 const GROUPS = ['g\u0000', 'g\u0000s\u0000', 'h\u0000', 'nothing\u0000'];
 
-type OpSpec =
-  | { t: 'put'; k: number; len: number; ttl: number }
-  | { t: 'del'; k: number }
-  | { t: 'drop'; g: number };
+type OpSpec = { t: 'put'; k: number; len: number; ttl: number } | { t: 'del'; k: number } | { t: 'drop'; g: number };
 
 type Cmd =
   | { t: 'write'; batches: OpSpec[][] }
@@ -40,14 +35,20 @@ type Cmd =
   | { t: 'fail'; batches: OpSpec[][]; call: 'writeAll' | 'fdatasync'; code: 'ENOSPC' | 'EIO' };
 
 const opArb: fc.Arbitrary<OpSpec> = fc.oneof(
-  { weight: 6, arbitrary: fc.record({
-    t: fc.constant('put' as const),
-    k: fc.nat(KEYS.length - 1),
-    len: fc.oneof(fc.nat(40), fc.integer({ min: 200, max: 1500 })),
-    // 0: no expiry; negative: already expired when written.
-    ttl: fc.oneof({ weight: 3, arbitrary: fc.constant(0) }, { weight: 2, arbitrary: fc.integer({ min: 1, max: 3000 }) },
-      { weight: 1, arbitrary: fc.integer({ min: -50, max: 0 }) }),
-  }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      t: fc.constant('put' as const),
+      k: fc.nat(KEYS.length - 1),
+      len: fc.oneof(fc.nat(40), fc.integer({ min: 200, max: 1500 })),
+      // 0: no expiry; negative: already expired when written.
+      ttl: fc.oneof(
+        { weight: 3, arbitrary: fc.constant(0) },
+        { weight: 2, arbitrary: fc.integer({ min: 1, max: 3000 }) },
+        { weight: 1, arbitrary: fc.integer({ min: -50, max: 0 }) },
+      ),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('del' as const), k: fc.nat(KEYS.length - 1) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('drop' as const), g: fc.nat(GROUPS.length - 1) }) },
 );
@@ -61,18 +62,24 @@ const cmdArb: fc.Arbitrary<Cmd> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ t: fc.constant('compact' as const), force: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('compactDuring' as const), batches: batchesArb }) },
   { weight: 2, arbitrary: fc.constant({ t: 'reopen' as const }) },
-  { weight: 1, arbitrary: fc.record({
-    t: fc.constant('fail' as const),
-    batches: batchesArb,
-    call: fc.constantFrom('writeAll' as const, 'fdatasync' as const),
-    code: fc.constantFrom('ENOSPC' as const, 'EIO' as const),
-  }) },
-  { weight: 2, arbitrary: fc.record({
-    t: fc.constant('crash' as const),
-    batches: batchesArb,
-    frac: fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
-    garbage: fc.oneof(fc.constant([] as number[]), fc.array(fc.nat(255), { minLength: 1, maxLength: 300 })),
-  }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      t: fc.constant('fail' as const),
+      batches: batchesArb,
+      call: fc.constantFrom('writeAll' as const, 'fdatasync' as const),
+      code: fc.constantFrom('ENOSPC' as const, 'EIO' as const),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      t: fc.constant('crash' as const),
+      batches: batchesArb,
+      frac: fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+      garbage: fc.oneof(fc.constant([] as number[]), fc.array(fc.nat(255), { minLength: 1, maxLength: 300 })),
+    }),
+  },
 );
 
 const configArb = fc.record({
@@ -81,7 +88,10 @@ const configArb = fc.record({
   durability: fc.constantFrom<Durability>('always', 'never', 'everysec'),
 });
 
-interface ModelEntry { v: string; exp: number }
+interface ModelEntry {
+  v: string;
+  exp: number;
+}
 
 class Model {
   m = new Map<string, ModelEntry>();
@@ -132,8 +142,11 @@ async function check(e: Engine, model: Model, now: number, where: string): Promi
     assert.equal(e.has(k), want !== undefined, `${where}: has ${JSON.stringify(k)}`);
   }
   for (const g of GROUPS) {
-    const want = [...model.m.keys()].filter((k) => groupOf(k) === g).sort()
-      .map((k) => model.get(k, now)).filter((v) => v !== undefined);
+    const want = [...model.m.keys()]
+      .filter((k) => groupOf(k) === g)
+      .sort()
+      .map((k) => model.get(k, now))
+      .filter((v) => v !== undefined);
     assert.deepEqual(await e.scan(g, str), want, `${where}: scan ${JSON.stringify(g)}`);
   }
 }

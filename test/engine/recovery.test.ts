@@ -5,8 +5,24 @@ import * as path from 'node:path';
 import { CorruptionError, Engine, Op } from '../../src/engine/index.js';
 import { decodeBatch } from '../../src/engine/format.js';
 import {
-  assertState, type Batch, countingFileOps, del, flipByte, hintFiles, LogSink, logFiles, newestLog, open, put,
-  replay, rmDir, seqsIn, str, waitForHints, writeHistory, scratchDirs,
+  assertState,
+  type Batch,
+  countingFileOps,
+  del,
+  flipByte,
+  hintFiles,
+  LogSink,
+  logFiles,
+  newestLog,
+  open,
+  put,
+  replay,
+  rmDir,
+  seqsIn,
+  str,
+  waitForHints,
+  writeHistory,
+  scratchDirs,
 } from './helpers.js';
 
 const dir = scratchDirs();
@@ -56,8 +72,10 @@ test('a torn tail at every byte offset of the last batch is cut off', async () =
     await e.close();
     assert.equal(fs.statSync(file).size, last.pos, `file not truncated (cut at ${cut})`);
     if (cut > last.pos) {
-      assert.ok(log.has(new RegExp(`torn tail at offset ${last.pos}, dropped ${cut - last.pos} byte`)),
-        `no torn-tail log line for cut at ${cut}: ${log.lines.join(' | ')}`);
+      assert.ok(
+        log.has(new RegExp(`torn tail at offset ${last.pos}, dropped ${cut - last.pos} byte`)),
+        `no torn-tail log line for cut at ${cut}: ${log.lines.join(' | ')}`,
+      );
     } else {
       assert.ok(!log.has(/torn tail/), 'a clean end was reported as torn');
     }
@@ -99,7 +117,13 @@ async function expectCorruption(d: string, file: string, offset: number): Promis
 
 /** Damage inside one batch, at several kinds of position within it. */
 const damageSpots = (len: number): Array<[string, number]> => [
-  ['crc', 1], ['length', 5], ['seq', 9], ['count', 16], ['entry op', 20], ['middle', Math.floor(len / 2)], ['last byte', len - 1],
+  ['crc', 1],
+  ['length', 5],
+  ['seq', 9],
+  ['count', 16],
+  ['entry op', 20],
+  ['middle', Math.floor(len / 2)],
+  ['last byte', len - 1],
 ];
 
 for (const where of ['older', 'newest'] as const) {
@@ -285,7 +309,10 @@ test('an interrupted compaction or hint (left as *.tmp) is discarded at open', a
   const e = await open(d, { segmentBytes: SEG });
   await assertState(e, replay(batches));
   await e.close();
-  assert.deepEqual(fs.readdirSync(d).filter((n) => n.endsWith('.tmp')), []);
+  assert.deepEqual(
+    fs.readdirSync(d).filter((n) => n.endsWith('.tmp')),
+    [],
+  );
 });
 
 test('a segment that died before its header was written is removed', async () => {
@@ -308,8 +335,20 @@ test('a segment that died before its header was written is removed', async () =>
 test('keys survive the log byte for byte (or are refused up front)', async () => {
   const d = dir('keys');
   const e = await open(d);
-  const keys = ['plain', 'with space', 'nul\u0000inside', '\u0000', 'emoji 🔑', 'ελληνικά', 'a'.repeat(65535),
-    'lone \ud800 high', 'lone \udc00 low', 'reversed \udc00\ud800', 'é'.repeat(32767), '€'.repeat(21846)];
+  const keys = [
+    'plain',
+    'with space',
+    'nul\u0000inside',
+    '\u0000',
+    'emoji 🔑',
+    'ελληνικά',
+    'a'.repeat(65535),
+    'lone \ud800 high',
+    'lone \udc00 low',
+    'reversed \udc00\ud800',
+    'é'.repeat(32767),
+    '€'.repeat(21846),
+  ];
   const accepted: string[] = [];
   for (const k of keys) {
     try {
@@ -353,5 +392,11 @@ test('decodeBatch of the stored log matches what was written', async () => {
   const [only] = seqsIn(file);
   const b = decodeBatch(fs.readFileSync(file), only.pos, only.len);
   assert.equal(b.seq, seq);
-  assert.deepEqual(b.entries.map((x) => [x.op, x.key, x.expiresAt]), [[Op.Put, 'k1', 1_900_000_000_000], [Op.Del, 'k2', 0]]);
+  assert.deepEqual(
+    b.entries.map((x) => [x.op, x.key, x.expiresAt]),
+    [
+      [Op.Put, 'k1', 1_900_000_000_000],
+      [Op.Del, 'k2', 0],
+    ],
+  );
 });

@@ -15,7 +15,7 @@ const dec = (b: Buffer, k: string): string => `${k.slice(G.length)}=${str(b)}`;
 
 async function readAll(s: { length: number; read(a: number, b: number): string[] | Promise<string[]> }, step: number): Promise<string[]> {
   const out: string[] = [];
-  for (let i = 0; i < s.length; i += step) out.push(...await s.read(i, Math.min(s.length, i + step)));
+  for (let i = 0; i < s.length; i += step) out.push(...(await s.read(i, Math.min(s.length, i + step))));
   return out;
 }
 
@@ -58,10 +58,18 @@ test('members expired at the instant of the snapshot are left out; reads of a ra
     const s = e.snapshot(G, dec, now);
     now += 100; // the expiring ones are now past their time, but not at the snapshot's instant
     const all = await readAll(s, 3);
-    assert.deepEqual(all, Array.from({ length: 10 }, (_, i) => `${String(i).padStart(6, '0')}=v${i}`));
+    assert.deepEqual(
+      all,
+      Array.from({ length: 10 }, (_, i) => `${String(i).padStart(6, '0')}=v${i}`),
+    );
     s.release();
     const later = e.snapshot(G, dec, now);
-    assert.deepEqual(await readAll(later, 4), Array.from({ length: 10 }, (_, i) => i).filter((i) => i % 3 !== 0).map((i) => `${String(i).padStart(6, '0')}=v${i}`));
+    assert.deepEqual(
+      await readAll(later, 4),
+      Array.from({ length: 10 }, (_, i) => i)
+        .filter((i) => i % 3 !== 0)
+        .map((i) => `${String(i).padStart(6, '0')}=v${i}`),
+    );
     later.release();
   } finally {
     await e.close();

@@ -108,6 +108,9 @@ test('replay gives every batch in (after, upto] in order, and refuses what compa
   assert.equal(await e.replay(floor - 1, upto, () => {}), false);
   const tail: number[] = [];
   assert.equal(await e.replay(floor, e.committedSeq, (seq) => tail.push(seq)), true);
-  assert.deepEqual(tail, written.filter(([s]) => s > floor).map(([s]) => s));
+  assert.deepEqual(
+    tail,
+    written.filter(([s]) => s > floor).map(([s]) => s),
+  );
   await e.close();
 });

@@ -23,12 +23,22 @@ test('fuzz, TLS: stalled and garbage handshakes and plain HTTP stay under the ca
   try {
     const pid = s.child!.pid!;
     const [attack, fuzzed] = await Promise.all([
-      tlsAttack({ port: s.port, token: s.token, ca, seed, durationMs: 8_000, maxConnections: max,
-        sockets: () => serverSockets(pid), socketSlack: 3 + (STORE === 'postgres' ? 10 : 0) }),
+      tlsAttack({
+        port: s.port,
+        token: s.token,
+        ca,
+        seed,
+        durationMs: 8_000,
+        maxConnections: max,
+        sockets: () => serverSockets(pid),
+        socketSlack: 3 + (STORE === 'postgres' ? 10 : 0),
+      }),
       fuzz({ port: s.port, token: s.token, requests: 100_000, seed, workers: 2, timeLimitMs: 8_000, tlsCa: ca }),
     ]);
-    t.diagnostic(`TLS attack: opened ${JSON.stringify(attack.opened)}, ${attack.httpsChecks} HTTPS checks, peak ${attack.peakSockets} sockets ` +
-      `(cap ${max}), ${attack.ms} ms; HTTP fuzz over TLS: ${fuzzed.requests} requests, ${fuzzed.checkedRefusals} refusals checked, ${fuzzed.timeouts} timeouts, statuses ${JSON.stringify(fuzzed.byStatus)}`);
+    t.diagnostic(
+      `TLS attack: opened ${JSON.stringify(attack.opened)}, ${attack.httpsChecks} HTTPS checks, peak ${attack.peakSockets} sockets ` +
+        `(cap ${max}), ${attack.ms} ms; HTTP fuzz over TLS: ${fuzzed.requests} requests, ${fuzzed.checkedRefusals} refusals checked, ${fuzzed.timeouts} timeouts, statuses ${JSON.stringify(fuzzed.byStatus)}`,
+    );
     assert.deepEqual(attack.violations, []);
     assert.deepEqual(fuzzed.violations, []);
     assert.ok(attack.httpsChecks >= 5 && fuzzed.requests >= 20, `too little done: ${attack.httpsChecks} checks, ${fuzzed.requests} requests`);
@@ -40,7 +50,7 @@ test('fuzz, TLS: stalled and garbage handshakes and plain HTTP stay under the ca
   }
 });
 
-test('fuzz, bodies without a token: public paths refuse them with 400, others answer 401, and the server\'s memory stays bounded', async (t) => {
+test("fuzz, bodies without a token: public paths refuse them with 400, others answer 401, and the server's memory stays bounded", async (t) => {
   const seed = seedOf(t);
   const s = await PithosServer.start({ testClock: false, fsync: 'never' });
   try {
@@ -52,8 +62,10 @@ test('fuzz, bodies without a token: public paths refuse them with 400, others an
     const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(pid))), 50);
     const report = await noTokenBodies({ port: s.port, token: s.token, seed, durationMs: 12_000, workers: 6 });
     clearInterval(sampler);
-    t.diagnostic(`${report.requests} requests, ${(report.sentBytes / 2 ** 20).toFixed(0)} MiB of bodies sent, statuses ${JSON.stringify(report.byStatus)}; ` +
-      `server RSS ${before.toFixed(0)} MiB before, peak ${peak.toFixed(0)} MiB`);
+    t.diagnostic(
+      `${report.requests} requests, ${(report.sentBytes / 2 ** 20).toFixed(0)} MiB of bodies sent, statuses ${JSON.stringify(report.byStatus)}; ` +
+        `server RSS ${before.toFixed(0)} MiB before, peak ${peak.toFixed(0)} MiB`,
+    );
     assert.deepEqual(report.violations, []);
     assert.ok(report.requests >= 50, `only ${report.requests} requests`);
     // Six clients at a time; a server that buffered their bodies would hold up to 6 x 16 MiB and more.

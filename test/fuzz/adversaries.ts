@@ -210,8 +210,23 @@ export interface BodiesReport {
 
 /** Served without a token: a body there is refused with 400. */
 const PUBLIC = ['/openapi.json', '/openapi.json?x=1', '/livez', '/readyz', '/console', '/console/', '/console/app.js', '/console/nope.png'];
-const PRIVATE = ['/health', '/metrics', '/records/x', '/tables/t/rows', '/tables/t/query', '/txns', '/watch', '/backup', '/variants/v',
-  '/locks/l', '/favicon.ico', '/', '/consolex', '/no/such/path', '/_test/clock'];
+const PRIVATE = [
+  '/health',
+  '/metrics',
+  '/records/x',
+  '/tables/t/rows',
+  '/tables/t/query',
+  '/txns',
+  '/watch',
+  '/backup',
+  '/variants/v',
+  '/locks/l',
+  '/favicon.ico',
+  '/',
+  '/consolex',
+  '/no/such/path',
+  '/_test/clock',
+];
 const METHODS = ['GET', 'PUT', 'POST', 'PATCH', 'DELETE', 'OPTIONS'];
 
 /** One request with a body on a new connection; stops writing once an answer has come. */
@@ -264,47 +279,49 @@ export async function noTokenBodies(o: BodiesOptions): Promise<BodiesReport> {
     if (report.violations.length < 50) report.violations.push(`seed ${o.seed}: ${s}`);
   };
   const until = t0 + o.durationMs;
-  await Promise.all(Array.from({ length: o.workers ?? 6 }, async (_, w) => {
-    const r = rng(o.seed + w * 7919);
-    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
-    while (Date.now() < until) {
-      const isPublic = r() < 0.5;
-      const path = isPublic ? pick(PUBLIC) : pick(PRIVATE);
-      // GET /openapi.json is the public route; other methods there are not routed, so they need a token.
-      const method = path.startsWith('/openapi.json') ? 'GET' : pick(METHODS);
-      // Mostly small bodies; one in five from 1 to 16 MiB.
-      const size = r() < 0.8 ? 1 + Math.floor(r() * 64 * 1024) : 1024 * 1024 * (1 + Math.floor(r() * 16));
-      const chunked = r() < 0.4;
-      const headers = ['Host: 127.0.0.1', chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${size}`];
-      const t = r();
-      if (t < 0.3) headers.push(`Auth-Token: ${pick(['wrong', '', o.token + 'x', o.token.slice(1)])}`);
-      if (r() < 0.1) headers.push('Expect: 100-continue');
-      if (r() < 0.2) headers.push(`Content-Type: ${pick(['application/json', 'application/x-www-form-urlencoded', 'text/plain'])}`);
-      if (method === 'OPTIONS' && r() < 0.5) headers.push('Origin: http://example.com', 'Access-Control-Request-Method: PUT');
-      const head = `${method} ${path} HTTP/1.1\r\n${headers.join('\r\n')}\r\n\r\n`;
-      report.requests++;
-      const { data, sent } = await bodyRequest(o.port, head, size, chunked);
-      report.sentBytes += sent;
-      const a = parseAnswers(data).answers.find((x) => x.status !== 100);
-      const what = `${method} ${path} (${chunked ? 'chunked' : 'declared'} ${size} bytes)`;
-      if (a === undefined) {
-        violation(`${what}: no answer (${JSON.stringify(data.subarray(0, 200).toString('latin1'))})`);
-        continue;
+  await Promise.all(
+    Array.from({ length: o.workers ?? 6 }, async (_, w) => {
+      const r = rng(o.seed + w * 7919);
+      const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
+      while (Date.now() < until) {
+        const isPublic = r() < 0.5;
+        const path = isPublic ? pick(PUBLIC) : pick(PRIVATE);
+        // GET /openapi.json is the public route; other methods there are not routed, so they need a token.
+        const method = path.startsWith('/openapi.json') ? 'GET' : pick(METHODS);
+        // Mostly small bodies; one in five from 1 to 16 MiB.
+        const size = r() < 0.8 ? 1 + Math.floor(r() * 64 * 1024) : 1024 * 1024 * (1 + Math.floor(r() * 16));
+        const chunked = r() < 0.4;
+        const headers = ['Host: 127.0.0.1', chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${size}`];
+        const t = r();
+        if (t < 0.3) headers.push(`Auth-Token: ${pick(['wrong', '', o.token + 'x', o.token.slice(1)])}`);
+        if (r() < 0.1) headers.push('Expect: 100-continue');
+        if (r() < 0.2) headers.push(`Content-Type: ${pick(['application/json', 'application/x-www-form-urlencoded', 'text/plain'])}`);
+        if (method === 'OPTIONS' && r() < 0.5) headers.push('Origin: http://example.com', 'Access-Control-Request-Method: PUT');
+        const head = `${method} ${path} HTTP/1.1\r\n${headers.join('\r\n')}\r\n\r\n`;
+        report.requests++;
+        const { data, sent } = await bodyRequest(o.port, head, size, chunked);
+        report.sentBytes += sent;
+        const a = parseAnswers(data).answers.find((x) => x.status !== 100);
+        const what = `${method} ${path} (${chunked ? 'chunked' : 'declared'} ${size} bytes)`;
+        if (a === undefined) {
+          violation(`${what}: no answer (${JSON.stringify(data.subarray(0, 200).toString('latin1'))})`);
+          continue;
+        }
+        report.byStatus[a.status] = (report.byStatus[a.status] ?? 0) + 1;
+        const j = a.json as { status?: string; message?: string } | undefined;
+        if (a.headers['content-type'] !== 'application/json; charset=utf-8' || j?.status !== 'error') {
+          violation(`${what}: not an error envelope: ${a.status} ${a.body.slice(0, 200)}`);
+          continue;
+        }
+        const bare = path.indexOf('?') < 0 ? path : path.slice(0, path.indexOf('?'));
+        if (isPublic) {
+          if (a.status !== 400 || j.message !== `${method} ${bare} takes no request body`) violation(`${what}: ${a.status} ${a.body.slice(0, 200)}`);
+        } else if (a.status !== 401) {
+          violation(`${what}: ${a.status} ${a.body.slice(0, 200)} without a valid token`);
+        }
       }
-      report.byStatus[a.status] = (report.byStatus[a.status] ?? 0) + 1;
-      const j = a.json as { status?: string; message?: string } | undefined;
-      if (a.headers['content-type'] !== 'application/json; charset=utf-8' || j?.status !== 'error') {
-        violation(`${what}: not an error envelope: ${a.status} ${a.body.slice(0, 200)}`);
-        continue;
-      }
-      const bare = path.indexOf('?') < 0 ? path : path.slice(0, path.indexOf('?'));
-      if (isPublic) {
-        if (a.status !== 400 || j.message !== `${method} ${bare} takes no request body`) violation(`${what}: ${a.status} ${a.body.slice(0, 200)}`);
-      } else if (a.status !== 401) {
-        violation(`${what}: ${a.status} ${a.body.slice(0, 200)} without a valid token`);
-      }
-    }
-  }));
+    }),
+  );
   report.ms = Date.now() - t0;
   return report;
 }
@@ -316,7 +333,28 @@ export function selfSigned(): [string, string, string, string] {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'pithos-fuzz-tls-'));
   const cert = path.join(dir, 'cert.pem');
   const key = path.join(dir, 'key.pem');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-    '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=pithos-fuzz', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '1',
+      '-subj',
+      '/CN=pithos-fuzz',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
   return [cert, key, readFileSync(cert, 'utf8'), dir];
 }

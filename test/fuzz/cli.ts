@@ -40,19 +40,44 @@ let code = 0;
 try {
   const t0 = Date.now();
   const report = await fuzz({
-    port: s.port, token: s.token, requests, seed, workers, timeLimitMs: minutes > 0 ? minutes * 60_000 : undefined,
+    port: s.port,
+    token: s.token,
+    requests,
+    seed,
+    workers,
+    timeLimitMs: minutes > 0 ? minutes * 60_000 : undefined,
     progress: (n) => console.log(`  ${n} requests, ${Math.round(n / ((Date.now() - t0) / 1000))}/s, server RSS ${rss()}`),
   });
   const alive = s.child?.exitCode === null;
   const health = alive ? (await s.req('GET', '/health')).status : 0;
-  console.log(JSON.stringify({ ...report, lastTimeout: report.lastTimeout?.slice(0, 300), violations: report.violations.length, serverAlive: alive, healthAfter: health, serverRss: rss() }, null, 1));
+  console.log(
+    JSON.stringify(
+      {
+        ...report,
+        lastTimeout: report.lastTimeout?.slice(0, 300),
+        violations: report.violations.length,
+        serverAlive: alive,
+        healthAfter: health,
+        serverRss: rss(),
+      },
+      null,
+      1,
+    ),
+  );
   for (const v of report.violations) console.log(`VIOLATION ${v}`);
   if (report.lastTimeout !== undefined) {
     writeFileSync('fuzz-timeout.bin', Buffer.from(report.lastTimeout, 'latin1'));
     console.log('the bytes of the last exchange that timed out are in fuzz-timeout.bin');
   }
   if (/request failed|ERROR/.test(s.stdout + s.stderr)) {
-    console.log('server logged errors:\n' + (s.stdout + s.stderr).split('\n').filter((l) => /ERROR|request failed/.test(l)).slice(0, 20).join('\n'));
+    console.log(
+      'server logged errors:\n' +
+        (s.stdout + s.stderr)
+          .split('\n')
+          .filter((l) => /ERROR|request failed/.test(l))
+          .slice(0, 20)
+          .join('\n'),
+    );
     code = 1;
   }
   if (report.violations.length > 0 || !alive || health !== 200) code = 1;
@@ -71,12 +96,29 @@ async function adversary(which: 'tls' | 'bodies', seconds: number): Promise<numb
     try {
       const pid = srv.child!.pid!;
       const [attack, fuzzed] = await Promise.all([
-        tlsAttack({ port: srv.port, token: srv.token, ca, seed, durationMs: seconds * 1000, maxConnections: max,
-          sockets: () => serverSockets(pid), socketSlack: 3 + (STORE === 'postgres' ? 10 : 0) }),
+        tlsAttack({
+          port: srv.port,
+          token: srv.token,
+          ca,
+          seed,
+          durationMs: seconds * 1000,
+          maxConnections: max,
+          sockets: () => serverSockets(pid),
+          socketSlack: 3 + (STORE === 'postgres' ? 10 : 0),
+        }),
         fuzz({ port: srv.port, token: srv.token, requests: 10_000_000, seed, workers: 2, timeLimitMs: seconds * 1000, tlsCa: ca }),
       ]);
-      console.log(JSON.stringify({ attack: { ...attack, violations: attack.violations.length },
-        fuzzOverTls: { ...fuzzed, lastTimeout: undefined, violations: fuzzed.violations.length }, serverAlive: srv.child?.exitCode === null }, null, 1));
+      console.log(
+        JSON.stringify(
+          {
+            attack: { ...attack, violations: attack.violations.length },
+            fuzzOverTls: { ...fuzzed, lastTimeout: undefined, violations: fuzzed.violations.length },
+            serverAlive: srv.child?.exitCode === null,
+          },
+          null,
+          1,
+        ),
+      );
       violations = [...attack.violations, ...fuzzed.violations];
       if (srv.child?.exitCode !== null) violations.push('the server died');
     } finally {
@@ -92,8 +134,19 @@ async function adversary(which: 'tls' | 'bodies', seconds: number): Promise<numb
       const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(pid))), 50);
       const report = await noTokenBodies({ port: srv.port, token: srv.token, seed, durationMs: seconds * 1000, workers });
       clearInterval(sampler);
-      console.log(JSON.stringify({ ...report, violations: report.violations.length, rssBeforeMiB: Math.round(before), rssPeakMiB: Math.round(peak),
-        serverAlive: srv.child?.exitCode === null }, null, 1));
+      console.log(
+        JSON.stringify(
+          {
+            ...report,
+            violations: report.violations.length,
+            rssBeforeMiB: Math.round(before),
+            rssPeakMiB: Math.round(peak),
+            serverAlive: srv.child?.exitCode === null,
+          },
+          null,
+          1,
+        ),
+      );
       violations = report.violations;
       if (srv.child?.exitCode !== null) violations.push('the server died');
     } finally {

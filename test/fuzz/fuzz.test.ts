@@ -14,8 +14,10 @@ test('fuzz: random requests never kill the server, every answer is the envelope,
   const s = await PithosServer.start({ testClock: false, fsync: 'never' });
   try {
     const report = await fuzz({ port: s.port, token: s.token, requests: 20_000, seed, workers: 4, timeLimitMs: 35_000 });
-    t.diagnostic(`fuzz: ${report.requests} requests (${report.pipelined} pipelined, ${report.chunked} chunked), ${report.answers} answers, ` +
-      `${report.checkedRefusals} refusals checked, in ${report.ms} ms; statuses ${JSON.stringify(report.byStatus)}`);
+    t.diagnostic(
+      `fuzz: ${report.requests} requests (${report.pipelined} pipelined, ${report.chunked} chunked), ${report.answers} answers, ` +
+        `${report.checkedRefusals} refusals checked, in ${report.ms} ms; statuses ${JSON.stringify(report.byStatus)}`,
+    );
     assert.deepEqual(report.violations, [], `seed ${seed}`);
     assert.ok(report.requests >= 1000, `only ${report.requests} requests`);
     assert.equal(s.child?.exitCode, null, `server died: ${s.stderr}`);

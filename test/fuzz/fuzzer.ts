@@ -43,7 +43,6 @@ export interface FuzzReport {
   lastTimeout?: string;
 }
 
-
 class Gen {
   constructor(readonly r: () => number) {}
   int(n: number): number {
@@ -61,9 +60,34 @@ const NAMESPACES = ['tables', 'records', 'table', 'variants', 'locks', 'lists'] 
 type Ns = (typeof NAMESPACES)[number];
 
 const ODD_SEGMENTS = [
-  '%', '%zz', '%00', '%2F', '%2e%2e', '..', '.', '%C0%AF', '%F0%9F%98%80', '%E2%98', '%FF', '%20', '%7F',
-  'a%2Fb', '%25', 'é', '\u00ff', 'x'.repeat(256), 'y'.repeat(300), '%41'.repeat(90), '*', '~', '$', '__proto__',
-  'constructor', 'prototype', 'hasOwnProperty', '%5F%5Fproto%5F%5F',
+  '%',
+  '%zz',
+  '%00',
+  '%2F',
+  '%2e%2e',
+  '..',
+  '.',
+  '%C0%AF',
+  '%F0%9F%98%80',
+  '%E2%98',
+  '%FF',
+  '%20',
+  '%7F',
+  'a%2Fb',
+  '%25',
+  'é',
+  '\u00ff',
+  'x'.repeat(256),
+  'y'.repeat(300),
+  '%41'.repeat(90),
+  '*',
+  '~',
+  '$',
+  '__proto__',
+  'constructor',
+  'prototype',
+  'hasOwnProperty',
+  '%5F%5Fproto%5F%5F',
 ];
 const METHODS = ['GET', 'PUT', 'POST', 'PATCH', 'DELETE'];
 /** One row by t_id (API.md §20): mostly rows that may exist, and every malformed form. */
@@ -125,7 +149,23 @@ function validValue(g: Gen, field: string): unknown {
 }
 
 const WRONG: unknown[] = [
-  null, true, false, 0, -1, 1.5, -0.0, 2147483648, 9007199254740993, 1e308, '1', '', 'x'.repeat(300), [], [1, 2], {}, { a: { b: { c: 1 } } },
+  null,
+  true,
+  false,
+  0,
+  -1,
+  1.5,
+  -0.0,
+  2147483648,
+  9007199254740993,
+  1e308,
+  '1',
+  '',
+  'x'.repeat(300),
+  [],
+  [1, 2],
+  {},
+  { a: { b: { c: 1 } } },
 ];
 
 function randScalar(g: Gen): unknown {
@@ -240,8 +280,23 @@ function buildRequest(g: Gen, token: string, names: string[]): Built {
   } else if (roll < 0.9) {
     path = `/${ns}/${g.pick(ODD_SEGMENTS)}${g.chance(0.2) ? g.pick(['/rows', '/query', '/x', '/', '//']) : ''}`;
   } else {
-    path = g.pick(['/', '/health', '/health/', '//health', '/tables', '/tables/', '/_test/clock', '*', '/%', '/tables/a?x=1', '/records/a#f',
-      `/${'p'.repeat(5000)}`, '/records/a/b/c', 'http://x/health', '/TABLES/a']);
+    path = g.pick([
+      '/',
+      '/health',
+      '/health/',
+      '//health',
+      '/tables',
+      '/tables/',
+      '/_test/clock',
+      '*',
+      '/%',
+      '/tables/a?x=1',
+      '/records/a#f',
+      `/${'p'.repeat(5000)}`,
+      '/records/a/b/c',
+      'http://x/health',
+      '/TABLES/a',
+    ]);
   }
   if (g.chance(0.03)) path += '?' + g.pick(['a=1', '%zz', 'x'.repeat(100)]);
   let body: Buffer | undefined;
@@ -254,7 +309,10 @@ function buildRequest(g: Gen, token: string, names: string[]): Built {
   const t = g.r();
   if (t < 0.92) headers.push(`Auth-Token: ${token}`);
   else if (t < 0.96) headers.push(`Auth-Token: ${g.pick(['wrong', '', token + 'x', token.toUpperCase()])}`);
-  if (g.chance(0.3)) headers.push(`Content-Type: ${g.pick(['application/json', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json; charset=latin1'])}`);
+  if (g.chance(0.3))
+    headers.push(
+      `Content-Type: ${g.pick(['application/json', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json; charset=latin1'])}`,
+    );
   if (g.chance(0.02)) headers.push('Expect: 100-continue');
   if (g.chance(0.01)) headers.push(`Expect: ${g.pick(['foo', '200-ok', ''])}`);
   if (g.chance(0.03)) headers.push('Connection: close');
@@ -335,7 +393,10 @@ class Conn {
   static lastTimeout = '';
   waiter: (() => void) | null = null;
 
-  constructor(readonly port: number, readonly tlsCa?: string) {}
+  constructor(
+    readonly port: number,
+    readonly tlsCa?: string,
+  ) {}
 
   async open(): Promise<void> {
     this.buf = Buffer.alloc(0);
@@ -422,74 +483,87 @@ export async function fuzz(o: FuzzOptions): Promise<FuzzReport> {
   let lastProgress = 0;
   const timeUp = () => o.timeLimitMs !== undefined && Date.now() - t0 > o.timeLimitMs;
 
-  await Promise.all(Array.from({ length: workers }, async (_, w) => {
-    const g = new Gen(rng(o.seed + w * 7919));
-    const names = [`w${w}a`, `w${w}b`, `w${w}c`];
-    const conn = new Conn(o.port, o.tlsCa);
-    const check = new Conn(o.port, o.tlsCa);
-    let fresh = 0;
-    const recent: string[] = [];
-    while (report.requests < o.requests && !timeUp()) {
-      next++;
-      const pipelined = g.chance(0.1);
-      const reqs: Built[] = [];
-      const count = pipelined ? 2 + g.int(4) : 1;
-      for (let i = 0; i < count; i++) reqs.push(buildRequest(g, o.token, names));
-      const one = reqs[0]!;
-      let before: string | undefined;
-      if (!pipelined && one.target !== undefined) {
-        const s = await check.send(get(one.target.name, snapshotPath(one.target.ns, one.target.name)), 1, 5000);
-        before = stable(s.answers[0]);
-      }
-      const res = await conn.send(Buffer.concat(reqs.map((r) => r.bytes)), count, 10_000);
-      report.requests += count;
-      recent.push(`${JSON.stringify(Buffer.concat(reqs.map((r) => r.bytes)).subarray(0, 600).toString('latin1'))} -> ${res.answers.map((a) => a.status).join(',')}${res.closed ? ' closed' : ''}`);
-      if (recent.length > 4) recent.shift();
-      report.answers += res.answers.length;
-      if (pipelined) report.pipelined += count;
-      report.chunked += reqs.filter((r) => r.chunked).length;
-      for (let i = 0; i < res.answers.length; i++) {
-        const a = res.answers[i]!;
-        report.byStatus[a.status] = (report.byStatus[a.status] ?? 0) + 1;
-        const bad = checkAnswer(a, reqs[i]?.head ?? false);
-        if (bad) violation(`seed ${o.seed} worker ${w}: ${bad}\n  request: ${JSON.stringify(reqs[i]?.bytes.subarray(0, 400).toString('latin1'))}`);
-      }
-      if (res.closed || reqs.some((r) => r.poison)) conn.close();
-      if (before !== undefined && one.target !== undefined && res.answers.length === 1 && res.answers[0]!.status >= 400) {
-        const s = await check.send(get(one.target.name, snapshotPath(one.target.ns, one.target.name)), 1, 5000);
-        const after = stable(s.answers[0]);
-        // A snapshot without an answer (the connection was closed under it: the
-        // server's connection cap evicts idle ones) tells nothing either way.
-        if (before !== 'none' && after !== 'none') report.checkedRefusals++;
-        if (after !== before && before !== 'none' && after !== 'none') violation(`seed ${o.seed} worker ${w}: refused request (${res.answers[0]!.status}) changed ${one.target.ns}/${one.target.name}\n  before ${before.slice(0, 300)}\n  after  ${after.slice(0, 300)}\n  request: ${JSON.stringify(one.bytes.subarray(0, 400).toString('latin1'))}\n  recent exchanges of this worker:\n    ${recent.join('\n    ')}`);
-      }
-      if (next % 500 < workers) {
-        // Fresh objects read back empty: nothing was inherited from a polluted prototype.
-        const n = `fresh${w}_${fresh++}`;
-        const put = Buffer.from(`PUT /records/${n} HTTP/1.1\r\nHost: x\r\nAuth-Token: ${o.token}\r\nContent-Length: 13\r\n\r\n{"record":{}}`);
-        // A create that got no answer, or a 503 (the connection cap evicted or refused the check
-        // connection, as the TLS mode's attack makes it do), did not happen: only a created one is read back.
-        const pr = await check.send(put, 1, 5000);
-        if (pr.answers.length > 0 && pr.answers[0]!.status !== 503) {
-          if (pr.answers[0]!.status !== 201) violation(`fresh record create answered ${pr.answers[0]!.body}`);
-          const r = await check.send(get(n, `/records/${n}`), 1, 5000);
-          if (r.answers.length > 0 && r.answers[0]!.body !== '{"status":"success","message":"record queried successfully","data":{}}') violation(`fresh record reads back ${r.answers[0]!.body}`);
+  await Promise.all(
+    Array.from({ length: workers }, async (_, w) => {
+      const g = new Gen(rng(o.seed + w * 7919));
+      const names = [`w${w}a`, `w${w}b`, `w${w}c`];
+      const conn = new Conn(o.port, o.tlsCa);
+      const check = new Conn(o.port, o.tlsCa);
+      let fresh = 0;
+      const recent: string[] = [];
+      while (report.requests < o.requests && !timeUp()) {
+        next++;
+        const pipelined = g.chance(0.1);
+        const reqs: Built[] = [];
+        const count = pipelined ? 2 + g.int(4) : 1;
+        for (let i = 0; i < count; i++) reqs.push(buildRequest(g, o.token, names));
+        const one = reqs[0]!;
+        let before: string | undefined;
+        if (!pipelined && one.target !== undefined) {
+          const s = await check.send(get(one.target.name, snapshotPath(one.target.ns, one.target.name)), 1, 5000);
+          before = stable(s.answers[0]);
         }
-        const pt = await check.send(Buffer.from(`PUT /tables/${n} HTTP/1.1\r\nHost: x\r\nAuth-Token: ${o.token}\r\n\r\n`), 1, 5000);
-        if (pt.answers.length > 0 && pt.answers[0]!.status !== 503) {
-          if (pt.answers[0]!.status !== 201) violation(`fresh table create answered ${pt.answers[0]!.body}`);
-          const tr = await check.send(get(n, `/tables/${n}`), 1, 5000);
-          if (tr.answers.length > 0 && tr.answers[0]!.body !== '{"status":"success","message":"table queried successfully","data":{}}') violation(`fresh table reads back ${tr.answers[0]!.body}`);
+        const res = await conn.send(Buffer.concat(reqs.map((r) => r.bytes)), count, 10_000);
+        report.requests += count;
+        recent.push(
+          `${JSON.stringify(
+            Buffer.concat(reqs.map((r) => r.bytes))
+              .subarray(0, 600)
+              .toString('latin1'),
+          )} -> ${res.answers.map((a) => a.status).join(',')}${res.closed ? ' closed' : ''}`,
+        );
+        if (recent.length > 4) recent.shift();
+        report.answers += res.answers.length;
+        if (pipelined) report.pipelined += count;
+        report.chunked += reqs.filter((r) => r.chunked).length;
+        for (let i = 0; i < res.answers.length; i++) {
+          const a = res.answers[i]!;
+          report.byStatus[a.status] = (report.byStatus[a.status] ?? 0) + 1;
+          const bad = checkAnswer(a, reqs[i]?.head ?? false);
+          if (bad) violation(`seed ${o.seed} worker ${w}: ${bad}\n  request: ${JSON.stringify(reqs[i]?.bytes.subarray(0, 400).toString('latin1'))}`);
+        }
+        if (res.closed || reqs.some((r) => r.poison)) conn.close();
+        if (before !== undefined && one.target !== undefined && res.answers.length === 1 && res.answers[0]!.status >= 400) {
+          const s = await check.send(get(one.target.name, snapshotPath(one.target.ns, one.target.name)), 1, 5000);
+          const after = stable(s.answers[0]);
+          // A snapshot without an answer (the connection was closed under it: the
+          // server's connection cap evicts idle ones) tells nothing either way.
+          if (before !== 'none' && after !== 'none') report.checkedRefusals++;
+          if (after !== before && before !== 'none' && after !== 'none')
+            violation(
+              `seed ${o.seed} worker ${w}: refused request (${res.answers[0]!.status}) changed ${one.target.ns}/${one.target.name}\n  before ${before.slice(0, 300)}\n  after  ${after.slice(0, 300)}\n  request: ${JSON.stringify(one.bytes.subarray(0, 400).toString('latin1'))}\n  recent exchanges of this worker:\n    ${recent.join('\n    ')}`,
+            );
+        }
+        if (next % 500 < workers) {
+          // Fresh objects read back empty: nothing was inherited from a polluted prototype.
+          const n = `fresh${w}_${fresh++}`;
+          const put = Buffer.from(`PUT /records/${n} HTTP/1.1\r\nHost: x\r\nAuth-Token: ${o.token}\r\nContent-Length: 13\r\n\r\n{"record":{}}`);
+          // A create that got no answer, or a 503 (the connection cap evicted or refused the check
+          // connection, as the TLS mode's attack makes it do), did not happen: only a created one is read back.
+          const pr = await check.send(put, 1, 5000);
+          if (pr.answers.length > 0 && pr.answers[0]!.status !== 503) {
+            if (pr.answers[0]!.status !== 201) violation(`fresh record create answered ${pr.answers[0]!.body}`);
+            const r = await check.send(get(n, `/records/${n}`), 1, 5000);
+            if (r.answers.length > 0 && r.answers[0]!.body !== '{"status":"success","message":"record queried successfully","data":{}}')
+              violation(`fresh record reads back ${r.answers[0]!.body}`);
+          }
+          const pt = await check.send(Buffer.from(`PUT /tables/${n} HTTP/1.1\r\nHost: x\r\nAuth-Token: ${o.token}\r\n\r\n`), 1, 5000);
+          if (pt.answers.length > 0 && pt.answers[0]!.status !== 503) {
+            if (pt.answers[0]!.status !== 201) violation(`fresh table create answered ${pt.answers[0]!.body}`);
+            const tr = await check.send(get(n, `/tables/${n}`), 1, 5000);
+            if (tr.answers.length > 0 && tr.answers[0]!.body !== '{"status":"success","message":"table queried successfully","data":{}}')
+              violation(`fresh table reads back ${tr.answers[0]!.body}`);
+          }
+        }
+        if (o.progress && next - lastProgress >= 10_000) {
+          lastProgress = next;
+          o.progress(report.requests);
         }
       }
-      if (o.progress && next - lastProgress >= 10_000) {
-        lastProgress = next;
-        o.progress(report.requests);
-      }
-    }
-    conn.close();
-    check.close();
-  }));
+      conn.close();
+      check.close();
+    }),
+  );
   report.ms = Date.now() - t0;
   report.timeouts = Conn.timeouts;
   if (Conn.timeouts > 0) report.lastTimeout = Conn.lastTimeout;

@@ -59,16 +59,24 @@ export async function until<T>(cond: () => Promise<T | undefined> | T | undefine
 export function rest(port: number, method: string, p: string, body?: unknown, timeoutMs = 3000): Promise<{ status: number; body: string }> {
   return new Promise((resolve) => {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-    const req = http.request({
-      host: '127.0.0.1', port, method, path: p, agent: false, timeout: timeoutMs,
-      headers: payload ? { 'Content-Type': 'application/json', 'Content-Length': payload.length } : {},
-    }, (res) => {
-      let s = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => (s += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: s }));
-      res.on('error', () => resolve({ status: 0, body: s }));
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path: p,
+        agent: false,
+        timeout: timeoutMs,
+        headers: payload ? { 'Content-Type': 'application/json', 'Content-Length': payload.length } : {},
+      },
+      (res) => {
+        let s = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => (s += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: s }));
+        res.on('error', () => resolve({ status: 0, body: s }));
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.on('error', () => resolve({ status: 0, body: '' }));
     req.end(payload);
@@ -99,7 +107,10 @@ export class HaCluster {
   proxyPort = 0;
   private logs = new Map<string, string>();
 
-  private constructor(readonly dir: string, readonly bin: string) {}
+  private constructor(
+    readonly dir: string,
+    readonly bin: string,
+  ) {}
 
   /** Where each process's output goes, for the failure message. */
   log(name: string): string {
@@ -145,12 +156,28 @@ export class HaCluster {
   private async boot(): Promise<void> {
     this.etcdPort = await freePort();
     const peer = await freePort();
-    this.etcd = this.start('etcd', '/usr/bin/etcd', [
-      '--name', 'e1', '--data-dir', path.join(this.dir, 'etcd'),
-      '--listen-client-urls', `http://127.0.0.1:${this.etcdPort}`, '--advertise-client-urls', `http://127.0.0.1:${this.etcdPort}`,
-      '--listen-peer-urls', `http://127.0.0.1:${peer}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${peer}`,
-      '--initial-cluster', `e1=http://127.0.0.1:${peer}`, '--enable-v2=true',
-    ], false);
+    this.etcd = this.start(
+      'etcd',
+      '/usr/bin/etcd',
+      [
+        '--name',
+        'e1',
+        '--data-dir',
+        path.join(this.dir, 'etcd'),
+        '--listen-client-urls',
+        `http://127.0.0.1:${this.etcdPort}`,
+        '--advertise-client-urls',
+        `http://127.0.0.1:${this.etcdPort}`,
+        '--listen-peer-urls',
+        `http://127.0.0.1:${peer}`,
+        '--initial-advertise-peer-urls',
+        `http://127.0.0.1:${peer}`,
+        '--initial-cluster',
+        `e1=http://127.0.0.1:${peer}`,
+        '--enable-v2=true',
+      ],
+      false,
+    );
     await until(async () => ((await rest(this.etcdPort, 'GET', '/v2/keys')).status === 200 ? true : undefined), 30_000, 'etcd');
 
     for (let i = 1; i <= 3; i++) {
@@ -162,7 +189,7 @@ export class HaCluster {
     }
     // The first member bootstraps (initdb) before the others clone it, so start it alone.
     this.startPatroni(this.members[0]);
-    await until(async () => (await this.leader()) === 'pg1' ? true : undefined, 90_000, 'pg1 to bootstrap and lead', 500);
+    await until(async () => ((await this.leader()) === 'pg1' ? true : undefined), 90_000, 'pg1 to bootstrap and lead', 500);
     for (const m of this.members.slice(1)) this.startPatroni(m);
 
     this.proxyPort = await freePort();
@@ -297,17 +324,22 @@ ${servers}
    * /primary` answers 200). Returns the leader's and sync standby's names.
    */
   async healthy(ms = 90_000): Promise<{ leader: string; sync: string }> {
-    return until(async () => {
-      const v = await this.view();
-      if (v === undefined || v.length !== 3) return undefined;
-      const leader = v.find((x) => x.role === 'leader' && x.state === 'running');
-      const sync = v.find((x) => x.role === 'sync_standby' && (x.state === 'running' || x.state === 'streaming'));
-      const others = v.filter((x) => x.role !== 'leader');
-      if (leader === undefined || sync === undefined || !others.every((x) => x.state === 'running' || x.state === 'streaming')) return undefined;
-      if (others.some((x) => x.timeline !== leader.timeline)) return undefined;
-      if ((await rest(this.member(leader.name).restPort, 'OPTIONS', '/primary', undefined, 1500)).status !== 200) return undefined;
-      return { leader: leader.name, sync: sync.name };
-    }, ms, `a healthy cluster (${JSON.stringify(await this.view().catch(() => undefined))})`, 500);
+    return until(
+      async () => {
+        const v = await this.view();
+        if (v === undefined || v.length !== 3) return undefined;
+        const leader = v.find((x) => x.role === 'leader' && x.state === 'running');
+        const sync = v.find((x) => x.role === 'sync_standby' && (x.state === 'running' || x.state === 'streaming'));
+        const others = v.filter((x) => x.role !== 'leader');
+        if (leader === undefined || sync === undefined || !others.every((x) => x.state === 'running' || x.state === 'streaming')) return undefined;
+        if (others.some((x) => x.timeline !== leader.timeline)) return undefined;
+        if ((await rest(this.member(leader.name).restPort, 'OPTIONS', '/primary', undefined, 1500)).status !== 200) return undefined;
+        return { leader: leader.name, sync: sync.name };
+      },
+      ms,
+      `a healthy cluster (${JSON.stringify(await this.view().catch(() => undefined))})`,
+      500,
+    );
   }
 
   /** The postmaster's pid of a member (first line of postmaster.pid), or undefined when it is not running. */
@@ -326,7 +358,13 @@ ${servers}
     const pm = this.postmasterPid(m);
     if (pm === undefined) return [];
     const r = spawnSync('ps', ['-o', 'pid=', '--ppid', String(pm)], { encoding: 'utf8' });
-    return [pm, ...r.stdout.split('\n').map((x) => Number(x.trim())).filter((x) => x > 0)];
+    return [
+      pm,
+      ...r.stdout
+        .split('\n')
+        .map((x) => Number(x.trim()))
+        .filter((x) => x > 0),
+    ];
   }
 
   killPostmaster(m: Member): void {

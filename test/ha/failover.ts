@@ -67,7 +67,11 @@ function cleanup(): void {
   cluster = undefined;
 }
 process.on('exit', cleanup);
-for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => { cleanup(); process.exit(1); });
+for (const sig of ['SIGINT', 'SIGTERM'] as const)
+  process.on(sig, () => {
+    cleanup();
+    process.exit(1);
+  });
 
 before(async () => {
   cluster = await HaCluster.create();
@@ -75,16 +79,21 @@ before(async () => {
 });
 
 after(() => {
-  const rows = figures.map((f) => `| ${f.run} | ${f.kind} | ${f.requests} | ${f.lost} | ${f.n500} | ${f.n503} (${f.unknown} unknown outcome) | ${f.longestMs} | ${f.overSingle} | ${(f.outageMs / 1000).toFixed(1)} s | ${f.dbOutageMs === undefined ? '-' : `${(f.dbOutageMs / 1000).toFixed(1)} s`} | ${f.resumeAfterDbMs === undefined ? '-' : `${(f.resumeAfterDbMs / 1000).toFixed(2)} s`} | ${f.resets} / ${f.reconnects} |`);
-  process.stdout.write([
-    `# Patroni ttl ${PATRONI.ttl} s, loop_wait ${PATRONI.loop_wait} s, retry_timeout ${PATRONI.retry_timeout} s, master_start_timeout 0, synchronous_mode; ` +
-      `HAProxy check inter ${HAPROXY_CHECK.inter} fall ${HAPROXY_CHECK.fall} rise ${HAPROXY_CHECK.rise}; --pg-statement-timeout-ms ${STATEMENT_MS}, bound asserted ${LIMIT_MS} ms (two steps of ${STEP_MS} ms + 1 s)`,
-    `# load during the runs (uptime): ${load.join(' / ')}`,
-    `| run | failover | requests | acknowledged writes lost | 500 | 503 | longest request (ms) | over ${SINGLE_MS} ms | write outage | database outage | writes after the new primary accepts | feed resets / reconnects (2 watchers) |`,
-    '|---|---|---|---|---|---|---|---|---|---|---|---|',
-    ...rows,
-    '',
-  ].join('\n'));
+  const rows = figures.map(
+    (f) =>
+      `| ${f.run} | ${f.kind} | ${f.requests} | ${f.lost} | ${f.n500} | ${f.n503} (${f.unknown} unknown outcome) | ${f.longestMs} | ${f.overSingle} | ${(f.outageMs / 1000).toFixed(1)} s | ${f.dbOutageMs === undefined ? '-' : `${(f.dbOutageMs / 1000).toFixed(1)} s`} | ${f.resumeAfterDbMs === undefined ? '-' : `${(f.resumeAfterDbMs / 1000).toFixed(2)} s`} | ${f.resets} / ${f.reconnects} |`,
+  );
+  process.stdout.write(
+    [
+      `# Patroni ttl ${PATRONI.ttl} s, loop_wait ${PATRONI.loop_wait} s, retry_timeout ${PATRONI.retry_timeout} s, master_start_timeout 0, synchronous_mode; ` +
+        `HAProxy check inter ${HAPROXY_CHECK.inter} fall ${HAPROXY_CHECK.fall} rise ${HAPROXY_CHECK.rise}; --pg-statement-timeout-ms ${STATEMENT_MS}, bound asserted ${LIMIT_MS} ms (two steps of ${STEP_MS} ms + 1 s)`,
+      `# load during the runs (uptime): ${load.join(' / ')}`,
+      `| run | failover | requests | acknowledged writes lost | 500 | 503 | longest request (ms) | over ${SINGLE_MS} ms | write outage | database outage | writes after the new primary accepts | feed resets / reconnects (2 watchers) |`,
+      '|---|---|---|---|---|---|---|---|---|---|---|---|',
+      ...rows,
+      '',
+    ].join('\n'),
+  );
   cleanup();
 });
 
@@ -118,7 +127,9 @@ function probeNewPrimary(c: HaCluster, old: string, since: number): { stop: () =
           await client.connect();
           await client.query('INSERT INTO ha_probe VALUES (now())');
         })(),
-        new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('probe timeout')), 1500); }),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error('probe timeout')), 1500);
+        }),
       ]);
       const t = Date.now();
       if (first === undefined && t >= since) first = t;
@@ -129,12 +140,14 @@ function probeNewPrimary(c: HaCluster, old: string, since: number): { stop: () =
       void client.end().catch(() => undefined);
     }
   };
-  const loops = c.members.filter((m) => m.name !== old).map(async (m) => {
-    while (!stopped && first === undefined) {
-      await tryOne(m.pgPort);
-      await sleep(100);
-    }
-  });
+  const loops = c.members
+    .filter((m) => m.name !== old)
+    .map(async (m) => {
+      while (!stopped && first === undefined) {
+        await tryOne(m.pgPort);
+        await sleep(100);
+      }
+    });
   return {
     stop: () => {
       stopped = true;
@@ -151,10 +164,16 @@ async function fault(c: HaCluster, wl: Workload, kind: Kind): Promise<{ t0: numb
   const old = c.member(leader);
   const t0 = Date.now();
   const probe = probeNewPrimary(c, leader, t0);
-  const newLeader = (): Promise<string | undefined> => until(async () => {
-    const l = await c.leader();
-    return l !== undefined && l !== leader ? l : undefined;
-  }, 90_000, `a leader other than ${leader}`, 250);
+  const newLeader = (): Promise<string | undefined> =>
+    until(
+      async () => {
+        const l = await c.leader();
+        return l !== undefined && l !== leader ? l : undefined;
+      },
+      90_000,
+      `a leader other than ${leader}`,
+      250,
+    );
   try {
     switch (kind) {
       case 'kill-postmaster':
@@ -191,7 +210,15 @@ async function fault(c: HaCluster, wl: Workload, kind: Kind): Promise<{ t0: numb
   }
 }
 
-function measure(run: string, kind: Kind, samples: Sample[], t0: number, tDb: number | undefined, feed: { resets: number; reconnects: number }, lost: number): Figures {
+function measure(
+  run: string,
+  kind: Kind,
+  samples: Sample[],
+  t0: number,
+  tDb: number | undefined,
+  feed: { resets: number; reconnects: number },
+  lost: number,
+): Figures {
   const writes = samples.filter((s) => s.op === 'put' || s.op === 'inc');
   const failed = writes.filter((s) => !ok(s)).sort((a, b) => a.start - b.start);
   let outageMs = 0;
@@ -288,10 +315,16 @@ async function verify(wl: Workload, reader: PithosServer, back: ReadBack): Promi
       if (put.status === 503 && !unknownOutcome(put)) assert.equal(at.length, 0, `feed delivered ${name}, which was answered "nothing was changed"`);
       if (put.status !== 201) continue;
       if (at.length === 0) {
-        assert.ok(w.events.some((e) => e.event === 'reset' && e.at >= put.end), `acknowledged ${name} never delivered, and no reset after it`);
+        assert.ok(
+          w.events.some((e) => e.event === 'reset' && e.at >= put.end),
+          `acknowledged ${name} never delivered, and no reset after it`,
+        );
       } else {
         for (let j = 1; j < at.length; j++) {
-          assert.ok(resets.some((r) => r > at[j - 1] && r < at[j]), `${name} delivered twice without a reset between`);
+          assert.ok(
+            resets.some((r) => r > at[j - 1] && r < at[j]),
+            `${name} delivered twice without a reset between`,
+          );
         }
       }
     }
@@ -305,7 +338,14 @@ async function run(name: string, storeUrl: (schema: string) => string, schema: s
   let wl: Workload | undefined;
   try {
     for (let i = 0; i < 2; i++) {
-      nodes.push(await PithosServer.start({ store: storeUrl(schema), testClock: false, startTimeoutMs: 60_000, args: ['--pg-statement-timeout-ms', String(STATEMENT_MS)] }));
+      nodes.push(
+        await PithosServer.start({
+          store: storeUrl(schema),
+          testClock: false,
+          startTimeoutMs: 60_000,
+          args: ['--pg-statement-timeout-ms', String(STATEMENT_MS)],
+        }),
+      );
     }
     wl = new Workload(nodes, `${schema}-`);
     await wl.prepare();
@@ -315,7 +355,12 @@ async function run(name: string, storeUrl: (schema: string) => string, schema: s
       const before = wl.watchers.reduce((a, x) => a + x.reconnects, 0);
       const w = await fault(c, wl, kind);
       windows.push({ kind, ...w, reconnects: wl.watchers.reduce((a, x) => a + x.reconnects, 0) - before });
-      load.push(`${name} ${kind}: ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+      load.push(
+        `${name} ${kind}: ${os
+          .loadavg()
+          .map((x) => x.toFixed(2))
+          .join(' ')}`,
+      );
     }
     await sleep(1000);
     await wl.stop();
@@ -327,14 +372,26 @@ async function run(name: string, storeUrl: (schema: string) => string, schema: s
       // Each kind's window runs from the end of the previous one, so every answer is counted once.
       const samples = wl.samples.filter((s) => s.start >= from && s.start < w.tEnd);
       const events = wl.watchers.flatMap((x) => x.events).filter((e) => e.at >= from && e.at < w.tEnd);
-      figures.push(measure(name, w.kind, samples, w.t0, w.tDb, { resets: events.filter((e) => e.event === 'reset').length, reconnects: w.reconnects },
-        samples.filter((x) => x.op === 'put' && x.status === 201 && back.get(x.name ?? '')?.status !== 200).length));
+      figures.push(
+        measure(
+          name,
+          w.kind,
+          samples,
+          w.t0,
+          w.tDb,
+          { resets: events.filter((e) => e.event === 'reset').length, reconnects: w.reconnects },
+          samples.filter((x) => x.op === 'put' && x.status === 201 && back.get(x.name ?? '')?.status !== 200).length,
+        ),
+      );
       from = w.tEnd;
     }
     await verify(wl, nodes[0], back);
     if (multiHost) {
       for (const f of figures.filter((x) => x.run === name && (x.kind === 'switchover' || x.kind === 'kill-postmaster'))) {
-        assert.ok(f.resumeAfterDbMs !== undefined && f.resumeAfterDbMs <= 2000, `${f.kind}: writes resumed ${f.resumeAfterDbMs} ms after the new primary accepted writes (bound 2000 ms)`);
+        assert.ok(
+          f.resumeAfterDbMs !== undefined && f.resumeAfterDbMs <= 2000,
+          `${f.kind}: writes resumed ${f.resumeAfterDbMs} ms after the new primary accepted writes (bound 2000 ms)`,
+        );
       }
     }
     for (const n of nodes) assert.equal(n.child?.exitCode ?? null, null, 'a Pithos node exited');
@@ -350,11 +407,23 @@ async function run(name: string, storeUrl: (schema: string) => string, schema: s
 
 test('through HAProxy: four failovers, no acknowledged write lost, no 500, every request within the bound', async () => {
   const c = cluster as HaCluster;
-  await run('haproxy', (schema) => `postgres://postgres:postgres@127.0.0.1:${c.proxyPort}/postgres?options=-c%20search_path%3D${schema}`, 'ha_proxy', KINDS, false);
+  await run(
+    'haproxy',
+    (schema) => `postgres://postgres:postgres@127.0.0.1:${c.proxyPort}/postgres?options=-c%20search_path%3D${schema}`,
+    'ha_proxy',
+    KINDS,
+    false,
+  );
 });
 
 test('multi-host URL without a proxy: the same, and writes resume within 2 s of the new primary accepting writes', async () => {
   const c = cluster as HaCluster;
   const hosts = c.pgPorts.map((p) => `127.0.0.1:${p}`).join(',');
-  await run('multi-host', (schema) => `postgres://postgres:postgres@${hosts}/postgres?options=-c%20search_path%3D${schema}&target_session_attrs=read-write`, 'ha_multi', KINDS, true);
+  await run(
+    'multi-host',
+    (schema) => `postgres://postgres:postgres@${hosts}/postgres?options=-c%20search_path%3D${schema}&target_session_attrs=read-write`,
+    'ha_multi',
+    KINDS,
+    true,
+  );
 });

@@ -29,7 +29,12 @@ export const unknownOutcome = (s: Sample): boolean => s.status === 503 && /may o
 /** A request that never answers fails the run instead of hanging it. */
 const GIVE_UP_MS = 30_000;
 
-function request(n: PithosServer, method: string, p: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> | undefined; retryAfter: string | undefined }> {
+function request(
+  n: PithosServer,
+  method: string,
+  p: string,
+  body?: unknown,
+): Promise<{ status: number; body: Record<string, unknown> | undefined; retryAfter: string | undefined }> {
   let timer: NodeJS.Timeout | undefined;
   return Promise.race([
     n.req(method, p, body).then(
@@ -67,7 +72,10 @@ export class Watcher {
   private lastId: string | undefined;
   private closed = false;
 
-  constructor(readonly node: PithosServer, readonly query: string) {
+  constructor(
+    readonly node: PithosServer,
+    readonly query: string,
+  ) {
     this.open();
   }
 
@@ -140,7 +148,11 @@ export class Workload {
   private stopping = false;
   private running: Promise<void>[] = [];
 
-  constructor(readonly nodes: PithosServer[], readonly tag: string, readonly lockTtlS = 3) {
+  constructor(
+    readonly nodes: PithosServer[],
+    readonly tag: string,
+    readonly lockTtlS = 3,
+  ) {
     this.watchers = nodes.map((n) => new Watcher(n, `kind=record&prefix=${tag}`));
   }
 
@@ -169,34 +181,38 @@ export class Workload {
   start(writers = 4, lockers = 2): void {
     for (let w = 0; w < writers; w++) {
       const node = w % this.nodes.length;
-      this.running.push((async () => {
-        for (let k = 0; !this.stopping; k++) {
-          const name = `${this.tag}${w}-${k}`;
-          const a = await this.call('put', node, 'PUT', `/records/${name}`, { record: { w, k } });
-          a.s.name = name;
-          this.puts.set(name, a.s);
-          await this.call('inc', node, 'POST', `/variants/${this.counter}`, { delta: 1 });
-          if (a.s.status !== 201) await sleep(100);
-        }
-      })());
+      this.running.push(
+        (async () => {
+          for (let k = 0; !this.stopping; k++) {
+            const name = `${this.tag}${w}-${k}`;
+            const a = await this.call('put', node, 'PUT', `/records/${name}`, { record: { w, k } });
+            a.s.name = name;
+            this.puts.set(name, a.s);
+            await this.call('inc', node, 'POST', `/variants/${this.counter}`, { delta: 1 });
+            if (a.s.status !== 201) await sleep(100);
+          }
+        })(),
+      );
     }
     for (let l = 0; l < lockers; l++) {
       const node = l % this.nodes.length;
-      this.running.push((async () => {
-        while (!this.stopping) {
-          const a = await this.call('acquire', node, 'PUT', `/locks/${this.lock}`, { ttl: this.lockTtlS, holder: `locker-${l}` });
-          if (a.s.status !== 201) {
-            await sleep(a.s.status === 423 ? 20 : 100);
-            continue;
+      this.running.push(
+        (async () => {
+          while (!this.stopping) {
+            const a = await this.call('acquire', node, 'PUT', `/locks/${this.lock}`, { ttl: this.lockTtlS, holder: `locker-${l}` });
+            if (a.s.status !== 201) {
+              await sleep(a.s.status === 423 ? 20 : 100);
+              continue;
+            }
+            const hold: Hold = { locker: l, fence: Number(a.data?.fence), sent: a.s.start, acked: a.s.end, until: a.s.start + this.lockTtlS * 1000 };
+            this.holds.push(hold);
+            await sleep(30);
+            const releaseSent = Date.now();
+            const r = await this.call('release', node, 'DELETE', `/locks/${this.lock}`, { token: a.data?.token });
+            if (r.s.status === 200) hold.until = Math.min(hold.until, releaseSent);
           }
-          const hold: Hold = { locker: l, fence: Number(a.data?.fence), sent: a.s.start, acked: a.s.end, until: a.s.start + this.lockTtlS * 1000 };
-          this.holds.push(hold);
-          await sleep(30);
-          const releaseSent = Date.now();
-          const r = await this.call('release', node, 'DELETE', `/locks/${this.lock}`, { token: a.data?.token });
-          if (r.s.status === 200) hold.until = Math.min(hold.until, releaseSent);
-        }
-      })());
+        })(),
+      );
     }
   }
 
@@ -217,4 +233,5 @@ export class Workload {
 
 export const ok = (s: Sample): boolean => s.status >= 200 && s.status < 300;
 /** Lock answers that are the lock's own business, not the database's. */
-export const expected = (s: Sample): boolean => ok(s) || (s.op === 'acquire' && s.status === 423) || (s.op === 'release' && (s.status === 403 || s.status === 404));
+export const expected = (s: Sample): boolean =>
+  ok(s) || (s.op === 'acquire' && s.status === 423) || (s.op === 'release' && (s.status === 403 || s.status === 404));

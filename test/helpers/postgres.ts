@@ -21,7 +21,9 @@ import pg from 'pg';
 export function pgBinDir(): string | undefined {
   const base = '/usr/lib/postgresql';
   if (existsSync(base)) {
-    const versions = readdirSync(base).filter((v) => existsSync(path.join(base, v, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a));
+    const versions = readdirSync(base)
+      .filter((v) => existsSync(path.join(base, v, 'bin', 'initdb')))
+      .sort((a, b) => Number(b) - Number(a));
     if (versions.length > 0) return path.join(base, versions[0], 'bin');
   }
   const r = spawnSync('sh', ['-c', 'command -v initdb'], { encoding: 'utf8' });
@@ -42,7 +44,11 @@ function freePort(): Promise<number> {
 const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;
 
 export class PgCluster {
-  constructor(readonly bin: string, readonly dir: string, readonly port: number) {}
+  constructor(
+    readonly bin: string,
+    readonly dir: string,
+    readonly port: number,
+  ) {}
 
   /** Superuser URL over TCP (the tests' Pithos nodes connect here). */
   get url(): string {
@@ -73,8 +79,18 @@ export class PgCluster {
 
   /** Starts the server (again) on the same port and waits until it accepts connections. */
   start(): void {
-    this.run('pg_ctl', ['-D', path.join(this.dir, 'data'), '-l', path.join(this.dir, 'log'), '-w', '-t', '60', '-o',
-      `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c max_connections=300 -c shared_buffers=64MB`, 'start']);
+    this.run('pg_ctl', [
+      '-D',
+      path.join(this.dir, 'data'),
+      '-l',
+      path.join(this.dir, 'log'),
+      '-w',
+      '-t',
+      '60',
+      '-o',
+      `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c max_connections=300 -c shared_buffers=64MB`,
+      'start',
+    ]);
   }
 
   /** Stops the server (fast: connections are cut, committed data stays). */
@@ -91,7 +107,13 @@ export class PgCluster {
   processes(): number[] {
     const pm = this.postmasterPid();
     const r = spawnSync('ps', ['-o', 'pid=', '--ppid', String(pm)], { encoding: 'utf8' });
-    return [pm, ...r.stdout.split('\n').map((x) => Number(x.trim())).filter((x) => x > 0)];
+    return [
+      pm,
+      ...r.stdout
+        .split('\n')
+        .map((x) => Number(x.trim()))
+        .filter((x) => x > 0),
+    ];
   }
 
   /**
@@ -192,8 +214,14 @@ async function wrapper(argv: string[]): Promise<number> {
   const c = await PgCluster.create();
   process.stdout.write(`# PostgreSQL test cluster: ${c.bin}, ${c.dir}, port ${c.port}\n`);
   const stop = (): void => c.destroy();
-  process.on('SIGINT', () => { stop(); process.exit(130); });
-  process.on('SIGTERM', () => { stop(); process.exit(143); });
+  process.on('SIGINT', () => {
+    stop();
+    process.exit(130);
+  });
+  process.on('SIGTERM', () => {
+    stop();
+    process.exit(143);
+  });
   try {
     const child = spawn(argv[0], argv.slice(1), {
       stdio: 'inherit',
@@ -206,8 +234,11 @@ async function wrapper(argv: string[]): Promise<number> {
 }
 
 if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  wrapper(process.argv.slice(2)).then((code) => process.exit(code), (err: unknown) => {
-    process.stderr.write(`${(err as Error)?.stack ?? String(err)}\n`);
-    process.exit(1);
-  });
+  wrapper(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      process.stderr.write(`${(err as Error)?.stack ?? String(err)}\n`);
+      process.exit(1);
+    },
+  );
 }

@@ -157,7 +157,7 @@ export class PithosServer {
     const o = this.opts;
     if (this.storeUrl === undefined && (o.store !== undefined || PG_URL !== undefined)) {
       // Created once per data directory: a restart finds its data again.
-      this.storeUrl = o.store ?? schemaOfDir.get(this.dataDir) ?? await freshSchema(PG_URL as string, `t${process.pid}_${++schemas}`);
+      this.storeUrl = o.store ?? schemaOfDir.get(this.dataDir) ?? (await freshSchema(PG_URL as string, `t${process.pid}_${++schemas}`));
       schemaOfDir.set(this.dataDir, this.storeUrl);
     }
     const args = [BIN];
@@ -184,9 +184,10 @@ export class PithosServer {
     this.stderr = '';
     this.exitInfo = null;
     const w = o.wrap ?? [];
-    const child = w.length > 0
-      ? spawn(w[0], [...w.slice(1), process.execPath, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
-      : spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child =
+      w.length > 0
+        ? spawn(w[0], [...w.slice(1), process.execPath, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
+        : spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     child.stdout!.setEncoding('utf8');
     child.stderr!.setEncoding('utf8');
@@ -248,12 +249,7 @@ export class PithosServer {
    * JSON.stringify. `headers`: merged over {Auth-Token, Content-Type: application/json};
    * a header set to null is removed.
    */
-  req(
-    method: string,
-    urlPath: string,
-    body?: unknown,
-    headers: Record<string, string | number | null> = {},
-  ): Promise<Res> {
+  req(method: string, urlPath: string, body?: unknown, headers: Record<string, string | number | null> = {}): Promise<Res> {
     let payload: Buffer | undefined;
     if (body === undefined) payload = undefined;
     else if (Buffer.isBuffer(body)) payload = body;
@@ -319,9 +315,10 @@ export class PithosServer {
     });
     const res = await Promise.race([this.exited, timeout]);
     clearTimeout(timer);
-    if (res === 'timeout') return this.kill('SIGKILL').then(() => {
-      throw new Error(`pithos did not exit within ${timeoutMs} ms`);
-    });
+    if (res === 'timeout')
+      return this.kill('SIGKILL').then(() => {
+        throw new Error(`pithos did not exit within ${timeoutMs} ms`);
+      });
     return this.kill('SIGKILL'); // already exited: only collects and cleans up
   }
 

@@ -51,20 +51,27 @@ export class Watch {
       this.wake();
       resolveDone();
     };
-    this.req = http.request({
-      host: '127.0.0.1', port: o.port, method: 'GET', path: `/watch${o.query ? `?${o.query}` : ''}`,
-      headers: { 'Auth-Token': o.token, ...(o.headers ?? {}) }, agent: false,
-    }, (res) => {
-      this.res = res;
-      this.status = res.statusCode ?? 0;
-      if (o.paused) res.pause();
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => this.onData(chunk));
-      res.on('end', finish);
-      res.on('close', finish);
-      res.on('error', finish);
-      resolveOpen();
-    });
+    this.req = http.request(
+      {
+        host: '127.0.0.1',
+        port: o.port,
+        method: 'GET',
+        path: `/watch${o.query ? `?${o.query}` : ''}`,
+        headers: { 'Auth-Token': o.token, ...(o.headers ?? {}) },
+        agent: false,
+      },
+      (res) => {
+        this.res = res;
+        this.status = res.statusCode ?? 0;
+        if (o.paused) res.pause();
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => this.onData(chunk));
+        res.on('end', finish);
+        res.on('close', finish);
+        res.on('error', finish);
+        resolveOpen();
+      },
+    );
     this.req.on('error', (e) => {
       rejectOpen(e);
       finish();

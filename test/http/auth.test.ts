@@ -14,12 +14,15 @@ short read s1
 `;
 
 test('parseTokens: names, roles, comments, blank lines', () => {
-  assert.deepEqual(parseTokens(FILE).map((e) => [e.name, e.role, e.token]), [
-    ['reader', 'read', 'r-token-0123456789'],
-    ['writer', 'write', 'w-token-0123456789'],
-    ['boss', 'admin', 'a-token-0123456789'],
-    ['short', 'read', 's1'],
-  ]);
+  assert.deepEqual(
+    parseTokens(FILE).map((e) => [e.name, e.role, e.token]),
+    [
+      ['reader', 'read', 'r-token-0123456789'],
+      ['writer', 'write', 'w-token-0123456789'],
+      ['boss', 'admin', 'a-token-0123456789'],
+      ['short', 'read', 's1'],
+    ],
+  );
   assert.deepEqual(parseTokens(''), []);
 });
 
@@ -33,7 +36,12 @@ test('parseTokens: every malformed line is refused naming its line', () => {
     ['a read t\nb write t', /line 2: the token of 'b' is already used/],
     ['main admin t', /reserved for the main secret/],
   ];
-  for (const [text, re] of bad) assert.throws(() => parseTokens(text), (e: unknown) => e instanceof TokensFileError && re.test(e.message), text);
+  for (const [text, re] of bad)
+    assert.throws(
+      () => parseTokens(text),
+      (e: unknown) => e instanceof TokensFileError && re.test(e.message),
+      text,
+    );
   assert.throws(() => parseTokens('x read SECRET', 'SECRET'), /already used by another name or is the main secret/);
 });
 
@@ -63,10 +71,12 @@ test('check: roles of named tokens, 403 naming token, method and path (no query 
   assert.equal(ok('w-token-0123456789', 'admin'), false);
   assert.equal(ok('a-token-0123456789', 'admin'), true);
   assert.equal(ok('s1', 'read'), true);
-  assert.deepEqual(a.check('r-token-0123456789', 'write', 'PUT', '/records/a?x=1'),
-    { ok: false, status: 403, message: "token 'reader' may not PUT /records/a" });
-  assert.deepEqual(a.check('w-token-0123456789', 'admin', 'GET', '/backup'),
-    { ok: false, status: 403, message: "token 'writer' may not GET /backup" });
+  assert.deepEqual(a.check('r-token-0123456789', 'write', 'PUT', '/records/a?x=1'), {
+    ok: false,
+    status: 403,
+    message: "token 'reader' may not PUT /records/a",
+  });
+  assert.deepEqual(a.check('w-token-0123456789', 'admin', 'GET', '/backup'), { ok: false, status: 403, message: "token 'writer' may not GET /backup" });
   assert.deepEqual(a.check('w-token-0123456789', 'write', 'PUT', '/x'), { ok: true, name: 'writer' });
   // same length as a named token, different bytes
   assert.equal(a.check('r-token-0123456788', 'read', 'GET', '/').ok, false);

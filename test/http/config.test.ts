@@ -20,7 +20,11 @@ test('defaults, env and flags, flags win', () => {
 
 test('bad values are one-line ConfigErrors', () => {
   for (const argv of [['--fsync', 'sometimes'], ['--port', '-1'], ['--port', '70000'], ['--port'], ['--bogus'], ['--max-body-bytes', '0']]) {
-    assert.throws(() => parseConfig(argv, {}), (e: unknown) => e instanceof ConfigError && !e.message.includes('\n'), argv.join(' '));
+    assert.throws(
+      () => parseConfig(argv, {}),
+      (e: unknown) => e instanceof ConfigError && !e.message.includes('\n'),
+      argv.join(' '),
+    );
   }
   assert.throws(() => parseConfig([], { PITHOS_PORT: 'x' }), ConfigError);
 });
@@ -36,23 +40,69 @@ test('router: shapes, 404, 405 with Allow, names', () => {
       return (e as { kind: string }).kind;
     }
   };
-  assert.equal(kind(() => route('GET', '/nope', false)), 'not_found');
-  assert.equal(kind(() => route('GET', '/tables/a/b', false)), 'not_found');
-  assert.equal(kind(() => route('POST', '/_test/clock', false)), 'not_found');
-  assert.equal(kind(() => route('POST', '/_test/clock', true)), 'ok');
-  assert.equal(kind(() => route('POST', '/locks/a', false)), 'method');
-  assert.equal(kind(() => route('toString', '/locks/a', false)), 'method');
-  assert.equal(kind(() => route('GET', '/records/..', false)), 'invalid');
-  assert.equal(kind(() => route('GET', '/records/%2e', false)), 'invalid');
-  assert.equal(kind(() => route('GET', '/records/a%00b', false)), 'invalid');
-  assert.equal(kind(() => route('GET', '/records/%E0%A4%A', false)), 'invalid');
-  assert.equal(kind(() => route('GET', '/records/' + encodeURIComponent('é'.repeat(127)), false)), 'ok');
-  assert.equal(kind(() => route('GET', '/records/' + encodeURIComponent('é'.repeat(128)), false)), 'invalid', '256 bytes');
+  assert.equal(
+    kind(() => route('GET', '/nope', false)),
+    'not_found',
+  );
+  assert.equal(
+    kind(() => route('GET', '/tables/a/b', false)),
+    'not_found',
+  );
+  assert.equal(
+    kind(() => route('POST', '/_test/clock', false)),
+    'not_found',
+  );
+  assert.equal(
+    kind(() => route('POST', '/_test/clock', true)),
+    'ok',
+  );
+  assert.equal(
+    kind(() => route('POST', '/locks/a', false)),
+    'method',
+  );
+  assert.equal(
+    kind(() => route('toString', '/locks/a', false)),
+    'method',
+  );
+  assert.equal(
+    kind(() => route('GET', '/records/..', false)),
+    'invalid',
+  );
+  assert.equal(
+    kind(() => route('GET', '/records/%2e', false)),
+    'invalid',
+  );
+  assert.equal(
+    kind(() => route('GET', '/records/a%00b', false)),
+    'invalid',
+  );
+  assert.equal(
+    kind(() => route('GET', '/records/%E0%A4%A', false)),
+    'invalid',
+  );
+  assert.equal(
+    kind(() => route('GET', '/records/' + encodeURIComponent('é'.repeat(127)), false)),
+    'ok',
+  );
+  assert.equal(
+    kind(() => route('GET', '/records/' + encodeURIComponent('é'.repeat(128)), false)),
+    'invalid',
+    '256 bytes',
+  );
   // node:http gives raw (unencoded) UTF-8 path bytes one per char: they still mean UTF-8.
   assert.equal(route('GET', '/records/' + Buffer.from('zoë日本', 'utf8').toString('latin1'), false).name, 'zoë日本');
-  assert.equal(kind(() => route('GET', '/records/' + 'x'.repeat(255), false)), 'ok');
-  assert.equal(kind(() => route('GET', '/records/' + 'x'.repeat(256), false)), 'invalid');
-  assert.equal(kind(() => route('GET', '/records/', false)), 'invalid');
+  assert.equal(
+    kind(() => route('GET', '/records/' + 'x'.repeat(255), false)),
+    'ok',
+  );
+  assert.equal(
+    kind(() => route('GET', '/records/' + 'x'.repeat(256), false)),
+    'invalid',
+  );
+  assert.equal(
+    kind(() => route('GET', '/records/', false)),
+    'invalid',
+  );
 });
 
 test('--allow-from takes addresses and CIDR subnets', () => {

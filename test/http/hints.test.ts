@@ -4,8 +4,10 @@ import { test } from 'node:test';
 import { rowsHint } from '../../src/http/hints.js';
 
 test('rowsHint: wheres without rows names the query paths; otherwise nothing', () => {
-  assert.equal(rowsHint({ wheres: { a: 1 } }, 'users'),
-    " (the body has 'wheres': to query rows use GET /tables/users/rows or POST /tables/users/query; POST /tables/users/rows inserts)");
+  assert.equal(
+    rowsHint({ wheres: { a: 1 } }, 'users'),
+    " (the body has 'wheres': to query rows use GET /tables/users/rows or POST /tables/users/query; POST /tables/users/rows inserts)",
+  );
   assert.equal(rowsHint({ rows: { a: 1 }, wheres: {} }, 'users'), '');
   assert.equal(rowsHint({}, 'users'), '');
   assert.equal(rowsHint({ row: {} }, 'users'), '');

@@ -5,8 +5,16 @@ import { ConfigError, effectiveConfig, MASK, parseConfig } from '../../src/confi
 import { formatLine } from '../../src/log.js';
 
 const files: Record<string, string> = {
-  'a.json': JSON.stringify({ port: 7000, 'max-body-bytes': 1000, 'cache-mb': 5, fsync: 'never', 'allow-from': ['10.0.0.0/8'], 'access-log': true, 'cors-origin': ['https://a.example'] }),
-  'unknown.json': JSON.stringify({ port: 1, prot: 2, 'auth_token': 'x' }),
+  'a.json': JSON.stringify({
+    port: 7000,
+    'max-body-bytes': 1000,
+    'cache-mb': 5,
+    fsync: 'never',
+    'allow-from': ['10.0.0.0/8'],
+    'access-log': true,
+    'cors-origin': ['https://a.example'],
+  }),
+  'unknown.json': JSON.stringify({ port: 1, prot: 2, auth_token: 'x' }),
   'type.json': JSON.stringify({ port: 'x' }),
   'bool.json': JSON.stringify({ repair: 'yes' }),
   'array.json': '[1]',
@@ -42,14 +50,21 @@ test('config file errors are one-line ConfigErrors naming the problem', () => {
     ['missing.json', /cannot read config file missing\.json/],
   ];
   for (const [f, re] of cases) {
-    assert.throws(() => parseConfig(['--config', f], {}, read), (e: unknown) => e instanceof ConfigError && re.test(e.message) && !e.message.includes('\n'), f);
+    assert.throws(
+      () => parseConfig(['--config', f], {}, read),
+      (e: unknown) => e instanceof ConfigError && re.test(e.message) && !e.message.includes('\n'),
+      f,
+    );
   }
   assert.throws(() => parseConfig(['--config'], {}, read), /--config needs a file name/);
 });
 
 test('--cors-origin repeats; values must be origins; --tls-cert needs --tls-key', () => {
-  assert.deepEqual(parseConfig(['--cors-origin', 'https://a.example', '--cors-origin=http://b.example:8080'], { PITHOS_CORS_ORIGIN: 'https://env.example' }).corsOrigin,
-    ['https://a.example', 'http://b.example:8080'], 'flags replace the env value, then add up');
+  assert.deepEqual(
+    parseConfig(['--cors-origin', 'https://a.example', '--cors-origin=http://b.example:8080'], { PITHOS_CORS_ORIGIN: 'https://env.example' }).corsOrigin,
+    ['https://a.example', 'http://b.example:8080'],
+    'flags replace the env value, then add up',
+  );
   assert.deepEqual(parseConfig([], { PITHOS_CORS_ORIGIN: 'https://a.example, https://b.example' }).corsOrigin, ['https://a.example', 'https://b.example']);
   for (const bad of ['https://a.example/', 'a.example', 'https://a.example/path', 'ftp://a.example', '*']) {
     assert.throws(() => parseConfig(['--cors-origin', bad], {}), ConfigError, bad);
@@ -72,7 +87,7 @@ test('effectiveConfig masks the main secret and reads back as the same configura
   assert.deepEqual(effectiveConfig(parseConfig(['--config', 'round.json'], {}, read)), e);
 });
 
-test('effectiveConfig masks every secret: the metrics token and a store URL\'s password too', () => {
+test("effectiveConfig masks every secret: the metrics token and a store URL's password too", () => {
   const c = parseConfig(['--metrics-token', 'mt-secret', '--store', 'postgres://bob:hunter2@db.example:5432/pithos?sslmode=require', '--print-config'], {});
   const e = effectiveConfig(c);
   assert.equal(e['metrics-token'], MASK);
@@ -84,8 +99,7 @@ test('effectiveConfig masks every secret: the metrics token and a store URL\'s p
 
 test('log lines: text key=value (quoted when needed) and one JSON object per line', () => {
   const t = '2026-01-01T00:00:00.000Z';
-  assert.equal(formatLine('info', 'request', { id: 'a1', path: '/x y', status: 200 }, t, 'text'),
-    `${t} INFO request id=a1 path="/x y" status=200\n`);
+  assert.equal(formatLine('info', 'request', { id: 'a1', path: '/x y', status: 200 }, t, 'text'), `${t} INFO request id=a1 path="/x y" status=200\n`);
   assert.equal(formatLine('warn', 'plain', undefined, t, 'text'), `${t} WARN plain\n`);
   const j = formatLine('error', 'boom "x"', { ms: 1.5, time: 'not overwritten' }, t, 'json');
   assert.ok(j.endsWith('\n') && !j.slice(0, -1).includes('\n'));

@@ -32,16 +32,32 @@ test('concurrent zset increments through two nodes are exact', { skip }, async (
   const N = 300;
   // Two members, each incremented N/2 times by 0.25 through alternating nodes, 12 at a time (writes
   // of one sorted set queue on its header row: each waits for those ahead of it, within the statement timeout).
-  const rs = await pool(Array.from({ length: N }, (_, i) => i), 12, (i) =>
-    node(i >> 1).req('POST', `/zsets/${z}/incr`, { member: i % 2 === 0 ? 'even' : 'odd', delta: 0.25 }));
+  const rs = await pool(
+    Array.from({ length: N }, (_, i) => i),
+    12,
+    (i) => node(i >> 1).req('POST', `/zsets/${z}/incr`, { member: i % 2 === 0 ? 'even' : 'odd', delta: 0.25 }),
+  );
   for (const r of rs) assert.equal(r.status, 200, r.raw);
   for (const parity of [0, 1]) {
-    const scores = rs.filter((_, i) => i % 2 === parity).map((r) => r.body.data.score as number).sort((a, b) => a - b);
-    assert.deepEqual(scores, Array.from({ length: N / 2 }, (_, i) => (i + 1) * 0.25), 'each intermediate score went to exactly one request');
+    const scores = rs
+      .filter((_, i) => i % 2 === parity)
+      .map((r) => r.body.data.score as number)
+      .sort((a, b) => a - b);
+    assert.deepEqual(
+      scores,
+      Array.from({ length: N / 2 }, (_, i) => (i + 1) * 0.25),
+      'each intermediate score went to exactly one request',
+    );
   }
   for (const n of nodes) {
     const g = await n.req('GET', `/zsets/${z}`);
-    assert.deepEqual(g.body.data, { items: [{ member: 'even', score: N / 8 }, { member: 'odd', score: N / 8 }], count: 2 });
+    assert.deepEqual(g.body.data, {
+      items: [
+        { member: 'even', score: N / 8 },
+        { member: 'odd', score: N / 8 },
+      ],
+      count: 2,
+    });
   }
 });
 
@@ -65,10 +81,16 @@ test('concurrent set adds of overlapping members through two nodes: the added co
 
 test('concurrent zset adds through two nodes count each new member once; a write on one node is read on the other', { skip }, async () => {
   const z = uniq('za');
-  const rs = await pool(Array.from({ length: 40 }, (_, i) => i), 16, (i) =>
-    node(i).req('POST', `/zsets/${z}/add`, { members: Object.fromEntries(Array.from({ length: 10 }, (_, j) => [`m${(i * 3 + j) % 60}`, j])) }));
+  const rs = await pool(
+    Array.from({ length: 40 }, (_, i) => i),
+    16,
+    (i) => node(i).req('POST', `/zsets/${z}/add`, { members: Object.fromEntries(Array.from({ length: 10 }, (_, j) => [`m${(i * 3 + j) % 60}`, j])) }),
+  );
   for (const r of rs) assert.equal(r.status, 200, r.raw);
-  assert.equal(rs.reduce((a, r) => a + (r.body.data.added as number), 0), 60);
+  assert.equal(
+    rs.reduce((a, r) => a + (r.body.data.added as number), 0),
+    60,
+  );
   assert.equal((await node(1).req('GET', `/zsets/${z}?start=0&stop=0`)).body.data.count, 60);
   await node(0).req('POST', `/zsets/${z}/incr`, { member: 'top', delta: 100 });
   assert.deepEqual((await node(1).req('GET', `/zsets/${z}/members/top`)).body.data, { score: 100, rank: 60, rev_rank: 0 });

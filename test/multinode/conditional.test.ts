@@ -21,8 +21,13 @@ test('50 concurrent if_absent creates of one name, 20 rounds, records and varian
   try {
     for (let round = 0; round < 20; round++) {
       const rec = await Promise.allSettled(Array.from({ length: 50 }, (_, i) => s.records.put(`r${round}`, { i }, 0, { ifAbsent: true })));
-      const vars = await Promise.allSettled(Array.from({ length: 50 }, (_, i) => s.variants.put(`v${round}`, { value: i, text: String(i) }, 0, { ifAbsent: true })));
-      for (const [what, all] of [['record', rec], ['variant', vars]] as const) {
+      const vars = await Promise.allSettled(
+        Array.from({ length: 50 }, (_, i) => s.variants.put(`v${round}`, { value: i, text: String(i) }, 0, { ifAbsent: true })),
+      );
+      for (const [what, all] of [
+        ['record', rec],
+        ['variant', vars],
+      ] as const) {
         assert.equal(all.filter((x) => x.status === 'fulfilled').length, 1, `${what}, round ${round}`);
         for (const x of all) {
           if (x.status === 'rejected') assert.equal((x.reason as { kind?: string }).kind, 'precondition', String(x.reason));

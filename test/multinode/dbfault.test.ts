@@ -27,9 +27,15 @@ before(async () => {
   if (skip) return;
   cluster = await PgCluster.create();
   const url = await freshSchema(cluster.url, 'fault');
-  nodes = await Promise.all([0, 1].map(() => PithosServer.start({
-    store: url, testClock: false, args: ['--pg-statement-timeout-ms', '2000'],
-  })));
+  nodes = await Promise.all(
+    [0, 1].map(() =>
+      PithosServer.start({
+        store: url,
+        testClock: false,
+        args: ['--pg-statement-timeout-ms', '2000'],
+      }),
+    ),
+  );
 });
 
 after(async () => {
@@ -172,7 +178,11 @@ class Load {
   private stop = false;
   private running: Promise<void>[] = [];
 
-  constructor(readonly nodes: PithosServer[], readonly ctr: string, readonly tag: string) {}
+  constructor(
+    readonly nodes: PithosServer[],
+    readonly ctr: string,
+    readonly tag: string,
+  ) {}
 
   private note(r: Res, ms: number): void {
     this.statuses.set(r.status, (this.statuses.get(r.status) ?? 0) + 1);
@@ -214,60 +224,71 @@ class Load {
   }
 }
 
-test('a read-only database (a demoted primary, SQLSTATE 25006): 503 with Retry-After, never 500; /readyz fails; its connections are discarded', { skip }, async () => {
-  const c = cluster as PgCluster;
-  const ctr = uniq('ro');
-  expectSuccess(await nodes[0].req('PUT', `/variants/${ctr}`, { variant: 0 }), 201, 'variant created successfully', { variant: 0 });
-  const load = new Load(nodes, ctr, 'ro');
-  load.start(6);
-  try {
-    await until(() => load.acked.length >= 30, 30_000, 'writes before the fault');
-    const clientPids = async (): Promise<Map<number, number>> => new Map((await admin(c,
-      "SELECT pid, extract(epoch from state_change) * 1000 AS at FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"))
-      .map((r) => [Number(r.pid), Number(r.at)]));
-    const before = await clientPids();
-    const stderrAt = nodes.map((n) => n.stderr.length);
-    const stdoutAt = nodes.map((n) => n.stdout.length);
-    const since = Date.now();
-    await admin(c, 'ALTER SYSTEM SET default_transaction_read_only = on', 'SELECT pg_reload_conf()');
-    await sleep(4000);
-    const during = new Map(load.statuses);
-    const r = await nodes[0].req('PUT', `/records/${uniq('ro')}`, { record: {} });
-    assert.equal(r.status, 503, r.raw);
-    assert.match(r.body.message, /read-only/);
-    assert.equal(r.headers['retry-after'], '1');
-    for (const n of nodes) assert.equal(await probe(n), 503, '/readyz while the database is read-only');
-    assert.equal((await nodes[0].req('GET', '/livez')).status, 200, '/livez stays process-only');
-    const metrics = (await nodes[0].req('GET', '/metrics')).raw;
-    assert.match(metrics, /^pithos_store_ready 0$/m);
-    await admin(c, 'ALTER SYSTEM RESET default_transaction_read_only', 'SELECT pg_reload_conf()');
-    await until(() => load.acked.length >= 60, 30_000, 'writes after the database accepts writes again');
-    // Only what the node logged since this fault: an earlier test's recovery is in its stdout too.
-    for (const [i, n] of nodes.entries()) await until(() => n.stdout.slice(stdoutAt[i]).includes('database reachable again'), 10_000, 'the node to see the primary back');
-    for (const n of nodes) assert.equal(await probe(n), 200, `/readyz once writable again: ${n.stdout.slice(-600)} ${n.stderr.slice(-1500)}`);
-    await load.end();
-    assert.ok((during.get(503) ?? 0) > 0, `no 503 while read-only: ${JSON.stringify([...during])}`);
-    assert.deepEqual(load.bad, []);
-    assert.equal(load.statuses.get(500) ?? 0, 0);
-    nodes.forEach((n, i) => {
-      const log = n.stderr.slice(stderrAt[i]);
-      assert.doesNotMatch(log, /request failed|internal error|\n\s+at /, 'no stack traces for a read-only database');
-      assert.match(log, /database unavailable: .*read-only/);
-      // Said once, when writes work again, never while the database only answers reads.
-      const out = n.stdout.slice(stdoutAt[i]);
-      assert.equal(out.split('database reachable again').length - 1, 1, out);
-    });
-    // A connection from before that is still open has run nothing since (it waits in the pool to be
-    // discarded when next taken): none that answered read-only went back into use.
-    const after = await clientPids();
-    const kept = [...before.keys()].filter((p) => after.has(p));
-    for (const p of kept) assert.ok((after.get(p) as number) < since, `connection ${p} from before the fault served again`);
-    assert.ok(kept.length < before.size, 'no connection was discarded');
-    await load.check(nodes[1]);
-  } finally {
-    await load.end();
-  }
-});
+test(
+  'a read-only database (a demoted primary, SQLSTATE 25006): 503 with Retry-After, never 500; /readyz fails; its connections are discarded',
+  { skip },
+  async () => {
+    const c = cluster as PgCluster;
+    const ctr = uniq('ro');
+    expectSuccess(await nodes[0].req('PUT', `/variants/${ctr}`, { variant: 0 }), 201, 'variant created successfully', { variant: 0 });
+    const load = new Load(nodes, ctr, 'ro');
+    load.start(6);
+    try {
+      await until(() => load.acked.length >= 30, 30_000, 'writes before the fault');
+      const clientPids = async (): Promise<Map<number, number>> =>
+        new Map(
+          (
+            await admin(
+              c,
+              "SELECT pid, extract(epoch from state_change) * 1000 AS at FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()",
+            )
+          ).map((r) => [Number(r.pid), Number(r.at)]),
+        );
+      const before = await clientPids();
+      const stderrAt = nodes.map((n) => n.stderr.length);
+      const stdoutAt = nodes.map((n) => n.stdout.length);
+      const since = Date.now();
+      await admin(c, 'ALTER SYSTEM SET default_transaction_read_only = on', 'SELECT pg_reload_conf()');
+      await sleep(4000);
+      const during = new Map(load.statuses);
+      const r = await nodes[0].req('PUT', `/records/${uniq('ro')}`, { record: {} });
+      assert.equal(r.status, 503, r.raw);
+      assert.match(r.body.message, /read-only/);
+      assert.equal(r.headers['retry-after'], '1');
+      for (const n of nodes) assert.equal(await probe(n), 503, '/readyz while the database is read-only');
+      assert.equal((await nodes[0].req('GET', '/livez')).status, 200, '/livez stays process-only');
+      const metrics = (await nodes[0].req('GET', '/metrics')).raw;
+      assert.match(metrics, /^pithos_store_ready 0$/m);
+      await admin(c, 'ALTER SYSTEM RESET default_transaction_read_only', 'SELECT pg_reload_conf()');
+      await until(() => load.acked.length >= 60, 30_000, 'writes after the database accepts writes again');
+      // Only what the node logged since this fault: an earlier test's recovery is in its stdout too.
+      for (const [i, n] of nodes.entries())
+        await until(() => n.stdout.slice(stdoutAt[i]).includes('database reachable again'), 10_000, 'the node to see the primary back');
+      for (const n of nodes) assert.equal(await probe(n), 200, `/readyz once writable again: ${n.stdout.slice(-600)} ${n.stderr.slice(-1500)}`);
+      await load.end();
+      assert.ok((during.get(503) ?? 0) > 0, `no 503 while read-only: ${JSON.stringify([...during])}`);
+      assert.deepEqual(load.bad, []);
+      assert.equal(load.statuses.get(500) ?? 0, 0);
+      nodes.forEach((n, i) => {
+        const log = n.stderr.slice(stderrAt[i]);
+        assert.doesNotMatch(log, /request failed|internal error|\n\s+at /, 'no stack traces for a read-only database');
+        assert.match(log, /database unavailable: .*read-only/);
+        // Said once, when writes work again, never while the database only answers reads.
+        const out = n.stdout.slice(stdoutAt[i]);
+        assert.equal(out.split('database reachable again').length - 1, 1, out);
+      });
+      // A connection from before that is still open has run nothing since (it waits in the pool to be
+      // discarded when next taken): none that answered read-only went back into use.
+      const after = await clientPids();
+      const kept = [...before.keys()].filter((p) => after.has(p));
+      for (const p of kept) assert.ok((after.get(p) as number) < since, `connection ${p} from before the fault served again`);
+      assert.ok(kept.length < before.size, 'no connection was discarded');
+      await load.check(nodes[1]);
+    } finally {
+      await load.end();
+    }
+  },
+);
 
 test('a commit the database never confirms (synchronous standby missing): 503 within the bound, saying the outcome is unknown', { skip }, async () => {
   const c = cluster as PgCluster;
@@ -322,30 +343,36 @@ test('a frozen database (SIGSTOP): every request answers within the bound + 1 s 
       ready = await Promise.all(nodes.map(probe));
       metrics = (await nodes[1].req('GET', '/metrics')).raw;
       await Promise.all(reads);
-  } finally {
-    c.thaw(pids);
-  }
-  const frozenFor = Date.now() - frozenAt;
-  const during = new Map(load.statuses);
-  const thawedAt = Date.now();
-  const acked = load.acked.length;
-  await until(() => load.acked.length >= acked + 30, 30_000, 'writes after SIGCONT');
-  const resumedMs = Date.now() - thawedAt;
-  // Only what the node logged since the freeze: an earlier test's recovery is in its stdout too.
-  for (const [i, n] of nodes.entries()) await until(() => n.stdout.slice(stdoutAt[i]).includes('database reachable again'), 10_000, 'the node to see the primary back');
-  for (const n of nodes) assert.equal(await probe(n), 200, '/readyz after SIGCONT');
-  await load.end();
-  process.stdout.write(`# frozen ${frozenFor} ms: writes ${JSON.stringify([...during])}, reads ${JSON.stringify([...readers.statuses])}, ` +
-    `slowest write ${load.slowest} ms, slowest read ${readers.slowest} ms, first write acknowledged ${resumedMs} ms after SIGCONT\n`);
-  assert.deepEqual(ready, [503, 503], '/readyz while frozen');
-  assert.match(metrics, /^pithos_store_ready 0$/m);
-  assert.ok((during.get(503) ?? 0) > 0, `no 503 while frozen: ${JSON.stringify([...during])}`);
-  assert.ok((readers.statuses.get(503) ?? 0) > 0, `no read answered 503 while frozen: ${JSON.stringify([...readers.statuses])}`);
-  assert.deepEqual(load.bad, []);
-  assert.ok(load.slowest <= BOUND_MS + 1000, `a write took ${load.slowest} ms (bound ${BOUND_MS} ms + 1 s)`);
-  assert.ok(readers.slowest <= BOUND_MS + 1000, `a read took ${readers.slowest} ms (bound ${BOUND_MS} ms + 1 s)`);
-  assert.ok([...readers.statuses.keys()].every((s) => s === 200 || s === 503), JSON.stringify([...readers.statuses]));
-  await load.check(nodes[0]);
+    } finally {
+      c.thaw(pids);
+    }
+    const frozenFor = Date.now() - frozenAt;
+    const during = new Map(load.statuses);
+    const thawedAt = Date.now();
+    const acked = load.acked.length;
+    await until(() => load.acked.length >= acked + 30, 30_000, 'writes after SIGCONT');
+    const resumedMs = Date.now() - thawedAt;
+    // Only what the node logged since the freeze: an earlier test's recovery is in its stdout too.
+    for (const [i, n] of nodes.entries())
+      await until(() => n.stdout.slice(stdoutAt[i]).includes('database reachable again'), 10_000, 'the node to see the primary back');
+    for (const n of nodes) assert.equal(await probe(n), 200, '/readyz after SIGCONT');
+    await load.end();
+    process.stdout.write(
+      `# frozen ${frozenFor} ms: writes ${JSON.stringify([...during])}, reads ${JSON.stringify([...readers.statuses])}, ` +
+        `slowest write ${load.slowest} ms, slowest read ${readers.slowest} ms, first write acknowledged ${resumedMs} ms after SIGCONT\n`,
+    );
+    assert.deepEqual(ready, [503, 503], '/readyz while frozen');
+    assert.match(metrics, /^pithos_store_ready 0$/m);
+    assert.ok((during.get(503) ?? 0) > 0, `no 503 while frozen: ${JSON.stringify([...during])}`);
+    assert.ok((readers.statuses.get(503) ?? 0) > 0, `no read answered 503 while frozen: ${JSON.stringify([...readers.statuses])}`);
+    assert.deepEqual(load.bad, []);
+    assert.ok(load.slowest <= BOUND_MS + 1000, `a write took ${load.slowest} ms (bound ${BOUND_MS} ms + 1 s)`);
+    assert.ok(readers.slowest <= BOUND_MS + 1000, `a read took ${readers.slowest} ms (bound ${BOUND_MS} ms + 1 s)`);
+    assert.ok(
+      [...readers.statuses.keys()].every((s) => s === 200 || s === 503),
+      JSON.stringify([...readers.statuses]),
+    );
+    await load.check(nodes[0]);
   } finally {
     await load.end();
   }
@@ -358,17 +385,22 @@ test('failover to a promoted standby: a node started on the standby waits, a mul
   try {
     // On the standby alone: it waits (logging why) and does not listen.
     let onStandby: PithosServer | undefined;
-    const waiting = PithosServer.start({ store: schemaUrl(s), testClock: false, startTimeoutMs: 120_000, args: ['--pg-statement-timeout-ms', String(BOUND_MS)] })
-      .then((n) => {
-        onStandby = n;
-        started.push(n);
-        return n;
-      });
+    const waiting = PithosServer.start({
+      store: schemaUrl(s),
+      testClock: false,
+      startTimeoutMs: 120_000,
+      args: ['--pg-statement-timeout-ms', String(BOUND_MS)],
+    }).then((n) => {
+      onStandby = n;
+      started.push(n);
+      return n;
+    });
     // Both hosts, the standby first: the node finds the primary (the second).
     const hosts = `127.0.0.1:${s.port},127.0.0.1:${c.port}`;
     const multi = await PithosServer.start({
       store: `postgres://postgres@${hosts}/postgres?options=${encodeURIComponent('-c search_path=fault')}&target_session_attrs=read-write`,
-      testClock: false, args: ['--pg-statement-timeout-ms', String(BOUND_MS)],
+      testClock: false,
+      args: ['--pg-statement-timeout-ms', String(BOUND_MS)],
     });
     started.push(multi);
     assert.match(multi.stdout, new RegExp(`writable primary 127\\.0\\.0\\.1:${c.port}`));
@@ -393,8 +425,10 @@ test('failover to a promoted standby: a node started on the standby waits, a mul
       const resumedMs = (load.ackedAt.find((t) => t >= promotedAt) as number) - promotedAt;
       await until(() => load.acked.length >= load.ackedAt.filter((t) => t < promotedAt).length + 30, 30_000, 'more writes after the promotion');
       const n = await waiting;
-      process.stdout.write(`# failover: primary stopped, standby promoted in ${promotedAt - stoppedAt} ms; first write acknowledged ${resumedMs} ms after; ` +
-        `answers ${JSON.stringify([...load.statuses])}, slowest ${load.slowest} ms\n`);
+      process.stdout.write(
+        `# failover: primary stopped, standby promoted in ${promotedAt - stoppedAt} ms; first write acknowledged ${resumedMs} ms after; ` +
+          `answers ${JSON.stringify([...load.statuses])}, slowest ${load.slowest} ms\n`,
+      );
       assert.ok(resumedMs <= 2000, `writes resumed ${resumedMs} ms after the promotion`);
       // The promotion made a new timeline: watchers are told at once, and only once.
       await w.until(() => w.events.some((e) => e.event === 'reset'), 10_000, 'reset after the promotion');

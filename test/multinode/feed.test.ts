@@ -25,15 +25,32 @@ async function open(name: string): Promise<{ url: string; s: PgStore }> {
 }
 
 /** A store, a subscription recording what it publishes (and gaps), and a second connection to hold transactions open on. */
-async function watched(name: string): Promise<{ url: string; s: PgStore; feed: PgChanges; seen: Change[]; gaps: number[]; slow: pg.Client; done(): Promise<void> }> {
+async function watched(
+  name: string,
+): Promise<{ url: string; s: PgStore; feed: PgChanges; seen: Change[]; gaps: number[]; slow: pg.Client; done(): Promise<void> }> {
   const { url, s } = await open(name);
   const feed = s.changes as PgChanges;
   const seen: Change[] = [];
   const gaps: number[] = [];
-  const off = feed.subscribe((b) => seen.push(...b), (v) => gaps.push(v));
+  const off = feed.subscribe(
+    (b) => seen.push(...b),
+    (v) => gaps.push(v),
+  );
   const slow = new pg.Client({ connectionString: url });
   await slow.connect();
-  return { url, s, feed, seen, gaps, slow, done: async () => { off(); await slow.end(); await s.close(); } };
+  return {
+    url,
+    s,
+    feed,
+    seen,
+    gaps,
+    slow,
+    done: async () => {
+      off();
+      await slow.end();
+      await s.close();
+    },
+  };
 }
 
 /** An open transaction with an id (a psql session inside BEGIN after a write): the feed's watermark stays below it. */
@@ -55,11 +72,21 @@ test('a change is not published while a transaction holding a lower version is o
     assert.ok(high > low, `versions ${low} < ${high}`);
     // Many polls go by: nothing of either may be published (the higher one would be out of order).
     await sleep(600);
-    assert.deepEqual(seen.map((c) => c.name), [], 'nothing published while the lower version is uncommitted');
+    assert.deepEqual(
+      seen.map((c) => c.name),
+      [],
+      'nothing published while the lower version is uncommitted',
+    );
     assert.ok(feed.lastVersion < low, `the feed stayed below ${low} (at ${feed.lastVersion})`);
     await slow.query('COMMIT');
     for (let i = 0; i < 100 && seen.length < 2; i++) await sleep(20);
-    assert.deepEqual(seen.map((c) => [c.type, c.name, c.version]), [['put', 'slow', low], ['put', 'fast', high]]);
+    assert.deepEqual(
+      seen.map((c) => [c.type, c.name, c.version]),
+      [
+        ['put', 'slow', low],
+        ['put', 'fast', high],
+      ],
+    );
     // A rolled-back writer holds the feed back too, and leaves no change.
     await slow.query('BEGIN');
     await slow.query(`UPDATE pithos_records SET body = '{"a":9}', version = nextval('pithos_seq') WHERE id = 'slow'`);
@@ -69,7 +96,10 @@ test('a change is not published while a transaction holding a lower version is o
     await slow.query('ROLLBACK');
     for (let i = 0; i < 100 && seen.length < 3; i++) await sleep(20);
     await sleep(200);
-    assert.deepEqual(seen.slice(2).map((c) => [c.type, c.name, c.value]), [['put', 'fast', '{"b":3}']]);
+    assert.deepEqual(
+      seen.slice(2).map((c) => [c.type, c.name, c.value]),
+      [['put', 'fast', '{"b":3}']],
+    );
   } finally {
     await done();
   }
@@ -111,7 +141,11 @@ test('pruning never deletes a change the feed has not published yet (a long tran
     await holdOpen(slow);
     await s.records.put('early', { n: 1 }, 0);
     await sleep(300);
-    assert.deepEqual(seen.map((c) => c.name), [], 'held back behind the open transaction');
+    assert.deepEqual(
+      seen.map((c) => c.name),
+      [],
+      'held back behind the open transaction',
+    );
     // More than the retention goes by while it stays open: the sweeper prunes.
     const t0 = Date.now();
     await feed.prune(t0);
@@ -119,7 +153,11 @@ test('pruning never deletes a change the feed has not published yet (a long tran
     await slow.query('COMMIT');
     for (let i = 0; i < 100 && seen.length < 1; i++) await sleep(20);
     await sleep(200);
-    assert.deepEqual(seen.map((c) => [c.type, c.name]), [['put', 'early']], 'the change held back is published, not lost');
+    assert.deepEqual(
+      seen.map((c) => [c.type, c.name]),
+      [['put', 'early']],
+      'the change held back is published, not lost',
+    );
   } finally {
     await done();
   }
@@ -138,33 +176,44 @@ test('a change is held back while its transaction is open even when that transac
     assert.ok(feed.lastVersion < v, `the feed stayed below ${v} while its transaction was open (at ${feed.lastVersion})`);
     await slow.query('COMMIT');
     for (let i = 0; i < 100 && seen.length < 1; i++) await sleep(20);
-    assert.deepEqual(seen.map((c) => [c.type, c.name, c.version]), [['put', 'alone', v]]);
+    assert.deepEqual(
+      seen.map((c) => [c.type, c.name, c.version]),
+      [['put', 'alone', v]],
+    );
   } finally {
     await done();
   }
 });
 
-test('changes pruned before this node published them (another node pruned while it was cut off): its watchers are told to re-read, then follow on', { skip }, async () => {
-  const { url, s, seen, gaps, slow, done } = await watched('feedgap');
-  try {
-    // This node's watermark is held below the next change...
-    await holdOpen(slow);
-    await s.records.put('lost', { n: 1 }, 0);
-    // ...and the change is pruned by someone else before it is published.
-    const pos = Number((await slow.query("SELECT pos FROM pithos_changes WHERE name = 'lost'")).rows[0].pos);
-    const admin = new pg.Client({ connectionString: url });
-    await admin.connect();
-    await admin.query("DELETE FROM pithos_changes WHERE name = 'lost'");
-    await admin.query('UPDATE pithos_feed SET floor = $1 WHERE id = 1', [pos]);
-    await admin.end();
-    await slow.query('COMMIT');
-    for (let i = 0; i < 100 && gaps.length === 0; i++) await sleep(20);
-    assert.equal(gaps.length, 1, 'one gap reported');
-    assert.ok(gaps[0] >= pos, `the feed goes on from ${gaps[0]}, at or above the pruned ${pos}`);
-    await s.records.put('after', { n: 2 }, 0);
-    for (let i = 0; i < 100 && seen.length === 0; i++) await sleep(20);
-    assert.deepEqual(seen.map((c) => c.name), ['after'], 'the lost change is not invented, the next one follows');
-  } finally {
-    await done();
-  }
-});
+test(
+  'changes pruned before this node published them (another node pruned while it was cut off): its watchers are told to re-read, then follow on',
+  { skip },
+  async () => {
+    const { url, s, seen, gaps, slow, done } = await watched('feedgap');
+    try {
+      // This node's watermark is held below the next change...
+      await holdOpen(slow);
+      await s.records.put('lost', { n: 1 }, 0);
+      // ...and the change is pruned by someone else before it is published.
+      const pos = Number((await slow.query("SELECT pos FROM pithos_changes WHERE name = 'lost'")).rows[0].pos);
+      const admin = new pg.Client({ connectionString: url });
+      await admin.connect();
+      await admin.query("DELETE FROM pithos_changes WHERE name = 'lost'");
+      await admin.query('UPDATE pithos_feed SET floor = $1 WHERE id = 1', [pos]);
+      await admin.end();
+      await slow.query('COMMIT');
+      for (let i = 0; i < 100 && gaps.length === 0; i++) await sleep(20);
+      assert.equal(gaps.length, 1, 'one gap reported');
+      assert.ok(gaps[0] >= pos, `the feed goes on from ${gaps[0]}, at or above the pruned ${pos}`);
+      await s.records.put('after', { n: 2 }, 0);
+      for (let i = 0; i < 100 && seen.length === 0; i++) await sleep(20);
+      assert.deepEqual(
+        seen.map((c) => c.name),
+        ['after'],
+        'the lost change is not invented, the next one follows',
+      );
+    } finally {
+      await done();
+    }
+  },
+);

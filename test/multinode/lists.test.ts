@@ -50,8 +50,10 @@ test('a blocking pop on one node is woken by a push on another; wake-up latency 
     alone.push(performance.now() - t0);
   }
   alone.sort((a, b) => a - b);
-  process.stdout.write(`# cross-node wake-up (push sent → pop answered): p50 ${lat[10].toFixed(1)} ms, max ${lat[19].toFixed(1)} ms; ` +
-    `a push alone: p50 ${alone[10].toFixed(1)} ms\n`);
+  process.stdout.write(
+    `# cross-node wake-up (push sent → pop answered): p50 ${lat[10].toFixed(1)} ms, max ${lat[19].toFixed(1)} ms; ` +
+      `a push alone: p50 ${alone[10].toFixed(1)} ms\n`,
+  );
   // Woken by the recheck alone, a waiter would answer ~500 ms after the push on average
   // (up to RECHECK_MS = 1 s): a median well below that says the notification woke it.
   assert.ok(lat[10] < 400, `median ${lat[10]} ms`);
@@ -66,7 +68,10 @@ test('waiters on three nodes and pushes through three nodes: every item to exact
     assert.equal(r.status, 200, r.raw);
     return r.body.data.items as string[];
   });
-  assert.ok(got.every((g) => g.length === 1), JSON.stringify(got));
+  assert.ok(
+    got.every((g) => g.length === 1),
+    JSON.stringify(got),
+  );
   assert.deepEqual(got.map((g) => g[0]).sort(), Array.from({ length: 12 }, (_, i) => `v${i}`).sort());
   assert.deepEqual((await node(0).req('GET', `/lists/${n}`)).body.data, { items: [], length: 0 });
 });
@@ -75,8 +80,11 @@ test('concurrent pushes, pops and moves through three nodes: each item exactly o
   const n = uniq('c');
   const side = uniq('m');
   const COUNT = 300;
-  const pushes = pool(Array.from({ length: COUNT }, (_, i) => i), 12, (i) =>
-    node(i).req('POST', `/lists/${n}/push`, { values: [i], side: i % 2 === 0 ? 'left' : 'right' }));
+  const pushes = pool(
+    Array.from({ length: COUNT }, (_, i) => i),
+    12,
+    (i) => node(i).req('POST', `/lists/${n}/push`, { values: [i], side: i % 2 === 0 ? 'left' : 'right' }),
+  );
   const taken: number[] = [];
   const moved: number[] = [];
   const pops = pool(Array.from({ length: 120 }), 9, async (_, i) => {
@@ -87,6 +95,12 @@ test('concurrent pushes, pops and moves through three nodes: each item exactly o
   await Promise.all([pushes, pops]);
   const rest = (await node(0).req('GET', `/lists/${n}`)).body.data.items as number[];
   const inSide = ((await node(1).req('GET', `/lists/${side}`)).body.data?.items ?? []) as number[];
-  assert.deepEqual([...moved].sort((a, b) => a - b), [...inSide].sort((a, b) => a - b));
-  assert.deepEqual([...taken, ...moved, ...rest].sort((a, b) => a - b), Array.from({ length: COUNT }, (_, i) => i));
+  assert.deepEqual(
+    [...moved].sort((a, b) => a - b),
+    [...inSide].sort((a, b) => a - b),
+  );
+  assert.deepEqual(
+    [...taken, ...moved, ...rest].sort((a, b) => a - b),
+    Array.from({ length: COUNT }, (_, i) => i),
+  );
 });

@@ -56,7 +56,10 @@ test('a schema at migration 1 with data: 3 nodes at once migrate it once; old ob
       const r = await p.query('SELECT count(*)::int AS n, count(DISTINCT version)::int AS d FROM pithos_rows');
       assert.deepEqual(r.rows[0], { n: 2, d: 2 }, 'migrated rows have versions of their own');
       const m = await p.query('SELECT version FROM pithos_migrations ORDER BY version');
-      assert.deepEqual(m.rows.map((x) => Number(x.version)), MIGRATIONS.map((x) => x.version));
+      assert.deepEqual(
+        m.rows.map((x) => Number(x.version)),
+        MIGRATIONS.map((x) => x.version),
+      );
     } finally {
       await p.end();
     }

@@ -59,9 +59,20 @@ test('1,000 concurrent lock acquirers over 3 nodes: exactly one winner, 3 rounds
 test('3,000 concurrent +1 over 3 nodes end exactly 3,000 higher, every answer distinct', { skip }, async () => {
   const name = uniq('ctr');
   expectSuccess(await node(0).req('PUT', `/variants/${name}`, { variant: 7 }), 201, 'variant created successfully', { variant: 7 });
-  const res = await pool(Array.from({ length: 3000 }, (_, i) => i), 300, (i) => node(i).req('POST', `/variants/${name}`, { delta: 1 }));
+  const res = await pool(
+    Array.from({ length: 3000 }, (_, i) => i),
+    300,
+    (i) => node(i).req('POST', `/variants/${name}`, { delta: 1 }),
+  );
   const bad = res.filter((r) => r.status !== 200);
-  assert.equal(bad.length, 0, `failed increments: ${bad.slice(0, 3).map((r) => r.raw).join(' ')}`);
+  assert.equal(
+    bad.length,
+    0,
+    `failed increments: ${bad
+      .slice(0, 3)
+      .map((r) => r.raw)
+      .join(' ')}`,
+  );
   const seen = new Set(res.map((r) => r.body.data.variant as number));
   assert.equal(seen.size, 3000, 'two increments returned the same value');
   for (let i = 0; i < N; i++) {
@@ -73,22 +84,26 @@ test('concurrent transfer transactions over 3 nodes conserve the total (serializ
   const accts = Array.from({ length: 5 }, () => uniq('acct'));
   for (const a of accts) await node(0).req('PUT', `/variants/${a}`, { variant: 1000 });
   const statuses = new Map<number, number>();
-  const res = await pool(Array.from({ length: 600 }, (_, i) => i), 30, async (i) => {
-    const from = accts[i % 5];
-    const to = accts[(i * 7 + 1 + Math.floor(i / 5)) % 5 === i % 5 ? (i + 1) % 5 : (i * 7 + 1 + Math.floor(i / 5)) % 5];
-    const amount = 1 + (i % 97);
-    const serializable = i % 2 === 0;
-    const r = await node(i).req('POST', '/txns', {
-      serializable,
-      checks: serializable ? [{ kind: 'variant', name: from, value: { $gte: amount } }] : [],
-      mutations: [
-        { kind: 'variant', name: from, operation: 'ADD', delta: -amount },
-        { kind: 'variant', name: to, operation: 'ADD', delta: amount },
-      ],
-    });
-    statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
-    return r;
-  });
+  const res = await pool(
+    Array.from({ length: 600 }, (_, i) => i),
+    30,
+    async (i) => {
+      const from = accts[i % 5];
+      const to = accts[(i * 7 + 1 + Math.floor(i / 5)) % 5 === i % 5 ? (i + 1) % 5 : (i * 7 + 1 + Math.floor(i / 5)) % 5];
+      const amount = 1 + (i % 97);
+      const serializable = i % 2 === 0;
+      const r = await node(i).req('POST', '/txns', {
+        serializable,
+        checks: serializable ? [{ kind: 'variant', name: from, value: { $gte: amount } }] : [],
+        mutations: [
+          { kind: 'variant', name: from, operation: 'ADD', delta: -amount },
+          { kind: 'variant', name: to, operation: 'ADD', delta: amount },
+        ],
+      });
+      statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+      return r;
+    },
+  );
   // 200 done; 409 a check failed; 503 gave up after bounded retries. Nothing else.
   for (const r of res) assert.ok([200, 409, 503].includes(r.status), `unexpected ${r.status} ${r.raw}`);
   assert.ok((statuses.get(200) ?? 0) >= 200, `too few committed: ${JSON.stringify([...statuses])}`);
@@ -163,11 +178,15 @@ test('indexes and listing over 3 nodes: one create wins, every node answers alik
     if (r.body.data?.[0]?.ready === true) break;
     await sleep(20);
   }
-  for (let i = 0; i < N; i++) expectSuccess(await node(i).req('GET', `/tables/${t}/indexes`), 200, 'indexes listed successfully', [{ field: 'k', ready: true }]);
+  for (let i = 0; i < N; i++)
+    expectSuccess(await node(i).req('GET', `/tables/${t}/indexes`), 200, 'indexes listed successfully', [{ field: 'k', ready: true }]);
   // Rows written through every node after the build are found through the index from every node.
   await Promise.all(Array.from({ length: 30 }, (_, i) => node(i).req('POST', `/tables/${t}/rows`, { rows: { k: 3, n: i } })));
   await node(1).req('PATCH', `/tables/${t}`, { wheres: { s: 'v1' }, sets: { k: 3 } });
-  const all = (await node(2).req('GET', `/tables/${t}/rows`, { wheres: { $or: [{}] }, with_ids: true })).body.data as Array<{ t_id: number; row: { k: number } }>;
+  const all = (await node(2).req('GET', `/tables/${t}/rows`, { wheres: { $or: [{}] }, with_ids: true })).body.data as Array<{
+    t_id: number;
+    row: { k: number };
+  }>;
   const want = all.filter((r) => r.row.k === 3);
   for (let i = 0; i < N; i++) {
     const r = await node(i).req('GET', `/tables/${t}/rows`, { wheres: { k: 3 }, with_ids: true });
@@ -183,68 +202,89 @@ test('indexes and listing over 3 nodes: one create wins, every node answers alik
   for (let i = 0; i < N; i++) expectSuccess(await node(i).req('GET', `/tables/${t}/indexes`), 200, 'indexes listed successfully', []);
 });
 
-test('the change feed over 3 nodes: a watcher on each sees every acknowledged change once, the same sequence, in commit order; resuming on another node continues it', { skip }, async () => {
-  const tag = uniq('feed');
-  const open = async (i: number, headers: Record<string, string> = {}, extra: Partial<Parameters<typeof watch>[0]> = {}): Promise<Watch> => {
-    const w = watch({ port: node(i).port, token: node(i).token, query: `prefix=${tag}&values=true`, headers, ...extra });
-    await w.opened;
-    return w;
-  };
-  const watchers = await Promise.all(Array.from({ length: N }, (_, i) => open(i)));
-  const counters = [`${tag}-c0`, `${tag}-c1`];
-  const table = `${tag}-t`;
-  for (const c of counters) expectSuccess(await node(0).req('PUT', `/variants/${c}`, { variant: 0 }), 201, 'variant created successfully', { variant: 0 });
-  expectSuccess(await node(1).req('PUT', `/tables/${table}`), 201, 'table created successfully');
-  let changes = 3;
-  const adds = new Map(counters.map((c) => [c, 0]));
-  // Writes through every node at once: increments, record puts, row inserts, two-change transactions.
-  await pool(Array.from({ length: 600 }, (_, i) => i), 30, async (i) => {
-    const c = counters[i % 2];
-    const k = i % 4;
-    const r = k === 0 ? await node(i).req('POST', `/variants/${c}`, { delta: 1 })
-      : k === 1 ? await node(i).req('PUT', `/records/${tag}-r${i % 5}`, { record: { i } })
-        : k === 2 ? await node(i).req('POST', `/tables/${table}/rows`, { rows: { i } })
-          : await node(i).req('POST', '/txns', { mutations: [
-            { kind: 'variant', name: c, operation: 'ADD', delta: 1 },
-            { kind: 'record', name: `${tag}-r${i % 5}`, operation: 'PUT', values: { txn: i } },
-          ] });
-    assert.ok(r.status === 200 || r.status === 201, r.raw);
-    changes += k === 3 ? 2 : 1;
-    if (k === 0 || k === 3) adds.set(c, (adds.get(c) as number) + 1);
-  });
-  await Promise.all(watchers.map((w, i) => w.until(() => w.events.length >= changes, 30_000, `node ${i}: ${changes} events`)));
-  await sleep(300);
-  for (const w of watchers) w.close();
-  const seq = watchers[0].events;
-  assert.equal(seq.length, changes, 'one event per acknowledged change');
-  for (let i = 1; i < N; i++) assert.deepEqual(watchers[i].events, seq, `node ${i} published the same sequence as node 0`);
-  for (let k = 1; k < seq.length; k++) assert.ok(Number(seq[k].id) > Number(seq[k - 1].id), `ids increase at ${k}`);
-  // Commit order: each counter's values arrive 0, 1, 2, … and each record's last event is what every node reads.
-  for (const c of counters) {
-    const vals = seq.filter((e) => JSON.parse(e.data).name === c).map((e) => JSON.parse(e.data).value as number);
-    assert.deepEqual(vals, Array.from({ length: (adds.get(c) as number) + 1 }, (_, i) => i), `values of ${c}`);
-  }
-  for (let r = 0; r < 5; r++) {
-    const mine = seq.filter((e) => JSON.parse(e.data).name === `${tag}-r${r}`);
-    const last = JSON.parse(mine[mine.length - 1].data);
-    for (let i = 0; i < N; i++) {
-      const g = await node(i).req('GET', `/records/${tag}-r${r}`);
-      assert.deepEqual(g.body.data, last.value);
-      assert.equal(g.headers.etag, `"${last.version}"`);
+test(
+  'the change feed over 3 nodes: a watcher on each sees every acknowledged change once, the same sequence, in commit order; resuming on another node continues it',
+  { skip },
+  async () => {
+    const tag = uniq('feed');
+    const open = async (i: number, headers: Record<string, string> = {}, extra: Partial<Parameters<typeof watch>[0]> = {}): Promise<Watch> => {
+      const w = watch({ port: node(i).port, token: node(i).token, query: `prefix=${tag}&values=true`, headers, ...extra });
+      await w.opened;
+      return w;
+    };
+    const watchers = await Promise.all(Array.from({ length: N }, (_, i) => open(i)));
+    const counters = [`${tag}-c0`, `${tag}-c1`];
+    const table = `${tag}-t`;
+    for (const c of counters) expectSuccess(await node(0).req('PUT', `/variants/${c}`, { variant: 0 }), 201, 'variant created successfully', { variant: 0 });
+    expectSuccess(await node(1).req('PUT', `/tables/${table}`), 201, 'table created successfully');
+    let changes = 3;
+    const adds = new Map(counters.map((c) => [c, 0]));
+    // Writes through every node at once: increments, record puts, row inserts, two-change transactions.
+    await pool(
+      Array.from({ length: 600 }, (_, i) => i),
+      30,
+      async (i) => {
+        const c = counters[i % 2];
+        const k = i % 4;
+        const r =
+          k === 0
+            ? await node(i).req('POST', `/variants/${c}`, { delta: 1 })
+            : k === 1
+              ? await node(i).req('PUT', `/records/${tag}-r${i % 5}`, { record: { i } })
+              : k === 2
+                ? await node(i).req('POST', `/tables/${table}/rows`, { rows: { i } })
+                : await node(i).req('POST', '/txns', {
+                    mutations: [
+                      { kind: 'variant', name: c, operation: 'ADD', delta: 1 },
+                      { kind: 'record', name: `${tag}-r${i % 5}`, operation: 'PUT', values: { txn: i } },
+                    ],
+                  });
+        assert.ok(r.status === 200 || r.status === 201, r.raw);
+        changes += k === 3 ? 2 : 1;
+        if (k === 0 || k === 3) adds.set(c, (adds.get(c) as number) + 1);
+      },
+    );
+    await Promise.all(watchers.map((w, i) => w.until(() => w.events.length >= changes, 30_000, `node ${i}: ${changes} events`)));
+    await sleep(300);
+    for (const w of watchers) w.close();
+    const seq = watchers[0].events;
+    assert.equal(seq.length, changes, 'one event per acknowledged change');
+    for (let i = 1; i < N; i++) assert.deepEqual(watchers[i].events, seq, `node ${i} published the same sequence as node 0`);
+    for (let k = 1; k < seq.length; k++) assert.ok(Number(seq[k].id) > Number(seq[k - 1].id), `ids increase at ${k}`);
+    // Commit order: each counter's values arrive 0, 1, 2, … and each record's last event is what every node reads.
+    for (const c of counters) {
+      const vals = seq.filter((e) => JSON.parse(e.data).name === c).map((e) => JSON.parse(e.data).value as number);
+      assert.deepEqual(
+        vals,
+        Array.from({ length: (adds.get(c) as number) + 1 }, (_, i) => i),
+        `values of ${c}`,
+      );
     }
-  }
-  // Rows in t_id order.
-  const rows = seq.filter((e) => JSON.parse(e.data).t_id !== undefined).map((e) => JSON.parse(e.data).t_id as number);
-  assert.deepEqual(rows, rows.map((_, i) => i + 1));
-  // A client that read part of the sequence on node 0 resumes on node 1 and on node 2.
-  const cut = seq[Math.floor(seq.length / 3)].id as string;
-  const rest1 = await open(1, { 'Last-Event-ID': cut });
-  const rest2 = await open(2, { 'Last-Event-ID': cut });
-  const want = seq.slice(Math.floor(seq.length / 3) + 1);
-  await rest1.until(() => rest1.events.length >= want.length, 10_000, 'replay on node 1');
-  await rest2.until(() => rest2.events.length >= want.length, 10_000, 'replay on node 2');
-  rest1.close();
-  rest2.close();
-  assert.deepEqual(rest1.events, want);
-  assert.deepEqual(rest2.events, want);
-});
+    for (let r = 0; r < 5; r++) {
+      const mine = seq.filter((e) => JSON.parse(e.data).name === `${tag}-r${r}`);
+      const last = JSON.parse(mine[mine.length - 1].data);
+      for (let i = 0; i < N; i++) {
+        const g = await node(i).req('GET', `/records/${tag}-r${r}`);
+        assert.deepEqual(g.body.data, last.value);
+        assert.equal(g.headers.etag, `"${last.version}"`);
+      }
+    }
+    // Rows in t_id order.
+    const rows = seq.filter((e) => JSON.parse(e.data).t_id !== undefined).map((e) => JSON.parse(e.data).t_id as number);
+    assert.deepEqual(
+      rows,
+      rows.map((_, i) => i + 1),
+    );
+    // A client that read part of the sequence on node 0 resumes on node 1 and on node 2.
+    const cut = seq[Math.floor(seq.length / 3)].id as string;
+    const rest1 = await open(1, { 'Last-Event-ID': cut });
+    const rest2 = await open(2, { 'Last-Event-ID': cut });
+    const want = seq.slice(Math.floor(seq.length / 3) + 1);
+    await rest1.until(() => rest1.events.length >= want.length, 10_000, 'replay on node 1');
+    await rest2.until(() => rest2.events.length >= want.length, 10_000, 'replay on node 2');
+    rest1.close();
+    rest2.close();
+    assert.deepEqual(rest1.events, want);
+    assert.deepEqual(rest2.events, want);
+  },
+);

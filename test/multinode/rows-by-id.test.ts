@@ -26,14 +26,16 @@ test('two nodes, 40 concurrent If-Match PATCHes and 40 DELETEs of one row per ro
       const out = { version: 0 };
       await b.tables.getRow('t', id, out);
       const v = out.version;
-      const patches = await Promise.allSettled(Array.from({ length: 40 }, (_, i) =>
-        (i % 2 === 0 ? a : b).tables.patchRow('t', id, { n: i + 1 }, ['round'], { ifVersion: v })));
+      const patches = await Promise.allSettled(
+        Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? a : b).tables.patchRow('t', id, { n: i + 1 }, ['round'], { ifVersion: v })),
+      );
       const won = patches.flatMap((x, i) => (x.status === 'fulfilled' ? [i] : []));
       assert.equal(won.length, 1, `round ${round}: ${won.length} conditional PATCHes won`);
       for (const x of patches) if (x.status === 'rejected') assert.equal((x.reason as { kind?: string }).kind, 'precondition', String(x.reason));
       assert.equal(await a.tables.getRow('t', id), JSON.stringify({ n: won[0]! + 1 }));
 
-      const rows = async (): Promise<number> => (JSON.parse(await a.list('tables', { prefix: 't', limit: 1, after: null })) as { items: Array<{ rows: number }> }).items[0]!.rows;
+      const rows = async (): Promise<number> =>
+        (JSON.parse(await a.list('tables', { prefix: 't', limit: 1, after: null })) as { items: Array<{ rows: number }> }).items[0]!.rows;
       const before = await rows();
       const deletes = await Promise.allSettled(Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? a : b).tables.deleteRow('t', id)));
       assert.equal(deletes.filter((x) => x.status === 'fulfilled').length, 1, `round ${round}: DELETE succeeded more than once`);

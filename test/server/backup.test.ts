@@ -37,95 +37,113 @@ function fetchBackup(): Promise<{ status: number; type: string | undefined; body
   });
 }
 
-test('a backup under concurrent writes holds exactly what was acknowledged before it began', { skip: STORE === 'postgres' ? 'the shared store is backed up with the database\'s own tools (docs/scaling.md); see the next test' : false }, async () => {
-  const prefix = uniq('bk');
-  const table = uniq('bkt');
-  expectSuccess(await srv.req('PUT', `/tables/${table}`), 201, 'table created successfully');
-  // Some data before the load, so the backup spans more than the load.
-  for (let i = 0; i < 200; i++) expectSuccess(await srv.req('PUT', `/records/${prefix}-pre-${i}`, { record: { i, pad: 'p'.repeat(500) } }), 201, 'record created successfully');
+test(
+  'a backup under concurrent writes holds exactly what was acknowledged before it began',
+  { skip: STORE === 'postgres' ? "the shared store is backed up with the database's own tools (docs/scaling.md); see the next test" : false },
+  async () => {
+    const prefix = uniq('bk');
+    const table = uniq('bkt');
+    expectSuccess(await srv.req('PUT', `/tables/${table}`), 201, 'table created successfully');
+    // Some data before the load, so the backup spans more than the load.
+    for (let i = 0; i < 200; i++)
+      expectSuccess(await srv.req('PUT', `/records/${prefix}-pre-${i}`, { record: { i, pad: 'p'.repeat(500) } }), 201, 'record created successfully');
 
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
-  interface W { name: string; sentAt: number; ackedAt: number | undefined }
-  const writes: W[] = [];
-  let stop = false;
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (!stop) {
-      const w: W = { name: `${prefix}-${next++}`, sentAt: performance.now(), ackedAt: undefined };
-      writes.push(w);
-      const r = await rawRequest({
-        port: srv.port, method: 'PUT', path: `/records/${w.name}`, agent,
-        headers: { 'Auth-Token': srv.token, 'Content-Type': 'application/json' },
-        body: Buffer.from(JSON.stringify({ record: { n: w.name } })),
-      });
-      assert.equal(r.status, 201, r.raw);
-      w.ackedAt = performance.now();
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
+    interface W {
+      name: string;
+      sentAt: number;
+      ackedAt: number | undefined;
     }
-  };
-  const workers = Array.from({ length: 12 }, worker);
-  await new Promise((r) => setTimeout(r, 300));
-  const began = performance.now();
-  const b = await fetchBackup();
-  await new Promise((r) => setTimeout(r, 200));
-  stop = true;
-  await Promise.all(workers);
-  agent.destroy();
-  assert.equal(b.status, 200, b.body.toString('utf8', 0, 300));
-  assert.equal(b.type, 'application/octet-stream');
+    const writes: W[] = [];
+    let stop = false;
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (!stop) {
+        const w: W = { name: `${prefix}-${next++}`, sentAt: performance.now(), ackedAt: undefined };
+        writes.push(w);
+        const r = await rawRequest({
+          port: srv.port,
+          method: 'PUT',
+          path: `/records/${w.name}`,
+          agent,
+          headers: { 'Auth-Token': srv.token, 'Content-Type': 'application/json' },
+          body: Buffer.from(JSON.stringify({ record: { n: w.name } })),
+        });
+        assert.equal(r.status, 201, r.raw);
+        w.ackedAt = performance.now();
+      }
+    };
+    const workers = Array.from({ length: 12 }, worker);
+    await new Promise((r) => setTimeout(r, 300));
+    const began = performance.now();
+    const b = await fetchBackup();
+    await new Promise((r) => setTimeout(r, 200));
+    stop = true;
+    await Promise.all(workers);
+    agent.destroy();
+    assert.equal(b.status, 200, b.body.toString('utf8', 0, 300));
+    assert.equal(b.type, 'application/octet-stream');
 
-  const file = path.join(tmp, 'load.backup');
-  writeFileSync(file, b.body);
-  const dir = path.join(tmp, 'restored');
-  const r = await runCli(['restore', '--from', file, '--data-dir', dir]);
-  assert.equal(r.code, 0, r.stderr);
-  assert.match(r.stdout, /^restored \d+ segment file\(s\)/);
+    const file = path.join(tmp, 'load.backup');
+    writeFileSync(file, b.body);
+    const dir = path.join(tmp, 'restored');
+    const r = await runCli(['restore', '--from', file, '--data-dir', dir]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^restored \d+ segment file\(s\)/);
 
-  const restored = await PithosServer.start({ dataDir: dir, testClock: false });
-  try {
-    const mustHave = writes.filter((w) => w.ackedAt !== undefined && w.ackedAt < began);
-    const mustLack = writes.filter((w) => w.sentAt > b.headersAt);
-    assert.ok(mustHave.length > 50 && mustLack.length > 50, `load too small to judge: ${mustHave.length} before, ${mustLack.length} after`);
-    for (const w of mustHave) {
-      expectSuccess(await restored.req('GET', `/records/${w.name}`), 200, 'record queried successfully', { n: w.name });
+    const restored = await PithosServer.start({ dataDir: dir, testClock: false });
+    try {
+      const mustHave = writes.filter((w) => w.ackedAt !== undefined && w.ackedAt < began);
+      const mustLack = writes.filter((w) => w.sentAt > b.headersAt);
+      assert.ok(mustHave.length > 50 && mustLack.length > 50, `load too small to judge: ${mustHave.length} before, ${mustLack.length} after`);
+      for (const w of mustHave) {
+        expectSuccess(await restored.req('GET', `/records/${w.name}`), 200, 'record queried successfully', { n: w.name });
+      }
+      for (const w of mustLack) expectError(await restored.req('GET', `/records/${w.name}`), 404);
+      for (let i = 0; i < 200; i += 37) {
+        expectSuccess(await restored.req('GET', `/records/${prefix}-pre-${i}`), 200, 'record queried successfully', { i, pad: 'p'.repeat(500) });
+      }
+      expectSuccess(await restored.req('GET', `/tables/${table}`), 200, 'table queried successfully', {});
+      process.stdout.write(
+        `# backup: ${b.body.length} bytes; ${mustHave.length} writes acknowledged before it, all present; ${mustLack.length} sent after its answer began, all absent; ${writes.length - mustHave.length - mustLack.length} in between\n`,
+      );
+    } finally {
+      await restored.close();
     }
-    for (const w of mustLack) expectError(await restored.req('GET', `/records/${w.name}`), 404);
-    for (let i = 0; i < 200; i += 37) {
-      expectSuccess(await restored.req('GET', `/records/${prefix}-pre-${i}`), 200, 'record queried successfully', { i, pad: 'p'.repeat(500) });
-    }
-    expectSuccess(await restored.req('GET', `/tables/${table}`), 200, 'table queried successfully', {});
-    process.stdout.write(`# backup: ${b.body.length} bytes; ${mustHave.length} writes acknowledged before it, all present; ${mustLack.length} sent after its answer began, all absent; ${writes.length - mustHave.length - mustLack.length} in between\n`);
-  } finally {
-    await restored.close();
-  }
-});
+  },
+);
 
-test('restore refuses a damaged or truncated file and a non-empty directory; the CLI backup writes a whole file or none', { skip: STORE === 'postgres' ? 'the shared store has no GET /backup' : false }, async () => {
-  expectSuccess(await srv.req('PUT', `/records/${uniq('one')}`, { record: { a: 1 } }), 201, 'record created successfully');
-  const out = path.join(tmp, 'cli.backup');
-  const b = await runCli(['backup', '--out', out, '--url', `http://127.0.0.1:${srv.port}`, '--token', srv.token]);
-  assert.equal(b.code, 0, b.stderr);
-  const bytes = readFileSync(out);
-  assert.match(bytes.subarray(-80).toString('latin1'), /\ncrc32 [0-9a-f]{8}\n$/);
+test(
+  'restore refuses a damaged or truncated file and a non-empty directory; the CLI backup writes a whole file or none',
+  { skip: STORE === 'postgres' ? 'the shared store has no GET /backup' : false },
+  async () => {
+    expectSuccess(await srv.req('PUT', `/records/${uniq('one')}`, { record: { a: 1 } }), 201, 'record created successfully');
+    const out = path.join(tmp, 'cli.backup');
+    const b = await runCli(['backup', '--out', out, '--url', `http://127.0.0.1:${srv.port}`, '--token', srv.token]);
+    assert.equal(b.code, 0, b.stderr);
+    const bytes = readFileSync(out);
+    assert.match(bytes.subarray(-80).toString('latin1'), /\ncrc32 [0-9a-f]{8}\n$/);
 
-  const damaged = Buffer.from(bytes);
-  damaged[Math.floor(damaged.length / 2)] ^= 0xff;
-  writeFileSync(path.join(tmp, 'damaged.backup'), damaged);
-  let r = await runCli(['restore', '--from', path.join(tmp, 'damaged.backup'), '--data-dir', path.join(tmp, 'd1')]);
-  assert.equal(r.code, 1);
-  assert.match(r.stderr, /checksum does not match|not valid JSON|invalid file/);
+    const damaged = Buffer.from(bytes);
+    damaged[Math.floor(damaged.length / 2)] ^= 0xff;
+    writeFileSync(path.join(tmp, 'damaged.backup'), damaged);
+    let r = await runCli(['restore', '--from', path.join(tmp, 'damaged.backup'), '--data-dir', path.join(tmp, 'd1')]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /checksum does not match|not valid JSON|invalid file/);
 
-  writeFileSync(path.join(tmp, 'cut.backup'), bytes.subarray(0, bytes.length - 100));
-  r = await runCli(['restore', '--from', path.join(tmp, 'cut.backup'), '--data-dir', path.join(tmp, 'd2')]);
-  assert.equal(r.code, 1);
-  assert.match(r.stderr, /truncated/);
+    writeFileSync(path.join(tmp, 'cut.backup'), bytes.subarray(0, bytes.length - 100));
+    r = await runCli(['restore', '--from', path.join(tmp, 'cut.backup'), '--data-dir', path.join(tmp, 'd2')]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /truncated/);
 
-  r = await runCli(['restore', '--from', out, '--data-dir', path.join(tmp, 'd3')]);
-  assert.equal(r.code, 0, r.stderr);
-  r = await runCli(['restore', '--from', out, '--data-dir', path.join(tmp, 'd3')]);
-  assert.equal(r.code, 1);
-  assert.match(r.stderr, /is not empty/);
-  assert.equal((await runCli(['restore', '--from', out])).code, 2, 'usage');
-});
+    r = await runCli(['restore', '--from', out, '--data-dir', path.join(tmp, 'd3')]);
+    assert.equal(r.code, 0, r.stderr);
+    r = await runCli(['restore', '--from', out, '--data-dir', path.join(tmp, 'd3')]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /is not empty/);
+    assert.equal((await runCli(['restore', '--from', out])).code, 2, 'usage');
+  },
+);
 
 test('GET /backup needs an admin token; on the shared store it is a 503 naming the database tools', async () => {
   if (STORE === 'postgres') {

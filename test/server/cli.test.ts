@@ -20,7 +20,18 @@ test('--help exits 0 and lists every flag', async () => {
   const r = await runCli(['--help']);
   assert.equal(r.timedOut, false, '--help did not exit');
   assert.equal(r.code, 0, `exit code ${r.code}; stderr: ${r.stderr}`);
-  for (const flag of ['--host', '--port', '--data-dir', '--auth-token', '--fsync', '--max-body-bytes', '--store', '--pg-pool-size', '--pg-statement-timeout-ms', '--help']) {
+  for (const flag of [
+    '--host',
+    '--port',
+    '--data-dir',
+    '--auth-token',
+    '--fsync',
+    '--max-body-bytes',
+    '--store',
+    '--pg-pool-size',
+    '--pg-statement-timeout-ms',
+    '--help',
+  ]) {
     assert.ok(r.stdout.includes(flag), `--help output lacks ${flag}:\n${r.stdout}`);
   }
   for (const env of ['PITHOS_HOST', 'PITHOS_PORT', 'PITHOS_DATA_DIR', 'PITHOS_AUTH_TOKEN', 'PITHOS_FSYNC', 'PITHOS_MAX_BODY_BYTES']) {
@@ -61,7 +72,9 @@ test('bad flag values exit non-zero with a one-line reason on stderr', async () 
 test('bad environment values exit non-zero with a one-line reason', async () => {
   const cases: Record<string, string>[] = [{ PITHOS_FSYNC: 'sometimes' }, { PITHOS_PORT: '-1' }, { PITHOS_PORT: 'http' }, { PITHOS_MAX_BODY_BYTES: 'x' }];
   const results = await Promise.all(
-    cases.map((env, i) => runCli([], { PITHOS_HOST: '127.0.0.1', PITHOS_PORT: '0', PITHOS_DATA_DIR: path.join(tmp, `badenv${i}`), PITHOS_AUTH_TOKEN: 'x', ...env }, 8000)),
+    cases.map((env, i) =>
+      runCli([], { PITHOS_HOST: '127.0.0.1', PITHOS_PORT: '0', PITHOS_DATA_DIR: path.join(tmp, `badenv${i}`), PITHOS_AUTH_TOKEN: 'x', ...env }, 8000),
+    ),
   );
   cases.forEach((env, i) => {
     const r = results[i]!;
@@ -132,7 +145,7 @@ test('flags win over environment variables', async () => {
   }
 });
 
-test('connection options before a client command run the client; any other flag first is the server\'s', async () => {
+test("connection options before a client command run the client; any other flag first is the server's", async () => {
   const s = await PithosServer.start();
   try {
     // Generous bounds: one client process took 3 s on the loaded test machine. The last line
@@ -189,21 +202,25 @@ test('--allow-from: other client addresses get 403 before auth, listed ones are 
   }
 });
 
-test('a port already in use: exit 1 with a hint naming --port, data directory left unlocked', { skip: onlyLog('inspects the log data directory LOCK file') }, async () => {
-  const blocker = net.createServer();
-  await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
-  const port = (blocker.address() as net.AddressInfo).port;
-  const dir = path.join(tmp, 'busy-port');
-  try {
-    const r = await runCli(['--port', String(port), '--data-dir', dir, '--auth-token', 'x']);
-    assert.equal(r.timedOut, false);
-    assert.equal(r.code, 1, `exit code ${r.code}`);
-    assert.match(r.stdout + r.stderr, new RegExp(`127\\.0\\.0\\.1:${port} is already in use; pick another port with --port \\(or PITHOS_PORT\\)`));
-    assert.equal(existsSync(path.join(dir, 'LOCK')), false, 'the data directory was closed');
-  } finally {
-    blocker.close();
-  }
-});
+test(
+  'a port already in use: exit 1 with a hint naming --port, data directory left unlocked',
+  { skip: onlyLog('inspects the log data directory LOCK file') },
+  async () => {
+    const blocker = net.createServer();
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
+    const port = (blocker.address() as net.AddressInfo).port;
+    const dir = path.join(tmp, 'busy-port');
+    try {
+      const r = await runCli(['--port', String(port), '--data-dir', dir, '--auth-token', 'x']);
+      assert.equal(r.timedOut, false);
+      assert.equal(r.code, 1, `exit code ${r.code}`);
+      assert.match(r.stdout + r.stderr, new RegExp(`127\\.0\\.0\\.1:${port} is already in use; pick another port with --port \\(or PITHOS_PORT\\)`));
+      assert.equal(existsSync(path.join(dir, 'LOCK')), false, 'the data directory was closed');
+    } finally {
+      blocker.close();
+    }
+  },
+);
 
 test('--data-dir that cannot be created (/proc/nope): exit 1 at once with a message naming the path', { skip: !existsSync('/proc/self') }, async () => {
   // Node's recursive mkdir loops forever here; the bounded timeout catches that.
@@ -243,7 +260,7 @@ test('pithos repair on a directory without Pithos data: exit 1, nothing created'
   assert.deepEqual(readdirSync(empty), ['notes.txt'], 'repair wrote into a directory that is not ours');
 });
 
-test('pithos repair on a real data directory still succeeds', { skip: onlyLog('repair works on the log\'s data directory') }, async () => {
+test('pithos repair on a real data directory still succeeds', { skip: onlyLog("repair works on the log's data directory") }, async () => {
   const s = await PithosServer.start({ testClock: false });
   try {
     expectSuccess(await s.req('PUT', '/records/kept', { record: { a: 1 } }), 201, 'record created successfully');
@@ -269,45 +286,59 @@ test('a data directory held by a live process: exit 1, the message says the lock
     assert.ok(r.stderr.includes(`in use by process ${owner.pid}`), r.stderr);
     assert.match(r.stderr, /may be stale/);
     assert.ok(r.stderr.includes(`ps -p ${owner.pid}`) && r.stderr.includes(`remove ${dir}/LOCK`), r.stderr);
-    assert.equal(readFileSync(path.join(dir, 'LOCK'), 'utf8'), `${owner.pid}\n`, 'the owner\'s LOCK was touched');
+    assert.equal(readFileSync(path.join(dir, 'LOCK'), 'utf8'), `${owner.pid}\n`, "the owner's LOCK was touched");
   } finally {
     owner.kill('SIGKILL');
   }
 });
 
-test('two servers started at the same instant on one data directory: exactly one serves', { skip: onlyLog('the data-directory lock belongs to the log store; many nodes share one database by design') }, async () => {
-  const dir = path.join(tmp, 'twins');
-  const runs = Array.from({ length: 4 }, () => new PithosServer({ dataDir: dir, testClock: false, startTimeoutMs: 15000 }));
-  const started = await Promise.allSettled(runs.map((s) => s.spawn()));
-  try {
-    const ok = started.filter((x) => x.status === 'fulfilled').length;
-    assert.equal(ok, 1, `${ok} servers started: ${started.map((x) => x.status).join(', ')}`);
-    for (let i = 0; i < runs.length; i++) {
-      if (started[i].status === 'rejected') assert.match(runs[i].stderr, /is in use by process \d+/);
+test(
+  'two servers started at the same instant on one data directory: exactly one serves',
+  { skip: onlyLog('the data-directory lock belongs to the log store; many nodes share one database by design') },
+  async () => {
+    const dir = path.join(tmp, 'twins');
+    const runs = Array.from({ length: 4 }, () => new PithosServer({ dataDir: dir, testClock: false, startTimeoutMs: 15000 }));
+    const started = await Promise.allSettled(runs.map((s) => s.spawn()));
+    try {
+      const ok = started.filter((x) => x.status === 'fulfilled').length;
+      assert.equal(ok, 1, `${ok} servers started: ${started.map((x) => x.status).join(', ')}`);
+      for (let i = 0; i < runs.length; i++) {
+        if (started[i].status === 'rejected') assert.match(runs[i].stderr, /is in use by process \d+/);
+      }
+    } finally {
+      for (const s of runs) await s.close();
     }
-  } finally {
-    for (const s of runs) await s.close();
-  }
-});
+  },
+);
 
-test('the recovery log line counts keys with correct plurals and names the /health key_count among them', { skip: onlyLog('the recovery line is the log\'s') }, async () => {
-  const s = await PithosServer.start({ testClock: false });
-  try {
-    expectSuccess(await s.req('PUT', '/records/only', { record: { a: 1 } }), 201, 'record created successfully');
-    await s.restart('SIGTERM');
-    assert.match(s.stdout, /recovered 1 key from 1 segment in \d+ ms: 1 top-level key \(what \/health reports as key_count\) and 0 keys inside groups \(table rows\)/);
-    assert.equal((await s.req('GET', '/health')).body.data.key_count, 1);
-    expectSuccess(await s.req('PUT', '/tables/people'), 201, 'table created successfully');
-    for (const [i, name] of ['ann', 'bob'].entries()) {
-      expectSuccess(await s.req('POST', '/tables/people/rows', { rows: { name } }), 201, 'table rows insert successfully', { t_id: i + 1 });
+test(
+  'the recovery log line counts keys with correct plurals and names the /health key_count among them',
+  { skip: onlyLog("the recovery line is the log's") },
+  async () => {
+    const s = await PithosServer.start({ testClock: false });
+    try {
+      expectSuccess(await s.req('PUT', '/records/only', { record: { a: 1 } }), 201, 'record created successfully');
+      await s.restart('SIGTERM');
+      assert.match(
+        s.stdout,
+        /recovered 1 key from 1 segment in \d+ ms: 1 top-level key \(what \/health reports as key_count\) and 0 keys inside groups \(table rows\)/,
+      );
+      assert.equal((await s.req('GET', '/health')).body.data.key_count, 1);
+      expectSuccess(await s.req('PUT', '/tables/people'), 201, 'table created successfully');
+      for (const [i, name] of ['ann', 'bob'].entries()) {
+        expectSuccess(await s.req('POST', '/tables/people/rows', { rows: { name } }), 201, 'table rows insert successfully', { t_id: i + 1 });
+      }
+      await s.restart('SIGTERM');
+      const m =
+        /recovered (\d+) keys from \d+ segments? in \d+ ms: (\d+) top-level keys \(what \/health reports as key_count\) and 2 keys inside groups \(table rows\)/.exec(
+          s.stdout,
+        );
+      assert.ok(m, `no recovery line in:\n${s.stdout}`);
+      const keyCount = (await s.req('GET', '/health')).body.data.key_count as number;
+      assert.equal(Number(m[2]), keyCount, 'top-level count differs from /health key_count');
+      assert.equal(Number(m[1]), keyCount + 2);
+    } finally {
+      await s.close();
     }
-    await s.restart('SIGTERM');
-    const m = /recovered (\d+) keys from \d+ segments? in \d+ ms: (\d+) top-level keys \(what \/health reports as key_count\) and 2 keys inside groups \(table rows\)/.exec(s.stdout);
-    assert.ok(m, `no recovery line in:\n${s.stdout}`);
-    const keyCount = (await s.req('GET', '/health')).body.data.key_count as number;
-    assert.equal(Number(m[2]), keyCount, 'top-level count differs from /health key_count');
-    assert.equal(Number(m[1]), keyCount + 2);
-  } finally {
-    await s.close();
-  }
-});
+  },
+);

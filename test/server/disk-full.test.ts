@@ -24,7 +24,7 @@ function mountTmpfs(dir: string, size: string): string | undefined {
 }
 
 const mnt = mkdtempSync(path.join(os.tmpdir(), 'pithos-full-'));
-const why = STORE === 'postgres' ? 'the shared store\'s disk is the database\'s' : mountTmpfs(mnt, '6m');
+const why = STORE === 'postgres' ? "the shared store's disk is the database's" : mountTmpfs(mnt, '6m');
 if (why !== undefined && STORE !== 'postgres') process.stdout.write(`# disk-full test skipped: ${why}\n`);
 
 test('a full disk: 507 with the store-wide message, nothing half-written, reads go on, writes resume once space is freed', { skip: why ?? false }, async () => {

@@ -42,7 +42,11 @@ const MARKER = 'PLAINTEXT-MARKER-93217';
 
 async function fill(srv: PithosServer, n: number): Promise<void> {
   for (let i = 0; i < n; i++) {
-    expectSuccess(await srv.req('PUT', `/records/enc-${i}`, { record: { secret: `${MARKER}-${i}`, pad: 'x'.repeat(900) } }), 201, 'record created successfully');
+    expectSuccess(
+      await srv.req('PUT', `/records/enc-${i}`, { record: { secret: `${MARKER}-${i}`, pad: 'x'.repeat(900) } }),
+      201,
+      'record created successfully',
+    );
   }
   assert.ok((await srv.req('PUT', '/variants/enc-counter', { variant: 0 })).status < 300);
   for (let i = 0; i < 20; i++) assert.equal((await srv.req('POST', '/variants/enc-counter', { delta: 1 })).status, 200);
@@ -134,11 +138,13 @@ test('the UrnaDB-style config keys encryptor.enable and encryptor.secret are acc
 
 function fetchBackup(srv: PithosServer): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    http.get({ host: '127.0.0.1', port: srv.port, path: '/backup', headers: { 'Auth-Token': srv.token } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => (res.statusCode === 200 ? resolve(Buffer.concat(chunks)) : reject(new Error(`status ${res.statusCode}`))));
-    }).on('error', reject);
+    http
+      .get({ host: '127.0.0.1', port: srv.port, path: '/backup', headers: { 'Auth-Token': srv.token } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => (res.statusCode === 200 ? resolve(Buffer.concat(chunks)) : reject(new Error(`status ${res.statusCode}`))));
+      })
+      .on('error', reject);
   });
 }
 
@@ -157,7 +163,10 @@ test('backups stay encrypted, restore needs the key, and a rotated key can be dr
     const noKey = await runCli(['restore', '--from', file, '--data-dir', target]);
     assert.equal(noKey.code, 1, noKey.stderr);
     assert.match(noKey.stderr, /is encrypted and no key was given.*nothing was restored/);
-    assert.deepEqual(fs.readdirSync(target).filter((n) => n !== 'LOCK'), []);
+    assert.deepEqual(
+      fs.readdirSync(target).filter((n) => n !== 'LOCK'),
+      [],
+    );
     const ok = await runCli(['restore', '--from', file, '--data-dir', target, '--encryption-key-file', keyA]);
     assert.equal(ok.code, 0, ok.stderr);
     assert.match(ok.stdout, /restored \d+ segment file/);

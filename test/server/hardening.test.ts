@@ -40,14 +40,23 @@ test('item 1: a client still sending a 17 MiB body reads the early 413 (lingerin
   const body = Buffer.alloc(17 * 1024 * 1024, 0x20);
   for (let i = 0; i < 5; i++) {
     const r = await new Promise<{ status: number; raw: string } | { error: string }>((resolve) => {
-      const rq = http.request({ host: '127.0.0.1', port: srv.port, method: 'PUT', path: `/records/big${i}`, agent: false,
-        headers: { 'Auth-Token': srv.token, 'Content-Length': body.length } }, (res) => {
-        let raw = '';
-        res.setEncoding('utf8');
-        res.on('data', (d: string) => (raw += d));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, raw }));
-        res.on('error', (e) => resolve({ error: String(e) }));
-      });
+      const rq = http.request(
+        {
+          host: '127.0.0.1',
+          port: srv.port,
+          method: 'PUT',
+          path: `/records/big${i}`,
+          agent: false,
+          headers: { 'Auth-Token': srv.token, 'Content-Length': body.length },
+        },
+        (res) => {
+          let raw = '';
+          res.setEncoding('utf8');
+          res.on('data', (d: string) => (raw += d));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, raw }));
+          res.on('error', (e) => resolve({ error: String(e) }));
+        },
+      );
       rq.on('error', (e: NodeJS.ErrnoException) => resolve({ error: e.code ?? String(e) }));
       rq.end(body);
     });
@@ -67,7 +76,11 @@ test('item 5: invalid UTF-8 in a body → 400 naming the offset, nothing stored;
   expectError(r, 400, /not valid UTF-8 \(bad byte at offset 17\)/);
   expectError(await srv.req('GET', `/records/${id}`), 404);
   // overlong encoding and a lone surrogate are invalid too
-  for (const bytes of [[0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xe2, 0x82]]) {
+  for (const bytes of [
+    [0xc0, 0xaf],
+    [0xed, 0xa0, 0x80],
+    [0xe2, 0x82],
+  ]) {
     const b = Buffer.concat([Buffer.from('{"record":{"s":"'), Buffer.from(bytes), Buffer.from('"}}')]);
     expectError(await srv.req('PUT', `/records/${id}`, b), 400, /not valid UTF-8/);
   }
@@ -106,19 +119,23 @@ test('item 12: Expect: 100-continue on pipelined requests keeps the answers in o
   if (i100 >= 0) assert.equal(i100, 1, x.data);
   // Alone, the 100 comes before the body is sent, and the body is then read.
   const alone = await exchange(srv.port, reqBytes('PUT', `/records/${id}y`, srv.token, undefined, { Expect: '100-continue', 'Content-Length': '18' }), {
-    answers: 1, later: { afterMs: 300, bytes: '{"record":{"c":3}}' },
+    answers: 1,
+    later: { afterMs: 300, bytes: '{"record":{"c":3}}' },
   });
   assert.equal(alone.answers[0]?.status, 100, alone.data);
   isEnvelope(alone.answers[1], 201);
   // Refused on its headers: no 100, the final answer at once.
-  const refused = await exchange(srv.port, reqBytes('PUT', `/records/${id}z`, 'wrong', undefined, { Expect: '100-continue', 'Content-Length': '18' }), { answers: 1 });
+  const refused = await exchange(srv.port, reqBytes('PUT', `/records/${id}z`, 'wrong', undefined, { Expect: '100-continue', 'Content-Length': '18' }), {
+    answers: 1,
+  });
   assert.equal(refused.answers.length, 1, refused.data);
   isEnvelope(refused.answers[0], 401);
 });
 
 test('item 12: CONNECT gets a 405 envelope after the pipelined answers before it', async () => {
   const id = uniq('conn');
-  const bytes = reqBytes('PUT', `/records/${id}`, srv.token, '{"record":{"a":1}}') +
+  const bytes =
+    reqBytes('PUT', `/records/${id}`, srv.token, '{"record":{"a":1}}') +
     reqBytes('GET', '/health', srv.token) +
     `CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\nAuth-Token: ${srv.token}\r\n\r\n` +
     reqBytes('GET', '/health', srv.token);
@@ -132,7 +149,8 @@ test('item 12: CONNECT gets a 405 envelope after the pipelined answers before it
 });
 
 test('item 12: an Upgrade header gets a 400 envelope; earlier pipelined answers are kept', async () => {
-  const bytes = reqBytes('GET', '/health', srv.token) +
+  const bytes =
+    reqBytes('GET', '/health', srv.token) +
     reqBytes('GET', '/health', srv.token, undefined, { Connection: 'Upgrade', Upgrade: 'websocket' }) +
     reqBytes('GET', '/health', srv.token);
   const x = await exchange(srv.port, bytes, { waitMs: 3000 });
@@ -153,7 +171,9 @@ test('item 13: no Host and Expect: foo are answered with the envelope', async ()
   const foo = await exchange(srv.port, reqBytes('GET', '/health', srv.token, undefined, { Expect: 'foo' }), { answers: 1 });
   isEnvelope(foo.answers[0], 417, /unsupported Expect header 'foo'/);
   // the connection stays usable after a 417 without a body
-  const two = await exchange(srv.port, reqBytes('GET', '/health', srv.token, undefined, { Expect: 'foo' }) + reqBytes('GET', '/health', srv.token), { answers: 2 });
+  const two = await exchange(srv.port, reqBytes('GET', '/health', srv.token, undefined, { Expect: 'foo' }) + reqBytes('GET', '/health', srv.token), {
+    answers: 2,
+  });
   isEnvelope(two.answers[0], 417);
   isEnvelope(two.answers[1], 200);
 });
@@ -169,12 +189,14 @@ test('item 14: an early refusal with a huge declared body closes the connection 
     ['PUT', '/records/%00', srv.token, 400],
     ['PUT', '/records/x', srv.token, 413],
   ];
-  await Promise.all(cases.map(async ([m, p, t, st]) => {
-    const x = await exchange(srv.port, reqBytes(m, p, t, undefined, cl), { waitMs: 8000 });
-    assert.equal(x.answers.length, 1, `${m} ${p}: ${x.data}`);
-    isEnvelope(x.answers[0], st);
-    assert.ok(x.closed && x.ms < 4000, `${m} ${p}: closed ${x.closed} after ${x.ms} ms`);
-  }));
+  await Promise.all(
+    cases.map(async ([m, p, t, st]) => {
+      const x = await exchange(srv.port, reqBytes(m, p, t, undefined, cl), { waitMs: 8000 });
+      assert.equal(x.answers.length, 1, `${m} ${p}: ${x.data}`);
+      isEnvelope(x.answers[0], st);
+      assert.ok(x.closed && x.ms < 4000, `${m} ${p}: closed ${x.closed} after ${x.ms} ms`);
+    }),
+  );
   // a small declared body is drained and the connection kept
   const small = await exchange(srv.port, reqBytes('PUT', '/records/x', 'wrong', '{"record":{}}') + reqBytes('GET', '/health', srv.token), { answers: 2 });
   isEnvelope(small.answers[0], 401);
@@ -210,7 +232,8 @@ test('items 10/14: after a 400 for a malformed request, a client that neither re
 test('item 11: PUT, PUT, CONNECT pipelined then SIGTERM: the engine is closed ("stopped cleanly", LOCK gone)', async () => {
   const s = await PithosServer.start({ testClock: false, fsync: 'everysec' });
   try {
-    const bytes = reqBytes('PUT', '/records/a', s.token, '{"record":{"a":1}}') +
+    const bytes =
+      reqBytes('PUT', '/records/a', s.token, '{"record":{"a":1}}') +
       reqBytes('PUT', '/records/b', s.token, '{"record":{"b":1}}') +
       `CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n`;
     const sock = net.connect(s.port, '127.0.0.1');
@@ -253,8 +276,7 @@ test('what is served without a token refuses a request body before reading it: 4
     ['GET', '/console/app.js', 'GET /console/app.js takes no request body'],
   ];
   for (const [method, p, message] of cases) {
-    for (const bytes of [reqBytes(method, p, null, '{'),
-      `${method} ${p} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n0\r\n\r\n`]) {
+    for (const bytes of [reqBytes(method, p, null, '{'), `${method} ${p} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n0\r\n\r\n`]) {
       const x = await exchange(srv.port, bytes, { waitMs: 3000 });
       assert.equal(x.answers.length, 1, x.data);
       isEnvelope(x.answers[0], 400);
@@ -305,12 +327,17 @@ function flood(port: number, head: string, size: number, chunked: boolean): Prom
   });
 }
 
-test('50 clients without a token sending 12 MiB bodies to public routes and to /health: the server\'s memory stays bounded', async (t) => {
+test("50 clients without a token sending 12 MiB bodies to public routes and to /health: the server's memory stays bounded", async (t) => {
   const s = await PithosServer.start({ testClock: false });
   try {
     const size = 12 * 1024 * 1024;
     const heads = [
-      ['GET', '/openapi.json'], ['GET', '/openapi.json'], ['POST', '/livez'], ['GET', '/readyz'], ['GET', '/console/index.html'], ['GET', '/health'],
+      ['GET', '/openapi.json'],
+      ['GET', '/openapi.json'],
+      ['POST', '/livez'],
+      ['GET', '/readyz'],
+      ['GET', '/console/index.html'],
+      ['GET', '/health'],
       ['PUT', '/records/x'],
     ];
     // Settle: the first answers of a fresh process allocate their caches.
@@ -320,19 +347,23 @@ test('50 clients without a token sending 12 MiB bodies to public routes and to /
     let peak = before;
     const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(s.child!.pid!))), 50);
     const t0 = Date.now();
-    const sent = await Promise.all(Array.from({ length: 50 }, (_, i) => {
-      const [m, p] = heads[i % heads.length];
-      const chunked = i % 2 === 1;
-      const head = `${m} ${p} HTTP/1.1\r\nHost: x\r\n${chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${size}`}\r\n\r\n`;
-      return flood(s.port, head, size, chunked);
-    }));
+    const sent = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => {
+        const [m, p] = heads[i % heads.length];
+        const chunked = i % 2 === 1;
+        const head = `${m} ${p} HTTP/1.1\r\nHost: x\r\n${chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${size}`}\r\n\r\n`;
+        return flood(s.port, head, size, chunked);
+      }),
+    );
     const ms = Date.now() - t0;
     await sleep(500);
     clearInterval(sampler);
     const after = rssMiB(s.child!.pid!);
     peak = Math.max(peak, after);
-    t.diagnostic(`RSS ${before.toFixed(0)} MiB before, peak ${peak.toFixed(0)} MiB, ${after.toFixed(0)} MiB after; ` +
-      `${(sent.reduce((a, b) => a + b, 0) / 2 ** 20).toFixed(0)} MiB sent by the clients in ${ms} ms`);
+    t.diagnostic(
+      `RSS ${before.toFixed(0)} MiB before, peak ${peak.toFixed(0)} MiB, ${after.toFixed(0)} MiB after; ` +
+        `${(sent.reduce((a, b) => a + b, 0) / 2 ** 20).toFixed(0)} MiB sent by the clients in ${ms} ms`,
+    );
     // Each /openapi.json body alone was 12 MiB held (and as much again decoded) before it was refused.
     assert.ok(peak - before < 100, `RSS went from ${before.toFixed(0)} to a peak of ${peak.toFixed(0)} MiB`);
     assert.equal((await s.req('GET', '/health')).status, 200);
@@ -343,15 +374,19 @@ test('50 clients without a token sending 12 MiB bodies to public routes and to /
 
 // ---------------------------------------------------------------- messages a new user meets
 
-test('a body that is not JSON at all is told to be JSON; one that starts like JSON keeps the parser\'s account', async () => {
+test("a body that is not JSON at all is told to be JSON; one that starts like JSON keeps the parser's account", async () => {
   const form = await srv.req('PUT', '/records/formy', 'name=alice&age=3', { 'Content-Type': 'application/x-www-form-urlencoded' });
   expectError(form, 400, `request body must be JSON (a JSON object), not form-encoded: it starts with 'name=alice&age=3'; send e.g. {"field": "value"}`);
   expectError(await srv.req('PUT', '/records/formy', 'hello there'), 400, "request body must be JSON (a JSON object): it starts with 'hello there'");
-  expectError(await srv.req('PUT', '/records/formy', '{"record":{'), 400, "request body is not valid JSON: Expected property name or '}' in JSON at position 11");
+  expectError(
+    await srv.req('PUT', '/records/formy', '{"record":{'),
+    400,
+    "request body is not valid JSON: Expected property name or '}' in JSON at position 11",
+  );
   expectError(await srv.req('GET', '/records/formy'), 404);
 });
 
-test('a path that matches a route once some segments are one name: the 404 says to percent-encode the \'/\'', async () => {
+test("a path that matches a route once some segments are one name: the 404 says to percent-encode the '/'", async () => {
   const hint = (m: string, p: string) => ` (a '/' inside a name must be percent-encoded as %2F: ${m} ${p})`;
   expectError(await srv.req('PUT', '/records/a/b', '{"record":{}}'), 404, `no endpoint at PUT /records/a/b${hint('PUT', '/records/a%2Fb')}`);
   expectError(await srv.req('GET', '/variants/x/y/z'), 404, `no endpoint at GET /variants/x/y/z${hint('GET', '/variants/x%2Fy%2Fz')}`);

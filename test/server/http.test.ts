@@ -179,7 +179,12 @@ test('bodies are parsed as JSON whatever the Content-Type (curl -d), or without 
   // a GET with a form content type and a body
   const t = uniq('formt');
   expectSuccess(await srv.req('PUT', `/tables/${t}`), 201, 'table created successfully');
-  expectSuccess(await srv.req('POST', `/tables/${t}/rows`, '{"rows":{"a":1}}', { 'Content-Type': 'application/x-www-form-urlencoded' }), 201, 'table rows insert successfully', { t_id: 1 });
+  expectSuccess(
+    await srv.req('POST', `/tables/${t}/rows`, '{"rows":{"a":1}}', { 'Content-Type': 'application/x-www-form-urlencoded' }),
+    201,
+    'table rows insert successfully',
+    { t_id: 1 },
+  );
   expectSuccess(
     await srv.req('GET', `/tables/${t}/rows`, '{"wheres":{"a":1}}', { 'Content-Type': 'application/x-www-form-urlencoded' }),
     200,
@@ -194,14 +199,24 @@ test('GET and DELETE bodies are read, also chunked, and keep-alive connections s
   try {
     const send = (method: string, p: string, parts: string[]): Promise<Res> =>
       new Promise((resolve, reject) => {
-        const rq = http.request({ host: '127.0.0.1', port: srv.port, method, path: p, agent, headers: { 'Auth-Token': srv.token, 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' } }, (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => {
-            const raw = Buffer.concat(chunks).toString('utf8');
-            resolve({ status: res.statusCode ?? 0, headers: res.headers, body: raw ? JSON.parse(raw) : undefined, raw });
-          });
-        });
+        const rq = http.request(
+          {
+            host: '127.0.0.1',
+            port: srv.port,
+            method,
+            path: p,
+            agent,
+            headers: { 'Auth-Token': srv.token, 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' },
+          },
+          (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () => {
+              const raw = Buffer.concat(chunks).toString('utf8');
+              resolve({ status: res.statusCode ?? 0, headers: res.headers, body: raw ? JSON.parse(raw) : undefined, raw });
+            });
+          },
+        );
         rq.on('error', reject);
         for (const p2 of parts) rq.write(p2);
         rq.end();
@@ -271,20 +286,23 @@ test('body over --max-body-bytes → 413, nothing stored; exactly at the limit i
   expectError(await srv.req('GET', `/records/${id}`), 404);
   // chunked, no Content-Length
   r = await new Promise<Res>((resolve, reject) => {
-    const rq = http.request({ host: '127.0.0.1', port: srv.port, method: 'PUT', path: `/records/${id}`, agent: false, headers: { 'Auth-Token': srv.token } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const raw = Buffer.concat(chunks).toString('utf8');
-        let body: unknown;
-        try {
-          body = JSON.parse(raw);
-        } catch {
-          body = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body, raw });
-      });
-    });
+    const rq = http.request(
+      { host: '127.0.0.1', port: srv.port, method: 'PUT', path: `/records/${id}`, agent: false, headers: { 'Auth-Token': srv.token } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const raw = Buffer.concat(chunks).toString('utf8');
+          let body: unknown;
+          try {
+            body = JSON.parse(raw);
+          } catch {
+            body = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body, raw });
+        });
+      },
+    );
     rq.on('error', reject);
     const text = pad(LIMIT * 3);
     rq.write(text.slice(0, 1000));
@@ -296,7 +314,17 @@ test('body over --max-body-bytes → 413, nothing stored; exactly at the limit i
   // exactly LIMIT bytes is not over the limit
   expectSuccess(await srv.req('PUT', `/records/${id}`, atLimit), 201, 'record created successfully');
   // a too-large replace leaves the old value
-  expectError(await rawRequest({ port: srv.port, method: 'PUT', path: `/records/${id}`, headers: { 'Auth-Token': srv.token, 'Content-Length': LIMIT + 1 }, body: Buffer.from(over), agent: false }), 413);
+  expectError(
+    await rawRequest({
+      port: srv.port,
+      method: 'PUT',
+      path: `/records/${id}`,
+      headers: { 'Auth-Token': srv.token, 'Content-Length': LIMIT + 1 },
+      body: Buffer.from(over),
+      agent: false,
+    }),
+    413,
+  );
   expectSuccess(await srv.req('GET', `/records/${id}`), 200, 'record queried successfully', JSON.parse(atLimit).record);
   // still serving
   assert.equal((await srv.req('GET', '/health')).status, 200);
@@ -336,7 +364,19 @@ function maxDepth(v: unknown): number {
 test('unknown paths → 404', async () => {
   // '/tables', '/records', '/variants' and '/locks' list (API.md §13): known paths since Part two;
   // '/tables/a/rows/1' is one row (API.md §20).
-  for (const p of ['/', '/nope', '/tables/a/b', '/tables/a/rows/1/x', '/tables/a/indexes/f/g', '/records/a/b', '/health/x', '/table', '/_test/clock', '/TABLES/a', '/api/tables/a']) {
+  for (const p of [
+    '/',
+    '/nope',
+    '/tables/a/b',
+    '/tables/a/rows/1/x',
+    '/tables/a/indexes/f/g',
+    '/records/a/b',
+    '/health/x',
+    '/table',
+    '/_test/clock',
+    '/TABLES/a',
+    '/api/tables/a',
+  ]) {
     for (const m of ['GET', 'POST']) {
       const r = await rawPath(m, p, m === 'POST' ? { advance_ms: 1 } : undefined);
       assert.equal(r.status, 404, `${m} ${p}: ${r.status} ${r.raw}`);
@@ -568,7 +608,10 @@ test('error messages name the thing and the reason (docs/api.md, Errors)', async
   for (const [m, p, b, st, needle] of cases) {
     const r = await srv.req(m, p, b);
     expectError(r, st);
-    assert.ok(r.body.message.includes(needle), `${m} ${p} ${JSON.stringify(b)}: message ${JSON.stringify(r.body.message)} should mention ${JSON.stringify(needle)}`);
+    assert.ok(
+      r.body.message.includes(needle),
+      `${m} ${p} ${JSON.stringify(b)}: message ${JSON.stringify(r.body.message)} should mention ${JSON.stringify(needle)}`,
+    );
   }
 });
 

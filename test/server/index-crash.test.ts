@@ -37,11 +37,19 @@ async function agree(t: string): Promise<number> {
   const all = await data(await q({ wheres: { $or: [{}] }, with_ids: true }));
   for (let k = 0; k < 8; k++) {
     const viaIndex = await data(await q({ wheres: { k }, with_ids: true }));
-    assert.deepEqual(viaIndex, all.filter((r) => r.row.k === k), `k = ${k}`);
+    assert.deepEqual(
+      viaIndex,
+      all.filter((r) => r.row.k === k),
+      `k = ${k}`,
+    );
   }
   for (const v of ['a', 'c', 'e']) {
     const viaIndex = await data(await q({ wheres: { 'n.v': { $gte: v } }, with_ids: true }));
-    assert.deepEqual(viaIndex, all.filter((r) => r.row.n !== undefined && r.row.n.v >= v), `n.v ≥ ${v}`);
+    assert.deepEqual(
+      viaIndex,
+      all.filter((r) => r.row.n !== undefined && r.row.n.v >= v),
+      `n.v ≥ ${v}`,
+    );
   }
   const ordered = await data(await q({ wheres: {}, order: [{ field: 'k', dir: 'asc' }], limit: 40, with_ids: true }));
   const want = [...all].sort((a, b) => a.row.k - b.row.k || a.t_id - b.t_id).slice(0, 40);
@@ -55,15 +63,21 @@ test('after SIGKILL during inserts and patches, every index agrees with a full s
   expectSuccess(await srv.req('PUT', `/tables/${t}/indexes/k`), 201, 'index created successfully');
   expectSuccess(await srv.req('PUT', `/tables/${t}/indexes/n.v`), 201, 'index created successfully');
   let total = 0;
-  const write = (stopped: () => boolean, counter: { n: number }) => Array.from({ length: 8 }, async (_, w) => {
-    for (let i = 0; !stopped(); i++) {
-      const r = i % 3 === 2
-        ? await srv.req('PATCH', `/tables/${t}`, { wheres: { k: (i + w) % 8 }, sets: { k: (i * 7 + w) % 8, n: { v: 'abcdef'[i % 6] } } }).catch(() => undefined)
-        : await srv.req('POST', `/tables/${t}/rows`, { rows: { k: (i + w) % 8, i, ...(i % 4 === 0 ? {} : { n: { v: 'abcdef'[(i + w) % 6] } }) } }).catch(() => undefined);
-      if (r === undefined || r.status >= 500 || r.status === 0) return;
-      counter.n++;
-    }
-  });
+  const write = (stopped: () => boolean, counter: { n: number }) =>
+    Array.from({ length: 8 }, async (_, w) => {
+      for (let i = 0; !stopped(); i++) {
+        const r =
+          i % 3 === 2
+            ? await srv
+                .req('PATCH', `/tables/${t}`, { wheres: { k: (i + w) % 8 }, sets: { k: (i * 7 + w) % 8, n: { v: 'abcdef'[i % 6] } } })
+                .catch(() => undefined)
+            : await srv
+                .req('POST', `/tables/${t}/rows`, { rows: { k: (i + w) % 8, i, ...(i % 4 === 0 ? {} : { n: { v: 'abcdef'[(i + w) % 6] } }) } })
+                .catch(() => undefined);
+        if (r === undefined || r.status >= 500 || r.status === 0) return;
+        counter.n++;
+      }
+    });
   for (let round = 0; round < 3; round++) {
     // Maintained indexes: a quiet moment between bursts, no restart.
     let quiet = false;

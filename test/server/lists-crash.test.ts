@@ -25,10 +25,15 @@ test('SIGKILL during pushes, pops and moves: no acknowledged item lost or duplic
     const mid = uniq('mid');
     const done = uniq('done');
     const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
-    const post = (path: string, body: unknown) => rawRequest({
-      port: srv.port, method: 'POST', path, agent,
-      headers: { 'Auth-Token': srv.token, 'Content-Type': 'application/json' }, body: Buffer.from(JSON.stringify(body)),
-    });
+    const post = (path: string, body: unknown) =>
+      rawRequest({
+        port: srv.port,
+        method: 'POST',
+        path,
+        agent,
+        headers: { 'Auth-Token': srv.token, 'Content-Type': 'application/json' },
+        body: Buffer.from(JSON.stringify(body)),
+      });
     const pushed = new Set<string>();
     const sent = new Set<string>();
     /** Items an acknowledged move put into a list: they must not be back upstream. */
@@ -94,7 +99,11 @@ test('SIGKILL during pushes, pops and moves: no acknowledged item lost or duplic
       return r.body.data.items;
     };
     const where = new Map<string, string>();
-    for (const [name, items] of [[src, await contents(src)], [mid, await contents(mid)], [done, await contents(done)]] as const) {
+    for (const [name, items] of [
+      [src, await contents(src)],
+      [mid, await contents(mid)],
+      [done, await contents(done)],
+    ] as const) {
       for (const v of items) {
         assert.ok(!where.has(v), `round ${round}: ${v} is in ${where.get(v)} and in ${name}`);
         assert.ok(sent.has(v), `round ${round}: ${v} was never pushed`);
@@ -116,7 +125,10 @@ test('SIGKILL during pushes, pops and moves: no acknowledged item lost or duplic
       if (at === undefined) continue;
       assert.ok(at === to || (to === mid && at === done), `round ${round}: ${v} was moved to ${to} (acknowledged) but is in ${at}`);
     }
-    assert.ok(pushed.size > 0 && movedTo.size > 0, `round ${round}: nothing was acknowledged before the kill (${pushed.size} pushes, ${movedTo.size} moves of ${sent.size} sent)`);
+    assert.ok(
+      pushed.size > 0 && movedTo.size > 0,
+      `round ${round}: nothing was acknowledged before the kill (${pushed.size} pushes, ${movedTo.size} moves of ${sent.size} sent)`,
+    );
     outcomes.push(`${pushed.size} pushed, ${movedTo.size} moves, ${popped.size} popped, ${where.size} present`);
   }
   process.stdout.write(`# list crash rounds: ${outcomes.join('; ')}\n`);

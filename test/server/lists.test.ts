@@ -153,15 +153,28 @@ test('remove in the middle keeps index access exact from both sides, across many
   expectSuccess(await srv.req('PATCH', `/lists/${n}`, { remove: { value: 0, count: 0 } }), 200, 'list patched successfully', { length: 32 });
   const want = model.filter((v) => v !== 0);
   assert.deepEqual(await items(n), want);
-  for (const [s, e] of [[0, 0], [5, 9], [-3, -1], [31, 31]]) {
+  for (const [s, e] of [
+    [0, 0],
+    [5, 9],
+    [-3, -1],
+    [31, 31],
+  ]) {
     const r = await get(n, `?start=${s}&stop=${e}`);
     assert.deepEqual(r.body.data.items, want.slice(s < 0 ? want.length + s : s, (e < 0 ? want.length + e : e) + 1));
   }
   expectSuccess(await srv.req('PATCH', `/lists/${n}`, { remove: { value: 4, count: 2 } }), 200, 'list patched successfully', { length: 30 });
   expectSuccess(await srv.req('PATCH', `/lists/${n}`, { remove: { value: 1, count: -3 } }), 200, 'list patched successfully', { length: 27 });
   let w = want.slice();
-  for (let c = 0, i = 0; i < w.length && c < 2; i++) if (w[i] === 4) { w.splice(i--, 1); c++; }
-  for (let c = 0, i = w.length - 1; i >= 0 && c < 3; i--) if (w[i] === 1) { w.splice(i, 1); c++; }
+  for (let c = 0, i = 0; i < w.length && c < 2; i++)
+    if (w[i] === 4) {
+      w.splice(i--, 1);
+      c++;
+    }
+  for (let c = 0, i = w.length - 1; i >= 0 && c < 3; i--)
+    if (w[i] === 1) {
+      w.splice(i, 1);
+      c++;
+    }
   assert.deepEqual(await items(n), w);
   expectSuccess(await pop(n, { side: 'right' }), 200, 'list popped successfully', { items: [w[w.length - 1]] });
   w = w.slice(0, -1);
@@ -195,7 +208,7 @@ test('versions: every write takes if_version / If-Match; PUT takes if_absent / I
   expectError(await srv.req('DELETE', `/lists/${n}`, undefined, { 'If-Match': `"${v - 1}"` }), 412, `list '${n}' changed (version ${v})`);
   assert.deepEqual(await items(n), [1]);
   assert.equal(etag(await get(n)), v);
-  expectSuccess(await push(n, { values: [2] }, ), 200, 'list pushed successfully', { length: 2 });
+  expectSuccess(await push(n, { values: [2] }), 200, 'list pushed successfully', { length: 2 });
   const v2 = etag(await get(n));
   assert.ok(v2 > v);
   expectSuccess(await srv.req('POST', `/lists/${n}/push`, { values: [3] }, { 'If-Match': `"${v2}"` }), 200, 'list pushed successfully', { length: 3 });
@@ -217,7 +230,10 @@ test('listing: GET /lists pages names in byte order with ttl_ms and length; heal
   const r = await srv.req('GET', `/lists?prefix=${p}&limit=2`);
   expectSuccess(r, 200, 'lists listed successfully', r.body.data);
   assert.equal(r.body.data.next, `${p}b`);
-  assert.deepEqual(r.body.data.items.map((i: { name: string }) => i.name), [`${p}a`, `${p}b`]);
+  assert.deepEqual(
+    r.body.data.items.map((i: { name: string }) => i.name),
+    [`${p}a`, `${p}b`],
+  );
   assert.deepEqual(r.body.data.items[0], { name: `${p}a`, ttl_ms: null, length: 0 });
   assert.equal(r.body.data.items[1].length, 3);
   assert.ok(r.body.data.items[1].ttl_ms > 40_000 && r.body.data.items[1].ttl_ms <= 50_000);
@@ -302,7 +318,12 @@ test('bad input: 400 naming the field, and nothing changes', async () => {
     ['POST', '/pop', { to_side: 'left' }, `field 'to_side' needs 'to' (the list to move the items to)`],
     ['POST', '/pop', { timeout: 5 }, `unknown field 'timeout' (allowed: side, count, wait_ms, to, to_side, if_version)`],
     ['PATCH', '', {}, `PATCH of a list needs one of 'set', 'trim', 'remove' or 'ttl'`],
-    ['PATCH', '', { set: { index: 0, value: 1 }, trim: { start: 0, stop: 1 } }, `fields 'set' and 'trim' cannot be combined: send one of set, trim or remove (ttl may come with it)`],
+    [
+      'PATCH',
+      '',
+      { set: { index: 0, value: 1 }, trim: { start: 0, stop: 1 } },
+      `fields 'set' and 'trim' cannot be combined: send one of set, trim or remove (ttl may come with it)`,
+    ],
     ['PATCH', '', { set: { index: 3, value: 1 } }, `field 'set.index' is out of range: the list has 3 items (indexes -3 to 2)`],
     ['PATCH', '', { set: { index: -4, value: 1 } }, `field 'set.index' is out of range: the list has 3 items (indexes -3 to 2)`],
     ['PATCH', '', { set: { index: '0', value: 1 } }, `field 'set.index' must be an integer`],
@@ -423,8 +444,12 @@ test('one push of many values serves several waiters in order, each up to its co
 test('a waiter whose client has gone pops nothing: the next item goes to the next waiter or stays', async () => {
   const n = uniq('b');
   // A raw request that is abandoned while it waits.
-  const gone = http.request({ port: srv.port, method: 'POST', path: `/lists/${n}/pop`,
-    headers: { 'Auth-Token': srv.token, 'Content-Type': 'application/json' } });
+  const gone = http.request({
+    port: srv.port,
+    method: 'POST',
+    path: `/lists/${n}/pop`,
+    headers: { 'Auth-Token': srv.token, 'Content-Type': 'application/json' },
+  });
   gone.on('error', () => {});
   gone.end(JSON.stringify({ wait_ms: 20_000 }));
   await sleep(150);
@@ -435,8 +460,12 @@ test('a waiter whose client has gone pops nothing: the next item goes to the nex
   await push(n, { values: ['one'] });
   assert.deepEqual((await stays).body.data.items, ['one'], 'the live waiter got it');
   // With no live waiter the item stays in the list.
-  const g2 = http.request({ port: srv.port, method: 'POST', path: `/lists/${n}/pop`,
-    headers: { 'Auth-Token': srv.token, 'Content-Type': 'application/json' } });
+  const g2 = http.request({
+    port: srv.port,
+    method: 'POST',
+    path: `/lists/${n}/pop`,
+    headers: { 'Auth-Token': srv.token, 'Content-Type': 'application/json' },
+  });
   g2.on('error', () => {});
   g2.end(JSON.stringify({ wait_ms: 20_000 }));
   await sleep(150);
@@ -447,7 +476,7 @@ test('a waiter whose client has gone pops nothing: the next item goes to the nex
   assert.deepEqual(await items(n), ['two']);
 });
 
-test('a blocking pop with to moves the pushed item (BLMOVE) and wakes the target\'s waiters', async () => {
+test("a blocking pop with to moves the pushed item (BLMOVE) and wakes the target's waiters", async () => {
   const src = uniq('bs');
   const dst = uniq('bd');
   const onDst = pop(dst, { wait_ms: 10_000 });
@@ -470,7 +499,10 @@ test('ten blocking waiters and ten pushes: every item to exactly one waiter', as
     assert.equal(r.status, 200, r.raw);
     return r.body.data.items;
   });
-  assert.ok(got.every((g) => g.length === 1), JSON.stringify(got));
+  assert.ok(
+    got.every((g) => g.length === 1),
+    JSON.stringify(got),
+  );
   assert.deepEqual(got.map((g) => g[0]).sort(), Array.from({ length: 10 }, (_, i) => `v${i}`).sort());
   assert.deepEqual(await items(n), []);
 });
@@ -479,12 +511,15 @@ test('concurrent pushes and pops (some blocking, some moving): each item exactly
   const n = uniq('cc');
   const side = uniq('cs');
   const N = 400;
-  const pushes = pool(Array.from({ length: N }, (_, i) => i), 16, (i) => push(n, { values: [i], side: i % 2 === 0 ? 'left' : 'right' }));
+  const pushes = pool(
+    Array.from({ length: N }, (_, i) => i),
+    16,
+    (i) => push(n, { values: [i], side: i % 2 === 0 ? 'left' : 'right' }),
+  );
   const taken: number[] = [];
   const moved: number[] = [];
   const poppers = pool(Array.from({ length: 150 }), 12, async (_, i) => {
-    const r = await pop(n, { count: 1 + (i % 3), side: i % 2 === 0 ? 'left' : 'right', wait_ms: i % 4 === 0 ? 300 : 0,
-      ...(i % 5 === 0 ? { to: side } : {}) });
+    const r = await pop(n, { count: 1 + (i % 3), side: i % 2 === 0 ? 'left' : 'right', wait_ms: i % 4 === 0 ? 300 : 0, ...(i % 5 === 0 ? { to: side } : {}) });
     if (r.status === 404) return; // before the first push created it
     assert.equal(r.status, 200, r.raw);
     (i % 5 === 0 ? moved : taken).push(...r.body.data.items);
@@ -492,9 +527,16 @@ test('concurrent pushes and pops (some blocking, some moving): each item exactly
   await Promise.all([pushes, poppers]);
   const rest = await items(n);
   const inSide = (await srv.req('GET', `/lists/${side}`)).body.data?.items ?? [];
-  assert.deepEqual([...moved].sort((a, b) => a - b), [...inSide].sort((a: number, b: number) => a - b), 'moved items are in the target');
+  assert.deepEqual(
+    [...moved].sort((a, b) => a - b),
+    [...inSide].sort((a: number, b: number) => a - b),
+    'moved items are in the target',
+  );
   const all = [...taken, ...moved, ...(rest as number[])].sort((a, b) => a - b);
-  assert.deepEqual(all, Array.from({ length: N }, (_, i) => i));
+  assert.deepEqual(
+    all,
+    Array.from({ length: N }, (_, i) => i),
+  );
 });
 
 // ---- property: random operations against a plain array ------------------------------------
@@ -528,43 +570,52 @@ test('property: random pushes, pops, ranges, sets, trims and removes agree with 
     fc.record({ op: fc.constant('remove' as const), value: small, count: fc.integer({ min: -2, max: 2 }) }),
   );
   let runs = 0;
-  await fc.assert(fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 25 }), async (ops) => {
-    const n = uniq(`prop${runs++}-`);
-    await srv.req('PUT', `/lists/${n}`, { list: [] });
-    let m: number[] = [];
-    for (const o of ops) {
-      const at = JSON.stringify(o);
-      if (o.op === 'push') {
-        for (const v of o.values) if (o.side === 'left') m.unshift(v); else m.push(v);
-        assert.deepEqual((await push(n, { values: o.values, side: o.side })).body.data, { length: m.length }, at);
-      } else if (o.op === 'pop') {
-        const want = o.side === 'left' ? m.splice(0, o.count) : m.splice(Math.max(0, m.length - o.count)).reverse();
-        assert.deepEqual((await pop(n, { side: o.side, count: o.count })).body.data, { items: want }, at);
-      } else if (o.op === 'range') {
-        const [s, e] = norm(m.length, o.start, o.stop);
-        assert.deepEqual((await get(n, `?start=${o.start}&stop=${o.stop}`)).body.data, { items: s > e ? [] : m.slice(s, e + 1), length: m.length }, at);
-      } else if (o.op === 'set') {
-        const i = o.index < 0 ? m.length + o.index : o.index;
-        const r = await srv.req('PATCH', `/lists/${n}`, { set: { index: o.index, value: o.value } });
-        if (i < 0 || i >= m.length) assert.equal(r.status, 400, at);
-        else {
-          m[i] = o.value;
-          assert.deepEqual(r.body.data, { length: m.length }, at);
+  await fc.assert(
+    fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 25 }), async (ops) => {
+      const n = uniq(`prop${runs++}-`);
+      await srv.req('PUT', `/lists/${n}`, { list: [] });
+      let m: number[] = [];
+      for (const o of ops) {
+        const at = JSON.stringify(o);
+        if (o.op === 'push') {
+          for (const v of o.values)
+            if (o.side === 'left') m.unshift(v);
+            else m.push(v);
+          assert.deepEqual((await push(n, { values: o.values, side: o.side })).body.data, { length: m.length }, at);
+        } else if (o.op === 'pop') {
+          const want = o.side === 'left' ? m.splice(0, o.count) : m.splice(Math.max(0, m.length - o.count)).reverse();
+          assert.deepEqual((await pop(n, { side: o.side, count: o.count })).body.data, { items: want }, at);
+        } else if (o.op === 'range') {
+          const [s, e] = norm(m.length, o.start, o.stop);
+          assert.deepEqual((await get(n, `?start=${o.start}&stop=${o.stop}`)).body.data, { items: s > e ? [] : m.slice(s, e + 1), length: m.length }, at);
+        } else if (o.op === 'set') {
+          const i = o.index < 0 ? m.length + o.index : o.index;
+          const r = await srv.req('PATCH', `/lists/${n}`, { set: { index: o.index, value: o.value } });
+          if (i < 0 || i >= m.length) assert.equal(r.status, 400, at);
+          else {
+            m[i] = o.value;
+            assert.deepEqual(r.body.data, { length: m.length }, at);
+          }
+        } else if (o.op === 'trim') {
+          const [s, e] = norm(m.length, o.start, o.stop);
+          m = s > e ? [] : m.slice(s, e + 1);
+          assert.deepEqual((await srv.req('PATCH', `/lists/${n}`, { trim: { start: o.start, stop: o.stop } })).body.data, { length: m.length }, at);
+        } else {
+          const limit = o.count === 0 ? Infinity : Math.abs(o.count);
+          let c = 0;
+          if (o.count >= 0) m = m.filter((v) => !(v === o.value && c++ < limit));
+          else
+            m = m
+              .reverse()
+              .filter((v) => !(v === o.value && c++ < limit))
+              .reverse();
+          assert.deepEqual((await srv.req('PATCH', `/lists/${n}`, { remove: { value: o.value, count: o.count } })).body.data, { length: m.length }, at);
         }
-      } else if (o.op === 'trim') {
-        const [s, e] = norm(m.length, o.start, o.stop);
-        m = s > e ? [] : m.slice(s, e + 1);
-        assert.deepEqual((await srv.req('PATCH', `/lists/${n}`, { trim: { start: o.start, stop: o.stop } })).body.data, { length: m.length }, at);
-      } else {
-        const limit = o.count === 0 ? Infinity : Math.abs(o.count);
-        let c = 0;
-        if (o.count >= 0) m = m.filter((v) => !(v === o.value && c++ < limit));
-        else m = m.reverse().filter((v) => !(v === o.value && c++ < limit)).reverse();
-        assert.deepEqual((await srv.req('PATCH', `/lists/${n}`, { remove: { value: o.value, count: o.count } })).body.data, { length: m.length }, at);
       }
-    }
-    assert.deepEqual(await items(n), m);
-  }), { numRuns: 60, seed: 20261125 });
+      assert.deepEqual(await items(n), m);
+    }),
+    { numRuns: 60, seed: 20261125 },
+  );
 });
 
 test('lists survive a restart: items, order, ends and expiry', async () => {
@@ -592,39 +643,78 @@ const txn = (body: unknown): Promise<Res> => srv.req('POST', '/txns', body);
 test('transactions: list PUSH and POP with results, the length check, all or nothing', async () => {
   const a = uniq('ta');
   const b = uniq('tb');
-  const r = await txn({ mutations: [
-    { kind: 'list', name: a, operation: 'PUSH', values: [1, 2, 3] },
-    { kind: 'list', name: a, operation: 'PUSH', values: ['x'], side: 'left' },
-    { kind: 'list', name: a, operation: 'POP', side: 'right', count: 2 },
-    { kind: 'list', name: b, operation: 'PUSH', values: [3] },
-  ] });
+  const r = await txn({
+    mutations: [
+      { kind: 'list', name: a, operation: 'PUSH', values: [1, 2, 3] },
+      { kind: 'list', name: a, operation: 'PUSH', values: ['x'], side: 'left' },
+      { kind: 'list', name: a, operation: 'POP', side: 'right', count: 2 },
+      { kind: 'list', name: b, operation: 'PUSH', values: [3] },
+    ],
+  });
   expectSuccess(r, 200, 'transaction execute successfully', { results: [{ length: 3 }, { length: 4 }, { items: [3, 2] }, { length: 1 }] });
   assert.deepEqual(await items(a), ['x', 1]);
   // A move written as a transaction, guarded by the length check.
-  expectSuccess(await txn({
-    checks: [{ kind: 'list', name: a, length: { $gte: 1 } }, { kind: 'list', name: b, exists: true }],
-    mutations: [{ kind: 'list', name: a, operation: 'POP' }, { kind: 'list', name: b, operation: 'PUSH', values: ['x'] }],
-  }), 200, 'transaction execute successfully', { results: [{ items: ['x'] }, { length: 2 }] });
+  expectSuccess(
+    await txn({
+      checks: [
+        { kind: 'list', name: a, length: { $gte: 1 } },
+        { kind: 'list', name: b, exists: true },
+      ],
+      mutations: [
+        { kind: 'list', name: a, operation: 'POP' },
+        { kind: 'list', name: b, operation: 'PUSH', values: ['x'] },
+      ],
+    }),
+    200,
+    'transaction execute successfully',
+    { results: [{ items: ['x'] }, { length: 2 }] },
+  );
   assert.deepEqual(await items(a), [1]);
   assert.deepEqual(await items(b), [3, 'x']);
   const va = etag(await get(a));
   const vb = etag(await get(b));
-  expectError(await txn({ checks: [{ kind: 'list', name: a, length: 5 }], mutations: [{ kind: 'list', name: a, operation: 'POP' }] }),
-    409, `transaction check 0 failed: list '${a}' has length 1, which does not match 5`);
-  expectError(await txn({ checks: [{ kind: 'list', name: uniq('none'), exists: true }], mutations: [{ kind: 'list', name: a, operation: 'POP' }] }),
-    409, /transaction check 0 failed: list '.*' does not exist/);
+  expectError(
+    await txn({ checks: [{ kind: 'list', name: a, length: 5 }], mutations: [{ kind: 'list', name: a, operation: 'POP' }] }),
+    409,
+    `transaction check 0 failed: list '${a}' has length 1, which does not match 5`,
+  );
+  expectError(
+    await txn({ checks: [{ kind: 'list', name: uniq('none'), exists: true }], mutations: [{ kind: 'list', name: a, operation: 'POP' }] }),
+    409,
+    /transaction check 0 failed: list '.*' does not exist/,
+  );
   // A failing later mutation undoes the earlier ones.
   const none = uniq('none');
-  expectError(await txn({ mutations: [{ kind: 'list', name: b, operation: 'POP' }, { kind: 'list', name: none, operation: 'POP' }] }),
-    404, `mutation 1: list '${none}' does not exist`);
+  expectError(
+    await txn({
+      mutations: [
+        { kind: 'list', name: b, operation: 'POP' },
+        { kind: 'list', name: none, operation: 'POP' },
+      ],
+    }),
+    404,
+    `mutation 1: list '${none}' does not exist`,
+  );
   assert.equal(etag(await get(a)), va);
   assert.equal(etag(await get(b)), vb);
   assert.deepEqual(await items(b), [3, 'x']);
   expectError(await txn({ mutations: [{ kind: 'list', name: a, operation: 'PUSH', values: [] }] }), 400, `mutation 0: field 'values' must not be empty`);
-  expectError(await txn({ mutations: [{ kind: 'list', name: a, operation: 'POP', count: 0 }] }), 400, `mutation 0: field 'count' must be an integer ≥ 1 and ≤ 1000`);
+  expectError(
+    await txn({ mutations: [{ kind: 'list', name: a, operation: 'POP', count: 0 }] }),
+    400,
+    `mutation 0: field 'count' must be an integer ≥ 1 and ≤ 1000`,
+  );
   expectError(await txn({ mutations: [{ kind: 'list', name: a, operation: 'POP', side: 'up' }] }), 400, `mutation 0: field 'side' must be "left" or "right"`);
-  expectError(await txn({ mutations: [{ kind: 'list', name: a, operation: 'SET' }] }), 400, `mutation 0: field 'operation' must be one of PUSH, POP for a list, not 'SET'`);
-  expectError(await txn({ checks: [{ kind: 'list', name: a }], mutations: [{ kind: 'list', name: a, operation: 'POP' }] }), 400, `check 0: a list check needs 'length' or 'exists'`);
+  expectError(
+    await txn({ mutations: [{ kind: 'list', name: a, operation: 'SET' }] }),
+    400,
+    `mutation 0: field 'operation' must be one of PUSH, POP for a list, not 'SET'`,
+  );
+  expectError(
+    await txn({ checks: [{ kind: 'list', name: a }], mutations: [{ kind: 'list', name: a, operation: 'POP' }] }),
+    400,
+    `check 0: a list check needs 'length' or 'exists'`,
+  );
   assert.equal(etag(await get(a)), va);
 });
 
@@ -649,5 +739,5 @@ test('20 concurrent if_absent PUTs of one list: exactly one creates it, the othe
   assert.equal(ps.filter((r) => r.status === 200).length, 19);
   const last = await items(m);
   assert.equal(last.length, 2);
-  assert.equal(last[0], last[1], 'one PUT\'s items, never a mix');
+  assert.equal(last[0], last[1], "one PUT's items, never a mix");
 });

@@ -139,7 +139,19 @@ test('PATCH with an invalid ttl → 400, lease unchanged, token still valid', as
 
 test('ttl is required, integer ≥ 1 → otherwise 400 and nothing acquired', async () => {
   const n = uniq('ttl');
-  for (const body of [undefined, {}, { ttl: 0 }, { ttl: -1 }, { ttl: 1.5 }, { ttl: '10' }, { ttl: true }, { ttl: null }, { ttl: [5] }, { ttl: 2147483648 }, { holder: 'x' }]) {
+  for (const body of [
+    undefined,
+    {},
+    { ttl: 0 },
+    { ttl: -1 },
+    { ttl: 1.5 },
+    { ttl: '10' },
+    { ttl: true },
+    { ttl: null },
+    { ttl: [5] },
+    { ttl: 2147483648 },
+    { holder: 'x' },
+  ]) {
     expectError(await srv.req('PUT', L(n), body), 400);
   }
   expectError(await srv.req('GET', L(n)), 404);
@@ -192,7 +204,14 @@ test('200 concurrent acquisitions: exactly one 201, the rest 423', async () => {
     const won = results.filter((r) => r.status === 201);
     const lost = results.filter((r) => r.status === 423);
     const other = results.filter((r) => r.status !== 201 && r.status !== 423);
-    assert.equal(other.length, 0, `unexpected answers: ${other.slice(0, 3).map((r) => `${r.status} ${r.raw}`).join('; ')}`);
+    assert.equal(
+      other.length,
+      0,
+      `unexpected answers: ${other
+        .slice(0, 3)
+        .map((r) => `${r.status} ${r.raw}`)
+        .join('; ')}`,
+    );
     assert.equal(won.length, 1, `${won.length} winners`);
     assert.equal(lost.length, 199);
     for (const r of lost) expectError(r, 423, `lock '${n}' is held`);

@@ -17,12 +17,23 @@ import { PithosServer, STORE, expectError, uniq } from '../helpers/server.js';
 
 /** Families the log store's engine feeds; the shared store has no log, cache or compactor (docs/operations.md, "Metrics"). */
 const LOG_FAMILIES = new Set([
-  'pithos_log_write_duration_seconds', 'pithos_log_fsync_duration_seconds', 'pithos_group_commit_batches',
-  'pithos_log_written_bytes_total', 'pithos_keys', 'pithos_objects', 'pithos_live_bytes', 'pithos_dead_bytes',
-  'pithos_segments', 'pithos_compaction_runs_total', 'pithos_compaction_read_bytes_total',
-  'pithos_compaction_written_bytes_total', 'pithos_cache_hits_total', 'pithos_cache_misses_total', 'pithos_cache_bytes',
+  'pithos_log_write_duration_seconds',
+  'pithos_log_fsync_duration_seconds',
+  'pithos_group_commit_batches',
+  'pithos_log_written_bytes_total',
+  'pithos_keys',
+  'pithos_objects',
+  'pithos_live_bytes',
+  'pithos_dead_bytes',
+  'pithos_segments',
+  'pithos_compaction_runs_total',
+  'pithos_compaction_read_bytes_total',
+  'pithos_compaction_written_bytes_total',
+  'pithos_cache_hits_total',
+  'pithos_cache_misses_total',
+  'pithos_cache_bytes',
 ]);
-const logOnly = STORE === 'log' ? false : 'the log store\'s value cache (the shared store has none)';
+const logOnly = STORE === 'log' ? false : "the log store's value cache (the shared store has none)";
 
 // ---------------------------------------------------------------- parser
 
@@ -136,8 +147,9 @@ function value(fams: Map<string, Family>, sample: string, labels: Record<string,
   const famName = sample.replace(/_(bucket|sum|count)$/, '');
   const f = fams.get(sample) ?? fams.get(famName);
   if (f === undefined) return 0;
-  const s = f.samples.find((x) => x.name === sample && Object.entries(labels).every(([k, v]) => x.labels[k] === v) &&
-    Object.keys(x.labels).length === Object.keys(labels).length);
+  const s = f.samples.find(
+    (x) => x.name === sample && Object.entries(labels).every(([k, v]) => x.labels[k] === v) && Object.keys(x.labels).length === Object.keys(labels).length,
+  );
   return s?.value ?? 0;
 }
 
@@ -223,10 +235,16 @@ test('the families of API.md section 17, with their types, base units and _total
   if (STORE === 'log') assert.equal(value(fams, 'pithos_segments'), 1);
   assert.equal(value(fams, 'pithos_watchers'), 0);
   const lag = fams.get('pithos_event_loop_lag_seconds')!;
-  assert.deepEqual(lag.samples.map((s) => [s.name, s.labels.quantile]), [
-    ['pithos_event_loop_lag_seconds', '0.5'], ['pithos_event_loop_lag_seconds', '0.99'], ['pithos_event_loop_lag_seconds', '1'],
-    ['pithos_event_loop_lag_seconds_sum', undefined], ['pithos_event_loop_lag_seconds_count', undefined],
-  ]);
+  assert.deepEqual(
+    lag.samples.map((s) => [s.name, s.labels.quantile]),
+    [
+      ['pithos_event_loop_lag_seconds', '0.5'],
+      ['pithos_event_loop_lag_seconds', '0.99'],
+      ['pithos_event_loop_lag_seconds', '1'],
+      ['pithos_event_loop_lag_seconds_sum', undefined],
+      ['pithos_event_loop_lag_seconds_count', undefined],
+    ],
+  );
   for (const s of lag.samples) assert.ok(s.value >= 0, `${s.name} ${s.value}`);
 });
 
@@ -249,7 +267,10 @@ test('pithos_event_loop_lag_seconds: _count and _sum add up every sample since s
  * the check is skipped, saying why, except under CI (CI set), where it fails.
  */
 const promtool = spawnSync('promtool', ['--version'], { encoding: 'utf8' });
-const noPromtool = promtool.error === undefined ? false : `promtool not found (${(promtool.error as NodeJS.ErrnoException).code}): install Debian's prometheus package to run this check`;
+const noPromtool =
+  promtool.error === undefined
+    ? false
+    : `promtool not found (${(promtool.error as NodeJS.ErrnoException).code}): install Debian's prometheus package to run this check`;
 if (noPromtool) console.log(`# ${noPromtool}`);
 
 test('promtool check metrics finds no problem in a scrape', { skip: process.env.CI === undefined ? noPromtool : false }, async () => {
@@ -344,7 +365,11 @@ test('auth: Auth-Token, or the metrics token as a bearer on /metrics only', asyn
   assert.equal(ok.status, 200);
   parsePrometheus(ok.raw);
   expectError(await srv.req('GET', '/metrics', undefined, { 'Auth-Token': null }), 401, 'missing Auth-Token header');
-  expectError(await srv.req('GET', '/metrics', undefined, { 'Auth-Token': null, Authorization: `Bearer ${MT}x` }), 401, /wrong token in the Authorization header/);
+  expectError(
+    await srv.req('GET', '/metrics', undefined, { 'Auth-Token': null, Authorization: `Bearer ${MT}x` }),
+    401,
+    /wrong token in the Authorization header/,
+  );
   // a named read token is refused (the route's role is admin), and the bearer does not lift a wrong Auth-Token's 403
   expectError(await srv.req('GET', '/metrics', undefined, { 'Auth-Token': READER }), 403);
   assert.equal((await srv.req('GET', '/metrics', undefined, { 'Auth-Token': READER, Authorization: `Bearer ${MT}` })).status, 200);

@@ -222,9 +222,16 @@ test('the change feed reports puts, appends and deletes of numbers and texts as 
   await w.until(() => w.events.length >= 5, 20_000, 'five events');
   w.close();
   const ev = w.events.map((e) => ({ event: e.event, data: JSON.parse(e.data) as Record<string, unknown> }));
-  assert.deepEqual(ev.map((e) => [e.event, e.data.name, e.data.value]), [
-    ['put', n, 1], ['put', n, 3], ['put', t, 'a'], ['put', t, 'abc'], ['delete', t, undefined],
-  ]);
+  assert.deepEqual(
+    ev.map((e) => [e.event, e.data.name, e.data.value]),
+    [
+      ['put', n, 1],
+      ['put', n, 3],
+      ['put', t, 'a'],
+      ['put', t, 'abc'],
+      ['delete', t, undefined],
+    ],
+  );
   assert.equal(ev[3].data.version, vt);
   assert.ok(ev.every((e) => e.data.kind === 'variant'));
 });

@@ -60,7 +60,10 @@ test('every route the server serves is documented, and nothing else', () => {
 
 test('bodies, statuses, messages, envelope and security come from the route table', () => {
   assert.deepEqual(doc.components.securitySchemes.authToken, {
-    type: 'apiKey', in: 'header', name: 'Auth-Token', description: 'the server secret (--auth-token)',
+    type: 'apiKey',
+    in: 'header',
+    name: 'Auth-Token',
+    description: 'the server secret (--auth-token)',
   });
   assert.deepEqual(doc.security, [{ authToken: [] }]);
   for (const p of PROBES) assert.deepEqual(doc.paths[p.path].get.security, [], p.path);
@@ -92,8 +95,16 @@ test('bodies, statuses, messages, envelope and security come from the route tabl
     const fields = Object.entries(r.body ?? {});
     if (fields.length === 0) continue;
     const schema = op.requestBody.content['application/json'].schema;
-    assert.deepEqual(Object.keys(schema.properties), fields.map(([k]) => k), label);
-    assert.deepEqual(schema.required ?? [], fields.filter(([, f]) => f.required === true).map(([k]) => k), label);
+    assert.deepEqual(
+      Object.keys(schema.properties),
+      fields.map(([k]) => k),
+      label,
+    );
+    assert.deepEqual(
+      schema.required ?? [],
+      fields.filter(([, f]) => f.required === true).map(([k]) => k),
+      label,
+    );
     assert.equal(schema.additionalProperties, r.strict !== true, label);
   }
   // FieldType → JSON Schema, spot checks of each kind
@@ -117,25 +128,34 @@ test('bodies, statuses, messages, envelope and security come from the route tabl
 function probe(method: string, url: string): Promise<{ status: number; raw: string; body: { message?: string } | undefined }> {
   return new Promise((resolve, reject) => {
     const body = Buffer.from('{}');
-    const req = http.request({ host: '127.0.0.1', port: srv.port, method, path: url, agent: false,
-      headers: { 'Auth-Token': srv.token, 'Content-Type': 'application/json', 'Content-Length': body.length } }, (res) => {
-      if (String(res.headers['content-type']).startsWith('text/event-stream')) {
-        req.destroy();
-        return resolve({ status: res.statusCode ?? 0, raw: '', body: undefined });
-      }
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const raw = Buffer.concat(chunks).toString('utf8');
-        let parsed: { message?: string } | undefined;
-        try {
-          parsed = JSON.parse(raw) as { message?: string };
-        } catch {
-          parsed = undefined;
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port: srv.port,
+        method,
+        path: url,
+        agent: false,
+        headers: { 'Auth-Token': srv.token, 'Content-Type': 'application/json', 'Content-Length': body.length },
+      },
+      (res) => {
+        if (String(res.headers['content-type']).startsWith('text/event-stream')) {
+          req.destroy();
+          return resolve({ status: res.statusCode ?? 0, raw: '', body: undefined });
         }
-        resolve({ status: res.statusCode ?? 0, raw, body: parsed });
-      });
-    });
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const raw = Buffer.concat(chunks).toString('utf8');
+          let parsed: { message?: string } | undefined;
+          try {
+            parsed = JSON.parse(raw) as { message?: string };
+          } catch {
+            parsed = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, raw, body: parsed });
+        });
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -165,8 +185,15 @@ test('only the public route skips the token; every other unauthenticated request
   expectError(await srv.req('GET', '/openapi.json?x=1', undefined, noToken), 400, "unknown query parameter 'x': this endpoint takes none");
   assert.equal((await srv.req('GET', '/openapi.json', undefined, { 'Auth-Token': 'wrong' })).status, 200);
   assert.equal((await srv.req('GET', '/openapi.json', undefined)).status, 200); // with the right token too
-  for (const [m, p] of [['POST', '/openapi.json'], ['GET', '/openapi.json/'], ['GET', '/openapi.jso'], ['GET', '/nope'],
-    ['GET', '/metrics'], ['GET', '/health'], ['GET', '/OPENAPI.JSON']]) {
+  for (const [m, p] of [
+    ['POST', '/openapi.json'],
+    ['GET', '/openapi.json/'],
+    ['GET', '/openapi.jso'],
+    ['GET', '/nope'],
+    ['GET', '/metrics'],
+    ['GET', '/health'],
+    ['GET', '/OPENAPI.JSON'],
+  ]) {
     const r = await srv.req(m, p, undefined, noToken);
     expectError(r, 401, 'missing Auth-Token header');
   }

@@ -123,7 +123,11 @@ test('roles: read, write and admin tokens for every method class; 401 and 403 me
     assert.equal((await s.req('GET', `/tables/${t}/rows`, { wheres: {} }, as(READER))).status, 200);
     assert.equal((await s.req('POST', `/tables/${t}/query`, { wheres: {} }, as(READER))).status, 200);
     assert.equal((await s.req('GET', '/health', undefined, as(READER))).status, 200);
-    assert.equal((await s.req('POST', `/records/${t}`, { column: 'a' }, as(READER))).status, 403, 'record search is a POST other than the query alias: not for readers');
+    assert.equal(
+      (await s.req('POST', `/records/${t}`, { column: 'a' }, as(READER))).status,
+      403,
+      'record search is a POST other than the query alias: not for readers',
+    );
     // a reader is authenticated: an unknown path is then an ordinary 404
     expectError(await s.req('PUT', '/no/such/path', undefined, as(READER)), 404);
     // everything else is refused to the reader, naming token, method and path, and changes nothing
@@ -167,7 +171,11 @@ test('roles: read, write and admin tokens for every method class; 401 and 403 me
     // a bad file on reload keeps the tokens in force and says why
     writeFileSync(file, `newbie read newbie-token-0123456\noops superuser x\n`);
     s.signal('SIGHUP');
-    await waitFor(() => s.stderr, /SIGHUP: kept the tokens in force: tokens file .*: line 2: role of 'oops' must be read, write or admin/, 'the refused reload');
+    await waitFor(
+      () => s.stderr,
+      /SIGHUP: kept the tokens in force: tokens file .*: line 2: role of 'oops' must be read, write or admin/,
+      'the refused reload',
+    );
     expectSuccess(await s.req('GET', `/variants/${t}`, undefined, as('newbie-token-0123456')), 200, 'variant queried successfully', { variant: 3 });
     expectSuccess(await s.req('GET', `/variants/${t}`, undefined, as(ADMIN)), 200, 'variant queried successfully', { variant: 3 });
     // the process is still the same one, and no token was ever logged
@@ -183,7 +191,10 @@ test('roles: read, write and admin tokens for every method class; 401 and 403 me
 test('roles: a bad tokens file at start is a configuration error (exit 2, one line)', async () => {
   const file = path.join(tmp, 'bad-tokens');
   writeFileSync(file, 'a read\n');
-  for (const args of [['--tokens-file', file], ['--tokens-file', path.join(tmp, 'absent')]]) {
+  for (const args of [
+    ['--tokens-file', file],
+    ['--tokens-file', path.join(tmp, 'absent')],
+  ]) {
     const r = await runCli(['--port', '0', '--data-dir', path.join(tmp, 'bt'), '--auth-token', 'x', ...args]);
     assert.equal(r.code, 2, `${args.join(' ')}: exit ${r.code} ${r.stdout}${r.stderr}`);
     assert.match(r.stderr, /^pithos: (tokens file .*: line 1: expected|cannot read tokens file)[^\n]*\n$/);
@@ -217,7 +228,11 @@ test('CORS: listed origins get preflights answered and Allow-Origin; others get 
     expectError(u, 401, 'missing Auth-Token header');
     assert.equal(u.headers['access-control-allow-origin'], APP, 'the browser may read the 401');
     // other origins, and servers without --cors-origin: no CORS headers at all
-    for (const [srv, origin] of [[s, 'https://evil.example'], [s, 'https://app.example.com.evil.example'], [off, APP]] as const) {
+    for (const [srv, origin] of [
+      [s, 'https://evil.example'],
+      [s, 'https://app.example.com.evil.example'],
+      [off, APP],
+    ] as const) {
       const q = await srv.req('OPTIONS', '/records/x', undefined, { ...preflight, Origin: origin });
       assert.notEqual(q.status, 204);
       const r = await srv.req('GET', '/health', undefined, { Origin: origin });
@@ -244,7 +259,10 @@ test('--log-format json --access-log: one JSON object per line, request ids take
     assert.match(String(c.headers['x-request-id']), /^[0-9a-f-]{36}$/);
     await s.req('GET', '/livez', undefined, { 'Auth-Token': null });
     await waitFor(() => s.stdout, /"path":"\/livez"/, 'the access lines');
-    const lines = s.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = s.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     for (const l of lines) {
       assert.equal(typeof l.time, 'string');
       assert.ok(!Number.isNaN(Date.parse(String(l.time))));
@@ -255,7 +273,20 @@ test('--log-format json --access-log: one JSON object per line, request ids take
     const req = lines.filter((l) => l.msg === 'request');
     assert.equal(req.length, 4);
     const first = req.find((l) => l.id === 'client-id-42')!;
-    assert.deepEqual({ ...first, time: 0, ms: 0 }, { time: 0, level: 'info', msg: 'request', id: 'client-id-42', method: 'GET', path: '/variants/none', status: 404, ms: 0, bytes: Number(a.headers['content-length']) });
+    assert.deepEqual(
+      { ...first, time: 0, ms: 0 },
+      {
+        time: 0,
+        level: 'info',
+        msg: 'request',
+        id: 'client-id-42',
+        method: 'GET',
+        path: '/variants/none',
+        status: 404,
+        ms: 0,
+        bytes: Number(a.headers['content-length']),
+      },
+    );
     assert.equal(typeof first.ms, 'number');
     assert.ok(req.some((l) => l.id === made && l.method === 'PUT' && l.status === 201));
     assert.ok(!s.stdout.includes(TOKEN) && !s.stderr.includes(TOKEN), 'the token is never logged');
@@ -280,7 +311,7 @@ test('--config: a JSON file below env and flags; unknown keys exit 2; --print-co
   assert.equal(eff['segment-mb'], 64, 'default');
   assert.equal(eff['log-format'], 'text');
 
-  writeFileSync(path.join(tmp, 'bad.json'), JSON.stringify({ port: 0, 'data_dir': 'x', colour: 'blue' }));
+  writeFileSync(path.join(tmp, 'bad.json'), JSON.stringify({ port: 0, data_dir: 'x', colour: 'blue' }));
   const bad = await runCli(['--config', path.join(tmp, 'bad.json')]);
   assert.equal(bad.code, 2);
   assert.equal(bad.stderr, `pithos: config file ${path.join(tmp, 'bad.json')}: unknown key(s) 'data_dir', 'colour' (keys are the flags without '--')\n`);
@@ -299,8 +330,23 @@ test('--config: a JSON file below env and flags; unknown keys exit 2; --print-co
 
 test('--help lists the new flags and their variables', async () => {
   const r = await runCli(['--help']);
-  for (const x of ['--config', '--tokens-file', '--tls-cert', '--tls-key', '--cors-origin', '--log-format', '--access-log', '--print-config',
-    'PITHOS_CONFIG', 'PITHOS_TOKENS_FILE', 'PITHOS_TLS_CERT', 'PITHOS_TLS_KEY', 'PITHOS_CORS_ORIGIN', 'PITHOS_LOG_FORMAT', 'PITHOS_ACCESS_LOG']) {
+  for (const x of [
+    '--config',
+    '--tokens-file',
+    '--tls-cert',
+    '--tls-key',
+    '--cors-origin',
+    '--log-format',
+    '--access-log',
+    '--print-config',
+    'PITHOS_CONFIG',
+    'PITHOS_TOKENS_FILE',
+    'PITHOS_TLS_CERT',
+    'PITHOS_TLS_KEY',
+    'PITHOS_CORS_ORIGIN',
+    'PITHOS_LOG_FORMAT',
+    'PITHOS_ACCESS_LOG',
+  ]) {
     assert.ok(r.stdout.includes(x), `--help lacks ${x}`);
   }
 });

@@ -37,7 +37,7 @@ async function exists(rel: string): Promise<boolean> {
   }
 }
 
-test('standard_conforming_strings off: a table name or index path with \\\' runs no SQL, and indexed queries answer as ever', { skip }, async () => {
+test("standard_conforming_strings off: a table name or index path with \\' runs no SQL, and indexed queries answer as ever", { skip }, async () => {
   const enc = encodeURIComponent;
   const table = "x\\'; COMMIT; DROP TABLE pithos_locks; --";
   const field = "f\\'; COMMIT; DROP TABLE pithos_records; --";
@@ -72,25 +72,29 @@ test('standard_conforming_strings off: a table name or index path with \\\' runs
   assert.doesNotMatch(listed, /"ready":false/, 'both indexes get built');
 });
 
-test('standard_conforming_strings off: a /txns sent in one round trip carries names and values with \\\' and quotes exactly, and runs no SQL', { skip }, async () => {
-  const enc = encodeURIComponent;
-  const name = "v\\'; COMMIT; DROP TABLE pithos_locks; --";
-  const rec = "r\\'; COMMIT; DROP TABLE pithos_variants; --";
-  const table = "t\\'; COMMIT; DROP TABLE pithos_tables; --";
-  const values = { s: "it's a \\' back\\slash \"quoted\"", n: 1 };
-  expectSuccess(await srv.req('PUT', `/variants/${enc(name)}`, { variant: 40 }), 201, 'variant created successfully', { variant: 40 });
-  expectSuccess(await srv.req('PUT', `/tables/${enc(table)}`), 201, 'table created successfully');
-  const r = await srv.req('POST', '/txns', {
-    mutations: [
-      { kind: 'variant', name, operation: 'ADD', delta: 2 },
-      { kind: 'record', name: rec, operation: 'PUT', values },
-      { name: table, operation: 'INSERT', values },
-      { kind: 'variant', name: `${name}-set`, operation: 'SET', variant: "a 'string' \\" },
-    ],
-  });
-  expectSuccess(r, 200, 'transaction execute successfully', { results: [{ variant: 42 }, {}, { t_id: 1 }, {}] });
-  for (const t of ['pithos_locks', 'pithos_variants', 'pithos_tables', 'pithos_records']) assert.ok(await exists(t), `${t} is still there`);
-  assert.deepEqual((await srv.req('GET', `/records/${enc(rec)}`)).body.data, values);
-  assert.deepEqual((await srv.req('GET', `/variants/${enc(`${name}-set`)}`)).body.data, { variant: "a 'string' \\" });
-  assert.deepEqual((await srv.req('GET', `/tables/${enc(table)}`)).body.data, { '1': values });
-});
+test(
+  "standard_conforming_strings off: a /txns sent in one round trip carries names and values with \\' and quotes exactly, and runs no SQL",
+  { skip },
+  async () => {
+    const enc = encodeURIComponent;
+    const name = "v\\'; COMMIT; DROP TABLE pithos_locks; --";
+    const rec = "r\\'; COMMIT; DROP TABLE pithos_variants; --";
+    const table = "t\\'; COMMIT; DROP TABLE pithos_tables; --";
+    const values = { s: 'it\'s a \\\' back\\slash "quoted"', n: 1 };
+    expectSuccess(await srv.req('PUT', `/variants/${enc(name)}`, { variant: 40 }), 201, 'variant created successfully', { variant: 40 });
+    expectSuccess(await srv.req('PUT', `/tables/${enc(table)}`), 201, 'table created successfully');
+    const r = await srv.req('POST', '/txns', {
+      mutations: [
+        { kind: 'variant', name, operation: 'ADD', delta: 2 },
+        { kind: 'record', name: rec, operation: 'PUT', values },
+        { name: table, operation: 'INSERT', values },
+        { kind: 'variant', name: `${name}-set`, operation: 'SET', variant: "a 'string' \\" },
+      ],
+    });
+    expectSuccess(r, 200, 'transaction execute successfully', { results: [{ variant: 42 }, {}, { t_id: 1 }, {}] });
+    for (const t of ['pithos_locks', 'pithos_variants', 'pithos_tables', 'pithos_records']) assert.ok(await exists(t), `${t} is still there`);
+    assert.deepEqual((await srv.req('GET', `/records/${enc(rec)}`)).body.data, values);
+    assert.deepEqual((await srv.req('GET', `/variants/${enc(`${name}-set`)}`)).body.data, { variant: "a 'string' \\" });
+    assert.deepEqual((await srv.req('GET', `/tables/${enc(table)}`)).body.data, { '1': values });
+  },
+);

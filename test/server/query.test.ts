@@ -17,7 +17,9 @@ after(async () => {
 const enc = encodeURIComponent;
 
 async function list(kind: string, params: Record<string, string | number> = {}): Promise<Res> {
-  const qs = Object.entries(params).map(([k, v]) => `${enc(k)}=${enc(String(v))}`).join('&');
+  const qs = Object.entries(params)
+    .map(([k, v]) => `${enc(k)}=${enc(String(v))}`)
+    .join('&');
   return srv.req('GET', `/${kind}${qs ? '?' + qs : ''}`);
 }
 /** Every item under `prefix`, page by page, with `between` run after each page. */
@@ -63,9 +65,15 @@ test('listing: every namespace, byte order, items with ttl_ms / rows / held+hold
   // JavaScript's own order would put the emoji (a surrogate pair) before U+FF5E.
   assert.notDeepEqual(want, [...names].sort());
   const recs = await listAll('records', p, 100);
-  assert.deepEqual(recs, want.map((name) => ({ name, ttl_ms: null })));
+  assert.deepEqual(
+    recs,
+    want.map((name) => ({ name, ttl_ms: null })),
+  );
   const vars = await listAll('variants', p, 2);
-  assert.deepEqual(vars.map((x) => x.name), want);
+  assert.deepEqual(
+    vars.map((x) => x.name),
+    want,
+  );
   for (const v of vars) assert.ok(typeof v.ttl_ms === 'number' && v.ttl_ms > 90_000 && v.ttl_ms <= 100_000, JSON.stringify(v));
 
   const t = p + 'tbl';
@@ -82,7 +90,13 @@ test('listing: every namespace, byte order, items with ttl_ms / rows / held+hold
   assert.equal((await srv.req('PUT', `/locks/${enc(p + 'k1')}`, { ttl: 30, holder: 'w1' })).status, 201);
   assert.equal((await srv.req('PUT', `/locks/${enc(p + 'k2')}`, { ttl: 30 })).status, 201);
   const ll = await listAll('locks', p, 1);
-  assert.deepEqual(ll.map((x) => [x.name, x.held, x.holder]), [[p + 'k1', true, 'w1'], [p + 'k2', true, null]]);
+  assert.deepEqual(
+    ll.map((x) => [x.name, x.held, x.holder]),
+    [
+      [p + 'k1', true, 'w1'],
+      [p + 'k2', true, null],
+    ],
+  );
   assert.ok((ll[0].ttl_ms as number) > 20_000);
 });
 
@@ -90,7 +104,13 @@ test('listing: prefix, limit, after and next', async () => {
   const p = uniq('P') + '-';
   for (const n of ['a1', 'a2', 'a3', 'b1']) await srv.req('PUT', `/records/${p}${n}`, { record: {} });
   let r = await list('records', { prefix: p + 'a', limit: 2 });
-  assert.deepEqual(r.body.data, { items: [{ name: p + 'a1', ttl_ms: null }, { name: p + 'a2', ttl_ms: null }], next: p + 'a2' });
+  assert.deepEqual(r.body.data, {
+    items: [
+      { name: p + 'a1', ttl_ms: null },
+      { name: p + 'a2', ttl_ms: null },
+    ],
+    next: p + 'a2',
+  });
   r = await list('records', { prefix: p + 'a', limit: 2, after: p + 'a2' });
   assert.deepEqual(r.body.data, { items: [{ name: p + 'a3', ttl_ms: null }], next: null });
   // a page that ends exactly at the last name has no next
@@ -98,7 +118,10 @@ test('listing: prefix, limit, after and next', async () => {
   assert.equal(r.body.data.items.length, 3);
   assert.equal(r.body.data.next, null);
   r = await list('records', { prefix: p, after: p + 'a25' });
-  assert.deepEqual(r.body.data.items.map((x: { name: string }) => x.name), [p + 'a3', p + 'b1']);
+  assert.deepEqual(
+    r.body.data.items.map((x: { name: string }) => x.name),
+    [p + 'a3', p + 'b1'],
+  );
   r = await list('records', { prefix: p + 'zz' });
   assert.deepEqual(r.body.data, { items: [], next: null });
   // default limit is 100
@@ -134,17 +157,21 @@ test("listing: a table's rows follow inserts, row deletes, transactions and a ne
   assert.equal(await count(), 4);
   await srv.req('PATCH', `/tables/${enc(t)}`, { wheres: { i: 2 }, sets: { j: 1 } });
   assert.equal(await count(), 4);
-  const r = await srv.req('POST', '/txns', { mutations: [
-    { name: t, operation: 'INSERT', values: { i: 9 } },
-    { name: t, operation: 'REMOVE', where: { i: { $in: [3, 4] } } },
-  ] });
+  const r = await srv.req('POST', '/txns', {
+    mutations: [
+      { name: t, operation: 'INSERT', values: { i: 9 } },
+      { name: t, operation: 'REMOVE', where: { i: { $in: [3, 4] } } },
+    ],
+  });
   assert.equal(r.status, 200, r.raw);
   assert.equal(await count(), 3);
   // a failed transaction moves nothing
-  const bad = await srv.req('POST', '/txns', { mutations: [
-    { name: t, operation: 'REMOVE', where: {} },
-    { name: p + 'missing', operation: 'INSERT', values: {} },
-  ] });
+  const bad = await srv.req('POST', '/txns', {
+    mutations: [
+      { name: t, operation: 'REMOVE', where: {} },
+      { name: p + 'missing', operation: 'INSERT', values: {} },
+    ],
+  });
   assert.equal(bad.status, 404, bad.raw);
   assert.equal(await count(), 3);
   await srv.req('DELETE', `/tables/${enc(t)}`);
@@ -160,7 +187,10 @@ test('listing: expired and deleted names are not listed', async () => {
   await srv.req('PUT', `/records/${p}gone`, { record: {} });
   expectSuccess(await srv.req('DELETE', `/records/${p}gone`), 200, 'record deleted successfully');
   expectSuccess(await srv.req('POST', '/_test/clock', { advance_ms: 6000 }), 200, 'clock advanced');
-  assert.deepEqual((await listAll('records', p, 10)).map((x) => x.name), [p + 'long']);
+  assert.deepEqual(
+    (await listAll('records', p, 10)).map((x) => x.name),
+    [p + 'long'],
+  );
 });
 
 test('every Part two endpoint refuses an unknown query parameter, naming it, and changes nothing', async () => {
@@ -227,12 +257,31 @@ test('limit, after, order (several keys, missing last), fields, count, with_ids'
   assert.deepEqual(await ok(await rows(t, { wheres: {}, limit: 2 })), PEOPLE.slice(0, 2));
   assert.deepEqual(await ok(await rows(t, { wheres: {}, after: 3 })), PEOPLE.slice(3));
   assert.deepEqual(await ok(await rows(t, { wheres: {}, after: 1, limit: 2, fields: ['name'] })), [{ name: 'bob' }, { name: 'cy' }]);
-  assert.deepEqual(await ok(await rows(t, { wheres: {}, order: [{ field: 'age', dir: 'desc' }, { field: 'name', dir: 'desc' }], fields: ['name'] })),
-    [{ name: 'cy' }, { name: 'ann' }, { name: 'bob' }, { name: 'eve' }, { name: 'dee' }]);
-  assert.deepEqual(await ok(await rows(t, { wheres: {}, order: [{ field: 'age' }], fields: ['name', 'age', 'nope'] })),
-    [{ name: 'eve', age: 19 }, { name: 'bob', age: 25 }, { name: 'ann', age: 31 }, { name: 'cy', age: 31 }, { name: 'dee' }]);
-  assert.deepEqual(await ok(await rows(t, { wheres: {}, order: [{ field: 'address.city' }, { field: 'age', dir: 'desc' }], limit: 3, fields: ['name'] })),
-    [{ name: 'ann' }, { name: 'dee' }, { name: 'bob' }]);
+  assert.deepEqual(
+    await ok(
+      await rows(t, {
+        wheres: {},
+        order: [
+          { field: 'age', dir: 'desc' },
+          { field: 'name', dir: 'desc' },
+        ],
+        fields: ['name'],
+      }),
+    ),
+    [{ name: 'cy' }, { name: 'ann' }, { name: 'bob' }, { name: 'eve' }, { name: 'dee' }],
+  );
+  assert.deepEqual(await ok(await rows(t, { wheres: {}, order: [{ field: 'age' }], fields: ['name', 'age', 'nope'] })), [
+    { name: 'eve', age: 19 },
+    { name: 'bob', age: 25 },
+    { name: 'ann', age: 31 },
+    { name: 'cy', age: 31 },
+    { name: 'dee' },
+  ]);
+  assert.deepEqual(await ok(await rows(t, { wheres: {}, order: [{ field: 'address.city' }, { field: 'age', dir: 'desc' }], limit: 3, fields: ['name'] })), [
+    { name: 'ann' },
+    { name: 'dee' },
+    { name: 'bob' },
+  ]);
   assert.deepEqual(await ok(await rows(t, { wheres: { age: 31 }, count: true })), { count: 2 });
   assert.deepEqual(await ok(await rows(t, { wheres: {}, count: true, limit: 3 })), { count: 3 });
   assert.deepEqual(await ok(await rows(t, { wheres: { name: 'cy' }, with_ids: true })), [{ t_id: 3, row: PEOPLE[2] }]);
@@ -279,7 +328,7 @@ test('row queries: unknown fields, bad shapes and unknown operators are 400s nam
     [{ wheres: { $or: { a: 1 } } }, /\$or/],
     [{ wheres: { $and: [1] } }, /\$and/],
     [{ wheres: { $not: [] } }, /\$not/],
-    [{ wheres: { $field: 'a' , $eq: 1 } }, /\$field/],
+    [{ wheres: { $field: 'a', $eq: 1 } }, /\$field/],
     [{ wheres: { $field: ['a'] } }, /\$field/],
     [{ wheres: { $field: ['a'], b: 1 } }, /'b'/],
     [{ wheres: { $or: [{ a: { $nope: 1 } }] } }, /unknown operator '\$nope'/],
@@ -349,8 +398,11 @@ async function waitReady(t: string): Promise<Array<{ field: string; ready: boole
 test('indexes: create, list, use, drop; errors', async () => {
   const t = await mkTable(PEOPLE);
   const queries = [
-    { wheres: { age: 31 } }, { wheres: { age: { $in: [19, 25] } } }, { wheres: { age: { $gt: 20, $lte: 31 } } },
-    { wheres: { 'address.city': 'rome' }, with_ids: true }, { wheres: {}, order: [{ field: 'age', dir: 'desc' }], limit: 3 },
+    { wheres: { age: 31 } },
+    { wheres: { age: { $in: [19, 25] } } },
+    { wheres: { age: { $gt: 20, $lte: 31 } } },
+    { wheres: { 'address.city': 'rome' }, with_ids: true },
+    { wheres: {}, order: [{ field: 'age', dir: 'desc' }], limit: 3 },
     { wheres: {}, order: [{ field: 'address.city' }], limit: 2, fields: ['name'] },
   ];
   const before = [];
@@ -363,9 +415,16 @@ test('indexes: create, list, use, drop; errors', async () => {
   expectError(await srv.req('PUT', `/tables/${uniq('nope')}/indexes/age`), 404, /does not exist/);
   expectError(await srv.req('GET', `/tables/${t}/indexes?x=1`), 400, /unknown query parameter 'x'/);
   // A row query takes its shape in the body: `?limit=` is refused (not ignored), naming where it goes.
-  expectError(await srv.req('GET', `/tables/${t}/rows?limit=1`, { wheres: {} }), 400, /unknown query parameter 'limit': this endpoint takes 'limit' as a field of the JSON body/);
+  expectError(
+    await srv.req('GET', `/tables/${t}/rows?limit=1`, { wheres: {} }),
+    400,
+    /unknown query parameter 'limit': this endpoint takes 'limit' as a field of the JSON body/,
+  );
   expectError(await srv.req('POST', `/tables/${t}/query?x=1`, { wheres: {} }), 400, /unknown query parameter 'x': this endpoint takes none/);
-  assert.deepEqual(await waitReady(t), [{ field: 'address.city', ready: true }, { field: 'age', ready: true }]);
+  assert.deepEqual(await waitReady(t), [
+    { field: 'address.city', ready: true },
+    { field: 'age', ready: true },
+  ]);
   for (let i = 0; i < queries.length; i++) assert.deepEqual(await ok(await rows(t, queries[i])), before[i], JSON.stringify(queries[i]));
   // maintained on insert, patch and delete
   await srv.req('POST', `/tables/${t}/rows`, { rows: { name: 'fay', age: 31 } });

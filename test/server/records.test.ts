@@ -41,7 +41,8 @@ test('record lifecycle: 201 new, 200 replaced, get, search, delete', async () =>
 
 test('JSON values round-trip exactly (floats, exponents, unicode, escapes)', async () => {
   const id = uniq('rt');
-  const text = '{"a":0.30000000000000004,"b":1e308,"c":-1.5e-300,"d":123456789012,"e":"tab\\t nl\\n quote\\" bs\\\\ \\u0000 \\u2028 😀","f":[true,false,null,{}],"g":-7}';
+  const text =
+    '{"a":0.30000000000000004,"b":1e308,"c":-1.5e-300,"d":123456789012,"e":"tab\\t nl\\n quote\\" bs\\\\ \\u0000 \\u2028 😀","f":[true,false,null,{}],"g":-7}';
   expectSuccess(await srv.req('PUT', R(id), `{"record":${text}}`), 201, 'record created successfully');
   expectSuccess(await srv.req('GET', R(id)), 200, 'record queried successfully', JSON.parse(text));
 });
@@ -68,7 +69,17 @@ test('missing records → 404 on GET, POST, DELETE (both spellings)', async () =
 
 test('missing or non-object record → 400, nothing stored and nothing replaced', async () => {
   const id = uniq('bad');
-  for (const body of [undefined, {}, { record: null }, { record: [] }, { record: [1] }, { record: 'x' }, { record: 1 }, { record: true }, { table: { a: 1 } }]) {
+  for (const body of [
+    undefined,
+    {},
+    { record: null },
+    { record: [] },
+    { record: [1] },
+    { record: 'x' },
+    { record: 1 },
+    { record: true },
+    { table: { a: 1 } },
+  ]) {
     expectError(await srv.req('PUT', R(id), body), 400);
   }
   expectError(await srv.req('GET', R(id)), 404);

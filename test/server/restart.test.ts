@@ -189,7 +189,11 @@ test('PATCH of 2,000 rows interrupted by SIGKILL is all-or-nothing (and DELETE r
     const rows = Object.values(r.body.data as Record<string, { v: number; i: number }>);
     assert.equal(rows.length, N, `${label}: row count`);
     const vs = new Set(rows.map((x) => x.v));
-    assert.equal(vs.size, 1, `${label}: a half-applied PATCH — values ${[...vs].join(',')} (counts ${[...vs].map((v) => rows.filter((x) => x.v === v).length).join(',')})`);
+    assert.equal(
+      vs.size,
+      1,
+      `${label}: a half-applied PATCH — values ${[...vs].join(',')} (counts ${[...vs].map((v) => rows.filter((x) => x.v === v).length).join(',')})`,
+    );
     return [...vs][0]!;
   };
 
@@ -310,7 +314,14 @@ test('SIGTERM while a request body is half-sent: that in-flight request still co
   let req!: http.ClientRequest;
   const response = new Promise<Res>((resolve, reject) => {
     req = http.request(
-      { host: '127.0.0.1', port: srv.port, method: 'PUT', path: `/records/${id}`, agent: false, headers: { 'Auth-Token': srv.token, 'Content-Type': 'application/json', 'Content-Length': body.length } },
+      {
+        host: '127.0.0.1',
+        port: srv.port,
+        method: 'PUT',
+        path: `/records/${id}`,
+        agent: false,
+        headers: { 'Auth-Token': srv.token, 'Content-Type': 'application/json', 'Content-Length': body.length },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));

@@ -44,7 +44,10 @@ test('SIGKILL during streams of PATCH, PUT and DELETE by t_id: acknowledged writ
         else sent[id] = k;
         try {
           const r = await rawRequest({
-            port: srv.port, method, path: `/tables/${t}/rows/${id}`, agent,
+            port: srv.port,
+            method,
+            path: `/tables/${t}/rows/${id}`,
+            agent,
             headers: { 'Auth-Token': srv.token, 'Content-Type': 'application/json' },
             body: Buffer.from(JSON.stringify(body)),
           });
@@ -95,8 +98,15 @@ test('SIGKILL during streams of PATCH, PUT and DELETE by t_id: acknowledged writ
     // The index on n agrees with the rows (it is maintained in the same batches).
     for (const n of new Set(Object.values(all).map((r) => r.n))) {
       const q = await srv.req('POST', `/tables/${t}/query`, { wheres: { n }, with_ids: true });
-      const want = Object.keys(all).map(Number).filter((id) => all[id]!.n === n).sort((x, y) => x - y);
-      assert.deepEqual((q.body.data as Array<{ t_id: number }>).map((r) => r.t_id), want, `round ${round}: index answer for n = ${n}`);
+      const want = Object.keys(all)
+        .map(Number)
+        .filter((id) => all[id]!.n === n)
+        .sort((x, y) => x - y);
+      assert.deepEqual(
+        (q.body.data as Array<{ t_id: number }>).map((r) => r.t_id),
+        want,
+        `round ${round}: index answer for n = ${n}`,
+      );
     }
   }
 });

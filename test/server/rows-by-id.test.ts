@@ -43,7 +43,10 @@ async function listedRows(t: string): Promise<number> {
 }
 
 test('GET answers the row with its version as ETag; HEAD the same headers; 404 names the row or the table', async () => {
-  const t = await table([{ name: 'ann', tags: ['a'] }, { name: 'bob', address: { city: 'Oslo' } }]);
+  const t = await table([
+    { name: 'ann', tags: ['a'] },
+    { name: 'bob', address: { city: 'Oslo' } },
+  ]);
   const g = await srv.req('GET', `/tables/${t}/rows/2`);
   expectSuccess(g, 200, 'table row queried successfully', { name: 'bob', address: { city: 'Oslo' } });
   const v2 = etag(g);
@@ -126,10 +129,16 @@ test('PUT replaces the row whole, keeps its t_id, gives it a new version; never 
 });
 
 test('PATCH merges sets as a table PATCH does, then removes the fields of unset', async () => {
-  const t = await table([{ a: 1, b: { c: 1, d: 2 }, keep: true, gone: 'x' }, { a: 1, b: { c: 1, d: 2 }, keep: true, gone: 'x' }]);
+  const t = await table([
+    { a: 1, b: { c: 1, d: 2 }, keep: true, gone: 'x' },
+    { a: 1, b: { c: 1, d: 2 }, keep: true, gone: 'x' },
+  ]);
   const v0 = etag(await srv.req('GET', `/tables/${t}/rows/1`));
-  expectSuccess(await srv.req('PATCH', `/tables/${t}/rows/1`, { sets: { a: 2, b: { c: 9 }, n: null }, unset: ['gone', 'never-there'] }),
-    200, 'table row patched successfully');
+  expectSuccess(
+    await srv.req('PATCH', `/tables/${t}/rows/1`, { sets: { a: 2, b: { c: 9 }, n: null }, unset: ['gone', 'never-there'] }),
+    200,
+    'table row patched successfully',
+  );
   const g = await srv.req('GET', `/tables/${t}/rows/1`);
   // a nested value replaces its field whole; null is a value here (as in a table PATCH), not a removal
   expectSuccess(g, 200, 'table row queried successfully', { a: 2, b: { c: 9 }, keep: true, n: null });
@@ -151,8 +160,11 @@ test('PATCH merges sets as a table PATCH does, then removes the fields of unset'
   expectError(await srv.req('PATCH', `/tables/${t}/rows/2`, { unset: ['a'] }), 400, "field 'sets' is required (an object)");
   expectError(await srv.req('PATCH', `/tables/${t}/rows/2`, { sets: [] }), 400, "field 'sets' must be an object");
   expectError(await srv.req('PATCH', `/tables/${t}/rows/2`, { sets: {}, unset: 'a' }), 400, "field 'unset' must be an array");
-  expectError(await srv.req('PATCH', `/tables/${t}/rows/2`, { sets: {}, unset: ['a', 1] }), 400,
-    "field 'unset' must hold field names (strings); element 1 is not a string");
+  expectError(
+    await srv.req('PATCH', `/tables/${t}/rows/2`, { sets: {}, unset: ['a', 1] }),
+    400,
+    "field 'unset' must hold field names (strings); element 1 is not a string",
+  );
   expectError(await srv.req('PATCH', `/tables/${t}/rows/2`, { sets: {}, unset: ['a', 'a'] }), 400, "field 'unset' names 'a' twice");
   expectError(await srv.req('PATCH', `/tables/${t}/rows/2`, { sets: { a: 5 }, unset: ['a'] }), 400, "field 'a' is both in 'sets' and in 'unset'");
   expectError(await srv.req('PATCH', `/tables/${t}/rows/2`, { sets: {}, wheres: {} }), 400, "unknown field 'wheres' (allowed: sets, unset, if_version)");
@@ -178,7 +190,10 @@ test('DELETE removes exactly one of two identical rows; the listing count follow
   assert.equal(await listedRows(t), 2);
   // The query paths agree with the single-row ones.
   const q = await srv.req('POST', `/tables/${t}/query`, { wheres: {}, with_ids: true });
-  expectSuccess(q, 200, 'table queried rows successfully', [{ t_id: 2, row: { x: 1 } }, { t_id: 3, row: { other: 1, y: 1 } }]);
+  expectSuccess(q, 200, 'table queried rows successfully', [
+    { t_id: 2, row: { x: 1 } },
+    { t_id: 3, row: { other: 1, y: 1 } },
+  ]);
   // After a drop and a new table of the same name, t_id 1 is the new table's row.
   await srv.req('DELETE', `/tables/${t}`);
   expectError(await srv.req('GET', `/tables/${t}/rows/2`), 404, `table '${t}' does not exist`);
@@ -204,12 +219,21 @@ test('PUT, PATCH and DELETE take if_version or If-Match: 412 names the row and i
   // Malformed or doubled conditions are 400; a row is never created, so If-None-Match has no meaning.
   expectError(await srv.req('PUT', `/tables/${t}/rows/1`, { rows: {}, if_version: -1 }), 400, "field 'if_version' must be an integer ≥ 0 (a version)");
   expectError(await srv.req('PUT', `/tables/${t}/rows/1`, { rows: {}, if_version: '1' }), 400, "field 'if_version' must be an integer ≥ 0 (a version)");
-  expectError(await srv.req('PUT', `/tables/${t}/rows/1`, { rows: {} }, { 'If-Match': '*' }), 400,
-    `header 'If-Match' must be one quoted version, such as "12" (as ETag gives it)`);
-  expectError(await srv.req('PUT', `/tables/${t}/rows/1`, { rows: {}, if_version: v }, { 'If-Match': `"${v}"` }), 400,
-    'give at most one condition: if_version, if_absent, If-Match or If-None-Match');
-  expectError(await srv.req('PUT', `/tables/${t}/rows/1`, { rows: {} }, { 'If-None-Match': '*' }), 400,
-    "header 'If-None-Match' does not apply to a row: a row is created by POST /tables/<name>/rows, never by PUT");
+  expectError(
+    await srv.req('PUT', `/tables/${t}/rows/1`, { rows: {} }, { 'If-Match': '*' }),
+    400,
+    `header 'If-Match' must be one quoted version, such as "12" (as ETag gives it)`,
+  );
+  expectError(
+    await srv.req('PUT', `/tables/${t}/rows/1`, { rows: {}, if_version: v }, { 'If-Match': `"${v}"` }),
+    400,
+    'give at most one condition: if_version, if_absent, If-Match or If-None-Match',
+  );
+  expectError(
+    await srv.req('PUT', `/tables/${t}/rows/1`, { rows: {} }, { 'If-None-Match': '*' }),
+    400,
+    "header 'If-None-Match' does not apply to a row: a row is created by POST /tables/<name>/rows, never by PUT",
+  );
   expectError(await srv.req('PUT', `/tables/${t}/rows/1`, { rows: {}, if_absent: true }), 400, "unknown field 'if_absent' (allowed: rows, if_version)");
   assert.equal(etag(await srv.req('GET', `/tables/${t}/rows/1`)), v);
 
@@ -241,19 +265,23 @@ test('50 concurrent read-modify-write loops on one row with If-Match apply every
   const loops = 50;
   const perLoop = 2;
   let conflicts = 0;
-  await pool(Array.from({ length: loops }, (_, i) => i), loops, async () => {
-    for (let k = 0; k < perLoop; k++) {
-      for (let attempt = 0; ; attempt++) {
-        assert.ok(attempt < 1000, 'a loop made no progress');
-        const g = await srv.req('GET', `/tables/${t}/rows/1`);
-        const n = (g.body.data as { n: number }).n;
-        const w = await srv.req('PATCH', `/tables/${t}/rows/1`, { sets: { n: n + 1 } }, { 'If-Match': String(g.headers.etag) });
-        if (w.status === 200) break;
-        expectError(w, 412, new RegExp(`^row 1 of table '${t}' changed \\(version \\d+\\)$`));
-        conflicts++;
+  await pool(
+    Array.from({ length: loops }, (_, i) => i),
+    loops,
+    async () => {
+      for (let k = 0; k < perLoop; k++) {
+        for (let attempt = 0; ; attempt++) {
+          assert.ok(attempt < 1000, 'a loop made no progress');
+          const g = await srv.req('GET', `/tables/${t}/rows/1`);
+          const n = (g.body.data as { n: number }).n;
+          const w = await srv.req('PATCH', `/tables/${t}/rows/1`, { sets: { n: n + 1 } }, { 'If-Match': String(g.headers.etag) });
+          if (w.status === 200) break;
+          expectError(w, 412, new RegExp(`^row 1 of table '${t}' changed \\(version \\d+\\)$`));
+          conflicts++;
+        }
       }
-    }
-  });
+    },
+  );
   expectSuccess(await srv.req('GET', `/tables/${t}/rows/1`), 200, 'table row queried successfully', { n: loops * perLoop });
   expectSuccess(await srv.req('GET', `/tables/${t}/rows/2`), 200, 'table row queried successfully', { n: 0 });
   assert.ok(conflicts > 0, 'the loops never collided: the test did not test the condition');
@@ -277,19 +305,37 @@ test('a secondary index follows PUT, PATCH and DELETE by t_id: indexed answers e
   await srv.req('PUT', `/tables/${t}/rows/4`, { rows: { k: 0, i: 3 } });
   await srv.req('DELETE', `/tables/${t}/rows/5`);
   await srv.req('DELETE', `/tables/${t}/rows/10`);
-  await srv.req('POST', '/txns', { mutations: [
-    { name: t, operation: 'UPDATE', t_id: 6, values: { k: 3 } },
-    { name: t, operation: 'REPLACE', t_id: 7, values: { k: 3, i: 6 } },
-    { name: t, operation: 'REMOVE', t_id: 8 },
-  ] });
+  await srv.req('POST', '/txns', {
+    mutations: [
+      { name: t, operation: 'UPDATE', t_id: 6, values: { k: 3 } },
+      { name: t, operation: 'REPLACE', t_id: 7, values: { k: 3, i: 6 } },
+      { name: t, operation: 'REMOVE', t_id: 8 },
+    ],
+  });
   const all = await whole(t);
   const scan = (pred: (row: Record<string, unknown>) => boolean): unknown[] =>
-    Object.keys(all).map(Number).sort((a, b) => a - b).filter((id) => pred(all[id] as Record<string, unknown>)).map((id) => ({ t_id: id, row: all[id] }));
+    Object.keys(all)
+      .map(Number)
+      .sort((a, b) => a - b)
+      .filter((id) => pred(all[id] as Record<string, unknown>))
+      .map((id) => ({ t_id: id, row: all[id] }));
   const ask = async (wheres: unknown): Promise<unknown> => (await srv.req('POST', `/tables/${t}/query`, { wheres, with_ids: true })).body.data;
-  for (const k of [0, 1, 2, 3, 4, 'three']) assert.deepEqual(await ask({ k }), scan((r) => r.k === k), `k = ${k}`);
-  assert.deepEqual(await ask({ k: { $gte: 3 } }), scan((r) => typeof r.k === 'number' && r.k >= 3));
-  assert.deepEqual(await ask({ k: { $in: [0, 'three'] } }), scan((r) => r.k === 0 || r.k === 'three'));
-  const ordered = (await srv.req('POST', `/tables/${t}/query`, { wheres: {}, order: [{ field: 'k', dir: 'desc' }], limit: 5, with_ids: true })).body.data as Array<{ t_id: number }>;
+  for (const k of [0, 1, 2, 3, 4, 'three'])
+    assert.deepEqual(
+      await ask({ k }),
+      scan((r) => r.k === k),
+      `k = ${k}`,
+    );
+  assert.deepEqual(
+    await ask({ k: { $gte: 3 } }),
+    scan((r) => typeof r.k === 'number' && r.k >= 3),
+  );
+  assert.deepEqual(
+    await ask({ k: { $in: [0, 'three'] } }),
+    scan((r) => r.k === 0 || r.k === 'three'),
+  );
+  const ordered = (await srv.req('POST', `/tables/${t}/query`, { wheres: {}, order: [{ field: 'k', dir: 'desc' }], limit: 5, with_ids: true })).body
+    .data as Array<{ t_id: number }>;
   assert.equal(ordered.length, 5);
   assert.ok(!ordered.some((r) => [5, 8, 10].includes(r.t_id)), 'a deleted row came back through the index');
   // The changes are the ones asked for.
@@ -326,34 +372,52 @@ test('the change feed reports each write by t_id: put with the new row, delete; 
 
 test('POST /txns: UPDATE and REMOVE by t_id, REPLACE, seeing earlier mutations; all or nothing', async () => {
   const t = await table([{ a: 1 }, { a: 1 }, { a: 3 }]);
-  const r = await srv.req('POST', '/txns', { mutations: [
-    { name: t, operation: 'INSERT', values: { a: 4 } },
-    { name: t, operation: 'UPDATE', t_id: 4, values: { b: 'new row, updated' } },
-    { name: t, operation: 'UPDATE', t_id: 1, values: { b: 1 } },
-    { name: t, operation: 'REMOVE', t_id: 2, values: {} },
-    { name: t, operation: 'REPLACE', t_id: 3, values: { replaced: true } },
-    { name: t, operation: 'UPDATE', t_id: 2, values: { b: 2 } },
-    { name: t, operation: 'REMOVE', t_id: 99 },
-    { kind: 'table', name: t, operation: 'UPDATE', t_id: 1, values: {} },
-  ] });
-  expectSuccess(r, 200, 'transaction execute successfully',
-    { results: [{ t_id: 4 }, { matched: 1 }, { matched: 1 }, { matched: 1 }, {}, { matched: 0 }, { matched: 0 }, { matched: 1 }] });
+  const r = await srv.req('POST', '/txns', {
+    mutations: [
+      { name: t, operation: 'INSERT', values: { a: 4 } },
+      { name: t, operation: 'UPDATE', t_id: 4, values: { b: 'new row, updated' } },
+      { name: t, operation: 'UPDATE', t_id: 1, values: { b: 1 } },
+      { name: t, operation: 'REMOVE', t_id: 2, values: {} },
+      { name: t, operation: 'REPLACE', t_id: 3, values: { replaced: true } },
+      { name: t, operation: 'UPDATE', t_id: 2, values: { b: 2 } },
+      { name: t, operation: 'REMOVE', t_id: 99 },
+      { kind: 'table', name: t, operation: 'UPDATE', t_id: 1, values: {} },
+    ],
+  });
+  expectSuccess(r, 200, 'transaction execute successfully', {
+    results: [{ t_id: 4 }, { matched: 1 }, { matched: 1 }, { matched: 1 }, {}, { matched: 0 }, { matched: 0 }, { matched: 1 }],
+  });
   assert.deepEqual(await whole(t), { 1: { a: 1, b: 1 }, 3: { replaced: true }, 4: { a: 4, b: 'new row, updated' } });
   assert.equal(await listedRows(t), 3);
 
   // REPLACE of a row that is not there fails the whole transaction: the earlier writes are not applied.
   const before = await whole(t);
-  expectError(await srv.req('POST', '/txns', { mutations: [
-    { name: t, operation: 'INSERT', values: { lost: true } },
-    { name: t, operation: 'REMOVE', t_id: 1 },
-    { name: t, operation: 'REPLACE', t_id: 2, values: { x: 1 } },
-  ] }), 404, `mutation 2: row 2 of table '${t}' does not exist`);
-  expectError(await srv.req('POST', '/txns', { mutations: [
-    { name: t, operation: 'REMOVE', t_id: 1 },
-    { name: t, operation: 'REPLACE', t_id: 1, values: { x: 1 } },
-  ] }), 404, `mutation 1: row 1 of table '${t}' does not exist`);
-  expectError(await srv.req('POST', '/txns', { mutations: [{ name: `ghost-${t}`, operation: 'UPDATE', t_id: 1, values: {} }] }),
-    404, `mutation 0: table 'ghost-${t}' does not exist`);
+  expectError(
+    await srv.req('POST', '/txns', {
+      mutations: [
+        { name: t, operation: 'INSERT', values: { lost: true } },
+        { name: t, operation: 'REMOVE', t_id: 1 },
+        { name: t, operation: 'REPLACE', t_id: 2, values: { x: 1 } },
+      ],
+    }),
+    404,
+    `mutation 2: row 2 of table '${t}' does not exist`,
+  );
+  expectError(
+    await srv.req('POST', '/txns', {
+      mutations: [
+        { name: t, operation: 'REMOVE', t_id: 1 },
+        { name: t, operation: 'REPLACE', t_id: 1, values: { x: 1 } },
+      ],
+    }),
+    404,
+    `mutation 1: row 1 of table '${t}' does not exist`,
+  );
+  expectError(
+    await srv.req('POST', '/txns', { mutations: [{ name: `ghost-${t}`, operation: 'UPDATE', t_id: 1, values: {} }] }),
+    404,
+    `mutation 0: table 'ghost-${t}' does not exist`,
+  );
   assert.deepEqual(await whole(t), before);
   // The next t_id was not taken by the failed INSERT either.
   expectSuccess(await srv.req('POST', `/tables/${t}/rows`, { rows: {} }), 201, 'table rows insert successfully', { t_id: 5 });
@@ -377,15 +441,24 @@ test('POST /txns: bad by-t_id mutations are 400 naming the mutation and the fiel
     [{ name: t, operation: 'REPLACE', t_id: 1, values: [] }, "mutation 0: field 'values' must be an object"],
     [{ name: t, operation: 'REPLACE', t_id: 1, values: {}, where: {} }, "mutation 0: unknown field 'where' (allowed: kind, name, operation, values, t_id)"],
     [{ name: t, operation: 'INSERT', t_id: 1, values: {} }, "mutation 0: unknown field 't_id' (allowed: kind, name, operation, values, where)"],
-    [{ name: t, operation: 'UPDATE', t_id: 1, values: {}, unset: ['a'] }, "mutation 0: unknown field 'unset' (allowed: kind, name, operation, values, where, t_id)"],
+    [
+      { name: t, operation: 'UPDATE', t_id: 1, values: {}, unset: ['a'] },
+      "mutation 0: unknown field 'unset' (allowed: kind, name, operation, values, where, t_id)",
+    ],
     [{ kind: 'record', name: t, operation: 'REPLACE', values: {} }, "mutation 0: field 'operation' must be one of PUT, DELETE for a record, not 'REPLACE'"],
-    [{ name: t, operation: 'replace', t_id: 1, values: {} }, "mutation 0: field 'operation' must be one of INSERT, UPDATE, REMOVE, REPLACE for a table, not 'replace'"],
+    [
+      { name: t, operation: 'replace', t_id: 1, values: {} },
+      "mutation 0: field 'operation' must be one of INSERT, UPDATE, REMOVE, REPLACE for a table, not 'replace'",
+    ],
   ];
   for (const [m, message] of cases) {
     expectError(await srv.req('POST', '/txns', { mutations: [m] }), 400, message);
     // Also when an earlier mutation would have written: nothing is.
-    expectError(await srv.req('POST', '/txns', { mutations: [{ name: t, operation: 'INSERT', values: { no: 1 } }, m] }), 400,
-      message.replace('mutation 0', 'mutation 1'));
+    expectError(
+      await srv.req('POST', '/txns', { mutations: [{ name: t, operation: 'INSERT', values: { no: 1 } }, m] }),
+      400,
+      message.replace('mutation 0', 'mutation 1'),
+    );
   }
   assert.deepEqual(await whole(t), { 1: { a: 1 } });
 });

@@ -12,7 +12,6 @@ import fc from 'fast-check';
 import { PithosServer, expectError, expectSuccess, pool, seg, uniq, etag } from '../helpers/server.js';
 import { watch } from '../helpers/sse.js';
 
-
 let srv: PithosServer;
 before(async () => {
   srv = await PithosServer.start({ fsync: 'never' });
@@ -67,8 +66,9 @@ test('add and remove answer exact counts; contains answers in the order asked', 
   const s = uniq('s');
   expectSuccess(await srv.req('POST', `/sets/${s}/add`, { members: ['a', 'b', 'a'] }), 200, 'set members added successfully', { added: 2, count: 2 });
   expectSuccess(await srv.req('POST', `/sets/${s}/add`, { members: ['b', 'c'] }), 200, 'set members added successfully', { added: 1, count: 3 });
-  expectSuccess(await srv.req('POST', `/sets/${s}/contains`, { members: ['c', 'zz', 'a', 'c'] }), 200, 'set queried successfully',
-    { contains: [true, false, true, true] });
+  expectSuccess(await srv.req('POST', `/sets/${s}/contains`, { members: ['c', 'zz', 'a', 'c'] }), 200, 'set queried successfully', {
+    contains: [true, false, true, true],
+  });
   expectSuccess(await srv.req('POST', `/sets/${s}/remove`, { members: ['a', 'zz', 'a'] }), 200, 'set members removed successfully', { removed: 1, count: 2 });
   expectSuccess(await srv.req('POST', `/sets/${s}/remove`, { members: ['b', 'c'] }), 200, 'set members removed successfully', { removed: 2, count: 0 });
   // A set emptied by remove stays, empty.
@@ -92,7 +92,10 @@ test('combine: union, inter, diff (a missing set is empty); store replaces its t
   expectSuccess(await comb({ op: 'inter', with: [b, c] }), 200, 'set combined successfully', { members: ['3'], count: 1 });
   expectSuccess(await comb({ op: 'inter', with: [b, none] }), 200, 'set combined successfully', { members: [], count: 0 });
   expectSuccess(await comb({ op: 'diff', with: [b, none] }), 200, 'set combined successfully', { members: ['1', 'é'], count: 2 });
-  expectSuccess(await srv.req('POST', `/sets/${none}/combine`, { op: 'union', with: [c] }), 200, 'set combined successfully', { members: ['3', '9'], count: 2 });
+  expectSuccess(await srv.req('POST', `/sets/${none}/combine`, { op: 'union', with: [c] }), 200, 'set combined successfully', {
+    members: ['3', '9'],
+    count: 2,
+  });
   await srv.req('PUT', `/sets/${out}`, { set: ['old'], ttl: 100 });
   expectSuccess(await comb({ op: 'diff', with: [c], store: out }), 200, 'set combined successfully', { count: 3 });
   expectSuccess(await srv.req('GET', `/sets/${out}`), 200, 'set queried successfully', { members: ['1', '2', 'é'], count: 3, next: null });
@@ -142,8 +145,12 @@ test('bad input is 400 naming the field, and changes nothing', async () => {
     expectError(await srv.req(method, `/sets/${s}${sub === '' ? '' : '/' + sub}`, body), 400, msg);
   }
   // 4096 bytes exactly is a member.
-  expectSuccess(await srv.req('POST', `/sets/${seg(uniq('s'))}/add`, { members: ['x'.repeat(4096), 'é'.repeat(2048)] }), 200,
-    'set members added successfully', { added: 2, count: 2 });
+  expectSuccess(
+    await srv.req('POST', `/sets/${seg(uniq('s'))}/add`, { members: ['x'.repeat(4096), 'é'.repeat(2048)] }),
+    200,
+    'set members added successfully',
+    { added: 2, count: 2 },
+  );
   const g = await srv.req('GET', `/sets/${s}`);
   expectSuccess(g, 200, 'set queried successfully', { members: ['keep'], count: 1, next: null });
   assert.equal(etag(g), v, 'nothing was written');
@@ -167,7 +174,10 @@ test('versions: ETag moves on every write; if_version / If-Match / if_absent / I
   expectSuccess(await srv.req('POST', `/sets/${s}/add`, { members: ['b'], if_version: v1 }), 200, 'set members added successfully', { added: 1, count: 2 });
   const v2 = etag(await srv.req('GET', `/sets/${s}`));
   assert.ok(v2 > v1);
-  expectSuccess(await srv.req('POST', `/sets/${s}/remove`, { members: ['a'] }, { 'If-Match': `"${v2}"` }), 200, 'set members removed successfully', { removed: 1, count: 1 });
+  expectSuccess(await srv.req('POST', `/sets/${s}/remove`, { members: ['a'] }, { 'If-Match': `"${v2}"` }), 200, 'set members removed successfully', {
+    removed: 1,
+    count: 1,
+  });
   const v3 = etag(await srv.req('GET', `/sets/${s}?limit=1`));
   assert.ok(v3 > v2);
   expectSuccess(await srv.req('DELETE', `/sets/${s}`, { if_version: v3 }), 200, 'set deleted successfully');
@@ -212,10 +222,15 @@ test('listing GET /sets: byte order, prefix, limit, after; each kind is its own 
   const h1 = (await srv.req('GET', '/health')).body.data.key_count as number;
   assert.equal(h1 - h0, 5);
   expectSuccess(await srv.req('GET', `/sets?prefix=${p}&limit=2`), 200, 'sets listed successfully', {
-    items: [{ name: `${p}a`, ttl_ms: null, count: 1 }, { name: `${p}b`, ttl_ms: null, count: 2 }], next: `${p}b`,
+    items: [
+      { name: `${p}a`, ttl_ms: null, count: 1 },
+      { name: `${p}b`, ttl_ms: null, count: 2 },
+    ],
+    next: `${p}b`,
   });
   expectSuccess(await srv.req('GET', `/sets?prefix=${p}&limit=2&after=${p}b`), 200, 'sets listed successfully', {
-    items: [{ name: `${p}c`, ttl_ms: null, count: 3 }], next: null,
+    items: [{ name: `${p}c`, ttl_ms: null, count: 3 }],
+    next: null,
   });
   expectSuccess(await srv.req('GET', `/sets/${p}a`), 200, 'set queried successfully', { members: ['0'], count: 1, next: null });
   await srv.req('DELETE', `/sets/${p}a`);
@@ -248,13 +263,27 @@ test('change feed: kind set; a whole write is put, an element operation is put w
   await w.until(() => w.events.length >= 4, 10_000, 'four events');
   w.close();
   const ev = w.events.map((e) => ({ event: e.event, data: JSON.parse(e.data) as Record<string, unknown> }));
-  assert.deepEqual(ev.map((e) => e.event), ['put', 'put', 'put', 'delete']);
-  assert.deepEqual(ev.map((e) => [e.data.kind, e.data.name, e.data.op]), [['set', s, undefined], ['set', s, 'add'], ['set', s, 'remove'], ['set', s, undefined]]);
+  assert.deepEqual(
+    ev.map((e) => e.event),
+    ['put', 'put', 'put', 'delete'],
+  );
+  assert.deepEqual(
+    ev.map((e) => [e.data.kind, e.data.name, e.data.op]),
+    [
+      ['set', s, undefined],
+      ['set', s, 'add'],
+      ['set', s, 'remove'],
+      ['set', s, undefined],
+    ],
+  );
   assert.equal(ev[0].data.value, undefined, 'a whole-object write does not carry the whole set');
   assert.deepEqual(ev[1].data.value, { members: ['d', 'a'], added: 1, count: 4 });
   assert.deepEqual(ev[2].data.value, { members: ['b'], removed: 1, count: 3 });
   const versions = ev.map((e) => e.data.version as number);
-  assert.deepEqual([...versions].sort((a, b) => a - b), versions);
+  assert.deepEqual(
+    [...versions].sort((a, b) => a - b),
+    versions,
+  );
   // Watching only variants hears nothing of sets.
   const w2 = watch({ port: srv.port, token: srv.token, query: `kind=variant&prefix=${s}` });
   await w2.opened;
@@ -262,7 +291,10 @@ test('change feed: kind set; a whole write is put, an element operation is put w
   await srv.req('PUT', `/variants/${s}`, { variant: 1 });
   await w2.until(() => w2.events.length >= 1, 10_000, 'the variant event');
   w2.close();
-  assert.deepEqual(w2.events.map((e) => JSON.parse(e.data).kind), ['variant']);
+  assert.deepEqual(
+    w2.events.map((e) => JSON.parse(e.data).kind),
+    ['variant'],
+  );
 });
 
 test('concurrent adds of overlapping members: the added counts sum to the final count', async () => {
@@ -292,48 +324,51 @@ test('random sequences of set operations answer as a plain in-memory model does'
     fc.record({ t: fc.constant('get' as const), limit: fc.integer({ min: 1, max: 4 }) }),
     fc.record({ t: fc.constant('delete' as const) }),
   );
-  await fc.assert(fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 25 }), async (ops) => {
-    const s = uniq('prop');
-    let model: Set<string> | undefined;
-    for (const o of ops) {
-      const path = `/sets/${s}`;
-      if (o.t === 'put') {
-        const r = await srv.req('PUT', path, { set: o.ms });
-        assert.equal(r.status, model === undefined ? 201 : 200);
-        model = new Set(o.ms);
-      } else if (o.t === 'add') {
-        const r = await srv.req('POST', `${path}/add`, { members: o.ms });
-        model ??= new Set();
-        const before = model.size;
-        for (const m of o.ms) model.add(m);
-        assert.deepEqual(r.body.data, { added: model.size - before, count: model.size });
-      } else if (o.t === 'remove' || o.t === 'contains' || o.t === 'delete') {
-        const r = o.t === 'delete' ? await srv.req('DELETE', path) : await srv.req('POST', `${path}/${o.t}`, { members: o.ms });
-        if (model === undefined) {
-          assert.equal(r.status, 404);
-          continue;
-        }
-        assert.equal(r.status, 200, r.raw);
-        if (o.t === 'remove') {
+  await fc.assert(
+    fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 25 }), async (ops) => {
+      const s = uniq('prop');
+      let model: Set<string> | undefined;
+      for (const o of ops) {
+        const path = `/sets/${s}`;
+        if (o.t === 'put') {
+          const r = await srv.req('PUT', path, { set: o.ms });
+          assert.equal(r.status, model === undefined ? 201 : 200);
+          model = new Set(o.ms);
+        } else if (o.t === 'add') {
+          const r = await srv.req('POST', `${path}/add`, { members: o.ms });
+          model ??= new Set();
           const before = model.size;
-          for (const m of o.ms) model.delete(m);
-          assert.deepEqual(r.body.data, { removed: before - model.size, count: model.size });
-        } else if (o.t === 'contains') {
-          assert.deepEqual(r.body.data, { contains: o.ms.map((m) => model!.has(m)) });
+          for (const m of o.ms) model.add(m);
+          assert.deepEqual(r.body.data, { added: model.size - before, count: model.size });
+        } else if (o.t === 'remove' || o.t === 'contains' || o.t === 'delete') {
+          const r = o.t === 'delete' ? await srv.req('DELETE', path) : await srv.req('POST', `${path}/${o.t}`, { members: o.ms });
+          if (model === undefined) {
+            assert.equal(r.status, 404);
+            continue;
+          }
+          assert.equal(r.status, 200, r.raw);
+          if (o.t === 'remove') {
+            const before = model.size;
+            for (const m of o.ms) model.delete(m);
+            assert.deepEqual(r.body.data, { removed: before - model.size, count: model.size });
+          } else if (o.t === 'contains') {
+            assert.deepEqual(r.body.data, { contains: o.ms.map((m) => model!.has(m)) });
+          } else {
+            model = undefined;
+          }
         } else {
-          model = undefined;
+          const r = await srv.req('GET', `${path}?limit=${o.limit}`);
+          if (model === undefined) {
+            assert.equal(r.status, 404);
+            continue;
+          }
+          const all = [...model].sort(byteOrder);
+          assert.deepEqual(r.body.data, { members: all.slice(0, o.limit), count: all.length, next: all.length > o.limit ? all[o.limit - 1] : null });
         }
-      } else {
-        const r = await srv.req('GET', `${path}?limit=${o.limit}`);
-        if (model === undefined) {
-          assert.equal(r.status, 404);
-          continue;
-        }
-        const all = [...model].sort(byteOrder);
-        assert.deepEqual(r.body.data, { members: all.slice(0, o.limit), count: all.length, next: all.length > o.limit ? all[o.limit - 1] : null });
       }
-    }
-  }), { numRuns: 40 });
+    }),
+    { numRuns: 40 },
+  );
 });
 
 test('sets survive SIGKILL: every acknowledged add and remove is there after a restart', async () => {
@@ -342,10 +377,14 @@ test('sets survive SIGKILL: every acknowledged add and remove is there after a r
     const name = uniq('crash');
     await s.req('PUT', `/sets/${name}`, { set: ['keep', 'drop'], ttl: 1000 });
     const acked: string[] = [];
-    await pool(Array.from({ length: 60 }, (_, i) => `m${i}`), 8, async (m) => {
-      const r = await s.req('POST', `/sets/${name}/add`, { members: [m] });
-      if (r.status === 200) acked.push(m);
-    });
+    await pool(
+      Array.from({ length: 60 }, (_, i) => `m${i}`),
+      8,
+      async (m) => {
+        const r = await s.req('POST', `/sets/${name}/add`, { members: [m] });
+        if (r.status === 200) acked.push(m);
+      },
+    );
     await s.req('POST', `/sets/${name}/remove`, { members: ['drop'] });
     const before = await s.req('GET', `/sets/${name}`);
     await s.restart('SIGKILL');
@@ -355,8 +394,9 @@ test('sets survive SIGKILL: every acknowledged add and remove is there after a r
     assert.equal(after.body.data.count, acked.length + 1);
     const l = await s.req('GET', `/sets?prefix=${name}`);
     assert.ok(l.body.data.items[0].ttl_ms > 0, 'the lifetime survives');
-    expectSuccess(await s.req('POST', `/sets/${name}/contains`, { members: ['keep', 'drop', 'm59'] }), 200, 'set queried successfully',
-      { contains: [true, false, true] });
+    expectSuccess(await s.req('POST', `/sets/${name}/contains`, { members: ['keep', 'drop', 'm59'] }), 200, 'set queried successfully', {
+      contains: [true, false, true],
+    });
   } finally {
     await s.close();
   }

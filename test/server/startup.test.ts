@@ -77,18 +77,22 @@ for (const [what, content, ageMs] of [
   });
 }
 
-test('files set aside by a remover that died are removed by the next server to take the lock; a live remover\'s stay', { skip: onlyLog('the data-directory lock belongs to the log store') }, async () => {
-  const dir = path.join(tmp, 'aside');
-  await killedDir(dir);
-  const dead = deadPid();
-  for (const n of [`LOCK.stale-${dead}`, `LOCK.takeover.stale-${dead}`, `LOCK.stale-${process.pid}`]) fs.writeFileSync(path.join(dir, n), `${dead}\n`);
-  const s = await startsAndServes(dir);
-  try {
-    assert.deepEqual(leftovers(dir), [`LOCK.stale-${process.pid}`]);
-  } finally {
-    await s.close();
-  }
-});
+test(
+  "files set aside by a remover that died are removed by the next server to take the lock; a live remover's stay",
+  { skip: onlyLog('the data-directory lock belongs to the log store') },
+  async () => {
+    const dir = path.join(tmp, 'aside');
+    await killedDir(dir);
+    const dead = deadPid();
+    for (const n of [`LOCK.stale-${dead}`, `LOCK.takeover.stale-${dead}`, `LOCK.stale-${process.pid}`]) fs.writeFileSync(path.join(dir, n), `${dead}\n`);
+    const s = await startsAndServes(dir);
+    try {
+      assert.deepEqual(leftovers(dir), [`LOCK.stale-${process.pid}`]);
+    } finally {
+      await s.close();
+    }
+  },
+);
 
 /** Mounts a tmpfs of `bytes` at a new directory, or says why it cannot. */
 function smallFs(bytes: number): string | { skip: string } {
@@ -129,56 +133,64 @@ function fill(file: string): void {
   }
 }
 
-test('killed, then started on a full disk: stops naming what to free, leaves no guard, and starts once there is room', { skip: onlyLog('the data-directory lock belongs to the log store') }, async (t) => {
-  const mounted = smallFs(8 * 1024 * 1024);
-  if (typeof mounted !== 'string') {
-    t.skip(mounted.skip);
-    return;
-  }
-  try {
-    const dir = path.join(mounted, 'data');
-    await killedDir(dir);
-    const filler = path.join(mounted, 'filler');
-    fill(filler);
-    const full = new PithosServer({ dataDir: dir, startTimeoutMs: 20_000 });
-    try {
-      await assert.rejects(full.spawn(), /exited before listening \(code 1/);
-      assert.ok(full.stderr.includes(`the file system holding ${dir} is full`), full.stderr);
-      assert.ok(full.stderr.includes(`Free space on that file system, outside ${dir}`), full.stderr);
-    } finally {
-      await full.close();
+test(
+  'killed, then started on a full disk: stops naming what to free, leaves no guard, and starts once there is room',
+  { skip: onlyLog('the data-directory lock belongs to the log store') },
+  async (t) => {
+    const mounted = smallFs(8 * 1024 * 1024);
+    if (typeof mounted !== 'string') {
+      t.skip(mounted.skip);
+      return;
     }
-    assert.deepEqual(leftovers(dir), [], 'a file of the failed takeover was left behind');
-    fs.unlinkSync(filler);
-    const s = await startsAndServes(dir);
-    await s.close();
-  } finally {
-    spawnSync('umount', [mounted]);
-    fs.rmdirSync(mounted);
-  }
-});
+    try {
+      const dir = path.join(mounted, 'data');
+      await killedDir(dir);
+      const filler = path.join(mounted, 'filler');
+      fill(filler);
+      const full = new PithosServer({ dataDir: dir, startTimeoutMs: 20_000 });
+      try {
+        await assert.rejects(full.spawn(), /exited before listening \(code 1/);
+        assert.ok(full.stderr.includes(`the file system holding ${dir} is full`), full.stderr);
+        assert.ok(full.stderr.includes(`Free space on that file system, outside ${dir}`), full.stderr);
+      } finally {
+        await full.close();
+      }
+      assert.deepEqual(leftovers(dir), [], 'a file of the failed takeover was left behind');
+      fs.unlinkSync(filler);
+      const s = await startsAndServes(dir);
+      await s.close();
+    } finally {
+      spawnSync('umount', [mounted]);
+      fs.rmdirSync(mounted);
+    }
+  },
+);
 
-test('a new data directory on a disk with room for the lock only: stops naming what to free, and leaves nothing', { skip: onlyLog('the log store writes its segments there') }, async (t) => {
-  const mounted = smallFs(4 * 1024 * 1024);
-  if (typeof mounted !== 'string') {
-    t.skip(mounted.skip);
-    return;
-  }
-  try {
-    const filler = path.join(mounted, 'filler');
-    fill(filler);
-    // One page free: LOCK fits, the first log segment does not.
-    fs.truncateSync(filler, fs.statSync(filler).size - 4096);
-    const dir = path.join(mounted, 'data');
-    const out = await failedStart(['--port', '0', '--data-dir', dir, '--auth-token', 'x'], 1);
-    assert.ok(out.includes(`cannot start: the file system holding ${dir} is full`), out);
-    assert.ok(out.includes(`Free space on that file system, outside ${dir}`), out);
-    assert.deepEqual(fs.readdirSync(mounted), ['filler'], 'the failed start left files behind');
-  } finally {
-    spawnSync('umount', [mounted]);
-    fs.rmdirSync(mounted);
-  }
-});
+test(
+  'a new data directory on a disk with room for the lock only: stops naming what to free, and leaves nothing',
+  { skip: onlyLog('the log store writes its segments there') },
+  async (t) => {
+    const mounted = smallFs(4 * 1024 * 1024);
+    if (typeof mounted !== 'string') {
+      t.skip(mounted.skip);
+      return;
+    }
+    try {
+      const filler = path.join(mounted, 'filler');
+      fill(filler);
+      // One page free: LOCK fits, the first log segment does not.
+      fs.truncateSync(filler, fs.statSync(filler).size - 4096);
+      const dir = path.join(mounted, 'data');
+      const out = await failedStart(['--port', '0', '--data-dir', dir, '--auth-token', 'x'], 1);
+      assert.ok(out.includes(`cannot start: the file system holding ${dir} is full`), out);
+      assert.ok(out.includes(`Free space on that file system, outside ${dir}`), out);
+      assert.deepEqual(fs.readdirSync(mounted), ['filler'], 'the failed start left files behind');
+    } finally {
+      spawnSync('umount', [mounted]);
+      fs.rmdirSync(mounted);
+    }
+  },
+);
 
 /** The store arguments of this pass: on PostgreSQL a schema of its own, so a start that opens the store touches nothing shared. */
 async function storeArgs(): Promise<string[]> {
@@ -202,13 +214,13 @@ test('a port already in use: exit 1, and neither a new data directory nor a gene
   const port = (blocker.address() as net.AddressInfo).port;
   try {
     const fresh = path.join(tmp, 'port-new');
-    const out = await failedStart(['--port', String(port), '--data-dir', fresh, ...await storeArgs()], 1);
+    const out = await failedStart(['--port', String(port), '--data-dir', fresh, ...(await storeArgs())], 1);
     assert.match(out, new RegExp(`127\\.0\\.0\\.1:${port} is already in use; pick another port with --port`));
     assert.equal(fs.existsSync(fresh), false, 'the failed start created the data directory');
     // An existing, empty directory: no token was printed, so none may be kept.
     const empty = path.join(tmp, 'port-empty');
     fs.mkdirSync(empty);
-    await failedStart(['--port', String(port), '--data-dir', empty, ...await storeArgs()], 1);
+    await failedStart(['--port', String(port), '--data-dir', empty, ...(await storeArgs())], 1);
     assert.deepEqual(fs.readdirSync(empty), [], 'the failed start left files in the directory');
   } finally {
     blocker.close();
@@ -218,18 +230,22 @@ test('a port already in use: exit 1, and neither a new data directory nor a gene
 test('a tokens file or TLS file that cannot be read: exit 2, no data directory created', async () => {
   const fresh = path.join(tmp, 'files-new');
   const missing = path.join(tmp, 'no-such-file');
-  let out = await failedStart(['--port', '0', '--data-dir', fresh, '--tokens-file', missing, ...await storeArgs()], 2);
+  let out = await failedStart(['--port', '0', '--data-dir', fresh, '--tokens-file', missing, ...(await storeArgs())], 2);
   assert.ok(out.includes(missing), out);
   assert.equal(fs.existsSync(fresh), false, 'a bad tokens file still created the data directory');
-  out = await failedStart(['--port', '0', '--data-dir', fresh, '--tls-cert', missing, '--tls-key', missing, ...await storeArgs()], 2);
+  out = await failedStart(['--port', '0', '--data-dir', fresh, '--tls-cert', missing, '--tls-key', missing, ...(await storeArgs())], 2);
   assert.ok(out.includes(missing), out);
   assert.equal(fs.existsSync(fresh), false, 'a bad TLS file still created the data directory');
 });
 
-test('a shared store that refuses the connection for good: exit 1, no data directory created', { skip: STORE === 'log' ? 'needs the PostgreSQL pass' : false }, async () => {
-  const url = new URL(PG_URL as string);
-  url.pathname = '/pithos_no_such_database';
-  const fresh = path.join(tmp, 'store-new');
-  await failedStart(['--port', '0', '--data-dir', fresh, '--store', url.toString()], 1);
-  assert.equal(fs.existsSync(fresh), false, 'a failed store still created the data directory');
-});
+test(
+  'a shared store that refuses the connection for good: exit 1, no data directory created',
+  { skip: STORE === 'log' ? 'needs the PostgreSQL pass' : false },
+  async () => {
+    const url = new URL(PG_URL as string);
+    url.pathname = '/pithos_no_such_database';
+    const fresh = path.join(tmp, 'store-new');
+    await failedStart(['--port', '0', '--data-dir', fresh, '--store', url.toString()], 1);
+    assert.equal(fs.existsSync(fresh), false, 'a failed store still created the data directory');
+  },
+);

@@ -63,15 +63,22 @@ function big(method: string, path: string, body?: unknown): Promise<Big> {
   const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
   const start = performance.now();
   return new Promise((resolve, reject) => {
-    const r = http.request({
-      host: '127.0.0.1', port: srv.port, method, path, agent: false,
-      headers: { 'Auth-Token': TOKEN, ...(payload ? { 'Content-Type': 'application/json', 'Content-Length': payload.length } : {}) },
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('error', reject);
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), ms: performance.now() - start }));
-    });
+    const r = http.request(
+      {
+        host: '127.0.0.1',
+        port: srv.port,
+        method,
+        path,
+        agent: false,
+        headers: { 'Auth-Token': TOKEN, ...(payload ? { 'Content-Type': 'application/json', 'Content-Length': payload.length } : {}) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', reject);
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), ms: performance.now() - start }));
+      },
+    );
     r.on('error', reject);
     r.end(payload);
   });
@@ -83,13 +90,16 @@ function big(method: string, path: string, body?: unknown): Promise<Big> {
  */
 async function probed<T>(work: () => Promise<T>): Promise<{ result: T; lat: number[] }> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  const one = (): Promise<number> => new Promise((resolve, reject) => {
-    const t = performance.now();
-    http.get({ host: '127.0.0.1', port: srv.port, path: `/variants/${variant}`, agent, headers: { 'Auth-Token': TOKEN } }, (res) => {
-      res.resume();
-      res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - t) : reject(new Error(`probe: ${res.statusCode}`))));
-    }).on('error', reject);
-  });
+  const one = (): Promise<number> =>
+    new Promise((resolve, reject) => {
+      const t = performance.now();
+      http
+        .get({ host: '127.0.0.1', port: srv.port, path: `/variants/${variant}`, agent, headers: { 'Auth-Token': TOKEN } }, (res) => {
+          res.resume();
+          res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - t) : reject(new Error(`probe: ${res.statusCode}`))));
+        })
+        .on('error', reject);
+    });
   await one(); // connection open before the work starts
   let done = false;
   const lat: number[] = [];
@@ -134,8 +144,10 @@ test('GET of a large table (100k rows, 7.4 MB; 30k on postgres): exactly the row
     assert.ok(result.body.equals(Buffer.from(expectedGet)));
     const max = Math.max(...lat);
     const sorted = [...lat].sort((a, b) => a - b);
-    tries.push(`GET of ${N} rows (${(result.body.length / 1e6).toFixed(1)} MB) took ${result.ms.toFixed(0)} ms; ` +
-      `${lat.length} probes meanwhile, median ${sorted[lat.length >> 1].toFixed(1)} ms, max ${max.toFixed(1)} ms`);
+    tries.push(
+      `GET of ${N} rows (${(result.body.length / 1e6).toFixed(1)} MB) took ${result.ms.toFixed(0)} ms; ` +
+        `${lat.length} probes meanwhile, median ${sorted[lat.length >> 1].toFixed(1)} ms, max ${max.toFixed(1)} ms`,
+    );
     console.log(`# ${STORE}: ${tries[tries.length - 1]}`);
     // Probes kept being answered during the answer, none waiting for a large part of it.
     // Probes on the shared store are database round trips of their own, competing with the
@@ -153,12 +165,22 @@ test('a row query without limit over the large table streams the same bytes as b
   const rows = Array.from({ length: N }, (_, i) => JSON.stringify(rowOf(i)));
   assert.ok(r.body.equals(Buffer.from(`{"status":"success","message":"table queried rows successfully","data":[${rows.join(',')}]}`)));
   // Shaped: ordered descending, with ids, projected; and a count.
-  const { result: shaped, lat } = await probed(() => big('POST', `/tables/${table}/query`, { wheres: { grp: 7 }, order: [{ field: 'i', dir: 'desc' }], fields: ['i'], with_ids: true }));
+  const { result: shaped, lat } = await probed(() =>
+    big('POST', `/tables/${table}/query`, { wheres: { grp: 7 }, order: [{ field: 'i', dir: 'desc' }], fields: ['i'], with_ids: true }),
+  );
   assert.equal(shaped.status, 200, shaped.body.toString().slice(0, 300));
   const data = (JSON.parse(shaped.body.toString()) as { data: Array<{ t_id: number; row: { i: number } }> }).data;
-  const want = Array.from({ length: N }, (_, i) => i).filter((i) => i % 100 === 7).reverse();
-  assert.deepEqual(data.map((d) => d.row.i), want);
-  assert.deepEqual(data.map((d) => d.t_id), want.map((i) => i + 1));
+  const want = Array.from({ length: N }, (_, i) => i)
+    .filter((i) => i % 100 === 7)
+    .reverse();
+  assert.deepEqual(
+    data.map((d) => d.row.i),
+    want,
+  );
+  assert.deepEqual(
+    data.map((d) => d.t_id),
+    want.map((i) => i + 1),
+  );
   assert.ok(lat.length >= 1);
   const c = await big('POST', `/tables/${table}/query`, { wheres: { grp: { $lt: 10 } }, count: true });
   assert.deepEqual((JSON.parse(c.body.toString()) as { data: unknown }).data, { count: N / 10 });
@@ -171,11 +193,14 @@ test('writes while a large answer is being sent do not tear it: it is the table 
   let paused!: http.IncomingMessage;
   const chunks: Buffer[] = [];
   const headers = new Promise<void>((resolve, reject) => {
-    const r = http.request({ host: '127.0.0.1', port: srv.port, method: 'GET', path: `/tables/${table}`, agent: false, headers: { 'Auth-Token': TOKEN } }, (res) => {
-      paused = res;
-      res.pause();
-      resolve();
-    });
+    const r = http.request(
+      { host: '127.0.0.1', port: srv.port, method: 'GET', path: `/tables/${table}`, agent: false, headers: { 'Auth-Token': TOKEN } },
+      (res) => {
+        paused = res;
+        res.pause();
+        resolve();
+      },
+    );
     r.on('error', reject);
     r.end();
   });
@@ -209,12 +234,15 @@ test('writes while a large answer is being sent do not tear it: it is the table 
 test('a client that goes away in the middle of a large answer stops it; the server carries on', async () => {
   for (let k = 0; k < 3; k++) {
     await new Promise<void>((resolve, reject) => {
-      const r = http.request({ host: '127.0.0.1', port: srv.port, method: 'GET', path: `/tables/${table}`, agent: false, headers: { 'Auth-Token': TOKEN } }, (res) => {
-        res.once('data', () => {
-          r.destroy();
-          resolve();
-        });
-      });
+      const r = http.request(
+        { host: '127.0.0.1', port: srv.port, method: 'GET', path: `/tables/${table}`, agent: false, headers: { 'Auth-Token': TOKEN } },
+        (res) => {
+          res.once('data', () => {
+            r.destroy();
+            resolve();
+          });
+        },
+      );
       r.on('error', () => resolve());
       r.end();
       r.setTimeout(10_000, () => reject(new Error('no first chunk')));
@@ -241,8 +269,14 @@ function resetPeak(pid: number): void {
   }
 }
 
-test('after a restart with a small cache, queries over the cold table read it in bounded batches',
-  { skip: onlyLog('the cache and cold reads are the log store\'s; the shared store reads large answers through a cursor, measured by bench/pgmem.ts (docs/scaling.md, "Large answers")') }, async () => {
+test(
+  'after a restart with a small cache, queries over the cold table read it in bounded batches',
+  {
+    skip: onlyLog(
+      'the cache and cold reads are the log store\'s; the shared store reads large answers through a cursor, measured by bench/pgmem.ts (docs/scaling.md, "Large answers")',
+    ),
+  },
+  async () => {
     srv.opts.args = ['--cache-mb', '4'];
     await srv.restart();
     const pid = srv.child?.pid as number;
@@ -252,7 +286,10 @@ test('after a restart with a small cache, queries over the cold table read it in
     const q = await big('POST', `/tables/${table}/query`, { wheres: { grp: 42 } });
     assert.equal(q.status, 200);
     const rows = (JSON.parse(q.body.toString()) as { data: Array<{ i: number }> }).data;
-    assert.deepEqual(rows.map((r) => r.i), Array.from({ length: N / 100 }, (_, k) => k * 100 + 42));
+    assert.deepEqual(
+      rows.map((r) => r.i),
+      Array.from({ length: N / 100 }, (_, k) => k * 100 + 42),
+    );
     const afterQuery = memOf(pid);
     // Then the whole table, cold except what the 4 MiB cache kept.
     const g = await big('GET', `/tables/${table}`);
@@ -260,10 +297,13 @@ test('after a restart with a small cache, queries over the cold table read it in
     const afterGet = memOf(pid);
     const growQ = afterQuery.hwm - before.rss;
     const growG = afterGet.hwm - before.rss;
-    console.log(`# cold table of ${N} rows, --cache-mb 4: RSS ${before.rss.toFixed(0)} MiB before; ` +
-      `peak ${afterQuery.hwm.toFixed(0)} MiB (+${growQ.toFixed(0)}) over the query (${q.ms.toFixed(0)} ms), ` +
-      `peak ${afterGet.hwm.toFixed(0)} MiB (+${growG.toFixed(0)}) after the full GET (${g.ms.toFixed(0)} ms)`);
+    console.log(
+      `# cold table of ${N} rows, --cache-mb 4: RSS ${before.rss.toFixed(0)} MiB before; ` +
+        `peak ${afterQuery.hwm.toFixed(0)} MiB (+${growQ.toFixed(0)}) over the query (${q.ms.toFixed(0)} ms), ` +
+        `peak ${afterGet.hwm.toFixed(0)} MiB (+${growG.toFixed(0)}) after the full GET (${g.ms.toFixed(0)} ms)`,
+    );
     // Before streaming, this query grew RSS by ~380 MiB (147 → 526 MB) on this table.
     assert.ok(growQ < 100, `the cold query grew the peak RSS by ${growQ.toFixed(0)} MiB`);
     assert.ok(growG < 150, `the cold GET grew the peak RSS by ${growG.toFixed(0)} MiB`);
-  });
+  },
+);

@@ -73,11 +73,7 @@ test('table lifecycle: exact status, message and data shape of every endpoint', 
   r = await srv.req('POST', `${T(t)}/query`, { wheres: { name: 'bob' } });
   expectSuccess(r, 200, 'table queried rows successfully', [{ name: 'bob', age: 42, tags: ['x'] }]);
   r = await srv.req('GET', `${T(t)}/rows`, { wheres: {} });
-  expectSuccess(r, 200, 'table queried rows successfully', [
-    { name: 'ann', age: 31 },
-    { name: 'bob', age: 42, tags: ['x'] },
-    {},
-  ]);
+  expectSuccess(r, 200, 'table queried rows successfully', [{ name: 'ann', age: 31 }, { name: 'bob', age: 42, tags: ['x'] }, {}]);
   r = await srv.req('GET', `${T(t)}/rows`, { wheres: { name: 'nobody' } });
   expectSuccess(r, 200, 'table queried rows successfully', []);
 
@@ -150,7 +146,10 @@ test('rows are returned in t_id order, also after patching early rows', async ()
     [2, 4, 6, 8, 10, 12],
   );
   const a = await all(t);
-  assert.deepEqual(Object.keys(a).sort((x, y) => Number(x) - Number(y)), ['1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12']);
+  assert.deepEqual(
+    Object.keys(a).sort((x, y) => Number(x) - Number(y)),
+    ['1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12'],
+  );
   assert.deepEqual(a['10'], { i: 10, g: 0, touched: true });
 });
 
@@ -297,7 +296,17 @@ test('missing or non-object wheres → 400 for GET rows, POST query, PATCH, DELE
   await insert(t, { a: 1 });
   await insert(t, { a: 2 });
   const before = await all(t);
-  const bodies: unknown[] = [undefined, {}, { wheres: null }, { wheres: [] }, { wheres: [{ a: 1 }] }, { wheres: 'a' }, { wheres: 1 }, { wheres: true }, { where: {} }];
+  const bodies: unknown[] = [
+    undefined,
+    {},
+    { wheres: null },
+    { wheres: [] },
+    { wheres: [{ a: 1 }] },
+    { wheres: 'a' },
+    { wheres: 1 },
+    { wheres: true },
+    { where: {} },
+  ];
   for (const b of bodies) {
     const label = JSON.stringify(b) ?? '(no body)';
     expectError(await srv.req('GET', `${T(t)}/rows`, b), 400);
@@ -329,12 +338,18 @@ test('sets: writes listed fields, keeps others, nested objects replace whole', a
   // sets can change the very field used in wheres
   r = await srv.req('PATCH', T(t), { wheres: { grp: 'a' }, sets: { grp: 'c' } });
   expectSuccess(r, 200, 'table rows patched successfully');
-  assert.deepEqual(((await find(t, { grp: 'c' })) as { k: number }[]).map((x) => x.k), [1, 2]);
+  assert.deepEqual(
+    ((await find(t, { grp: 'c' })) as { k: number }[]).map((x) => x.k),
+    [1, 2],
+  );
   assert.deepEqual(await find(t, { grp: 'a' }), []);
   // operators in wheres of a PATCH
   r = await srv.req('PATCH', T(t), { wheres: { k: { $gte: 2 } }, sets: { hi: true } });
   expectSuccess(r, 200, 'table rows patched successfully');
-  assert.deepEqual(((await find(t, { hi: true })) as { k: number }[]).map((x) => x.k), [2, 3]);
+  assert.deepEqual(
+    ((await find(t, { hi: true })) as { k: number }[]).map((x) => x.k),
+    [2, 3],
+  );
 });
 
 test('sets: {} is a no-op success; missing or non-object sets → 400 with no change', async () => {
@@ -344,7 +359,14 @@ test('sets: {} is a no-op success; missing or non-object sets → 400 with no ch
   const before = await all(t);
   expectSuccess(await srv.req('PATCH', T(t), { wheres: {}, sets: {} }), 200, 'table rows patched successfully');
   assert.deepEqual(await all(t), before);
-  for (const b of [{ wheres: {} }, { wheres: {}, sets: null }, { wheres: {}, sets: [] }, { wheres: {}, sets: 'a' }, { wheres: {}, sets: 3 }, { wheres: { a: 1 }, set: { a: 2 } }]) {
+  for (const b of [
+    { wheres: {} },
+    { wheres: {}, sets: null },
+    { wheres: {}, sets: [] },
+    { wheres: {}, sets: 'a' },
+    { wheres: {}, sets: 3 },
+    { wheres: { a: 1 }, set: { a: 2 } },
+  ]) {
     expectError(await srv.req('PATCH', T(t), b), 400);
   }
   assert.deepEqual(await all(t), before);
@@ -511,7 +533,10 @@ test('an insert whose body holds wheres but no rows hints at the query endpoints
   const t = uniq('hint t');
   expectSuccess(await srv.req('PUT', `/tables/${encodeURIComponent(t)}`), 201, 'table created successfully');
   const e = encodeURIComponent(t);
-  expectError(await srv.req('POST', `/tables/${e}/rows`, { wheres: { a: 1 } }), 400,
-    `field 'rows' is required (an object) (the body has 'wheres': to query rows use GET /tables/${e}/rows or POST /tables/${e}/query; POST /tables/${e}/rows inserts)`);
+  expectError(
+    await srv.req('POST', `/tables/${e}/rows`, { wheres: { a: 1 } }),
+    400,
+    `field 'rows' is required (an object) (the body has 'wheres': to query rows use GET /tables/${e}/rows or POST /tables/${e}/query; POST /tables/${e}/rows inserts)`,
+  );
   expectError(await srv.req('POST', `/tables/${e}/rows`, {}), 400, "field 'rows' is required (an object)");
 });

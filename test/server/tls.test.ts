@@ -25,23 +25,61 @@ after(() => {
 
 /** A self-signed P-256 certificate for 127.0.0.1, written to cert/key; returns the PEM certificate. */
 function makeCert(cert: string, key: string, cn: string): string {
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-    '-keyout', key, '-out', cert, '-days', '1', '-subj', `/CN=${cn}`, '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '1',
+      '-subj',
+      `/CN=${cn}`,
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
   return readFileSync(cert, 'utf8');
 }
 
-interface TlsRes { status: number; body: string; fingerprint: string }
+interface TlsRes {
+  status: number;
+  body: string;
+  fingerprint: string;
+}
 
 /** One request on a new TLS connection that trusts only `ca`. */
 function httpsReq(port: number, ca: string, method: string, p: string, token: string, body?: unknown): Promise<TlsRes> {
   return new Promise((resolve, reject) => {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-    const r = https.request({ host: '127.0.0.1', port, method, path: p, ca, agent: false,
-      headers: { 'Auth-Token': token, ...(payload ? { 'Content-Length': payload.length } : {}) } }, (res) => {
-      const fingerprint = (res.socket as import('node:tls').TLSSocket).getPeerCertificate().fingerprint256;
-      let text = '';
-      res.setEncoding('utf8').on('data', (d: string) => (text += d)).on('end', () => resolve({ status: res.statusCode ?? 0, body: text, fingerprint }));
-    });
+    const r = https.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path: p,
+        ca,
+        agent: false,
+        headers: { 'Auth-Token': token, ...(payload ? { 'Content-Length': payload.length } : {}) },
+      },
+      (res) => {
+        const fingerprint = (res.socket as import('node:tls').TLSSocket).getPeerCertificate().fingerprint256;
+        let text = '';
+        res
+          .setEncoding('utf8')
+          .on('data', (d: string) => (text += d))
+          .on('end', () => resolve({ status: res.statusCode ?? 0, body: text, fingerprint }));
+      },
+    );
     r.on('error', reject);
     r.end(payload);
   });

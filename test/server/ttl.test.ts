@@ -167,7 +167,17 @@ test('a rejected (409) table PUT does not change the ttl', async () => {
 });
 
 test('ttl 0 or omitted → no expiry; 2147483647 accepted', async () => {
-  const names = { t0: uniq('t0'), tn: uniq('tn'), tmax: uniq('tmax'), r0: uniq('r0'), rn: uniq('rn'), v0: uniq('v0'), vn: uniq('vn'), rmax: uniq('rmax'), vmax: uniq('vmax') };
+  const names = {
+    t0: uniq('t0'),
+    tn: uniq('tn'),
+    tmax: uniq('tmax'),
+    r0: uniq('r0'),
+    rn: uniq('rn'),
+    v0: uniq('v0'),
+    vn: uniq('vn'),
+    rmax: uniq('rmax'),
+    vmax: uniq('vmax'),
+  };
   expectSuccess(await srv.req('PUT', T(names.t0), { ttl: 0 }), 201, 'table created successfully');
   expectSuccess(await srv.req('PUT', T(names.tn), {}), 201, 'table created successfully');
   expectSuccess(await srv.req('PUT', T(names.tmax), { ttl: 2147483647 }), 201, 'table created successfully');

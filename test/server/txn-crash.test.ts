@@ -47,7 +47,10 @@ test('SIGKILL during a stream of multi-table transactions: all or nothing, nothi
         };
         try {
           const r = await rawRequest({
-            port: srv.port, method: 'POST', path: '/txns', agent,
+            port: srv.port,
+            method: 'POST',
+            path: '/txns',
+            agent,
             headers: { 'Auth-Token': srv.token, 'Content-Type': 'application/json' },
             body: Buffer.from(JSON.stringify(body)),
           });
@@ -68,7 +71,9 @@ test('SIGKILL during a stream of multi-table transactions: all or nothing, nothi
     const ids = async (t: string): Promise<number[]> => {
       const r = await srv.req('GET', `/tables/${t}`);
       assert.equal(r.status, 200, r.raw.slice(0, 200));
-      return Object.values(r.body.data as Record<string, { i: number }>).map((x) => x.i).sort((x, y) => x - y);
+      return Object.values(r.body.data as Record<string, { i: number }>)
+        .map((x) => x.i)
+        .sort((x, y) => x - y);
     };
     const inA = await ids(a);
     const inB = await ids(b);

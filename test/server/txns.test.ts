@@ -43,8 +43,7 @@ const transfer = (a: string, b: string, log: string, amount = 100) => ({
 test('the canonical transfer: applied when the check holds, refused with 409 and nothing changed when not', async () => {
   const { a, b, log } = await setup();
   expectSuccess(await txn(transfer(a, b, log)), 200, OK, { results: [{ variant: 50 }, { variant: 100 }, { t_id: 1 }] });
-  expectError(await txn(transfer(a, b, log)), 409,
-    `transaction check 0 failed: variant '${a}' is 50, which does not match {"$gte":100}`);
+  expectError(await txn(transfer(a, b, log)), 409, `transaction check 0 failed: variant '${a}' is 50, which does not match {"$gte":100}`);
   assert.equal(await variant(a), 50);
   assert.equal(await variant(b), 100);
   assert.deepEqual(await rows(log), { 1: { from: a, to: b, amount: 100 } });
@@ -64,12 +63,19 @@ test("UrnaDB's body works unchanged: empty where on INSERT, empty values on REMO
   };
   expectSuccess(await txn(body), 200, OK, { results: [{ t_id: 1 }, { t_id: 2 }, { matched: 1 }, { matched: 1 }] });
   assert.deepEqual(await rows(t), { 1: { name: 'ann', age: 32 } });
-  expectSuccess(await txn({ mutations: [{ name: t, operation: 'UPDATE', where: {}, values: { x: 1 } }], serialization: true }), 200, OK,
-    { results: [{ matched: 1 }] });
-  expectError(await txn({ mutations: [{ name: t, operation: 'INSERT', where: { a: 1 }, values: {} }] }), 400,
-    "mutation 0: field 'where' must be absent or {} (an INSERT matches no rows)");
-  expectError(await txn({ mutations: [{ name: t, operation: 'REMOVE', where: {}, values: { a: 1 } }] }), 400,
-    "mutation 0: field 'values' must be absent or {} (a REMOVE writes no values)");
+  expectSuccess(await txn({ mutations: [{ name: t, operation: 'UPDATE', where: {}, values: { x: 1 } }], serialization: true }), 200, OK, {
+    results: [{ matched: 1 }],
+  });
+  expectError(
+    await txn({ mutations: [{ name: t, operation: 'INSERT', where: { a: 1 }, values: {} }] }),
+    400,
+    "mutation 0: field 'where' must be absent or {} (an INSERT matches no rows)",
+  );
+  expectError(
+    await txn({ mutations: [{ name: t, operation: 'REMOVE', where: {}, values: { a: 1 } }] }),
+    400,
+    "mutation 0: field 'values' must be absent or {} (a REMOVE writes no values)",
+  );
   assert.deepEqual(await rows(t), { 1: { name: 'ann', age: 32, x: 1 } });
 });
 
@@ -78,20 +84,29 @@ test('later mutations see earlier ones; checks see the state before the first mu
   const r = uniq('rec');
   const v = uniq('v');
   expectSuccess(await srv.req('PUT', `/tables/${t}`), 201, 'table created successfully');
-  expectSuccess(await txn({
-    checks: [{ kind: 'record', name: r, exists: false }, { kind: 'table', name: t, where: {}, count: 0 }, { kind: 'variant', name: v, exists: false }],
-    mutations: [
-      { kind: 'record', name: r, operation: 'PUT', values: { n: 1 } },
-      { name: t, operation: 'INSERT', values: { k: 'a', n: 1 } },
-      { name: t, operation: 'UPDATE', where: { k: 'a' }, values: { n: 2 } },
-      { name: t, operation: 'INSERT', values: { k: 'b' } },
-      { name: t, operation: 'REMOVE', where: { k: 'b' } },
-      { kind: 'variant', name: v, operation: 'SET', variant: 10 },
-      { kind: 'variant', name: v, operation: 'ADD', delta: 5 },
-      { kind: 'record', name: r, operation: 'DELETE' },
-      { kind: 'record', name: r, operation: 'PUT', values: { n: 2 }, ttl: 100 },
-    ],
-  }), 200, OK, { results: [{}, { t_id: 1 }, { matched: 1 }, { t_id: 2 }, { matched: 1 }, {}, { variant: 15 }, {}, {}] });
+  expectSuccess(
+    await txn({
+      checks: [
+        { kind: 'record', name: r, exists: false },
+        { kind: 'table', name: t, where: {}, count: 0 },
+        { kind: 'variant', name: v, exists: false },
+      ],
+      mutations: [
+        { kind: 'record', name: r, operation: 'PUT', values: { n: 1 } },
+        { name: t, operation: 'INSERT', values: { k: 'a', n: 1 } },
+        { name: t, operation: 'UPDATE', where: { k: 'a' }, values: { n: 2 } },
+        { name: t, operation: 'INSERT', values: { k: 'b' } },
+        { name: t, operation: 'REMOVE', where: { k: 'b' } },
+        { kind: 'variant', name: v, operation: 'SET', variant: 10 },
+        { kind: 'variant', name: v, operation: 'ADD', delta: 5 },
+        { kind: 'record', name: r, operation: 'DELETE' },
+        { kind: 'record', name: r, operation: 'PUT', values: { n: 2 }, ttl: 100 },
+      ],
+    }),
+    200,
+    OK,
+    { results: [{}, { t_id: 1 }, { matched: 1 }, { t_id: 2 }, { matched: 1 }, {}, { variant: 15 }, {}, {}] },
+  );
   assert.deepEqual(await rows(t), { 1: { k: 'a', n: 2 } });
   assert.equal(await variant(v), 15);
   expectSuccess(await srv.req('GET', `/records/${r}`), 200, 'record queried successfully', { n: 2 });
@@ -130,8 +145,11 @@ test('every check kind, and the message of each failure', async () => {
     [{ kind: 'table', name: 'nope-t', where: {}, count: 0 }, `table 'nope-t' does not exist`],
   ];
   for (const [c, why] of fails) {
-    expectError(await txn({ checks: [pass[0], c], mutations: [{ kind: 'variant', name: a, operation: 'ADD', delta: 1 }] }), 409,
-      `transaction check 1 failed: ${why}`);
+    expectError(
+      await txn({ checks: [pass[0], c], mutations: [{ kind: 'variant', name: a, operation: 'ADD', delta: 1 }] }),
+      409,
+      `transaction check 1 failed: ${why}`,
+    );
   }
   assert.equal(await variant(a), 150, 'no failed check changed anything');
 });
@@ -146,8 +164,11 @@ test('a failing mutation names its index, keeps its status, and nothing of the t
     [{ name: 'no-such-table', operation: 'INSERT', values: {} }, 404, "mutation 3: table 'no-such-table' does not exist"],
     [{ kind: 'variant', name: 'no-such-v', operation: 'ADD', delta: 1 }, 404, "mutation 3: variant 'no-such-v' does not exist"],
     [{ kind: 'variant', name: s, operation: 'ADD', delta: 1 }, 409, `mutation 3: variant '${s}' holds a string; only numbers can be incremented`],
-    [{ kind: 'variant', name: s, operation: 'SET', variant: 1 }, 409,
-      `mutation 3: variant '${s}' holds a string; cannot store an integer (delete it first to change its type)`],
+    [
+      { kind: 'variant', name: s, operation: 'SET', variant: 1 },
+      409,
+      `mutation 3: variant '${s}' holds a string; cannot store an integer (delete it first to change its type)`,
+    ],
     [{ kind: 'variant', name: a, operation: 'ADD', delta: 2 ** 53 }, 409, `mutation 3: variant '${a}' would overflow: the result is outside ±(2^53−1)`],
     [{ kind: 'record', name: 'no-such-r', operation: 'DELETE' }, 404, "mutation 3: record 'no-such-r' does not exist"],
     [{ name: log, operation: 'UPDATE', where: { a: { $bogus: 1 } }, values: {} }, 400, "mutation 3: unknown operator '$bogus' in wheres field 'a'"],
@@ -175,8 +196,11 @@ test('bad bodies: missing or ill-typed fields, unknown fields, limits', async ()
   expectError(await txn({ mutations: [], muations: [] }), 400, "unknown field 'muations' (allowed: mutations, checks, serializable, serialization)");
   expectError(await txn({ mutations: [1] }), 400, 'mutation 0 must be an object');
   expectError(await txn({ mutations: [], checks: [{ kind: 'record', name: 'x' }] }), 400, "check 0: a record check needs 'exists' or 'version'");
-  expectError(await txn({ mutations: [], checks: [{ kind: 'table', name: 'x', where: {} }] }), 400,
-    "check 0: a table check takes 'where' and 'count' together");
+  expectError(
+    await txn({ mutations: [], checks: [{ kind: 'table', name: 'x', where: {} }] }),
+    400,
+    "check 0: a table check takes 'where' and 'count' together",
+  );
   const many = Array.from({ length: 1001 }, () => ({ kind: 'record', name: 'r', operation: 'DELETE' }));
   expectError(await txn({ mutations: many }), 400, "field 'mutations' holds 1001 mutations; at most 1000 are allowed");
   expectError(await srv.req('GET', '/txns'), 405);
@@ -188,7 +212,7 @@ test('1,000 mutations in one transaction are one atomic write', async () => {
   const mutations = Array.from({ length: 1000 }, (_, i) => ({ name: t, operation: 'INSERT', values: { i } }));
   const r = await txn({ mutations });
   expectSuccess(r, 200, OK, { results: mutations.map((_, i) => ({ t_id: i + 1 })) });
-  assert.equal(Object.keys(await rows(t) as object).length, 1000);
+  assert.equal(Object.keys((await rows(t)) as object).length, 1000);
 });
 
 test('200 concurrent transfers between 10 accounts with $gte checks conserve the total and never go negative', async () => {
@@ -197,27 +221,35 @@ test('200 concurrent transfers between 10 accounts with $gte checks conserve the
   expectSuccess(await srv.req('PUT', `/tables/${log}`), 201, 'table created successfully');
   for (const a of accts) expectSuccess(await srv.req('PUT', `/variants/${a}`, { variant: 100 }), 201, 'variant created successfully', { variant: 100 });
   let seed = 7;
-  const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n);
+  const rnd = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
   const plans = Array.from({ length: 200 }, () => {
     const from = accts[rnd(10)];
     let to = accts[rnd(10)];
     if (to === from) to = accts[(accts.indexOf(from) + 1) % 10];
     return { from, to, amount: 1 + rnd(80) };
   });
-  const answers = await Promise.all(plans.map((p) => txn({
-    checks: [{ kind: 'variant', name: p.from, value: { $gte: p.amount } }],
-    mutations: [
-      { kind: 'variant', name: p.from, operation: 'ADD', delta: -p.amount },
-      { kind: 'variant', name: p.to, operation: 'ADD', delta: p.amount },
-      { name: log, operation: 'INSERT', values: p },
-    ],
-  })));
+  const answers = await Promise.all(
+    plans.map((p) =>
+      txn({
+        checks: [{ kind: 'variant', name: p.from, value: { $gte: p.amount } }],
+        mutations: [
+          { kind: 'variant', name: p.from, operation: 'ADD', delta: -p.amount },
+          { kind: 'variant', name: p.to, operation: 'ADD', delta: p.amount },
+          { name: log, operation: 'INSERT', values: p },
+        ],
+      }),
+    ),
+  );
   const ok = answers.filter((r) => r.status === 200).length;
   for (const r of answers) assert.ok(r.status === 200 || r.status === 409, `status ${r.status}: ${r.raw}`);
   const balances = await Promise.all(accts.map((a) => variant(a) as Promise<number>));
-  assert.equal(balances.reduce((x, y) => x + y, 0), 1000, 'total conserved');
+  assert.equal(
+    balances.reduce((x, y) => x + y, 0),
+    1000,
+    'total conserved',
+  );
   for (const b of balances) assert.ok(b >= 0, `balance ${b} went negative`);
-  assert.equal(Object.keys(await rows(log) as object).length, ok, 'one ledger row per applied transfer');
+  assert.equal(Object.keys((await rows(log)) as object).length, ok, 'one ledger row per applied transfer');
   assert.ok(ok > 0 && ok <= 200);
 });
 
@@ -322,10 +354,20 @@ test('property: random transactions agree with an in-memory model; refused ones 
   const rname = fc.constantFrom('r1', 'r2');
   const mutation = fc.oneof(
     fc.record({ name: tname, operation: fc.constant('INSERT'), values: fc.record({ k, s: fc.constantFrom('x', 'y') }) }),
-    fc.record({ name: tname, operation: fc.constant('UPDATE'), where: fc.oneof(fc.constant({}), fc.record({ k })), values: fc.record({ s: fc.constantFrom('p', 'q') }) }),
+    fc.record({
+      name: tname,
+      operation: fc.constant('UPDATE'),
+      where: fc.oneof(fc.constant({}), fc.record({ k })),
+      values: fc.record({ s: fc.constantFrom('p', 'q') }),
+    }),
     fc.record({ name: tname, operation: fc.constant('REMOVE'), where: fc.record({ k }) }),
     fc.record({ kind: fc.constant('variant'), name: vname, operation: fc.constant('ADD'), delta: fc.integer({ min: -5, max: 5 }) }),
-    fc.record({ kind: fc.constant('variant'), name: vname, operation: fc.constant('SET'), variant: fc.oneof(fc.integer({ min: 0, max: 9 }), fc.constant('str')) }),
+    fc.record({
+      kind: fc.constant('variant'),
+      name: vname,
+      operation: fc.constant('SET'),
+      variant: fc.oneof(fc.integer({ min: 0, max: 9 }), fc.constant('str')),
+    }),
     fc.record({ kind: fc.constant('record'), name: rname, operation: fc.constant('PUT'), values: fc.record({ k }) }),
     fc.record({ kind: fc.constant('record'), name: rname, operation: fc.constant('DELETE') }),
   );
@@ -336,27 +378,37 @@ test('property: random transactions agree with an in-memory model; refused ones 
   );
   const txnArb = fc.record({ checks: fc.array(check, { maxLength: 2 }), mutations: fc.array(mutation, { minLength: 1, maxLength: 5 }) });
   let runs = 0;
-  await fc.assert(fc.asyncProperty(fc.array(txnArb, { minLength: 1, maxLength: 8 }), async (txns) => {
-    const p = uniq(`p${runs++}-`);
-    const ren = (x: { name: string }) => ({ ...x, name: p + x.name });
-    const model: Model = { tables: new Map([['ta', { next: 1, rows: new Map() }], ['tb', { next: 1, rows: new Map() }]]), variants: new Map(), records: new Map() };
-    for (const t of ['ta', 'tb']) expectSuccess(await srv.req('PUT', `/tables/${p}${t}`), 201, 'table created successfully');
-    for (const t of txns) {
-      const [status, results] = applyModel(model, t);
-      const r = await txn({ checks: t.checks.map(ren), mutations: t.mutations.map(ren) });
-      assert.equal(r.status, status, `${JSON.stringify(t)} → ${r.raw}`);
-      if (status === 200) assert.deepEqual(r.body.data, { results });
-    }
-    for (const t of ['ta', 'tb']) {
-      const want = Object.fromEntries([...(model.tables.get(t)?.rows ?? [])].map(([id, row]) => [String(id), row]));
-      assert.deepEqual(await rows(p + t), want, `table ${t}`);
-    }
-    for (const v of ['v1', 'v2', 'v3']) assert.deepEqual(await variant(p + v), model.variants.get(v)?.v, `variant ${v}`);
-    for (const rn of ['r1', 'r2']) {
-      const r = await srv.req('GET', `/records/${p}${rn}`);
-      assert.deepEqual(r.status === 200 ? r.body.data : undefined, model.records.get(rn), `record ${rn}`);
-    }
-  }), { numRuns: 60, seed: 20261123 });
+  await fc.assert(
+    fc.asyncProperty(fc.array(txnArb, { minLength: 1, maxLength: 8 }), async (txns) => {
+      const p = uniq(`p${runs++}-`);
+      const ren = (x: { name: string }) => ({ ...x, name: p + x.name });
+      const model: Model = {
+        tables: new Map([
+          ['ta', { next: 1, rows: new Map() }],
+          ['tb', { next: 1, rows: new Map() }],
+        ]),
+        variants: new Map(),
+        records: new Map(),
+      };
+      for (const t of ['ta', 'tb']) expectSuccess(await srv.req('PUT', `/tables/${p}${t}`), 201, 'table created successfully');
+      for (const t of txns) {
+        const [status, results] = applyModel(model, t);
+        const r = await txn({ checks: t.checks.map(ren), mutations: t.mutations.map(ren) });
+        assert.equal(r.status, status, `${JSON.stringify(t)} → ${r.raw}`);
+        if (status === 200) assert.deepEqual(r.body.data, { results });
+      }
+      for (const t of ['ta', 'tb']) {
+        const want = Object.fromEntries([...(model.tables.get(t)?.rows ?? [])].map(([id, row]) => [String(id), row]));
+        assert.deepEqual(await rows(p + t), want, `table ${t}`);
+      }
+      for (const v of ['v1', 'v2', 'v3']) assert.deepEqual(await variant(p + v), model.variants.get(v)?.v, `variant ${v}`);
+      for (const rn of ['r1', 'r2']) {
+        const r = await srv.req('GET', `/records/${p}${rn}`);
+        assert.deepEqual(r.status === 200 ? r.body.data : undefined, model.records.get(rn), `record ${rn}`);
+      }
+    }),
+    { numRuns: 60, seed: 20261123 },
+  );
 });
 
 test('1,000-way concurrent transactions on one counter add exactly once each (one writer)', async () => {
@@ -368,8 +420,11 @@ test('1,000-way concurrent transactions on one counter add exactly once each (on
 });
 
 test('a name with a lone surrogate is a 400 naming it, not a 500', async () => {
-  expectError(await txn({ mutations: [{ kind: 'record', name: '\ud800', operation: 'PUT', values: {} }] }), 400,
-    'mutation 0: record name must be well-formed Unicode (it holds a lone surrogate)');
+  expectError(
+    await txn({ mutations: [{ kind: 'record', name: '\ud800', operation: 'PUT', values: {} }] }),
+    400,
+    'mutation 0: record name must be well-formed Unicode (it holds a lone surrogate)',
+  );
 });
 
 test('variant SET in a transaction types its number by its text, as PUT does: 3.0 is a double, 3 an integer', async () => {
@@ -377,7 +432,8 @@ test('variant SET in a transaction types its number by its text, as PUT does: 3.
   const i = uniq('int');
   expectSuccess(await srv.req('PUT', `/variants/${d}`, '{"variant":2.5}'), 201, 'variant created successfully', { variant: 2.5 });
   // Whitespace, a nested object with its own "variant" key and a repeated key do not confuse it.
-  const body = `{"mutations":[{"kind":"variant","name":"${d}","operation":"SET","variant" : 3.0},` +
+  const body =
+    `{"mutations":[{"kind":"variant","name":"${d}","operation":"SET","variant" : 3.0},` +
     `{"kind":"record","name":"${d}-r","operation":"PUT","values":{"variant":7.0}},` +
     `{"kind":"variant","name":"${i}","operation":"SET","variant":1.5,"variant":4},` +
     `{"kind":"variant","name":"${i}-d","operation":"SET","variant":1.0e2}]}`;
@@ -387,7 +443,11 @@ test('variant SET in a transaction types its number by its text, as PUT does: 3.
   assert.ok((await srv.req('GET', `/variants/${i}`)).raw.includes('"variant":4}'));
   assert.ok((await srv.req('GET', `/variants/${i}-d`)).raw.includes('"variant":100.0'));
   // An integer SET on a double variant is still refused, naming the mutation.
-  expectError(await srv.req('POST', '/txns', `{"mutations":[{"kind":"variant","name":"${d}","operation":"SET","variant":3}]}`), 409, /mutation 0: variant '.*' holds a double; cannot store an integer/);
+  expectError(
+    await srv.req('POST', '/txns', `{"mutations":[{"kind":"variant","name":"${d}","operation":"SET","variant":3}]}`),
+    409,
+    /mutation 0: variant '.*' holds a double; cannot store an integer/,
+  );
 });
 
 test('variant ADD in a transaction types its delta by its text, as POST /variants does', async () => {
@@ -402,9 +462,16 @@ test('variant ADD in a transaction types its delta by its text, as POST /variant
 test('messages name what the client wrote: a bad operator in a variant check names field value; a bad SET value has no stray brackets', async () => {
   const v = uniq('msg');
   expectSuccess(await srv.req('PUT', `/variants/${v}`, { variant: 1 }), 201, 'variant created successfully', { variant: 1 });
-  expectError(await srv.req('POST', '/txns', { checks: [{ kind: 'variant', name: v, value: { $foo: 1 } }], mutations: [] }), 400, /transaction check 0: .*'\$foo'.*'value'/);
-  expectError(await srv.req('POST', '/txns', { mutations: [{ kind: 'variant', name: v, operation: 'SET', variant: null }] }), 400,
-    "mutation 0: field 'variant' must be a string, boolean or number");
+  expectError(
+    await srv.req('POST', '/txns', { checks: [{ kind: 'variant', name: v, value: { $foo: 1 } }], mutations: [] }),
+    400,
+    /transaction check 0: .*'\$foo'.*'value'/,
+  );
+  expectError(
+    await srv.req('POST', '/txns', { mutations: [{ kind: 'variant', name: v, operation: 'SET', variant: null }] }),
+    400,
+    "mutation 0: field 'variant' must be a string, boolean or number",
+  );
 });
 
 test('transactions without checks, serializable and not, under concurrency: every ADD, PUT and INSERT applies exactly once; a failing one changes nothing', async () => {
@@ -415,16 +482,20 @@ test('transactions without checks, serializable and not, under concurrency: ever
   expectSuccess(await srv.req('PUT', `/variants/${b}`, { variant: 0 }), 201, 'variant created successfully', { variant: 0 });
   expectSuccess(await srv.req('PUT', `/tables/${t}`), 201, 'table created successfully');
   const n = 40;
-  const answers = await Promise.all(Array.from({ length: n }, (_, i) => txn({
-    serializable: i % 2 === 0,
-    mutations: [
-      // b before a in the body: the locks are taken in name order whatever the order here.
-      { kind: 'variant', name: b, operation: 'ADD', delta: 1 },
-      { kind: 'variant', name: a, operation: 'ADD', delta: -1 },
-      { name: t, operation: 'INSERT', values: { i } },
-      { kind: 'record', name: `${t}-r${i % 4}`, operation: 'PUT', values: { i } },
-    ],
-  })));
+  const answers = await Promise.all(
+    Array.from({ length: n }, (_, i) =>
+      txn({
+        serializable: i % 2 === 0,
+        mutations: [
+          // b before a in the body: the locks are taken in name order whatever the order here.
+          { kind: 'variant', name: b, operation: 'ADD', delta: 1 },
+          { kind: 'variant', name: a, operation: 'ADD', delta: -1 },
+          { name: t, operation: 'INSERT', values: { i } },
+          { kind: 'record', name: `${t}-r${i % 4}`, operation: 'PUT', values: { i } },
+        ],
+      }),
+    ),
+  );
   const ids = new Set<number>();
   for (const r of answers) {
     assert.equal(r.status, 200, r.raw);
@@ -436,13 +507,17 @@ test('transactions without checks, serializable and not, under concurrency: ever
   assert.equal(await variant(b), n);
   assert.equal(Object.keys((await rows(t)) as object).length, n);
   // The last mutation fails (no such variant): the ADDs and the INSERT before it are rolled back.
-  expectError(await txn({
-    mutations: [
-      { kind: 'variant', name: a, operation: 'ADD', delta: -1 },
-      { name: t, operation: 'INSERT', values: { no: true } },
-      { kind: 'variant', name: uniq('missing'), operation: 'ADD', delta: 1 },
-    ],
-  }), 404, /^mutation 2: variant '.*' does not exist$/);
+  expectError(
+    await txn({
+      mutations: [
+        { kind: 'variant', name: a, operation: 'ADD', delta: -1 },
+        { name: t, operation: 'INSERT', values: { no: true } },
+        { kind: 'variant', name: uniq('missing'), operation: 'ADD', delta: 1 },
+      ],
+    }),
+    404,
+    /^mutation 2: variant '.*' does not exist$/,
+  );
   assert.equal(await variant(a), 1000 - n);
   assert.equal(Object.keys((await rows(t)) as object).length, n);
 });

@@ -262,10 +262,20 @@ test('1,000 concurrent +1 increments over 50 keep-alive connections end exactly 
       ),
     );
     const bad = results.filter((r) => r.status !== 200);
-    assert.equal(bad.length, 0, `non-200 answers: ${bad.slice(0, 3).map((r) => `${r.status} ${r.raw}`).join('; ')}`);
+    assert.equal(
+      bad.length,
+      0,
+      `non-200 answers: ${bad
+        .slice(0, 3)
+        .map((r) => `${r.status} ${r.raw}`)
+        .join('; ')}`,
+    );
     const values = results.map((r) => r.body.data.variant as number).sort((a, b) => a - b);
     // every increment saw a distinct intermediate value: 101..1100
-    assert.deepEqual(values, Array.from({ length: 1000 }, (_, i) => 101 + i));
+    assert.deepEqual(
+      values,
+      Array.from({ length: 1000 }, (_, i) => 101 + i),
+    );
     assert.equal(await get(n), 1100);
   } finally {
     for (const a of agents) a.destroy();

@@ -141,12 +141,16 @@ test('PATCH /records with sets and ttl is one write: one change and one version,
   w.close();
   // A feed that opens without `since` may still hand over the PUT before it (the shared store polls): only later changes count.
   const mine = w.events.filter((e) => e.event === 'put' && JSON.parse(e.data).name === r).map((e) => JSON.parse(e.data).version as number);
-  assert.deepEqual(mine.filter((v) => v > v1), [v2], 'the PATCH is one change with the version GET reports');
+  assert.deepEqual(
+    mine.filter((v) => v > v1),
+    [v2],
+    'the PATCH is one change with the version GET reports',
+  );
   await srv.advance(6_000);
   expectError(await srv.req('GET', `/records/${r}`), 404);
 });
 
-test('PATCH /variants and /tables with ttl alone set the lifetime; a table\'s rows follow; mixing forms is 400', async () => {
+test("PATCH /variants and /tables with ttl alone set the lifetime; a table's rows follow; mixing forms is 400", async () => {
   const v = uniq('v');
   expectError(await srv.req('PATCH', `/variants/${v}`, { ttl: 5 }), 404);
   await srv.req('PUT', `/variants/${v}`, { variant: 2.5, ttl: 5 });
@@ -179,10 +183,11 @@ test('a transaction record check takes version', async () => {
   const r = uniq('r');
   await srv.req('PUT', `/records/${r}`, { record: { n: 1 } });
   const v = etag(await srv.req('GET', `/records/${r}`));
-  const txn = (version: number) => srv.req('POST', '/txns', {
-    checks: [{ kind: 'record', name: r, version }],
-    mutations: [{ kind: 'record', name: r, operation: 'PUT', values: { n: version } }],
-  });
+  const txn = (version: number) =>
+    srv.req('POST', '/txns', {
+      checks: [{ kind: 'record', name: r, version }],
+      mutations: [{ kind: 'record', name: r, operation: 'PUT', values: { n: version } }],
+    });
   expectError(await txn(v + 1), 409, `transaction check 0 failed: record '${r}' has version ${v}, not ${v + 1}`);
   expectSuccess(await txn(v), 200, 'transaction execute successfully', { results: [{}] });
   expectError(await srv.req('POST', '/txns', { checks: [{ kind: 'record', name: uniq('none'), version: 1 }], mutations: [] }), 409, /does not exist/);
@@ -195,18 +200,22 @@ test('100 concurrent read-modify-write loops with if_version retries apply every
   const loops = 100;
   const perLoop = 3;
   let conflicts = 0;
-  await pool(Array.from({ length: loops }, (_, i) => i), loops, async () => {
-    for (let k = 0; k < perLoop; k++) {
-      for (;;) {
-        const g = await srv.req('GET', `/records/${r}`);
-        const n = (g.body.data as { n: number }).n;
-        const w = await srv.req('PUT', `/records/${r}`, { record: { n: n + 1 } }, { 'If-Match': String(g.headers.etag) });
-        if (w.status === 200) break;
-        assert.equal(w.status, 412, w.raw);
-        conflicts++;
+  await pool(
+    Array.from({ length: loops }, (_, i) => i),
+    loops,
+    async () => {
+      for (let k = 0; k < perLoop; k++) {
+        for (;;) {
+          const g = await srv.req('GET', `/records/${r}`);
+          const n = (g.body.data as { n: number }).n;
+          const w = await srv.req('PUT', `/records/${r}`, { record: { n: n + 1 } }, { 'If-Match': String(g.headers.etag) });
+          if (w.status === 200) break;
+          assert.equal(w.status, 412, w.raw);
+          conflicts++;
+        }
       }
-    }
-  });
+    },
+  );
   const final = await srv.req('GET', `/records/${r}`);
   assert.equal(final.body.data.n, loops * perLoop);
   assert.ok(conflicts > 0, 'the loops never collided, so the test proved nothing');
@@ -219,7 +228,10 @@ test('50 concurrent if_absent creates of one new record and one new variant: exa
   const n = 50;
   const rs = await Promise.all(Array.from({ length: n }, (_, i) => srv.req('PUT', `/records/${r}`, { record: { i }, if_absent: true })));
   const vs = await Promise.all(Array.from({ length: n }, (_, i) => srv.req('PUT', `/variants/${v}`, { variant: i }, { 'If-None-Match': '*' })));
-  for (const [what, all] of [['record', rs], ['variant', vs]] as const) {
+  for (const [what, all] of [
+    ['record', rs],
+    ['variant', vs],
+  ] as const) {
     const won = all.filter((x) => x.status === 201);
     assert.equal(won.length, 1, `${what}: ${all.map((x) => x.status).join(',')}`);
     for (const x of all) if (x.status !== 201) assert.equal(x.status, 412, x.raw);
@@ -246,34 +258,42 @@ test('versions survive a restart', async () => {
   expectSuccess(await srv.req('PUT', `/records/${r}`, { record: { a: 2 }, if_version: vr }), 200, 'record created successfully');
 });
 
-test('versions survive compaction (and a restart after it); the feed then answers an older since with reset', { skip: onlyLog('compaction of the log\'s segment files and the log\'s change feed') }, async () => {
-  // Small segments and enough overwritten data for the 10-second compaction timer to act.
-  const s = await PithosServer.start({ fsync: 'never', args: ['--segment-mb', '1'] });
-  try {
-    const keep = Array.from({ length: 20 }, (_, i) => `keep${i}`);
-    for (const k of keep) await s.req('PUT', `/records/${k}`, { record: { k } });
-    await s.req('PUT', '/variants/v', { variant: 1.5 });
-    const before = new Map<string, number>();
-    for (const k of keep) before.set(k, etag(await s.req('GET', `/records/${k}`)));
-    const vv = etag(await s.req('GET', '/variants/v'));
-    const big = 'x'.repeat(100_000);
-    await pool(Array.from({ length: 400 }, (_, i) => i), 4, async (i) => {
-      assert.ok((await s.req('PUT', `/records/hot${i % 4}`, { record: { big, i } })).status < 300);
-    });
-    const deadline = Date.now() + 40_000;
-    while (!/compacted \d+ segment/.test(s.stdout + s.stderr) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
-    assert.match(s.stdout + s.stderr, /compacted \d+ segment/, 'no compaction ran');
-    for (const k of keep) assert.equal(etag(await s.req('GET', `/records/${k}`)), before.get(k), `${k} after compaction`);
-    assert.equal(etag(await s.req('GET', '/variants/v')), vv);
-    await s.restart();
-    for (const k of keep) assert.equal(etag(await s.req('GET', `/records/${k}`)), before.get(k), `${k} after compaction and restart`);
-    assert.equal(etag(await s.req('GET', '/variants/v')), vv);
-    // The log no longer holds the first batches exactly: resuming from 0 is a reset.
-    const w = watch({ port: s.port, token: s.token, query: 'since=0' });
-    await w.until(() => w.events.length >= 1, 10_000, 'reset');
-    w.close();
-    assert.equal(w.events[0].event, 'reset');
-  } finally {
-    await s.close();
-  }
-});
+test(
+  'versions survive compaction (and a restart after it); the feed then answers an older since with reset',
+  { skip: onlyLog("compaction of the log's segment files and the log's change feed") },
+  async () => {
+    // Small segments and enough overwritten data for the 10-second compaction timer to act.
+    const s = await PithosServer.start({ fsync: 'never', args: ['--segment-mb', '1'] });
+    try {
+      const keep = Array.from({ length: 20 }, (_, i) => `keep${i}`);
+      for (const k of keep) await s.req('PUT', `/records/${k}`, { record: { k } });
+      await s.req('PUT', '/variants/v', { variant: 1.5 });
+      const before = new Map<string, number>();
+      for (const k of keep) before.set(k, etag(await s.req('GET', `/records/${k}`)));
+      const vv = etag(await s.req('GET', '/variants/v'));
+      const big = 'x'.repeat(100_000);
+      await pool(
+        Array.from({ length: 400 }, (_, i) => i),
+        4,
+        async (i) => {
+          assert.ok((await s.req('PUT', `/records/hot${i % 4}`, { record: { big, i } })).status < 300);
+        },
+      );
+      const deadline = Date.now() + 40_000;
+      while (!/compacted \d+ segment/.test(s.stdout + s.stderr) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+      assert.match(s.stdout + s.stderr, /compacted \d+ segment/, 'no compaction ran');
+      for (const k of keep) assert.equal(etag(await s.req('GET', `/records/${k}`)), before.get(k), `${k} after compaction`);
+      assert.equal(etag(await s.req('GET', '/variants/v')), vv);
+      await s.restart();
+      for (const k of keep) assert.equal(etag(await s.req('GET', `/records/${k}`)), before.get(k), `${k} after compaction and restart`);
+      assert.equal(etag(await s.req('GET', '/variants/v')), vv);
+      // The log no longer holds the first batches exactly: resuming from 0 is a reset.
+      const w = watch({ port: s.port, token: s.token, query: 'since=0' });
+      await w.until(() => w.events.length >= 1, 10_000, 'reset');
+      w.close();
+      assert.equal(w.events[0].event, 'reset');
+    } finally {
+      await s.close();
+    }
+  },
+);

@@ -39,9 +39,19 @@ async function expireAndCheck(srv: PithosServer, between?: () => Promise<void>):
     const [create, ...rest] = seen;
     assert.equal(create.event, 'put');
     assert.equal(create.t_id, undefined, 'the first event is the create');
-    assert.deepEqual(rest.slice(0, 3).map((e) => [e.event, e.t_id]), [['put', 1], ['put', 2], ['put', 3]]);
-    assert.deepEqual(rest.slice(3), [{ event: 'expire', id: undefined, kind: 'table', name: table, version: create.version }],
-      `after the inserts, exactly one expire of the table with the version of its create; got ${JSON.stringify(rest.slice(3))}`);
+    assert.deepEqual(
+      rest.slice(0, 3).map((e) => [e.event, e.t_id]),
+      [
+        ['put', 1],
+        ['put', 2],
+        ['put', 3],
+      ],
+    );
+    assert.deepEqual(
+      rest.slice(3),
+      [{ event: 'expire', id: undefined, kind: 'table', name: table, version: create.version }],
+      `after the inserts, exactly one expire of the table with the version of its create; got ${JSON.stringify(rest.slice(3))}`,
+    );
   } finally {
     w.close();
   }
@@ -51,16 +61,20 @@ test('an expired table is one expire of the table, carrying the version of its c
   await expireAndCheck(srv);
 });
 
-test('the same when the table\'s metadata is no longer cached when it expires', { skip: onlyLog('the value cache is the log store\'s') }, async () => {
+test("the same when the table's metadata is no longer cached when it expires", { skip: onlyLog("the value cache is the log store's") }, async () => {
   const small = await PithosServer.start({ args: ['--cache-mb', '1'] });
   try {
     // 4 MiB of other values through a 1 MiB cache push the table's metadata out.
     const big = 'x'.repeat(64 * 1024);
     await expireAndCheck(small, async () => {
-      await pool(Array.from({ length: 64 }, (_, i) => i), 4, async (i) => {
-        const r = await small.req('PUT', `/records/${uniq(`filler${i}`)}`, { record: { big } });
-        if (r.status !== 201) throw new Error(`filler write: ${r.status} ${r.raw}`);
-      });
+      await pool(
+        Array.from({ length: 64 }, (_, i) => i),
+        4,
+        async (i) => {
+          const r = await small.req('PUT', `/records/${uniq(`filler${i}`)}`, { record: { big } });
+          if (r.status !== 201) throw new Error(`filler write: ${r.status} ${r.raw}`);
+        },
+      );
     });
   } finally {
     await small.close();

@@ -78,7 +78,10 @@ test('a watcher opening with since amid concurrent writes gets every later chang
     await sleep(300);
     w.close();
     const ids = w.events.map((e) => Number(e.id));
-    assert.ok(w.events.every((e) => e.event === 'put'), `round ${round}: ${JSON.stringify(w.events.filter((e) => e.event !== 'put'))}`);
+    assert.ok(
+      w.events.every((e) => e.event === 'put'),
+      `round ${round}: ${JSON.stringify(w.events.filter((e) => e.event !== 'put'))}`,
+    );
     const below = ids.filter((id) => id <= since);
     assert.deepEqual(below, [], `round ${round}: events at or below since=${since}`);
     for (let i = 1; i < ids.length; i++) {

@@ -52,7 +52,11 @@ test('SIGHUP ends the /watch stream of a removed token; streams of tokens that m
     const afterName = uniq('after');
     assert.equal((await s.req('PUT', `/records/${afterName}`, { record: { secret: 2 } })).status, 201);
     for (const w of [kept, demoted, main]) await w.until(() => w.events.some((e) => e.data.includes(afterName)), 20_000, `the event of ${afterName}`);
-    assert.equal(gone.events.some((e) => e.data.includes(afterName)), false, 'the removed token received a change after the reload');
+    assert.equal(
+      gone.events.some((e) => e.data.includes(afterName)),
+      false,
+      'the removed token received a change after the reload',
+    );
 
     // Reconnecting with it, as EventSource does, is refused.
     const again = watch({ port: s.port, token: GONE, query: 'kind=record' });

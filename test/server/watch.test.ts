@@ -27,7 +27,6 @@ const open = async (query = '', headers: Record<string, string> = {}, extra: Par
   return w;
 };
 
-
 interface Workload {
   /** Changes the successful writes made. */
   changes: number;
@@ -72,10 +71,12 @@ async function workload(seed: number, ops: number, tag: string): Promise<Workloa
       assert.equal(res.status, 201, res.raw);
       w.changes++;
     } else {
-      const res = await srv.req('POST', '/txns', { mutations: [
-        { kind: 'variant', name: c, operation: 'ADD', delta: 1 },
-        { kind: 'record', name: r, operation: 'PUT', values: { txn: i } },
-      ] });
+      const res = await srv.req('POST', '/txns', {
+        mutations: [
+          { kind: 'variant', name: c, operation: 'ADD', delta: 1 },
+          { kind: 'record', name: r, operation: 'PUT', values: { txn: i } },
+        ],
+      });
       assert.equal(res.status, 200, res.raw);
       w.changes += 2;
       w.increments.set(c, (w.increments.get(c) as number) + 1);
@@ -101,7 +102,7 @@ function assertCommitOrder(events: SseEvent[]): void {
 test('a watcher sees every change of a random concurrent workload once, in commit order', async () => {
   const tag = uniq('wl');
   const w = await open(`prefix=${tag}&values=true`);
-  const load = await workload(0xC0FFEE, 400, tag);
+  const load = await workload(0xc0ffee, 400, tag);
   await w.until(() => w.events.length >= load.changes, 30_000, `${load.changes} events`);
   await sleep(300);
   w.close();
@@ -111,7 +112,11 @@ test('a watcher sees every change of a random concurrent workload once, in commi
   // Commit order, checked against the values: each counter's events count 1, 2, 3, ... with no gap.
   for (const c of load.counters) {
     const vals = evs.filter((e) => JSON.parse(e.data).name === c && e.event === 'put').map((e) => JSON.parse(e.data).value as number);
-    assert.deepEqual(vals, Array.from({ length: load.increments.get(c) as number + 1 }, (_, i) => i), `values of ${c}`);
+    assert.deepEqual(
+      vals,
+      Array.from({ length: (load.increments.get(c) as number) + 1 }, (_, i) => i),
+      `values of ${c}`,
+    );
   }
   // Each record's last event is its current state and version.
   for (const r of load.records) {
@@ -131,7 +136,10 @@ test('a watcher sees every change of a random concurrent workload once, in commi
   }
   // Rows carry t_id.
   const rows = evs.filter((e) => JSON.parse(e.data).kind === 'table' && JSON.parse(e.data).t_id !== undefined);
-  assert.deepEqual(rows.map((e) => JSON.parse(e.data).t_id), rows.map((_, i) => i + 1));
+  assert.deepEqual(
+    rows.map((e) => JSON.parse(e.data).t_id),
+    rows.map((_, i) => i + 1),
+  );
 });
 
 test('disconnecting at random points and resuming with Last-Event-ID gives the full sequence: no gap, no duplicate', async () => {
@@ -167,8 +175,10 @@ test('disconnecting at random points and resuming with Last-Event-ID gives the f
   // On the log store a transaction's changes share one version (ids <version>:<i>), so
   // resuming inside a batch is exercised; on the shared store each change has its own.
   if (STORE === 'log') {
-    assert.ok(got.some((e) => e.id?.includes(':')) && got.some((e, i) => i > 0 && e.id?.includes(':') === false && got[i - 1].id?.startsWith(`${e.id}:`)),
-      'the workload has multi-change batches');
+    assert.ok(
+      got.some((e) => e.id?.includes(':')) && got.some((e, i) => i > 0 && e.id?.includes(':') === false && got[i - 1].id?.startsWith(`${e.id}:`)),
+      'the workload has multi-change batches',
+    );
   }
   assert.equal(got.length, reference.events.length, 'same number of events as an uninterrupted watcher');
   assert.deepEqual(got, reference.events);
@@ -193,14 +203,15 @@ test('filters: kind (repeatable) and prefix; since replays from the log, then fo
   all.close();
   recVar.close();
   const brief = (e: SseEvent) => `${e.event} ${JSON.parse(e.data).kind} ${JSON.parse(e.data).name}`;
-  assert.deepEqual(all.events.map(brief), [
-    `put record ${tag}-a`, `put variant ${tag}-v`, `put lock ${tag}-l`, `put table ${tag}-t`, `delete record ${tag}-a`,
-  ]);
-  assert.deepEqual(recVar.events.map((e) => JSON.parse(e.data)), [
-    { kind: 'record', name: `${tag}-a`, version: start, value: { a: 1 } },
-    { kind: 'variant', name: `${tag}-v`, version: vVersion, value: 'x' },
-    { kind: 'record', name: `${tag}-a`, version: pos(recVar.events[2].id as string)[0] },
-  ]);
+  assert.deepEqual(all.events.map(brief), [`put record ${tag}-a`, `put variant ${tag}-v`, `put lock ${tag}-l`, `put table ${tag}-t`, `delete record ${tag}-a`]);
+  assert.deepEqual(
+    recVar.events.map((e) => JSON.parse(e.data)),
+    [
+      { kind: 'record', name: `${tag}-a`, version: start, value: { a: 1 } },
+      { kind: 'variant', name: `${tag}-v`, version: vVersion, value: 'x' },
+      { kind: 'record', name: `${tag}-a`, version: pos(recVar.events[2].id as string)[0] },
+    ],
+  );
   // Lock events never carry the lease token, even with values=true.
   const locks = await open(`since=${start - 1}&prefix=${tag}&kind=lock&values=true`);
   await locks.until(() => locks.events.length >= 1, 10_000, 'lock');
@@ -216,7 +227,10 @@ test('values are sent as GET sends them: a double keeps its fraction, an integer
   await srv.req('PUT', `/variants/${tag}-i`, { variant: 2 });
   await w.until(() => w.events.length >= 3, 10_000, 'three events');
   w.close();
-  assert.deepEqual(w.events.map((e) => /"value":([^,}]*)/.exec(e.data)?.[1]), ['2.0', '3.5', '2']);
+  assert.deepEqual(
+    w.events.map((e) => /"value":([^,}]*)/.exec(e.data)?.[1]),
+    ['2.0', '3.5', '2'],
+  );
   assert.equal((await srv.req('GET', `/variants/${tag}-d`)).raw.includes('"variant":3.5'), true);
 });
 
@@ -263,10 +277,15 @@ test('a watcher that never reads gets overflow; other watchers and writers carry
   const pid = srv.child?.pid as number;
   const big = 'x'.repeat(100_000);
   const n = 300; // ~30 MB of values the stalled watcher would have to hold
-  const writeAll = (prefix: string) => pool(Array.from({ length: n }, (_, i) => i), 4, async (i) => {
-    const r = await srv.req('PUT', `/records/${prefix}-${i}`, { record: { big } });
-    assert.equal(r.status, 201);
-  });
+  const writeAll = (prefix: string) =>
+    pool(
+      Array.from({ length: n }, (_, i) => i),
+      4,
+      async (i) => {
+        const r = await srv.req('PUT', `/records/${prefix}-${i}`, { record: { big } });
+        assert.equal(r.status, 201);
+      },
+    );
   // The same writes once first, with a watcher that reads them: the heap grows to what
   // the writes and the feed's own reading need (on the shared store, pages of changes
   // read from the database), so what grows afterwards is what the stalled watcher holds.
@@ -293,39 +312,47 @@ test('a watcher that never reads gets overflow; other watchers and writers carry
   assert.equal(last?.event, 'overflow', `last event ${last?.event}`);
   assert.ok(stalled.events.length < n, `the stalled watcher got ${stalled.events.length} events`);
   const growthMb = (rss1 - rss0) / 1024;
-  console.log(`overflow: ${n} x 100 kB writes in ${ms} ms with a stalled watcher; server RSS ${(rss0 / 1024).toFixed(0)} -> ` +
-    `${(rss1 / 1024).toFixed(0)} MB (+${growthMb.toFixed(1)}); stalled watcher took ${stalled.events.length - 1} events, ${(stalled.bytes / 1e6).toFixed(1)} MB before overflow`);
+  console.log(
+    `overflow: ${n} x 100 kB writes in ${ms} ms with a stalled watcher; server RSS ${(rss0 / 1024).toFixed(0)} -> ` +
+      `${(rss1 / 1024).toFixed(0)} MB (+${growthMb.toFixed(1)}); stalled watcher took ${stalled.events.length - 1} events, ${(stalled.bytes / 1e6).toFixed(1)} MB before overflow`,
+  );
   assert.ok(growthMb < 20, `server RSS grew by ${growthMb.toFixed(1)} MB`);
 });
 
-test('a change pruned before this node published it: live watchers get what came before, then reset, then what follows', {
-  skip: STORE === 'postgres' ? false : 'shared store only: the log store publishes at commit and prunes only what it published',
-}, async () => {
-  const tag = uniq('gap');
-  const w = await open(`prefix=${tag}`);
-  await srv.req('PUT', `/records/${tag}-first`, { record: {} });
-  await w.until(() => w.events.length >= 1, 10_000, 'first');
-  const slow = new pg.Client({ connectionString: srv.storeUrl });
-  const admin = new pg.Client({ connectionString: srv.storeUrl });
-  await slow.connect();
-  await admin.connect();
-  try {
-    // The node's watermark is held below the next change, which another node prunes first.
-    await slow.query('BEGIN');
-    await slow.query('SELECT pg_current_xact_id()');
-    assert.equal((await srv.req('PUT', `/records/${tag}-lost`, { record: {} })).status, 201);
-    const pos = Number((await admin.query('SELECT pos FROM pithos_changes WHERE name = $1', [`${tag}-lost`])).rows[0].pos);
-    await admin.query('DELETE FROM pithos_changes WHERE name = $1', [`${tag}-lost`]);
-    await admin.query('UPDATE pithos_feed SET floor = $1 WHERE id = 1', [pos]);
-    await slow.query('COMMIT');
-    await srv.req('PUT', `/records/${tag}-after`, { record: {} });
-    await w.until(() => w.events.length >= 3, 10_000, 'reset and the next change');
-  } finally {
-    w.close();
-    await slow.end();
-    await admin.end();
-  }
-  assert.deepEqual(w.events.map((e) => `${e.event} ${e.event === 'reset' ? '' : JSON.parse(e.data).name}`),
-    [`put ${tag}-first`, 'reset ', `put ${tag}-after`]);
-  assert.ok(Number(w.events[1].id) >= Number(JSON.parse(w.events[0].data).version), 'the reset id is where the feed goes on');
-});
+test(
+  'a change pruned before this node published it: live watchers get what came before, then reset, then what follows',
+  {
+    skip: STORE === 'postgres' ? false : 'shared store only: the log store publishes at commit and prunes only what it published',
+  },
+  async () => {
+    const tag = uniq('gap');
+    const w = await open(`prefix=${tag}`);
+    await srv.req('PUT', `/records/${tag}-first`, { record: {} });
+    await w.until(() => w.events.length >= 1, 10_000, 'first');
+    const slow = new pg.Client({ connectionString: srv.storeUrl });
+    const admin = new pg.Client({ connectionString: srv.storeUrl });
+    await slow.connect();
+    await admin.connect();
+    try {
+      // The node's watermark is held below the next change, which another node prunes first.
+      await slow.query('BEGIN');
+      await slow.query('SELECT pg_current_xact_id()');
+      assert.equal((await srv.req('PUT', `/records/${tag}-lost`, { record: {} })).status, 201);
+      const pos = Number((await admin.query('SELECT pos FROM pithos_changes WHERE name = $1', [`${tag}-lost`])).rows[0].pos);
+      await admin.query('DELETE FROM pithos_changes WHERE name = $1', [`${tag}-lost`]);
+      await admin.query('UPDATE pithos_feed SET floor = $1 WHERE id = 1', [pos]);
+      await slow.query('COMMIT');
+      await srv.req('PUT', `/records/${tag}-after`, { record: {} });
+      await w.until(() => w.events.length >= 3, 10_000, 'reset and the next change');
+    } finally {
+      w.close();
+      await slow.end();
+      await admin.end();
+    }
+    assert.deepEqual(
+      w.events.map((e) => `${e.event} ${e.event === 'reset' ? '' : JSON.parse(e.data).name}`),
+      [`put ${tag}-first`, 'reset ', `put ${tag}-after`],
+    );
+    assert.ok(Number(w.events[1].id) >= Number(JSON.parse(w.events[0].data).version), 'the reset id is where the feed goes on');
+  },
+);

@@ -35,10 +35,13 @@ test('a decision judges expiry at one moment: an object expiring mid-decision ne
         ['record PATCH', () => s.records.patch('r', { b: 2 }), 'R/r'],
       ] as const) {
         t = exp - k;
-        const ok = await op().then(() => true, (e: Error) => {
-          assert.match(e.message, /does not exist/, `${what}: only "expired" may refuse it`);
-          return false;
-        });
+        const ok = await op().then(
+          () => true,
+          (e: Error) => {
+            assert.match(e.message, /does not exist/, `${what}: only "expired" may refuse it`);
+            return false;
+          },
+        );
         const left = s.engine.expiresAt(key, t);
         if (left !== undefined) assert.notEqual(left, 0, `${what} at ${k} ms before expiry made the object permanent`);
         outcomes.push(`${what}: ${ok ? 'applied' : 'expired'}`);
@@ -64,7 +67,10 @@ test('a transaction over 300 cold variants succeeds: restarts that fetch new dat
   try {
     const mutations = Array.from({ length: 300 }, (_, i) => ({ kind: 'variant' as const, name: `v${i}`, op: 'ADD' as const, delta: n(1) }));
     const out = JSON.parse(await s.transact({ checks: [], mutations, serializable: false })) as { results: Array<{ variant: number }> };
-    assert.deepEqual(out.results.map((r) => r.variant), Array.from({ length: 300 }, (_, i) => i + 1));
+    assert.deepEqual(
+      out.results.map((r) => r.variant),
+      Array.from({ length: 300 }, (_, i) => i + 1),
+    );
   } finally {
     await s.close();
     rmSync(dir, { recursive: true, force: true });

@@ -40,7 +40,10 @@ test('a failed DROP TABLE or DROP INDEX keeps the table, its indexes, and their 
     await store.indexes.settled();
     assert.equal(await store.tables.listIndexes('t'), want);
     const rows = JSON.parse(await textOf(await store.tables.query('t', { a: 3 }))) as Array<{ b: number }>;
-    assert.deepEqual(rows.map((r) => r.b), [3, 8, 13, 18, 23, 28, 33, 38, 43, 48]);
+    assert.deepEqual(
+      rows.map((r) => r.b),
+      [3, 8, 13, 18, 23, 28, 33, 38, 43, 48],
+    );
     // Creating an index that exists is still a conflict, and a drop that succeeds still drops.
     await assert.rejects(store.tables.createIndex('t', 'a'), /already exists/);
     await store.tables.dropIndex('t', 'b');

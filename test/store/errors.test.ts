@@ -22,7 +22,7 @@ test('a full disk is one StoreError on both stores: 507 with one message', () =>
   }
 });
 
-test('the engine\'s other failures become StoreError kinds inside the log store', () => {
+test("the engine's other failures become StoreError kinds inside the log store", () => {
   assert.deepEqual(toStatus(fromEngine(new BatchTooLargeError(1024))), [413, 'the change is too large: one batch may hold at most 1024 bytes', false]);
   assert.deepEqual(toStatus(fromEngine(new EngineClosedError())), [503, 'server is shutting down', false]);
   const other = new Error('EIO');

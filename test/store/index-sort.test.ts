@@ -23,7 +23,13 @@ function shuffledIds(n: number, max: number): number[] {
 }
 
 test('integer values: packed sort equals the comparator order', () => {
-  for (const [n, range, maxId] of [[0, 10, 10], [1, 10, 10], [1000, 50, 5000], [5000, 2 ** 20, 2 ** 24], [300, 1, 300]] as const) {
+  for (const [n, range, maxId] of [
+    [0, 10, 10],
+    [1, 10, 10],
+    [1000, 50, 5000],
+    [5000, 2 ** 20, 2 ** 24],
+    [300, 1, 300],
+  ] as const) {
     const ids = shuffledIds(n, maxId);
     const vals = ids.map(() => Math.floor(random() * 2 * range) - range);
     assert.deepStrictEqual(sortedEntries(vals, ids), reference(vals, ids));
@@ -43,7 +49,10 @@ test('values too large to pack, -0, fractions, strings and mixed kinds fall back
     const ids = shuffledIds(vals.length, 100);
     const got = sortedEntries(vals, ids);
     const want = reference(vals, ids);
-    assert.deepStrictEqual(got.map((e) => e.id), want.map((e) => e.id));
+    assert.deepStrictEqual(
+      got.map((e) => e.id),
+      want.map((e) => e.id),
+    );
     for (let i = 0; i < got.length; i++) assert.ok(Object.is(got[i].v, want[i].v));
   }
 });

@@ -18,7 +18,12 @@ test('parseBody: empty means no fields, deep or non-object bodies are 400', () =
   assert.deepEqual(Object.keys(parseBody('')), []);
   assert.deepEqual(Object.keys(parseBody('  \n')), []);
   assert.deepEqual(parseBody('{"a":1}'), { a: 1 });
-  const bad = (s: string) => assert.throws(() => parseBody(s), (e: unknown) => e instanceof HttpError && e.kind === 'invalid', s);
+  const bad = (s: string) =>
+    assert.throws(
+      () => parseBody(s),
+      (e: unknown) => e instanceof HttpError && e.kind === 'invalid',
+      s,
+    );
   bad('{"a":');
   bad('[1,2]');
   bad('"str"');

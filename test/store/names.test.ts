@@ -56,7 +56,11 @@ test('no lookups while no name can be dead; a delete on its way to the log is ne
   const lookups = countLookups(s);
   for (const n of ['a', 'b', 'c']) await s.records.put(n, { n }, 0);
   await s.variants.put('v', { value: 1, text: '1' }, 0);
-  assert.deepEqual(names(s, 'records'), [{ name: 'a', ttl_ms: null }, { name: 'b', ttl_ms: null }, { name: 'c', ttl_ms: null }]);
+  assert.deepEqual(names(s, 'records'), [
+    { name: 'a', ttl_ms: null },
+    { name: 'b', ttl_ms: null },
+    { name: 'c', ttl_ms: null },
+  ]);
   assert.equal(lookups.n, 0, 'a namespace with no expiry, delete or failure needs no lookup');
 
   // The delete is in the directory at once, in the log only after the flush.
@@ -120,7 +124,13 @@ test('an expiring key found at open makes every namespace check its names', asyn
   await s.close();
   s = await LogStore.open(opts);
   const lookups = countLookups(s);
-  assert.deepEqual(names(s, 'records').map((i) => [i.name, i.ttl_ms]), [['r1', null], ['r2', 5000]]);
+  assert.deepEqual(
+    names(s, 'records').map((i) => [i.name, i.ttl_ms]),
+    [
+      ['r1', null],
+      ['r2', 5000],
+    ],
+  );
   assert.ok(lookups.n > 0);
   t += 5000;
   assert.deepEqual(justNames(names(s, 'records')), ['r1'], 'expired after the reopen: not listed');

@@ -67,7 +67,11 @@ test('a batch of large rows holds about BATCH_BYTES, not BATCH_ROWS rows', { ski
   const src = recording(await CursorSource.open(db, 'big', 0), reads);
   const text = await textOf(findText(src, compileWheres({}), { wheres: {} }, undefined));
   const got = JSON.parse(text) as Array<{ i: number }>;
-  assert.deepEqual(got.map((r) => r.i), [...Array(n).keys()], 'every row, in order');
+  assert.deepEqual(
+    got.map((r) => r.i),
+    [...Array(n).keys()],
+    'every row, in order',
+  );
   const rowBytes = reads[0].bytes / reads[0].rows;
   assert.ok(rowBytes > pad, `rows of about ${pad} bytes (${rowBytes})`);
   assert.ok(reads[0].rows < BATCH_ROWS, `the first batch is small (${reads[0].rows} rows)`);
@@ -82,14 +86,19 @@ test('small rows then large ones: no batch holds more than BATCH_BYTES and one r
   const big = 'y'.repeat(40_000);
   for (let from = 0; from < 1_100; from += 100) {
     const mutations = [];
-    for (let i = from; i < from + 100; i++) mutations.push({ kind: 'table' as const, name: 'mixed', op: 'INSERT' as const, values: { i, filler: i < 64 ? '' : big } });
+    for (let i = from; i < from + 100; i++)
+      mutations.push({ kind: 'table' as const, name: 'mixed', op: 'INSERT' as const, values: { i, filler: i < 64 ? '' : big } });
     await store!.transact({ checks: [], mutations, serializable: false });
   }
   const reads: Array<{ rows: number; bytes: number }> = [];
   const src = recording(await CursorSource.open(db, 'mixed', 0), reads);
   const got = JSON.parse(await textOf(findText(src, compileWheres({}), { wheres: {} }, undefined))) as Array<{ i: number }>;
-  assert.deepEqual(got.map((r) => r.i), [...Array(1_100).keys()]);
-  for (const r of reads) assert.ok(r.bytes <= BATCH_BYTES + 41_000, `a batch of ${r.rows} rows held ${r.bytes} bytes (${JSON.stringify(reads.map((x) => x.rows))})`);
+  assert.deepEqual(
+    got.map((r) => r.i),
+    [...Array(1_100).keys()],
+  );
+  for (const r of reads)
+    assert.ok(r.bytes <= BATCH_BYTES + 41_000, `a batch of ${r.rows} rows held ${r.bytes} bytes (${JSON.stringify(reads.map((x) => x.rows))})`);
 });
 
 test('a read that runs out of rows stops there (no empty pages up to a row count)', { skip }, async () => {
@@ -100,10 +109,20 @@ test('a read that runs out of rows stops there (no empty pages up to a row count
   const src = recording(await CursorSource.open(db, 'tail', n - 10), reads);
   assert.equal(src.length, Infinity, 'unknown until the rows run out');
   const got = JSON.parse(await textOf(findText(src, compileWheres({}), { wheres: {} }, undefined))) as Array<{ i: number }>;
-  assert.deepEqual(got.map((r) => r.i), [...Array(10).keys()].map((k) => n - 10 + k));
-  assert.deepEqual(reads.map((r) => r.rows), [10], 'one page, short, and nothing after it');
+  assert.deepEqual(
+    got.map((r) => r.i),
+    [...Array(10).keys()].map((k) => n - 10 + k),
+  );
+  assert.deepEqual(
+    reads.map((r) => r.rows),
+    [10],
+    'one page, short, and nothing after it',
+  );
   assert.equal(src.length, 10, 'the length is cut to the rows there were');
   // The same through the store's own answer for a query with `after`.
   const viaStore = JSON.parse(await textOf(await store!.tables.find('tail', { wheres: { i: { $gte: n - 5 } }, after: n - 10 }))) as Array<{ i: number }>;
-  assert.deepEqual(viaStore.map((r) => r.i), [n - 5, n - 4, n - 3, n - 2, n - 1]);
+  assert.deepEqual(
+    viaStore.map((r) => r.i),
+    [n - 5, n - 4, n - 3, n - 2, n - 1],
+  );
 });

@@ -61,10 +61,14 @@ function opHolds(v: unknown, op: string, arg: unknown): boolean {
   if (op === '$not') return !(isOps(arg) ? Object.entries(arg).every(([o, a]) => opHolds(v, o, a)) : opHolds(v, '$eq', arg));
   if (v === NONE) return false;
   switch (op) {
-    case '$eq': return same(v, arg);
-    case '$ne': return !same(v, arg);
-    case '$in': return (arg as unknown[]).some((x) => same(v, x));
-    case '$nin': return !(arg as unknown[]).some((x) => same(v, x));
+    case '$eq':
+      return same(v, arg);
+    case '$ne':
+      return !same(v, arg);
+    case '$in':
+      return (arg as unknown[]).some((x) => same(v, x));
+    case '$nin':
+      return !(arg as unknown[]).some((x) => same(v, x));
   }
   const c = cmpScalar(v, arg);
   if (c === undefined) return false;
@@ -124,16 +128,27 @@ function modelQuery(rows: Map<number, Row>, q: RowQuery): unknown {
 
 // ---- generators ---------------------------------------------------------------------
 
-const scalar = fc.oneof(fc.integer({ min: -2, max: 4 }), fc.constantFrom('x', 'y', 'z', '', 'é', '\u{1F600}', '\uff5e', 'x\u0000', '\\u'), fc.boolean(), fc.constant(null));
-const value = fc.oneof({ weight: 4, arbitrary: scalar }, { weight: 1, arbitrary: fc.oneof(fc.record({ x: fc.integer({ min: 0, max: 2 }) }), fc.array(fc.integer({ min: 0, max: 2 }), { maxLength: 2 })) });
-const rowArb: fc.Arbitrary<Row> = fc.record({
-  a: value,
-  b: fc.constantFrom('x', 'y', 'z', 'xy', 'é'),
-  c: value,
-  n: fc.oneof(fc.record({ x: value, y: scalar }, { requiredKeys: [] }), scalar),
-  'd.e': fc.integer({ min: 0, max: 2 }),
-  d: fc.record({ e: fc.integer({ min: 0, max: 2 }) }, { requiredKeys: [] }),
-}, { requiredKeys: [] });
+const scalar = fc.oneof(
+  fc.integer({ min: -2, max: 4 }),
+  fc.constantFrom('x', 'y', 'z', '', 'é', '\u{1F600}', '\uff5e', 'x\u0000', '\\u'),
+  fc.boolean(),
+  fc.constant(null),
+);
+const value = fc.oneof(
+  { weight: 4, arbitrary: scalar },
+  { weight: 1, arbitrary: fc.oneof(fc.record({ x: fc.integer({ min: 0, max: 2 }) }), fc.array(fc.integer({ min: 0, max: 2 }), { maxLength: 2 })) },
+);
+const rowArb: fc.Arbitrary<Row> = fc.record(
+  {
+    a: value,
+    b: fc.constantFrom('x', 'y', 'z', 'xy', 'é'),
+    c: value,
+    n: fc.oneof(fc.record({ x: value, y: scalar }, { requiredKeys: [] }), scalar),
+    'd.e': fc.integer({ min: 0, max: 2 }),
+    d: fc.record({ e: fc.integer({ min: 0, max: 2 }) }, { requiredKeys: [] }),
+  },
+  { requiredKeys: [] },
+);
 
 const PATHS = ['a', 'b', 'c', 'n', 'n.x', 'n.y', 'd.e', 'zz'];
 const opArb: fc.Arbitrary<[string, unknown]> = fc.oneof(
@@ -147,46 +162,59 @@ const condArb: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 3, arbitrary: fc.array(opArb, { minLength: 1, maxLength: 2 }).map((ops) => Object.fromEntries(ops)) },
 );
 const whereArb: fc.Arbitrary<Row> = fc.letrec((tie) => ({
-  where: fc.oneof({ maxDepth: 2, depthSize: 'small' },
+  where: fc.oneof(
+    { maxDepth: 2, depthSize: 'small' },
     fc.array(fc.tuple(fc.constantFrom(...PATHS), condArb), { maxLength: 3 }).map((es) => Object.fromEntries(es)),
     fc.record({ $and: fc.array(tie('where'), { maxLength: 3 }) }),
     fc.record({ $or: fc.array(tie('where'), { maxLength: 3 }) }),
     fc.record({ $not: tie('where') }),
-    fc.tuple(fc.constantFrom(['d.e'], ['n', 'x'], ['a']), fc.array(opArb, { minLength: 1, maxLength: 2 }))
+    fc
+      .tuple(fc.constantFrom(['d.e'], ['n', 'x'], ['a']), fc.array(opArb, { minLength: 1, maxLength: 2 }))
       .map(([p, ops]) => ({ $field: p, ...Object.fromEntries(ops) })),
     // Two conditions on one indexed field: ranges with both ends.
-    fc.tuple(fc.constantFrom('a', 'n.x', 'c'), fc.integer({ min: -2, max: 4 }), fc.integer({ min: -2, max: 4 }))
+    fc
+      .tuple(fc.constantFrom('a', 'n.x', 'c'), fc.integer({ min: -2, max: 4 }), fc.integer({ min: -2, max: 4 }))
       .map(([p, lo, hi]) => ({ [p]: { $gte: lo, $lt: hi } })),
   ) as fc.Arbitrary<Row>,
 })).where;
 
 const orderArb: fc.Arbitrary<OrderKey[] | undefined> = fc.option(
-  fc.array(fc.record({ field: fc.constantFrom('a', 'b', 'c', 'n.x', 'd.e', 'zz'), dir: fc.constantFrom('asc' as const, 'desc' as const) }), { minLength: 1, maxLength: 2 }),
-  { nil: undefined });
-const queryArb: fc.Arbitrary<RowQuery> = fc.record({
-  wheres: whereArb,
-  order: orderArb,
-  limit: fc.option(fc.integer({ min: 1, max: 8 }), { nil: undefined }),
-  after: fc.option(fc.integer({ min: 0, max: 30 }), { nil: undefined }),
-  shape: fc.constantFrom('rows', 'count', 'fields', 'ids'),
-  fields: fc.subarray(['a', 'b', 'n', 'd.e', 'zz']),
-}).map((r) => {
-  const q: RowQuery = { wheres: r.wheres };
-  if (r.order !== undefined) q.order = r.order;
-  if (r.limit !== undefined) q.limit = r.limit;
-  if (r.after !== undefined) q.after = r.after;
-  if (r.shape === 'count') q.count = true;
-  if (r.shape === 'fields') q.fields = r.fields;
-  if (r.shape === 'ids') q.withIds = true;
-  return q;
-});
+  fc.array(fc.record({ field: fc.constantFrom('a', 'b', 'c', 'n.x', 'd.e', 'zz'), dir: fc.constantFrom('asc' as const, 'desc' as const) }), {
+    minLength: 1,
+    maxLength: 2,
+  }),
+  { nil: undefined },
+);
+const queryArb: fc.Arbitrary<RowQuery> = fc
+  .record({
+    wheres: whereArb,
+    order: orderArb,
+    limit: fc.option(fc.integer({ min: 1, max: 8 }), { nil: undefined }),
+    after: fc.option(fc.integer({ min: 0, max: 30 }), { nil: undefined }),
+    shape: fc.constantFrom('rows', 'count', 'fields', 'ids'),
+    fields: fc.subarray(['a', 'b', 'n', 'd.e', 'zz']),
+  })
+  .map((r) => {
+    const q: RowQuery = { wheres: r.wheres };
+    if (r.order !== undefined) q.order = r.order;
+    if (r.limit !== undefined) q.limit = r.limit;
+    if (r.after !== undefined) q.after = r.after;
+    if (r.shape === 'count') q.count = true;
+    if (r.shape === 'fields') q.fields = r.fields;
+    if (r.shape === 'ids') q.withIds = true;
+    return q;
+  });
 
 type Change = { t: 'insert'; row: Row } | { t: 'delete'; b: string } | { t: 'patch'; b: string; sets: Row };
 const changeArb: fc.Arbitrary<Change> = fc.oneof(
   { weight: 6, arbitrary: rowArb.map((row) => ({ t: 'insert' as const, row })) },
   { weight: 1, arbitrary: fc.constantFrom('x', 'y', 'z', 'xy').map((b) => ({ t: 'delete' as const, b })) },
-  { weight: 2, arbitrary: fc.tuple(fc.constantFrom('x', 'y', 'z', 'é'), fc.record({ a: value, c: value, n: fc.record({ x: value }) }, { requiredKeys: [] }))
-    .map(([b, sets]) => ({ t: 'patch' as const, b, sets })) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .tuple(fc.constantFrom('x', 'y', 'z', 'é'), fc.record({ a: value, c: value, n: fc.record({ x: value }) }, { requiredKeys: [] }))
+      .map(([b, sets]) => ({ t: 'patch' as const, b, sets })),
+  },
 );
 
 // ---- the test -----------------------------------------------------------------------
@@ -212,56 +240,79 @@ const INDEXED = ['a', 'c', 'n.x', 'b'];
 let seq = 0;
 
 test('shaped queries: indexed = unindexed = model on random data', async () => {
-  await fc.assert(fc.asyncProperty(fc.array(changeArb, { maxLength: 60 }), fc.array(queryArb, { minLength: 1, maxLength: 6 }), async (changes, queries) => {
-    const n = ++seq;
-    const plain = `plain${n}`;
-    const early = `early${n}`;
-    const late = `late${n}`;
-    for (const t of [plain, early, late]) await store.tables.create(t, 0);
-    for (const f of INDEXED) await store.tables.createIndex(early, f);
-    const model = new Map<number, Row>();
-    let next = 1;
-    const apply = async (part: typeof changes): Promise<void> => {
-      for (const c of part) {
-        for (const t of [plain, early, late]) {
-          if (c.t === 'insert') await store.tables.insert(t, c.row);
-          else if (c.t === 'delete') await store.tables.deleteRows(t, { b: c.b });
-          else await store.tables.patch(t, { b: c.b }, c.sets);
+  await fc.assert(
+    fc.asyncProperty(fc.array(changeArb, { maxLength: 60 }), fc.array(queryArb, { minLength: 1, maxLength: 6 }), async (changes, queries) => {
+      const n = ++seq;
+      const plain = `plain${n}`;
+      const early = `early${n}`;
+      const late = `late${n}`;
+      for (const t of [plain, early, late]) await store.tables.create(t, 0);
+      for (const f of INDEXED) await store.tables.createIndex(early, f);
+      const model = new Map<number, Row>();
+      let next = 1;
+      const apply = async (part: typeof changes): Promise<void> => {
+        for (const c of part) {
+          for (const t of [plain, early, late]) {
+            if (c.t === 'insert') await store.tables.insert(t, c.row);
+            else if (c.t === 'delete') await store.tables.deleteRows(t, { b: c.b });
+            else await store.tables.patch(t, { b: c.b }, c.sets);
+          }
+          if (c.t === 'insert') model.set(next++, structuredClone(c.row));
+          else for (const [id, r] of model) if (r.b === c.b) c.t === 'delete' ? model.delete(id) : model.set(id, { ...r, ...structuredClone(c.sets) });
         }
-        if (c.t === 'insert') model.set(next++, structuredClone(c.row));
-        else for (const [id, r] of model) if (r.b === c.b) c.t === 'delete' ? model.delete(id) : model.set(id, { ...r, ...structuredClone(c.sets) });
-      }
-    };
-    // Half the changes, the queries, then the rest and the queries again: the second
-    // round reads rows that changed or went away after the first read them through
-    // the indexes (whose entries keep references to the versions they read).
-    const half = changes.length >> 1;
-    await apply(changes.slice(0, half));
-    for (const f of INDEXED) await store.tables.createIndex(late, f);
-    await store.indexes.settled();
-    const ready = JSON.parse(await store.tables.listIndexes(late)) as Array<{ ready: boolean }>;
-    assert.ok(ready.every((x) => x.ready), 'indexes built');
-    // Beside the random queries, every index plan on every indexed field, so each run exercises them all.
-    const probes: RowQuery[] = [];
-    for (const f of INDEXED) {
-      for (const v of [0, 1, 'x', true, null]) {
-        probes.push({ wheres: { [f]: v } }, { wheres: { [f]: { $gte: v } }, limit: 3, after: 2 }, { wheres: { [f]: { $in: [v, 2] } }, withIds: true });
-      }
-      probes.push({ wheres: {}, order: [{ field: f, dir: 'asc' }], limit: 4 }, { wheres: { b: 'x' }, order: [{ field: f, dir: 'desc' }, { field: 'a', dir: 'asc' }], limit: 3 });
-    }
-    for (let round = 0; round < 2; round++) {
-      if (round === 1) await apply(changes.slice(half));
-      for (const q of [...queries, ...probes]) {
-        const want = modelQuery(model, q);
-        for (const t of [plain, early, late]) {
-          const got = JSON.parse(await textOf(await store.tables.find(t, q))) as unknown;
-          assert.deepStrictEqual(got, want, `${t} (round ${round}): ${JSON.stringify(q)}`);
+      };
+      // Half the changes, the queries, then the rest and the queries again: the second
+      // round reads rows that changed or went away after the first read them through
+      // the indexes (whose entries keep references to the versions they read).
+      const half = changes.length >> 1;
+      await apply(changes.slice(0, half));
+      for (const f of INDEXED) await store.tables.createIndex(late, f);
+      await store.indexes.settled();
+      const ready = JSON.parse(await store.tables.listIndexes(late)) as Array<{ ready: boolean }>;
+      assert.ok(
+        ready.every((x) => x.ready),
+        'indexes built',
+      );
+      // Beside the random queries, every index plan on every indexed field, so each run exercises them all.
+      const probes: RowQuery[] = [];
+      for (const f of INDEXED) {
+        for (const v of [0, 1, 'x', true, null]) {
+          probes.push({ wheres: { [f]: v } }, { wheres: { [f]: { $gte: v } }, limit: 3, after: 2 }, { wheres: { [f]: { $in: [v, 2] } }, withIds: true });
         }
-        if (q.order === undefined && q.limit === undefined && q.after === undefined && q.fields === undefined && q.count === undefined && q.withIds === undefined) {
-          assert.deepStrictEqual(JSON.parse(await textOf(await store.tables.query(early, q.wheres))), want, 'plain query');
+        probes.push(
+          { wheres: {}, order: [{ field: f, dir: 'asc' }], limit: 4 },
+          {
+            wheres: { b: 'x' },
+            order: [
+              { field: f, dir: 'desc' },
+              { field: 'a', dir: 'asc' },
+            ],
+            limit: 3,
+          },
+        );
+      }
+      for (let round = 0; round < 2; round++) {
+        if (round === 1) await apply(changes.slice(half));
+        for (const q of [...queries, ...probes]) {
+          const want = modelQuery(model, q);
+          for (const t of [plain, early, late]) {
+            const got = JSON.parse(await textOf(await store.tables.find(t, q))) as unknown;
+            assert.deepStrictEqual(got, want, `${t} (round ${round}): ${JSON.stringify(q)}`);
+          }
+          if (
+            q.order === undefined &&
+            q.limit === undefined &&
+            q.after === undefined &&
+            q.fields === undefined &&
+            q.count === undefined &&
+            q.withIds === undefined
+          ) {
+            assert.deepStrictEqual(JSON.parse(await textOf(await store.tables.query(early, q.wheres))), want, 'plain query');
+          }
         }
       }
-    }
-    for (const t of [plain, early, late]) await store.tables.drop(t);
-  }), { numRuns: PG_URL === undefined ? 120 : 40 });
+      for (const t of [plain, early, late]) await store.tables.drop(t);
+    }),
+    { numRuns: PG_URL === undefined ? 120 : 40 },
+  );
 });

@@ -65,7 +65,10 @@ test('random inserts and deletes keep ranks, slices and score counts equal to a 
 test('fromSorted builds what the same pairs added one by one build', () => {
   const rand = rng(7);
   const pairs: Pair[] = Array.from({ length: 5000 }, (_, i) => [Math.floor(rand() * 100), `k${i}`] as Pair).sort(cmp);
-  const r = RankedPairs.fromSorted(pairs.map((p) => p[0]), pairs.map((p) => p[1]));
+  const r = RankedPairs.fromSorted(
+    pairs.map((p) => p[0]),
+    pairs.map((p) => p[1]),
+  );
   check(r, pairs, rand);
   r.add(50.5, 'new');
   const withNew = [...pairs, [50.5, 'new'] as Pair].sort(cmp);

@@ -31,7 +31,11 @@ function faultyOps(state: { failWrite: boolean; failSync: boolean }): FileOps {
   };
 }
 
-const settle = (p: unknown): Promise<unknown> => Promise.resolve(p).then(() => undefined, () => undefined);
+const settle = (p: unknown): Promise<unknown> =>
+  Promise.resolve(p).then(
+    () => undefined,
+    () => undefined,
+  );
 
 for (const seed of [1, 2, 3, 4, 5, 6]) {
   test(`row references: indexed = scan under faults, expiry, drop/recreate, eviction, compaction (seed ${seed})`, async () => {
@@ -41,8 +45,16 @@ for (const seed of [1, 2, 3, 4, 5, 6]) {
     let clock = 1_000_000;
     const faults = { failWrite: false, failSync: false };
     const store = await LogStore.open({
-      dir, now: () => clock, fileOps: faultyOps(faults), cacheBytes: 20_000, segmentBytes: 8_192,
-      compactIntervalMs: 0, sweepIntervalMs: 0, compactMinDeadBytes: 1, compactMinDeadRatio: 0.1, hintDelayMs: 0,
+      dir,
+      now: () => clock,
+      fileOps: faultyOps(faults),
+      cacheBytes: 20_000,
+      segmentBytes: 8_192,
+      compactIntervalMs: 0,
+      sweepIntervalMs: 0,
+      compactMinDeadBytes: 1,
+      compactMinDeadRatio: 0.1,
+      hintDelayMs: 0,
       log: () => undefined,
     });
     const T = 't';
@@ -62,14 +74,16 @@ for (const seed of [1, 2, 3, 4, 5, 6]) {
         { wheres: { a: { $gte: 1 } } },
         { wheres: { b: pick(['x', 'y']) } },
       ]) {
-        const ids = Object.keys(all).map(Number).filter((id) => {
-          const r = all[id];
-          const [[f, c]] = Object.entries(q.wheres) as Array<[string, unknown]>;
-          const v = r[f];
-          if (typeof c === 'object' && c !== null && '$in' in c) return (c.$in as unknown[]).includes(v);
-          if (typeof c === 'object' && c !== null && '$gte' in c) return typeof v === 'number' && v >= (c.$gte as number);
-          return v === c;
-        });
+        const ids = Object.keys(all)
+          .map(Number)
+          .filter((id) => {
+            const r = all[id];
+            const [[f, c]] = Object.entries(q.wheres) as Array<[string, unknown]>;
+            const v = r[f];
+            if (typeof c === 'object' && c !== null && '$in' in c) return (c.$in as unknown[]).includes(v);
+            if (typeof c === 'object' && c !== null && '$gte' in c) return typeof v === 'number' && v >= (c.$gte as number);
+            return v === c;
+          });
         let got: Array<{ t_id: number; row: Row }>;
         try {
           got = JSON.parse(await textOf(await store.tables.find(T, { ...q, withIds: true }))) as Array<{ t_id: number; row: Row }>;
@@ -78,7 +92,8 @@ for (const seed of [1, 2, 3, 4, 5, 6]) {
         }
         const want = ids.sort((x, y) => x - y).map((id) => ({ t_id: id, row: all[id] }));
         assert.deepStrictEqual(got, want, `${label}: ${JSON.stringify(q)}`);
-        stats.checks++; stats.rows += got.length;
+        stats.checks++;
+        stats.rows += got.length;
       }
     };
     try {
@@ -101,15 +116,21 @@ for (const seed of [1, 2, 3, 4, 5, 6]) {
         const n = 1 + Math.floor(random() * 4);
         for (let i = 0; i < n; i++) {
           const w = random();
-          if (w < 0.4) pending.push(settle(store.tables.insert(T, { a: Math.floor(random() * 3), b: pick(['x', 'y']), pad: 'p'.repeat(Math.floor(random() * 400)) })));
-          else if (w < 0.7) pending.push(settle(store.tables.patch(T, { a: Math.floor(random() * 3) }, random() < 0.5 ? { a: Math.floor(random() * 3) } : { b: pick(['x', 'y']) })));
+          if (w < 0.4)
+            pending.push(settle(store.tables.insert(T, { a: Math.floor(random() * 3), b: pick(['x', 'y']), pad: 'p'.repeat(Math.floor(random() * 400)) })));
+          else if (w < 0.7)
+            pending.push(
+              settle(store.tables.patch(T, { a: Math.floor(random() * 3) }, random() < 0.5 ? { a: Math.floor(random() * 3) } : { b: pick(['x', 'y']) })),
+            );
           else if (w < 0.85) pending.push(settle(store.tables.deleteRows(T, { a: Math.floor(random() * 3) })));
           else if (w < 0.9) pending.push(settle(store.tables.expire(T, random() < 0.5 ? 0 : 100 + Math.floor(random() * 300))));
           else pending.push(settle(store.tables.find(T, { wheres: { a: Math.floor(random() * 3) } })));
           // Query right away, while the write is in flight.
           try {
             await textOf(await store.tables.find(T, { wheres: { a: Math.floor(random() * 3) } }));
-          } catch { /* gone */ }
+          } catch {
+            /* gone */
+          }
         }
         for (const p of pending) await settle(p);
         faults.failWrite = faults.failSync = false;

@@ -13,7 +13,12 @@ const invalid = (f: () => unknown, message: string): void => {
 };
 
 test('rowIdOfText: positive decimal integers up to 2^53 - 1, nothing else', () => {
-  for (const [text, id] of [['1', 1], ['42', 42], ['9007199254740991', MAX_ROW_ID]] as const) assert.equal(rowIdOfText(text), id);
+  for (const [text, id] of [
+    ['1', 1],
+    ['42', 42],
+    ['9007199254740991', MAX_ROW_ID],
+  ] as const)
+    assert.equal(rowIdOfText(text), id);
   for (const text of ['', '0', '00', '01', '-1', '+1', '1.0', '1.5', '1e3', ' 1', '1 ', '0x10', 'Infinity', 'NaN', '١', '１']) {
     invalid(() => rowIdOfText(text), `t_id must be a positive integer in decimal, not '${text}'`);
   }
@@ -28,7 +33,7 @@ test('patchedRow: sets replace top-level fields whole, null is a value, unset re
   const out = patchedRow(row, { b: { c: 9 }, n: null }, ['e', 'absent']);
   assert.deepEqual(out, { a: 1, b: { c: 9 }, n: null });
   assert.deepEqual(row, { a: 1, b: { c: 1, d: 2 }, e: 'x' });
-  assert.equal(JSON.stringify(out), '{"a":1,"b":{"c":9},"n":null}', 'key order: the row\'s, then new fields');
+  assert.equal(JSON.stringify(out), '{"a":1,"b":{"c":9},"n":null}', "key order: the row's, then new fields");
 });
 
 test('patchedRow: __proto__ and constructor are plain field names, set and unset like any other', () => {

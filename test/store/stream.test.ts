@@ -41,26 +41,64 @@ test('pieces of a large answer join into exactly what the rows give, for every s
     const all = await s.tables.all('t');
     assert.notEqual(typeof all, 'string', 'a large table answers in pieces');
     assert.equal(await textOf(all), `{${rows.map((r, k) => `"${k + 1}":${JSON.stringify(r)}`).join(',')}}`);
-    assert.equal(await textOf(await s.tables.page('t', 5, 2000)), `{${rows.slice(2000, 2005).map((r, k) => `"${2001 + k}":${JSON.stringify(r)}`).join(',')}}`);
+    assert.equal(
+      await textOf(await s.tables.page('t', 5, 2000)),
+      `{${rows
+        .slice(2000, 2005)
+        .map((r, k) => `"${2001 + k}":${JSON.stringify(r)}`)
+        .join(',')}}`,
+    );
     const ids = rows.map((r, k) => ({ id: k + 1, r }));
     const cases: Array<[RowQuery, (x: typeof ids) => unknown]> = [
       [{ wheres: { g: 3 } }, (x) => x.filter((e) => e.r.g === 3).map((e) => e.r)],
-      [{ wheres: { g: 3 }, limit: 10, after: 100 }, (x) => x.filter((e) => e.r.g === 3 && e.id > 100).slice(0, 10).map((e) => e.r)],
+      [
+        { wheres: { g: 3 }, limit: 10, after: 100 },
+        (x) =>
+          x
+            .filter((e) => e.r.g === 3 && e.id > 100)
+            .slice(0, 10)
+            .map((e) => e.r),
+      ],
       [{ wheres: {}, count: true }, (x) => ({ count: x.length })],
-      [{ wheres: { g: { $lt: 2 } }, fields: ['i'], withIds: true }, (x) => x.filter((e) => (e.r.g as number) < 2).map((e) => ({ t_id: e.id, row: { i: e.r.i } }))],
-      [{ wheres: {}, order: [{ field: 'o', dir: 'desc' }, { field: 's', dir: 'asc' }] }, (x) => [...x].sort((a, b) => {
-        const ao = a.r.o as number | undefined;
-        const bo = b.r.o as number | undefined;
-        if (ao === undefined || bo === undefined) return ao === bo ? cmpS(a, b) : ao === undefined ? 1 : -1;
-        return bo - ao || cmpS(a, b);
-      }).map((e) => e.r)],
-      [{ wheres: {}, order: [{ field: 's', dir: 'asc' }], limit: 30 }, (x) => [...x].sort(cmpS).slice(0, 30).map((e) => e.r)],
+      [
+        { wheres: { g: { $lt: 2 } }, fields: ['i'], withIds: true },
+        (x) => x.filter((e) => (e.r.g as number) < 2).map((e) => ({ t_id: e.id, row: { i: e.r.i } })),
+      ],
+      [
+        {
+          wheres: {},
+          order: [
+            { field: 'o', dir: 'desc' },
+            { field: 's', dir: 'asc' },
+          ],
+        },
+        (x) =>
+          [...x]
+            .sort((a, b) => {
+              const ao = a.r.o as number | undefined;
+              const bo = b.r.o as number | undefined;
+              if (ao === undefined || bo === undefined) return ao === bo ? cmpS(a, b) : ao === undefined ? 1 : -1;
+              return bo - ao || cmpS(a, b);
+            })
+            .map((e) => e.r),
+      ],
+      [
+        { wheres: {}, order: [{ field: 's', dir: 'asc' }], limit: 30 },
+        (x) =>
+          [...x]
+            .sort(cmpS)
+            .slice(0, 30)
+            .map((e) => e.r),
+      ],
     ];
     for (const [q, want] of cases) {
       const got = JSON.parse(await textOf(await s.tables.find('t', q))) as unknown;
       assert.deepEqual(got, want(ids), JSON.stringify(q));
     }
-    assert.deepEqual(JSON.parse(await textOf(await s.tables.query('t', { g: 6 }))), rows.filter((r) => r.g === 6));
+    assert.deepEqual(
+      JSON.parse(await textOf(await s.tables.query('t', { g: 6 }))),
+      rows.filter((r) => r.g === 6),
+    );
     assert.equal(readers(s), 0, 'every snapshot was released');
   } finally {
     await s.close();
@@ -79,7 +117,12 @@ test('an answer stopped early (the client went away) releases its snapshot', asy
   const s = await LogStore.open({ dir, now: Date.now, cacheBytes: 64 * 1024, durability: 'never', ...quiet });
   try {
     await s.tables.create('t', 0);
-    const mutations = Array.from({ length: 1000 }, (_, i) => ({ kind: 'table' as const, name: 't', op: 'INSERT' as const, values: { i, pad: 'x'.repeat(200) } }));
+    const mutations = Array.from({ length: 1000 }, (_, i) => ({
+      kind: 'table' as const,
+      name: 't',
+      op: 'INSERT' as const,
+      values: { i, pad: 'x'.repeat(200) },
+    }));
     for (let k = 0; k < 2; k++) await s.transact({ checks: [], mutations, serializable: false });
     const before = readers(s);
     for (const stopAfter of [0, 1]) {

@@ -40,8 +40,11 @@ test('primitive where-values never match an inherited name, only an own field', 
     for (const v of ['x', 0, 1, true, false, '']) {
       const where = JSON.parse(`{${JSON.stringify(name)}:${JSON.stringify(v)}}`) as Record<string, unknown>;
       assert.equal(m({ a: 1 }, where), false, `${name} = ${JSON.stringify(v)} on a row without it`);
-      assert.equal(m(JSON.parse(`{"a":1,${JSON.stringify(name)}:${JSON.stringify(v)}}`) as Record<string, unknown>, where), true,
-        `${name} = ${JSON.stringify(v)} on a row with it`);
+      assert.equal(
+        m(JSON.parse(`{"a":1,${JSON.stringify(name)}:${JSON.stringify(v)}}`) as Record<string, unknown>, where),
+        true,
+        `${name} = ${JSON.stringify(v)} on a row with it`,
+      );
     }
   }
   assert.equal(m({ a: 0 }, { a: false }), false, 'no coercion');
@@ -79,7 +82,11 @@ test('an object with a non-$ key is a value, not an operator object', () => {
 test('unknown or ill-typed operators are 400s', () => {
   for (const w of [{ a: { $regex: 'x' } }, { a: { $in: 3 } }, { a: { $exists: 1 } }, { a: { $constructor: 1 } }, { a: { __proto__x: 1, $gt: 1 } }]) {
     if (Object.keys(w.a).some((k) => !k.startsWith('$'))) continue;
-    assert.throws(() => compileWheres(w), (e: unknown) => e instanceof StoreError && e.kind === 'invalid', JSON.stringify(w));
+    assert.throws(
+      () => compileWheres(w),
+      (e: unknown) => e instanceof StoreError && e.kind === 'invalid',
+      JSON.stringify(w),
+    );
   }
   assert.throws(() => compileWheres({ a: { $toString: 1 } }), StoreError);
 });

@@ -15,7 +15,16 @@ export interface Series {
 /** Tick steps for sizes in bytes: powers of two, so that ticks fall on 256 MiB, 64 GiB… */
 const BINARY = Array.from({ length: 51 }, (_, i) => 2 ** i);
 
-export function Chart(props: { id: string; title: string; series: Series; format: (v: number) => string; floor?: number; max?: number; windowS: number; binary?: boolean }) {
+export function Chart(props: {
+  id: string;
+  title: string;
+  series: Series;
+  format: (v: number) => string;
+  floor?: number;
+  max?: number;
+  windowS: number;
+  binary?: boolean;
+}) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
   const fmt = useRef(props.format);
@@ -34,22 +43,29 @@ export function Chart(props: { id: string; title: string; series: Series; format
       const line = css.getPropertyValue('--line').trim() || '#ccc';
       const accent = css.getPropertyValue('--accent').trim() || '#2456a6';
       const axis = { stroke: fg, grid: { stroke: line, width: 1 }, ticks: { stroke: line, width: 1 }, font: '12px system-ui, sans-serif' };
-      plot.current = new uPlot({
-        width: Math.max(200, el.clientWidth),
-        height: 170,
-        legend: { show: false },
-        cursor: { show: false },
-        scales: {
-          // A fixed window ending now: the time scale does not jump as samples arrive.
-          x: { time: true, range: () => {
-            const now = Date.now() / 1000;
-            return [now - span.current, now];
-          } },
-          y: { range: (_u, _min, max) => [0, limits.current.max ?? Math.max((max ?? 0) * 1.15, limits.current.floor)] },
+      plot.current = new uPlot(
+        {
+          width: Math.max(200, el.clientWidth),
+          height: 170,
+          legend: { show: false },
+          cursor: { show: false },
+          scales: {
+            // A fixed window ending now: the time scale does not jump as samples arrive.
+            x: {
+              time: true,
+              range: () => {
+                const now = Date.now() / 1000;
+                return [now - span.current, now];
+              },
+            },
+            y: { range: (_u, _min, max) => [0, limits.current.max ?? Math.max((max ?? 0) * 1.15, limits.current.floor)] },
+          },
+          axes: [axis, { ...axis, size: 72, values: (_u, vals) => vals.map((v) => fmt.current(v)), ...(props.binary ? { incrs: BINARY } : {}) }],
+          series: [{}, { stroke: accent, width: 2, fill: `${accent}22`, points: { show: false } }],
         },
-        axes: [axis, { ...axis, size: 72, values: (_u, vals) => vals.map((v) => fmt.current(v)), ...(props.binary ? { incrs: BINARY } : {}) }],
-        series: [{}, { stroke: accent, width: 2, fill: `${accent}22`, points: { show: false } }],
-      }, [props.series.t, props.series.v], el);
+        [props.series.t, props.series.v],
+        el,
+      );
     };
     make();
     const resize = new ResizeObserver(() => plot.current?.setSize({ width: Math.max(200, el.clientWidth), height: 170 }));

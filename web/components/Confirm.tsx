@@ -40,8 +40,12 @@ export function ConfirmHost() {
       <form method="dialog">
         <p id="confirm-text">{text}</p>
         <div class="row end">
-          <button value="cancel" id="confirm-cancel" ref={cancel}>Cancel</button>
-          <button value="ok" id="confirm-ok" class="danger">Confirm</button>
+          <button value="cancel" id="confirm-cancel" ref={cancel}>
+            Cancel
+          </button>
+          <button value="ok" id="confirm-ok" class="danger">
+            Confirm
+          </button>
         </div>
       </form>
     </dialog>

@@ -12,19 +12,42 @@ export interface Column<R> {
   title?: (r: R) => string;
 }
 
-export function DataTable<R>(props: { id: string; caption: string; columns: Column<R>[]; rows: R[]; keyOf: (r: R) => string; rowAttrs?: (r: R) => Record<string, string>; empty?: string }) {
-  if (props.rows.length === 0) return <p class="muted" id={`${props.id}-empty`}>{props.empty ?? 'Nothing here.'}</p>;
+export function DataTable<R>(props: {
+  id: string;
+  caption: string;
+  columns: Column<R>[];
+  rows: R[];
+  keyOf: (r: R) => string;
+  rowAttrs?: (r: R) => Record<string, string>;
+  empty?: string;
+}) {
+  if (props.rows.length === 0)
+    return (
+      <p class="muted" id={`${props.id}-empty`}>
+        {props.empty ?? 'Nothing here.'}
+      </p>
+    );
   return (
     <div class="gridwrap" tabIndex={0} role="region" aria-label={props.caption}>
       <table class="grid" id={props.id}>
         <caption class="sr-only">{props.caption}</caption>
         <thead>
-          <tr>{props.columns.map((c) => <th scope="col" class={c.cls}>{c.label}</th>)}</tr>
+          <tr>
+            {props.columns.map((c) => (
+              <th scope="col" class={c.cls}>
+                {c.label}
+              </th>
+            ))}
+          </tr>
         </thead>
         <tbody>
           {props.rows.map((r) => (
             <tr key={props.keyOf(r)} {...(props.rowAttrs?.(r) ?? {})}>
-              {props.columns.map((c) => <td class={c.cls} title={c.title?.(r)}>{c.render(r)}</td>)}
+              {props.columns.map((c) => (
+                <td class={c.cls} title={c.title?.(r)}>
+                  {c.render(r)}
+                </td>
+              ))}
             </tr>
           ))}
         </tbody>
@@ -37,9 +60,16 @@ export function DataTable<R>(props: { id: string; caption: string; columns: Colu
 export function Pager(props: { page: number; hasNext: boolean; onPrev: () => void; onNext: () => void; info?: string; id?: string }) {
   return (
     <div class="row pager" id={props.id}>
-      <button type="button" disabled={props.page <= 1} onClick={props.onPrev}>← Previous</button>
-      <span class="muted" id={props.id ? `${props.id}-info` : undefined}>page {props.page}{props.info ? ` · ${props.info}` : ''}</span>
-      <button type="button" disabled={!props.hasNext} onClick={props.onNext}>Next →</button>
+      <button type="button" disabled={props.page <= 1} onClick={props.onPrev}>
+        ← Previous
+      </button>
+      <span class="muted" id={props.id ? `${props.id}-info` : undefined}>
+        page {props.page}
+        {props.info ? ` · ${props.info}` : ''}
+      </span>
+      <button type="button" disabled={!props.hasNext} onClick={props.onNext}>
+        Next →
+      </button>
     </div>
   );
 }

@@ -112,7 +112,9 @@ export function Dashboard({ db }: { db: Pithos }) {
   const figure = (k: string, label: string, v: string, sub?: string) => (
     <div class="figure" key={k}>
       <div class="k">{label}</div>
-      <div class={k === 'gc_state' ? 'v words' : 'v'} data-figure={k}>{v}</div>
+      <div class={k === 'gc_state' ? 'v words' : 'v'} data-figure={k}>
+        {v}
+      </div>
       {sub ? <div class="sub muted">{sub}</div> : null}
     </div>
   );
@@ -120,28 +122,59 @@ export function Dashboard({ db }: { db: Pithos }) {
     <>
       <h1>Dashboard</h1>
       <h2>Health</h2>
-      {healthError ? <p class="msg error" role="alert">{healthError}</p> : null}
+      {healthError ? (
+        <p class="msg error" role="alert">
+          {healthError}
+        </p>
+      ) : null}
       {health ? (
         <div class="figures" id="health">
           {figure('key_count', 'Objects', String(health.key_count), 'tables, records, variants, locks, lists, sets, sorted sets')}
           {figure('gc_state', 'Compaction', gcState(health.gc_state))}
-          {figure('disk_used', 'Disk used', bytes(healthBytes(health.disk_used)), `of ${bytes(diskTotal)} (${health.disk_percent.replace('%', ' %')}); ${bytes(healthBytes(health.disk_free))} free`)}
+          {figure(
+            'disk_used',
+            'Disk used',
+            bytes(healthBytes(health.disk_used)),
+            `of ${bytes(diskTotal)} (${health.disk_percent.replace('%', ' %')}); ${bytes(healthBytes(health.disk_free))} free`,
+          )}
           {figure('memory', 'Memory free', bytes(healthBytes(health.mem_free)), `of ${bytes(memTotal)}`)}
-          {figure('live_data', 'Live data', Number.isFinite(m.live) ? bytes(m.live) : bytes(healthBytes(health.space_total)),
-            Number.isFinite(m.dead) ? `${bytes(m.dead)} reclaimable by compaction` : 'current versions in the log')}
+          {figure(
+            'live_data',
+            'Live data',
+            Number.isFinite(m.live) ? bytes(m.live) : bytes(healthBytes(health.space_total)),
+            Number.isFinite(m.dead) ? `${bytes(m.dead)} reclaimable by compaction` : 'current versions in the log',
+          )}
           {Number.isFinite(m.watchers) ? figure('watchers', 'Change-feed watchers', String(m.watchers)) : null}
         </div>
-      ) : healthError ? null : <p class="muted">loading…</p>}
+      ) : healthError ? null : (
+        <p class="muted">loading…</p>
+      )}
       <h2>Load</h2>
       <p class="muted">Sampled every {POLL_MS / 1000} s, last 10 minutes. Requests and latency leave out this console's own requests.</p>
-      {metricsNote ? <p class="note" id="metrics-note">{metricsNote}</p> : null}
+      {metricsNote ? (
+        <p class="note" id="metrics-note">
+          {metricsNote}
+        </p>
+      ) : null}
       <div class="charts">
-        {metricsOn.current ? <Chart id="chart-rate" title="Requests (not the console's)" series={charts.rate} format={rate} floor={1} windowS={WINDOW_S} /> : null}
+        {metricsOn.current ? (
+          <Chart id="chart-rate" title="Requests (not the console's)" series={charts.rate} format={rate} floor={1} windowS={WINDOW_S} />
+        ) : null}
         {metricsOn.current ? <Chart id="chart-latency" title="Mean latency" series={charts.latency} format={ms} floor={1} windowS={WINDOW_S} /> : null}
         <Chart id="chart-live" title="Live data" series={charts.live} format={bytes} floor={1024 * 1024} windowS={WINDOW_S} binary />
-        <Chart id="chart-disk" title="Disk used" series={charts.disk} format={bytes} max={Number.isFinite(diskTotal) ? diskTotal : undefined} windowS={WINDOW_S} binary />
+        <Chart
+          id="chart-disk"
+          title="Disk used"
+          series={charts.disk}
+          format={bytes}
+          max={Number.isFinite(diskTotal) ? diskTotal : undefined}
+          windowS={WINDOW_S}
+          binary
+        />
       </div>
-      <p class="muted keys">Keys: <kbd>1</kbd>–<kbd>9</kbd>, <kbd>0</kbd> switch sections, <kbd>/</kbd> jumps to the first field.</p>
+      <p class="muted keys">
+        Keys: <kbd>1</kbd>–<kbd>9</kbd>, <kbd>0</kbd> switch sections, <kbd>/</kbd> jumps to the first field.
+      </p>
     </>
   );
 }

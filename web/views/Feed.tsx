@@ -98,11 +98,15 @@ export function Feed({ db }: { db: Pithos }) {
       }
       const d = (ev.data ?? {}) as Record<string, unknown>;
       if (ev.event === 'reset') {
-        notice(`reset: the server could not replay from event ${String(lastId.current)} (its log no longer holds those changes). Re-read what you need; the feed continues from version ${String(d.version)}.`);
+        notice(
+          `reset: the server could not replay from event ${String(lastId.current)} (its log no longer holds those changes). Re-read what you need; the feed continues from version ${String(d.version)}.`,
+        );
         return;
       }
       if (ev.event === 'overflow') {
-        notice(`overflow: the server ended the stream because this page fell more than 1 MiB behind (${String(d.reason ?? 'no reason given')}). Resuming from event ${String(lastId.current)}.`);
+        notice(
+          `overflow: the server ended the stream because this page fell more than 1 MiB behind (${String(d.reason ?? 'no reason given')}). Resuming from event ${String(lastId.current)}.`,
+        );
         return;
       }
       const s: Shown = {
@@ -132,15 +136,19 @@ export function Feed({ db }: { db: Pithos }) {
   return (
     <>
       <h1>Change feed</h1>
-      <form class="card" aria-labelledby="filters-title" onSubmit={(e) => {
-        e.preventDefault();
-        // New filters start a new stream from now: resuming is only exact with the same filters.
-        lastId.current = undefined;
-        setShownLast(undefined);
-        setEvents([]);
-        setPaused(false);
-        setFilters({ ...form });
-      }}>
+      <form
+        class="card"
+        aria-labelledby="filters-title"
+        onSubmit={(e) => {
+          e.preventDefault();
+          // New filters start a new stream from now: resuming is only exact with the same filters.
+          lastId.current = undefined;
+          setShownLast(undefined);
+          setEvents([]);
+          setPaused(false);
+          setFilters({ ...form });
+        }}
+      >
         <h2 id="filters-title">Filters</h2>
         <fieldset class="kinds">
           <legend>Kinds (none ticked: all)</legend>
@@ -151,38 +159,84 @@ export function Feed({ db }: { db: Pithos }) {
           ))}
         </fieldset>
         <div class="row">
-          <Field label="Name prefix"><input id="feed-prefix" value={form.prefix} onInput={(e) => setForm({ ...form, prefix: (e.currentTarget as HTMLInputElement).value })} /></Field>
-          <label class="check-label"><input type="checkbox" id="feed-values" checked={form.values} onChange={() => setForm({ ...form, values: !form.values })} /> with values</label>
-          <button type="submit" class="primary" id="feed-apply">Apply filters</button>
+          <Field label="Name prefix">
+            <input id="feed-prefix" value={form.prefix} onInput={(e) => setForm({ ...form, prefix: (e.currentTarget as HTMLInputElement).value })} />
+          </Field>
+          <label class="check-label">
+            <input type="checkbox" id="feed-values" checked={form.values} onChange={() => setForm({ ...form, values: !form.values })} /> with values
+          </label>
+          <button type="submit" class="primary" id="feed-apply">
+            Apply filters
+          </button>
         </div>
       </form>
       <section class="card" aria-labelledby="events-title">
         <div class="row spread">
           <h2 id="events-title">Events</h2>
           <div class="row">
-            <button type="button" id="feed-pause" aria-pressed={paused} onClick={() => setPaused(!paused)}>{paused ? 'Resume' : 'Pause'}</button>
-            <button type="button" onClick={() => setEvents([])}>Clear</button>
+            <button type="button" id="feed-pause" aria-pressed={paused} onClick={() => setPaused(!paused)}>
+              {paused ? 'Resume' : 'Pause'}
+            </button>
+            <button type="button" onClick={() => setEvents([])}>
+              Clear
+            </button>
           </div>
         </div>
-        <p id="feed-state" role="status">{state}{shownLast !== undefined ? ` · last event id ${shownLast}` : ''}</p>
-        {notices.map((n) => <p key={n.seq} class={n.kind === 'warn' ? 'note feed-notice' : 'muted feed-notice'} role="alert">{n.text}</p>)}
-        {events.length === 0 ? <p class="muted" id="feed-empty">No events yet. Changes to matching objects appear here as they are made.</p> : (
+        <p id="feed-state" role="status">
+          {state}
+          {shownLast !== undefined ? ` · last event id ${shownLast}` : ''}
+        </p>
+        {notices.map((n) => (
+          <p key={n.seq} class={n.kind === 'warn' ? 'note feed-notice' : 'muted feed-notice'} role="alert">
+            {n.text}
+          </p>
+        ))}
+        {events.length === 0 ? (
+          <p class="muted" id="feed-empty">
+            No events yet. Changes to matching objects appear here as they are made.
+          </p>
+        ) : (
           <div class="gridwrap" tabIndex={0} role="region" aria-label="Events, newest first">
             <table class="grid" id="feed-events">
               <caption class="sr-only">Events, newest first</caption>
-              <thead><tr><th scope="col" class="num">id</th><th scope="col">event</th><th scope="col">kind</th><th scope="col">name</th><th scope="col" class="num">version</th><th scope="col">op</th><th scope="col">value</th><th scope="col">seen</th></tr></thead>
+              <thead>
+                <tr>
+                  <th scope="col" class="num">
+                    id
+                  </th>
+                  <th scope="col">event</th>
+                  <th scope="col">kind</th>
+                  <th scope="col">name</th>
+                  <th scope="col" class="num">
+                    version
+                  </th>
+                  <th scope="col">op</th>
+                  <th scope="col">value</th>
+                  <th scope="col">seen</th>
+                </tr>
+              </thead>
               <tbody>
                 {events.map((e) => (
                   <tr key={e.seq} data-id={e.id ?? ''} data-name={e.name}>
                     <td class="num">{e.id ?? '—'}</td>
                     <td>{e.event}</td>
                     <td>{e.kind}</td>
-                    <td>{e.name}{e.tId !== undefined ? ` · row ${e.tId}` : ''}</td>
+                    <td>
+                      {e.name}
+                      {e.tId !== undefined ? ` · row ${e.tId}` : ''}
+                    </td>
                     <td class="num">{e.version ?? ''}</td>
                     <td>{e.op ?? ''}</td>
-                    <td class="code">{e.hasValue ? (
-                      <details><summary>show</summary><pre>{JSON.stringify(e.value, null, 2)}</pre></details>
-                    ) : '—'}</td>
+                    <td class="code">
+                      {e.hasValue ? (
+                        <details>
+                          <summary>show</summary>
+                          <pre>{JSON.stringify(e.value, null, 2)}</pre>
+                        </details>
+                      ) : (
+                        '—'
+                      )}
+                    </td>
                     <td class="nowrap muted">{e.at}</td>
                   </tr>
                 ))}

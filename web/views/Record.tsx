@@ -12,59 +12,86 @@ export function RecordView({ db, id }: { db: Pithos; id: string }) {
   const [state, setState] = useState<{ exists: boolean; version?: number } | null>(null);
   const load = useAction();
   const a = useAction();
-  const read = (): Promise<boolean> => load.run(async () => {
-    try {
-      const r = await db.getRecordVersioned(id);
-      setText(JSON.stringify(r.value, null, 2));
-      setState(r.version !== undefined ? { exists: true, version: r.version } : { exists: true });
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-      setText('{}');
-      setState({ exists: false });
-    }
-  });
+  const read = (): Promise<boolean> =>
+    load.run(async () => {
+      try {
+        const r = await db.getRecordVersioned(id);
+        setText(JSON.stringify(r.value, null, 2));
+        setState(r.version !== undefined ? { exists: true, version: r.version } : { exists: true });
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        setText('{}');
+        setState({ exists: false });
+      }
+    });
   useEffect(() => void read(), [db, id]);
-  const save = (): void => void a.run(async () => {
-    if (!state) return;
-    const record = parseObject(text, 'the record');
-    if (state.exists) {
-      // putRecord with if_version: refused (412) when someone else changed it since it was read.
-      await db.putRecord(id, record, state.version !== undefined ? { ifVersion: state.version } : undefined);
-    } else {
-      await db.putRecord(id, record, { ifAbsent: true });
-    }
-    const was = state.exists;
-    await read();
-    return was ? `record '${id}' saved` : `record '${id}' created`;
-  });
+  const save = (): void =>
+    void a.run(async () => {
+      if (!state) return;
+      const record = parseObject(text, 'the record');
+      if (state.exists) {
+        // putRecord with if_version: refused (412) when someone else changed it since it was read.
+        await db.putRecord(id, record, state.version !== undefined ? { ifVersion: state.version } : undefined);
+      } else {
+        await db.putRecord(id, record, { ifAbsent: true });
+      }
+      const was = state.exists;
+      await read();
+      return was ? `record '${id}' saved` : `record '${id}' created`;
+    });
   return (
     <>
-      <h1>Record <code>{id}</code></h1>
+      <h1>
+        Record <code>{id}</code>
+      </h1>
       <section class="card" aria-label="Record editor">
         <p class="muted" id="record-info">
-          {state === null ? 'loading…' : !state.exists ? `No record '${id}' exists: saving creates it.`
-            : state.version === undefined ? 'This server sends no version: saving replaces the record unconditionally.'
-            : `Version ${state.version}. Saving sends it (If-Match), so a change made meanwhile is refused (412), not overwritten.`}
+          {state === null
+            ? 'loading…'
+            : !state.exists
+              ? `No record '${id}' exists: saving creates it.`
+              : state.version === undefined
+                ? 'This server sends no version: saving replaces the record unconditionally.'
+                : `Version ${state.version}. Saving sends it (If-Match), so a change made meanwhile is refused (412), not overwritten.`}
         </p>
         <Status a={load} id="record-load-status" />
         <JsonEditor id="record-json" label="Record (JSON object)" rows={14} value={text} onInput={setText} onSubmit={save} />
         <div class="row">
-          <button type="button" class="primary" id="save-record" disabled={a.busy || state === null} onClick={save}>{state?.exists === false ? 'Create' : 'Save'}</button>
-          <button type="button" id="reload-record" onClick={() => {
-            a.clear();
-            void read();
-          }}>Reload</button>
+          <button type="button" class="primary" id="save-record" disabled={a.busy || state === null} onClick={save}>
+            {state?.exists === false ? 'Create' : 'Save'}
+          </button>
+          <button
+            type="button"
+            id="reload-record"
+            onClick={() => {
+              a.clear();
+              void read();
+            }}
+          >
+            Reload
+          </button>
           {state?.exists ? (
-            <button type="button" class="danger" id="delete-record" onClick={() => void a.run(async () => {
-              if (!(await confirmAction(`Delete record '${id}'?`))) return;
-              await db.deleteRecord(id);
-              location.hash = '#/records';
-            })}>Delete</button>
+            <button
+              type="button"
+              class="danger"
+              id="delete-record"
+              onClick={() =>
+                void a.run(async () => {
+                  if (!(await confirmAction(`Delete record '${id}'?`))) return;
+                  await db.deleteRecord(id);
+                  location.hash = '#/records';
+                })
+              }
+            >
+              Delete
+            </button>
           ) : null}
         </div>
         <Status a={a} id="record-status" />
       </section>
-      <p><a href="#/records">All records</a></p>
+      <p>
+        <a href="#/records">All records</a>
+      </p>
     </>
   );
 }

@@ -28,11 +28,28 @@ export function SignIn({ notice, onSignedIn }: { notice: string; onSignedIn: (to
       <p class="muted">The Auth-Token of this server. It is kept in this tab only (sessionStorage).</p>
       <label class="field wide">
         <span>Auth token</span>
-        <input ref={input} type="password" id="token" name="token" autocomplete="current-password" required value={token}
-          onInput={(e) => setToken((e.currentTarget as HTMLInputElement).value)} aria-describedby="signin-error" />
+        <input
+          ref={input}
+          type="password"
+          id="token"
+          name="token"
+          autocomplete="current-password"
+          required
+          value={token}
+          onInput={(e) => setToken((e.currentTarget as HTMLInputElement).value)}
+          aria-describedby="signin-error"
+        />
       </label>
-      <p><button class="primary" type="submit" disabled={busy}>Sign in</button></p>
-      {error ? <p class="msg error" role="alert" id="signin-error">{error}</p> : null}
+      <p>
+        <button class="primary" type="submit" disabled={busy}>
+          Sign in
+        </button>
+      </p>
+      {error ? (
+        <p class="msg error" role="alert" id="signin-error">
+          {error}
+        </p>
+      ) : null}
     </form>
   );
 }

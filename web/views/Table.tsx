@@ -15,7 +15,15 @@ import { plural, show } from '../lib/format.js';
 import { useAction } from '../lib/hooks.js';
 
 const OPS = [
-  ['=', ''], ['≠', '$ne'], ['>', '$gt'], ['≥', '$gte'], ['<', '$lt'], ['≤', '$lte'], ['in', '$in'], ['not in', '$nin'], ['exists', '$exists'],
+  ['=', ''],
+  ['≠', '$ne'],
+  ['>', '$gt'],
+  ['≥', '$gte'],
+  ['<', '$lt'],
+  ['≤', '$lte'],
+  ['in', '$in'],
+  ['not in', '$nin'],
+  ['exists', '$exists'],
 ] as const;
 
 interface Cond {
@@ -41,7 +49,10 @@ export function buildWheres(conds: Cond[], any: boolean): Wheres {
     for (const [k, v] of Object.entries(p)) {
       const prev = out[k];
       // Two conditions on one field merge their operators ({"$gte":1} + {"$lt":9}).
-      out[k] = prev !== undefined && typeof prev === 'object' && prev !== null && typeof v === 'object' && v !== null ? ({ ...(prev as object), ...(v as object) } as Json) : v;
+      out[k] =
+        prev !== undefined && typeof prev === 'object' && prev !== null && typeof v === 'object' && v !== null
+          ? ({ ...(prev as object), ...(v as object) } as Json)
+          : v;
     }
   }
   return out;
@@ -86,9 +97,11 @@ export function TableView({ db, name }: { db: Pithos; name: string }) {
       try {
         const ordered = query.field !== '' && query.field !== 't_id';
         const limit = ordered ? shown : query.size;
-        const page = await db.queryRowsWithIds(name, query.wheres, ordered
-          ? { limit: limit + 1, order: [{ field: query.field, dir: query.dir }] }
-          : { limit: limit + 1, after: afters[afters.length - 1] });
+        const page = await db.queryRowsWithIds(
+          name,
+          query.wheres,
+          ordered ? { limit: limit + 1, order: [{ field: query.field, dir: query.dir }] } : { limit: limit + 1, after: afters[afters.length - 1] },
+        );
         setHasMore(page.length > limit);
         setRows(page.slice(0, limit));
         setTotal(await db.countRows(name, query.wheres));
@@ -117,9 +130,13 @@ export function TableView({ db, name }: { db: Pithos; name: string }) {
   if (missing) {
     return (
       <>
-        <h1>Table <code>{name}</code></h1>
+        <h1>
+          Table <code>{name}</code>
+        </h1>
         <p class="note">{missing}</p>
-        <p><a href="#/tables">Back to tables</a></p>
+        <p>
+          <a href="#/tables">Back to tables</a>
+        </p>
       </>
     );
   }
@@ -145,14 +162,25 @@ export function TableView({ db, name }: { db: Pithos; name: string }) {
       cls: 'actions',
       render: (r) => (
         <span class="row nowrap">
-          <button type="button" class="edit-row" aria-label={`Edit row ${r.t_id}`} onClick={() => setEditing(r.t_id)}>Edit</button>
-          <button type="button" class="delete-row danger-quiet" aria-label={`Delete row ${r.t_id}`} onClick={() => void rowAction.run(async () => {
-            if (!(await confirmAction(`Delete row ${r.t_id} (${JSON.stringify(r.row)}) from '${name}'?`))) return;
-            await db.deleteRow(name, r.t_id);
-            if (editing === r.t_id) setEditing(null);
-            refresh();
-            return `row ${r.t_id} deleted`;
-          })}>Delete</button>
+          <button type="button" class="edit-row" aria-label={`Edit row ${r.t_id}`} onClick={() => setEditing(r.t_id)}>
+            Edit
+          </button>
+          <button
+            type="button"
+            class="delete-row danger-quiet"
+            aria-label={`Delete row ${r.t_id}`}
+            onClick={() =>
+              void rowAction.run(async () => {
+                if (!(await confirmAction(`Delete row ${r.t_id} (${JSON.stringify(r.row)}) from '${name}'?`))) return;
+                await db.deleteRow(name, r.t_id);
+                if (editing === r.t_id) setEditing(null);
+                refresh();
+                return `row ${r.t_id} deleted`;
+              })
+            }
+          >
+            Delete
+          </button>
         </span>
       ),
     },
@@ -161,26 +189,42 @@ export function TableView({ db, name }: { db: Pithos; name: string }) {
 
   return (
     <>
-      <h1>Table <code>{name}</code></h1>
-      <form class="card" aria-labelledby="query-title" onSubmit={(e) => {
-        e.preventDefault();
-        run();
-      }}>
+      <h1>
+        Table <code>{name}</code>
+      </h1>
+      <form
+        class="card"
+        aria-labelledby="query-title"
+        onSubmit={(e) => {
+          e.preventDefault();
+          run();
+        }}
+      >
         <h2 id="query-title">Query</h2>
         <div class="row">
           <Field label="Match">
-            <select id="combinator" value={any ? 'or' : 'and'} onChange={(e) => {
-              setAny((e.currentTarget as HTMLSelectElement).value === 'or');
-              setRawEdited(false);
-            }}>
+            <select
+              id="combinator"
+              value={any ? 'or' : 'and'}
+              onChange={(e) => {
+                setAny((e.currentTarget as HTMLSelectElement).value === 'or');
+                setRawEdited(false);
+              }}
+            >
               <option value="and">all of (and)</option>
               <option value="or">any of ($or)</option>
             </select>
           </Field>
-          <button type="button" id="add-condition" onClick={() => {
-            setConds((c) => [...c, { id: ++condIds, field: '', op: '', value: '' }]);
-            setRawEdited(false);
-          }}>+ Condition</button>
+          <button
+            type="button"
+            id="add-condition"
+            onClick={() => {
+              setConds((c) => [...c, { id: ++condIds, field: '', op: '', value: '' }]);
+              setRawEdited(false);
+            }}
+          >
+            + Condition
+          </button>
         </div>
         <div id="conditions">
           {conds.map((c) => {
@@ -190,28 +234,58 @@ export function TableView({ db, name }: { db: Pithos; name: string }) {
             };
             return (
               <div class="cond" key={c.id}>
-                <input class="cond-field" aria-label="field" placeholder="field (a.b for nested)" value={c.field} onInput={(e) => upd({ field: (e.currentTarget as HTMLInputElement).value })}
-                  ref={(el) => { if (el && c.field === '' && c.id === condIds) el.focus(); }} />
+                <input
+                  class="cond-field"
+                  aria-label="field"
+                  placeholder="field (a.b for nested)"
+                  value={c.field}
+                  onInput={(e) => upd({ field: (e.currentTarget as HTMLInputElement).value })}
+                  ref={(el) => {
+                    if (el && c.field === '' && c.id === condIds) el.focus();
+                  }}
+                />
                 <select class="cond-op" aria-label="operator" value={c.op} onChange={(e) => upd({ op: (e.currentTarget as HTMLSelectElement).value })}>
-                  {OPS.map(([label, op]) => <option value={op}>{label}</option>)}
+                  {OPS.map(([label, op]) => (
+                    <option value={op}>{label}</option>
+                  ))}
                 </select>
-                <input class="cond-value" aria-label="value" placeholder="value (JSON or text)" value={c.value} onInput={(e) => upd({ value: (e.currentTarget as HTMLInputElement).value })} />
-                <button type="button" aria-label="remove condition" onClick={() => {
-                  setConds((cs) => cs.filter((x) => x.id !== c.id));
-                  setRawEdited(false);
-                }}>×</button>
+                <input
+                  class="cond-value"
+                  aria-label="value"
+                  placeholder="value (JSON or text)"
+                  value={c.value}
+                  onInput={(e) => upd({ value: (e.currentTarget as HTMLInputElement).value })}
+                />
+                <button
+                  type="button"
+                  aria-label="remove condition"
+                  onClick={() => {
+                    setConds((cs) => cs.filter((x) => x.id !== c.id));
+                    setRawEdited(false);
+                  }}
+                >
+                  ×
+                </button>
               </div>
             );
           })}
         </div>
         <Field label="wheres (JSON, editable)" wide>
-          <textarea id="wheres" rows={2} spellcheck={false} value={wheresText} onInput={(e) => {
-            setRaw((e.currentTarget as HTMLTextAreaElement).value);
-            setRawEdited(true);
-          }} />
+          <textarea
+            id="wheres"
+            rows={2}
+            spellcheck={false}
+            value={wheresText}
+            onInput={(e) => {
+              setRaw((e.currentTarget as HTMLTextAreaElement).value);
+              setRawEdited(true);
+            }}
+          />
         </Field>
         <div class="row">
-          <Field label="Order by field (empty: t_id)"><input id="order-field" placeholder="t_id" value={field} onInput={(e) => setField((e.currentTarget as HTMLInputElement).value)} /></Field>
+          <Field label="Order by field (empty: t_id)">
+            <input id="order-field" placeholder="t_id" value={field} onInput={(e) => setField((e.currentTarget as HTMLInputElement).value)} />
+          </Field>
           <Field label="Direction">
             <select id="order-dir" value={dir} onChange={(e) => setDir((e.currentTarget as HTMLSelectElement).value as 'asc' | 'desc')}>
               <option value="asc">ascending</option>
@@ -220,10 +294,14 @@ export function TableView({ db, name }: { db: Pithos; name: string }) {
           </Field>
           <Field label="Rows per page">
             <select id="page-size" value={String(size)} onChange={(e) => setSize(Number((e.currentTarget as HTMLSelectElement).value))}>
-              {[25, 50, 100, 500].map((n) => <option value={String(n)}>{n}</option>)}
+              {[25, 50, 100, 500].map((n) => (
+                <option value={String(n)}>{n}</option>
+              ))}
             </select>
           </Field>
-          <button type="submit" class="primary" id="run-query">Run query</button>
+          <button type="submit" class="primary" id="run-query">
+            Run query
+          </button>
         </div>
         <Status a={qa} id="query-status" />
       </form>
@@ -233,32 +311,58 @@ export function TableView({ db, name }: { db: Pithos; name: string }) {
           <h2 id="rows-title">Rows</h2>
           <div class="row pager" id="pager">
             {ordered ? (
-              <button type="button" disabled={!hasMore} onClick={() => setShown((n) => n + query.size)}>Show {query.size} more</button>
+              <button type="button" disabled={!hasMore} onClick={() => setShown((n) => n + query.size)}>
+                Show {query.size} more
+              </button>
             ) : (
               <>
-                <button type="button" disabled={afters.length <= 1} onClick={() => setAfters((a) => a.slice(0, -1))}>← Previous</button>
-                <button type="button" disabled={!hasMore} onClick={() => rows && rows.length > 0 && setAfters((a) => [...a, rows[rows.length - 1]!.t_id])}>Next →</button>
+                <button type="button" disabled={afters.length <= 1} onClick={() => setAfters((a) => a.slice(0, -1))}>
+                  ← Previous
+                </button>
+                <button type="button" disabled={!hasMore} onClick={() => rows && rows.length > 0 && setAfters((a) => [...a, rows[rows.length - 1]!.t_id])}>
+                  Next →
+                </button>
               </>
             )}
-            <span class="muted" id="page-info">{ordered ? `first ${rows?.length ?? 0} by ${query.field} ${query.dir === 'asc' ? 'ascending' : 'descending'}` : `page ${afters.length}`}{info ? ` · ${info}` : ''}</span>
-            <button type="button" onClick={refresh}>Refresh</button>
+            <span class="muted" id="page-info">
+              {ordered ? `first ${rows?.length ?? 0} by ${query.field} ${query.dir === 'asc' ? 'ascending' : 'descending'}` : `page ${afters.length}`}
+              {info ? ` · ${info}` : ''}
+            </span>
+            <button type="button" onClick={refresh}>
+              Refresh
+            </button>
           </div>
         </div>
         <Status a={load} id="rows-status" />
         <Status a={rowAction} id="row-action-status" />
         {rows ? (
-          <DataTable id="grid" caption={`Rows of ${name}`} columns={columns} rows={rows} keyOf={(r) => String(r.t_id)} rowAttrs={(r) => ({ 'data-t-id': String(r.t_id) })}
-            empty={Object.keys(query.wheres).length ? 'No rows match.' : 'No rows yet.'} />
+          <DataTable
+            id="grid"
+            caption={`Rows of ${name}`}
+            columns={columns}
+            rows={rows}
+            keyOf={(r) => String(r.t_id)}
+            rowAttrs={(r) => ({ 'data-t-id': String(r.t_id) })}
+            empty={Object.keys(query.wheres).length ? 'No rows match.' : 'No rows yet.'}
+          />
         ) : null}
         {rows && rows.length === 0 ? <span id="no-rows" hidden /> : null}
       </section>
 
-      {editing !== null ? <RowEditor key={editing} db={db} table={name} tId={editing} onDone={(msg) => {
-        setEditing(null);
-        refresh();
-        rowAction.clear();
-        if (msg) void rowAction.run(() => Promise.resolve(msg));
-      }} /> : null}
+      {editing !== null ? (
+        <RowEditor
+          key={editing}
+          db={db}
+          table={name}
+          tId={editing}
+          onDone={(msg) => {
+            setEditing(null);
+            refresh();
+            rowAction.clear();
+            if (msg) void rowAction.run(() => Promise.resolve(msg));
+          }}
+        />
+      ) : null}
 
       <InsertRow db={db} table={name} onInserted={refresh} />
       <Bulk db={db} table={name} wheresText={wheresText} onChanged={refresh} />
@@ -283,34 +387,50 @@ function RowEditor({ db, table, tId, onDone }: { db: Pithos; table: string; tId:
       requestAnimationFrame(() => document.getElementById('row-json')?.focus());
     });
   }, [db, table, tId]);
-  const save = (): void => void a.run(async () => {
-    if (!row) return;
-    const next = parseObject(text, 'the row');
-    const sets: JsonObject = {};
-    for (const [k, v] of Object.entries(next)) if (!Object.hasOwn(row.value, k) || JSON.stringify(row.value[k]) !== JSON.stringify(v)) sets[k] = v;
-    const unset = Object.keys(row.value).filter((k) => !Object.hasOwn(next, k));
-    if (Object.keys(sets).length === 0 && unset.length === 0) return 'nothing changed';
-    const what = [Object.keys(sets).length > 0 ? `set ${JSON.stringify(sets)}` : '', unset.length > 0 ? `remove ${unset.join(', ')}` : ''].filter((x) => x).join(' and ');
-    if (!(await confirmAction(`Patch row ${tId} of '${table}': ${what}?`))) return;
-    await db.patchRow(table, tId, sets, { ...(unset.length > 0 ? { unset } : {}), ...(row.version !== undefined ? { ifVersion: row.version } : {}) });
-    onDone(`row ${tId} patched`);
-  });
-  const replace = (): void => void a.run(async () => {
-    if (!row) return;
-    const next = parseObject(text, 'the row');
-    if (!(await confirmAction(`Replace row ${tId} of '${table}' with ${JSON.stringify(next)}?`))) return;
-    await db.replaceRow(table, tId, next, row.version !== undefined ? { ifVersion: row.version } : {});
-    onDone(`row ${tId} replaced`);
-  });
+  const save = (): void =>
+    void a.run(async () => {
+      if (!row) return;
+      const next = parseObject(text, 'the row');
+      const sets: JsonObject = {};
+      for (const [k, v] of Object.entries(next)) if (!Object.hasOwn(row.value, k) || JSON.stringify(row.value[k]) !== JSON.stringify(v)) sets[k] = v;
+      const unset = Object.keys(row.value).filter((k) => !Object.hasOwn(next, k));
+      if (Object.keys(sets).length === 0 && unset.length === 0) return 'nothing changed';
+      const what = [Object.keys(sets).length > 0 ? `set ${JSON.stringify(sets)}` : '', unset.length > 0 ? `remove ${unset.join(', ')}` : '']
+        .filter((x) => x)
+        .join(' and ');
+      if (!(await confirmAction(`Patch row ${tId} of '${table}': ${what}?`))) return;
+      await db.patchRow(table, tId, sets, { ...(unset.length > 0 ? { unset } : {}), ...(row.version !== undefined ? { ifVersion: row.version } : {}) });
+      onDone(`row ${tId} patched`);
+    });
+  const replace = (): void =>
+    void a.run(async () => {
+      if (!row) return;
+      const next = parseObject(text, 'the row');
+      if (!(await confirmAction(`Replace row ${tId} of '${table}' with ${JSON.stringify(next)}?`))) return;
+      await db.replaceRow(table, tId, next, row.version !== undefined ? { ifVersion: row.version } : {});
+      onDone(`row ${tId} replaced`);
+    });
   return (
     <section class="card" id="row-editor" aria-labelledby="row-editor-title">
-      <h2 id="row-editor-title">Edit row {tId}{row?.version !== undefined ? ` (version ${row.version})` : ''}</h2>
-      <p class="muted">Save writes the fields you changed or added and removes the fields you deleted, in this row only. Replace makes the text the whole row. If the row changed since it was opened here, nothing is written.</p>
+      <h2 id="row-editor-title">
+        Edit row {tId}
+        {row?.version !== undefined ? ` (version ${row.version})` : ''}
+      </h2>
+      <p class="muted">
+        Save writes the fields you changed or added and removes the fields you deleted, in this row only. Replace makes the text the whole row. If the row
+        changed since it was opened here, nothing is written.
+      </p>
       {row ? <JsonEditor id="row-json" label="Row (JSON)" value={text} onInput={setText} onSubmit={save} /> : null}
       <div class="row">
-        <button type="button" class="primary" id="save-row" disabled={!row || a.busy} onClick={save}>Save changes</button>
-        <button type="button" id="replace-row" disabled={!row || a.busy} onClick={replace}>Replace row</button>
-        <button type="button" onClick={() => onDone()}>Cancel</button>
+        <button type="button" class="primary" id="save-row" disabled={!row || a.busy} onClick={save}>
+          Save changes
+        </button>
+        <button type="button" id="replace-row" disabled={!row || a.busy} onClick={replace}>
+          Replace row
+        </button>
+        <button type="button" onClick={() => onDone()}>
+          Cancel
+        </button>
       </div>
       <Status a={a} id="row-editor-status" />
     </section>
@@ -320,21 +440,28 @@ function RowEditor({ db, table, tId, onDone }: { db: Pithos; table: string; tId:
 function InsertRow({ db, table, onInserted }: { db: Pithos; table: string; onInserted: () => void }) {
   const [text, setText] = useState('{}');
   const a = useAction();
-  const insert = (): void => void a.run(async () => {
-    const sent = text;
-    const { t_id } = await db.insertRow(table, parseObject(sent, 'the row'));
-    setText((t) => (t === sent ? '{}' : t));
-    onInserted();
-    return `row inserted, t_id ${t_id}`;
-  });
+  const insert = (): void =>
+    void a.run(async () => {
+      const sent = text;
+      const { t_id } = await db.insertRow(table, parseObject(sent, 'the row'));
+      setText((t) => (t === sent ? '{}' : t));
+      onInserted();
+      return `row inserted, t_id ${t_id}`;
+    });
   return (
-    <form class="card" aria-labelledby="insert-title" onSubmit={(e) => {
-      e.preventDefault();
-      insert();
-    }}>
+    <form
+      class="card"
+      aria-labelledby="insert-title"
+      onSubmit={(e) => {
+        e.preventDefault();
+        insert();
+      }}
+    >
       <h2 id="insert-title">Insert a row</h2>
       <JsonEditor id="insert-json" label="New row (JSON)" rows={3} value={text} onInput={setText} onSubmit={insert} />
-      <button type="submit" class="primary" id="insert-row" disabled={a.busy}>Insert</button>
+      <button type="submit" class="primary" id="insert-row" disabled={a.busy}>
+        Insert
+      </button>
       <Status a={a} id="insert-status" />
     </form>
   );
@@ -350,28 +477,54 @@ function Bulk({ db, table, wheresText, onChanged }: { db: Pithos; table: string;
       <h2 id="bulk-title">Every row matching the query</h2>
       <JsonEditor id="sets-json" label="sets (JSON)" rows={2} value={sets} onInput={setSets} />
       <div class="row">
-        <button type="button" id="patch-matching" onClick={() => void a.run(async () => {
-          const w = wheres();
-          const s = parseObject(sets, 'sets');
-          const n = await db.countRows(table, w);
-          if (!(await confirmAction(`Patch ${plural(n, 'row')} matching ${JSON.stringify(w)} with ${JSON.stringify(s)}?`))) return;
-          await db.patchRows(table, w, s);
-          onChanged();
-          return `${plural(n, 'row')} patched`;
-        })}>Patch matching rows</button>
-        <button type="button" class="danger" id="delete-matching" onClick={() => void a.run(async () => {
-          const w = wheres();
-          const n = await db.countRows(table, w);
-          if (!(await confirmAction(`Delete ${plural(n, 'row')} matching ${JSON.stringify(w)}?`))) return;
-          await db.deleteRows(table, w);
-          onChanged();
-          return `${plural(n, 'row')} deleted`;
-        })}>Delete matching rows</button>
-        <button type="button" class="danger" id="drop-table" onClick={() => void a.run(async () => {
-          if (!(await confirmAction(`Drop table '${table}' with all its rows?`))) return;
-          await db.dropTable(table);
-          location.hash = '#/tables';
-        })}>Drop table</button>
+        <button
+          type="button"
+          id="patch-matching"
+          onClick={() =>
+            void a.run(async () => {
+              const w = wheres();
+              const s = parseObject(sets, 'sets');
+              const n = await db.countRows(table, w);
+              if (!(await confirmAction(`Patch ${plural(n, 'row')} matching ${JSON.stringify(w)} with ${JSON.stringify(s)}?`))) return;
+              await db.patchRows(table, w, s);
+              onChanged();
+              return `${plural(n, 'row')} patched`;
+            })
+          }
+        >
+          Patch matching rows
+        </button>
+        <button
+          type="button"
+          class="danger"
+          id="delete-matching"
+          onClick={() =>
+            void a.run(async () => {
+              const w = wheres();
+              const n = await db.countRows(table, w);
+              if (!(await confirmAction(`Delete ${plural(n, 'row')} matching ${JSON.stringify(w)}?`))) return;
+              await db.deleteRows(table, w);
+              onChanged();
+              return `${plural(n, 'row')} deleted`;
+            })
+          }
+        >
+          Delete matching rows
+        </button>
+        <button
+          type="button"
+          class="danger"
+          id="drop-table"
+          onClick={() =>
+            void a.run(async () => {
+              if (!(await confirmAction(`Drop table '${table}' with all its rows?`))) return;
+              await db.dropTable(table);
+              location.hash = '#/tables';
+            })
+          }
+        >
+          Drop table
+        </button>
       </div>
       <Status a={a} id="bulk-status" />
     </form>

@@ -38,35 +38,66 @@ export function Txn({ db }: { db: Pithos }) {
         <div class="row">
           <Field label="Template">
             <select id="txn-template" value={pick} onChange={(e) => setPick((e.currentTarget as HTMLSelectElement).value)}>
-              {Object.keys(TEMPLATES).map((k) => <option value={k}>{k}</option>)}
+              {Object.keys(TEMPLATES).map((k) => (
+                <option value={k}>{k}</option>
+              ))}
             </select>
           </Field>
-          <button type="button" id="txn-add" onClick={() => void add.run(() => {
-            const t = parseObject(text, 'the transaction');
-            const list = pick.startsWith('check') ? 'checks' : 'mutations';
-            const arr = Array.isArray(t[list]) ? (t[list] as Json[]) : [];
-            arr.push(structuredClone(TEMPLATES[pick]!));
-            t[list] = arr;
-            setText(JSON.stringify(t, null, 2));
-            return Promise.resolve();
-          })}>Add to transaction</button>
+          <button
+            type="button"
+            id="txn-add"
+            onClick={() =>
+              void add.run(() => {
+                const t = parseObject(text, 'the transaction');
+                const list = pick.startsWith('check') ? 'checks' : 'mutations';
+                const arr = Array.isArray(t[list]) ? (t[list] as Json[]) : [];
+                arr.push(structuredClone(TEMPLATES[pick]!));
+                t[list] = arr;
+                setText(JSON.stringify(t, null, 2));
+                return Promise.resolve();
+              })
+            }
+          >
+            Add to transaction
+          </button>
         </div>
         <Status a={add} />
         <JsonEditor id="txn-json" label="Transaction (JSON)" rows={14} value={text} onInput={setText} />
-        <button type="button" class="primary" id="txn-run" disabled={run.busy} onClick={() => void run.run(async () => {
-          setResult(null);
-          const t = parseObject(text, 'the transaction');
-          const r = await db.call<{ results: Json[] }>('txn', [], { body: t });
-          setResult({ message: r.message, results: r.data.results, mutations: Array.isArray(t.mutations) ? t.mutations : [] });
-        })}>Run transaction</button>
-        {run.error ? <p class="msg error" role="alert" id="txn-error">{run.error} — nothing was changed.</p> : null}
+        <button
+          type="button"
+          class="primary"
+          id="txn-run"
+          disabled={run.busy}
+          onClick={() =>
+            void run.run(async () => {
+              setResult(null);
+              const t = parseObject(text, 'the transaction');
+              const r = await db.call<{ results: Json[] }>('txn', [], { body: t });
+              setResult({ message: r.message, results: r.data.results, mutations: Array.isArray(t.mutations) ? t.mutations : [] });
+            })
+          }
+        >
+          Run transaction
+        </button>
+        {run.error ? (
+          <p class="msg error" role="alert" id="txn-error">
+            {run.error} — nothing was changed.
+          </p>
+        ) : null}
         {result ? (
           <div id="txn-result">
-            <p class="msg ok" role="status">{result.message}</p>
+            <p class="msg ok" role="status">
+              {result.message}
+            </p>
             <ol class="results" start={0}>
               {result.results.map((x, i) => {
                 const m = result.mutations[i] as JsonObject | undefined;
-                return <li key={i}><code>{m ? `${String(m.kind ?? 'table')} ${String(m.name ?? '')} ${String(m.operation ?? '')}` : `mutation ${i}`}</code> → <code>{JSON.stringify(x)}</code></li>;
+                return (
+                  <li key={i}>
+                    <code>{m ? `${String(m.kind ?? 'table')} ${String(m.name ?? '')} ${String(m.operation ?? '')}` : `mutation ${i}`}</code> →{' '}
+                    <code>{JSON.stringify(x)}</code>
+                  </li>
+                );
               })}
             </ol>
           </div>

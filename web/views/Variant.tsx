@@ -19,44 +19,69 @@ export function VariantView({ db, name }: { db: Pithos; name: string }) {
   const load = useAction();
   const set = useAction();
   const inc = useAction();
-  const read = (): Promise<boolean> => load.run(async () => {
-    try {
-      const a = await db.call('getVariant', [name]);
-      const lit = variantLiteral(a.text) ?? '';
-      setCur(a.version !== undefined ? { lit, version: a.version } : { lit });
-      setType(typeOfLiteral(lit));
-      setText(editText(lit));
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-      setCur(null);
-    }
-  });
+  const read = (): Promise<boolean> =>
+    load.run(async () => {
+      try {
+        const a = await db.call('getVariant', [name]);
+        const lit = variantLiteral(a.text) ?? '';
+        setCur(a.version !== undefined ? { lit, version: a.version } : { lit });
+        setType(typeOfLiteral(lit));
+        setText(editText(lit));
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        setCur(null);
+      }
+    });
   useEffect(() => void read(), [db, name]);
   const numeric = cur ? ['integer', 'double'].includes(typeOfLiteral(cur.lit)) : false;
-  const write = (): void => void set.run(async () => {
-    const lit = literalFor(type, text);
-    const cond = cur ? (cur.version !== undefined ? `,"if_version":${cur.version}` : '') : ',"if_absent":true';
-    await db.call('putVariant', [name], { body: new JsonText(`{"variant":${lit}${cond}}`) });
-    await read();
-    return `variant '${name}' set to ${lit} (${type})`;
-  });
+  const write = (): void =>
+    void set.run(async () => {
+      const lit = literalFor(type, text);
+      const cond = cur ? (cur.version !== undefined ? `,"if_version":${cur.version}` : '') : ',"if_absent":true';
+      await db.call('putVariant', [name], { body: new JsonText(`{"variant":${lit}${cond}}`) });
+      await read();
+      return `variant '${name}' set to ${lit} (${type})`;
+    });
   return (
     <>
-      <h1>Variant <code>{name}</code></h1>
+      <h1>
+        Variant <code>{name}</code>
+      </h1>
       <section class="card" aria-label="Current value">
         <Status a={load} />
-        {cur === undefined ? <p class="muted">loading…</p> : cur === null ? <p id="variant-value">(does not exist: set a value below to create it)</p> : (
+        {cur === undefined ? (
+          <p class="muted">loading…</p>
+        ) : cur === null ? (
+          <p id="variant-value">(does not exist: set a value below to create it)</p>
+        ) : (
           <dl class="facts">
-            <div><dt>value</dt><dd class="big" id="variant-value">{cur.lit}</dd></div>
-            <div><dt>type</dt><dd id="variant-type">{typeOfLiteral(cur.lit)}</dd></div>
-            {cur.version !== undefined ? <div><dt>version</dt><dd id="variant-version">{cur.version}</dd></div> : null}
+            <div>
+              <dt>value</dt>
+              <dd class="big" id="variant-value">
+                {cur.lit}
+              </dd>
+            </div>
+            <div>
+              <dt>type</dt>
+              <dd id="variant-type">{typeOfLiteral(cur.lit)}</dd>
+            </div>
+            {cur.version !== undefined ? (
+              <div>
+                <dt>version</dt>
+                <dd id="variant-version">{cur.version}</dd>
+              </div>
+            ) : null}
           </dl>
         )}
       </section>
-      <form class="card" aria-labelledby="set-title" onSubmit={(e) => {
-        e.preventDefault();
-        write();
-      }}>
+      <form
+        class="card"
+        aria-labelledby="set-title"
+        onSubmit={(e) => {
+          e.preventDefault();
+          write();
+        }}
+      >
         <h2 id="set-title">Set the value</h2>
         <p class="muted">The first value fixes the type; to change it, delete the variant first. A double is written with a fraction (1 is sent as 1.0).</p>
         <div class="row">
@@ -77,40 +102,66 @@ export function VariantView({ db, name }: { db: Pithos; name: string }) {
             </Field>
           ) : (
             <Field label={type === 'string' ? 'Value (text, as typed)' : 'Value'}>
-              <input id="variant-set" value={text} inputMode={type === 'string' ? 'text' : 'decimal'} onInput={(e) => setText((e.currentTarget as HTMLInputElement).value)} />
+              <input
+                id="variant-set"
+                value={text}
+                inputMode={type === 'string' ? 'text' : 'decimal'}
+                onInput={(e) => setText((e.currentTarget as HTMLInputElement).value)}
+              />
             </Field>
           )}
-          <button type="submit" class="primary" id="set-variant" disabled={set.busy}>Set</button>
+          <button type="submit" class="primary" id="set-variant" disabled={set.busy}>
+            Set
+          </button>
           {cur ? (
-            <button type="button" class="danger" id="delete-variant" onClick={() => void set.run(async () => {
-              if (!(await confirmAction(`Delete variant '${name}'?`))) return;
-              await db.deleteVariant(name);
-              await read();
-              return `variant '${name}' deleted`;
-            })}>Delete</button>
+            <button
+              type="button"
+              class="danger"
+              id="delete-variant"
+              onClick={() =>
+                void set.run(async () => {
+                  if (!(await confirmAction(`Delete variant '${name}'?`))) return;
+                  await db.deleteVariant(name);
+                  await read();
+                  return `variant '${name}' deleted`;
+                })
+              }
+            >
+              Delete
+            </button>
           ) : null}
         </div>
         <Status a={set} id="set-status" />
       </form>
       {numeric ? (
-        <form class="card" aria-labelledby="incr-title" onSubmit={(e) => {
-          e.preventDefault();
-          void inc.run(async () => {
-            const d = Number(delta);
-            if (delta.trim() === '' || !Number.isFinite(d)) throw new Error('the delta must be a number');
-            await db.incr(name, d);
-            await read();
-          });
-        }}>
+        <form
+          class="card"
+          aria-labelledby="incr-title"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void inc.run(async () => {
+              const d = Number(delta);
+              if (delta.trim() === '' || !Number.isFinite(d)) throw new Error('the delta must be a number');
+              await db.incr(name, d);
+              await read();
+            });
+          }}
+        >
           <h2 id="incr-title">Increment</h2>
           <div class="row">
-            <Field label="Delta"><input id="delta" type="number" step="any" value={delta} onInput={(e) => setDelta((e.currentTarget as HTMLInputElement).value)} /></Field>
-            <button type="submit" class="primary" id="incr" disabled={inc.busy}>Increment</button>
+            <Field label="Delta">
+              <input id="delta" type="number" step="any" value={delta} onInput={(e) => setDelta((e.currentTarget as HTMLInputElement).value)} />
+            </Field>
+            <button type="submit" class="primary" id="incr" disabled={inc.busy}>
+              Increment
+            </button>
           </div>
           <Status a={inc} id="incr-status" />
         </form>
       ) : null}
-      <p><a href="#/variants">All variants</a></p>
+      <p>
+        <a href="#/variants">All variants</a>
+      </p>
     </>
   );
 }

@@ -38,9 +38,11 @@ export function ZsetView({ db, name }: { db: Pithos; name: string }) {
   useEffect(() => {
     void load.run(async () => {
       try {
-        setData(view.by === 'rank'
-          ? await db.zrange(name, { by: 'rank', start: offset, stop: offset + size, rev: view.rev })
-          : await db.zrange(name, { by: 'score', min: view.min, max: view.max, offset, limit: size + 1, rev: view.rev }));
+        setData(
+          view.by === 'rank'
+            ? await db.zrange(name, { by: 'rank', start: offset, stop: offset + size, rev: view.rev })
+            : await db.zrange(name, { by: 'score', min: view.min, max: view.max, offset, limit: size + 1, rev: view.rev }),
+        );
       } catch (err) {
         if (!isNotFound(err)) throw err;
         setData(null);
@@ -55,14 +57,27 @@ export function ZsetView({ db, name }: { db: Pithos; name: string }) {
     { label: view.by === 'rank' ? (view.rev ? 'place (highest first)' : 'place (lowest first)') : '#', cls: 'num', render: (r) => String(r.pos + 1) },
     { label: 'member', render: (r) => r.member, title: (r) => r.member },
     { label: 'score', cls: 'num', render: (r) => String(r.score) },
-    { label: 'actions', cls: 'actions', render: (r) => (
-      <button type="button" class="remove-member danger-quiet" aria-label={`Remove ${r.member}`} onClick={() => void rowAct.run(async () => {
-        if (!(await confirmAction(`Remove '${r.member}' from sorted set '${name}'?`))) return;
-        await db.zremove(name, [r.member]);
-        refresh();
-        return `removed '${r.member}'`;
-      })}>Remove</button>
-    ) },
+    {
+      label: 'actions',
+      cls: 'actions',
+      render: (r) => (
+        <button
+          type="button"
+          class="remove-member danger-quiet"
+          aria-label={`Remove ${r.member}`}
+          onClick={() =>
+            void rowAct.run(async () => {
+              if (!(await confirmAction(`Remove '${r.member}' from sorted set '${name}'?`))) return;
+              await db.zremove(name, [r.member]);
+              refresh();
+              return `removed '${r.member}'`;
+            })
+          }
+        >
+          Remove
+        </button>
+      ),
+    },
   ];
   const num = (s: string, what: string): number => {
     const n = Number(s);
@@ -71,12 +86,18 @@ export function ZsetView({ db, name }: { db: Pithos; name: string }) {
   };
   return (
     <>
-      <h1>Sorted set <code>{name}</code></h1>
-      <form class="card" aria-labelledby="board-title" onSubmit={(e) => {
-        e.preventDefault();
-        setOffset(0);
-        setView(form);
-      }}>
+      <h1>
+        Sorted set <code>{name}</code>
+      </h1>
+      <form
+        class="card"
+        aria-labelledby="board-title"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setOffset(0);
+          setView(form);
+        }}
+      >
         <h2 id="board-title">Leaderboard{data ? ` (${plural(data.count, 'member')})` : ''}</h2>
         <div class="row">
           <Field label="By">
@@ -86,83 +107,151 @@ export function ZsetView({ db, name }: { db: Pithos; name: string }) {
             </select>
           </Field>
           <Field label="Order">
-            <select id="zset-rev" value={form.rev ? 'desc' : 'asc'} onChange={(e) => setForm({ ...form, rev: (e.currentTarget as HTMLSelectElement).value === 'desc' })}>
+            <select
+              id="zset-rev"
+              value={form.rev ? 'desc' : 'asc'}
+              onChange={(e) => setForm({ ...form, rev: (e.currentTarget as HTMLSelectElement).value === 'desc' })}
+            >
               <option value="desc">highest first</option>
               <option value="asc">lowest first</option>
             </select>
           </Field>
           {form.by === 'score' ? (
             <>
-              <Field label="Min score (( excludes)"><input id="zset-min" size={8} value={form.min} onInput={(e) => setForm({ ...form, min: (e.currentTarget as HTMLInputElement).value })} /></Field>
-              <Field label="Max score"><input id="zset-max" size={8} value={form.max} onInput={(e) => setForm({ ...form, max: (e.currentTarget as HTMLInputElement).value })} /></Field>
+              <Field label="Min score (( excludes)">
+                <input id="zset-min" size={8} value={form.min} onInput={(e) => setForm({ ...form, min: (e.currentTarget as HTMLInputElement).value })} />
+              </Field>
+              <Field label="Max score">
+                <input id="zset-max" size={8} value={form.max} onInput={(e) => setForm({ ...form, max: (e.currentTarget as HTMLInputElement).value })} />
+              </Field>
             </>
           ) : null}
-          <button type="submit" class="primary" id="zset-show">Show</button>
-          <button type="button" onClick={refresh}>Refresh</button>
+          <button type="submit" class="primary" id="zset-show">
+            Show
+          </button>
+          <button type="button" onClick={refresh}>
+            Refresh
+          </button>
         </div>
         <Status a={load} />
         <Status a={rowAct} id="member-status" />
-        {data === null ? <p id="zset-missing">No sorted set '{name}' exists: adding a member creates it.</p> : data ? (
+        {data === null ? (
+          <p id="zset-missing">No sorted set '{name}' exists: adding a member creates it.</p>
+        ) : data ? (
           <>
-            <DataTable id="zset-items" caption={`Members of ${name}`} columns={cols} rows={rows} keyOf={(r) => r.member} rowAttrs={(r) => ({ 'data-member': r.member })} empty="No members here." />
+            <DataTable
+              id="zset-items"
+              caption={`Members of ${name}`}
+              columns={cols}
+              rows={rows}
+              keyOf={(r) => r.member}
+              rowAttrs={(r) => ({ 'data-member': r.member })}
+              empty="No members here."
+            />
             <div class="row pager">
-              <button type="button" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - size))}>← Previous</button>
-              <span class="muted" id="zset-info">{items.length ? `${offset + 1}–${offset + items.length}` : 'none'}</span>
-              <button type="button" disabled={!more} onClick={() => setOffset(offset + size)}>Next →</button>
+              <button type="button" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - size))}>
+                ← Previous
+              </button>
+              <span class="muted" id="zset-info">
+                {items.length ? `${offset + 1}–${offset + items.length}` : 'none'}
+              </span>
+              <button type="button" disabled={!more} onClick={() => setOffset(offset + size)}>
+                Next →
+              </button>
             </div>
           </>
         ) : null}
       </form>
-      <form class="card" aria-labelledby="zadd-title" onSubmit={(e) => {
-        e.preventDefault();
-        void a.run(async () => {
-          const s = num(score, 'the score');
-          const r = await db.zadd(name, { [member]: s });
-          refresh();
-          return r.added ? `added '${member}' with score ${s}` : `'${member}' now has score ${s}`;
-        });
-      }}>
+      <form
+        class="card"
+        aria-labelledby="zadd-title"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void a.run(async () => {
+            const s = num(score, 'the score');
+            const r = await db.zadd(name, { [member]: s });
+            refresh();
+            return r.added ? `added '${member}' with score ${s}` : `'${member}' now has score ${s}`;
+          });
+        }}
+      >
         <h2 id="zadd-title">Add or score a member</h2>
         <div class="row">
-          <Field label="Member"><input id="zset-member" required value={member} onInput={(e) => setMember((e.currentTarget as HTMLInputElement).value)} /></Field>
-          <Field label="Score, or delta for Increment"><input id="zset-score" inputMode="decimal" value={score} onInput={(e) => setScore((e.currentTarget as HTMLInputElement).value)} /></Field>
-          <button type="submit" class="primary" id="zset-add" disabled={a.busy}>Set score</button>
-          <button type="button" id="zset-incr" disabled={a.busy || member === ''} onClick={() => void a.run(async () => {
-            const s = await db.zincr(name, member, num(score, 'the delta'));
-            refresh();
-            return `'${member}' now has score ${s}`;
-          })}>Increment by it</button>
+          <Field label="Member">
+            <input id="zset-member" required value={member} onInput={(e) => setMember((e.currentTarget as HTMLInputElement).value)} />
+          </Field>
+          <Field label="Score, or delta for Increment">
+            <input id="zset-score" inputMode="decimal" value={score} onInput={(e) => setScore((e.currentTarget as HTMLInputElement).value)} />
+          </Field>
+          <button type="submit" class="primary" id="zset-add" disabled={a.busy}>
+            Set score
+          </button>
+          <button
+            type="button"
+            id="zset-incr"
+            disabled={a.busy || member === ''}
+            onClick={() =>
+              void a.run(async () => {
+                const s = await db.zincr(name, member, num(score, 'the delta'));
+                refresh();
+                return `'${member}' now has score ${s}`;
+              })
+            }
+          >
+            Increment by it
+          </button>
           {data ? (
-            <button type="button" class="danger" id="delete-zset" onClick={() => void a.run(async () => {
-              if (!(await confirmAction(`Delete sorted set '${name}' with its ${plural(data.count, 'member')}?`))) return;
-              await db.deleteZset(name);
-              location.hash = '#/zsets';
-            })}>Delete sorted set</button>
+            <button
+              type="button"
+              class="danger"
+              id="delete-zset"
+              onClick={() =>
+                void a.run(async () => {
+                  if (!(await confirmAction(`Delete sorted set '${name}' with its ${plural(data.count, 'member')}?`))) return;
+                  await db.deleteZset(name);
+                  location.hash = '#/zsets';
+                })
+              }
+            >
+              Delete sorted set
+            </button>
           ) : null}
         </div>
         <Status a={a} id="zset-status" />
       </form>
-      <form class="card" aria-labelledby="lookup-title" onSubmit={(e) => {
-        e.preventDefault();
-        void l.run(async () => {
-          try {
-            const m = await db.zmember(name, lookup);
-            setFound(`'${lookup}': score ${m.score}, rank ${m.rank} from the lowest, ${m.rev_rank} from the highest (0 is first)`);
-          } catch (err) {
-            if (!isNotFound(err)) throw err;
-            setFound(`'${lookup}' is not a member`);
-          }
-        });
-      }}>
+      <form
+        class="card"
+        aria-labelledby="lookup-title"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void l.run(async () => {
+            try {
+              const m = await db.zmember(name, lookup);
+              setFound(`'${lookup}': score ${m.score}, rank ${m.rank} from the lowest, ${m.rev_rank} from the highest (0 is first)`);
+            } catch (err) {
+              if (!isNotFound(err)) throw err;
+              setFound(`'${lookup}' is not a member`);
+            }
+          });
+        }}
+      >
         <h2 id="lookup-title">Find a member</h2>
         <div class="row">
-          <Field label="Member"><input id="zset-lookup" value={lookup} onInput={(e) => setLookup((e.currentTarget as HTMLInputElement).value)} /></Field>
-          <button type="submit" id="zset-find">Find</button>
-          <span id="zset-found" role="status">{found}</span>
+          <Field label="Member">
+            <input id="zset-lookup" value={lookup} onInput={(e) => setLookup((e.currentTarget as HTMLInputElement).value)} />
+          </Field>
+          <button type="submit" id="zset-find">
+            Find
+          </button>
+          <span id="zset-found" role="status">
+            {found}
+          </span>
         </div>
         <Status a={l} />
       </form>
-      <p><a href="#/zsets">All sorted sets</a></p>
+      <p>
+        <a href="#/zsets">All sorted sets</a>
+      </p>
     </>
   );
 }

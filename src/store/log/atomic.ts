@@ -24,7 +24,10 @@ import { fromEngine } from './errors.js';
  * refused for being cold.
  */
 class NeedsRead {
-  constructor(readonly promise: Promise<void>, readonly progress: boolean) {}
+  constructor(
+    readonly promise: Promise<void>,
+    readonly progress: boolean,
+  ) {}
 }
 
 /**
@@ -47,9 +50,12 @@ class Fetched {
     const seq = this.engine.upcomingSeq;
     const rollbacks = this.engine.rollbacks;
     const progress = this.values?.has(key) !== true;
-    return new NeedsRead(read.then((v) => {
-      (this.values ??= new Map()).set(key, { seq, rollbacks, v });
-    }), progress);
+    return new NeedsRead(
+      read.then((v) => {
+        (this.values ??= new Map()).set(key, { seq, rollbacks, v });
+      }),
+      progress,
+    );
   }
 
   /** One restart for many values (an index lookup whose rows are on disk), not one per value. */
@@ -57,10 +63,13 @@ class Fetched {
     const seq = this.engine.upcomingSeq;
     const rollbacks = this.engine.rollbacks;
     const progress = keys.some((k) => this.values?.has(k) !== true);
-    return new NeedsRead(Promise.all(reads).then((vs) => {
-      const values = (this.values ??= new Map());
-      for (let i = 0; i < keys.length; i++) values.set(keys[i], { seq, rollbacks, v: vs[i] });
-    }), progress);
+    return new NeedsRead(
+      Promise.all(reads).then((vs) => {
+        const values = (this.values ??= new Map());
+        for (let i = 0; i < keys.length; i++) values.set(keys[i], { seq, rollbacks, v: vs[i] });
+      }),
+      progress,
+    );
   }
 }
 
@@ -93,7 +102,11 @@ export class Tx {
   /** Run right after this decision's batch enters the engine (see CommitObserver). */
   commitHooks: Array<(written: Promise<void>) => void> | undefined;
 
-  constructor(private readonly engine: Engine, private readonly fetched: Fetched, readonly now: number) {}
+  constructor(
+    private readonly engine: Engine,
+    private readonly fetched: Fetched,
+    readonly now: number,
+  ) {}
 
   /** Runs `fn` once this decision's batch is in the engine; never for a decision that is thrown away. */
   onCommit(fn: (written: Promise<void>) => void): void {
@@ -138,7 +151,11 @@ export class Tx {
       if (f !== undefined && this.engine.has(key, this.now)) out[i] = f.v as T | undefined;
       else (missing ??= []).push(key);
     }
-    if (missing !== undefined) throw this.fetched.needAll(missing, missing.map((k) => this.engine.read(k, dec)));
+    if (missing !== undefined)
+      throw this.fetched.needAll(
+        missing,
+        missing.map((k) => this.engine.read(k, dec)),
+      );
     return out;
   }
 
@@ -349,7 +366,10 @@ export class Atomic {
   private readonly observers: CommitObserver[] = [];
   private readonly extenders: BatchExtender[] = [];
 
-  constructor(private readonly engine: Engine, private readonly now: () => number) {}
+  constructor(
+    private readonly engine: Engine,
+    private readonly now: () => number,
+  ) {}
 
   observe(o: CommitObserver): void {
     this.observers.push(o);

@@ -42,9 +42,15 @@ export async function* backupStream(engine: Engine): AsyncGenerator<Buffer> {
   const files = engine.snapshotFiles();
   try {
     let crc = 0;
-    const head = Buffer.from(MAGIC + JSON.stringify({
-      created: new Date().toISOString(), seq, files: files.map((f) => ({ name: f.name, size: f.size })),
-    }) + '\n');
+    const head = Buffer.from(
+      MAGIC +
+        JSON.stringify({
+          created: new Date().toISOString(),
+          seq,
+          files: files.map((f) => ({ name: f.name, size: f.size })),
+        }) +
+        '\n',
+    );
     crc = crc32(head, crc);
     yield head;
     for (const f of files) {
@@ -87,7 +93,10 @@ function parse(bytes: Buffer): { header: Header; start: number } {
   } catch {
     throw new BackupError('backup header is not valid JSON');
   }
-  if (!Array.isArray(header.files) || header.files.some((f) => typeof f.name !== 'string' || !SEGMENT_NAME.test(f.name) || !Number.isSafeInteger(f.size) || f.size < 0)) {
+  if (
+    !Array.isArray(header.files) ||
+    header.files.some((f) => typeof f.name !== 'string' || !SEGMENT_NAME.test(f.name) || !Number.isSafeInteger(f.size) || f.size < 0)
+  ) {
     throw new BackupError('backup header lists an invalid file');
   }
   const start = nl + 1;

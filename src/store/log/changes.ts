@@ -160,7 +160,7 @@ export class LogChanges implements ChangeFeed {
         if (tId !== undefined) return;
         // A table's version is its incarnation (the version of its put), not
         // that of the t_id counter's last write; the shared store sends the same.
-        const version = kind === 'table' ? incarnationOf(value()) ?? seq : seq;
+        const version = kind === 'table' ? (incarnationOf(value()) ?? seq) : seq;
         this.publish([new LogChange('expire', kind, name, version, undefined, '', undefined)]);
       };
     }
@@ -180,7 +180,8 @@ export class LogChanges implements ChangeFeed {
   replay(after: number, upto: number, fn: (batch: readonly Change[]) => void): Promise<boolean> {
     return this.engine.replay(after, upto, (seq, entries, buf) => {
       const es: EntryLike[] = entries.map((e) => ({
-        op: e.op, key: e.key,
+        op: e.op,
+        key: e.key,
         value: e.op === Op.Put ? buf.subarray(e.valueOffset, e.valueOffset + e.valueLength) : undefined,
       }));
       const batch = changesOf(seq, es);

@@ -33,11 +33,13 @@ const HEADER_PREFIX: Record<CollectionKind, string> = { set: 'S/', zset: 'Z/' };
 const GROUP_LETTER: Record<CollectionKind, string> = { set: 's', zset: 'z' };
 
 export const headerKey = (kind: CollectionKind, name: string): string => HEADER_PREFIX[kind] + name;
-export const elementGroup = (kind: CollectionKind, name: string, inc: number): string =>
-  `${GROUP_LETTER[kind]}\u0000${name}\u0000${inc}\u0000`;
+export const elementGroup = (kind: CollectionKind, name: string, inc: number): string => `${GROUP_LETTER[kind]}\u0000${name}\u0000${inc}\u0000`;
 
 /** Header keys by their first character, for the change feed and listing. */
-export const HEADER_KINDS: ReadonlyMap<number, CollectionKind> = new Map([[0x53 /* S */, 'set'], [0x5a /* Z */, 'zset']]);
+export const HEADER_KINDS: ReadonlyMap<number, CollectionKind> = new Map([
+  [0x53 /* S */, 'set'],
+  [0x5a /* Z */, 'zset'],
+]);
 
 /** `inc count` then, for an element operation, ` op json`. */
 export const headerDecoder: Decoder<Header> = (buf) => {
@@ -159,7 +161,12 @@ export function writeHeader(tx: Tx, kind: CollectionKind, name: string, h: Heade
  * collection is new.
  */
 export function replaceCollection(
-  tx: Tx, kind: CollectionKind, name: string, count: number, ttl: number, pre: Precondition | undefined,
+  tx: Tx,
+  kind: CollectionKind,
+  name: string,
+  count: number,
+  ttl: number,
+  pre: Precondition | undefined,
 ): { created: boolean; group: string; exp: number } {
   const key = headerKey(kind, name);
   if (pre !== undefined) checkPrecondition(`${kind} '${name}'`, tx.version(key), pre);
@@ -183,7 +190,11 @@ export function dropCollection(tx: Tx, kind: CollectionKind, name: string, pre: 
  * table's. `rewrite` writes the elements (their keys given) again with the new expiry.
  */
 export function expireCollection(
-  tx: Tx, kind: CollectionKind, name: string, ttl: number, pre: Precondition | undefined,
+  tx: Tx,
+  kind: CollectionKind,
+  name: string,
+  ttl: number,
+  pre: Precondition | undefined,
   rewrite: (keys: string[], exp: number) => void,
 ): void {
   const h = existingHeader(tx, kind, name, pre);

@@ -38,7 +38,12 @@ export class LogStore implements Store {
   readonly names: NameView;
   readonly indexes: IndexRegistry;
 
-  private constructor(readonly engine: Engine, now: () => number, topLevel: string[], log: Logger) {
+  private constructor(
+    readonly engine: Engine,
+    now: () => number,
+    topLevel: string[],
+    log: Logger,
+  ) {
     this.atomic = new Atomic(engine, now);
     this.names = new NameView(engine, topLevel);
     // The view hears of every write first (no other observer can keep it from hearing)...

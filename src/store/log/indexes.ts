@@ -51,8 +51,7 @@ const cmpEntry = (a: IxEntry, b: IxEntry): number => {
   return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 };
 
-export const isPrim = (v: unknown): v is Prim =>
-  v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
+export const isPrim = (v: unknown): v is Prim => v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
 
 /** An index being filled from its keys: values and t_ids of its entries, t_ids of rows read instead. */
 interface Fill {
@@ -138,7 +137,11 @@ export class SecondaryIndex {
   /** Being refilled from its keys after a failed write: not used by queries meanwhile. */
   loading = false;
 
-  constructor(readonly table: string, readonly inc: number, readonly field: string) {
+  constructor(
+    readonly table: string,
+    readonly inc: number,
+    readonly field: string,
+  ) {
     this.path = pathOf(field);
     this.key = JSON.stringify(this.path);
     this.group = `i\u0000${table}\u0000${inc}\u0000${field}\u0000`;
@@ -194,7 +197,11 @@ export class SecondaryIndex {
 export class TableIndexes {
   readonly byKey = new Map<string, SecondaryIndex>();
   readonly byField = new Map<string, SecondaryIndex>();
-  constructor(readonly name: string, readonly inc: number, readonly group: string) {}
+  constructor(
+    readonly name: string,
+    readonly inc: number,
+    readonly group: string,
+  ) {}
 }
 
 interface Def {
@@ -221,8 +228,13 @@ export class IndexRegistry {
   /** Index entry keys collected at open (until load has used them); later fills read the directory. */
   private entryKeys: readonly string[] | undefined;
 
-  constructor(private readonly engine: Engine, private readonly atomic: Atomic, private readonly metaOf: MetaOf,
-    private readonly rowDecoder: RowDecoder, private readonly log: Logger) {
+  constructor(
+    private readonly engine: Engine,
+    private readonly atomic: Atomic,
+    private readonly metaOf: MetaOf,
+    private readonly rowDecoder: RowDecoder,
+    private readonly log: Logger,
+  ) {
     atomic.extend(this.extendBatch);
     atomic.observe(this.onCommit);
   }
@@ -283,7 +295,7 @@ export class IndexRegistry {
         // A JSON number is also what Number() reads, to the same value; the rest is JSON.parse's.
         const c = k.charCodeAt(cut + 1);
         const text = k.slice(cut + 1, sep);
-        slot.vals.push(c === 45 /* - */ || (c >= 48 && c <= 57) ? Number(text) : JSON.parse(text) as Prim);
+        slot.vals.push(c === 45 /* - */ || (c >= 48 && c <= 57) ? Number(text) : (JSON.parse(text) as Prim));
         slot.ids.push(id);
       } else if (kind === 111 /* o */) slot.ix.other.add(id);
       else slot.long.push(id);
@@ -293,7 +305,10 @@ export class IndexRegistry {
       if (long.length === 0) continue;
       const t = this.byTable.get(ix.table) as TableIndexes;
       await this.atomic.read((tx) => {
-        const rows = tx.getMany(long.map((id) => rowKey(t.group, id)), this.rowDecoder);
+        const rows = tx.getMany(
+          long.map((id) => rowKey(t.group, id)),
+          this.rowDecoder,
+        );
         for (const r of rows) if (r !== undefined) ix.add(r.id, r.obj);
       });
     }
@@ -373,7 +388,10 @@ export class IndexRegistry {
    * filled from their keys as at open. Indexes registered meanwhile are kept.
    */
   private revive(name: string): void {
-    this.background(`serving the indexes of table '${name}' again`, Promise.resolve(this.engine.scan(DEF_GROUP, defDecoder)).then((defs) => this.serve(defs.filter((d) => d.table === name))));
+    this.background(
+      `serving the indexes of table '${name}' again`,
+      Promise.resolve(this.engine.scan(DEF_GROUP, defDecoder)).then((defs) => this.serve(defs.filter((d) => d.table === name))),
+    );
   }
 
   private unregister(ix: SecondaryIndex): void {
@@ -452,14 +470,21 @@ export class IndexRegistry {
       ix.list = new SortedList<IxEntry>(cmpEntry);
       ix.other = new Set();
     }
-    this.fill(live).then(() => {
-      for (const ix of live) ix.loading = false;
-    }, (err: unknown) => {
-      // Entries missing from an index would make queries miss rows; while
-      // loading stays set, queries scan the table instead (still correct),
-      // until the next open loads the index from its keys.
-      for (const ix of live) this.log('warn', `index on '${ix.field}' of table '${ix.table}' is out of service until restart: reloading it failed: ${String((err as Error)?.message ?? err)}`);
-    });
+    this.fill(live).then(
+      () => {
+        for (const ix of live) ix.loading = false;
+      },
+      (err: unknown) => {
+        // Entries missing from an index would make queries miss rows; while
+        // loading stays set, queries scan the table instead (still correct),
+        // until the next open loads the index from its keys.
+        for (const ix of live)
+          this.log(
+            'warn',
+            `index on '${ix.field}' of table '${ix.table}' is out of service until restart: reloading it failed: ${String((err as Error)?.message ?? err)}`,
+          );
+      },
+    );
   }
 
   // ---- building -----------------------------------------------------------------
@@ -474,9 +499,11 @@ export class IndexRegistry {
    * open resumes a build from its cursor and serves every definition.
    */
   private background(what: string, work: Promise<void>): void {
-    const p: Promise<void> = work.catch((err: unknown) => {
-      if (!this.closed) this.log('warn', `${what} stopped: ${String((err as Error)?.message ?? err)}; it resumes at the next open`);
-    }).finally(() => this.building.delete(p));
+    const p: Promise<void> = work
+      .catch((err: unknown) => {
+        if (!this.closed) this.log('warn', `${what} stopped: ${String((err as Error)?.message ?? err)}; it resumes at the next open`);
+      })
+      .finally(() => this.building.delete(p));
     this.building.add(p);
   }
 

@@ -28,15 +28,24 @@ export function list(engine: Engine, atomic: Atomic, names: NameView, kind: List
   return atomic.readNow((tx) => {
     // A read decision writes nothing, so the engine's expiry of each name is the decision's.
     const { keys, exps, more } = names.page(ns + opts.prefix, opts.after === null ? null : ns + opts.after, opts.limit, tx.now);
-    const extra = kind === 'tables' ? tx.getMany(keys, metaDecoder) : kind === 'locks' ? tx.getMany(keys, leaseDecoder)
-      : kind === 'lists' ? tx.getMany(keys, headDecoder)
-      : kind === 'sets' || kind === 'zsets' ? tx.getMany(keys, headerDecoder) : undefined;
+    const extra =
+      kind === 'tables'
+        ? tx.getMany(keys, metaDecoder)
+        : kind === 'locks'
+          ? tx.getMany(keys, leaseDecoder)
+          : kind === 'lists'
+            ? tx.getMany(keys, headDecoder)
+            : kind === 'sets' || kind === 'zsets'
+              ? tx.getMany(keys, headerDecoder)
+              : undefined;
     let out = '{"items":[';
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i];
       const exp = exps[i];
       const name = key.slice(2);
-      let item = (i === 0 ? '{"name":' : ',{"name":') + (PLAIN.test(name) ? '"' + name + '"' : JSON.stringify(name)) +
+      let item =
+        (i === 0 ? '{"name":' : ',{"name":') +
+        (PLAIN.test(name) ? '"' + name + '"' : JSON.stringify(name)) +
         (exp === 0 ? ',"ttl_ms":null' : ',"ttl_ms":' + Math.max(0, exp - tx.now));
       if (kind === 'tables') {
         const m = extra?.[i] as { inc: number } | undefined;

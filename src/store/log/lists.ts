@@ -135,8 +135,7 @@ export function popItems(tx: Tx, name: string, side: ListSide, count: number): s
   const items = left ? itemsAt(tx, name, h, 0, n - 1) : itemsAt(tx, name, h, h.tail - h.head - n, h.tail - h.head - 1).reverse();
   for (let i = 0; i < n; i++) tx.del(itemKey(group, left ? h.head + i : h.tail - 1 - i));
   const next: ListHead = left ? { inc: h.inc, head: h.head + n, tail: h.tail } : { inc: h.inc, head: h.head, tail: h.tail - n };
-  writeHead(tx, name, next, tx.expiry(key),
-    `pop {"side":"${side}","count":${count},"items":[${items.join(',')}],"length":${next.tail - next.head}}`);
+  writeHead(tx, name, next, tx.expiry(key), `pop {"side":"${side}","count":${count},"items":[${items.join(',')}],"length":${next.tail - next.head}}`);
   return items;
 }
 
@@ -245,7 +244,10 @@ class Waiter {
   resolve!: (v: string) => void;
   reject!: (e: unknown) => void;
   readonly promise: Promise<string>;
-  constructor(readonly name: string, readonly p: ListPop) {
+  constructor(
+    readonly name: string,
+    readonly p: ListPop,
+  ) {
     this.promise = new Promise((res, rej) => {
       this.resolve = res;
       this.reject = rej;
@@ -398,19 +400,22 @@ export class LogLists implements ListStore {
       }
       // The decision reads from disk first: the next waiter waits for it, so order holds.
       this.serving.add(name);
-      pr.then((r) => {
-        this.serving.delete(name);
-        if (r !== undefined) this.answer(w, pr);
-        else {
-          w.taken = false;
-          if (w.lapsed) this.settle(w, EMPTY, undefined);
-        }
-        this.serve(name);
-      }, (err) => {
-        this.serving.delete(name);
-        this.settle(w, undefined, err);
-        this.serve(name);
-      });
+      pr.then(
+        (r) => {
+          this.serving.delete(name);
+          if (r !== undefined) this.answer(w, pr);
+          else {
+            w.taken = false;
+            if (w.lapsed) this.settle(w, EMPTY, undefined);
+          }
+          this.serve(name);
+        },
+        (err) => {
+          this.serving.delete(name);
+          this.settle(w, undefined, err);
+          this.serve(name);
+        },
+      );
       return;
     }
   }
@@ -426,7 +431,10 @@ export class LogLists implements ListStore {
     clearTimeout(w.timer);
     if (w.onGone !== undefined) w.p.gone?.removeEventListener('abort', w.onGone);
     w.done = true;
-    pr.then((r) => w.resolve(r as string), (err) => w.reject(err));
+    pr.then(
+      (r) => w.resolve(r as string),
+      (err) => w.reject(err),
+    );
   }
 
   /** Every waiting pop answers 503: the store is closing. */

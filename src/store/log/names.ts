@@ -22,7 +22,7 @@ import { codePointCompare, SortedList } from '../sorted.js';
 import type { Tx } from './atomic.js';
 
 /** Top-level keys are `X/name`; row and index keys start with a lower-case letter and U+0000. */
-export const isTopLevel = (key: string): boolean => key.charCodeAt(1) === 47 /* / */;
+export const isTopLevel = (key: string): boolean => key.charCodeAt(1) === 47; /* / */
 
 /** A page of names: live keys, their absolute expiries (0 = never), whether more may follow. */
 export interface Page {
@@ -45,7 +45,10 @@ export class NameView {
   private readonly anyExpiring: boolean;
 
   /** `keys`: every top-level key, in any order (LogStore.open collects them in its one pass over the directory). */
-  constructor(private readonly engine: Engine, keys: string[]) {
+  constructor(
+    private readonly engine: Engine,
+    keys: string[],
+  ) {
     // Which keys carry an expiry is not known without a lookup each; any at all makes every namespace check.
     this.anyExpiring = engine.expiringKeys > 0;
     // Native sort is UTF-16 order; only names with characters above U+D7FF can sort differently.
@@ -112,25 +115,28 @@ export class NameView {
     if (dels === undefined && added === undefined) return;
     const gone = dels;
     if (gone !== undefined) for (const k of gone) this.doubtOf(k).deletes++;
-    written.then(() => {
-      if (gone === undefined) return;
-      for (const k of gone) {
-        this.doubtOf(k).deletes--;
-        if (!this.engine.has(k)) this.list.delete(k);
-      }
-    }, () => {
-      // The engine undid the batch: the keys are as they were. A deleted name
-      // is live again, and a page that ran meanwhile may have dropped it from
-      // the view: put it back. A name this batch added is in the view but not
-      // in the engine, so its namespace is checked from now on.
-      if (gone !== undefined) {
+    written.then(
+      () => {
+        if (gone === undefined) return;
         for (const k of gone) {
           this.doubtOf(k).deletes--;
-          if (this.engine.has(k)) this.list.add(k);
+          if (!this.engine.has(k)) this.list.delete(k);
         }
-      }
-      if (added !== undefined) for (const k of added) this.doubtOf(k).sticky = true;
-    });
+      },
+      () => {
+        // The engine undid the batch: the keys are as they were. A deleted name
+        // is live again, and a page that ran meanwhile may have dropped it from
+        // the view: put it back. A name this batch added is in the view but not
+        // in the engine, so its namespace is checked from now on.
+        if (gone !== undefined) {
+          for (const k of gone) {
+            this.doubtOf(k).deletes--;
+            if (this.engine.has(k)) this.list.add(k);
+          }
+        }
+        if (added !== undefined) for (const k of added) this.doubtOf(k).sticky = true;
+      },
+    );
   };
 
   /**

@@ -72,7 +72,10 @@ export function deleteRecord(tx: Tx, id: string): void {
 }
 
 export class LogRecords implements RecordStore {
-  constructor(private readonly engine: Engine, private readonly atomic: Atomic) {}
+  constructor(
+    private readonly engine: Engine,
+    private readonly atomic: Atomic,
+  ) {}
 
   put(id: string, record: Row, ttl: number, pre?: Precondition): Promise<boolean> {
     return this.atomic.atomically(undefined, (tx) => putRecord(tx, id, record, ttl, pre));

@@ -23,8 +23,7 @@ import { isPrim, type IxEntry, type Prim, type SecondaryIndex, type TableIndexes
 import { rowKey } from './keys.js';
 import { firstAbove, rowDecoder } from './tables.js';
 
-export function select(tx: Tx, group: string, t: TableIndexes | undefined, matcher: Matcher, q: RowQuery,
-  order: Order | undefined): RowMemo[] {
+export function select(tx: Tx, group: string, t: TableIndexes | undefined, matcher: Matcher, q: RowQuery, order: Order | undefined): RowMemo[] {
   if (t !== undefined) {
     const r = selectByIndex(tx, group, t, matcher, q, order);
     if (r !== undefined) return r;
@@ -33,8 +32,7 @@ export function select(tx: Tx, group: string, t: TableIndexes | undefined, match
 }
 
 /** Plans 1 and 2; undefined when neither applies (the caller scans). */
-export function selectByIndex(tx: Tx, group: string, t: TableIndexes, matcher: Matcher, q: RowQuery,
-  order: Order | undefined): RowMemo[] | undefined {
+export function selectByIndex(tx: Tx, group: string, t: TableIndexes, matcher: Matcher, q: RowQuery, order: Order | undefined): RowMemo[] | undefined {
   const after = q.after ?? 0;
   const limit = q.limit ?? Infinity;
   const ents = candidates(t, matcher, after);
@@ -211,8 +209,7 @@ function fromEntries(tx: Tx, group: string, ents: readonly IxEntry[], matcher: M
  * ran out before the page was full, or a descending walk would miss array
  * and object values, which sort above every scalar).
  */
-function byIndexOrder(tx: Tx, group: string, t: TableIndexes, matcher: Matcher, order: Order, after: number,
-  limit: number): RowMemo[] | undefined {
+function byIndexOrder(tx: Tx, group: string, t: TableIndexes, matcher: Matcher, order: Order, after: number, limit: number): RowMemo[] | undefined {
   const first = order[0];
   const ix = t.byKey.get(JSON.stringify(first.path));
   if (ix === undefined || !ix.usable) return undefined;

@@ -12,8 +12,18 @@ import { collectionMissing, type SetOp } from '../collection.js';
 import type { Precondition, SetStore, VersionOut } from '../store.js';
 import type { Atomic, Tx } from './atomic.js';
 import {
-  dropCollection, elementGroup, existingHeader, expireCollection, type Header, headerForWrite, headerKey, memberKey,
-  memberOfKey, readHeader, replaceCollection, writeHeader,
+  dropCollection,
+  elementGroup,
+  existingHeader,
+  expireCollection,
+  type Header,
+  headerForWrite,
+  headerKey,
+  memberKey,
+  memberOfKey,
+  readHeader,
+  replaceCollection,
+  writeHeader,
 } from './collections.js';
 
 const EMPTY = Buffer.alloc(0);
@@ -170,9 +180,11 @@ export class LogSets implements SetStore {
   }
 
   expire(name: string, ttl: number, pre?: Precondition): Promise<void> {
-    return this.atomic.atomically(undefined, (tx) => expireCollection(tx, 'set', name, ttl, pre, (keys, exp) => {
-      for (const k of keys) tx.put(k, EMPTY, true, memberDecoder, exp);
-    }));
+    return this.atomic.atomically(undefined, (tx) =>
+      expireCollection(tx, 'set', name, ttl, pre, (keys, exp) => {
+        for (const k of keys) tx.put(k, EMPTY, true, memberDecoder, exp);
+      }),
+    );
   }
 
   delete(name: string, pre?: Precondition): Promise<void> {

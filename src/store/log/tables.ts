@@ -181,7 +181,10 @@ export function countRows(tx: Tx, name: string, matcher: Matcher): number {
 }
 
 export class LogTables implements TableStore {
-  constructor(private readonly atomic: Atomic, private readonly indexes: IndexRegistry) {}
+  constructor(
+    private readonly atomic: Atomic,
+    private readonly indexes: IndexRegistry,
+  ) {}
 
   create(name: string, ttl: number): Promise<void> {
     return this.atomic.atomically(undefined, (tx) => {

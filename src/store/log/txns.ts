@@ -78,7 +78,16 @@ function writer(tx: Tx, zix: ZsetIndexes): TxnWriter<string> {
       deleteRecord(tx, id);
       return results.none;
     },
-    push: (list, values, side) => results.length(pushItems(tx, list, values.map((v) => JSON.stringify(v)), side, true)),
+    push: (list, values, side) =>
+      results.length(
+        pushItems(
+          tx,
+          list,
+          values.map((v) => JSON.stringify(v)),
+          side,
+          true,
+        ),
+      ),
     pop: (list, side, count) => {
       const items = popItems(tx, list, side, count);
       if (items === undefined) throw listMissing(list);

@@ -9,7 +9,19 @@ import { missing as missingObject } from '../messages.js';
 import type { Precondition, VariantStore, VersionOut } from '../store.js';
 import { checkPrecondition } from '../versions.js';
 import { expiryOf } from '../validate.js';
-import { addDelta, appendText, checkAppend, checkDelta, checkSameType, checkType, makeVariant, type ScalarInput, type Variant, type VType, variantOf } from '../variant.js';
+import {
+  addDelta,
+  appendText,
+  checkAppend,
+  checkDelta,
+  checkSameType,
+  checkType,
+  makeVariant,
+  type ScalarInput,
+  type Variant,
+  type VType,
+  variantOf,
+} from '../variant.js';
 import type { Atomic, Tx } from './atomic.js';
 import { rethrowFromEngine } from './errors.js';
 import { variantKey } from './keys.js';
@@ -68,7 +80,10 @@ export function expireVariant(tx: Tx, name: string, ttl: number): void {
 }
 
 export class LogVariants implements VariantStore {
-  constructor(private readonly engine: Engine, private readonly atomic: Atomic) {}
+  constructor(
+    private readonly engine: Engine,
+    private readonly atomic: Atomic,
+  ) {}
 
   put(name: string, value: ScalarInput, ttl: number, pre?: Precondition): Promise<[boolean, string]> {
     return this.atomic.atomically(undefined, (tx): [boolean, string] => {

@@ -22,8 +22,18 @@ import { RankedPairs } from '../ranked.js';
 import type { Precondition, VersionOut, ZsetStore } from '../store.js';
 import type { Atomic, Tx } from './atomic.js';
 import {
-  dropCollection, elementGroup, existingHeader, expireCollection, type Header, headerForWrite, headerKey, memberKey,
-  memberOfKey, readHeader, replaceCollection, writeHeader,
+  dropCollection,
+  elementGroup,
+  existingHeader,
+  expireCollection,
+  type Header,
+  headerForWrite,
+  headerKey,
+  memberKey,
+  memberOfKey,
+  readHeader,
+  replaceCollection,
+  writeHeader,
 } from './collections.js';
 
 export const scoreDecoder: Decoder<number> = (buf) => Number(buf.toString('latin1'));
@@ -164,7 +174,10 @@ export class ZsetIndexes {
     const group = elementGroup('zset', name, h.inc);
     const keys = tx.groupKeys(group, '', Number.MAX_SAFE_INTEGER);
     const scores = tx.getMany(keys, scoreDecoder) as number[];
-    const order = sortedOrder(scores, keys.map((k) => memberOfKey(group, k)));
+    const order = sortedOrder(
+      scores,
+      keys.map((k) => memberOfKey(group, k)),
+    );
     if (!tx.wrote && (ix === undefined || ix.order !== undefined)) {
       this.cache.set(name, { seq: ver, rollbacks: this.engine.rollbacks, order, log: [], ready: undefined });
     }
@@ -229,7 +242,13 @@ const membersJson = (pairs: ReadonlyArray<[string, number]>): string => {
 
 /** Adds or updates members under `mode`; returns [added, updated, count]. Writes nothing when nothing changes. */
 export function zsetAdd(
-  ix: ZsetIndexes, tx: Tx, name: string, pairs: ReadonlyArray<[string, number]>, mode: ZMode, create: boolean, pre?: Precondition,
+  ix: ZsetIndexes,
+  tx: Tx,
+  name: string,
+  pairs: ReadonlyArray<[string, number]>,
+  mode: ZMode,
+  create: boolean,
+  pre?: Precondition,
 ): [number, number, number] {
   const h = headerForWrite(tx, 'zset', name, create, pre);
   const group = elementGroup('zset', name, h.inc);
@@ -266,7 +285,8 @@ export function zsetIncr(ix: ZsetIndexes, tx: Tx, name: string, member: string, 
   const key = memberKey(group, member);
   const cur = tx.get(key, scoreDecoder);
   const s = (cur ?? 0) + delta + 0;
-  if (!Number.isFinite(s)) throw conflict(`zset '${name}' member ${JSON.stringify(member)}: score ${scoreText(cur ?? 0)} + ${scoreText(delta)} is not a finite number`);
+  if (!Number.isFinite(s))
+    throw conflict(`zset '${name}' member ${JSON.stringify(member)}: score ${scoreText(cur ?? 0)} + ${scoreText(delta)} is not a finite number`);
   tx.put(key, scoreBytes(s), s, scoreDecoder, tx.expiry(headerKey('zset', name)));
   record(ix.track(tx, name), member, cur, s);
   const count = h.count + (cur === undefined ? 1 : 0);
@@ -311,7 +331,10 @@ const item = (s: number, m: string): string => `{"member":${JSON.stringify(m)},"
 export class LogZsets implements ZsetStore {
   readonly indexes: ZsetIndexes;
 
-  constructor(engine: Engine, private readonly atomic: Atomic) {
+  constructor(
+    engine: Engine,
+    private readonly atomic: Atomic,
+  ) {
     this.indexes = new ZsetIndexes(engine);
   }
 

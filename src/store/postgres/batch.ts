@@ -127,9 +127,7 @@ export function oneTrip(q: Q, txn: Transaction): OneTrip | undefined {
     }
   }
   const statements = [...locks, ...planned.map((p) => p.sql)];
-  const sql = txn.serializable
-    ? `BEGIN ISOLATION LEVEL SERIALIZABLE;\n${statements.join(';\n')};\nCOMMIT`
-    : statements.join(';\n');
+  const sql = txn.serializable ? `BEGIN ISOLATION LEVEL SERIALIZABLE;\n${statements.join(';\n')};\nCOMMIT` : statements.join(';\n');
   const skip = (txn.serializable ? 1 : 0) + locks.length;
   return {
     sql,

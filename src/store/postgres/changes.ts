@@ -61,8 +61,7 @@ function parseSnapshot(text: string): Snapshot {
 }
 
 /** Whether every transaction of `open` has ended by snapshot `s` (committed or rolled back). */
-const ended = (open: readonly number[], s: Snapshot): boolean =>
-  open.every((x) => x < s.xmin || (x < s.xmax && !s.open.has(x)));
+const ended = (open: readonly number[], s: Snapshot): boolean => open.every((x) => x < s.xmin || (x < s.xmax && !s.open.has(x)));
 
 /**
  * One page of (after, upto] in position order, cut after about PAGE_BYTES of
@@ -146,7 +145,13 @@ export class PgChanges implements ChangeFeed {
   reach(version: number, ms: number): Promise<void> {
     if (this.emitted >= version) return Promise.resolve();
     return new Promise((resolve) => {
-      const w = { version, done: (): void => { clearTimeout(t); resolve(); } };
+      const w = {
+        version,
+        done: (): void => {
+          clearTimeout(t);
+          resolve();
+        },
+      };
       const t = setTimeout(() => {
         this.waiters = this.waiters.filter((x) => x !== w);
         resolve();
@@ -189,7 +194,9 @@ export class PgChanges implements ChangeFeed {
       const r = await q.query(
         `WITH d AS (DELETE FROM pithos_changes WHERE pos IN (SELECT pos FROM pithos_changes WHERE pos <= $1 ORDER BY pos LIMIT 10000) RETURNING pos)
          UPDATE pithos_feed SET floor = greatest(floor, (SELECT max(pos) FROM d)) WHERE id = 1 AND EXISTS (SELECT 1 FROM d)
-         RETURNING (SELECT count(*) FROM d) AS n`, [pos]);
+         RETURNING (SELECT count(*) FROM d) AS n`,
+        [pos],
+      );
       if (r.length === 0 || Number(r[0].n) < 10000) break;
     }
     await q.query('UPDATE pithos_feed SET floor = greatest(floor, $1) WHERE id = 1 AND NOT EXISTS (SELECT 1 FROM pithos_changes WHERE pos <= $1)', [pos]);
@@ -284,13 +291,16 @@ export class PgChanges implements ChangeFeed {
       const type = r.type as Change['type'];
       const version = Number(r.version);
       changes.push({
-        type, kind: r.kind as ChangeKind, name: r.name as string, version,
+        type,
+        kind: r.kind as ChangeKind,
+        name: r.name as string,
+        version,
         tId: r.t_id === null ? undefined : Number(r.t_id),
         // An expiry is not replayed, so it has no place to resume from (as on the log store).
         id: type === 'expire' ? '' : String(version),
-        value: r.value === null ? undefined : r.kind === 'variant' ? variantValue(r.value as string) : r.value as string,
+        value: r.value === null ? undefined : r.kind === 'variant' ? variantValue(r.value as string) : (r.value as string),
         // An element operation on a list, set or sorted set: `value` holds its arguments and result.
-        op: r.op === null ? undefined : r.op as string,
+        op: r.op === null ? undefined : (r.op as string),
       });
       last = Number(r.pos);
     }

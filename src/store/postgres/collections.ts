@@ -64,8 +64,11 @@ export async function lockHeader(q: Q, kind: CollectionKind, name: string, creat
     }
     if (pre !== undefined) checkPrecondition(`${kind} '${name}'`, undefined, pre);
     if (!create) throw collectionMissing(kind, name);
-    const c = await q.query(`INSERT INTO ${hdr} (name, count, expires_at, version, op) VALUES ($1, 0, NULL, ${NEXT}, '')
-      ON CONFLICT (name) DO NOTHING RETURNING 1`, [name]);
+    const c = await q.query(
+      `INSERT INTO ${hdr} (name, count, expires_at, version, op) VALUES ($1, 0, NULL, ${NEXT}, '')
+      ON CONFLICT (name) DO NOTHING RETURNING 1`,
+      [name],
+    );
     if (c.length > 0) return { exists: false, count: 0, placeholder: true };
     // Created meanwhile by another writer: lock that one.
   }
@@ -73,8 +76,7 @@ export async function lockHeader(q: Q, kind: CollectionKind, name: string, creat
 }
 
 /** An existing collection's header, locked; 404 when there is none. */
-export const lockExisting = (q: Q, kind: CollectionKind, name: string, pre: Precondition | undefined): Promise<Locked> =>
-  lockHeader(q, kind, name, false, pre);
+export const lockExisting = (q: Q, kind: CollectionKind, name: string, pre: Precondition | undefined): Promise<Locked> => lockHeader(q, kind, name, false, pre);
 
 /**
  * Writes the header of an element operation: its new count and version,
@@ -99,8 +101,11 @@ export async function unlockUnchanged(q: Q, kind: CollectionKind, name: string, 
 export async function replaceHeader(q: Q, kind: CollectionKind, name: string, count: number, ttl: number, pre: Precondition | undefined): Promise<boolean> {
   const h = await lockHeader(q, kind, name, true, pre);
   if (h.exists) await q.query(`DELETE FROM ${MEMBERS[kind]} WHERE name = $1`, [name]);
-  await q.query(`UPDATE ${HEADERS[kind]} SET count = $2, expires_at = ${q.expiry('$3')}, version = ${NEXT}, op = NULL, op_data = NULL
-    WHERE name = $1`, [name, count, ttl]);
+  await q.query(
+    `UPDATE ${HEADERS[kind]} SET count = $2, expires_at = ${q.expiry('$3')}, version = ${NEXT}, op = NULL, op_data = NULL
+    WHERE name = $1`,
+    [name, count, ttl],
+  );
   return !h.exists;
 }
 

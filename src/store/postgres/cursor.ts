@@ -29,7 +29,12 @@ export class CursorSource implements RowSource {
    */
   length = Infinity;
 
-  private constructor(private readonly r: Reader, private readonly name: string, private readonly inc: number, after: number) {
+  private constructor(
+    private readonly r: Reader,
+    private readonly name: string,
+    private readonly inc: number,
+    after: number,
+  ) {
     this.last = after;
   }
 
@@ -74,7 +79,8 @@ export class CursorSource implements RowSource {
          SELECT t_id, body, octet_length(body) AS len, sum(octet_length(body)) OVER (ORDER BY t_id) AS upto
          FROM (SELECT t_id, body FROM pithos_rows WHERE tname = $1 AND inc = $2 AND t_id > $3 ORDER BY t_id LIMIT $4) AS w) AS s
        WHERE upto - len < $5 ORDER BY t_id`,
-      [this.name, this.inc, this.last, window, BATCH_BYTES]);
+      [this.name, this.inc, this.last, window, BATCH_BYTES],
+    );
     // Fewer rows than the window, and not cut by the byte bound (then the last row would
     // have taken the sum to it): the window held every row left.
     if (rows.length === 0 || (rows.length < window && Number(rows[rows.length - 1].upto) < BATCH_BYTES)) {
@@ -86,7 +92,7 @@ export class CursorSource implements RowSource {
     for (let i = 0; i < rows.length; i++) {
       const json = rows[i].body as string;
       bytes += json.length;
-      out[i] = { id: Number(rows[i].t_id), json, obj: parse ? JSON.parse(json) as Record<string, unknown> : EMPTY };
+      out[i] = { id: Number(rows[i].t_id), json, obj: parse ? (JSON.parse(json) as Record<string, unknown>) : EMPTY };
     }
     if (rows.length > 0) {
       this.last = out[rows.length - 1].id;

@@ -37,7 +37,10 @@ export class History {
   /** False on a database without pg_control_* (CockroachDB, YugabyteDB): the sequence is checked alone. */
   private withIdentity = true;
 
-  constructor(private readonly q: Q, private readonly log: (level: 'info' | 'warn' | 'error', msg: string) => void) {}
+  constructor(
+    private readonly q: Q,
+    private readonly log: (level: 'info' | 'warn' | 'error', msg: string) => void,
+  ) {}
 
   /**
    * Whether history changed since the last check, given that this node
@@ -62,8 +65,11 @@ export class History {
     const behind = last < published;
     if (!otherIdentity && !behind) return false;
     await this.q.query(`SELECT setval('pithos_seq', greatest((SELECT ${DRAWN} FROM pithos_seq), $1::int8, 1))`, [published]);
-    this.log('warn', `shared store: the database's history changed (${otherIdentity ? `${was} is now ${id}` : `the sequence is at ${last}, below ${published} already published`}); ` +
-      `positions re-based above ${published}, watchers told to reset`);
+    this.log(
+      'warn',
+      `shared store: the database's history changed (${otherIdentity ? `${was} is now ${id}` : `the sequence is at ${last}, below ${published} already published`}); ` +
+        `positions re-based above ${published}, watchers told to reset`,
+    );
     return true;
   }
 }

@@ -22,7 +22,10 @@ export { endpointText, parseHostList, parsePgUrl, parseTarget, type Endpoint, ty
 
 /** A server that answered but is not what target_session_attrs asks for. */
 export class WrongRoleError extends Error {
-  constructor(readonly endpoint: string, role: string) {
+  constructor(
+    readonly endpoint: string,
+    role: string,
+  ) {
     super(`${endpoint} is ${role}, not a writable primary`);
   }
 }
@@ -53,7 +56,10 @@ export const roleText = (r: Role): string => (r.recovery ? 'a standby (in recove
 export class Locator {
   private at = 0;
 
-  constructor(readonly hosts: readonly Endpoint[], readonly target: SessionTarget) {}
+  constructor(
+    readonly hosts: readonly Endpoint[],
+    readonly target: SessionTarget,
+  ) {}
 
   /** The host new connections try; undefined when the URL named none. */
   pick(): Endpoint | undefined {
@@ -93,7 +99,10 @@ export function clientClass(loc: Locator, checkMs: number): typeof pg.Client {
       const p = this.connectChecked().then(() => this as pg.Client);
       if (callback === undefined) return p;
       const cb = callback as (err: Error | null, c?: pg.Client) => void;
-      p.then((c) => cb(null, c), (err: Error) => cb(err));
+      p.then(
+        (c) => cb(null, c),
+        (err: Error) => cb(err),
+      );
     }
 
     private async connectChecked(): Promise<void> {

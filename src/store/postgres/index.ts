@@ -97,11 +97,14 @@ export class PgStore implements Store {
   private schedule(): void {
     if (this.closed) return;
     // Jitter spreads the nodes' sweeps apart.
-    this.sweeper = setTimeout(() => {
-      if (this.changes?.watched !== true && Date.now() < this.nextSweep) return this.schedule();
-      this.nextSweep = Date.now() + SWEEP_MS * (0.5 + Math.random());
-      void this.sweep().finally(() => this.schedule());
-    }, WATCHED_SWEEP_MS * (0.5 + Math.random()));
+    this.sweeper = setTimeout(
+      () => {
+        if (this.changes?.watched !== true && Date.now() < this.nextSweep) return this.schedule();
+        this.nextSweep = Date.now() + SWEEP_MS * (0.5 + Math.random());
+        void this.sweep().finally(() => this.schedule());
+      },
+      WATCHED_SWEEP_MS * (0.5 + Math.random()),
+    );
     this.sweeper.unref();
   }
 
@@ -130,7 +133,11 @@ export class PgStore implements Store {
       // sweeper's (expiries in the feed); a write that finds one expired empties it itself.
       await this.db.run(async (tx) => {
         if (this.changes !== undefined) await tx.query(SWEEPING);
-        for (const [head, elems] of [['pithos_lists', 'pithos_list_items'], ['pithos_sets', 'pithos_set_members'], ['pithos_zsets', 'pithos_zset_members']]) {
+        for (const [head, elems] of [
+          ['pithos_lists', 'pithos_list_items'],
+          ['pithos_sets', 'pithos_set_members'],
+          ['pithos_zsets', 'pithos_zset_members'],
+        ]) {
           await tx.query(`DELETE FROM ${elems} i USING ${head} l WHERE i.name = l.name AND l.expires_at <= ${tx.now}`);
           await tx.query(`DELETE FROM ${head} WHERE expires_at <= ${tx.now}`);
         }

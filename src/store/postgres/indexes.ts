@@ -40,8 +40,7 @@ import type { Db, Q } from './sql.js';
  * only escapes needed), as libpq's PQescapeLiteral writes it. A plain '…'
  * with a backslash would, with that setting off, let `\'` end the literal.
  */
-export const lit = (s: string): string =>
-  s.includes('\\') ? `E'${s.replace(/\\/g, '\\\\').replace(/'/g, "''")}'` : `'${s.replace(/'/g, "''")}'`;
+export const lit = (s: string): string => (s.includes('\\') ? `E'${s.replace(/\\/g, '\\\\').replace(/'/g, "''")}'` : `'${s.replace(/'/g, "''")}'`);
 /** The two characters `\u` (how a row's text holds an escaped character), as SQL. */
 const BACKSLASH_U = lit('\\u');
 
@@ -62,8 +61,7 @@ export function valueExpr(path: readonly string[], col = 'body'): string {
 export const escaped = (col = 'body'): string => `strpos(${col}, ${BACKSLASH_U}) > 0`;
 
 /** SQL: the rows of one table incarnation, as the partial indexes state it (`alias` qualifies the columns in queries). */
-export const indexScope = (table: string, inc: number, alias = ''): string =>
-  `${alias}tname = ${lit(table)} AND ${alias}inc = ${Number(inc)}`;
+export const indexScope = (table: string, inc: number, alias = ''): string => `${alias}tname = ${lit(table)} AND ${alias}inc = ${Number(inc)}`;
 const partial = (table: string, inc: number): string => indexScope(table, inc);
 
 /** Every finite JavaScript number is at least this, as JSONB. */
@@ -134,7 +132,8 @@ export class PgIndexes {
   async declare(q: Q, table: string, inc: number, field: string): Promise<void> {
     const r = await q.query(
       'INSERT INTO pithos_indexes (tname, inc, field, ready) VALUES ($1, $2, $3, false) ON CONFLICT (tname, inc, field) DO NOTHING RETURNING 1',
-      [table, inc, field]);
+      [table, inc, field],
+    );
     if (r.length === 0) throw conflict(`index on '${field}' of table '${table}' already exists`);
     this.meta.delete(table);
   }
@@ -162,17 +161,27 @@ export class PgIndexes {
 
   /** Builds the database indexes of a definition in the background, then marks it ready. */
   build(table: string, inc: number, field: string): void {
-    this.chain = this.chain.then(() => this.buildNow(table, inc, field)).catch((err: unknown) => {
-      this.db.opts.log('warn', `shared store: building the index on '${field}' of table '${table}' failed: ${(err as Error)?.message ?? String(err)}; the sweeper tries again`);
-    });
+    this.chain = this.chain
+      .then(() => this.buildNow(table, inc, field))
+      .catch((err: unknown) => {
+        this.db.opts.log(
+          'warn',
+          `shared store: building the index on '${field}' of table '${table}' failed: ${(err as Error)?.message ?? String(err)}; the sweeper tries again`,
+        );
+      });
   }
 
   /** Drops the database index of a definition that is gone (in the background). */
   discard(table: string, inc: number, field: string): void {
-    this.chain = this.chain.then(() => this.dropUnused([ixName(table, inc, field), escName(table, inc)])).catch((err: unknown) => {
-      // An unused database index costs space, never answers: the sweeper drops it later.
-      this.db.opts.log('warn', `shared store: dropping the index on '${field}' of table '${table}' failed: ${String((err as Error)?.message ?? err)}; the sweeper tries again`);
-    });
+    this.chain = this.chain
+      .then(() => this.dropUnused([ixName(table, inc, field), escName(table, inc)]))
+      .catch((err: unknown) => {
+        // An unused database index costs space, never answers: the sweeper drops it later.
+        this.db.opts.log(
+          'warn',
+          `shared store: dropping the index on '${field}' of table '${table}' failed: ${String((err as Error)?.message ?? err)}; the sweeper tries again`,
+        );
+      });
   }
 
   /** Resolves when the builds and drops this node started have finished (tests). */
@@ -210,7 +219,9 @@ export class PgIndexes {
   private async valid(name: string): Promise<boolean | undefined> {
     const r = await this.db.q.query(
       `SELECT i.indisvalid AS ok FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid
-       WHERE c.relname = $1 AND c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())`, [name]);
+       WHERE c.relname = $1 AND c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())`,
+      [name],
+    );
     return r.length === 0 ? undefined : r[0].ok === true;
   }
 
@@ -303,8 +314,11 @@ export class PgIndexes {
     const m = this.meta.get(table);
     const now = Date.now();
     if (!fresh && m !== undefined && now - m.at < META_MS) return m;
-    const r = await q.query(`SELECT t.inc, i.field FROM pithos_tables AS t LEFT JOIN pithos_indexes AS i ON i.tname = t.name AND i.inc = t.inc
-      WHERE t.name = $1 AND ${q.live('t.expires_at')}`, [table]);
+    const r = await q.query(
+      `SELECT t.inc, i.field FROM pithos_tables AS t LEFT JOIN pithos_indexes AS i ON i.tname = t.name AND i.inc = t.inc
+      WHERE t.name = $1 AND ${q.live('t.expires_at')}`,
+      [table],
+    );
     if (r.length === 0) {
       this.meta.delete(table);
       return undefined;
@@ -376,4 +390,3 @@ export class PgIndexes {
     return `((${conds.join(' AND ')}) OR ${escaped('r.body')})`;
   }
 }
-

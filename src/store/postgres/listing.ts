@@ -73,7 +73,9 @@ export async function list(q: Q, kind: ListKind, opts: ListOptions): Promise<str
   params.push(opts.limit + 1);
   const rows = await q.query(
     `SELECT ${src.name} AS name, expires_at, ${q.now} AS now${src.extra} FROM ${src.table}
-     WHERE ${conds.join(' AND ')} ORDER BY ${col} LIMIT $${params.length}`, params);
+     WHERE ${conds.join(' AND ')} ORDER BY ${col} LIMIT $${params.length}`,
+    params,
+  );
   const n = Math.min(rows.length, opts.limit);
   let out = '{"items":[';
   for (let i = 0; i < n; i++) {

@@ -54,8 +54,11 @@ async function lockList(q: Q, name: string, create: boolean): Promise<Head | und
     }
     if (!create) return undefined;
     // Inserted to be locked (op ''): no change until the write that follows sets what it was for.
-    const c = await q.query(`INSERT INTO pithos_lists (name, head, tail, expires_at, version, op) VALUES ($1, 0, 0, NULL, ${NEXT}, '')
-      ON CONFLICT (name) DO NOTHING RETURNING 1`, [name]);
+    const c = await q.query(
+      `INSERT INTO pithos_lists (name, head, tail, expires_at, version, op) VALUES ($1, 0, 0, NULL, ${NEXT}, '')
+      ON CONFLICT (name) DO NOTHING RETURNING 1`,
+      [name],
+    );
     if (c.length > 0) return { head: 0, tail: 0, version: 0 };
     // Created meanwhile by another writer: lock that one.
   }
@@ -70,8 +73,11 @@ function check(name: string, h: Head | undefined, pre: Precondition | undefined)
 /** Inserts `texts` at positions from, from+step, … */
 async function insertItems(q: Q, name: string, texts: readonly string[], from: number, step: 1 | -1): Promise<void> {
   if (texts.length === 0) return;
-  await q.query(`INSERT INTO pithos_list_items (name, pos, v)
-    SELECT $1, $2::int8 + (t.i - 1) * $3::int8, t.v FROM unnest($4::text[]) WITH ORDINALITY AS t(v, i)`, [name, from, step, texts]);
+  await q.query(
+    `INSERT INTO pithos_list_items (name, pos, v)
+    SELECT $1, $2::int8 + (t.i - 1) * $3::int8, t.v FROM unnest($4::text[]) WITH ORDINALITY AS t(v, i)`,
+    [name, from, step, texts],
+  );
 }
 
 /**
@@ -121,8 +127,14 @@ export async function popItems(q: Q, name: string, p: ListPop, pre: Precondition
   const items = r.map((x) => x.v as string);
   if (items.length !== n) throw new Error(`list '${name}' has ${items.length} of ${n} items at positions ${lo}…${lo + n - 1}`);
   const length = h.tail - h.head - n;
-  await setHead(q, name, left ? h.head + n : h.head, left ? h.tail : h.tail - n, 'pop',
-    `{"side":"${p.side}","count":${p.count},"items":[${items.join(',')}],"length":${length}}`);
+  await setHead(
+    q,
+    name,
+    left ? h.head + n : h.head,
+    left ? h.tail : h.tail - n,
+    'pop',
+    `{"side":"${p.side}","count":${p.count},"items":[${items.join(',')}],"length":${length}}`,
+  );
   if (p.to !== undefined) await pushItems(q, p.to, items, p.toSide, true);
   return items;
 }
@@ -169,11 +181,17 @@ export class PgLists implements ListStore {
         if (r.length > 0) {
           await q.query('DELETE FROM pithos_list_items WHERE name = $1', [name]);
           // A whole-list write: the feed's put carries the items (op null).
-          await q.query(`UPDATE pithos_lists SET head = 0, tail = $2, expires_at = ${q.expiry('$3')}, version = ${NEXT}, op = NULL, op_data = $4
-            WHERE name = $1`, [name, texts.length, ttl, all]);
+          await q.query(
+            `UPDATE pithos_lists SET head = 0, tail = $2, expires_at = ${q.expiry('$3')}, version = ${NEXT}, op = NULL, op_data = $4
+            WHERE name = $1`,
+            [name, texts.length, ttl, all],
+          );
         } else {
-          const c = await q.query(`INSERT INTO pithos_lists (name, head, tail, expires_at, version, op_data) VALUES ($1, 0, $2, ${q.expiry('$3')}, ${NEXT}, $4)
-            ON CONFLICT (name) DO NOTHING RETURNING 1`, [name, texts.length, ttl, all]);
+          const c = await q.query(
+            `INSERT INTO pithos_lists (name, head, tail, expires_at, version, op_data) VALUES ($1, 0, $2, ${q.expiry('$3')}, ${NEXT}, $4)
+            ON CONFLICT (name) DO NOTHING RETURNING 1`,
+            [name, texts.length, ttl, all],
+          );
           // Created meanwhile by another writer: lock that one and check again (if_absent then fails, a plain PUT replaces).
           if (c.length === 0) continue;
         }
@@ -191,10 +209,13 @@ export class PgLists implements ListStore {
     const len = '(l.tail - l.head)';
     const from = `GREATEST(CASE WHEN $2::int8 < 0 THEN ${len} + $2::int8 ELSE $2::int8 END, 0)`;
     const to = `LEAST(CASE WHEN $3::int8 < 0 THEN ${len} + $3::int8 ELSE $3::int8 END, ${len} - 1)`;
-    const r = await q.query(`SELECT l.head, l.tail, l.version,
+    const r = await q.query(
+      `SELECT l.head, l.tail, l.version,
         (SELECT string_agg(i.v, ',' ORDER BY i.pos) FROM pithos_list_items i
           WHERE i.name = l.name AND i.pos >= l.head + ${from} AND i.pos <= l.head + ${to}) AS items
-      FROM pithos_lists l WHERE l.name = $1 AND ${q.live('l.expires_at')}`, [name, start, stop]);
+      FROM pithos_lists l WHERE l.name = $1 AND ${q.live('l.expires_at')}`,
+      [name, start, stop],
+    );
     if (r.length === 0) throw listMissing(name);
     if (out !== undefined) out.version = Number(r[0].version);
     return `{"items":[${(r[0].items as string | null) ?? ''}],"length":${Number(r[0].tail) - Number(r[0].head)}}`;
@@ -382,6 +403,8 @@ export class PgLists implements ListStore {
     for (const [name, q] of [...this.waiting]) {
       for (const w of [...q]) this.settle(name, w, undefined, new StoreError('unavailable', 'the server is shutting down'));
     }
-    void this.listener?.end().catch((err: unknown) => this.db.opts.log('warn', `lists: closing the LISTEN connection failed: ${(err as Error)?.message ?? String(err)}`));
+    void this.listener
+      ?.end()
+      .catch((err: unknown) => this.db.opts.log('warn', `lists: closing the LISTEN connection failed: ${(err as Error)?.message ?? String(err)}`));
   }
 }

@@ -28,7 +28,9 @@ export class PgLocks implements LockStore {
        ON CONFLICT (name) DO UPDATE SET token = excluded.token, holder = excluded.holder, ttl = excluded.ttl,
          orig = excluded.orig, acq = excluded.acq, fence = nextval('pithos_seq'), expires_at = excluded.expires_at
        WHERE l.expires_at <= ${q.now}
-       RETURNING fence`, [name, token, JSON.stringify(holder), ttl]);
+       RETURNING fence`,
+      [name, token, JSON.stringify(holder), ttl],
+    );
     if (r.length === 0) throw new StoreError('locked', `lock '${name}' is held`);
     return grant(token, Number(r[0].fence));
   }
@@ -44,7 +46,9 @@ export class PgLocks implements LockStore {
     const r = await q.query(
       `WITH u AS (UPDATE pithos_locks SET ${set} WHERE name = $1 AND ${q.live()} AND md5(token) = md5($2) RETURNING fence)
        SELECT (SELECT fence FROM u) AS fence, (SELECT count(*) FROM u) AS done,
-              (SELECT 1 FROM pithos_locks WHERE name = $1 AND ${q.live()}) AS held`, [name, token, ...values]);
+              (SELECT 1 FROM pithos_locks WHERE name = $1 AND ${q.live()}) AS held`,
+      [name, token, ...values],
+    );
     const x = r[0];
     if (Number(x.done) > 0) return x;
     if (x.held === null) throw notHeld(name);
@@ -54,9 +58,12 @@ export class PgLocks implements LockStore {
   async renew(name: string, token: string, ttl: number): Promise<string> {
     const next = randomUUID();
     // ttl 0: the length given at acquire (orig).
-    const x = await this.byToken(name, token,
+    const x = await this.byToken(
+      name,
+      token,
       `token = $3, ttl = CASE WHEN $4::int8 = 0 THEN orig ELSE $4::int8 END, expires_at = ${this.db.q.now} + (CASE WHEN $4::int8 = 0 THEN orig ELSE $4::int8 END) * 1000`,
-      [next, ttl]);
+      [next, ttl],
+    );
     return grant(next, Number(x.fence));
   }
 

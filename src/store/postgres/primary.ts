@@ -24,7 +24,6 @@ const BEAT_DOWN_MS = 500;
 /** How long one confirmation keeps the node ready. */
 export const READY_WINDOW_MS = 3000;
 
-
 type Client = pg.Client & { [ENDPOINT]?: Endpoint; connection: { stream: { destroy(err?: Error): void } } };
 
 const IDENTITY_SQL = `${ROLE_SQL}, coalesce(host(inet_server_addr()), 'local') AS addr, inet_server_port() AS port,
@@ -185,7 +184,10 @@ export class Primary {
     if (was === 'up') return;
     this.state = 'up';
     if (was === 'down') {
-      this.log('info', `database reachable again after ${Date.now() - this.downSince} ms: writable primary ${where}${other ? ' (a different server or a restart: failover)' : ''}`);
+      this.log(
+        'info',
+        `database reachable again after ${Date.now() - this.downSince} ms: writable primary ${where}${other ? ' (a different server or a restart: failover)' : ''}`,
+      );
     } else {
       this.log('info', `shared store: writable primary ${where}`);
     }

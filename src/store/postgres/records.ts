@@ -50,7 +50,9 @@ export async function putRecord(q: Q, id: string, record: Row, ttl: number, pre?
       if (cur === undefined) {
         const c = await q.query(
           `INSERT INTO pithos_records (id, body, expires_at, version) VALUES ($1, $2, ${q.expiry('$3')}, ${NEXT})
-           ON CONFLICT (id) DO NOTHING RETURNING 1`, [id, json, ttl]);
+           ON CONFLICT (id) DO NOTHING RETURNING 1`,
+          [id, json, ttl],
+        );
         if (c.length > 0) return true;
         continue; // created meanwhile by another writer: lock it and check again
       }
@@ -65,7 +67,9 @@ export async function putRecord(q: Q, id: string, record: Row, ttl: number, pre?
        c AS (INSERT INTO pithos_records AS x (id, body, expires_at, version) SELECT $1, $2, ${q.expiry('$3')}, ${NEXT} WHERE NOT EXISTS (SELECT 1 FROM u)
              ON CONFLICT (id) DO UPDATE SET body = excluded.body, expires_at = excluded.expires_at, version = ${NEXT}
              WHERE x.expires_at IS NOT NULL AND x.expires_at <= ${q.now} RETURNING 1)
-       SELECT (SELECT count(*) FROM u) AS replaced, (SELECT count(*) FROM c) AS created`, [id, json, ttl]);
+       SELECT (SELECT count(*) FROM u) AS replaced, (SELECT count(*) FROM c) AS created`,
+      [id, json, ttl],
+    );
     if (Number(r[0].replaced) > 0) return false;
     if (Number(r[0].created) > 0) return true;
   }
@@ -105,8 +109,11 @@ export class PgRecords implements RecordStore {
       if (ttl === undefined) {
         await q.query(`UPDATE pithos_records SET body = $2, version = ${NEXT} WHERE id = $1`, [id, JSON.stringify(merged)]);
       } else {
-        await q.query(`UPDATE pithos_records SET body = $2, expires_at = ${q.expiry('$3')}, version = ${NEXT} WHERE id = $1`,
-          [id, JSON.stringify(merged), ttl]);
+        await q.query(`UPDATE pithos_records SET body = $2, expires_at = ${q.expiry('$3')}, version = ${NEXT} WHERE id = $1`, [
+          id,
+          JSON.stringify(merged),
+          ttl,
+        ]);
       }
     });
   }
@@ -124,8 +131,7 @@ export class PgRecords implements RecordStore {
       return;
     }
     const q = this.db.q;
-    const r = await q.query(
-      `UPDATE pithos_records SET expires_at = ${q.expiry('$2')}, version = ${NEXT} WHERE id = $1 AND ${q.live()} RETURNING 1`, [id, ttl]);
+    const r = await q.query(`UPDATE pithos_records SET expires_at = ${q.expiry('$2')}, version = ${NEXT} WHERE id = $1 AND ${q.live()} RETURNING 1`, [id, ttl]);
     if (r.length === 0) throw missing(id);
   }
 

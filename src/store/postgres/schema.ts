@@ -62,7 +62,11 @@ const stamp = (fn: string, col: string): string => `CREATE OR REPLACE FUNCTION $
    END $$`;
 
 /** The AFTER ROW trigger function of a record or variant: a put with its value, or its delete (or expiry). */
-const change = (kind: string, nameCol: string, value: string): string => `CREATE OR REPLACE FUNCTION pithos_change_${kind}() RETURNS trigger LANGUAGE plpgsql AS $$
+const change = (
+  kind: string,
+  nameCol: string,
+  value: string,
+): string => `CREATE OR REPLACE FUNCTION pithos_change_${kind}() RETURNS trigger LANGUAGE plpgsql AS $$
    BEGIN
      IF TG_OP = 'DELETE' THEN
        PERFORM pithos_gone('${kind}', OLD.${nameCol}, NULL, OLD.version);
@@ -136,9 +140,15 @@ const FEED: string[] = [
       ? `CREATE TRIGGER ${t}_stamp BEFORE INSERT OR UPDATE OF inc ON ${t} FOR EACH ROW EXECUTE FUNCTION pithos_stamp_table()`
       : `CREATE TRIGGER ${t}_stamp BEFORE INSERT OR UPDATE OF version ON ${t} FOR EACH ROW EXECUTE FUNCTION pithos_stamp()`,
   ]),
-  ...([['pithos_records', 'record', 'INSERT OR UPDATE OR DELETE'], ['pithos_variants', 'variant', 'INSERT OR UPDATE OR DELETE'],
-    ['pithos_rows', 'row', 'INSERT OR UPDATE OR DELETE'], ['pithos_tables', 'table', 'INSERT OR UPDATE OF inc OR DELETE'],
-    ['pithos_locks', 'lock', 'INSERT OR UPDATE OF token']] as const).flatMap(([t, f, on]) => [
+  ...(
+    [
+      ['pithos_records', 'record', 'INSERT OR UPDATE OR DELETE'],
+      ['pithos_variants', 'variant', 'INSERT OR UPDATE OR DELETE'],
+      ['pithos_rows', 'row', 'INSERT OR UPDATE OR DELETE'],
+      ['pithos_tables', 'table', 'INSERT OR UPDATE OF inc OR DELETE'],
+      ['pithos_locks', 'lock', 'INSERT OR UPDATE OF token'],
+    ] as const
+  ).flatMap(([t, f, on]) => [
     `DROP TRIGGER IF EXISTS ${t}_change ON ${t}`,
     `CREATE TRIGGER ${t}_change AFTER ${on} ON ${t} FOR EACH ROW EXECUTE FUNCTION pithos_change_${f}()`,
   ]),
@@ -179,7 +189,8 @@ export const MIGRATIONS: readonly Migration[] = [
     // each (a volatile default is evaluated per existing row), and is a
     // fresh version for any insert that names none.
     statements: ['pithos_records', 'pithos_variants', 'pithos_rows'].map(
-      (t) => `ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS version INT8 NOT NULL DEFAULT nextval('pithos_seq')`),
+      (t) => `ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS version INT8 NOT NULL DEFAULT nextval('pithos_seq')`,
+    ),
   },
   {
     version: 3,
@@ -208,9 +219,7 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'row counts of existing tables',
     // A separate transaction: CockroachDB does not let a transaction write a
     // column it added itself.
-    statements: [
-      `UPDATE pithos_tables AS t SET row_count = (SELECT count(*) FROM pithos_rows AS r WHERE r.tname = t.name AND r.inc = t.inc)`,
-    ],
+    statements: [`UPDATE pithos_tables AS t SET row_count = (SELECT count(*) FROM pithos_rows AS r WHERE r.tname = t.name AND r.inc = t.inc)`],
   },
   {
     version: 5,
@@ -280,7 +289,13 @@ export const MIGRATIONS: readonly Migration[] = [
          END IF;
          RETURN NULL;
        END $$`,
-      ...([['pithos_lists', 'list'], ['pithos_sets', 'set'], ['pithos_zsets', 'zset']] as const).flatMap(([t, kind]) => [
+      ...(
+        [
+          ['pithos_lists', 'list'],
+          ['pithos_sets', 'set'],
+          ['pithos_zsets', 'zset'],
+        ] as const
+      ).flatMap(([t, kind]) => [
         `DROP TRIGGER IF EXISTS ${t}_stamp ON ${t}`,
         `CREATE TRIGGER ${t}_stamp BEFORE INSERT OR UPDATE OF version ON ${t} FOR EACH ROW EXECUTE FUNCTION pithos_stamp()`,
         `DROP TRIGGER IF EXISTS ${t}_change ON ${t}`,
@@ -320,7 +335,10 @@ async function migrateOnce(pool: pg.Pool): Promise<number[]> {
     c.on('error', onError);
     try {
       await c.query('BEGIN');
-      const r = await c.query('INSERT INTO pithos_migrations (version, name) VALUES ($1, $2) ON CONFLICT (version) DO NOTHING RETURNING version', [m.version, m.name]);
+      const r = await c.query('INSERT INTO pithos_migrations (version, name) VALUES ($1, $2) ON CONFLICT (version) DO NOTHING RETURNING version', [
+        m.version,
+        m.name,
+      ]);
       if (r.rows.length === 0) {
         await c.query('ROLLBACK');
         continue;

@@ -10,7 +10,17 @@
 import { collectionMissing, type SetOp } from '../collection.js';
 import type { Precondition, SetStore, VersionOut } from '../store.js';
 import {
-  dropCollection, expireHeader, INSERT_STEP, liveCount, lockAll, lockExisting, lockHeader, memberBytes, memberOf, replaceHeader, writeHeader,
+  dropCollection,
+  expireHeader,
+  INSERT_STEP,
+  liveCount,
+  lockAll,
+  lockExisting,
+  lockHeader,
+  memberBytes,
+  memberOf,
+  replaceHeader,
+  writeHeader,
 } from './collections.js';
 import type { Db, Q } from './sql.js';
 
@@ -20,8 +30,11 @@ const LIVE_HEADER = (q: Q): string => `pithos_sets h WHERE h.name = $1 AND ${q.l
 async function insertMembers(q: Q, name: string, members: readonly string[]): Promise<number> {
   let added = 0;
   for (let from = 0; from < members.length; from += INSERT_STEP) {
-    const r = await q.query(`INSERT INTO pithos_set_members (name, member) SELECT $1, m FROM unnest($2::bytea[]) AS t(m)
-      ON CONFLICT (name, member) DO NOTHING RETURNING 1`, [name, members.slice(from, from + INSERT_STEP).map(memberBytes)]);
+    const r = await q.query(
+      `INSERT INTO pithos_set_members (name, member) SELECT $1, m FROM unnest($2::bytea[]) AS t(m)
+      ON CONFLICT (name, member) DO NOTHING RETURNING 1`,
+      [name, members.slice(from, from + INSERT_STEP).map(memberBytes)],
+    );
     added += r.length;
   }
   return added;
@@ -54,8 +67,10 @@ export async function setRemove(q: Q, name: string, members: readonly string[], 
 
 /** Whether `member` is in the live set; 404 when the set does not exist (a transaction's check). */
 export async function setHas(q: Q, name: string, member: string): Promise<boolean> {
-  const r = await q.query(`SELECT EXISTS (SELECT 1 FROM pithos_set_members m WHERE m.name = h.name AND m.member = $2) AS has FROM ${LIVE_HEADER(q)}`,
-    [name, memberBytes(member)]);
+  const r = await q.query(`SELECT EXISTS (SELECT 1 FROM pithos_set_members m WHERE m.name = h.name AND m.member = $2) AS has FROM ${LIVE_HEADER(q)}`, [
+    name,
+    memberBytes(member),
+  ]);
   if (r.length === 0) throw collectionMissing('set', name);
   return r[0].has === true;
 }
@@ -111,9 +126,12 @@ export class PgSets implements SetStore {
       params.push(limit + 1);
       lim = ` LIMIT $${params.length}`;
     }
-    const r = await q.query(`SELECT h.count, h.version, p.member FROM pithos_sets h
+    const r = await q.query(
+      `SELECT h.count, h.version, p.member FROM pithos_sets h
       LEFT JOIN LATERAL (SELECT m.member FROM pithos_set_members m WHERE m.name = h.name${cond} ORDER BY m.member${lim}) p ON true
-      WHERE h.name = $1 AND ${q.live('h.expires_at')} ORDER BY p.member`, params);
+      WHERE h.name = $1 AND ${q.live('h.expires_at')} ORDER BY p.member`,
+      params,
+    );
     if (r.length === 0) throw collectionMissing('set', name);
     if (out !== undefined) out.version = Number(r[0].version);
     const rows = r[0].member === null ? [] : r;
@@ -137,9 +155,12 @@ export class PgSets implements SetStore {
 
   async contains(name: string, members: readonly string[]): Promise<string> {
     const q = this.db.q;
-    const r = await q.query(`SELECT (SELECT array_agg(EXISTS (SELECT 1 FROM pithos_set_members m WHERE m.name = h.name AND m.member = t.m) ORDER BY t.i)
+    const r = await q.query(
+      `SELECT (SELECT array_agg(EXISTS (SELECT 1 FROM pithos_set_members m WHERE m.name = h.name AND m.member = t.m) ORDER BY t.i)
         FROM unnest($2::bytea[]) WITH ORDINALITY AS t(m, i)) AS c
-      FROM ${LIVE_HEADER(q)}`, [name, members.map(memberBytes)]);
+      FROM ${LIVE_HEADER(q)}`,
+      [name, members.map(memberBytes)],
+    );
     if (r.length === 0) throw collectionMissing('set', name);
     return `{"contains":[${(r[0].c as boolean[]).map((b) => (b ? 'true' : 'false')).join(',')}]}`;
   }

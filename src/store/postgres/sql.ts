@@ -60,8 +60,7 @@ const HOST_CONNECT_MS = 2000;
 const RETRYABLE = new Set(['40001', '40P01']);
 
 /** Jittered exponential wait before attempt `attempt + 1`: 2, 4, 8 … ms, at most 250. */
-const backoff = (attempt: number): Promise<void> =>
-  new Promise((r) => setTimeout(r, (0.5 + Math.random()) * Math.min(250, 2 ** attempt)));
+const backoff = (attempt: number): Promise<void> => new Promise((r) => setTimeout(r, (0.5 + Math.random()) * Math.min(250, 2 ** attempt)));
 
 export function isRetryable(err: unknown): boolean {
   return typeof (err as { code?: unknown })?.code === 'string' && RETRYABLE.has((err as { code: string }).code);
@@ -88,7 +87,8 @@ interface Fault {
   down: boolean;
 }
 
-const UNKNOWN_OUTCOME = 'the change may or may not have been made (as with any database when the connection breaks during a commit); read it back before retrying';
+const UNKNOWN_OUTCOME =
+  'the change may or may not have been made (as with any database when the connection breaks during a commit); read it back before retrying';
 
 /**
  * The one classification of database failures. Every failure of the
@@ -106,11 +106,16 @@ export function classify(err: unknown, boundMs: number, committing: boolean): Fa
       error: committing
         ? unknown(`the database did not confirm the change within ${boundMs} ms`)
         : new StoreError('unreachable', `the database did not answer within ${boundMs} ms; nothing was changed; try again`),
-      discard: true, down: false,
+      discard: true,
+      down: false,
     };
   }
   if (err instanceof WrongRoleError) {
-    return { error: new StoreError('unreachable', 'the database is read-only (a standby, or a primary being demoted in a failover); try again'), discard: true, down: true };
+    return {
+      error: new StoreError('unreachable', 'the database is read-only (a standby, or a primary being demoted in a failover); try again'),
+      discard: true,
+      down: true,
+    };
   }
   const e = err as { code?: unknown; severity?: unknown; message?: unknown };
   if (typeof e?.severity !== 'string') {
@@ -121,28 +126,41 @@ export function classify(err: unknown, boundMs: number, committing: boolean): Fa
     // Not an answer from the server: the connection failed or was lost. The details
     // (addresses) go to the server log once (Primary), not to clients.
     return {
-      error: committing ? unknown('the connection to the database was lost while the change was being committed')
+      error: committing
+        ? unknown('the connection to the database was lost while the change was being committed')
         : new StoreError('unreachable', 'the database is unreachable; try again'),
-      discard: true, down: true,
+      discard: true,
+      down: true,
     };
   }
   const code = typeof e.code === 'string' ? e.code : '';
   if (code === '25006') {
-    return { error: new StoreError('unreachable', 'the database is read-only (a standby, or a primary being demoted in a failover); nothing was changed; try again'), discard: true, down: true };
+    return {
+      error: new StoreError('unreachable', 'the database is read-only (a standby, or a primary being demoted in a failover); nothing was changed; try again'),
+      discard: true,
+      down: true,
+    };
   }
   if (/^(57P0|08)/.test(code)) {
     return {
-      error: committing ? unknown(`the database went away (${code}) while the change was being committed`)
+      error: committing
+        ? unknown(`the database went away (${code}) while the change was being committed`)
         : new StoreError('unreachable', `the database is shutting down, restarting or unreachable (${code}); try again`),
-      discard: true, down: true,
+      discard: true,
+      down: true,
     };
   }
   if (code === '57014') {
-    return { error: new StoreError('unreachable', `the database did not answer within the statement timeout of ${boundMs} ms; nothing was changed; try again`), discard: false, down: false };
+    return {
+      error: new StoreError('unreachable', `the database did not answer within the statement timeout of ${boundMs} ms; nothing was changed; try again`),
+      discard: false,
+      down: false,
+    };
   }
   // disk_full: the database's disk, reported as the log store reports its own.
   if (code === '53100') return { error: storageFull(), discard: false, down: false };
-  if (/^(53|57|58)/.test(code)) return { error: new StoreError('unreachable', `the database is unavailable (${code}); try again`), discard: false, down: false };
+  if (/^(53|57|58)/.test(code))
+    return { error: new StoreError('unreachable', `the database is unavailable (${code}); try again`), discard: false, down: false };
   return undefined;
 }
 
@@ -172,22 +190,28 @@ type PgClient = pg.PoolClient & { [ENDPOINT]?: Endpoint; connection: { stream: {
 function within<T>(p: Promise<T>, ms: number, expired: () => void, late?: (v: T) => void): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let done = false;
-    const t = setTimeout(() => {
-      done = true;
-      expired();
-      reject(new DeadlineError('deadline'));
-    }, Math.max(0, ms));
-    p.then((v) => {
-      if (done) return late?.(v);
-      done = true;
-      clearTimeout(t);
-      resolve(v);
-    }, (err: unknown) => {
-      if (done) return;
-      done = true;
-      clearTimeout(t);
-      reject(err);
-    });
+    const t = setTimeout(
+      () => {
+        done = true;
+        expired();
+        reject(new DeadlineError('deadline'));
+      },
+      Math.max(0, ms),
+    );
+    p.then(
+      (v) => {
+        if (done) return late?.(v);
+        done = true;
+        clearTimeout(t);
+        resolve(v);
+      },
+      (err: unknown) => {
+        if (done) return;
+        done = true;
+        clearTimeout(t);
+        reject(err);
+      },
+    );
   });
 }
 
@@ -228,8 +252,13 @@ export class Db {
     this.pool.on('error', (err, c) => {
       if (this.gens.get(c) === this.gen) this.primary.lost((err as Error)?.message ?? String(err), Date.now());
     });
-    this.primary = new Primary(() => new Client(clientOptions) as unknown as PgClient, this.loc,
-      Math.min(opts.statementTimeoutMs, HOST_CONNECT_MS), opts.log, () => this.gen++);
+    this.primary = new Primary(
+      () => new Client(clientOptions) as unknown as PgClient,
+      this.loc,
+      Math.min(opts.statementTimeoutMs, HOST_CONNECT_MS),
+      opts.log,
+      () => this.gen++,
+    );
     // A single statement is its own transaction; on a serialization failure
     // (CockroachDB, YugabyteDB) or deadlock it is simply run again.
     const run = async (text: string, values?: unknown[]): Promise<Record<string, unknown>[]> => {
@@ -319,8 +348,10 @@ export class Db {
         await c.rollback();
         c.release();
         if (attempt >= MAX_ATTEMPTS) {
-          throw new StoreError('unavailable',
-            `the transaction conflicted with concurrent ones ${MAX_ATTEMPTS} times (serialization failure); nothing was changed; try again`);
+          throw new StoreError(
+            'unavailable',
+            `the transaction conflicted with concurrent ones ${MAX_ATTEMPTS} times (serialization failure); nothing was changed; try again`,
+          );
         }
       }
       await backoff(attempt);
@@ -347,8 +378,10 @@ export class Db {
         await c.finish();
         if (!isRetryable(err)) throw err;
         if (attempt >= MAX_ATTEMPTS) {
-          throw new StoreError('unavailable',
-            `the transaction conflicted with concurrent ones ${MAX_ATTEMPTS} times (serialization failure); nothing was changed; try again`);
+          throw new StoreError(
+            'unavailable',
+            `the transaction conflicted with concurrent ones ${MAX_ATTEMPTS} times (serialization failure); nothing was changed; try again`,
+          );
         }
       }
       await backoff(attempt);
@@ -387,7 +420,12 @@ export class Db {
       try {
         const p = this.pool.connect() as Promise<PgClient>;
         // A connection that arrives after the deadline goes straight back.
-        client = await within(p, deadline - Date.now(), () => undefined, (late) => late.release());
+        client = await within(
+          p,
+          deadline - Date.now(),
+          () => undefined,
+          (late) => late.release(),
+        );
       } catch (err) {
         tries++;
         const f = err instanceof DeadlineError ? undefined : classify(err, this.bound, false);

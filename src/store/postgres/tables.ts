@@ -56,7 +56,8 @@ export async function tableRows(q: Q, name: string, after = 0, limit?: number): 
   const r = await q.query(
     `SELECT r.t_id, r.body FROM pithos_tables t LEFT JOIN pithos_rows r ON r.tname = t.name AND r.inc = t.inc AND r.t_id > $2
      WHERE t.name = $1 AND ${q.live('t.expires_at')} ORDER BY r.t_id${limit === undefined ? '' : ' LIMIT $3'}`,
-    limit === undefined ? [name, after] : [name, after, limit]);
+    limit === undefined ? [name, after] : [name, after, limit],
+  );
   if (r.length === 0) throw missing(name);
   return rowsOf(r);
 }
@@ -75,14 +76,19 @@ export async function createTable(q: Q, name: string, ttl: number): Promise<void
     // An expired table of that name: a new incarnation replaces it, its rows and index definitions go.
     // The new incarnation first: rows of the old one are then gone with their table,
     // not deleted one by one (the change feed reports the table, as the log store does).
-    await q.query(`UPDATE pithos_tables SET inc = nextval('pithos_seq'), next_id = 1, row_count = 0, expires_at = ${q.expiry('$2')} WHERE name = $1`, [name, ttl]);
+    await q.query(`UPDATE pithos_tables SET inc = nextval('pithos_seq'), next_id = 1, row_count = 0, expires_at = ${q.expiry('$2')} WHERE name = $1`, [
+      name,
+      ttl,
+    ]);
     await q.query('DELETE FROM pithos_rows WHERE tname = $1 AND inc = $2', [name, cur[0].inc]);
     await q.query('DELETE FROM pithos_indexes WHERE tname = $1 AND inc = $2', [name, cur[0].inc]);
     return;
   }
   const r = await q.query(
     `INSERT INTO pithos_tables (name, inc, next_id, expires_at) VALUES ($1, nextval('pithos_seq'), 1, ${q.expiry('$2')})
-     ON CONFLICT (name) DO NOTHING RETURNING inc`, [name, ttl]);
+     ON CONFLICT (name) DO NOTHING RETURNING inc`,
+    [name, ttl],
+  );
   // Another node created it between the two statements.
   if (r.length === 0) throw conflict(`table '${name}' already exists`);
 }
@@ -92,7 +98,8 @@ export async function insertRow(q: Q, name: string, row: Row): Promise<number> {
   const r = await q.query(
     `WITH t AS (UPDATE pithos_tables SET next_id = next_id + 1, row_count = row_count + 1 WHERE name = $1 AND ${q.live()} RETURNING inc, next_id - 1 AS id)
      INSERT INTO pithos_rows (tname, inc, t_id, body, version) SELECT $1, t.inc, t.id, $2, nextval('pithos_seq') FROM t RETURNING t_id`,
-    [name, JSON.stringify(row)]);
+    [name, JSON.stringify(row)],
+  );
   if (r.length === 0) throw missing(name);
   return Number(r[0].t_id);
 }
@@ -108,9 +115,12 @@ async function matchingRows(q: Q, name: string, matcher: Matcher, ix?: PgIndexes
   const m = ix === undefined ? undefined : await ix.tableMeta(name, false, q);
   const params: unknown[] = [name, inc];
   const cond = m === undefined ? undefined : ix?.conditions({ ...m, inc }, matcher, params);
-  const r = await q.query(cond === undefined
-    ? 'SELECT t_id, body FROM pithos_rows WHERE tname = $1 AND inc = $2 ORDER BY t_id'
-    : `SELECT r.t_id, r.body FROM pithos_rows AS r WHERE r.tname = $1 AND r.inc = $2 AND ${indexScope(name, inc, 'r.')} AND ${cond} ORDER BY r.t_id`, params);
+  const r = await q.query(
+    cond === undefined
+      ? 'SELECT t_id, body FROM pithos_rows WHERE tname = $1 AND inc = $2 ORDER BY t_id'
+      : `SELECT r.t_id, r.body FROM pithos_rows AS r WHERE r.tname = $1 AND r.inc = $2 AND ${indexScope(name, inc, 'r.')} AND ${cond} ORDER BY r.t_id`,
+    params,
+  );
   const out: PgRow[] = [];
   for (const x of r) {
     const json = x.body as string;
@@ -127,7 +137,9 @@ export async function updateRows(q: Q, name: string, matcher: Matcher, sets: Row
   const bodies = rows.map((r) => JSON.stringify(mergeFields(JSON.parse(r.json) as Row, sets)));
   await q.query(
     `UPDATE pithos_rows AS r SET body = u.body, version = (SELECT nextval('pithos_seq')) FROM (SELECT unnest($3::int8[]) AS id, unnest($4::text[]) AS body) AS u
-     WHERE r.tname = $1 AND r.inc = $2 AND r.t_id = u.id`, [name, inc, ids, bodies]);
+     WHERE r.tname = $1 AND r.inc = $2 AND r.t_id = u.id`,
+    [name, inc, ids, bodies],
+  );
   return rows.length;
 }
 
@@ -156,8 +168,12 @@ async function lockedRow(q: Q, name: string, id: number, pre: Precondition | und
 }
 
 async function writeRow(q: Q, name: string, inc: number, id: number, row: Row): Promise<void> {
-  await q.query(`UPDATE pithos_rows SET body = $4, version = nextval('pithos_seq') WHERE tname = $1 AND inc = $2 AND t_id = $3`,
-    [name, inc, id, JSON.stringify(row)]);
+  await q.query(`UPDATE pithos_rows SET body = $4, version = nextval('pithos_seq') WHERE tname = $1 AND inc = $2 AND t_id = $3`, [
+    name,
+    inc,
+    id,
+    JSON.stringify(row),
+  ]);
 }
 
 async function deleteRowAt(q: Q, name: string, inc: number, id: number): Promise<void> {
@@ -208,7 +224,10 @@ export async function countRows(q: Q, name: string, matcher: Matcher): Promise<n
 }
 
 export class PgTables implements TableStore {
-  constructor(private readonly db: Db, private readonly ix: PgIndexes) {}
+  constructor(
+    private readonly db: Db,
+    private readonly ix: PgIndexes,
+  ) {}
 
   /**
    * Live rows of an existing table that may match `matcher`, in t_id order
@@ -228,7 +247,9 @@ export class PgTables implements TableStore {
       const r = await q.query(
         `SELECT t.inc AS live_inc, r.t_id, r.body FROM pithos_tables AS t
          LEFT JOIN pithos_rows AS r ON r.tname = t.name AND r.inc = t.inc AND r.t_id > $2 AND ${indexScope(name, m.inc, 'r.')} AND ${cond}
-         WHERE t.name = $1 AND ${q.live('t.expires_at')} ORDER BY r.t_id`, params);
+         WHERE t.name = $1 AND ${q.live('t.expires_at')} ORDER BY r.t_id`,
+        params,
+      );
       if (r.length === 0) throw missing(name);
       // The table was dropped and created again since this node read its incarnation: read it again.
       if (Number(r[0].live_inc) !== m.inc) continue;
@@ -250,7 +271,9 @@ export class PgTables implements TableStore {
     const r = await q.query(
       `SELECT t.row_count, x.t_id, x.body FROM pithos_tables t LEFT JOIN LATERAL
          (SELECT r.t_id, r.body FROM pithos_rows r WHERE r.tname = t.name AND r.inc = t.inc AND r.t_id > $2 AND t.row_count <= ${STREAM_ROWS} OFFSET 0) x ON true
-       WHERE t.name = $1 AND ${q.live('t.expires_at')} ORDER BY x.t_id`, [name, after]);
+       WHERE t.name = $1 AND ${q.live('t.expires_at')} ORDER BY x.t_id`,
+      [name, after],
+    );
     if (r.length === 0) throw missing(name);
     if (Number(r[0].row_count) > STREAM_ROWS) return CursorSource.open(this.db, name, after);
     return rowsOf(r);
@@ -377,13 +400,18 @@ export class PgTables implements TableStore {
           params.push(want);
           const batch = await q.query(
             `SELECT r.t_id, r.body, (${e})::text AS v FROM pithos_rows AS r WHERE ${scope} AND ${seg}${keyset}
-             ORDER BY ${e} ${dir}, r.t_id LIMIT $${params.length}`, params);
+             ORDER BY ${e} ${dir}, r.t_id LIMIT $${params.length}`,
+            params,
+          );
           const full = batch.length === want;
           if (full) {
             // Complete the last run of equal values, so no run is split between batches.
             const last = batch[batch.length - 1];
-            const rest = await q.query(`SELECT r.t_id, r.body, (${e})::text AS v FROM pithos_rows AS r WHERE ${scope} AND ${e} = $1::jsonb AND r.t_id > $2
-              ORDER BY r.t_id`, [last.v, last.t_id]);
+            const rest = await q.query(
+              `SELECT r.t_id, r.body, (${e})::text AS v FROM pithos_rows AS r WHERE ${scope} AND ${e} = $1::jsonb AND r.t_id > $2
+              ORDER BY r.t_id`,
+              [last.v, last.t_id],
+            );
             for (const x of rest) batch.push(x);
           }
           let run: IdRow[] = [];
@@ -447,7 +475,9 @@ export class PgTables implements TableStore {
     const q = this.db.q;
     const r = await q.query(
       `SELECT r.body, r.version FROM pithos_tables AS t LEFT JOIN pithos_rows AS r ON r.tname = t.name AND r.inc = t.inc AND r.t_id = $2
-       WHERE t.name = $1 AND ${q.live('t.expires_at')}`, [name, id]);
+       WHERE t.name = $1 AND ${q.live('t.expires_at')}`,
+      [name, id],
+    );
     if (r.length === 0) throw missing(name);
     if (r[0].body === null) throw rowMissing(name, id);
     if (out !== undefined) out.version = Number(r[0].version);
@@ -486,7 +516,9 @@ export class PgTables implements TableStore {
     const r = await q.query(
       `WITH t AS (UPDATE pithos_tables SET expires_at = ${q.expiry('$2')} WHERE name = $1 AND ${q.live()} RETURNING inc),
             r AS (UPDATE pithos_rows SET version = (SELECT nextval('pithos_seq')) WHERE tname = $1 AND inc IN (SELECT inc FROM t) RETURNING 1)
-       SELECT (SELECT count(*) FROM r) AS rows FROM t`, [name, ttl]);
+       SELECT (SELECT count(*) FROM r) AS rows FROM t`,
+      [name, ttl],
+    );
     if (r.length === 0) throw missing(name);
   }
 
@@ -496,7 +528,9 @@ export class PgTables implements TableStore {
       `WITH t AS (DELETE FROM pithos_tables WHERE name = $1 AND ${this.db.q.live()} RETURNING inc),
             d AS (DELETE FROM pithos_rows WHERE tname = $1 AND inc IN (SELECT inc FROM t) RETURNING 1),
             x AS (DELETE FROM pithos_indexes WHERE tname = $1 AND inc IN (SELECT inc FROM t) RETURNING field)
-       SELECT (SELECT count(*) FROM d) AS rows, inc, (SELECT array_agg(field) FROM x) AS fields FROM t`, [name]);
+       SELECT (SELECT count(*) FROM d) AS rows, inc, (SELECT array_agg(field) FROM x) AS fields FROM t`,
+      [name],
+    );
     if (r.length === 0) throw missing(name);
     this.ix.forget(name);
     // Their database indexes are dropped in the background (the sweeper drops any left over).

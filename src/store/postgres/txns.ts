@@ -80,7 +80,16 @@ function writer(q: Q): TxnWriter<Promise<string>> {
       await deleteRecord(q, id);
       return results.none;
     },
-    push: async (list, values, side) => results.length(await pushItems(q, list, values.map((v) => JSON.stringify(v)), side, true)),
+    push: async (list, values, side) =>
+      results.length(
+        await pushItems(
+          q,
+          list,
+          values.map((v) => JSON.stringify(v)),
+          side,
+          true,
+        ),
+      ),
     pop: async (list, side, count) => {
       const items = await popItems(q, list, { side, count, waitMs: 0, toSide: 'left' }, undefined);
       if (items === undefined) throw listMissing(list);

@@ -75,4 +75,3 @@ export function parsePgUrl(url: string, hosts?: string, target?: string): PgTarg
   const first = list.length === 0 ? '' : hostText(list[0]);
   return { url: `${m[1]}${userinfo}${first}${path}${rest === '' ? '' : `?${rest}`}`, hosts: list, target: t };
 }
-

@@ -15,7 +15,20 @@ import { StoreError } from '../errors.js';
 import { missing as missingObject } from '../messages.js';
 import type { VariantStore, Precondition, VersionOut } from '../store.js';
 import { checkPrecondition } from '../versions.js';
-import { addDelta, appendText, checkAppend, checkDelta, checkSameType, checkType, isIntegerLiteral, makeVariant, type ScalarInput, type Variant, type VType, variantOf } from '../variant.js';
+import {
+  addDelta,
+  appendText,
+  checkAppend,
+  checkDelta,
+  checkSameType,
+  checkType,
+  isIntegerLiteral,
+  makeVariant,
+  type ScalarInput,
+  type Variant,
+  type VType,
+  variantOf,
+} from '../variant.js';
 import type { Db, Q } from './sql.js';
 
 const missing = (name: string): StoreError => missingObject('variant', name);
@@ -44,7 +57,9 @@ export async function setVariant(q: Q, name: string, value: ScalarInput, ttl: nu
       if (r.length === 0) {
         const c = await q.query(
           `INSERT INTO pithos_variants (name, t, v, expires_at, version) VALUES ($1, $2, $3, ${q.expiry('$4')}, ${NEXT})
-           ON CONFLICT (name) DO NOTHING RETURNING 1`, [name, x.t, v, ttl]);
+           ON CONFLICT (name) DO NOTHING RETURNING 1`,
+          [name, x.t, v, ttl],
+        );
         if (c.length > 0) return [true, x];
         continue; // created meanwhile by another writer: lock it and check again
       }
@@ -59,7 +74,9 @@ export async function setVariant(q: Q, name: string, value: ScalarInput, ttl: nu
        c AS (INSERT INTO pithos_variants AS x (name, t, v, expires_at, version) SELECT $1, $2, $3, ${q.expiry('$4')}, ${NEXT} WHERE NOT EXISTS (SELECT 1 FROM u)
              ON CONFLICT (name) DO UPDATE SET t = excluded.t, v = excluded.v, expires_at = excluded.expires_at, version = ${NEXT}
              WHERE x.expires_at IS NOT NULL AND x.expires_at <= ${q.now} RETURNING 1)
-       SELECT (SELECT count(*) FROM u) AS replaced, (SELECT count(*) FROM c) AS created`, [name, x.t, v, ttl]);
+       SELECT (SELECT count(*) FROM u) AS replaced, (SELECT count(*) FROM c) AS created`,
+      [name, x.t, v, ttl],
+    );
     if (Number(r[0].replaced) > 0) return [false, x];
     if (Number(r[0].created) > 0) return [true, x];
     // A live variant exists and the UPDATE did not take it: another type (or created just now).
@@ -109,7 +126,9 @@ export class PgVariants implements VariantStore {
       const q = this.db.q;
       const r = await q.query(
         `UPDATE pithos_variants SET v = (v::int8 + $2::int8)::text, version = ${NEXT}
-         WHERE name = $1 AND t = 'i' AND ${q.live()} AND abs(v::int8 + $2::int8) <= 9007199254740991 RETURNING v`, [name, d]);
+         WHERE name = $1 AND t = 'i' AND ${q.live()} AND abs(v::int8 + $2::int8) <= 9007199254740991 RETURNING v`,
+        [name, d],
+      );
       if (r.length > 0) return makeVariant('i', Number(r[0].v)).data;
       // Missing, another type, or overflow: the general path finds out which.
     }
@@ -133,7 +152,10 @@ export class PgVariants implements VariantStore {
   /** Sets the remaining lifetime (0 = none) in one statement; the value is untouched, the version new (as on the log). */
   async expire(name: string, ttl: number): Promise<void> {
     const q = this.db.q;
-    const r = await q.query(`UPDATE pithos_variants SET expires_at = ${q.expiry('$2')}, version = ${NEXT} WHERE name = $1 AND ${q.live()} RETURNING 1`, [name, ttl]);
+    const r = await q.query(`UPDATE pithos_variants SET expires_at = ${q.expiry('$2')}, version = ${NEXT} WHERE name = $1 AND ${q.live()} RETURNING 1`, [
+      name,
+      ttl,
+    ]);
     if (r.length === 0) throw missing(name);
   }
 

@@ -20,7 +20,18 @@ import { collectionMissing, scoreText, type ZMode, type ZRange } from '../collec
 import { conflict, notFound } from '../errors.js';
 import type { Precondition, VersionOut, ZsetStore } from '../store.js';
 import {
-  dropCollection, expireHeader, INSERT_STEP, liveCount, lockExisting, lockHeader, memberBytes, memberOf, NEXT, replaceHeader, unlockUnchanged, writeHeader,
+  dropCollection,
+  expireHeader,
+  INSERT_STEP,
+  liveCount,
+  lockExisting,
+  lockHeader,
+  memberBytes,
+  memberOf,
+  NEXT,
+  replaceHeader,
+  unlockUnchanged,
+  writeHeader,
 } from './collections.js';
 import type { Db, Q } from './sql.js';
 
@@ -30,8 +41,11 @@ async function upsertMembers(q: Q, name: string, pairs: ReadonlyArray<[string, n
   // In slices: each statement has its own deadline, and a PUT may hold any number of members.
   for (let from = 0; from < pairs.length; from += INSERT_STEP) {
     const part = pairs.slice(from, from + INSERT_STEP);
-    await q.query(`INSERT INTO pithos_zset_members (name, member, score) SELECT $1, t.m, t.s FROM unnest($2::bytea[], $3::float8[]) AS t(m, s)
-      ON CONFLICT (name, member) DO UPDATE SET score = EXCLUDED.score`, [name, part.map((p) => memberBytes(p[0])), part.map((p) => p[1])]);
+    await q.query(
+      `INSERT INTO pithos_zset_members (name, member, score) SELECT $1, t.m, t.s FROM unnest($2::bytea[], $3::float8[]) AS t(m, s)
+      ON CONFLICT (name, member) DO UPDATE SET score = EXCLUDED.score`,
+      [name, part.map((p) => memberBytes(p[0])), part.map((p) => p[1])],
+    );
   }
 }
 
@@ -55,10 +69,22 @@ export async function zsetPut(q: Q, name: string, pairs: ReadonlyArray<[string, 
 
 /** Adds or updates members under `mode`; returns [added, updated, count]. Writes nothing when nothing changes. */
 export async function zsetAdd(
-  q: Q, name: string, pairs: ReadonlyArray<[string, number]>, mode: ZMode, create: boolean, pre?: Precondition,
+  q: Q,
+  name: string,
+  pairs: ReadonlyArray<[string, number]>,
+  mode: ZMode,
+  create: boolean,
+  pre?: Precondition,
 ): Promise<[number, number, number]> {
   const h = await lockHeader(q, 'zset', name, create, pre);
-  const cur = h.count === 0 ? new Map<string, number>() : await scoresOf(q, name, pairs.map((p) => p[0]));
+  const cur =
+    h.count === 0
+      ? new Map<string, number>()
+      : await scoresOf(
+          q,
+          name,
+          pairs.map((p) => p[0]),
+        );
   let added = 0;
   let updated = 0;
   const writes: Array<[string, number]> = [];
@@ -79,8 +105,15 @@ export async function zsetAdd(
   }
   await upsertMembers(q, name, writes);
   const count = h.count + added;
-  await writeHeader(q, 'zset', name, h, count, 'add',
-    `{"members":${membersJson(pairs)},"mode":"${mode}","added":${added},"updated":${updated},"count":${count}}`);
+  await writeHeader(
+    q,
+    'zset',
+    name,
+    h,
+    count,
+    'add',
+    `{"members":${membersJson(pairs)},"mode":"${mode}","added":${added},"updated":${updated},"count":${count}}`,
+  );
   return [added, updated, count];
 }
 
@@ -89,13 +122,16 @@ export async function zsetIncr(q: Q, name: string, member: string, delta: number
   const h = await lockHeader(q, 'zset', name, create, pre);
   const cur = h.count === 0 ? undefined : (await scoresOf(q, name, [member])).get(member);
   const s = (cur ?? 0) + delta + 0;
-  if (!Number.isFinite(s)) throw conflict(`zset '${name}' member ${JSON.stringify(member)}: score ${scoreText(cur ?? 0)} + ${scoreText(delta)} is not a finite number`);
+  if (!Number.isFinite(s))
+    throw conflict(`zset '${name}' member ${JSON.stringify(member)}: score ${scoreText(cur ?? 0)} + ${scoreText(delta)} is not a finite number`);
   const count = h.count + (cur === undefined ? 1 : 0);
   // The member and the header in one statement: the header stays locked for one round trip less.
-  await q.query(`WITH m AS (INSERT INTO pithos_zset_members (name, member, score) VALUES ($1, $2, $3::float8)
+  await q.query(
+    `WITH m AS (INSERT INTO pithos_zset_members (name, member, score) VALUES ($1, $2, $3::float8)
       ON CONFLICT (name, member) DO UPDATE SET score = EXCLUDED.score)
     UPDATE pithos_zsets SET count = $4, version = ${NEXT}, op = 'incr', op_data = $5${h.exists ? '' : ', expires_at = NULL'} WHERE name = $1`,
-  [name, memberBytes(member), s, count, `{"member":${JSON.stringify(member)},"delta":${scoreText(delta)},"score":${scoreText(s)}}`]);
+    [name, memberBytes(member), s, count, `{"member":${JSON.stringify(member)},"delta":${scoreText(delta)},"score":${scoreText(s)}}`],
+  );
   return s;
 }
 
@@ -110,8 +146,10 @@ export async function zsetRemove(q: Q, name: string, members: readonly string[],
 
 /** A member's score (undefined when not a member); 404 when the sorted set does not exist (a transaction's check). */
 export async function zsetScore(q: Q, name: string, member: string): Promise<number | undefined> {
-  const r = await q.query(`SELECT (SELECT z.score FROM pithos_zset_members z WHERE z.name = h.name AND z.member = $2) AS score FROM ${LIVE_HEADER(q)}`,
-    [name, memberBytes(member)]);
+  const r = await q.query(`SELECT (SELECT z.score FROM pithos_zset_members z WHERE z.name = h.name AND z.member = $2) AS score FROM ${LIVE_HEADER(q)}`, [
+    name,
+    memberBytes(member),
+  ]);
   if (r.length === 0) throw collectionMissing('zset', name);
   return r[0].score === null ? undefined : Number(r[0].score);
 }
@@ -166,10 +204,13 @@ export class PgZsets implements ZsetStore {
       if (zr.max.score !== Infinity || zr.max.open) where += ` AND z.score ${zr.max.open ? '<' : '<='} ${p(zr.max.score)}::float8`;
       window = `OFFSET ${p(zr.offset)}::int8${zr.limit === undefined ? '' : ` LIMIT ${p(zr.limit)}::int8`}`;
     }
-    const r = await q.query(`SELECT h.count, h.version, i.member, i.score FROM pithos_zsets h
+    const r = await q.query(
+      `SELECT h.count, h.version, i.member, i.score FROM pithos_zsets h
       LEFT JOIN LATERAL (SELECT z.member, z.score FROM pithos_zset_members z WHERE z.name = h.name${where}
         ORDER BY z.score ${dir}, z.member ${dir} ${window}) i ON true
-      WHERE h.name = $1 AND ${q.live('h.expires_at')} ORDER BY i.score ${dir}, i.member ${dir}`, params);
+      WHERE h.name = $1 AND ${q.live('h.expires_at')} ORDER BY i.score ${dir}, i.member ${dir}`,
+      params,
+    );
     if (r.length === 0) throw collectionMissing('zset', name);
     if (out !== undefined) out.version = Number(r[0].version);
     let text = '{"items":[';
@@ -180,10 +221,13 @@ export class PgZsets implements ZsetStore {
   /** One statement: the score, and the rank as the count of members before it in the index. */
   async member(name: string, member: string): Promise<string> {
     const q = this.db.q;
-    const r = await q.query(`SELECT h.count, z.score,
+    const r = await q.query(
+      `SELECT h.count, z.score,
         (SELECT count(*) FROM pithos_zset_members y WHERE y.name = h.name AND (y.score, y.member) < (z.score, z.member)) AS rank
       FROM pithos_zsets h LEFT JOIN pithos_zset_members z ON z.name = h.name AND z.member = $2
-      WHERE h.name = $1 AND ${q.live('h.expires_at')}`, [name, memberBytes(member)]);
+      WHERE h.name = $1 AND ${q.live('h.expires_at')}`,
+      [name, memberBytes(member)],
+    );
     if (r.length === 0) throw collectionMissing('zset', name);
     if (r[0].score === null) throw notFound(`${JSON.stringify(member)} is not a member of zset '${name}'`);
     const rank = Number(r[0].rank);
