@@ -10,8 +10,8 @@
  * (system identifier and timeline: a restore or a promotion makes a new
  * timeline, a different cluster a new identifier) and the sequence's last
  * value against what this node has published. When either says history
- * changed, the sequence is re-based above everything published (setval to
- * the greater of the two), so fences and versions stay increasing, and the
+ * changed, a sequence below what was published is re-based above it (the
+ * only setval, and only forward), so fences and versions stay increasing, and the
  * feed tells its watchers `reset`. The sequence alone is not enough:
  * PostgreSQL logs sequences 32 values ahead, so a promoted standby's
  * sequence may be above positions it never received.
@@ -64,7 +64,10 @@ export class History {
     const otherIdentity = was !== undefined && id !== was;
     const behind = last < published;
     if (!otherIdentity && !behind) return false;
-    await this.q.query(`SELECT setval('pithos_seq', greatest((SELECT ${DRAWN} FROM pithos_seq), $1::int8, 1))`, [published]);
+    // Only a sequence below what was published is moved, and only forward: other nodes keep
+    // drawing from it meanwhile, and a setval to a value read a moment earlier would move it
+    // back under their new rows (duplicate change positions: 500s after a failover).
+    if (behind) await this.q.query(`SELECT setval('pithos_seq', $1::int8) WHERE (SELECT ${DRAWN} FROM pithos_seq) < $1::int8`, [published]);
     this.log(
       'warn',
       `shared store: the database's history changed (${otherIdentity ? `${was} is now ${id}` : `the sequence is at ${last}, below ${published} already published`}); ` +
