@@ -24,7 +24,16 @@ export function looseValue(text: string): Json {
   }
 }
 
-export function JsonEditor(props: { id: string; label: string; value: string; onInput: (v: string) => void; rows?: number; onSubmit?: () => void }) {
+export function JsonEditor(props: {
+  id: string;
+  label: string;
+  value: string;
+  onInput: (v: string) => void;
+  rows?: number;
+  onSubmit?: () => void;
+  /** While what it shows is still being read (what is typed meanwhile would be replaced). */
+  disabled?: boolean;
+}) {
   let problem = '';
   try {
     JSON.parse(props.value);
@@ -42,6 +51,7 @@ export function JsonEditor(props: { id: string; label: string; value: string; on
           aria-invalid={problem !== ''}
           aria-describedby={`${props.id}-check`}
           value={props.value}
+          disabled={props.disabled}
           onInput={(e) => props.onInput((e.currentTarget as HTMLTextAreaElement).value)}
           onKeyDown={(e) => {
             if (e.key === 'Enter' && (e.ctrlKey || e.metaKey) && props.onSubmit) {

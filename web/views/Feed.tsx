@@ -147,6 +147,8 @@ export function Feed({ db }: { db: Pithos }) {
           setEvents([]);
           setPaused(false);
           setFilters({ ...form });
+          // In the same render: until the new stream is open, 'following' would describe the old one.
+          setState('connecting…');
         }}
       >
         <h2 id="filters-title">Filters</h2>

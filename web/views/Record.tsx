@@ -67,7 +67,7 @@ export function RecordView({ db, id }: { db: Pithos; id: string }) {
           </p>
         ) : null}
         <Status a={load} id="record-load-status" />
-        <JsonEditor id="record-json" label="Record (JSON object)" rows={14} value={text} onInput={setText} onSubmit={save} />
+        <JsonEditor id="record-json" label="Record (JSON object)" rows={14} value={text} onInput={setText} onSubmit={save} disabled={load.busy} />
         <div class="row">
           <button type="button" class="primary" id="save-record" disabled={a.busy || state === null} onClick={save}>
             {state?.exists === false ? 'Create' : 'Save'}

@@ -162,7 +162,16 @@ export function TableView({ db, name }: { db: Pithos; name: string }) {
       cls: 'actions',
       render: (r) => (
         <span class="row nowrap">
-          <button type="button" class="edit-row" aria-label={`Edit row ${r.t_id}`} onClick={() => setEditing(r.t_id)}>
+          <button
+            type="button"
+            class="edit-row"
+            aria-label={`Edit row ${r.t_id}`}
+            onClick={() => {
+              // What the last row action said is not about this edit: "row 1 patched" would otherwise stand for this one's outcome too.
+              rowAction.clear();
+              setEditing(r.t_id);
+            }}
+          >
             Edit
           </button>
           <button

@@ -35,6 +35,8 @@ export function VariantView({ db, name }: { db: Pithos; name: string }) {
     });
   useEffect(() => void read(), [db, name]);
   const numeric = cur ? ['integer', 'double'].includes(typeOfLiteral(cur.lit)) : false;
+  // Until the variant is read, the value typed would be replaced by the one read: nothing to type into yet.
+  const loading = cur === undefined;
   const write = (): void =>
     void set.run(async () => {
       const lit = literalFor(type, text);
@@ -106,7 +108,7 @@ export function VariantView({ db, name }: { db: Pithos; name: string }) {
           </Field>
           {type === 'boolean' ? (
             <Field label="Value">
-              <select id="variant-set" value={text} onChange={(e) => setText((e.currentTarget as HTMLSelectElement).value)}>
+              <select id="variant-set" value={text} disabled={loading} onChange={(e) => setText((e.currentTarget as HTMLSelectElement).value)}>
                 <option value="true">true</option>
                 <option value="false">false</option>
               </select>
@@ -116,12 +118,13 @@ export function VariantView({ db, name }: { db: Pithos; name: string }) {
               <input
                 id="variant-set"
                 value={text}
+                disabled={loading}
                 inputMode={type === 'string' ? 'text' : 'decimal'}
                 onInput={(e) => setText((e.currentTarget as HTMLInputElement).value)}
               />
             </Field>
           )}
-          <button type="submit" class="primary" id="set-variant" disabled={set.busy}>
+          <button type="submit" class="primary" id="set-variant" disabled={set.busy || loading}>
             Set
           </button>
           {cur ? (
