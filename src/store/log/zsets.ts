@@ -16,7 +16,7 @@
  * The functions taking a Tx are the decisions; transactions (txns.ts) reuse them.
  */
 import type { Decoder, Engine, GroupSnapshot } from '../../engine/index.js';
-import { collectionMissing, memberCompare, scoreText, type ZMode, type ZRange } from '../collection.js';
+import { collectionMissing, memberCompare, scoreText, type ZMode, type ZRange, zaddEffect } from '../collection.js';
 import { conflict, notFound } from '../errors.js';
 import { RankedPairs } from '../ranked.js';
 import type { Precondition, VersionOut, ZsetStore } from '../store.js';
@@ -261,13 +261,10 @@ export function zsetAdd(
   for (let i = 0; i < pairs.length; i++) {
     const [m, s] = pairs[i];
     const c = cur[i];
-    if (c === undefined) {
-      if (mode === 'xx') continue;
-      added++;
-    } else {
-      if (mode === 'nx' || s === c || (mode === 'gt' && !(s > c)) || (mode === 'lt' && !(s < c))) continue;
-      updated++;
-    }
+    const effect = zaddEffect(mode, c, s);
+    if (effect === undefined) continue;
+    if (effect === 'add') added++;
+    else updated++;
     tx.put(keys[i], scoreBytes(s), s, scoreDecoder, exp);
     record((p ??= ix.track(tx, name)), m, c, s);
   }

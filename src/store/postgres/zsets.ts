@@ -16,7 +16,7 @@
  *
  * The functions taking a Q are the decisions; transactions (txns.ts) reuse them.
  */
-import { collectionMissing, scoreText, type ZMode, type ZRange } from '../collection.js';
+import { collectionMissing, scoreText, type ZMode, type ZRange, zaddEffect } from '../collection.js';
 import { conflict, notFound } from '../errors.js';
 import type { Precondition, VersionOut, ZsetStore } from '../store.js';
 import {
@@ -89,14 +89,10 @@ export async function zsetAdd(
   let updated = 0;
   const writes: Array<[string, number]> = [];
   for (const [m, s] of pairs) {
-    const c = cur.get(m);
-    if (c === undefined) {
-      if (mode === 'xx') continue;
-      added++;
-    } else {
-      if (mode === 'nx' || s === c || (mode === 'gt' && !(s > c)) || (mode === 'lt' && !(s < c))) continue;
-      updated++;
-    }
+    const effect = zaddEffect(mode, cur.get(m), s);
+    if (effect === undefined) continue;
+    if (effect === 'add') added++;
+    else updated++;
     writes.push([m, s]);
   }
   if (writes.length === 0) {
