@@ -61,7 +61,7 @@ export class KeyDir {
     return this.expiry.live;
   }
 
-  /** Keys that belong to no group: the model's top-level objects. */
+  /** Keys that belong to no group: the stores' top-level objects. */
   get ungroupedSize(): number {
     return this.map.size - this.groupedKeys;
   }

@@ -1,5 +1,5 @@
 /**
- * A seeded HTTP fuzzer for a running Pithos (issue 14, "Fuzzing"). Raw bytes
+ * A seeded HTTP fuzzer for a running Pithos (docs/fuzzing.md). Raw bytes
  * over TCP: random methods, paths (odd percent-encodings, long segments),
  * headers, bodies (garbage, deep nesting, huge numbers, duplicate keys,
  * __proto__/constructor, wrong types for every field of every endpoint),
