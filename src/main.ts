@@ -17,7 +17,7 @@ import { effectiveMaxConnections } from './http/connections.js';
 import { Health } from './health.js';
 import { Metrics, metricsBearer } from './http/metrics.js';
 import { log, setLogFormat } from './log.js';
-import { assertHoldsData, type Keyring, loadKeyring, makeDirectory, nodeFileOps, writeFileDurably } from './engine/index.js';
+import { LOCK_FILE, assertHoldsData, type Keyring, loadKeyring, makeDirectory, nodeFileOps, writeFileDurably } from './engine/index.js';
 import { keyCheck, rekey } from './rekey.js';
 import { Authenticator, parseTokens, type TokenEntry } from './http/auth.js';
 import { Cors } from './http/cors.js';
@@ -87,17 +87,48 @@ function assertCanListen(host: string, port: number): Promise<void> {
 /**
  * Undoes what a failed start created, so that it leaves nothing behind: the
  * data directory (and its parents) if this start made them, else a token it
- * generated (its password was never printed). The store is closed first,
- * which releases LOCK; a directory that did not exist a moment ago has no
- * other server to remove files from.
+ * generated (its password was never printed).
+ *
+ * Another server may have started on the same directory at the same instant,
+ * and one of them holds its lock (or is about to take it): nothing of its may
+ * go. So files are removed only while this start's store still holds the lock
+ * (the directory's files are then this start's), the lock is released by
+ * closing the store, and the directories go with rmdir only, which refuses one
+ * that another server has taken meanwhile. A start that never held the lock
+ * (it lost it) removes no file at all: the server that won it serves from that
+ * directory, and removing it under that server would let a third starter
+ * create it again and take a fresh LOCK, two servers writing one log.
  */
-async function undoStart(s: StartState): Promise<void> {
-  await s.db?.close().catch((err: unknown) => log('warn', `closing the store after the failed start: ${(err as Error)?.message ?? String(err)}`));
-  const what = s.createdDir ?? s.tokenFile;
+async function undoStart(s: StartState, dataDir: string): Promise<void> {
   try {
-    if (what !== undefined) fs.rmSync(what, { recursive: true, force: true });
+    // The shared store takes no lock: there the directory holds only the token file.
+    if (s.createdDir !== undefined && s.db instanceof LogStore) removeContents(dataDir);
+    else if (s.tokenFile !== undefined) fs.rmSync(s.tokenFile, { force: true });
   } catch (err) {
-    log('warn', `could not remove ${what}, created by the failed start: ${(err as Error).message}`);
+    log('warn', `could not remove what the failed start created in ${dataDir}: ${(err as Error).message}`);
+  }
+  await s.db?.close().catch((err: unknown) => log('warn', `closing the store after the failed start: ${(err as Error)?.message ?? String(err)}`));
+  if (s.createdDir !== undefined) removeEmptyDirectories(dataDir, s.createdDir);
+}
+
+/** Everything in `dir` but the lock's own files (LOCK, and a takeover's: another starter's, if any). */
+function removeContents(dir: string): void {
+  for (const name of fs.readdirSync(dir)) {
+    if (!name.startsWith(LOCK_FILE)) fs.rmSync(path.join(dir, name), { recursive: true, force: true });
+  }
+}
+
+/** `dir` and its parents up to `top`, each only if empty: one that is not has been taken by another server. */
+function removeEmptyDirectories(dir: string, top: string): void {
+  for (let d = path.resolve(dir); ; d = path.dirname(d)) {
+    try {
+      fs.rmdirSync(d);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'ENOTEMPTY' && code !== 'EEXIST') log('warn', `could not remove ${d}, created by the failed start: ${(err as Error).message}`);
+      return;
+    }
+    if (d === top || path.dirname(d) === d) return;
   }
 }
 
@@ -186,12 +217,12 @@ async function main(): Promise<number> {
   const shared = cfg.store !== 'log';
   if (shared && cfg.command === 'repair') throw new Error('repair applies to the log store only; the shared database has its own tools');
   // What fails from here until the server listens is undone (undoStart).
-  const start: StartState = { createdDir: topMissing(cfg.dataDir), db: undefined, tokenFile: undefined, listening: false };
+  const start: StartState = { createdDir: undefined, db: undefined, tokenFile: undefined, listening: false };
   try {
     return await serve(cfg, tokens, tls, tlsFiles, keyring, shared, start);
   } catch (err) {
     if (start.listening) throw err;
-    await undoStart(start);
+    await undoStart(start, cfg.dataDir);
     throw fullDiskAtStart(err, cfg.dataDir) ?? err;
   }
 }
@@ -211,29 +242,12 @@ function fullDiskAtStart(err: unknown, dir: string): Error | undefined {
 
 /** What a start has created so far, for undoStart. */
 interface StartState {
-  /** The outermost directory this start creates (the data directory or a missing parent), if any. */
+  /** The outermost directory this start created (the data directory or a missing parent), if any; not one another server created meanwhile. */
   createdDir: string | undefined;
   db: Store | undefined;
   /** The auth-token file, if this start generated it. */
   tokenFile: string | undefined;
   listening: boolean;
-}
-
-/** The outermost missing directory of `dir` (undefined if it exists; a dangling symlink exists: it is not ours to remove). */
-function topMissing(dir: string): string | undefined {
-  const exists = (p: string): boolean => {
-    try {
-      return fs.lstatSync(p, { throwIfNoEntry: false }) !== undefined;
-    } catch {
-      return true; // not a directory, no access: makeDirectory says why; nothing here is ours
-    }
-  };
-  let top: string | undefined;
-  for (let d = path.resolve(dir); !exists(d); d = path.dirname(d)) {
-    top = d;
-    if (path.dirname(d) === d) break;
-  }
-  return top;
 }
 
 /** Opens the store and serves; resolves with the exit code once stopped. `start` records what to undo meanwhile. */
@@ -331,7 +345,7 @@ async function openStore(
     : undefined;
   start.db = pg;
   // The log holds every value and lock token in clear: keep it to this user.
-  await makeDirectory(cfg.dataDir, 0o700);
+  start.createdDir = await makeDirectory(cfg.dataDir, 0o700);
   const dataDir = fs.realpathSync(cfg.dataDir);
 
   // The data directory keeps the generated auth token with either store.

@@ -52,7 +52,9 @@ export const nodeFileOps: FileOps = {
   rename: (a, b) => fs.promises.rename(a, b),
   unlink: (p) => fs.promises.unlink(p),
   readdir: (p) => fs.promises.readdir(p),
-  mkdir: (p) => makeDirectory(p),
+  async mkdir(p) {
+    await makeDirectory(p);
+  },
   async syncDir(p) {
     const fd = await nodeFileOps.open(p, 'r');
     try {
@@ -94,8 +96,12 @@ export async function writeFileDurably(f: FileOps, final: string, bytes: Buffer 
  * (`/proc/nope`: ENOENT, then EEXIST on the parent, again and again), and says
  * only "EEXIST" when `dir` is a regular file; this fails at once and names
  * the path at fault.
+ *
+ * Resolves to the outermost directory this call created, or undefined when
+ * every level already existed or another process created it meanwhile: only
+ * what this call created is a failed start's to remove again (main.ts).
  */
-export async function makeDirectory(dir: string, mode?: number): Promise<void> {
+export async function makeDirectory(dir: string, mode?: number): Promise<string | undefined> {
   const abs = path.resolve(dir);
   const missing: string[] = [];
   let p = abs;
@@ -123,9 +129,11 @@ export async function makeDirectory(dir: string, mode?: number): Promise<void> {
     if (parent === p) break;
     p = parent;
   }
+  let created: string | undefined;
   for (let i = missing.length - 1; i >= 0; i--) {
     try {
       await fs.promises.mkdir(missing[i], mode);
+      created ??= missing[i];
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'EEXIST') continue; // created meanwhile (another server starting); checked below
@@ -138,6 +146,7 @@ export async function makeDirectory(dir: string, mode?: number): Promise<void> {
   if (missing.length > 0 && !(await fs.promises.stat(abs)).isDirectory()) {
     throw new DataDirError(`data directory ${abs} exists but is not a directory`);
   }
+  return created;
 }
 
 function kindOf(st: fs.Stats): string {

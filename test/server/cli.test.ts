@@ -6,6 +6,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { PithosServer, expectError, expectSuccess, onlyLog, runCli } from '../helpers/server.js';
 
 let tmp: string;
@@ -307,6 +308,45 @@ test(
       }
     } finally {
       for (const s of runs) await s.close();
+    }
+  },
+);
+
+test(
+  'a start that loses the lock on a data directory another server created meanwhile removes none of it',
+  { skip: onlyLog('the data-directory lock belongs to the log store') },
+  async () => {
+    // The interleaving of two servers started together, made certain: the late one
+    // finds the directory missing, the other creates it and takes its lock, then
+    // the late one's mkdir finds it there and its lock is refused. Its failed
+    // start used to remove the directory as its own, under the server using it.
+    const dir = path.join(tmp, 'created-meanwhile');
+    const hold = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'helpers', 'hold-mkdir.js');
+    const late = new PithosServer({
+      dataDir: dir,
+      testClock: false,
+      env: { NODE_OPTIONS: `--import=${hold}`, HOLD_MKDIR_UNTIL: path.join(dir, 'LOCK') },
+    });
+    const lateStart = late.spawn().then(
+      () => 'started',
+      (err: Error) => err.message,
+    );
+    let first: PithosServer | undefined;
+    try {
+      for (let i = 0; i < 400 && !late.stderr.includes('mkdir held'); i++) await new Promise((r) => setTimeout(r, 50));
+      assert.ok(late.stderr.includes('mkdir held'), `the late start never reached its mkdir: ${late.stderr}`);
+      assert.equal(existsSync(dir), false, 'the directory existed before the late start looked');
+      first = await PithosServer.start({ dataDir: dir, testClock: false });
+      expectSuccess(await first.req('PUT', '/records/kept', { record: { v: 1 } }), 201, 'record created successfully');
+      assert.match(await lateStart, /exited before listening \(code 1/);
+      assert.match(late.stderr, new RegExp(`is in use by process ${first.child?.pid}\\b`));
+      assert.equal(readFileSync(path.join(dir, 'LOCK'), 'utf8'), `${first.child?.pid}\n`, "the serving server's LOCK was removed");
+      // Its log is still where it writes: the record comes back after a restart.
+      await first.restart('SIGTERM');
+      expectSuccess(await first.req('GET', '/records/kept'), 200, 'record queried successfully', { v: 1 });
+    } finally {
+      await late.close();
+      await first?.close();
     }
   },
 );
