@@ -52,13 +52,14 @@ export class PgStore implements Store {
 
   private constructor(private readonly db: Db) {
     this.indexes = new PgIndexes(db);
-    this.tables = new PgTables(db, this.indexes);
-    this.records = new PgRecords(db);
-    this.variants = new PgVariants(db);
-    this.locks = new PgLocks(db);
-    this.lists = new PgLists(db);
-    this.sets = new PgSets(db);
-    this.zsets = new PgZsets(db);
+    // Each call from the HTTP layer is one operation with one deadline for all its database work (deadline.ts).
+    this.tables = db.ops.bound(new PgTables(db, this.indexes));
+    this.records = db.ops.bound(new PgRecords(db));
+    this.variants = db.ops.bound(new PgVariants(db));
+    this.locks = db.ops.bound(new PgLocks(db));
+    this.lists = db.ops.bound(new PgLists(db));
+    this.sets = db.ops.bound(new PgSets(db));
+    this.zsets = db.ops.bound(new PgZsets(db));
   }
 
   /**
@@ -158,11 +159,11 @@ export class PgStore implements Store {
   }
 
   list(kind: ListKind, opts: ListOptions): Promise<string> {
-    return list(this.db.q, kind, opts);
+    return this.db.ops.run(() => list(this.db.q, kind, opts));
   }
 
   transact(txn: Transaction): Promise<string> {
-    return transact(this.db, txn);
+    return this.db.ops.run(() => transact(this.db, txn));
   }
 
   /**
@@ -170,7 +171,11 @@ export class PgStore implements Store {
    * top-level objects, and the bytes of their names and values. Exact, so
    * it costs a scan of the data; gc_state is this node's sweeper.
    */
-  async stats(): Promise<StoreStats> {
+  stats(): Promise<StoreStats> {
+    return this.db.ops.run(() => this.count());
+  }
+
+  private async count(): Promise<StoreStats> {
     const q = this.db.q;
     const live = q.live();
     const r = await q.query(`SELECT
