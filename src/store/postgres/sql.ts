@@ -106,8 +106,11 @@ export function classify(err: unknown, boundMs: number, committing: boolean): Fa
   if (err instanceof DeadlineError) {
     return {
       error: committing
-        ? unknown(`the database did not confirm the change within ${boundMs} ms`)
-        : new StoreError('unreachable', `the database did not answer within ${boundMs} ms; nothing was changed; try again`),
+        ? unknown(`the database did not confirm the change within this request's bound (${boundMs + DEADLINE_SLACK_MS} ms)`)
+        : new StoreError(
+            'unreachable',
+            `the database work of this request did not end within its bound (${boundMs + DEADLINE_SLACK_MS} ms); nothing was changed; try again`,
+          ),
       discard: true,
       down: false,
     };
@@ -396,8 +399,9 @@ export class Db {
    * A read-only REPEATABLE READ transaction on a connection of its own, for
    * reading one instant of the data in several statements (a cursor:
    * cursor.ts). `close` ends it and returns the connection; it must be
-   * called, once the reading is done or abandoned. Each statement has its
-   * own deadline (the reading follows the client's pace).
+   * called, once the reading is done or abandoned. Its first statements
+   * share the deadline of the operation that opened it; each one after that
+   * operation answered has its own (the reading follows the client's pace).
    */
   async reader(): Promise<Reader> {
     const c = await this.checkout('reader');
