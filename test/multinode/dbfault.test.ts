@@ -448,6 +448,18 @@ test(
   },
 );
 
+test('a blocking pop waits past the bound: its waiting is no part of the request deadline, an item pushed later is answered', { skip }, async () => {
+  const n = uniq('bpop');
+  const sent = Date.now();
+  const waiting = nodes[0].req('POST', `/lists/${n}/pop`, { wait_ms: 3 * BOUND_MS });
+  await sleep(BOUND_MS + 1500);
+  assert.equal((await nodes[1].req('POST', `/lists/${n}/push`, { values: ['x'] })).status, 200);
+  const r = await waiting;
+  const ms = Date.now() - sent;
+  expectSuccess(r, 200, 'list popped successfully', { items: ['x'] });
+  assert.ok(ms >= BOUND_MS + 1500, `answered after ${ms} ms, before the push`);
+});
+
 test('failover to a promoted standby: a node started on the standby waits, a multi-host node finds the primary and follows it', { skip }, async () => {
   const c = cluster as PgCluster;
   const s = await c.standby();
