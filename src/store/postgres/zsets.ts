@@ -38,7 +38,7 @@ import type { Db, Q } from './sql.js';
 const LIVE_HEADER = (q: Q): string => `pithos_zsets h WHERE h.name = $1 AND ${q.live('h.expires_at')}`;
 
 async function upsertMembers(q: Q, name: string, pairs: ReadonlyArray<[string, number]>): Promise<void> {
-  // In slices: each statement has its own deadline, and a PUT may hold any number of members.
+  // In slices (a PUT may hold any number of members), all within the operation's one deadline (deadline.ts).
   for (let from = 0; from < pairs.length; from += INSERT_STEP) {
     const part = pairs.slice(from, from + INSERT_STEP);
     await q.query(
