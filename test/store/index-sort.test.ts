@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { compareValues } from '../../src/store/query.js';
-import { type Prim, sortedEntries } from '../../src/store/log/indexes.js';
+import { type Prim, sortedEntries } from '../../src/store/log/secondary.js';
 import { rng } from '../helpers/rng.js';
 
 /** Seeded, so a failure replays exactly. */

@@ -21,37 +21,14 @@
  *   left to the builder, so the two never disagree. Queries use an index
  *   only once it is ready.
  */
-import { type Decoder, type Engine, type Logger, Op, type VersionRef } from '../../engine/index.js';
+import { type Decoder, type Engine, type Logger, Op } from '../../engine/index.js';
 import { conflict } from '../errors.js';
 import { indexMissing } from '../messages.js';
-import { compareValues } from '../query.js';
 import { SortedList } from '../sorted.js';
-import { lookup, MISSING, pathOf, type Row } from '../wheres.js';
+import { lookup, MISSING, type Row } from '../wheres.js';
 import type { Atomic, Tx } from './atomic.js';
 import { rowGroup, rowKey, tableKey } from './keys.js';
-
-export type Prim = string | number | boolean | null;
-export interface IxEntry {
-  v: Prim;
-  id: number;
-  /**
-   * The row's version as last read through this entry (Engine.ref), so the
-   * next query reads the row without searching the key directory
-   * (docs/query.md, "Row references"); renewed when found stale.
-   */
-  ref: VersionRef | undefined;
-}
-
-/** An entry with no reference yet (also the probe the list's searches compare against). */
-const ixEntry = (v: Prim, id: number): IxEntry => ({ v, id, ref: undefined });
-
-const cmpEntry = (a: IxEntry, b: IxEntry): number => {
-  const c = compareValues(a.v, b.v);
-  if (c !== 0) return c;
-  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
-};
-
-export const isPrim = (v: unknown): v is Prim => v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
+import { cmpEntry, entryGroup, isPrim, type IxEntry, type Prim, SecondaryIndex, sortedEntries, TableIndexes } from './secondary.js';
 
 /** An index being filled from its keys: values and t_ids of its entries, t_ids of rows read instead. */
 interface Fill {
@@ -59,51 +36,6 @@ interface Fill {
   vals: Prim[];
   ids: number[];
   long: number[];
-}
-
-/**
- * The entries (vals[i], ids[i]) in `cmpEntry` order. When every value is an
- * integer (not -0) small enough that value × 2^bits + t_id stays an exact
- * float64 (bits: enough for the largest t_id), each entry packs into one
- * number whose numeric order is (value, t_id) order, and a typed array
- * sorts those natively: a million entries without a million comparator calls.
- * Anything else is sorted with the comparator.
- */
-export function sortedEntries(vals: readonly Prim[], ids: readonly number[]): IxEntry[] {
-  const n = vals.length;
-  let maxId = 0;
-  let maxAbs = 0;
-  let packable = true;
-  for (let i = 0; i < n; i++) {
-    const v = vals[i];
-    const id = ids[i];
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || Object.is(v, -0) || !Number.isSafeInteger(id) || id < 0) {
-      packable = false;
-      break;
-    }
-    if (id > maxId) maxId = id;
-    const a = v < 0 ? -v : v;
-    if (a > maxAbs) maxAbs = a;
-  }
-  const out: IxEntry[] = new Array(n);
-  if (packable) {
-    let scale = 1;
-    while (scale <= maxId) scale *= 2;
-    // |v| × scale + t_id < 2^53 keeps every packed number exact.
-    if ((maxAbs + 1) * scale <= 2 ** 53) {
-      const packed = new Float64Array(n);
-      for (let i = 0; i < n; i++) packed[i] = (vals[i] as number) * scale + ids[i];
-      packed.sort();
-      for (let i = 0; i < n; i++) {
-        const p = packed[i];
-        const v = Math.floor(p / scale);
-        out[i] = ixEntry(v, p - v * scale);
-      }
-      return out;
-    }
-  }
-  for (let i = 0; i < n; i++) out[i] = ixEntry(vals[i], ids[i]);
-  return out.sort(cmpEntry);
 }
 
 /** Rows a build step indexes in one decision: small enough that no request waits behind it for long. */
@@ -121,89 +53,6 @@ function entryKey(group: string, v: unknown, id: number): string | undefined {
   return j.length > MAX_KEY_VALUE ? `${group}l\u0001${id}` : `${group}v${j}\u0001${id}`;
 }
 
-export class SecondaryIndex {
-  readonly path: string[];
-  /** JSON of the path: what compiled wheres tests carry (wheres.ts Test.key). */
-  readonly key: string;
-  /** Engine group of this index's entries. */
-  readonly group: string;
-  list = new SortedList<IxEntry>(cmpEntry);
-  /** t_ids whose value is an array or an object. */
-  other = new Set<number>();
-  /** Rows with a t_id below this are in the index. */
-  cursor = 1;
-  ready = false;
-  dropped = false;
-  /** Being refilled from its keys after a failed write: not used by queries meanwhile. */
-  loading = false;
-
-  constructor(
-    readonly table: string,
-    readonly inc: number,
-    readonly field: string,
-  ) {
-    this.path = pathOf(field);
-    this.key = JSON.stringify(this.path);
-    this.group = `i\u0000${table}\u0000${inc}\u0000${field}\u0000`;
-  }
-
-  covers(id: number): boolean {
-    return this.ready || id < this.cursor;
-  }
-
-  /** Whether queries may use it. */
-  get usable(): boolean {
-    return this.ready && !this.loading && !this.dropped;
-  }
-
-  add(id: number, obj: Row): void {
-    const v = lookup(obj, this.path);
-    if (v === MISSING) return;
-    if (isPrim(v)) this.list.add(ixEntry(v, id));
-    else this.other.add(id);
-  }
-
-  remove(id: number, obj: Row): void {
-    const v = lookup(obj, this.path);
-    if (v === MISSING) return;
-    if (isPrim(v)) this.list.delete(ixEntry(v, id));
-    else this.other.delete(id);
-  }
-
-  /** Entries of rows whose value equals `v`, in t_id order, above `after`. */
-  eq(v: Prim, after: number, out: IxEntry[]): void {
-    this.list.walk(ixEntry(v, after), true, (e) => {
-      if (compareValues(e.v, v) !== 0) return false;
-      out.push(e);
-      return true;
-    });
-  }
-
-  /** Entries of rows whose value lies within the bounds (same type as the bounds), in value order. */
-  range(lo: Prim | undefined, loIncl: boolean, hi: Prim | undefined, hiIncl: boolean, kind: 'number' | 'string', out: IxEntry[]): void {
-    const start = lo !== undefined ? ixEntry(lo, loIncl ? -Infinity : Infinity) : ixEntry(kind === 'number' ? -Infinity : '', -Infinity);
-    for (const e of this.list.ascending(start, false)) {
-      if (typeof e.v !== kind) break;
-      if (hi !== undefined) {
-        const c = compareValues(e.v, hi);
-        if (c > 0 || (c === 0 && !hiIncl)) break;
-      }
-      out.push(e);
-    }
-  }
-}
-
-/** The indexes of one table incarnation. */
-export class TableIndexes {
-  readonly byKey = new Map<string, SecondaryIndex>();
-  readonly byField = new Map<string, SecondaryIndex>();
-  constructor(
-    readonly name: string,
-    readonly inc: number,
-    readonly group: string,
-  ) {}
-}
-
 interface Def {
   table: string;
   inc: number;
@@ -215,6 +64,21 @@ interface Def {
 const DEF_GROUP = 'x\u0000';
 export const defKey = (table: string, field: string): string => `${DEF_GROUP}${table}\u0001${field}`;
 const defDecoder: Decoder<Def> = (buf) => JSON.parse(buf.toString('utf8')) as Def;
+
+/** The stored definition keys of a table's indexes (those of any incarnation), in a decision. */
+function defKeysOf(tx: Tx, name: string): string[] {
+  const prefix = defKey(name, '');
+  const out: string[] = [];
+  for (let after = prefix; ;) {
+    const page = tx.groupKeys(DEF_GROUP, after, 64);
+    if (page.length === 0) return out;
+    for (const k of page) {
+      if (!k.startsWith(prefix)) return out;
+      out.push(k);
+    }
+    after = page[page.length - 1];
+  }
+}
 
 /** Reads a table's incarnation and next t_id in a decision; undefined when it does not exist. */
 export type MetaOf = (tx: Tx, name: string) => { inc: number; next: number } | undefined;
@@ -254,17 +118,16 @@ export class IndexRegistry {
   }
 
   /**
-   * Serves the definitions whose table incarnation is current and that are
-   * not served already: registers them, fills them from their keys, then
-   * marks each ready or resumes its build. At open (load) and after a drop
-   * whose write failed (revive).
+   * Serves the definitions whose table incarnation is current: registers
+   * them, fills them from their keys, then marks each ready or resumes its
+   * build. At open (load), before the store takes any request.
    */
   private async serve(defs: readonly Def[]): Promise<void> {
     // A definition outlived by its table incarnation is not served (drop deletes it in the same batch anyway).
     const current = await this.atomic.read((tx) => defs.filter((d) => this.metaOf(tx, d.table)?.inc === d.inc));
     const served: Array<[SecondaryIndex, Def]> = [];
     for (const d of current) {
-      if (this.closed || this.tableIndexes(d.table, d.inc)?.byField.has(d.field) === true) continue;
+      if (this.closed) continue;
       const ix = this.register(d.table, d.inc, d.field);
       ix.cursor = d.cursor;
       served.push([ix, d]);
@@ -328,6 +191,9 @@ export class IndexRegistry {
       this.byGroup.set(t.group, t);
     }
     const ix = new SecondaryIndex(name, inc, field);
+    // One that it replaces (restore, over a create being rolled back) stops being maintained or built.
+    const prev = t.byField.get(field);
+    if (prev !== undefined) prev.dropped = true;
     t.byKey.set(ix.key, ix);
     t.byField.set(field, ix);
     return ix;
@@ -344,7 +210,10 @@ export class IndexRegistry {
   /** Declares an index; the build starts once the batch is in the engine. */
   create(tx: Tx, name: string, inc: number, field: string): void {
     const key = defKey(name, field);
-    if (tx.has(key)) throw conflict(`index on '${field}' of table '${name}' already exists`);
+    const old = tx.get(key, defDecoder);
+    if (old !== undefined && old.inc === inc) throw conflict(`index on '${field}' of table '${name}' already exists`);
+    // A definition of an earlier incarnation of the table is not an index of this one: replaced, with its entries.
+    if (old !== undefined) tx.dropGroup(entryGroup(name, old.inc, field));
     const d: Def = { table: name, inc, field, cursor: 1, ready: false };
     tx.put(key, Buffer.from(JSON.stringify(d)), d, defDecoder, tx.expiry(tableKey(name)));
     tx.onCommit((written) => {
@@ -354,43 +223,73 @@ export class IndexRegistry {
     });
   }
 
+  /**
+   * What a drop deletes is taken from the stored definition, not from what is
+   * served in memory: the entries go even of an index not served (a
+   * definition left by an earlier incarnation of the table).
+   */
   drop(tx: Tx, name: string, inc: number, field: string): void {
     const key = defKey(name, field);
-    if (!tx.has(key)) throw indexMissing(name, field);
-    const ix = this.tableIndexes(name, inc)?.byField.get(field);
+    const d = tx.get(key, defDecoder);
+    if (d === undefined) throw indexMissing(name, field);
     tx.del(key);
+    tx.dropGroup(entryGroup(name, d.inc, field));
+    const ix = this.tableIndexes(name, inc)?.byField.get(field);
     if (ix !== undefined) {
-      tx.dropGroup(ix.group);
       tx.onCommit((written) => {
         this.unregister(ix);
-        written.catch(() => this.revive(name));
+        written.catch(() => this.restore([ix]));
       });
     }
   }
 
-  /** Deletes the definitions and entries of a table being dropped, in the drop's batch. */
+  /** Deletes the definitions and entries of a table being dropped, in the drop's batch: every stored one, served or not. */
   dropTable(tx: Tx, name: string, inc: number): void {
+    for (const key of defKeysOf(tx, name)) {
+      const d = tx.get(key, defDecoder);
+      if (d === undefined) continue;
+      tx.del(key);
+      tx.dropGroup(entryGroup(name, d.inc, d.field));
+    }
     const t = this.tableIndexes(name, inc);
     if (t === undefined) return;
-    for (const ix of t.byField.values()) {
-      tx.del(defKey(name, ix.field));
-      tx.dropGroup(ix.group);
-    }
+    const ixs = [...t.byField.values()];
     tx.onCommit((written) => {
       this.forget(t);
-      written.catch(() => this.revive(name));
+      written.catch(() => this.restore(ixs));
     });
   }
 
   /**
-   * After a drop whose write failed (the engine undid the batch, so the
-   * definitions and entries are back): serve the table's indexes again,
-   * filled from their keys as at open. Indexes registered meanwhile are kept.
+   * After a drop whose write failed. The engine undid its batch and every
+   * batch after it before this runs (GroupWriter.failFrom), so the
+   * definitions and entries are back as they were: the same indexes are
+   * served again here, synchronously, before any other decision can run. A
+   * row change decided while they were missing would have written no entries
+   * for them, and a drop decided meanwhile would have found nothing to undo
+   * should it fail too. Each is refilled from its keys (the failed batch may
+   * have held row changes already applied in memory), and is not used by
+   * queries until that is done; an index that was still building resumes.
    */
-  private revive(name: string): void {
+  private restore(olds: readonly SecondaryIndex[]): void {
+    if (this.closed) return;
+    const back = olds.map((old) => {
+      const ix = this.register(old.table, old.inc, old.field);
+      // A build step undone with the drop has set these back already (its handler ran first).
+      ix.cursor = old.cursor;
+      ix.ready = old.ready;
+      ix.loading = true;
+      return ix;
+    });
+    const what = `serving the indexes of table '${olds[0].table}' again after a failed drop`;
     this.background(
-      `serving the indexes of table '${name}' again`,
-      Promise.resolve(this.engine.scan(DEF_GROUP, defDecoder)).then((defs) => this.serve(defs.filter((d) => d.table === name))),
+      what,
+      this.fill(back).then(() => {
+        for (const ix of back) {
+          ix.loading = false;
+          if (!ix.ready && !ix.dropped) this.startBuild(ix);
+        }
+      }),
     );
   }
 

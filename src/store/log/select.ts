@@ -19,7 +19,7 @@ import type { RowQuery } from '../store.js';
 import { MISS } from '../../engine/index.js';
 import { type Matcher, matches, T, type Test } from '../wheres.js';
 import type { RowMemo, Tx } from './atomic.js';
-import { isPrim, type IxEntry, type Prim, type SecondaryIndex, type TableIndexes } from './indexes.js';
+import { isPrim, type IxEntry, type Prim, type SecondaryIndex, type TableIndexes } from './secondary.js';
 import { rowKey } from './keys.js';
 import { firstAbove, rowDecoder } from './tables.js';
 
