@@ -49,6 +49,8 @@ interface Figures {
   /** `reset` events the watchers got, and times a watcher's stream ended (it reconnects with Last-Event-ID). */
   resets: number;
   reconnects: number;
+  /** The last write that failed: when it was sent (ms after the fault) and its answer, which explains a long write outage. */
+  lastFailure: string;
 }
 
 let cluster: HaCluster | undefined;
@@ -84,6 +86,12 @@ after(() => {
       `| run | failover | requests | acknowledged writes lost | 500 | 503 | longest request (ms) | write outage | database outage | writes after the new primary accepts | feed resets / reconnects (2 watchers) |`,
       '|---|---|---|---|---|---|---|---|---|---|---|',
       ...rows,
+      ...figures.map((f) => `# ${f.run} ${f.kind}: last failing write ${f.lastFailure}`),
+      // HAProxy's own account of its checks (foreground mode logs each server going up or down, with the reason).
+      ...(cluster?.log('haproxy') ?? '')
+        .split('\n')
+        .filter((l) => / is (UP|DOWN)/.test(l))
+        .map((l) => `# haproxy: ${l.trim().slice(0, 200)}`),
       '',
     ].join('\n'),
   );
@@ -215,8 +223,10 @@ function measure(
   const writes = samples.filter((s) => s.op === 'put' || s.op === 'inc');
   const failed = writes.filter((s) => !ok(s)).sort((a, b) => a.start - b.start);
   let outageMs = 0;
+  let lastFailure = 'none';
   if (failed.length > 0) {
     const last = failed[failed.length - 1];
+    lastFailure = `sent ${((last.start - t0) / 1000).toFixed(1)} s after the fault: ${last.status} ${last.message.slice(0, 160)}`;
     const okAfter = writes.filter((s) => ok(s) && s.start >= last.start).sort((a, b) => a.end - b.end)[0];
     outageMs = (okAfter?.end ?? last.end) - failed[0].start;
   }
@@ -234,6 +244,7 @@ function measure(
     requests: samples.length,
     lost,
     ...feed,
+    lastFailure,
   };
 }
 
