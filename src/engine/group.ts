@@ -120,10 +120,14 @@ export class Group implements Map<string, Entry> {
     }
     let i = this.find(key);
     let c = this.chunks[i];
-    const prev = c.map.get(key);
-    if (prev !== undefined) {
-      c.map.set(key, e); // same position, new version
-      return prev;
+    // A key above the greatest of an ordered chunk is new (writes and recovery
+    // append to a collection or table mostly in key order): no lookup first.
+    if (!c.sorted || c.map.size === 0 || key <= c.last) {
+      const prev = c.map.get(key);
+      if (prev !== undefined) {
+        c.map.set(key, e); // same position, new version
+        return prev;
+      }
     }
     if (c.map.size >= c.cap) {
       if (i === this.chunks.length - 1 && c.sorted && key > c.last) {

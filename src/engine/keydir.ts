@@ -205,6 +205,21 @@ export class KeyDir {
     return [keys, entries];
   }
 
+  /**
+   * Every key that starts with `prefix`, in no particular order; a group is
+   * walked only when its keys can start with `prefix`, so asking for one kind
+   * of group (the store's index entries) skips every collection's elements.
+   * `grouped` false: the keys outside any group only.
+   */
+  *keys(prefix: string, grouped = true): Generator<string, void, undefined> {
+    for (const k of this.top.keys()) if (k.startsWith(prefix)) yield k;
+    if (!grouped) return;
+    for (const g of this.groups.values()) {
+      if (g.name.startsWith(prefix)) yield* g.keys();
+      else if (prefix.startsWith(g.name)) for (const k of g.keys()) if (k.startsWith(prefix)) yield k;
+    }
+  }
+
   /** A group's keys and entries in key order, as two arrays (empty when there is no such group). */
   copyGroup(group: string): [string[], Entry[]] {
     const g = this.groups.get(group);
