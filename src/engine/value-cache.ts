@@ -100,7 +100,15 @@ export class ValueCache {
    * (and no slice pins an 8 KiB buffer pool).
    */
   dropBytes(e: Entry): void {
-    if (e.val === undefined || e.memo === undefined) return;
+    if (e.val === undefined) return;
+    if (e.val.length === 0) {
+      // An empty value (a set member, a secondary index entry: the key is all
+      // there is) would hold a queue slot and 96-160 bytes of the budget to
+      // remember nothing; once in the log, reading it back reads nothing.
+      this.uncache(e);
+      return;
+    }
+    if (e.memo === undefined) return;
     const before = cacheCost(e);
     e.val = undefined;
     this.bytes += cacheCost(e) - before;
