@@ -219,6 +219,11 @@ export class Engine {
     return this.reader.keys(prefix);
   }
 
+  /** Every key outside any group (the top-level objects), expired-but-unswept ones included, in no order. */
+  topKeys(): Generator<string, void, undefined> {
+    return this.reader.keys('', false);
+  }
+
   /** Up to `limit` live keys of a group above `after`, in key order: Reader.groupKeys. */
   groupKeys(group: string, after: string, limit: number, at?: number): string[] {
     return this.reader.groupKeys(group, after, limit, at);
