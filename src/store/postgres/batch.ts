@@ -16,6 +16,7 @@
 import type { Mutation, Transaction } from '../store.js';
 import { isIntegerLiteral, makeVariant, variantOf } from '../variant.js';
 import { literal, type Q } from './sql.js';
+import { insertSql } from './tids.js';
 
 /** The SQLSTATE that says "a mutation found nothing to do": run it the general way. */
 export const NOT_HERE = '22012';
@@ -72,20 +73,27 @@ function plan(q: Q, m: Mutation): Planned | undefined {
     };
   }
   if (m.kind === 'table' && m.op === 'INSERT') {
-    const n = literal(m.name);
     return {
-      // insertRow of tables.ts.
-      sql: `WITH t AS (UPDATE pithos_tables SET next_id = next_id + 1, row_count = row_count + 1 WHERE name = ${n} AND ${q.live()} RETURNING inc, next_id - 1 AS id),
-             u AS (INSERT INTO pithos_rows (tname, inc, t_id, body, version) SELECT ${n}, t.inc, t.id, ${literal(JSON.stringify(m.values))}, nextval('pithos_seq') FROM t RETURNING t_id)
-            SELECT (SELECT t_id FROM u) AS t_id, ${needs('u')}`,
+      // insertRow of tables.ts; no t_id (no such table, or no sequence yet) is the general path's to answer.
+      sql: insertSql(q, literal(m.name), literal(JSON.stringify(m.values)), `, ${needs('r')}`),
       result: (rows) => `{"t_id":${Number(rows[0].t_id)}}`,
     };
   }
   return undefined;
 }
 
+const isInsert = (m: Mutation): boolean => m.kind === 'table' && m.op === 'INSERT';
+
+/**
+ * The tables' rows locked FOR SHARE, in name order (a transaction of this
+ * path only inserts into its tables, which other inserts may do meanwhile:
+ * tids.ts), failing the query unless each is live and has its t_id sequence.
+ */
+const TABLES = (q: Q, names: string, n: number): string =>
+  `WITH l AS (SELECT name, tid_seq FROM pithos_tables WHERE name = ANY(${names}) AND ${q.live()} ORDER BY name FOR SHARE)
+   SELECT 1 / (count(tid_seq) = ${n})::int4 AS ok FROM l`;
+
 const LOCKS = {
-  table: (names: string) => `SELECT name FROM pithos_tables WHERE name = ANY(${names}) ORDER BY name FOR UPDATE`,
   variant: (names: string) => `SELECT name FROM pithos_variants WHERE name = ANY(${names}) ORDER BY name FOR UPDATE`,
   record: (names: string) => `SELECT id FROM pithos_records WHERE id = ANY(${names}) ORDER BY id FOR UPDATE`,
 } as const;
@@ -121,20 +129,25 @@ export function oneTrip(q: Q, txn: Transaction): OneTrip | undefined {
   // The locks of txns.ts (lockInOrder), in its order, when there is more than one object to lock.
   const locks: string[] = [];
   if (names.table.size + names.variant.size + names.record.size > 1) {
-    for (const kind of ['table', 'variant', 'record'] as const) {
+    const array = (names: Iterable<string>): string => `ARRAY[${[...names].sort().map(literal).join(', ')}]::text[]`;
+    if (names.table.size > 0) locks.push(TABLES(q, array(names.table), names.table.size));
+    for (const kind of ['variant', 'record'] as const) {
       if (names[kind].size === 0) continue;
-      locks.push(LOCKS[kind](`ARRAY[${[...names[kind]].sort().map(literal).join(', ')}]::text[]`));
+      locks.push(LOCKS[kind](array(names[kind])));
     }
   }
-  const statements = [...locks, ...planned.map((p) => p.sql)];
+  // Inserts last, in their order: a statement that fails rolls back a query in which no
+  // t_id was drawn yet, and the general path then takes the same t_ids.
+  const order = planned.map((_, i) => i).sort((a, b) => Number(isInsert(txn.mutations[a])) - Number(isInsert(txn.mutations[b])) || a - b);
+  const statements = [...locks, ...order.map((i) => planned[i].sql)];
   const sql = txn.serializable ? `BEGIN ISOLATION LEVEL SERIALIZABLE;\n${statements.join(';\n')};\nCOMMIT` : statements.join(';\n');
   const skip = (txn.serializable ? 1 : 0) + locks.length;
   return {
     sql,
     answer(results) {
-      let out = '{"results":[';
-      for (let i = 0; i < planned.length; i++) out += (i === 0 ? '' : ',') + planned[i].result(results[skip + i]);
-      return out + ']}';
+      const out: string[] = [];
+      order.forEach((m, k) => (out[m] = planned[m].result(results[skip + k])));
+      return `{"results":[${out.join(',')}]}`;
     },
   };
 }
