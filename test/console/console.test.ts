@@ -11,6 +11,13 @@ import { answerDialog, data, err, go, ok, page, pageErrors, queries, sentSince, 
 before(start);
 after(stop);
 
+/** What the server says is left of an object's lifetime, in ms (null: it never expires), from its listing. */
+async function lifeLeft(kind: 'records' | 'variants', name: string): Promise<number | null> {
+  const items = ((await data(`/${kind}?prefix=${encodeURIComponent(name)}&limit=1`)) as { items: Array<{ name: string; ttl_ms: number | null }> }).items;
+  assert.equal(items[0]?.name, name, `${kind} listing: ${JSON.stringify(items)}`);
+  return items[0]!.ttl_ms;
+}
+
 test('sign in: no navigation before it, a wrong token refused, the token kept in sessionStorage only; no 401 for the favicon', async () => {
   const res = await page.goto(`${server.base}/console`);
   assert.equal(res?.status(), 200);
@@ -202,6 +209,22 @@ test('records: New, edit with If-Match (a concurrent change refused), invalid JS
   await page.press('#record-json', 'Control+Enter');
   await ok('#record-status', "record 'doc' saved");
   assert.deepEqual(await data('/records/doc'), { a: 2, tags: ['x', 'y'] });
+  assert.equal(await lifeLeft('records', 'doc'), null, 'a record without ttl gained one');
+
+  // A save keeps the record's lifetime: what is left of it (a PUT without ttl made it permanent).
+  assert.equal((await server.req('PATCH', '/records/doc', { ttl: 600 })).status, 200);
+  await server.advance(100_000);
+  await page.click('#reload-record');
+  await page
+    .locator('#record-ttl')
+    .filter({ hasText: /^It expires in [78] min \d\d s \(as read\); saving keeps/ })
+    .waitFor();
+  await page.fill('#record-json', '{"a": 2, "tags": ["x", "y", "z"]}');
+  await page.click('#save-record');
+  await ok('#record-status', "record 'doc' saved");
+  assert.deepEqual(await data('/records/doc'), { a: 2, tags: ['x', 'y', 'z'] });
+  const left = await lifeLeft('records', 'doc');
+  assert.ok(left !== null && left > 400_000 && left <= 500_000, `after the save ${left} ms are left; 500 s (600 - 100) were`);
 
   assert.equal((await server.req('PUT', '/records/doc', { record: { by: 'someone else' } })).status, 200);
   await page.fill('#record-json', '{"a": 3}');
@@ -258,11 +281,17 @@ test('variants: the list shows type, value, version and ttl; editing keeps the t
   assert.equal(((await data('/variants/code')) as { variant: unknown }).variant, '43');
 
   // Booleans through a choice; integers refuse a fraction in the page, before any request.
+  // Setting the value keeps what is left of the variant's lifetime (a PUT without ttl made it permanent).
+  await server.advance(100_000);
   await go('/variants/flag');
+  await page.locator('#variant-ttl', { hasText: /^expires in [78] min \d\d s$/ }).waitFor();
   await page.selectOption('#variant-set', 'false');
   await page.click('#set-variant');
   await ok('#set-status', 'set to false (boolean)');
   assert.equal(((await data('/variants/flag')) as { variant: unknown }).variant, false);
+  const left = await lifeLeft('variants', 'flag');
+  assert.ok(left !== null && left > 400_000 && left <= 500_000, `after the set ${left} ms are left; 500 s (600 - 100) were`);
+  assert.equal(await lifeLeft('variants', 'ratio'), null, 'a variant without ttl gained one');
   await go('/variants/hits');
   await page.fill('#variant-set', '1.5');
   await page.click('#set-variant');

@@ -21,8 +21,8 @@ before(async () => {
   for (const row of [{ name: 'ann', age: 32, elsewhere: true }, { nick: 'b' }, { name: 'cy', age: 40, city: 'Oslo' }, { name: 'dan' }])
     await put('POST', '/tables/users/rows', { rows: row });
   await put('PUT', '/tables/twins');
-  await put('PUT', '/records/shot', { record: { name: 'ann', tags: ['a', 'b'], address: { city: 'Oslo' } } });
-  await put('PUT', '/variants/ratio', '{"variant":2.0}');
+  await put('PUT', '/records/shot', { record: { name: 'ann', tags: ['a', 'b'], address: { city: 'Oslo' } }, ttl: 3600 });
+  await put('PUT', '/variants/ratio', '{"variant":2.0,"ttl":3600}');
   await put('PUT', '/variants/code', { variant: '43' });
   await put('PUT', '/variants/flag', { variant: false, ttl: 600 });
   await put('PUT', '/variants/hits', { variant: 15 });
@@ -42,9 +42,9 @@ const VIEWS: { name: string; hash: string; ready: string }[] = [
   { name: 'tables', hash: '/tables', ready: '#names' },
   { name: 'table', hash: '/tables/users', ready: '#grid' },
   { name: 'records', hash: '/records', ready: '#names, #names-empty' },
-  { name: 'record', hash: '/records/shot', ready: '#record-info:not(:text("loading"))' },
+  { name: 'record', hash: '/records/shot', ready: '#record-ttl' },
   { name: 'variants', hash: '/variants', ready: '#names' },
-  { name: 'variant', hash: '/variants/ratio', ready: '#variant-value' },
+  { name: 'variant', hash: '/variants/ratio', ready: '#variant-ttl' },
   { name: 'locks', hash: '/locks', ready: '#names' },
   { name: 'lock', hash: '/locks/shot', ready: '#lock-countdown' },
   { name: 'lists', hash: '/lists', ready: '#names' },

@@ -30,17 +30,29 @@ interface Life {
 /** The key of the encrypted run (crash-writer.ts reads it from PITHOS_CRASH_KEY, and then compresses too). */
 const KEY_HEX = 'c3'.repeat(32);
 
-function runAndKill(dir: string, seg: number, writers: number, killDelay: number, beforeFirstAck: boolean, sealed: boolean): Promise<Life> {
+/**
+ * One life of the writer, SIGKILLed `killDelay` ms after it starts (beforeFirstAck) or after its
+ * first acknowledged batch; in the second case not before it has acknowledged `minAcks` batches
+ * either, so that on a busy machine each life still moves the log on (the checks after the loop
+ * need compactions, which need enough batches written).
+ */
+function runAndKill(dir: string, seg: number, writers: number, killDelay: number, beforeFirstAck: boolean, sealed: boolean, minAcks: number): Promise<Life> {
   return new Promise((resolve, reject) => {
     const env = sealed ? { ...process.env, PITHOS_CRASH_KEY: KEY_HEX } : process.env;
     const child = spawn(process.execPath, [WRITER, dir, String(seg), '50', String(writers)], { stdio: ['ignore', 'pipe', 'pipe'], env });
     let acked = 0;
+    let acks = 0;
     let partial = '';
     let stderr = '';
     let timer: NodeJS.Timeout | undefined;
     let sawAck = false;
+    let due = false;
     const kill = (): void => {
       child.kill('SIGKILL');
+    };
+    const whenAcked = (): void => {
+      due = true;
+      if (acks >= minAcks) kill();
     };
     if (beforeFirstAck) timer = setTimeout(kill, killDelay);
     child.stdout.setEncoding('utf8');
@@ -51,10 +63,12 @@ function runAndKill(dir: string, seg: number, writers: number, killDelay: number
         const id = Number(l);
         if (Number.isInteger(id) && id > acked) acked = id;
       }
+      acks += lines.length;
       if (!sawAck && lines.length > 0) {
         sawAck = true;
-        if (!beforeFirstAck) timer = setTimeout(kill, killDelay);
+        if (!beforeFirstAck) timer = setTimeout(whenAcked, killDelay);
       }
+      if (due && acks >= minAcks) kill();
     });
     child.stderr.setEncoding('utf8');
     child.stderr.on('data', (c: string) => {
@@ -118,19 +132,25 @@ for (const sealed of [false, true])
       s = (s * 1103515245 + 12345) % 2147483648;
       return s / 2147483648;
     };
+    // What the checks after the loop need: lives that spanned a compaction and kills after
+    // acknowledged batches. On a busy machine a life takes longer, so the loop goes on past
+    // its budget (60 s at most) until they have happened, rather than stopping short of them.
+    const enough = (): boolean => compactions > 0 && lives >= 10 && killsAfterAck >= 5 && maxV > 100;
+    const going = (): boolean => Date.now() - started < BUDGET_MS || (!enough() && Date.now() - started < BUDGET_MS + 60_000);
     try {
-      while (Date.now() - started < BUDGET_MS) {
+      while (going()) {
         const early = rand() < 0.2;
         const delay = early ? Math.floor(rand() * 250) : Math.floor(rand() * 300);
         const seg = rand() < 0.5 ? 16 * 1024 : 64 * 1024;
         const writers = rand() < 0.3 ? 1 : 8;
-        const life = await runAndKill(dir, seg, writers, delay, early, sealed);
+        const minAcks = Math.floor(rand() * 40);
+        const life = await runAndKill(dir, seg, writers, delay, early, sealed, minAcks);
         lives++;
         compactions += (life.stderr.match(/compacted \d+ segment/g) ?? []).length;
         if (/compacted/.test(life.stderr)) livesWithCompaction++;
         if (life.killedAfterAck) killsAfterAck++;
         assert.ok(!/writer failed|CorruptionError|corrupt data/.test(life.stderr), life.stderr);
-        const where = `life ${lives} (seed ${seed}, acked ${life.acked}, kill ${early ? 'early' : 'after first ack'} +${delay} ms)`;
+        const where = `life ${lives} (seed ${seed}, acked ${life.acked}, kill ${early ? 'early' : `after first ack +${delay} ms and ${minAcks} acks`})`;
         let e: Engine;
         try {
           e = await Engine.open({ dir, sweepIntervalMs: 0, compactIntervalMs: 0, keyring });

@@ -60,7 +60,10 @@ export interface StartOptions {
   dataDir?: string;
   /** Pass --fsync (default 'always'); null passes nothing. */
   fsync?: string | null;
-  /** Milliseconds to wait for the listening line. */
+  /**
+   * Milliseconds to wait for the listening line (default 60 s: on a loaded machine a start,
+   * recovery included, can take well over 20 s; a server that hangs still fails).
+   */
   startTimeoutMs?: number;
   /**
    * Pass no default flags at all (only `args`); the data directory then goes in
@@ -201,7 +204,7 @@ export class PithosServer {
       });
       child.on('error', () => resolve({ code: null, signal: null }));
     });
-    const timeoutMs = o.startTimeoutMs ?? 20000;
+    const timeoutMs = o.startTimeoutMs ?? 60_000;
     await new Promise<void>((resolve, reject) => {
       let done = false;
       const finish = (err?: Error) => {
@@ -398,6 +401,35 @@ export function rawRequest(o: RawRequestOptions): Promise<Res> {
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
+
+/**
+ * Resolves once `count()` reaches `want` (checked every 10 ms). For a test
+ * that needs load to have happened before it acts (a kill during writes, a
+ * backup between them): it waits for the acknowledgements themselves, not
+ * for a fixed time, so it holds on a loaded machine and still fails when
+ * writes stop being acknowledged: after `timeoutMs` (60 s), or at once when
+ * `ended` (the writers) settles first, saying how far the count got.
+ */
+export async function untilCount(what: string, count: () => number, want: number, o: { timeoutMs?: number; ended?: Promise<unknown> } = {}): Promise<void> {
+  const timeoutMs = o.timeoutMs ?? 60_000;
+  const started = Date.now();
+  let ended: { err: unknown } | undefined;
+  void o.ended?.then(
+    () => (ended = { err: undefined }),
+    (err: unknown) => (ended = { err }),
+  );
+  while (count() < want) {
+    if (ended !== undefined) {
+      const why = ended.err === undefined ? '' : `: ${String((ended.err as Error)?.message ?? ended.err)}`;
+      throw new Error(`${what}: the writers stopped at ${count()} of the ${want} needed${why}`, { cause: ended.err });
+    }
+    if (Date.now() - started >= timeoutMs) throw new Error(`${what}: ${count()} of the ${want} needed after ${timeoutMs / 1000} s`);
+    await sleep(10);
+  }
+}
+
+/** untilCount for a condition: resolves once `cond()` holds, fails after `timeoutMs` (60 s) naming `what`. */
+export const untilTrue = (what: string, cond: () => boolean, o: { timeoutMs?: number } = {}): Promise<void> => untilCount(what, () => (cond() ? 1 : 0), 1, o);
 
 /** Encode a name as one path segment (everything outside unreserved is percent-encoded). */
 export function seg(name: string): string {

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, beforeEach, test } from 'node:test';
 import { freshSchema } from '../helpers/postgres.js';
-import { PG_URL, PithosServer, type Res, expectSuccess, pool, sleep, uniq } from '../helpers/server.js';
+import { PG_URL, PithosServer, type Res, expectSuccess, pool, sleep, uniq, untilCount } from '../helpers/server.js';
 import { type Watch, watch } from '../helpers/sse.js';
 
 const skip = PG_URL === undefined ? 'needs PITHOS_TEST_STORE (the PostgreSQL pass of npm test)' : false;
@@ -138,14 +138,10 @@ test('a node killed with SIGKILL mid-load loses no acknowledged write; the other
   };
   const writers = Array.from({ length: 12 }, (_, w) => writer(w));
   // Progress, not time, decides (the machine may be busy).
-  const until = async (n: number): Promise<void> => {
-    const end = Date.now() + 30_000;
-    while (ackedRecords.length < n && Date.now() < end) await sleep(50);
-  };
-  await until(60);
+  await untilCount('writes acknowledged before the kill', () => ackedRecords.length, 60);
   const victim = nodes[1];
   await victim.kill('SIGKILL');
-  await until(ackedRecords.length + 60);
+  await untilCount('writes acknowledged after the kill', () => ackedRecords.length, ackedRecords.length + 60);
   stop = true;
   await Promise.all(writers);
   assert.ok(failedOnVictim > 0, 'the load reached the killed node');

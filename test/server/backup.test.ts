@@ -10,7 +10,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { PithosServer, STORE, expectError, expectSuccess, rawRequest, runCli, uniq } from '../helpers/server.js';
+import { PithosServer, STORE, expectError, expectSuccess, rawRequest, runCli, uniq, untilCount } from '../helpers/server.js';
 
 let srv: PithosServer;
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'pithos-backup-'));
@@ -74,10 +74,12 @@ test(
       }
     };
     const workers = Array.from({ length: 12 }, worker);
-    await new Promise((r) => setTimeout(r, 300));
+    // Enough writes on each side of the backup to judge it by, however long a busy machine takes.
+    const ended = Promise.all(workers);
+    await untilCount('writes acknowledged before the backup', () => writes.filter((w) => w.ackedAt !== undefined).length, 60, { ended });
     const began = performance.now();
     const b = await fetchBackup();
-    await new Promise((r) => setTimeout(r, 200));
+    await untilCount('writes sent after the backup answered', () => writes.filter((w) => w.sentAt > b.headersAt).length, 60, { ended });
     stop = true;
     await Promise.all(workers);
     agent.destroy();

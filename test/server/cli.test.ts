@@ -298,7 +298,7 @@ test(
   { skip: onlyLog('the data-directory lock belongs to the log store; many nodes share one database by design') },
   async () => {
     const dir = path.join(tmp, 'twins');
-    const runs = Array.from({ length: 4 }, () => new PithosServer({ dataDir: dir, testClock: false, startTimeoutMs: 15000 }));
+    const runs = Array.from({ length: 4 }, () => new PithosServer({ dataDir: dir, testClock: false }));
     const started = await Promise.allSettled(runs.map((s) => s.spawn()));
     try {
       const ok = started.filter((x) => x.status === 'fulfilled').length;

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { PithosServer, expectSuccess, sleep, uniq, type Res } from '../helpers/server.js';
+import { PithosServer, expectSuccess, sleep, uniq, untilCount, type Res } from '../helpers/server.js';
 
 let srv: PithosServer;
 before(async () => {
@@ -83,7 +83,7 @@ test('after SIGKILL during inserts and patches, every index agrees with a full s
     let quiet = false;
     const c0 = { n: 0 };
     const burst = write(() => quiet, c0);
-    await sleep(100);
+    await untilCount(`round ${round}: writes acknowledged in the burst`, () => c0.n, 40, { ended: Promise.all(burst) });
     quiet = true;
     await Promise.all(burst);
     await agree(t);
@@ -91,7 +91,8 @@ test('after SIGKILL during inserts and patches, every index agrees with a full s
     let stop = false;
     const c1 = { n: 0 };
     const writers = write(() => stop, c1);
-    await sleep(150 + round * 100);
+    // Killed once writes are being acknowledged, later in each round, however long a busy machine takes.
+    await untilCount(`round ${round}: writes acknowledged before the kill`, () => c1.n, 20 + round * 40, { ended: Promise.all(writers) });
     await srv.restart('SIGKILL');
     stop = true;
     await Promise.all(writers);

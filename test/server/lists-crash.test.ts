@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, test } from 'node:test';
-import { PithosServer, rawRequest, sleep, uniq } from '../helpers/server.js';
+import { PithosServer, rawRequest, sleep, uniq, untilCount } from '../helpers/server.js';
 
 let srv: PithosServer;
 before(async () => {
@@ -82,9 +82,10 @@ test('SIGKILL during pushes, pops and moves: no acknowledged item lost or duplic
       ...Array.from({ length: 3 }, mover(mid, done, 'left')),
       ...Array.from({ length: 2 }, popper),
     ];
-    // Kill at a random moment once enough has been acknowledged (slower stores take longer to get there).
-    const until = Date.now() + 30_000;
-    while (Date.now() < until && (pushed.size < 40 || movedTo.size < 20)) await sleep(50);
+    // Kill at a random moment once enough has been acknowledged (slower stores, and busy machines, take longer to get there).
+    const ended = Promise.all(workers);
+    await untilCount(`round ${round}: pushes acknowledged before the kill`, () => pushed.size, 40, { ended });
+    await untilCount(`round ${round}: moves acknowledged before the kill`, () => movedTo.size, 20, { ended });
     await sleep(Math.floor(Math.random() * 500));
     await srv.kill('SIGKILL');
     stop = true;

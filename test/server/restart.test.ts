@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
 import { after, before, test } from 'node:test';
-import { PithosServer, expectError, expectSuccess, pool, rawRequest, sleep, uniq, type Res } from '../helpers/server.js';
+import { tcpQueues } from '../helpers/proc.js';
+import { PithosServer, expectError, expectSuccess, pool, rawRequest, sleep, uniq, untilCount, untilTrue, type Res } from '../helpers/server.js';
 
 let srv: PithosServer;
 
@@ -271,9 +272,7 @@ async function inFlight(signal: 'SIGTERM' | 'SIGKILL'): Promise<void> {
   }
   // The signal lands while writes are being acknowledged, not before the first or after the last.
   const MIN_ACKED = 20;
-  const t0 = Date.now();
-  while (acked < MIN_ACKED && Date.now() - t0 < 10_000) await sleep(2);
-  assert.ok(acked >= MIN_ACKED, `only ${acked} of ${N} writes were acknowledged within 10 s before the ${signal}`);
+  await untilCount(`writes acknowledged before the ${signal}`, () => acked, MIN_ACKED, { ended: Promise.all(settled) });
   const info = await srv.kill(signal);
   const results = await Promise.all(settled);
   agent.destroy();
@@ -339,10 +338,17 @@ test('SIGTERM while a request body is half-sent: that in-flight request still co
     );
     req.on('error', reject);
   });
-  req.write(body.subarray(0, half));
-  await sleep(150); // the server has certainly accepted the connection and is reading the body
+  const connected = new Promise<net.Socket>((r) => req.once('socket', (s: net.Socket) => s.once('connect', () => r(s))));
+  await new Promise<void>((r) => req.write(body.subarray(0, half), () => r()));
+  const port = (await connected).localPort as number;
+  // The server has read the headers and the half of the body sent (its request is in flight)
+  // once none of it waits on either end of the connection, however busy the machine.
+  await untilTrue('the server reading the half-sent body', () => {
+    const [client, server] = [tcpQueues(port, srv.port), tcpQueues(srv.port, port)];
+    return client !== undefined && server !== undefined && client.tx === 0 && server.rx === 0;
+  });
   srv.signal('SIGTERM');
-  await sleep(150);
+  await untilTrue('the server starting its shutdown', () => srv.stdout.includes('SIGTERM: draining requests'));
   req.end(body.subarray(half));
   const r = await response.catch((e: Error) => ({ status: -1, raw: String(e), headers: {}, body: undefined }) as Res);
   const info = await srv.waitExit();
@@ -362,14 +368,20 @@ test('SIGTERM while a slow client is still reading a large response: it receives
   await new Promise<void>((r) => sock.once('connect', () => r()));
   const chunks: Buffer[] = [];
   const ended = new Promise<void>((r) => sock.once('close', () => r()));
-  // Read nothing yet: the kernel buffers fill and most of the answer waits inside the server.
-  sock.pause();
-  sock.write(`GET /records/${id} HTTP/1.1\r\nHost: x\r\nAuth-Token: ${srv.token}\r\n\r\n`);
-  await sleep(500); // the handler has answered; its bytes are queued on the socket
+  // The handler has answered once the first bytes arrive; reading then stops, the kernel
+  // buffers fill and most of the answer waits inside the server.
   sock.on('data', (c: Buffer) => chunks.push(c));
-  sock.pause();
+  const answered = new Promise<void>((r) =>
+    sock.once('data', () => {
+      sock.pause();
+      r();
+    }),
+  );
+  sock.write(`GET /records/${id} HTTP/1.1\r\nHost: x\r\nAuth-Token: ${srv.token}\r\n\r\n`);
+  await answered;
   srv.signal('SIGTERM');
-  await sleep(500); // the server is shutting down and must wait for this reader
+  // The server is shutting down and must wait for this reader.
+  await untilTrue('the server starting its shutdown', () => srv.stdout.includes('SIGTERM: draining requests'));
   sock.resume();
   await ended;
   const raw = Buffer.concat(chunks);

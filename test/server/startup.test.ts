@@ -42,7 +42,7 @@ async function killedDir(dir: string): Promise<void> {
 
 /** Starts a server on `dir`, checks it serves what was written, and stops it. */
 async function startsAndServes(dir: string): Promise<PithosServer> {
-  const s = await PithosServer.start({ dataDir: dir, startTimeoutMs: 20_000 });
+  const s = await PithosServer.start({ dataDir: dir });
   const r = await s.req('GET', '/records/kept');
   assert.equal(r.status, 200, r.raw);
   assert.equal(fs.readFileSync(path.join(dir, 'LOCK'), 'utf8'), `${s.child?.pid}\n`, 'LOCK names the new server');
@@ -147,7 +147,7 @@ test(
       await killedDir(dir);
       const filler = path.join(mounted, 'filler');
       fill(filler);
-      const full = new PithosServer({ dataDir: dir, startTimeoutMs: 20_000 });
+      const full = new PithosServer({ dataDir: dir });
       try {
         await assert.rejects(full.spawn(), /exited before listening \(code 1/);
         assert.ok(full.stderr.includes(`the file system holding ${dir} is full`), full.stderr);

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, test } from 'node:test';
-import { PithosServer, expectSuccess, rawRequest, sleep, uniq } from '../helpers/server.js';
+import { PithosServer, expectSuccess, rawRequest, uniq, untilCount } from '../helpers/server.js';
 
 let srv: PithosServer;
 
@@ -61,7 +61,10 @@ test('SIGKILL during a stream of multi-table transactions: all or nothing, nothi
       }
     };
     const workers = Array.from({ length: 16 }, worker);
-    await sleep(150 + Math.floor(Math.random() * 350));
+    // Killed once a number of transactions has been acknowledged (a different one each round,
+    // so the kill lands at different points of the stream), however long a busy machine takes.
+    const want = 5 + Math.floor(Math.random() * 60);
+    await untilCount(`round ${round}: transactions acknowledged before the kill`, () => acked.size, want, { ended: Promise.all(workers) });
     await srv.kill('SIGKILL');
     stop = true;
     await Promise.all(workers);

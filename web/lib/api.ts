@@ -4,6 +4,7 @@
  * server's metrics can tell the console's own polling from the load it shows.
  */
 import { Pithos, PithosError } from '../../client/index.js';
+import { duration } from './format.js';
 
 export const TOKEN_KEY = 'pithos-console-token';
 export const CONSOLE_HEADER = 'X-Pithos-Console';
@@ -35,3 +36,24 @@ export function errorText(err: unknown): string {
 export const isNotFound = (err: unknown): boolean => err instanceof PithosError && err.status === 404;
 
 export const enc = encodeURIComponent;
+
+/**
+ * What is left of one object's lifetime, in ms: null when it never expires, undefined when it
+ * is gone. From a listing of one name: a name comes first among the names it is a prefix of.
+ */
+export async function lifeLeft(db: Pithos, kind: 'record' | 'variant', name: string): Promise<number | null | undefined> {
+  const it = (await db.list(kind, { prefix: name, limit: 1 })).items[0];
+  return it?.name === name ? it.ttl_ms : undefined;
+}
+
+/**
+ * The `ttl` that keeps an object's lifetime across a save from the console. A PUT replaces
+ * the lifetime with the one it carries (none: the object no longer expires), and the API
+ * has no "keep", so what is left is sent: whole seconds rounded up, so it never ends sooner
+ * than it would have (and never 0, which would mean never).
+ */
+export const keepTtl = (left: number | null | undefined): number | undefined =>
+  left === null || left === undefined ? undefined : Math.max(1, Math.ceil(left / 1000));
+
+/** "expires in 8 min 20 s" / "never expires": what is left as read (lifeLeft). */
+export const lifeText = (left: number | null | undefined): string => (left === null || left === undefined ? 'never expires' : `expires in ${duration(left)}`);

@@ -1,18 +1,19 @@
 /**
  * One variant, edited in its own type: the value is read from the answer's text (so 1.0
- * stays a double and "42" a string) and written back as JSON text (lib/variant.ts).
+ * stays a double and "42" a string) and written back as JSON text (lib/variant.ts), with
+ * the ttl that keeps what is left of its lifetime (lib/api.ts keepTtl).
  */
 import { useEffect, useState } from 'preact/hooks';
 import { JsonText, type Pithos } from '../../client/index.js';
 import { confirmAction } from '../components/Confirm.js';
 import { Field } from '../components/Field.js';
 import { Status } from '../components/Status.js';
-import { isNotFound } from '../lib/api.js';
+import { isNotFound, keepTtl, lifeLeft, lifeText } from '../lib/api.js';
 import { useAction } from '../lib/hooks.js';
 import { type VariantType, editText, literalFor, typeOfLiteral, variantLiteral } from '../lib/variant.js';
 
 export function VariantView({ db, name }: { db: Pithos; name: string }) {
-  const [cur, setCur] = useState<{ lit: string; version?: number } | null | undefined>(undefined);
+  const [cur, setCur] = useState<{ lit: string; version?: number; left?: number | null } | null | undefined>(undefined);
   const [type, setType] = useState<VariantType>('integer');
   const [text, setText] = useState('');
   const [delta, setDelta] = useState('1');
@@ -22,9 +23,9 @@ export function VariantView({ db, name }: { db: Pithos; name: string }) {
   const read = (): Promise<boolean> =>
     load.run(async () => {
       try {
-        const a = await db.call('getVariant', [name]);
+        const [a, left] = await Promise.all([db.call('getVariant', [name]), lifeLeft(db, 'variant', name)]);
         const lit = variantLiteral(a.text) ?? '';
-        setCur(a.version !== undefined ? { lit, version: a.version } : { lit });
+        setCur({ lit, left, ...(a.version !== undefined ? { version: a.version } : {}) });
         setType(typeOfLiteral(lit));
         setText(editText(lit));
       } catch (err) {
@@ -38,7 +39,10 @@ export function VariantView({ db, name }: { db: Pithos; name: string }) {
     void set.run(async () => {
       const lit = literalFor(type, text);
       const cond = cur ? (cur.version !== undefined ? `,"if_version":${cur.version}` : '') : ',"if_absent":true';
-      await db.call('putVariant', [name], { body: new JsonText(`{"variant":${lit}${cond}}`) });
+      // A PUT replaces the lifetime too: send what is left of it now (none: it stays permanent).
+      const ttl = cur ? keepTtl(await lifeLeft(db, 'variant', name)) : undefined;
+      const life = ttl !== undefined ? `,"ttl":${ttl}` : '';
+      await db.call('putVariant', [name], { body: new JsonText(`{"variant":${lit}${cond}${life}}`) });
       await read();
       return `variant '${name}' set to ${lit} (${type})`;
     });
@@ -71,6 +75,10 @@ export function VariantView({ db, name }: { db: Pithos; name: string }) {
                 <dd id="variant-version">{cur.version}</dd>
               </div>
             ) : null}
+            <div>
+              <dt>lifetime</dt>
+              <dd id="variant-ttl">{lifeText(cur.left)}</dd>
+            </div>
           </dl>
         )}
       </section>
@@ -83,7 +91,10 @@ export function VariantView({ db, name }: { db: Pithos; name: string }) {
         }}
       >
         <h2 id="set-title">Set the value</h2>
-        <p class="muted">The first value fixes the type; to change it, delete the variant first. A double is written with a fraction (1 is sent as 1.0).</p>
+        <p class="muted">
+          The first value fixes the type; to change it, delete the variant first. A double is written with a fraction (1 is sent as 1.0). Setting a value keeps
+          what is left of the variant's lifetime.
+        </p>
         <div class="row">
           <Field label="Type">
             <select id="variant-set-type" value={type} disabled={!!cur} onChange={(e) => setType((e.currentTarget as HTMLSelectElement).value as VariantType)}>
