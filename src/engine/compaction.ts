@@ -25,6 +25,7 @@ import { RunCopier } from './compaction-copy.js';
 import { removeFile, writeFileDurably } from './fileops.js';
 import { hintBytes } from './hints.js';
 import { SegmentSeal } from './seal.js';
+import { recodeSegment } from './recode.js';
 
 export interface CompactionPolicy {
   minDeadRatio: number;
@@ -48,6 +49,11 @@ export class Compactor {
   observer: EngineObserver | undefined;
   /** While set, passes also take segments that are not sealed under the current key (Engine.rekey). */
   rekey = false;
+  /** Segments waiting to be rewritten with their values compressed (recode.ts), each with what to do instead if that cannot be done. */
+  private toRecode: Array<{ seg: Segment; otherwise: () => void }> = [];
+  private recoding: Promise<void> | undefined;
+  /** Segments rewritten compressed so far (tests, stats). */
+  recoded = 0;
 
   /**
    * `settled` resolves once every batch in flight when it was called has
@@ -95,6 +101,8 @@ export class Compactor {
 
   maybeRun(force = false): Promise<boolean> {
     if (this.running !== undefined || this.stopping) return this.running ?? Promise.resolve(false);
+    // One rewrite at a time: a compaction waits for the segment being compressed.
+    if (this.recoding !== undefined) return this.recoding.then(() => this.maybeRun(force));
     const run = this.pickRun(force);
     if (run.length === 0) {
       // A pass that found nothing worth compacting has still run.
@@ -103,14 +111,71 @@ export class Compactor {
     }
     this.running = this.compact(run).finally(() => {
       this.running = undefined;
+      this.nextRecode();
     });
     return this.running;
+  }
+
+  /**
+   * A log segment has stopped being appended to: rewrite it with its values
+   * compressed (recode.ts) when no other rewrite runs; `otherwise` (its hint)
+   * runs when that fails or the engine closes first.
+   */
+  recode(seg: Segment, otherwise: () => void): void {
+    this.toRecode.push({ seg, otherwise });
+    this.nextRecode();
+  }
+
+  /** Resolves once no segment waits to be compressed and none is being compressed. */
+  async recodesDone(): Promise<void> {
+    while (this.recoding !== undefined || this.running !== undefined) await (this.recoding ?? this.running);
+  }
+
+  private nextRecode(): void {
+    if (this.running !== undefined || this.recoding !== undefined) return;
+    const job = this.toRecode.shift();
+    if (job === undefined) return;
+    if (this.stopping) {
+      for (const j of [job, ...this.toRecode.splice(0)]) j.otherwise();
+      return;
+    }
+    // Compacted away meanwhile (its output has codec bytes), or already done.
+    if (job.seg.retired || job.seg.codecs || !this.core.segments.includes(job.seg)) return this.nextRecode();
+    this.recoding = this.recodeOne(job.seg, job.otherwise).finally(() => {
+      this.recoding = undefined;
+      this.nextRecode();
+    });
+  }
+
+  private async recodeOne(seg: Segment, otherwise: () => void): Promise<void> {
+    const e = this.core;
+    const started = Date.now();
+    this.conflict = false;
+    seg.compacting = true;
+    try {
+      const out = await recodeSegment(
+        e,
+        seg,
+        () => this.stopping,
+        this.settled,
+        () => this.conflict,
+      );
+      this.recoded++;
+      e.log('info', `compressed ${seg.name}: ${seg.size} -> ${out.size} bytes in ${Date.now() - started} ms`);
+    } catch (err) {
+      if (!this.stopping) e.log('warn', `compressing ${seg.name} abandoned: ${String((err as Error).message ?? err)}`);
+      otherwise();
+    } finally {
+      seg.compacting = false;
+    }
   }
 
   async stop(): Promise<void> {
     this.stopping = true;
     // compact() reports its own failures ("compaction abandoned") and resolves false.
     if (this.running !== undefined) await this.running;
+    if (this.recoding !== undefined) await this.recoding;
+    this.nextRecode();
   }
 
   private async compact(run: Segment[]): Promise<boolean> {

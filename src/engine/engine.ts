@@ -69,6 +69,9 @@ export class Engine {
     this.compactor.rekey = opts.keyring !== undefined;
     this.hints = new HintScheduler(this.fs, log, opts.hintDelayMs ?? 30_000);
     this.rotation = new Rotation(this.core, opts.segmentBytes ?? 64 * 1024 * 1024, this.hints);
+    // Under compression a segment that stops being appended to is rewritten with its values compressed (recode.ts).
+    // After the hint delay, as a hint would be: a segment compacted meanwhile needs neither.
+    if (this.core.compression) this.rotation.onRetire = (s) => this.hints.later(s, () => this.compactor.recode(s, () => this.hints.now(s)));
     this.writer = new GroupWriter(this.core, opts.durability ?? 'always', this.rotation, this.compactor);
     this.reader = new Reader(this.core);
     this.sweeper = new Sweeper(this.keydir, now);
@@ -100,7 +103,10 @@ export class Engine {
       this.writer.syncedSize = this.core.active.size;
       log('info', recoveredMessage(keydir.size, keydir.ungroupedSize, this.core.segments.length, Date.now() - started));
       for (const s of this.core.segments) {
-        if (s !== this.core.active && !s.hasHint) this.hints.now(s);
+        if (s === this.core.active || s.hasHint) continue;
+        // A tail not continued (always so under encryption) is compressed like a segment rotated out.
+        if (s === r.appendTo && this.core.compression && !s.codecs) this.compactor.recode(s, () => this.hints.now(s));
+        else this.hints.now(s);
       }
     } catch (err) {
       await this.closeFiles();
@@ -265,6 +271,16 @@ export class Engine {
       if (!(await this.compactor.maybeRun(true))) break;
     }
     return left();
+  }
+
+  /**
+   * Starts now the compression (recode.ts) of every segment still waiting out
+   * the hint delay, and resolves once every segment waiting to be compressed
+   * has been, or has failed (tests, benchmarks).
+   */
+  recodesDone(): Promise<void> {
+    this.hints.hurry();
+    return this.compactor.recodesDone();
   }
 
   /** Runs one compaction pass now if there is a run worth compacting (or any, with force). */

@@ -12,7 +12,7 @@
  */
 import type { Logger } from '../log.js';
 import { EngineClosedError, StorageIOError, storageError } from './errors.js';
-import { encodeBatch, Op } from './format.js';
+import { encodeBatch } from './format.js';
 import type { FileOps } from './fileops.js';
 import { FLAG_CURRENT } from './entry.js';
 import type { KeyDir } from './keydir.js';
@@ -21,7 +21,6 @@ import type { EngineCore } from './core.js';
 import type { Compactor } from './compaction.js';
 import type { Rotation } from './rotation.js';
 import { TAG_BYTES } from './seal.js';
-import { storedValue } from './codec.js';
 import { applyBatch, checkOps, type Pending } from './batch.js';
 import type { Durability, EngineObserver, WriteOp } from './types.js';
 
@@ -32,7 +31,6 @@ export class GroupWriter {
   private readonly now: () => number;
   private readonly log: Logger;
   private readonly sealed: boolean;
-  private readonly compression: boolean;
 
   /** The sequence number the next batch takes. */
   nextSeq = 1;
@@ -68,7 +66,6 @@ export class GroupWriter {
     this.now = core.now;
     this.log = core.log;
     this.sealed = core.keyring !== undefined;
-    this.compression = core.compression;
   }
 
   /**
@@ -81,10 +78,9 @@ export class GroupWriter {
     const bad = checkOps(ops);
     if (bad !== undefined) return Promise.reject(bad);
     const seq = this.nextSeq;
-    // Under compression each Put value is stored with its codec byte (codec.ts);
-    // the directory caches the value itself.
-    const stored = this.compression ? ops.map((o) => (o.op === Op.Put ? { ...o, value: storedValue(o.value as Buffer, true) } : o)) : ops;
-    const buf = encodeBatch(seq, stored, this.keyLens, this.valueOffsets);
+    // Values go to the log as given, compression or not: a log segment is
+    // compressed once it stops being appended to (recode.ts), off this path.
+    const buf = encodeBatch(seq, ops, this.keyLens, this.valueOffsets);
     this.nextSeq++;
     const p: Pending = {
       seq,
@@ -97,7 +93,7 @@ export class GroupWriter {
       resolve: noop,
       reject: noop,
     };
-    applyBatch(this.keydir, p, stored, this.keyLens, this.valueOffsets, this.now());
+    applyBatch(this.keydir, p, ops, this.keyLens, this.valueOffsets, this.now());
     const promise = new Promise<void>((resolve, reject) => {
       p.resolve = resolve;
       p.reject = reject;

@@ -6,7 +6,10 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Op } from '../../src/engine/index.js';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { DataKey, type Engine, Keyring, nodeFileOps, Op } from '../../src/engine/index.js';
+import type { FileOps } from '../../src/engine/fileops.js';
 import { jsonDocument } from '../../bench/compression.js';
 import { assertState, logFiles, open, put, replay, rng, scratchDirs, str, totalLogBytes, writeHistory } from './helpers.js';
 
@@ -50,10 +53,13 @@ test('repetitive JSON documents take less than half the disk space compressed', 
   const sizes: number[] = [];
   for (const compression of [false, true]) {
     const d = dir('ratio');
-    const e = await open(d, { compression });
+    // Values are compressed when their segment stops being appended to: with
+    // 256 KiB segments all but the newest (at most 256 KiB of ~4 MB) are.
+    const e = await open(d, { compression, segmentBytes: 256 * 1024 });
     const r = rng(5);
     const docs = Array.from({ length: 2000 }, (_, i) => jsonDocument(r, i));
     for (let i = 0; i < docs.length; i += 20) await e.write(docs.slice(i, i + 20).map((doc, j) => put(`R/doc-${i + j}`, doc)));
+    await e.recodesDone();
     await e.close();
     const e2 = await open(d, { cacheBytes: 0 });
     for (let i = 0; i < docs.length; i += 97) assert.equal(await e2.read(`R/doc-${i}`, str), docs[i].toString());
@@ -84,4 +90,106 @@ test('a group of compressed rows scans and snapshots the same from disk', async 
   snap.release();
   assert.deepEqual(got, want);
   await e3.close();
+});
+
+/** The header flags of a segment file: 0 for a version 1 header. */
+function segmentFlags(d: string, name: string): number {
+  const b = fs.readFileSync(path.join(d, name));
+  return b[4] === 1 ? 0 : b[6];
+}
+
+/** Every batch the change feed replays from the log, as text. */
+async function feed(e: Engine): Promise<string[]> {
+  const got: string[] = [];
+  const whole = await e.replay(0, e.upcomingSeq, (seq, entries, buf) => {
+    for (const en of entries) got.push(`${seq} ${en.op} ${JSON.stringify(en.key)} ${buf.toString('utf8', en.valueOffset, en.valueOffset + en.valueLength)}`);
+  });
+  assert.equal(whole, true, 'the feed could not replay the whole log');
+  return got;
+}
+
+for (const sealed of [false, true]) {
+  test(`${sealed ? 'sealed: ' : ''}a log segment is written plain and compressed once it stops being appended to; state and change feed are unchanged`, async () => {
+    const keyring = sealed ? new Keyring(new DataKey(Buffer.alloc(32, 0x3d))) : undefined;
+    // The same history without compression: what the feed must replay.
+    const dp = dir('recode-plain');
+    const ep = await open(dp, { segmentBytes: 8 * 1024, keyring });
+    await writeHistory(ep, 300, 41);
+    const want = await feed(ep);
+    await ep.close();
+
+    const d = dir('recode');
+    const e = await open(d, { segmentBytes: 8 * 1024, keyring, compression: true, cacheBytes: 0 });
+    const b = await writeHistory(e, 300, 41);
+    await e.recodesDone();
+    const files = logFiles(d);
+    assert.ok(files.length >= 4, `${files.length} segments`);
+    // Every segment but the one appended to has codec bytes; that one has none.
+    for (const f of files.slice(0, -1)) assert.equal(segmentFlags(d, f) & 2, 2, `${f} has no codec bytes`);
+    assert.equal(segmentFlags(d, files[files.length - 1]) & 2, 0, 'the active segment has codec bytes');
+    assert.ok(totalLogBytes(d) < 0.9 * totalLogBytes(dp), `${totalLogBytes(d)} bytes compressed, ${totalLogBytes(dp)} plain`);
+    await assertState(e, replay(b));
+    assert.deepEqual(await feed(e), want);
+    await e.close();
+    // Reopened from the rewritten segments' hints: the same again.
+    const e2 = await open(d, { segmentBytes: 8 * 1024, keyring, cacheBytes: 0 });
+    await assertState(e2, replay(b));
+    assert.deepEqual(await feed(e2), want);
+    await e2.close();
+  });
+}
+
+test('a version put back by a failed write while its segment is being compressed is read from the rewritten file', async () => {
+  const d = dir('recode-conflict');
+  let gateRecode: () => void = () => {};
+  const recodeMayStart = new Promise<void>((r) => (gateRecode = r));
+  let failNext = false;
+  let releaseWrite: () => void = () => {};
+  const writeMayFail = new Promise<void>((r) => (releaseWrite = r));
+  let tmpFd = -1;
+  const fileOps: FileOps = {
+    ...nodeFileOps,
+    async open(p, flags, mode) {
+      if (p.endsWith('.log.tmp')) {
+        await recodeMayStart;
+        tmpFd = await nodeFileOps.open(p, flags, mode);
+        return tmpFd;
+      }
+      return nodeFileOps.open(p, flags, mode);
+    },
+    async writeAll(fd, buf, off, len, pos) {
+      if (failNext && fd !== tmpFd) {
+        failNext = false;
+        await writeMayFail;
+        throw Object.assign(new Error('injected write failure'), { code: 'EIO' });
+      }
+      return nodeFileOps.writeAll(fd, buf, off, len, pos);
+    },
+    async rename(from, to) {
+      await nodeFileOps.rename(from, to);
+      // The rewritten file is in place and swapped in: now let the write fail.
+      if (from.endsWith('.log.tmp')) setImmediate(releaseWrite);
+    },
+  };
+  const e = await open(d, { segmentBytes: 4096, compression: true, cacheBytes: 0, fileOps });
+  const v1 = `v1:${'x'.repeat(600)}`;
+  await e.write([put('k', v1)]);
+  // Fill the segment until it rotates: its compression waits at recodeMayStart.
+  for (let i = 0; logFiles(d).length < 2; i++) await e.write([put(`f${i}`, 'y'.repeat(500))]);
+  failNext = true;
+  const failed = e.write([put('k', 'v2')]).then(
+    () => assert.fail('the write should fail'),
+    (err: Error) => assert.match(err.message, /EIO/),
+  );
+  // The write is in flight (k's version in the segment is not current) while the segment is copied.
+  await new Promise((r) => setImmediate(r));
+  gateRecode();
+  await failed;
+  await e.recodesDone();
+  assert.equal(segmentFlags(d, logFiles(d)[0]) & 2, 2, 'the segment was not compressed');
+  assert.equal(await e.read('k', str), v1);
+  await e.close();
+  const e2 = await open(d, { cacheBytes: 0 });
+  assert.equal(await e2.read('k', str), v1);
+  await e2.close();
 });
