@@ -63,7 +63,9 @@ export class Rotation {
     const { dir, fs, keyring, log } = this.core;
     const seg = new Segment(dir, id, SegmentKind.Log);
     if (keyring !== undefined) seg.seal = SegmentSeal.fresh(keyring.current);
-    const header = encodeSegmentHeader(SegmentKind.Log, nextSeq, seg.seal, false);
+    // Sealed, the group writer seals one unit per group commit (seal.ts, sealGroup).
+    seg.groups = seg.seal !== undefined;
+    const header = encodeSegmentHeader(SegmentKind.Log, nextSeq, seg.seal, false, seg.groups);
     seg.headerSize = header.length;
     seg.fd = await fs.open(seg.path, 'wx+');
     try {

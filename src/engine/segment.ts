@@ -74,6 +74,8 @@ export class Segment {
   seal: SegmentSeal | undefined = undefined;
   /** Every Put value here starts with a codec byte (codec.ts). */
   codecs = false;
+  /** Sealed, one unit per group commit (seal.ts, sealGroup) rather than one per batch. */
+  groups = false;
 
   constructor(
     readonly dir: string,

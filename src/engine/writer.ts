@@ -12,7 +12,7 @@
  */
 import type { Logger } from '../log.js';
 import { EngineClosedError, StorageIOError, storageError } from './errors.js';
-import { encodeBatch } from './format.js';
+import { BATCH_HEADER_SIZE, encodeBatch } from './format.js';
 import type { FileOps } from './fileops.js';
 import { FLAG_CURRENT } from './entry.js';
 import type { KeyDir } from './keydir.js';
@@ -80,7 +80,7 @@ export class GroupWriter {
     const seq = this.nextSeq;
     // Values go to the log as given, compression or not: a log segment is
     // compressed once it stops being appended to (recode.ts), off this path.
-    const buf = encodeBatch(seq, ops, this.keyLens, this.valueOffsets);
+    const buf = encodeBatch(seq, ops, this.keyLens, this.valueOffsets, !this.sealed);
     this.nextSeq++;
     const p: Pending = {
       seq,
@@ -140,8 +140,8 @@ export class GroupWriter {
   private async writeGroup(group: Pending[]): Promise<void> {
     let total = 0;
     for (const p of group) total += p.buf.length;
-    // Sealing adds a tag to each batch (every segment this process appends to is sealed or none is).
-    if (this.sealed) total += TAG_BYTES * group.length;
+    // Sealing makes the group one unit, with a header and a tag (every segment this process appends to is sealed so, or none is).
+    if (this.sealed) total += BATCH_HEADER_SIZE + TAG_BYTES;
     const seg = await this.segmentFor(group, total);
     const data =
       group.length === 1
@@ -191,7 +191,16 @@ export class GroupWriter {
     const seal = seg.seal;
     if (seal !== undefined) {
       try {
-        for (const p of group) p.buf = seal.sealBatch(p.buf);
+        const unit = seal.sealGroup(group.map((p) => p.buf));
+        // The unit's header goes with the first batch and its tag with the last, so place() finds each value.
+        const firstOffsets = group[0].createdOffsets;
+        for (let i = 0; i < firstOffsets.length; i++) firstOffsets[i] += BATCH_HEADER_SIZE;
+        let at = 0;
+        for (let k = 0; k < group.length; k++) {
+          const end = at + group[k].buf.length + (k === 0 ? BATCH_HEADER_SIZE : 0) + (k === group.length - 1 ? TAG_BYTES : 0);
+          group[k].buf = unit.subarray(at, end);
+          at = end;
+        }
       } catch (err) {
         this.failFrom(group, new StorageIOError(`sealing a batch failed: ${String((err as Error).message ?? err)}`, err));
         throw err;
@@ -210,8 +219,8 @@ export class GroupWriter {
         const e = p.created[i];
         e.seg = seg;
         e.vpos = off + p.createdOffsets[i];
-        // A sealed value is read with its whole batch: keep its offset in the batch (scanner.ts, valueCheck).
-        if (sealed) e.crc = p.createdOffsets[i];
+        // A sealed value is read with its whole unit, the group: keep its offset in it (scanner.ts, valueCheck).
+        if (sealed) e.crc = e.vpos - pos;
         if ((e.flags & FLAG_CURRENT) !== 0) seg.live += e.size;
         kd.dropBytes(e);
       }
