@@ -307,6 +307,13 @@ test('the batches of one group commit are sealed as one unit: read back from dis
     await feedSeqs(e),
     Array.from({ length: batches }, (_, i) => i + 1),
   );
+  // Rows of one group written together: a snapshot reads them out of their units.
+  const rows = Array.from({ length: 60 }, (_, i) => `row ${i} ${'q'.repeat(i * 13)}`);
+  await Promise.all(rows.map((v, i) => e.write([put(`t\u0000g\u0000${String(i).padStart(4, '0')}`, v)])));
+  batches += rows.length;
+  const snap = e.snapshot('t\u0000g\u0000', (b) => b.toString());
+  assert.deepEqual(await snap.read(0, snap.length), rows);
+  snap.release();
   await e.close();
   await waitForHints(d);
   const e2 = await open(d, opts);
