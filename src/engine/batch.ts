@@ -17,6 +17,8 @@ export interface Pending {
   /** Entries created by this batch, with their value offsets inside `buf`. */
   created: Entry[];
   createdOffsets: number[];
+  /** In a sealed segment: where the batch's sealed unit starts, from the start of its group (seal.ts, sealGroup). */
+  unitAt: number;
   /** (key, previous version) pairs in the order they were replaced. */
   undoKeys: string[];
   undoPrev: Array<Entry | undefined>;

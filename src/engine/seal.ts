@@ -102,7 +102,7 @@ export class SegmentSeal {
    * cipher set-up per group instead of one per batch: the set-up, not the
    * encryption, is most of what sealing a small batch costs (docs/benchmarks.md).
    */
-  sealGroup(batches: readonly Buffer[]): Buffer {
+  sealUnit(batches: readonly Buffer[]): Buffer {
     if (!this.writable) throw new Error('a segment found on disk is never appended to under encryption');
     const first = readSeq(batches[0], 8);
     const last = readSeq(batches[batches.length - 1], 8);
@@ -126,7 +126,34 @@ export class SegmentSeal {
   }
 
   /**
-   * Opens the sealed batch (or unit of batches, sealGroup) at `buf[off, off + len)`:
+   * Seals a group commit's batches as units of consecutive batches (sealUnit),
+   * each at most UNIT_BYTES of batches unless one batch alone is larger, and
+   * hands each batch its slice of them: a unit's header goes with its first
+   * batch (whose value offsets move by the header's size) and its tag with
+   * its last, so the slices written back to back are the units. `unitAt` is
+   * where a batch's unit starts, from the start of the group.
+   */
+  sealGroup(group: readonly GroupMember[]): void {
+    let at = 0;
+    for (let from = 0; from < group.length;) {
+      const end = unitEnd(group, from);
+      const unit = this.sealUnit(group.slice(from, end).map((m) => m.buf));
+      const offs = group[from].createdOffsets;
+      for (let i = 0; i < offs.length; i++) offs[i] += BATCH_HEADER_SIZE;
+      let p = 0;
+      for (let k = from; k < end; k++) {
+        const q = p + group[k].buf.length + (k === from ? BATCH_HEADER_SIZE : 0) + (k === end - 1 ? TAG_BYTES : 0);
+        group[k].buf = unit.subarray(p, q);
+        group[k].unitAt = at;
+        p = q;
+      }
+      at += unit.length;
+      from = end;
+    }
+  }
+
+  /**
+   * Opens the sealed batch (or unit of batches, sealUnit) at `buf[off, off + len)`:
    * the plain batch (header and entries, `len - TAG_BYTES` bytes, entries at
    * the same offsets as their ciphertext), or undefined when the tag does not
    * match — a wrong key, or bytes changed after sealing.
@@ -145,6 +172,35 @@ export class SegmentSeal {
     }
     return out;
   }
+}
+
+/**
+ * Most bytes of batches one unit holds (unless one batch alone is larger):
+ * a read of a value not in the cache reads and opens its whole unit, and the
+ * cipher set-up is already shared by hundreds of small batches at this size.
+ */
+export const UNIT_BYTES = 256 * 1024;
+
+/** What sealGroup needs of a batch of the group (batch.ts, Pending). */
+export interface GroupMember {
+  buf: Buffer;
+  createdOffsets: number[];
+  unitAt: number;
+}
+
+/** The end (exclusive) of the unit that starts with batch `from`. */
+function unitEnd(group: readonly { buf: Buffer }[], from: number): number {
+  let sum = group[from].buf.length;
+  let i = from + 1;
+  while (i < group.length && sum + group[i].buf.length <= UNIT_BYTES) sum += group[i++].buf.length;
+  return i;
+}
+
+/** Bytes sealing adds to a group of batches (sealGroup): a header and a tag per unit. */
+export function sealingOverhead(group: readonly { buf: Buffer }[]): number {
+  let units = 0;
+  for (let from = 0; from < group.length; from = unitEnd(group, from)) units++;
+  return units * (BATCH_HEADER_SIZE + TAG_BYTES);
 }
 
 /** What a reader says when a batch does not authenticate. */

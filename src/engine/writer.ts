@@ -12,7 +12,7 @@
  */
 import type { Logger } from '../log.js';
 import { EngineClosedError, StorageIOError, storageError } from './errors.js';
-import { BATCH_HEADER_SIZE, encodeBatch } from './format.js';
+import { encodeBatch } from './format.js';
 import type { FileOps } from './fileops.js';
 import { FLAG_CURRENT } from './entry.js';
 import type { KeyDir } from './keydir.js';
@@ -20,7 +20,7 @@ import type { Segment } from './segment.js';
 import type { EngineCore } from './core.js';
 import type { Compactor } from './compaction.js';
 import type { Rotation } from './rotation.js';
-import { TAG_BYTES } from './seal.js';
+import { sealingOverhead } from './seal.js';
 import { applyBatch, checkOps, type Pending } from './batch.js';
 import type { Durability, EngineObserver, WriteOp } from './types.js';
 
@@ -88,6 +88,7 @@ export class GroupWriter {
       ops,
       created: [],
       createdOffsets: [],
+      unitAt: 0,
       undoKeys: [],
       undoPrev: [],
       resolve: noop,
@@ -140,8 +141,8 @@ export class GroupWriter {
   private async writeGroup(group: Pending[]): Promise<void> {
     let total = 0;
     for (const p of group) total += p.buf.length;
-    // Sealing makes the group one unit, with a header and a tag (every segment this process appends to is sealed so, or none is).
-    if (this.sealed) total += BATCH_HEADER_SIZE + TAG_BYTES;
+    // Sealing puts the group in units, each with a header and a tag (every segment this process appends to is sealed so, or none is).
+    if (this.sealed) total += sealingOverhead(group);
     const seg = await this.segmentFor(group, total);
     const data =
       group.length === 1
@@ -191,16 +192,7 @@ export class GroupWriter {
     const seal = seg.seal;
     if (seal !== undefined) {
       try {
-        const unit = seal.sealGroup(group.map((p) => p.buf));
-        // The unit's header goes with the first batch and its tag with the last, so place() finds each value.
-        const firstOffsets = group[0].createdOffsets;
-        for (let i = 0; i < firstOffsets.length; i++) firstOffsets[i] += BATCH_HEADER_SIZE;
-        let at = 0;
-        for (let k = 0; k < group.length; k++) {
-          const end = at + group[k].buf.length + (k === 0 ? BATCH_HEADER_SIZE : 0) + (k === group.length - 1 ? TAG_BYTES : 0);
-          group[k].buf = unit.subarray(at, end);
-          at = end;
-        }
+        seal.sealGroup(group);
       } catch (err) {
         this.failFrom(group, new StorageIOError(`sealing a batch failed: ${String((err as Error).message ?? err)}`, err));
         throw err;
@@ -219,8 +211,8 @@ export class GroupWriter {
         const e = p.created[i];
         e.seg = seg;
         e.vpos = off + p.createdOffsets[i];
-        // A sealed value is read with its whole unit, the group: keep its offset in it (scanner.ts, valueCheck).
-        if (sealed) e.crc = e.vpos - pos;
+        // A sealed value is read with its whole unit: keep its offset in it (scanner.ts, valueCheck).
+        if (sealed) e.crc = e.vpos - pos - p.unitAt;
         if ((e.flags & FLAG_CURRENT) !== 0) seg.live += e.size;
         kd.dropBytes(e);
       }

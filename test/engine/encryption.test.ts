@@ -356,3 +356,23 @@ test('the batches of one group commit are sealed as one unit: read back from dis
   await check(e5, 'compacted, reopened');
   await e5.close();
 });
+
+test('a large group commit is sealed as several units of at most 256 KiB of batches', async () => {
+  const d = dir('unit-cap');
+  const opts = { keyring: ringA, cacheBytes: 0 };
+  const e = await open(d, opts);
+  const value = (i: number): string => `${i}:${String(i % 10).repeat(10_000 + i)}`;
+  await Promise.all(Array.from({ length: 60 }, (_, i) => e.write([put(`big${i}`, value(i))])));
+  const us = units(newestLog(d));
+  assert.ok(us.length >= 3, `${us.length} units`);
+  for (const u of us) assert.ok(u.len - 36 <= 256 * 1024, `a unit of ${u.len} bytes`);
+  assert.equal(
+    us.reduce((a, u) => a + u.count, 0),
+    60,
+  );
+  for (let i = 0; i < 60; i++) assert.equal(await e.read(`big${i}`, (b) => b.toString()), value(i));
+  await e.close();
+  const e2 = await open(d, opts);
+  for (let i = 0; i < 60; i++) assert.equal(await e2.read(`big${i}`, (b) => b.toString()), value(i));
+  await e2.close();
+});
