@@ -10,6 +10,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DataKey, type Engine, Keyring, nodeFileOps, Op } from '../../src/engine/index.js';
 import type { FileOps } from '../../src/engine/fileops.js';
+import { snapshotFiles } from '../../src/engine/backup-files.js';
+import { SegmentKind } from '../../src/engine/format.js';
+import { Segment } from '../../src/engine/segment.js';
 import { jsonDocument } from '../../bench/compression.js';
 import { assertState, logFiles, open, put, replay, rng, scratchDirs, str, totalLogBytes, writeHistory } from './helpers.js';
 
@@ -192,4 +195,26 @@ test('a version put back by a failed write while its segment is being compressed
   const e2 = await open(d, { cacheBytes: 0 });
   assert.equal(await e2.read('k', str), v1);
   await e2.close();
+});
+
+test('an online backup that opens a segment its compressed rewrite was just renamed over copies the new file whole', () => {
+  const d = dir('backup-rename');
+  fs.mkdirSync(d, { recursive: true });
+  const seg = new Segment(d, 1024, SegmentKind.Log);
+  fs.writeFileSync(seg.path, Buffer.alloc(5000, 1));
+  seg.fd = fs.openSync(seg.path, 'r');
+  seg.size = 4000; // acknowledged so far: a backup cuts the file there
+  const cut = snapshotFiles([seg]);
+  fs.closeSync(cut[0].fd);
+  assert.equal(cut[0].size, 4000);
+  // The rewrite is renamed into place before the segment list shows it (recode.ts).
+  fs.writeFileSync(`${seg.path}.tmp`, Buffer.alloc(1200, 2));
+  fs.renameSync(`${seg.path}.tmp`, seg.path);
+  const files = snapshotFiles([seg]);
+  try {
+    assert.equal(files[0].size, 1200);
+  } finally {
+    for (const f of files) fs.closeSync(f.fd);
+    fs.closeSync(seg.fd);
+  }
 });
