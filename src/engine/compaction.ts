@@ -150,16 +150,9 @@ export class Compactor {
   private async recodeOne(seg: Segment, otherwise: () => void): Promise<void> {
     const e = this.core;
     const started = Date.now();
-    this.conflict = false;
     seg.compacting = true;
     try {
-      const out = await recodeSegment(
-        e,
-        seg,
-        () => this.stopping,
-        this.settled,
-        () => this.conflict,
-      );
+      const out = await recodeSegment(e, seg, () => this.stopping);
       this.recoded++;
       e.log('info', `compressed ${seg.name}: ${seg.size} -> ${out.size} bytes in ${Date.now() - started} ms`);
     } catch (err) {

@@ -56,18 +56,18 @@ class Moves {
  * Rewrites `seg` (immutable, without codec bytes) with its values compressed,
  * under the current key when encryption is on. Returns the new segment, which
  * has taken the old one's place in the segment list; the old one is retired.
- * `conflict` reports whether a rolled-back write put back a version inside
- * `seg` while this ran (writer.ts, failFrom); `settled` waits for the writes in
- * flight (Engine.settled). Throws when `stopping` turns true or a read or
- * write fails; the old segment is then left as it was.
+ * Throws when `stopping` turns true or a read or write fails; the old segment
+ * is then left as it was.
+ *
+ * No directory entry can be left pointing into the old file. Every version a
+ * lookup can reach is, at the rename, either current or in the undo list of a
+ * batch in flight (writer.ts, failFrom). Those current when copied are moved
+ * at the rename (swap), those put back by a rolled-back write while the copy
+ * ran are handed over in `seg.putBack` and moved with them, and from the
+ * rename on `seg.forward` moves any other one at the moment a rollback puts it
+ * back; all three happen synchronously with the change of file.
  */
-export async function recodeSegment(
-  core: EngineCore,
-  seg: Segment,
-  stopping: () => boolean,
-  settled: () => Promise<void>,
-  conflict: () => boolean,
-): Promise<Segment> {
+export async function recodeSegment(core: EngineCore, seg: Segment, stopping: () => boolean): Promise<Segment> {
   const f = core.fs;
   const out = new Segment(core.dir, seg.id, seg.kind);
   if (core.keyring !== undefined) out.seal = SegmentSeal.fresh(core.keyring.current);
@@ -75,6 +75,7 @@ export async function recodeSegment(
   const tmp = `${out.path}.tmp`;
   const moves = new Moves();
   const hint = new HintWriter();
+  seg.putBack = [];
   try {
     const head = Buffer.allocUnsafe(SEALED_SEGMENT_HEADER_SIZE);
     const header = decodeSegmentHeader(head.subarray(0, await seg.read(f, head, 0, head.length, 0)));
@@ -93,6 +94,7 @@ export async function recodeSegment(
       await f.syncDir(core.dir);
     }
   } catch (err) {
+    seg.putBack = undefined;
     await out.closeQuietly(f);
     await removeFile(f, tmp, core.log);
     throw err;
@@ -101,15 +103,13 @@ export async function recodeSegment(
   // From here the file at the old name is the new one: put it in the list before anything else runs.
   core.segments[core.segments.indexOf(seg)] = out;
   swap(core, moves, seg, out);
+  seg.forward = (e) => forward(core, moves, seg, out, e);
   try {
     await f.syncDir(core.dir);
   } catch (err) {
     // Either name is a whole, equivalent file: a lost rename only costs doing it again.
     core.log('warn', `syncing the directory after compressing ${out.name}: ${String(err)}`);
   }
-  // A write in flight may still fail and put back a version inside the old file (writer.ts, failFrom).
-  await settled();
-  if (conflict()) repoint(core, moves, seg, out);
   seg.retired = true;
   void seg.closeQuietly(f);
   try {
@@ -194,25 +194,22 @@ function move(core: EngineCore, e: Entry, m: Moves, i: number, out: Segment): vo
   if (current) out.live += e.size;
 }
 
-/** Every version copied while current that still points at its old place (synchronous: no write runs meanwhile). */
+/** Every version copied while current or put back meanwhile that still points at its old place (synchronous: no write runs meanwhile). */
 function swap(core: EngineCore, m: Moves, seg: Segment, out: Segment): void {
   for (let k = 0; k < m.current.length; k++) {
     const e = m.current[k];
     const i = m.currentAt[k];
     if (e.seg === seg && e.vpos === m.oldPos[i]) move(core, e, m, i, out);
   }
+  const back = seg.putBack ?? [];
+  seg.putBack = undefined;
+  for (const e of back) forward(core, m, seg, out, e);
 }
 
-/**
- * A rolled-back write put back a version inside the old file after it was
- * copied: find every directory entry still pointing there and move it. A
- * walk of the whole directory, on a path only a failed write takes.
- */
-function repoint(core: EngineCore, m: Moves, seg: Segment, out: Segment): void {
-  for (const e of core.keydir.map.values()) {
-    if (e.seg !== seg) continue;
-    const i = m.find(e.vpos);
-    if (i < 0) throw new Error(`${seg.name}: a version at ${e.vpos} has no copy`);
-    move(core, e, m, i, out);
-  }
+/** Moves `e` to its copy when it still points into the old file; every Put of that file was copied, so it has one. */
+function forward(core: EngineCore, m: Moves, seg: Segment, out: Segment, e: Entry): void {
+  if (e.seg !== seg) return;
+  const i = m.find(e.vpos);
+  if (i >= 0) move(core, e, m, i, out);
+  else core.log('error', `${seg.name}: a version at ${e.vpos} has no copy in ${out.name}`);
 }

@@ -14,7 +14,7 @@ import type { Logger } from '../log.js';
 import { EngineClosedError, StorageIOError, storageError } from './errors.js';
 import { encodeBatch } from './format.js';
 import type { FileOps } from './fileops.js';
-import { FLAG_CURRENT } from './entry.js';
+import { type Entry, FLAG_CURRENT } from './entry.js';
 import type { KeyDir } from './keydir.js';
 import type { Segment } from './segment.js';
 import type { EngineCore } from './core.js';
@@ -271,7 +271,7 @@ export class GroupWriter {
       const p = all[b];
       for (let i = p.undoKeys.length - 1; i >= 0; i--) {
         const prev = p.undoPrev[i];
-        if (prev !== undefined && prev.seg !== undefined && prev.seg.compacting) this.compactor.conflict = true;
+        if (prev !== undefined && putBack(prev)) this.compactor.conflict = true;
         kd.restore(p.undoKeys[i], prev);
       }
     }
@@ -326,3 +326,18 @@ export class GroupWriter {
 }
 
 function noop(): void {}
+
+/**
+ * Readies a version a rolled-back write is about to put back: one whose file
+ * a compression rewrite has replaced is pointed at its copy in the new file
+ * (recode.ts), one inside a file being rewritten is handed to that rewrite to
+ * move. Returns whether its file is being compacted or rewritten, which a
+ * compaction must hear of (compaction.ts, conflict).
+ */
+function putBack(prev: Entry): boolean {
+  prev.seg?.forward?.(prev);
+  const seg = prev.seg;
+  if (seg === undefined) return false;
+  seg.putBack?.push(prev);
+  return seg.compacting;
+}
