@@ -52,6 +52,12 @@ export class Compactor {
   /** Segments waiting to be rewritten with their values compressed (recode.ts), each with what to do instead if that cannot be done. */
   private toRecode: Array<{ seg: Segment; otherwise: () => void }> = [];
   private recoding: Promise<void> | undefined;
+  /**
+   * A compaction waiting for the rewrite in progress: the next rewrite gives
+   * way to it, or a long queue of rewrites (every plain segment at a start)
+   * would hold compaction off until the queue is empty.
+   */
+  private compactionWaiting: Promise<boolean> | undefined;
   /** Segments rewritten compressed so far (tests, stats). */
   recoded = 0;
 
@@ -100,13 +106,20 @@ export class Compactor {
   }
 
   maybeRun(force = false): Promise<boolean> {
+    // Whichever call comes first once the rewrite is done (or the stop) answers the compaction that waited.
+    this.compactionWaiting = undefined;
     if (this.running !== undefined || this.stopping) return this.running ?? Promise.resolve(false);
     // One rewrite at a time: a compaction waits for the segment being compressed.
-    if (this.recoding !== undefined) return this.recoding.then(() => this.maybeRun(force));
+    if (this.recoding !== undefined) {
+      const waiting = this.recoding.then(() => this.maybeRun(force));
+      this.compactionWaiting = waiting;
+      return waiting;
+    }
     const run = this.pickRun(force);
     if (run.length === 0) {
-      // A pass that found nothing worth compacting has still run.
+      // A pass that found nothing worth compacting has still run; the rewrites it held back go on.
       if (this.state === 0) this.state = 2;
+      this.nextRecode();
       return Promise.resolve(false);
     }
     this.running = this.compact(run).finally(() => {
@@ -128,11 +141,14 @@ export class Compactor {
 
   /** Resolves once no segment waits to be compressed and none is being compressed. */
   async recodesDone(): Promise<void> {
-    while (this.recoding !== undefined || this.running !== undefined) await (this.recoding ?? this.running);
+    while (this.recoding !== undefined || this.running !== undefined || this.compactionWaiting !== undefined)
+      await (this.recoding ?? this.running ?? this.compactionWaiting);
   }
 
   private nextRecode(): void {
     if (this.running !== undefined || this.recoding !== undefined) return;
+    // maybeRun starts the waiting compaction next, then calls this again (a stop drops it).
+    if (this.compactionWaiting !== undefined && !this.stopping) return;
     const job = this.toRecode.shift();
     if (job === undefined) return;
     if (this.stopping) {

@@ -156,3 +156,36 @@ test('a change-feed replay running while its segments are rewritten compressed s
   assert.equal(ok, true, 'replay reported the log could not be replayed (watchers get a reset)');
   assert.equal(n, upto, 'every batch replayed once');
 });
+
+/** Rewrites queue up while one runs; a compaction asked for meanwhile runs after that one, not after the queue. */
+test('a compaction waiting for a compression rewrite runs before the rewrites queued behind it', async () => {
+  const d = dir('recode-queue');
+  let gateRecode: () => void = () => {};
+  const recodeMayGo = new Promise<void>((r) => (gateRecode = r));
+  let gated = false;
+  const events: string[] = [];
+  const fileOps: FileOps = {
+    ...nodeFileOps,
+    async open(p, flags, mode) {
+      if (p.endsWith('.log.tmp') && !gated) {
+        gated = true;
+        await recodeMayGo;
+      }
+      return nodeFileOps.open(p, flags, mode);
+    },
+  };
+  const log = (_level: string, msg: string): void => {
+    if (/^compressed /.test(msg)) events.push('compressed');
+    else if (/^compacted /.test(msg)) events.push('compacted');
+  };
+  const e = await open(d, { segmentBytes: 4096, compression: true, cacheBytes: 0, fileOps, log });
+  // Overwrites of a few keys: dead bytes for the compaction, and rotations that queue rewrites behind the gated one.
+  for (let i = 0; logFiles(d).length < 6; i++) await e.write([put(`k${i % 3}`, `${i}:${'w'.repeat(500)}`)]);
+  assert.ok(gated, 'no rewrite started');
+  const compacted = e.compact(true);
+  gateRecode();
+  assert.equal(await compacted, true);
+  await e.recodesDone();
+  await e.close();
+  assert.equal(events.indexOf('compacted'), 1, `order: ${events.join(', ')}`);
+});
