@@ -142,6 +142,24 @@ for (const sealed of [false, true]) {
   });
 }
 
+test('segments rotated out within the hint delay before a close are compressed at the next open', async () => {
+  const d = dir('recode-at-open');
+  const value = (i: number): string => `${i}:${'lorem ipsum '.repeat(40)}`;
+  // The rewrites wait out a minute's delay: the close drops them all.
+  const e = await open(d, { segmentBytes: 4096, compression: true, hintDelayMs: 60_000 });
+  let n = 0;
+  for (; logFiles(d).length < 5; n++) await e.write([put(`k${n}`, value(n))]);
+  await e.close();
+  for (const f of logFiles(d)) assert.equal(segmentFlags(d, f) & 2, 0, `${f} was compressed before the close`);
+  const e2 = await open(d, { segmentBytes: 4096, compression: true, hintDelayMs: 60_000, cacheBytes: 0 });
+  await e2.recodesDone();
+  const files = logFiles(d);
+  // Every segment but the one appended to now has codec bytes.
+  for (const f of files.slice(0, -1)) assert.equal(segmentFlags(d, f) & 2, 2, `${f} has no codec bytes`);
+  for (let i = 0; i < n; i++) assert.equal(await e2.read(`k${i}`, str), value(i));
+  await e2.close();
+});
+
 test('a version put back by a failed write while its segment is being compressed is read from the rewritten file', async () => {
   const d = dir('recode-conflict');
   let gateRecode: () => void = () => {};
