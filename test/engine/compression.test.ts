@@ -21,8 +21,13 @@ const SEG = 64 * 1024;
 
 test('compressed values read back the same from memory, disk, scans and replay, with compression on or off', async () => {
   const d = dir('codec');
-  const e = await open(d, { segmentBytes: SEG, compression: true });
+  // Small segments, so the history spans several and all but the newest are compressed.
+  const e = await open(d, { segmentBytes: 8 * 1024, compression: true });
   const b1 = await writeHistory(e, 80, 31);
+  // Every segment but the newest is rewritten with codec bytes before the reads below.
+  await e.recodesDone();
+  assert.ok(logFiles(d).length >= 2, `${logFiles(d).length} segments`);
+  assert.equal(segmentFlags(d, logFiles(d)[0]) & 2, 2, 'the first segment was not compressed');
   await e.close();
   // Off: the same directory reads the same; new writes are stored plain, in a new segment.
   const e2 = await open(d, { segmentBytes: SEG, cacheBytes: 0 });
@@ -78,9 +83,14 @@ test('repetitive JSON documents take less than half the disk space compressed', 
 
 test('a group of compressed rows scans and snapshots the same from disk', async () => {
   const d = dir('rows');
-  const e = await open(d, { compression: true });
+  // Small segments: all but the newest are rewritten compressed, so the reads below meet codec bytes.
+  const e = await open(d, { compression: true, segmentBytes: 16 * 1024 });
   const row = (i: number): string => JSON.stringify({ i, name: `row ${i}`, text: 'lorem ipsum '.repeat(40) });
   for (let i = 0; i < 300; i += 10) await e.write(Array.from({ length: 10 }, (_, j) => put(`t\u0000tbl\u0000${String(i + j).padStart(6, '0')}`, row(i + j))));
+  await e.recodesDone();
+  const files = logFiles(d);
+  assert.ok(files.length >= 4, `${files.length} segments`);
+  for (const f of files.slice(0, -1)) assert.equal(segmentFlags(d, f) & 2, 2, `${f} has no codec bytes`);
   await e.close();
   const e2 = await open(d, { cacheBytes: 0 });
   const want = Array.from({ length: 300 }, (_, i) => row(i));
