@@ -99,7 +99,13 @@ export async function recodeSegment(core: EngineCore, seg: Segment, stopping: ()
     await removeFile(f, tmp, core.log);
     throw err;
   }
-  await f.rename(tmp, out.path);
+  try {
+    await f.rename(tmp, out.path);
+  } catch (err) {
+    // The old file stays in use: rollbacks stop handing their versions to this rewrite.
+    seg.putBack = undefined;
+    throw err;
+  }
   // From here the file at the old name is the new one: put it in the list before anything else runs.
   core.segments[core.segments.indexOf(seg)] = out;
   swap(core, moves, seg, out);
