@@ -249,13 +249,19 @@ test('the families of API.md section 17, with their types, base units and _total
 });
 
 test('pithos_event_loop_lag_seconds: _count and _sum add up every sample since start; the quantiles cover one scrape', async () => {
-  const before = await scrape();
-  // The server samples its event loop every 10 ms: 300 ms later there are more samples.
-  await new Promise((r) => setTimeout(r, 300));
-  const after = await scrape();
   const count = (f: Map<string, Family>): number => value(f, 'pithos_event_loop_lag_seconds_count');
   const sum = (f: Map<string, Family>): number => value(f, 'pithos_event_loop_lag_seconds_sum');
+  // The server samples its event loop every 10 ms from the moment it builds its metrics: a
+  // scrape within the first 10 ms after it listens has none yet, so the first is waited for.
+  let before = await scrape();
+  for (let i = 0; i < 100 && count(before) === 0; i++) {
+    await new Promise((r) => setTimeout(r, 20));
+    before = await scrape();
+  }
   assert.ok(count(before) > 0, 'samples were counted');
+  // 300 ms later there are more samples.
+  await new Promise((r) => setTimeout(r, 300));
+  const after = await scrape();
   assert.ok(count(after) > count(before), `_count grows: ${count(before)} -> ${count(after)}`);
   assert.ok(sum(after) >= sum(before), `_sum never goes down: ${sum(before)} -> ${sum(after)}`);
   const q = (f: Map<string, Family>, p: string): number => value(f, 'pithos_event_loop_lag_seconds', { quantile: p });
