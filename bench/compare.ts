@@ -7,9 +7,7 @@
  * - Pithos on a throw-away PostgreSQL cluster (increment over 64 counters, a
  *   3-mutation /txns), beside `pgbench` running the statements Pithos runs, in
  *   one round trip (bench/pgbench/*.sql), with the node's pool size (10) as
- *   its connection count, against the same tables (triggers included), with
- *   prepared statements (-M prepared: parsed and planned once per connection,
- *   as the store's increment is; the strongest baseline). The
+ *   its connection count, against the same tables (triggers included). The
  *   same increment with the change feed's triggers disabled gives the feed's
  *   capture cost apart.
  *
@@ -265,7 +263,7 @@ function pgbench(bin: string, cluster: PgCluster, script: string, durationS: num
     'postgres',
     '-n',
     '-M',
-    'prepared',
+    'extended',
     '-c',
     String(clients),
     '-j',
