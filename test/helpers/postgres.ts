@@ -98,11 +98,6 @@ export class PgCluster {
     this.run('pg_ctl', ['-D', path.join(this.dir, 'data'), '-m', 'fast', '-w', '-t', '60', 'stop']);
   }
 
-  /** Crashes the server (immediate: no shutdown checkpoint, recovery from the WAL on the next start). */
-  crash(): void {
-    this.run('pg_ctl', ['-D', path.join(this.dir, 'data'), '-m', 'immediate', '-w', '-t', '60', 'stop']);
-  }
-
   /** The postmaster's process id (the first line of postmaster.pid). */
   postmasterPid(): number {
     return Number(readFileSync(path.join(this.dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);

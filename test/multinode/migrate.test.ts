@@ -3,9 +3,7 @@
  * migration 1 only, with data in it): three nodes started at the same
  * moment apply migration 2 once between them, every existing record,
  * variant and row gets a version of its own, and conditional writes work
- * on the old data; the old table's t_ids go on from its counter (migration
- * 10), and a table without a t_id sequence gets one at its first insert.
- * Runs on the PostgreSQL pass of `npm test` only.
+ * on the old data. Runs on the PostgreSQL pass of `npm test` only.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -62,17 +60,6 @@ test('a schema at migration 1 with data: 3 nodes at once migrate it once; old ob
         m.rows.map((x) => Number(x.version)),
         MIGRATIONS.map((x) => x.version),
       );
-      // Migration 10 started the old table's t_id sequence at its counter (next_id 3).
-      expectSuccess(await nodes[0].req('POST', '/tables/t/rows', { rows: { i: 3 } }), 201, 'table rows insert successfully', { t_id: 3 });
-      expectSuccess(await nodes[1].req('POST', '/tables/t/rows', { rows: { i: 4 } }), 201, 'table rows insert successfully', { t_id: 4 });
-      // A table an older node created after the migration (no sequence): its first insert makes one, above its counter and its rows.
-      await p.query(`INSERT INTO pithos_tables (name, inc, next_id) VALUES ('old', nextval('pithos_seq'), 7)`);
-      await p.query(
-        `INSERT INTO pithos_rows (tname, inc, t_id, body) SELECT 'old', inc, g, '{}' FROM pithos_tables, generate_series(1, 9) g WHERE name = 'old'`,
-      );
-      expectSuccess(await nodes[2].req('POST', '/tables/old/rows', { rows: { i: 10 } }), 201, 'table rows insert successfully', { t_id: 10 });
-      const txn = await nodes[0].req('POST', '/txns', { mutations: [{ name: 'old', operation: 'INSERT', values: { i: 11 } }] });
-      expectSuccess(txn, 200, 'transaction execute successfully', { results: [{ t_id: 11 }] });
     } finally {
       await p.end();
     }

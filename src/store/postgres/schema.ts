@@ -15,7 +15,6 @@
  * expires_at NULL = no expiry.
  */
 import type pg from 'pg';
-import { MIGRATION_10, MIGRATION_9 } from './tids.js';
 
 /** SQL over pithos_seq: the highest value drawn so far (a new sequence has drawn none). */
 export const DRAWN = 'CASE WHEN is_called THEN last_value ELSE last_value - 1 END';
@@ -303,22 +302,6 @@ export const MIGRATIONS: readonly Migration[] = [
         `CREATE TRIGGER ${t}_change AFTER INSERT OR UPDATE OF version OR DELETE ON ${t} FOR EACH ROW EXECUTE FUNCTION pithos_change_collection('${kind}')`,
       ]),
     ],
-    postgresOnly: true,
-  },
-  {
-    version: 9,
-    name: 't_ids from a sequence per table, row counts in slots: inserts into one table no longer queue',
-    // src/store/postgres/tids.ts. Upgrade every node together across this
-    // migration: an older node still takes t_ids from next_id, which the
-    // sequences do not see (the primary key refuses a t_id taken twice, so
-    // such an insert fails; none is reused).
-    statements: MIGRATION_9,
-  },
-  {
-    version: 10,
-    name: 'a t_id sequence for every existing table',
-    // Elsewhere (no DO blocks) a table's first insert makes its sequence (tids.ts, ensureSequence).
-    statements: MIGRATION_10,
     postgresOnly: true,
   },
 ];

@@ -1,10 +1,9 @@
 /**
  * Table namespace on PostgreSQL. A table is one row of pithos_tables (its
- * incarnation, from the shared sequence, and its t_id sequence); its rows
- * are pithos_rows keyed by (table, incarnation, t_id). An insert is one
- * statement sharing the table's row lock with other inserts, its t_id from
- * the incarnation's own sequence (tids.ts), so t_ids are never reused,
- * whatever node inserts. A dropped or expired table's rows belong to
+ * incarnation, from the shared sequence, and the next t_id); its rows are
+ * pithos_rows keyed by (table, incarnation, t_id). Taking a t_id is one
+ * `UPDATE … SET next_id = next_id + 1 … RETURNING`, so t_ids are never
+ * reused, whatever node inserts. A dropped or expired table's rows belong to
  * an incarnation no live table has: invisible at once, removed by drop (in
  * the same statement) or by the sweeper.
  *
@@ -12,8 +11,7 @@
  * order kept, `\u0000` allowed, which JSONB refuses); `wheres` are matched
  * by src/store/wheres.ts on the rows fetched in the same statement or
  * transaction, so both stores match exactly alike (docs/scaling.md).
- * Every write to a table's rows first locks its pithos_tables row (an
- * insert only FOR SHARE).
+ * Every write to a table's rows first locks its pithos_tables row.
  *
  * A row's `version` is the pithos_seq value of the statement that last
  * wrote it; a statement writing several rows (PATCH, a table's ttl) gives
@@ -31,7 +29,6 @@ import { compileWheres, type Matcher, matches, type Row } from '../wheres.js';
 import { escaped, indexScope, orderSegments, type PgIndexes, valueExpr } from './indexes.js';
 import { CursorSource } from './cursor.js';
 import type { Db, Q } from './sql.js';
-import { type Drawn, dropSequence, ensureSequence, insertSql, newSequence, rowCount } from './tids.js';
 
 const missing = (name: string): StoreError => missingObject('table', name);
 
@@ -79,14 +76,12 @@ export async function createTable(q: Q, name: string, ttl: number): Promise<void
     // An expired table of that name: a new incarnation replaces it, its rows and index definitions go.
     // The new incarnation first: rows of the old one are then gone with their table,
     // not deleted one by one (the change feed reports the table, as the log store does).
-    const u = await q.query(
-      `UPDATE pithos_tables SET inc = nextval('pithos_seq'), next_id = 1, row_count = 0, expires_at = ${q.expiry('$2')} WHERE name = $1 RETURNING inc`,
-      [name, ttl],
-    );
+    await q.query(`UPDATE pithos_tables SET inc = nextval('pithos_seq'), next_id = 1, row_count = 0, expires_at = ${q.expiry('$2')} WHERE name = $1`, [
+      name,
+      ttl,
+    ]);
     await q.query('DELETE FROM pithos_rows WHERE tname = $1 AND inc = $2', [name, cur[0].inc]);
     await q.query('DELETE FROM pithos_indexes WHERE tname = $1 AND inc = $2', [name, cur[0].inc]);
-    await dropSequence(q, name, Number(cur[0].inc));
-    await newSequence(q, name, Number(u[0].inc));
     return;
   }
   const r = await q.query(
@@ -96,31 +91,17 @@ export async function createTable(q: Q, name: string, ttl: number): Promise<void
   );
   // Another node created it between the two statements.
   if (r.length === 0) throw conflict(`table '${name}' already exists`);
-  await newSequence(q, name, Number(r[0].inc));
 }
 
-/**
- * One statement: a t_id from the table's sequence, the row, its count
- * (tids.ts). `run` gives a transaction for the one-time making of a
- * sequence a table from before migration 9 lacks; without it (`q` is a
- * transaction already) that happens on `q`. `drawn` collects the t_ids
- * taken, for a transaction that may have to give them back (tids.ts).
- */
-export async function insertRow(q: Q, name: string, row: Row, run?: (fn: (tx: Q) => Promise<boolean>) => Promise<boolean>, drawn?: Drawn): Promise<number> {
-  for (let attempt = 0; ; attempt++) {
-    const r = await q.query(insertSql(q, '$1', '$2'), [name, JSON.stringify(row)]);
-    if (r[0].t_id !== null) {
-      const id = Number(r[0].t_id);
-      const inc = Number(r[0].inc);
-      const d = drawn?.get(name);
-      if (d === undefined || d.inc !== inc) drawn?.set(name, { inc, first: id, last: id });
-      else d.last = id;
-      return id;
-    }
-    if (Number(r[0].tables) === 0 || attempt > 0) throw missing(name);
-    const ensure = (tx: Q): Promise<boolean> => ensureSequence(tx, name);
-    if (!(await (run === undefined ? ensure(q) : run(ensure)))) throw missing(name);
-  }
+/** One statement: takes the next t_id and writes the row. */
+export async function insertRow(q: Q, name: string, row: Row): Promise<number> {
+  const r = await q.query(
+    `WITH t AS (UPDATE pithos_tables SET next_id = next_id + 1, row_count = row_count + 1 WHERE name = $1 AND ${q.live()} RETURNING inc, next_id - 1 AS id)
+     INSERT INTO pithos_rows (tname, inc, t_id, body, version) SELECT $1, t.inc, t.id, $2, nextval('pithos_seq') FROM t RETURNING t_id`,
+    [name, JSON.stringify(row)],
+  );
+  if (r.length === 0) throw missing(name);
+  return Number(r[0].t_id);
 }
 
 /**
@@ -288,8 +269,8 @@ export class PgTables implements TableStore {
     // here (the condition on it is a one-time filter: OFFSET 0 keeps the subquery apart),
     // only by the cursor.
     const r = await q.query(
-      `SELECT t.rows AS row_count, x.t_id, x.body FROM (SELECT *, ${rowCount('p')} AS rows FROM pithos_tables AS p) t LEFT JOIN LATERAL
-         (SELECT r.t_id, r.body FROM pithos_rows r WHERE r.tname = t.name AND r.inc = t.inc AND r.t_id > $2 AND t.rows <= ${STREAM_ROWS} OFFSET 0) x ON true
+      `SELECT t.row_count, x.t_id, x.body FROM pithos_tables t LEFT JOIN LATERAL
+         (SELECT r.t_id, r.body FROM pithos_rows r WHERE r.tname = t.name AND r.inc = t.inc AND r.t_id > $2 AND t.row_count <= ${STREAM_ROWS} OFFSET 0) x ON true
        WHERE t.name = $1 AND ${q.live('t.expires_at')} ORDER BY x.t_id`,
       [name, after],
     );
@@ -303,7 +284,7 @@ export class PgTables implements TableStore {
   }
 
   insert(name: string, row: Row): Promise<number> {
-    return insertRow(this.db.q, name, row, (fn) => this.db.run(fn));
+    return insertRow(this.db.q, name, row);
   }
 
   // Reads: up to STREAM_ROWS rows come in one statement and are answered in
@@ -542,18 +523,14 @@ export class PgTables implements TableStore {
   }
 
   async drop(name: string): Promise<void> {
-    // One transaction: the table, its rows, its index definitions and its t_id sequence go together.
-    const r = await this.db.run(async (q) => {
-      const r = await q.query(
-        `WITH t AS (DELETE FROM pithos_tables WHERE name = $1 AND ${q.live()} RETURNING inc),
-              d AS (DELETE FROM pithos_rows WHERE tname = $1 AND inc IN (SELECT inc FROM t) RETURNING 1),
-              x AS (DELETE FROM pithos_indexes WHERE tname = $1 AND inc IN (SELECT inc FROM t) RETURNING field)
-         SELECT (SELECT count(*) FROM d) AS rows, inc, (SELECT array_agg(field) FROM x) AS fields FROM t`,
-        [name],
-      );
-      if (r.length > 0) await dropSequence(q, name, Number(r[0].inc));
-      return r;
-    });
+    // One statement: the table, its rows and its index definitions go together.
+    const r = await this.db.q.query(
+      `WITH t AS (DELETE FROM pithos_tables WHERE name = $1 AND ${this.db.q.live()} RETURNING inc),
+            d AS (DELETE FROM pithos_rows WHERE tname = $1 AND inc IN (SELECT inc FROM t) RETURNING 1),
+            x AS (DELETE FROM pithos_indexes WHERE tname = $1 AND inc IN (SELECT inc FROM t) RETURNING field)
+       SELECT (SELECT count(*) FROM d) AS rows, inc, (SELECT array_agg(field) FROM x) AS fields FROM t`,
+      [name],
+    );
     if (r.length === 0) throw missing(name);
     this.ix.forget(name);
     // Their database indexes are dropped in the background (the sweeper drops any left over).

@@ -20,8 +20,6 @@ import { liveCount } from './collections.js';
 import { setAdd, setHas, setRemove } from './sets.js';
 import { zsetAdd, zsetIncr, zsetRemove, zsetScore } from './zsets.js';
 import { NOT_HERE, oneTrip } from './batch.js';
-import { type Drawn, giveBack } from './tids.js';
-import { StoreError } from '../errors.js';
 
 /** What check `c` reads, from the transaction (so from the state before the first mutation). */
 async function factsOf(q: Q, c: Check): Promise<CheckFacts> {
@@ -58,9 +56,9 @@ async function factsOf(q: Q, c: Check): Promise<CheckFacts> {
 }
 
 /** The database's primitives, answering each mutation's entry of `results`. */
-function writer(q: Q, drawn: Drawn): TxnWriter<Promise<string>> {
+function writer(q: Q): TxnWriter<Promise<string>> {
   return {
-    insertRow: async (t, values) => results.inserted(await insertRow(q, t, values, undefined, drawn)),
+    insertRow: async (t, values) => results.inserted(await insertRow(q, t, values)),
     updateRows: async (t, where, values) => results.matched(await updateRows(q, t, compileWheres(where), values)),
     removeRows: async (t, where) => results.matched(await removeRows(q, t, compileWheres(where))),
     updateRow: async (t, id, values) => results.matched(await updateRowById(q, t, id, values)),
@@ -142,50 +140,29 @@ export function transact(db: Db, txn: Transaction): Promise<string> {
   });
 }
 
-/** Failures this process decided, which leave the database's transaction usable. */
-const DECIDED = new Set(['invalid', 'not_found', 'conflict', 'precondition', 'too_large', 'forbidden', 'locked']);
-
-/**
- * The general path. Every table it writes is locked FOR UPDATE, inserts
- * included, so that the t_ids a failed transaction drew can be given back
- * (tids.ts): a failure decided here, or an attempt rolled back for a retry,
- * takes no t_id, as on the log store.
- */
 function general(db: Db, txn: Transaction): Promise<string> {
-  const drawn: Drawn = new Map();
   return db.run(async (q) => {
     await lockInOrder(q, txn);
-    // An earlier attempt's t_ids: rolled back with it.
-    if (drawn.size > 0) await giveBack(q, drawn);
-    try {
-      return await checksAndMutations(q, txn, drawn);
-    } catch (err) {
-      if (drawn.size > 0 && err instanceof StoreError && DECIDED.has(err.kind)) await giveBack(q, drawn);
-      throw err;
+    for (let i = 0; i < txn.checks.length; i++) {
+      let why: string | undefined;
+      try {
+        why = checkFailure(txn.checks[i], await factsOf(q, txn.checks[i]));
+      } catch (err) {
+        throw failedAt(err, `transaction check ${i}`);
+      }
+      if (why !== undefined) throw checkFailed(i, why);
     }
+    const w = writer(q);
+    let out = '{"results":[';
+    for (let i = 0; i < txn.mutations.length; i++) {
+      let r: string;
+      try {
+        r = await applyMutation(w, txn.mutations[i]);
+      } catch (err) {
+        throw failedAt(err, `mutation ${i}`);
+      }
+      out += i === 0 ? r : ',' + r;
+    }
+    return out + ']}';
   }, txn.serializable);
-}
-
-async function checksAndMutations(q: Q, txn: Transaction, drawn: Drawn): Promise<string> {
-  for (let i = 0; i < txn.checks.length; i++) {
-    let why: string | undefined;
-    try {
-      why = checkFailure(txn.checks[i], await factsOf(q, txn.checks[i]));
-    } catch (err) {
-      throw failedAt(err, `transaction check ${i}`);
-    }
-    if (why !== undefined) throw checkFailed(i, why);
-  }
-  const w = writer(q, drawn);
-  let out = '{"results":[';
-  for (let i = 0; i < txn.mutations.length; i++) {
-    let r: string;
-    try {
-      r = await applyMutation(w, txn.mutations[i]);
-    } catch (err) {
-      throw failedAt(err, `mutation ${i}`);
-    }
-    out += i === 0 ? r : ',' + r;
-  }
-  return out + ']}';
 }
