@@ -32,7 +32,7 @@ const KEYS = Number(process.env.PITHOS_PAUSE_KEYS ?? 2_000_000);
 const gc = (globalThis as { gc?: () => void }).gc;
 
 const plainKey = (i: number): string => `R/user:${String(i).padStart(8, '0')}`;
-// Same shape as the model's row keys (src/model/keys.ts): group + 16-digit id.
+// Same shape as the log store's row keys (src/store/log/keys.ts): group + 16-digit id.
 const GROUP = 't\u0000bench_ins\u00001\u0000';
 const rowKey = (i: number): string => GROUP + String(i).padStart(16, '0');
 

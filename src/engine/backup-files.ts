@@ -30,11 +30,25 @@ export function snapshotFiles(segments: readonly Segment[]): BackupFile[] {
   try {
     for (const s of segments) {
       if (s.retired) continue;
-      out.push({ name: path.basename(s.path), fd: fs.openSync(s.path, 'r'), size: s.size });
+      const f: BackupFile = { name: path.basename(s.path), fd: fs.openSync(s.path, 'r'), size: s.size };
+      out.push(f);
+      f.size = sizeOf(s, f.fd);
     }
   } catch (err) {
     for (const f of out) fs.closeSync(f.fd);
     throw storageError('open for backup', err);
   }
   return out;
+}
+
+/**
+ * How much of the file opened as `fd` to copy: the segment's size, unless the
+ * name already holds the segment's compressed rewrite (recode.ts renames it
+ * into place a moment before the list shows it), which is whole: all of it.
+ */
+function sizeOf(s: Segment, fd: number): number {
+  if (s.fd < 0) return s.size;
+  const opened = fs.fstatSync(fd);
+  const own = fs.fstatSync(s.fd);
+  return opened.ino === own.ino && opened.dev === own.dev ? s.size : opened.size;
 }

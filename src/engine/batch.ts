@@ -17,6 +17,8 @@ export interface Pending {
   /** Entries created by this batch, with their value offsets inside `buf`. */
   created: Entry[];
   createdOffsets: number[];
+  /** In a sealed segment: where the batch's sealed unit starts, from the start of its group (seal.ts, sealGroup). */
+  unitAt: number;
   /** (key, previous version) pairs in the order they were replaced. */
   undoKeys: string[];
   undoPrev: Array<Entry | undefined>;
@@ -50,8 +52,8 @@ export function checkOps(ops: readonly WriteOp[]): Error | undefined {
  * Applies an encoded batch to the directory at `now`, recording in `p` the
  * entries it created (with their value offsets in the batch, from
  * `valueOffsets`) and every version it replaced, so failFrom (writer.ts)
- * can undo it. `stored` holds the values as the log holds them (with their
- * codec byte under compression); the directory caches the caller's values.
+ * can undo it. `stored` holds the values as the log holds them; the
+ * directory caches the caller's values.
  */
 export function applyBatch(kd: KeyDir, p: Pending, stored: readonly WriteOp[], keyLens: readonly number[], valueOffsets: readonly number[], now: number): void {
   const ops = p.ops;

@@ -25,6 +25,7 @@ import { RunCopier } from './compaction-copy.js';
 import { removeFile, writeFileDurably } from './fileops.js';
 import { hintBytes } from './hints.js';
 import { SegmentSeal } from './seal.js';
+import { recodeSegment } from './recode.js';
 
 export interface CompactionPolicy {
   minDeadRatio: number;
@@ -48,6 +49,17 @@ export class Compactor {
   observer: EngineObserver | undefined;
   /** While set, passes also take segments that are not sealed under the current key (Engine.rekey). */
   rekey = false;
+  /** Segments waiting to be rewritten with their values compressed (recode.ts), each with what to do instead if that cannot be done. */
+  private toRecode: Array<{ seg: Segment; otherwise: () => void }> = [];
+  private recoding: Promise<void> | undefined;
+  /**
+   * A compaction waiting for the rewrite in progress: the next rewrite gives
+   * way to it, or a long queue of rewrites (every plain segment at a start)
+   * would hold compaction off until the queue is empty.
+   */
+  private compactionWaiting: Promise<boolean> | undefined;
+  /** Segments rewritten compressed so far (tests, stats). */
+  recoded = 0;
 
   /**
    * `settled` resolves once every batch in flight when it was called has
@@ -94,23 +106,85 @@ export class Compactor {
   }
 
   maybeRun(force = false): Promise<boolean> {
+    // Whichever call comes first once the rewrite is done (or the stop) answers the compaction that waited.
+    this.compactionWaiting = undefined;
     if (this.running !== undefined || this.stopping) return this.running ?? Promise.resolve(false);
+    // One rewrite at a time: a compaction waits for the segment being compressed.
+    if (this.recoding !== undefined) {
+      const waiting = this.recoding.then(() => this.maybeRun(force));
+      this.compactionWaiting = waiting;
+      return waiting;
+    }
     const run = this.pickRun(force);
     if (run.length === 0) {
-      // A pass that found nothing worth compacting has still run.
+      // A pass that found nothing worth compacting has still run; the rewrites it held back go on.
       if (this.state === 0) this.state = 2;
+      this.nextRecode();
       return Promise.resolve(false);
     }
     this.running = this.compact(run).finally(() => {
       this.running = undefined;
+      this.nextRecode();
     });
     return this.running;
+  }
+
+  /**
+   * A log segment has stopped being appended to: rewrite it with its values
+   * compressed (recode.ts) when no other rewrite runs; `otherwise` (its hint)
+   * runs when that fails or the engine closes first.
+   */
+  recode(seg: Segment, otherwise: () => void): void {
+    this.toRecode.push({ seg, otherwise });
+    this.nextRecode();
+  }
+
+  /** Resolves once no segment waits to be compressed and none is being compressed. */
+  async recodesDone(): Promise<void> {
+    while (this.recoding !== undefined || this.running !== undefined || this.compactionWaiting !== undefined)
+      await (this.recoding ?? this.running ?? this.compactionWaiting);
+  }
+
+  private nextRecode(): void {
+    if (this.running !== undefined || this.recoding !== undefined) return;
+    // maybeRun starts the waiting compaction next, then calls this again (a stop drops it).
+    if (this.compactionWaiting !== undefined && !this.stopping) return;
+    const job = this.toRecode.shift();
+    if (job === undefined) return;
+    if (this.stopping) {
+      for (const j of [job, ...this.toRecode.splice(0)]) j.otherwise();
+      return;
+    }
+    // Compacted away meanwhile (its output has codec bytes), or already done.
+    if (job.seg.retired || job.seg.codecs || !this.core.segments.includes(job.seg)) return this.nextRecode();
+    this.recoding = this.recodeOne(job.seg, job.otherwise).finally(() => {
+      this.recoding = undefined;
+      this.nextRecode();
+    });
+  }
+
+  private async recodeOne(seg: Segment, otherwise: () => void): Promise<void> {
+    const e = this.core;
+    const started = Date.now();
+    seg.compacting = true;
+    try {
+      const out = await recodeSegment(e, seg, () => this.stopping);
+      this.recoded++;
+      e.log('info', `compressed ${seg.name}: ${seg.size} -> ${out.size} bytes in ${Date.now() - started} ms`);
+    } catch (err) {
+      if (!this.stopping) e.log('warn', `compressing ${seg.name} abandoned: ${String((err as Error).message ?? err)}`);
+      otherwise();
+    } finally {
+      seg.compacting = false;
+    }
   }
 
   async stop(): Promise<void> {
     this.stopping = true;
     // compact() reports its own failures ("compaction abandoned") and resolves false.
     if (this.running !== undefined) await this.running;
+    if (this.recoding !== undefined) await this.recoding;
+    this.nextRecode();
   }
 
   private async compact(run: Segment[]): Promise<boolean> {

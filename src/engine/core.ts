@@ -2,7 +2,7 @@
  * The part of the engine that recovery, hint building and compaction share
  * with it. They get this object instead of the `Engine`, so what they may
  * touch is written down in one place and `Engine`'s public surface is only
- * what the model calls.
+ * what the stores call.
  *
  * Hot-path state (the sequence counter, the write queue, the key directory
  * reference write() uses) stays in `Engine` fields: reaching it through this

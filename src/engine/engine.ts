@@ -12,7 +12,7 @@
  */
 import type { Logger } from '../log.js';
 import { EngineClosedError } from './errors.js';
-import type { DecodedEntry } from './format.js';
+import { type DecodedEntry, SegmentKind } from './format.js';
 import { type FileOps, nodeFileOps } from './fileops.js';
 import type { Decoder } from './entry.js';
 import { EngineCore, type ExpireHook } from './core.js';
@@ -27,6 +27,7 @@ import { HintScheduler } from './hint-scheduler.js';
 import { Sweeper, SweptKeyDir } from './sweeper.js';
 import { type BatchVisitor, replay, replayFloor } from './feed.js';
 import { type BackupFile, snapshotFiles } from './backup-files.js';
+import type { Segment } from './segment.js';
 import type { EngineObserver, EngineOptions, EngineStats, MISS, VersionRef, WriteOp } from './types.js';
 import * as path from 'node:path';
 
@@ -69,6 +70,9 @@ export class Engine {
     this.compactor.rekey = opts.keyring !== undefined;
     this.hints = new HintScheduler(this.fs, log, opts.hintDelayMs ?? 30_000);
     this.rotation = new Rotation(this.core, opts.segmentBytes ?? 64 * 1024 * 1024, this.hints);
+    // Under compression a segment that stops being appended to is rewritten with its values compressed (recode.ts).
+    // After the hint delay, as a hint would be: a segment compacted meanwhile needs neither.
+    if (this.core.compression) this.rotation.onRetire = (s) => this.hints.later(s, () => this.compactor.recode(s, () => this.hints.now(s)));
     this.writer = new GroupWriter(this.core, opts.durability ?? 'always', this.rotation, this.compactor);
     this.reader = new Reader(this.core);
     this.sweeper = new Sweeper(this.keydir, now);
@@ -100,13 +104,22 @@ export class Engine {
       this.writer.syncedSize = this.core.active.size;
       log('info', recoveredMessage(keydir.size, keydir.ungroupedSize, this.core.segments.length, Date.now() - started));
       for (const s of this.core.segments) {
-        if (s !== this.core.active && !s.hasHint) this.hints.now(s);
+        if (s === this.core.active) continue;
+        // Under compression every log segment whose values are still plain is compressed now (the
+        // rewrite writes its hint): a tail not continued (always so under encryption), and those
+        // rotated out within the hint delay before a stop, whose waiting rewrites the stop dropped.
+        if (this.core.compression && s.kind === SegmentKind.Log && !s.codecs) this.compactor.recode(s, () => this.hintUnlessHinted(s));
+        else this.hintUnlessHinted(s);
       }
     } catch (err) {
       await this.closeFiles();
       unlockDirectory(dir);
       throw err;
     }
+  }
+
+  private hintUnlessHinted(s: Segment): void {
+    if (!s.hasHint) this.hints.now(s);
   }
 
   /** Sends figures to `o` from now on (metrics). */
@@ -219,6 +232,11 @@ export class Engine {
     return this.reader.keys(prefix);
   }
 
+  /** Every key outside any group (the top-level objects), expired-but-unswept ones included, in no order. */
+  topKeys(): Generator<string, void, undefined> {
+    return this.reader.keys('', false);
+  }
+
   /** Up to `limit` live keys of a group above `after`, in key order: Reader.groupKeys. */
   groupKeys(group: string, after: string, limit: number, at?: number): string[] {
     return this.reader.groupKeys(group, after, limit, at);
@@ -265,6 +283,16 @@ export class Engine {
       if (!(await this.compactor.maybeRun(true))) break;
     }
     return left();
+  }
+
+  /**
+   * Starts now the compression (recode.ts) of every segment still waiting out
+   * the hint delay, and resolves once every segment waiting to be compressed
+   * has been, or has failed (tests, benchmarks).
+   */
+  recodesDone(): Promise<void> {
+    this.hints.hurry();
+    return this.compactor.recodesDone();
   }
 
   /** Runs one compaction pass now if there is a run worth compacting (or any, with force). */

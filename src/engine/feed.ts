@@ -25,22 +25,38 @@ export function replayFloor(segments: readonly Segment[]): number {
  * buffer at valueOffset. Resolves false when the log can no longer replay
  * that range exactly: compaction has dropped deletions and overwritten
  * versions up to replayFloor(), or a segment was compacted away meanwhile.
+ *
+ * The segments are pinned (Segment.readers) for the whole replay, so a file
+ * retired meanwhile stays open and readable. One retired by a compression
+ * rewrite (recode.ts; it has a forward) holds exactly the batches its rewrite
+ * holds, so the replay reads on from it; only compaction loses batches.
  */
 export async function replay(fs: FileOps, segments: readonly Segment[], after: number, upto: number, visit: BatchVisitor): Promise<boolean> {
   if (after < replayFloor(segments)) return false;
   const segs = segments.slice();
+  for (const s of segs) s.readers++;
   try {
     for (const s of segs) {
       if (s.kind !== SegmentKind.Log || s.maxSeq <= after) continue;
-      if (s.retired) return false;
+      if (compactedAway(s)) return false;
       const r = await replaySegment(fs, s, after, upto, visit);
       if (r !== 'more') return r === 'done';
     }
   } catch (err) {
-    if (segs.some((s) => s.retired)) return false; // compacted away while we read
+    if (segs.some(compactedAway)) return false;
     throw err;
+  } finally {
+    for (const s of segs) {
+      s.readers--;
+      if (s.retired && s.readers === 0) void s.closeQuietly(fs);
+    }
   }
   return true;
+}
+
+/** Retired by compaction, whose output may have dropped batches, rather than by a compression rewrite, whose output holds them all. */
+function compactedAway(s: Segment): boolean {
+  return s.retired && s.forward === undefined;
 }
 
 /** One segment's part of a replay: 'done' past `upto`, 'bad' on damage, 'more' at its end. */

@@ -19,6 +19,8 @@ export const SEALED_SEGMENT_HEADER_SIZE = 52;
 export const SEGMENT_FLAG_SEALED = 1;
 /** Header flag: every Put value starts with a codec byte (codec.ts). */
 export const SEGMENT_FLAG_CODECS = 2;
+/** Header flag, with SEGMENT_FLAG_SEALED only: each sealed unit holds the batches of one group commit (seal.ts, sealGroup). */
+export const SEGMENT_FLAG_GROUPS = 4;
 /** What decodeSegmentHeader says of a file shorter than its header. */
 export const HEADER_TRUNCATED = 'segment header is truncated';
 export const BATCH_HEADER_SIZE = 20;
@@ -75,14 +77,14 @@ export interface HeaderSeal {
  * A version 1 header, or a version 2 one when the segment is sealed (`seal`:
  * its tag authenticates the first 36 bytes) or stores codec bytes (`codecs`).
  */
-export function encodeSegmentHeader(kind: SegmentKind, baseSeq: number, seal?: HeaderSeal, codecs = false): Buffer {
+export function encodeSegmentHeader(kind: SegmentKind, baseSeq: number, seal?: HeaderSeal, codecs = false, groups = false): Buffer {
   const v2 = seal !== undefined || codecs;
   const b = Buffer.alloc(v2 ? SEALED_SEGMENT_HEADER_SIZE : SEGMENT_HEADER_SIZE);
   b.writeUInt32LE(SEGMENT_MAGIC, 0);
   b[4] = v2 ? SEALED_FORMAT_VERSION : FORMAT_VERSION;
   b[5] = kind;
   writeSeq(b, 8, baseSeq);
-  if (v2) b[6] = (seal !== undefined ? SEGMENT_FLAG_SEALED : 0) | (codecs ? SEGMENT_FLAG_CODECS : 0);
+  if (v2) b[6] = (seal !== undefined ? SEGMENT_FLAG_SEALED | (groups ? SEGMENT_FLAG_GROUPS : 0) : 0) | (codecs ? SEGMENT_FLAG_CODECS : 0);
   if (seal !== undefined) {
     seal.key.id.copy(b, 16);
     seal.salt.copy(b, 24);
@@ -94,9 +96,10 @@ export function encodeSegmentHeader(kind: SegmentKind, baseSeq: number, seal?: H
 export interface SegmentHeader {
   kind: SegmentKind;
   baseSeq: number;
-  /** Version 2 only: its size; whether values carry a codec byte; when sealed, the key id (hex), salt and the authenticated bytes with their tag. */
+  /** Version 2 only: its size; whether values carry a codec byte; whether a sealed unit holds a group of batches; when sealed, the key id (hex), salt and the authenticated bytes with their tag. */
   size?: number;
   codecs?: boolean;
+  groups?: boolean;
   sealed?: { keyId: string; salt: Buffer; head: Buffer; tag: Buffer };
 }
 
@@ -107,7 +110,9 @@ export function decodeSegmentHeader(b: Buffer): SegmentHeader | string {
   if (b[5] !== SegmentKind.Log && b[5] !== SegmentKind.Compacted) return `unknown segment kind ${b[5]}`;
   if (b[4] === FORMAT_VERSION) return { kind: b[5] as SegmentKind, baseSeq: readSeq(b, 8) };
   if (b.length < SEALED_SEGMENT_HEADER_SIZE) return HEADER_TRUNCATED;
-  if (b[6] === 0 || (b[6] & ~(SEGMENT_FLAG_SEALED | SEGMENT_FLAG_CODECS)) !== 0 || b[7] !== 0) return `unknown segment flags ${b[6]}/${b[7]}`;
+  const known = SEGMENT_FLAG_SEALED | SEGMENT_FLAG_CODECS | SEGMENT_FLAG_GROUPS;
+  if (b[6] === 0 || (b[6] & ~known) !== 0 || b[7] !== 0) return `unknown segment flags ${b[6]}/${b[7]}`;
+  if ((b[6] & SEGMENT_FLAG_GROUPS) !== 0 && (b[6] & SEGMENT_FLAG_SEALED) === 0) return `unknown segment flags ${b[6]}/${b[7]}`;
   const codecs = (b[6] & SEGMENT_FLAG_CODECS) !== 0;
   if ((b[6] & SEGMENT_FLAG_SEALED) === 0) return { kind: b[5] as SegmentKind, baseSeq: readSeq(b, 8), size: SEALED_SEGMENT_HEADER_SIZE, codecs };
   return {
@@ -115,6 +120,7 @@ export function decodeSegmentHeader(b: Buffer): SegmentHeader | string {
     baseSeq: readSeq(b, 8),
     size: SEALED_SEGMENT_HEADER_SIZE,
     codecs,
+    groups: (b[6] & SEGMENT_FLAG_GROUPS) !== 0,
     sealed: {
       keyId: b.toString('hex', 16, 24),
       salt: Buffer.from(b.subarray(24, 36)),
@@ -136,9 +142,9 @@ export function entrySize(keyBytes: number, valueBytes: number): number {
  * Layout: crc32 u32 | length u32 | seq u64 | count u32 | entries...
  * entry:  op u8 | keyLen u16 | valueLen u32 | expiresAt f64 | key | value
  * The crc covers every byte after itself, so a length field torn by a crash
- * is caught like any other damage.
+ * is caught like any other damage. Without `checksum` the crc field is 0.
  */
-export function encodeBatch(seq: number, entries: readonly EntryIn[], keyLens: number[], valueOffsets: number[]): Buffer {
+export function encodeBatch(seq: number, entries: readonly EntryIn[], keyLens: number[], valueOffsets: number[], checksum = true): Buffer {
   let total = BATCH_HEADER_SIZE;
   for (let i = 0; i < entries.length; i++) {
     const e = entries[i];
@@ -166,7 +172,8 @@ export function encodeBatch(seq: number, entries: readonly EntryIn[], keyLens: n
     if (vl > 0) (e.value as Buffer).copy(buf, off);
     off += vl;
   }
-  buf.writeUInt32LE(crc32(buf.subarray(4)) >>> 0, 0);
+  // A batch sealed in a group unit is covered by the unit's crc and tag (seal.ts, sealGroup).
+  buf.writeUInt32LE(checksum ? crc32(buf.subarray(4)) >>> 0 : 0, 0);
   return buf;
 }
 

@@ -109,14 +109,25 @@ export class Group implements Map<string, Entry> {
   }
 
   set(key: string, e: Entry): this {
+    this.swap(key, e);
+    return this;
+  }
+
+  /** Sets `key` to `e`; returns the entry it replaced (one chunk lookup for both). */
+  swap(key: string, e: Entry): Entry | undefined {
     if (this.chunks.length === 0) {
       this.chunks.push(new Chunk(key, this.max));
     }
     let i = this.find(key);
     let c = this.chunks[i];
-    if (c.map.has(key)) {
-      c.map.set(key, e); // same position, new version
-      return this;
+    // A key above the greatest of an ordered chunk is new (writes and recovery
+    // append to a collection or table mostly in key order): no lookup first.
+    if (!c.sorted || c.map.size === 0 || key <= c.last) {
+      const prev = c.map.get(key);
+      if (prev !== undefined) {
+        c.map.set(key, e); // same position, new version
+        return prev;
+      }
     }
     if (c.map.size >= c.cap) {
       if (i === this.chunks.length - 1 && c.sorted && key > c.last) {
@@ -134,7 +145,7 @@ export class Group implements Map<string, Entry> {
     else c.last = key;
     c.map.set(key, e);
     this.count++;
-    return this;
+    return undefined;
   }
 
   /** Splits a full chunk into two halves of its key range. */
@@ -152,10 +163,17 @@ export class Group implements Map<string, Entry> {
   }
 
   delete(key: string): boolean {
-    if (this.chunks.length === 0) return false;
+    return this.take(key) !== undefined;
+  }
+
+  /** Removes `key`; returns the entry it held. */
+  take(key: string): Entry | undefined {
+    if (this.chunks.length === 0) return undefined;
     const i = this.find(key);
     const c = this.chunks[i];
-    if (!c.map.delete(key)) return false;
+    const prev = c.map.get(key);
+    if (prev === undefined) return undefined;
+    c.map.delete(key);
     this.count--;
     if (c.map.size === 0) {
       // Its range goes to the chunk before it (find() picks the last chunk
@@ -166,7 +184,7 @@ export class Group implements Map<string, Entry> {
       // Merge a nearly empty chunk into a neighbour, so deletes cannot leave a Map per row behind.
       this.mergeSmall(i);
     }
-    return true;
+    return prev;
   }
 
   /** Merges chunk i with a neighbour when both together fit in half a chunk. */

@@ -2,7 +2,9 @@
  * When hint files get built (hints.ts): a segment that stops being appended
  * to gets its hint after a delay, in the background. A hint only speeds up the
  * next open, and in an overwrite-heavy log the segment is often compacted
- * away before the delay ends, which saves reading it again.
+ * away before the delay ends, which saves reading it again. Under compression
+ * the same delay comes before the segment is rewritten compressed (recode.ts),
+ * for the same reason: compaction compresses what it copies.
  */
 import type { Logger } from '../log.js';
 import type { FileOps } from './fileops.js';
@@ -14,6 +16,8 @@ export class HintScheduler {
   private readonly builds = new Set<Promise<void>>();
   /** Builds waiting out the delay; stop() drops them. */
   private readonly timers = new Set<NodeJS.Timeout>();
+  /** Of those, the ones that do something else than build a hint, with what they do. */
+  private readonly waiting = new Map<NodeJS.Timeout, () => void>();
   private stopped = false;
 
   constructor(
@@ -22,17 +26,34 @@ export class HintScheduler {
     private readonly delayMs: number,
   ) {}
 
-  /** A segment has stopped being appended to: build its hint once the delay has passed. */
-  later(seg: Segment): void {
+  /**
+   * A segment has stopped being appended to: build its hint once the delay
+   * has passed, or do `instead` then (compression rewrites the segment and
+   * writes its hint itself, recode.ts).
+   */
+  later(seg: Segment, instead?: () => void): void {
+    const run = instead ?? (() => this.now(seg));
     if (this.delayMs === 0) {
-      this.now(seg);
+      run();
       return;
     }
     const t = setTimeout(() => {
       this.timers.delete(t);
-      if (!seg.retired && !this.stopped) this.now(seg);
+      this.waiting.delete(t);
+      if (!seg.retired && !this.stopped) run();
     }, this.delayMs).unref();
     this.timers.add(t);
+    if (instead !== undefined) this.waiting.set(t, run);
+  }
+
+  /** Runs now every `instead` still waiting out its delay (Engine.recodesDone). */
+  hurry(): void {
+    for (const [t, run] of this.waiting) {
+      clearTimeout(t);
+      this.timers.delete(t);
+      run();
+    }
+    this.waiting.clear();
   }
 
   /** Builds a segment's hint in the background now; wait() waits for it. */
@@ -48,6 +69,7 @@ export class HintScheduler {
     this.stopped = true;
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
+    this.waiting.clear();
   }
 
   /** Resolves once no hint is being built. */

@@ -6,15 +6,20 @@
  * string), so an Entry is one small fixed-shape object (entry.ts); pauses are
  * the other (no single insert may stall the event loop for long), so the
  * directory is 256 hash shards rather than one Map (sharded-map.ts). Keys that
- * contain U+0000 also belong to a *group* (the prefix up to and including the
+ * contain U+0000 belong to a *group* (the prefix up to and including the
  * last U+0000), kept in key order in chunks (group.ts), so the log store can
- * iterate a table's rows without touching the rest of the directory. Cached
+ * iterate a table's rows without touching the rest of the directory. A grouped
+ * key lives in its group only, not also in the shards: a second map slot per
+ * row or collection element cost 29-39 bytes and a second hash insert (at
+ * open, for every key), and a lookup finds the group from the key's own
+ * prefix (the last group used first, as writes and recovery meet one
+ * group's keys in long runs). Cached
  * values live under a CLOCK cache (value-cache.ts) and expiries in a heap
  * (expiry-heap.ts); this class keeps the four in step.
  */
 import { type Decoder, type Entry, FLAG_CURRENT, FLAG_QUEUED, FLAG_REF } from './entry.js';
 import { ShardedMap } from './sharded-map.js';
-import { CHUNK_MAX, Group, groupOf } from './group.js';
+import { CHUNK_MAX, Group } from './group.js';
 import { ValueCache } from './value-cache.js';
 import { ExpiryHeap } from './expiry-heap.js';
 
@@ -22,9 +27,21 @@ export { type Decoder, Entry, FLAG_CURRENT, FLAG_REF } from './entry.js';
 export { ShardedMap, shardOf } from './sharded-map.js';
 export { CHUNK_MAX, groupOf } from './group.js';
 
+/**
+ * Index of the last U+0000 of `key` (its group ends there), or -1 for a key
+ * outside any group. Most lookups are of top-level keys (records, variants,
+ * headers): indexOf is a fast builtin, lastIndexOf a runtime call about four
+ * times its cost (7 against 30 ns, measured), so it runs only for grouped keys.
+ */
+function groupCut(key: string): number {
+  return key.indexOf('\u0000') < 0 ? -1 : key.lastIndexOf('\u0000');
+}
+
 export class KeyDir {
-  /** Every live key. Iterable and get-able like a Map; iteration is shard by shard, not insertion order. */
-  readonly map = new ShardedMap<Entry>();
+  /** Keys that belong to no group. */
+  private readonly top = new ShardedMap<Entry>();
+  /** Every live key, grouped or not, read-only: iterated shard by shard, then group by group. */
+  readonly map: AllKeys;
   private readonly groups = new Map<string, Group>();
   /** The group groupFor() returned last (never a removed one). */
   private lastGroup: Group | undefined;
@@ -33,13 +50,14 @@ export class KeyDir {
   /** Cached values and their decoded forms, under a byte budget. */
   readonly values: ValueCache;
   /** Entries that carry an expiry, earliest first. */
-  private readonly expiry = new ExpiryHeap((key, e) => this.map.get(key) === e);
+  private readonly expiry = new ExpiryHeap((key, e) => this.get(key) === e);
 
   constructor(
     cacheBudget: number,
     private readonly chunkMax = CHUNK_MAX,
   ) {
     this.values = new ValueCache(cacheBudget);
+    this.map = new AllKeys(this, this.top, this.groups);
   }
 
   /** Decides whether an entry's value may leave memory (false while its bytes are not in the file). */
@@ -53,7 +71,7 @@ export class KeyDir {
   }
 
   get size(): number {
-    return this.map.size;
+    return this.top.size + this.groupedKeys;
   }
 
   /** Current entries that carry an expiry (any key, grouped or not). */
@@ -61,13 +79,15 @@ export class KeyDir {
     return this.expiry.live;
   }
 
-  /** Keys that belong to no group: the model's top-level objects. */
+  /** Keys that belong to no group: the stores' top-level objects. */
   get ungroupedSize(): number {
-    return this.map.size - this.groupedKeys;
+    return this.top.size;
   }
 
   get(key: string): Entry | undefined {
-    return this.map.get(key);
+    const cut = groupCut(key);
+    if (cut < 0) return this.top.get(key);
+    return this.existingGroup(key, cut)?.get(key);
   }
 
   /**
@@ -75,19 +95,22 @@ export class KeyDir {
    * Accounting of live bytes follows the entries (see Segment.live).
    */
   set(key: string, e: Entry): Entry | undefined {
-    const shard = this.map.shard(key); // one hash for the get and the set
-    const prev = shard.get(key);
-    this.map.setIn(shard, key, e);
+    const cut = groupCut(key);
+    let prev: Entry | undefined;
+    if (cut >= 0) {
+      // A new member, or a new version in the same position.
+      prev = this.groupFor(key, cut).swap(key, e);
+      if (prev === undefined) this.groupedKeys++;
+    } else {
+      const shard = this.top.shard(key); // one hash for the get and the set
+      prev = shard.get(key);
+      this.top.setIn(shard, key, e);
+    }
     e.flags |= FLAG_CURRENT;
     if (e.seg !== undefined) e.seg.live += e.size;
     if (prev !== undefined) {
       this.retire(prev);
       if ((prev.flags & FLAG_QUEUED) !== 0) this.values.takeSlot(prev, e);
-    }
-    const cut = key.lastIndexOf('\u0000');
-    if (cut >= 0) {
-      this.groupFor(key, cut).set(key, e); // a new member, or a new version in the same position
-      if (prev === undefined) this.groupedKeys++;
     }
     if (e.exp !== 0) {
       this.expiry.live++;
@@ -98,22 +121,23 @@ export class KeyDir {
 
   /** Removes `key`; returns the removed entry. */
   delete(key: string): Entry | undefined {
-    const prev = this.map.get(key);
-    if (prev === undefined) return undefined;
-    this.map.delete(key);
-    this.retire(prev);
-    const g = groupOf(key);
-    if (g !== undefined) {
-      const grp = this.groups.get(g);
-      if (grp !== undefined) {
-        grp.delete(key);
-        this.groupedKeys--;
-        if (grp.size === 0) {
-          this.groups.delete(g);
-          if (this.lastGroup === grp) this.lastGroup = undefined;
-        }
+    const cut = groupCut(key);
+    let prev: Entry | undefined;
+    if (cut < 0) {
+      prev = this.top.get(key);
+      if (prev === undefined) return undefined;
+      this.top.delete(key);
+    } else {
+      const grp = this.existingGroup(key, cut);
+      prev = grp?.take(key);
+      if (grp === undefined || prev === undefined) return undefined;
+      this.groupedKeys--;
+      if (grp.size === 0) {
+        this.groups.delete(grp.name);
+        if (this.lastGroup === grp) this.lastGroup = undefined;
       }
     }
+    this.retire(prev);
     return prev;
   }
 
@@ -125,16 +149,13 @@ export class KeyDir {
     this.groups.delete(group);
     if (this.lastGroup === grp) this.lastGroup = undefined;
     this.groupedKeys -= removed.length;
-    for (const [key, e] of removed) {
-      this.map.delete(key);
-      this.retire(e);
-    }
+    for (const [, e] of removed) this.retire(e);
     return removed;
   }
 
   /** Puts back a version removed by set/delete/dropGroup (used to undo a failed batch). */
   restore(key: string, e: Entry | undefined): void {
-    const cur = this.map.get(key);
+    const cur = this.get(key);
     if (cur !== undefined) {
       if (e === undefined) this.delete(key);
       else this.set(key, e);
@@ -169,6 +190,15 @@ export class KeyDir {
     return grp;
   }
 
+  /** The group of `key` (whose last U+0000 is at `cut`), if it has one; the last group used is checked first, as in groupFor. */
+  private existingGroup(key: string, cut: number): Group | undefined {
+    const last = this.lastGroup;
+    if (last !== undefined && last.name.length === cut + 1 && key.startsWith(last.name)) return last;
+    const grp = this.groups.get(key.slice(0, cut + 1));
+    if (grp !== undefined) this.lastGroup = grp;
+    return grp;
+  }
+
   /**
    * The members of a group; iterating it yields them in key order (live view;
    * do not mutate, and do not mutate the directory while iterating it).
@@ -183,6 +213,21 @@ export class KeyDir {
     const entries: Entry[] = [];
     this.groups.get(group)?.keysAfter(after, limit, keys, entries);
     return [keys, entries];
+  }
+
+  /**
+   * Every key that starts with `prefix`, in no particular order; a group is
+   * walked only when its keys can start with `prefix`, so asking for one kind
+   * of group (the store's index entries) skips every collection's elements.
+   * `grouped` false: the keys outside any group only.
+   */
+  *keys(prefix: string, grouped = true): Generator<string, void, undefined> {
+    for (const k of this.top.keys()) if (k.startsWith(prefix)) yield k;
+    if (!grouped) return;
+    for (const g of this.groups.values()) {
+      if (g.name.startsWith(prefix)) yield* g.keys();
+      else if (prefix.startsWith(g.name)) for (const k of g.keys()) if (k.startsWith(prefix)) yield k;
+    }
   }
 
   /** A group's keys and entries in key order, as two arrays (empty when there is no such group). */
@@ -232,7 +277,7 @@ export class KeyDir {
     while (removed < limit) {
       const item = this.expiry.popDue(now);
       if (item === undefined) break;
-      if (this.map.get(item.key) === item.entry) {
+      if (this.get(item.key) === item.entry) {
         this.delete(item.key);
         removed++;
       }
@@ -243,5 +288,51 @@ export class KeyDir {
   /** Earliest pending expiry, or 0. */
   nextExpiry(): number {
     return this.expiry.next();
+  }
+}
+
+/**
+ * Every live key of a directory, grouped or not, as a read-only Map: the
+ * ungrouped shards first, then each group in key order. For the few passes
+ * over the whole directory (the store's views at open, a repair's replay).
+ */
+export class AllKeys {
+  readonly [Symbol.toStringTag] = 'AllKeys';
+
+  constructor(
+    private readonly kd: KeyDir,
+    private readonly top: ShardedMap<Entry>,
+    private readonly groups: Map<string, Group>,
+  ) {}
+
+  get size(): number {
+    return this.kd.size;
+  }
+
+  get(key: string): Entry | undefined {
+    return this.kd.get(key);
+  }
+
+  has(key: string): boolean {
+    return this.kd.get(key) !== undefined;
+  }
+
+  *entries(): Generator<[string, Entry], void, undefined> {
+    yield* this.top;
+    for (const g of this.groups.values()) yield* g;
+  }
+
+  *keys(): Generator<string, void, undefined> {
+    yield* this.top.keys();
+    for (const g of this.groups.values()) yield* g.keys();
+  }
+
+  *values(): Generator<Entry, void, undefined> {
+    yield* this.top.values();
+    for (const g of this.groups.values()) yield* g.values();
+  }
+
+  [Symbol.iterator](): Generator<[string, Entry], void, undefined> {
+    return this.entries();
   }
 }

@@ -257,8 +257,8 @@ export class Reader {
    * in no particular order: for views kept outside the engine (the store's
    * listing and secondary indexes, docs/query.md). One pass over the directory.
    */
-  *keys(prefix = ''): Generator<string, void, undefined> {
-    for (const k of this.keydir.map.keys()) if (k.startsWith(prefix)) yield k;
+  keys(prefix = '', grouped = true): Generator<string, void, undefined> {
+    return this.keydir.keys(prefix, grouped);
   }
 
   /**

@@ -137,6 +137,7 @@ export async function recover(ctx: RecoveryContext, repair: boolean): Promise<Re
       }
       seg.headerSize = header.size ?? seg.headerSize;
       seg.codecs = header.codecs === true;
+      seg.groups = header.groups === true;
       maxSeq = Math.max(maxSeq, header.baseSeq - 1);
       if (header.kind === SegmentKind.Compacted) seg.covers = header.baseSeq - 1;
       applier.seg = seg;

@@ -10,6 +10,9 @@ import type { EngineCore } from './core.js';
 import type { HintScheduler } from './hint-scheduler.js';
 
 export class Rotation {
+  /** What happens to a segment that stops being appended to, in place of building its hint (compression: recode.ts). */
+  onRetire: ((seg: Segment) => void) | undefined = undefined;
+
   constructor(
     private readonly core: EngineCore,
     readonly segmentBytes: number,
@@ -22,9 +25,10 @@ export class Rotation {
     // Under encryption a segment found on disk is never appended to: the
     // sequence numbers of batches lost in a crash are handed out again, and
     // under that segment's salt they would repeat a nonce (seal.ts).
-    // Every value of a segment has a codec byte or none has: a tail written
-    // with the other setting is left as it is and a new segment started.
-    if (appendTo !== undefined && appendTo.size < this.segmentBytes && core.keyring === undefined && appendTo.codecs === core.compression) {
+    // Log segments are written without codec bytes whatever the setting (values
+    // are compressed when the segment is rewritten, recode.ts): a tail with them,
+    // written by an earlier build, is left as it is and a new segment started.
+    if (appendTo !== undefined && appendTo.size < this.segmentBytes && core.keyring === undefined && !appendTo.codecs) {
       await core.fs.close(appendTo.fd);
       appendTo.fd = await core.fs.open(appendTo.path, 'r+');
       core.active = appendTo;
@@ -49,7 +53,8 @@ export class Rotation {
     const next = await this.create(old.id + ID_STEP, nextSeq);
     core.segments.push(next);
     core.active = next;
-    this.hints.later(old);
+    if (this.onRetire !== undefined) this.onRetire(old);
+    else this.hints.later(old);
     return next;
   }
 
@@ -58,8 +63,9 @@ export class Rotation {
     const { dir, fs, keyring, log } = this.core;
     const seg = new Segment(dir, id, SegmentKind.Log);
     if (keyring !== undefined) seg.seal = SegmentSeal.fresh(keyring.current);
-    seg.codecs = this.core.compression;
-    const header = encodeSegmentHeader(SegmentKind.Log, nextSeq, seg.seal, seg.codecs);
+    // Sealed, the group writer seals one unit per group commit (seal.ts, sealGroup).
+    seg.groups = seg.seal !== undefined;
+    const header = encodeSegmentHeader(SegmentKind.Log, nextSeq, seg.seal, false, seg.groups);
     seg.headerSize = header.length;
     seg.fd = await fs.open(seg.path, 'wx+');
     try {

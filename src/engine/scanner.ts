@@ -3,7 +3,7 @@
  * Used by recovery, hint building and compaction; none of them ever holds a
  * whole segment in memory or parses more than one chunk per event-loop turn.
  */
-import { BATCH_HEADER_SIZE, decodeBatch, type DecodedBatch, type DecodedEntry, entriesTile, Probe, probeBatch, valueCrc } from './format.js';
+import { BATCH_HEADER_SIZE, decodeBatch, type DecodedBatch, type DecodedEntry, entriesTile, Probe, probeBatch, readSeq, valueCrc } from './format.js';
 import type { FileOps } from './fileops.js';
 import type { Segment } from './segment.js';
 import { authFailure, TAG_BYTES } from './seal.js';
@@ -44,15 +44,17 @@ export class Yielder {
  * checked (reader.ts, readSealedValue). `buf` and `bufPos` as a scan step gives them.
  */
 export function valueCheck(seg: Segment, buf: Buffer, bufPos: number, en: DecodedEntry): number {
-  if (seg.seal !== undefined) return en.valueOffset - bufPos;
+  // A sealed step's buf is its whole opened unit (a batch, or a group's batches), read whole on a miss.
+  if (seg.seal !== undefined) return en.valueOffset;
   return valueCrc(buf, en.valueOffset, en.valueOffset + en.valueLength);
 }
 
 /**
  * A step's `buf` holds the batch at `bufPos` with its entries in clear: in a
- * sealed segment it is the opened batch (bufPos 0), whose entries lie at the
- * same offsets as their ciphertext in the file, so `pos + (valueOffset -
- * bufPos)` is a value's file position either way.
+ * sealed segment it is the opened sealed unit, which starts at `pos - bufPos`
+ * in the file (a batch: bufPos 0; a batch of a group unit: its offset in the
+ * unit), whose entries lie at the same offsets as their ciphertext, so
+ * `pos + (valueOffset - bufPos)` is a value's file position either way.
  */
 export type ScanStep =
   { kind: 'batch'; batch: DecodedBatch; pos: number; buf: Buffer; bufPos: number } | { kind: 'bad'; pos: number; reason: string } | { kind: 'end' };
@@ -65,6 +67,10 @@ export class SegmentScanner {
   private cur: number;
   private readonly probeOut = [0];
   private readonly tagBytes: number;
+  /** An opened group unit (seal.ts, sealGroup) whose batches are still being handed out: its file position, bytes, next batch. */
+  private unitPos = 0;
+  private unit: Buffer | undefined = undefined;
+  private unitAt = 0;
 
   constructor(
     private readonly fs: FileOps,
@@ -97,6 +103,7 @@ export class SegmentScanner {
   }
 
   async next(): Promise<ScanStep> {
+    if (this.unit !== undefined) return this.nextOfUnit(this.unit);
     if (this.cur >= this.fileSize) return { kind: 'end' };
     for (let attempt = 0; attempt < 3; attempt++) {
       const off = this.cur - this.bufStart;
@@ -108,6 +115,7 @@ export class SegmentScanner {
         if (seal !== undefined) {
           const plain = seal.openBatch(this.buf, off, len);
           if (plain === undefined) return { kind: 'bad', pos, reason: authFailure(seal) };
+          if (this.seg.groups) return this.openUnit(plain, pos, len);
           if (!entriesTile(plain, 0, plain.length, plain.readUInt32LE(16)))
             return { kind: 'bad', pos, reason: 'structure mismatch inside an authenticated batch' };
           const batch = decodeBatch(plain, 0, plain.length);
@@ -132,6 +140,42 @@ export class SegmentScanner {
     return { kind: 'bad', pos: this.cur, reason: 'could not read a whole batch' };
   }
 
+  /** An authenticated group unit: checked whole (its batches tile it), then handed out batch by batch. */
+  private openUnit(plain: Buffer, pos: number, len: number): ScanStep {
+    let at = BATCH_HEADER_SIZE;
+    const n = plain.readUInt32LE(16);
+    let seq = 0;
+    for (let i = 0; i < n; i++) {
+      const blen = at + BATCH_HEADER_SIZE <= plain.length ? plain.readUInt32LE(at + 4) : 0;
+      const s = blen > 0 ? readSeq(plain, at + 8) : 0;
+      if (
+        blen < BATCH_HEADER_SIZE ||
+        at + blen > plain.length ||
+        s <= seq ||
+        (i === 0 && s !== readSeq(plain, 8)) ||
+        !entriesTile(plain, at, blen, plain.readUInt32LE(at + 16))
+      )
+        return { kind: 'bad', pos, reason: 'structure mismatch inside an authenticated unit' };
+      seq = s;
+      at += blen;
+    }
+    if (at !== plain.length) return { kind: 'bad', pos, reason: 'structure mismatch inside an authenticated unit' };
+    this.cur = pos + len;
+    this.unit = plain;
+    this.unitPos = pos;
+    this.unitAt = BATCH_HEADER_SIZE;
+    return this.nextOfUnit(plain);
+  }
+
+  private nextOfUnit(plain: Buffer): ScanStep {
+    const at = this.unitAt;
+    const blen = plain.readUInt32LE(at + 4);
+    const batch = decodeBatch(plain, at, blen);
+    this.unitAt = at + blen;
+    if (this.unitAt >= plain.length) this.unit = undefined;
+    return { kind: 'batch', batch, pos: this.unitPos + at, buf: plain, bufPos: at };
+  }
+
   /**
    * Looks for the next offset after `from` where a valid batch starts.
    * Returns -1 when none exists before the end of the file. Used to tell a
@@ -141,6 +185,7 @@ export class SegmentScanner {
   async resync(from: number): Promise<number> {
     const out = this.probeOut;
     const win = 4 * CHUNK;
+    this.unit = undefined;
     let pos = from + 1;
     while (pos < this.fileSize) {
       const size = Math.min(this.fileSize - pos, win + 64);

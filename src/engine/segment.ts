@@ -11,6 +11,7 @@ import { SEGMENT_HEADER_SIZE, SegmentKind } from './format.js';
 import type { SegmentSeal } from './seal.js';
 import { DataDirError } from './errors.js';
 import type { FileOps } from './fileops.js';
+import type { Entry } from './entry.js';
 
 export const ID_STEP = 1024;
 
@@ -74,6 +75,20 @@ export class Segment {
   seal: SegmentSeal | undefined = undefined;
   /** Every Put value here starts with a codec byte (codec.ts). */
   codecs = false;
+  /** Sealed, one unit per group commit (seal.ts, sealGroup) rather than one per batch. */
+  groups = false;
+  /**
+   * While a compression rewrite copies this file (recode.ts): the versions a
+   * rolled-back write put back pointing here, which the rewrite moves with
+   * the ones it copied while current.
+   */
+  putBack: Entry[] | undefined = undefined;
+  /**
+   * Once a compression rewrite has replaced this file (recode.ts): points a
+   * version that still points here at its copy in the new file. A write
+   * rolled back later puts versions back through it (writer.ts, failFrom).
+   */
+  forward: ((e: Entry) => void) | undefined = undefined;
 
   constructor(
     readonly dir: string,

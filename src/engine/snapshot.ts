@@ -130,8 +130,12 @@ export class GroupSnapshot<T> {
     locs.sort((a, b) => a.seg.id - b.seg.id || a.pos - b.pos);
     for (let k = 0; k < locs.length;) {
       if (locs[k].seg.seal !== undefined) {
-        await this.fillSealed(out, locs[k]);
-        k++;
+        // Values of one sealed unit (a batch, or a group commit's batches) are adjacent here: open it once for all of them.
+        const unit = locs[k].pos - locs[k].check;
+        let j = k + 1;
+        while (j < locs.length && locs[j].seg === locs[k].seg && locs[j].pos - locs[j].check === unit) j++;
+        await this.fillSealed(out, locs.slice(k, j));
+        k = j;
         continue;
       }
       const seg = locs[k].seg;
@@ -188,24 +192,29 @@ export class GroupSnapshot<T> {
     return v;
   }
 
-  /** One value of a sealed segment: read with its batch, whose tag is checked (seal.ts, readSealedBatch). */
-  private async fillSealed(out: T[], l: Loc): Promise<void> {
+  /** Values of one sealed unit, read with it: its tag is checked (seal.ts, readSealedBatch). */
+  private async fillSealed(out: T[], ls: readonly Loc[]): Promise<void> {
+    const l0 = ls[0];
+    let guess = 0;
+    for (const l of ls) guess = Math.max(guess, l.check + l.len + TAG_BYTES);
     let plain: Buffer;
     try {
-      plain = await readSealedBatch(this.fs, l.seg, l.pos - l.check, l.check + l.len + TAG_BYTES);
+      plain = await readSealedBatch(this.fs, l0.seg, l0.pos - l0.check, guess);
     } catch (err) {
-      if (l.seg.fd < 0) throw gone();
+      if (l0.seg.fd < 0) throw gone();
       if (err instanceof CorruptionError) {
         this.log('error', err.message);
         throw err;
       }
       throw storageError('read', err);
     }
-    const key = this.keys[l.i];
-    const memo = this.dec(this.plain(l, plain.subarray(l.check, l.check + l.len)), key);
-    out[l.slot] = memo;
-    if (l.e.memo === undefined && this.keydir.hasRoom(l.len) && this.keydir.get(key) === l.e) {
-      this.keydir.cache(l.e, undefined, memo, this.dec as Decoder<unknown>);
+    for (const l of ls) {
+      const key = this.keys[l.i];
+      const memo = this.dec(this.plain(l, plain.subarray(l.check, l.check + l.len)), key);
+      out[l.slot] = memo;
+      if (l.e.memo === undefined && this.keydir.hasRoom(l.len) && this.keydir.get(key) === l.e) {
+        this.keydir.cache(l.e, undefined, memo, this.dec as Decoder<unknown>);
+      }
     }
   }
 

@@ -4,7 +4,7 @@
  * cached entries in the order they were cached; eviction walks it from the
  * head, giving an entry used since its last visit (FLAG_REF) a second chance.
  */
-import { type Decoder, type Entry, FLAG_QUEUED, FLAG_REF } from './entry.js';
+import { type Decoder, decoderId, type Entry, FLAG_QUEUED, FLAG_REF } from './entry.js';
 
 /** Cost charged against the cache budget for one cached value (object overheads included). */
 function cacheCost(e: Entry): number {
@@ -51,14 +51,15 @@ export class ValueCache {
    * (see dropBytes, which applies the same rule once they are).
    */
   cache(e: Entry, val: Buffer | undefined, memo: unknown, dec: Decoder<unknown> | undefined): void {
+    // A decoded form is only of use with its decoder's number (entry.ts, decoderId).
+    if (memo !== undefined && decoderId(dec) === 0) memo = undefined;
     if (memo !== undefined && e.seg !== undefined) val = undefined;
     // Nothing to hold (a decoder that returned undefined and no bytes): counting the
     // entry as cached would leave it counted forever, as uncache() sees nothing to drop.
     if (val === undefined && memo === undefined) return;
     const before = cacheCost(e);
     const wasCached = e.val !== undefined || e.memo !== undefined;
-    e.val = val;
-    e.memo = memo;
+    e.hold(val, memo);
     e.dec = dec;
     this.bytes += cacheCost(e) - before;
     if (!wasCached) {
@@ -100,7 +101,15 @@ export class ValueCache {
    * (and no slice pins an 8 KiB buffer pool).
    */
   dropBytes(e: Entry): void {
-    if (e.val === undefined || e.memo === undefined) return;
+    if (e.val === undefined) return;
+    if (e.val.length === 0) {
+      // An empty value (a set member, a secondary index entry: the key is all
+      // there is) would hold a queue slot and 96-160 bytes of the budget to
+      // remember nothing; once in the log, reading it back reads nothing.
+      this.uncache(e);
+      return;
+    }
+    if (e.memo === undefined) return;
     const before = cacheCost(e);
     e.val = undefined;
     this.bytes += cacheCost(e) - before;
@@ -122,8 +131,7 @@ export class ValueCache {
     if (e.val === undefined && e.memo === undefined) return;
     this.cachedEntries--;
     this.bytes -= cacheCost(e);
-    e.val = undefined;
-    e.memo = undefined;
+    e.hold(undefined, undefined);
     e.dec = undefined;
   }
 

@@ -12,16 +12,15 @@
  */
 import type { Logger } from '../log.js';
 import { EngineClosedError, StorageIOError, storageError } from './errors.js';
-import { encodeBatch, Op } from './format.js';
+import { encodeBatch } from './format.js';
 import type { FileOps } from './fileops.js';
-import { FLAG_CURRENT } from './entry.js';
+import { type Entry, FLAG_CURRENT } from './entry.js';
 import type { KeyDir } from './keydir.js';
 import type { Segment } from './segment.js';
 import type { EngineCore } from './core.js';
 import type { Compactor } from './compaction.js';
 import type { Rotation } from './rotation.js';
-import { TAG_BYTES } from './seal.js';
-import { storedValue } from './codec.js';
+import { sealingOverhead } from './seal.js';
 import { applyBatch, checkOps, type Pending } from './batch.js';
 import type { Durability, EngineObserver, WriteOp } from './types.js';
 
@@ -32,7 +31,6 @@ export class GroupWriter {
   private readonly now: () => number;
   private readonly log: Logger;
   private readonly sealed: boolean;
-  private readonly compression: boolean;
 
   /** The sequence number the next batch takes. */
   nextSeq = 1;
@@ -68,7 +66,6 @@ export class GroupWriter {
     this.now = core.now;
     this.log = core.log;
     this.sealed = core.keyring !== undefined;
-    this.compression = core.compression;
   }
 
   /**
@@ -81,10 +78,9 @@ export class GroupWriter {
     const bad = checkOps(ops);
     if (bad !== undefined) return Promise.reject(bad);
     const seq = this.nextSeq;
-    // Under compression each Put value is stored with its codec byte (codec.ts);
-    // the directory caches the value itself.
-    const stored = this.compression ? ops.map((o) => (o.op === Op.Put ? { ...o, value: storedValue(o.value as Buffer, true) } : o)) : ops;
-    const buf = encodeBatch(seq, stored, this.keyLens, this.valueOffsets);
+    // Values go to the log as given, compression or not: a log segment is
+    // compressed once it stops being appended to (recode.ts), off this path.
+    const buf = encodeBatch(seq, ops, this.keyLens, this.valueOffsets, !this.sealed);
     this.nextSeq++;
     const p: Pending = {
       seq,
@@ -92,12 +88,13 @@ export class GroupWriter {
       ops,
       created: [],
       createdOffsets: [],
+      unitAt: 0,
       undoKeys: [],
       undoPrev: [],
       resolve: noop,
       reject: noop,
     };
-    applyBatch(this.keydir, p, stored, this.keyLens, this.valueOffsets, this.now());
+    applyBatch(this.keydir, p, ops, this.keyLens, this.valueOffsets, this.now());
     const promise = new Promise<void>((resolve, reject) => {
       p.resolve = resolve;
       p.reject = reject;
@@ -144,8 +141,8 @@ export class GroupWriter {
   private async writeGroup(group: Pending[]): Promise<void> {
     let total = 0;
     for (const p of group) total += p.buf.length;
-    // Sealing adds a tag to each batch (every segment this process appends to is sealed or none is).
-    if (this.sealed) total += TAG_BYTES * group.length;
+    // Sealing puts the group in units, each with a header and a tag (every segment this process appends to is sealed so, or none is).
+    if (this.sealed) total += sealingOverhead(group);
     const seg = await this.segmentFor(group, total);
     const data =
       group.length === 1
@@ -195,7 +192,7 @@ export class GroupWriter {
     const seal = seg.seal;
     if (seal !== undefined) {
       try {
-        for (const p of group) p.buf = seal.sealBatch(p.buf);
+        seal.sealGroup(group);
       } catch (err) {
         this.failFrom(group, new StorageIOError(`sealing a batch failed: ${String((err as Error).message ?? err)}`, err));
         throw err;
@@ -214,8 +211,8 @@ export class GroupWriter {
         const e = p.created[i];
         e.seg = seg;
         e.vpos = off + p.createdOffsets[i];
-        // A sealed value is read with its whole batch: keep its offset in the batch (scanner.ts, valueCheck).
-        if (sealed) e.crc = p.createdOffsets[i];
+        // A sealed value is read with its whole unit: keep its offset in it (scanner.ts, valueCheck).
+        if (sealed) e.crc = e.vpos - pos - p.unitAt;
         if ((e.flags & FLAG_CURRENT) !== 0) seg.live += e.size;
         kd.dropBytes(e);
       }
@@ -274,7 +271,7 @@ export class GroupWriter {
       const p = all[b];
       for (let i = p.undoKeys.length - 1; i >= 0; i--) {
         const prev = p.undoPrev[i];
-        if (prev !== undefined && prev.seg !== undefined && prev.seg.compacting) this.compactor.conflict = true;
+        if (prev !== undefined && putBack(prev)) this.compactor.conflict = true;
         kd.restore(p.undoKeys[i], prev);
       }
     }
@@ -329,3 +326,18 @@ export class GroupWriter {
 }
 
 function noop(): void {}
+
+/**
+ * Readies a version a rolled-back write is about to put back: one whose file
+ * a compression rewrite has replaced is pointed at its copy in the new file
+ * (recode.ts), one inside a file being rewritten is handed to that rewrite to
+ * move. Returns whether its file is being compacted or rewritten, which a
+ * compaction must hear of (compaction.ts, conflict).
+ */
+function putBack(prev: Entry): boolean {
+  prev.seg?.forward?.(prev);
+  const seg = prev.seg;
+  if (seg === undefined) return false;
+  seg.putBack?.push(prev);
+  return seg.compacting;
+}

@@ -1,7 +1,7 @@
 /**
  * Response envelopes (docs/api.md, "Envelope"). Success answers are built from
  * per-message parts computed once at start-up, so the hot path only
- * concatenates the data JSON (which the model hands over as text).
+ * concatenates the data JSON (which the store hands over as text).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Text } from '../store/store.js';

@@ -118,7 +118,7 @@ export class PithosServer {
       ServerResponse: PithosResponse,
       // Checked in accept(), so that the answer is the JSON envelope.
       requireHostHeader: false,
-      // Slow or idle clients must not pin the server (issue 3, operations).
+      // Slow or idle clients must not pin the server (docs/operations.md).
       keepAliveTimeout: 5_000,
       headersTimeout: 10_000,
       requestTimeout: 60_000,

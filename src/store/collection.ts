@@ -93,6 +93,17 @@ export const SET_OPS: readonly SetOp[] = ['union', 'inter', 'diff'];
 export type ZMode = 'upsert' | 'nx' | 'xx' | 'gt' | 'lt';
 export const Z_MODES: readonly ZMode[] = ['upsert', 'nx', 'xx', 'gt', 'lt'];
 
+/**
+ * What a zset add under `mode` does to one member whose current score is
+ * `cur` (undefined: not a member): 'add' it, 'update' its score, or nothing.
+ * A score equal to the current one is no change, so it counts as neither.
+ */
+export function zaddEffect(mode: ZMode, cur: number | undefined, score: number): 'add' | 'update' | undefined {
+  if (cur === undefined) return mode === 'xx' ? undefined : 'add';
+  if (mode === 'nx' || score === cur || (mode === 'gt' && !(score > cur)) || (mode === 'lt' && !(score < cur))) return undefined;
+  return 'update';
+}
+
 /** One end of a score range: a score and whether it is excluded. */
 export interface ScoreBound {
   score: number;

@@ -11,8 +11,6 @@
  * O(log chunks); a chunk that splits or empties rebuilds the tree in
  * O(chunks), once per few hundred inserts. Backend-free: any store may use it.
  */
-import { codePointCompare } from './sorted.js';
-
 const CHUNK = 512;
 
 interface Chunk {
@@ -20,7 +18,15 @@ interface Chunk {
   m: string[];
 }
 
-const cmp = (s1: number, m1: string, s2: number, m2: string): number => (s1 < s2 ? -1 : s1 > s2 ? 1 : codePointCompare(m1, m2));
+/**
+ * Ties on score order by the member strings' UTF-16 units, with the engine's
+ * native comparison. The log store hands in element keys: one sorted set's
+ * keys share their group prefix and end in the member's UTF-8 bytes, one
+ * Latin-1 character each (log/collections.ts, encodeMember), so unit order is
+ * the members' byte order. A comparison walked in JavaScript would re-read the
+ * shared prefix (up to ~270 characters) on every tie.
+ */
+const cmp = (s1: number, m1: string, s2: number, m2: string): number => (s1 < s2 ? -1 : s1 > s2 ? 1 : m1 < m2 ? -1 : m1 > m2 ? 1 : 0);
 
 export class RankedPairs {
   private chunks: Chunk[] = [];

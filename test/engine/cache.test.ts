@@ -176,6 +176,26 @@ test('a decoder that returns undefined leaves nothing counted as cached', async 
   await e2.close();
 });
 
+test('an empty value (a set member, an index entry) leaves the cache once the log has it, and still reads back', async () => {
+  const d = dir('cache-empty');
+  const e = await open(d, { durability: 'never' });
+  const member = (): boolean => true;
+  const ops: WriteOp[] = [];
+  for (let i = 0; i < 500; i++) ops.push({ ...put(`s\u0000big\u0000m${i}`, Buffer.alloc(0)), memo: true, decoder: member });
+  for (let i = 0; i < 500; i++) ops.push(put(`i\u0000ix\u0000v${i}`, Buffer.alloc(0)));
+  ops.push({ ...put('R/full', 'x'), memo: 'x', decoder: str });
+  await e.write(ops);
+  // One thousand empty values would otherwise hold a queue slot each and
+  // 96-160 bytes of the budget apiece; only the non-empty value stays.
+  assert.equal(checkQueue(e).cached, 1);
+  assert.equal(e.stats().cacheBytes, 2 * 1 + 64);
+  assert.equal(e.peek('s\u0000big\u0000m7', member), MISS);
+  assert.equal(await e.read('s\u0000big\u0000m7', member), true);
+  assert.equal(await e.read('i\u0000ix\u0000v9', str), '');
+  assert.equal(e.peek('R/full', str), 'x');
+  await e.close();
+});
+
 test('expired keys are invisible at once and swept from the directory', async () => {
   const d = dir('expiry');
   const clock = new Clock();

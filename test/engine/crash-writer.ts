@@ -46,7 +46,7 @@ async function main(): Promise<void> {
     segmentBytes: Number(segmentBytes),
     compactIntervalMs: Number(compactIntervalMs),
     // Compressed values leave fewer dead bytes per overwrite: a lower bar keeps compactions (and kills during them) happening.
-    compactMinDeadBytes: process.env.PITHOS_CRASH_KEY === undefined ? 32 * 1024 : 8 * 1024,
+    compactMinDeadBytes: process.env.PITHOS_CRASH_COMPRESS === undefined ? 32 * 1024 : 8 * 1024,
     compactMinDeadRatio: 0.3,
     sweepIntervalMs: 0,
     // Hints built at once or soon after rotation, so kills land inside hint writes too.
@@ -54,7 +54,8 @@ async function main(): Promise<void> {
     log: (level, msg) => process.stderr.write(`${level}: ${msg}\n`),
     // Set by crash.test.ts for its encrypted run.
     keyring: process.env.PITHOS_CRASH_KEY === undefined ? undefined : new Keyring(new DataKey(Buffer.from(process.env.PITHOS_CRASH_KEY, 'hex'))),
-    compression: process.env.PITHOS_CRASH_KEY !== undefined,
+    // Set by crash.test.ts for the encrypted run and one plain run: kills then land inside compression rewrites too.
+    compression: process.env.PITHOS_CRASH_COMPRESS !== undefined,
   });
   const v = await e.read('s0', (b) => Number(b.toString()));
   let next = (v ?? 0) + 1;

@@ -27,7 +27,7 @@ interface Life {
   killedAfterAck: boolean;
 }
 
-/** The key of the encrypted run (crash-writer.ts reads it from PITHOS_CRASH_KEY, and then compresses too). */
+/** The key of the encrypted run (crash-writer.ts reads it from PITHOS_CRASH_KEY; PITHOS_CRASH_COMPRESS turns compression on). */
 const KEY_HEX = 'c3'.repeat(32);
 
 /**
@@ -36,9 +36,20 @@ const KEY_HEX = 'c3'.repeat(32);
  * either, so that on a busy machine each life still moves the log on (the checks after the loop
  * need compactions, which need enough batches written).
  */
-function runAndKill(dir: string, seg: number, writers: number, killDelay: number, beforeFirstAck: boolean, sealed: boolean, minAcks: number): Promise<Life> {
+function runAndKill(
+  dir: string,
+  seg: number,
+  writers: number,
+  killDelay: number,
+  beforeFirstAck: boolean,
+  sealed: boolean,
+  compressed: boolean,
+  minAcks: number,
+): Promise<Life> {
   return new Promise((resolve, reject) => {
-    const env = sealed ? { ...process.env, PITHOS_CRASH_KEY: KEY_HEX } : process.env;
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    if (sealed) env.PITHOS_CRASH_KEY = KEY_HEX;
+    if (compressed) env.PITHOS_CRASH_COMPRESS = '1';
     const child = spawn(process.execPath, [WRITER, dir, String(seg), '50', String(writers)], { stdio: ['ignore', 'pipe', 'pipe'], env });
     let acked = 0;
     let acks = 0;
@@ -114,8 +125,12 @@ async function verify(e: Engine, acked: number, where: string): Promise<number> 
   return V;
 }
 
-for (const sealed of [false, true])
-  test(`SIGKILL at random moments never loses an acknowledged batch nor leaves half of one${sealed ? ' (encrypted and compressed)' : ''}`, async () => {
+for (const [sealed, compressed] of [
+  [false, false],
+  [false, true],
+  [true, true],
+])
+  test(`SIGKILL at random moments never loses an acknowledged batch nor leaves half of one${sealed ? ' (encrypted and compressed)' : compressed ? ' (compressed)' : ''}`, async () => {
     const dir = tmpDir('crash');
     const keyring = sealed ? new Keyring(new DataKey(Buffer.from(KEY_HEX, 'hex'))) : undefined;
     const started = Date.now();
@@ -126,6 +141,7 @@ for (const sealed of [false, true])
     let compactions = 0;
     let livesWithCompaction = 0;
     let maxV = 0;
+    let recodes = 0;
     const seed = Number(process.env.PITHOS_CRASH_SEED ?? Date.now() % 1_000_000);
     let s = seed;
     const rand = (): number => {
@@ -144,7 +160,8 @@ for (const sealed of [false, true])
         const seg = rand() < 0.5 ? 16 * 1024 : 64 * 1024;
         const writers = rand() < 0.3 ? 1 : 8;
         const minAcks = Math.floor(rand() * 40);
-        const life = await runAndKill(dir, seg, writers, delay, early, sealed, minAcks);
+        const life = await runAndKill(dir, seg, writers, delay, early, sealed, compressed, minAcks);
+        recodes += (life.stderr.match(/compressed \d{16}\.log:/g) ?? []).length;
         lives++;
         compactions += (life.stderr.match(/compacted \d+ segment/g) ?? []).length;
         if (/compacted/.test(life.stderr)) livesWithCompaction++;
@@ -172,13 +189,15 @@ for (const sealed of [false, true])
         );
       }
       console.log(
-        `crash test${sealed ? ' (encrypted)' : ''}: ${lives} kills (${killsAfterAck} after the first ack), ${maxV} batches, ` +
-          `up to ${maxSegments} segments, ${compactions} compactions in ${livesWithCompaction} lives, seed ${seed}`,
+        `crash test${sealed ? ' (encrypted)' : ''}${compressed ? ' (compressed)' : ''}: ${lives} kills (${killsAfterAck} after the first ack), ${maxV} batches, ` +
+          `up to ${maxSegments} segments, ${compactions} compactions in ${livesWithCompaction} lives, ${recodes} segments compressed, seed ${seed}`,
       );
       assert.ok(compactions > 0, 'the writer never compacted');
       assert.ok(lives >= 10, `only ${lives} kills`);
       assert.ok(killsAfterAck >= 5);
       assert.ok(maxV > 100, 'the writer hardly wrote anything');
+      // Kills can land inside the compression rewrites only if there were some.
+      assert.equal(recodes > 0, compressed, `${recodes} segments compressed`);
       if (keyring !== undefined) {
         const keys = await segmentKeys(dir);
         assert.ok(

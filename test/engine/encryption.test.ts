@@ -259,3 +259,120 @@ test('compaction rewrites plain and old-key segments under the current key; the 
   await assertState(e3, replay([...b0, ...b1, ...b2]));
   await e3.close();
 });
+
+/** The sealed units of a segment file: position, length, first sequence number and number of batches (its count field). */
+function units(file: string): Array<{ pos: number; len: number; seq: number; count: number }> {
+  const b = fs.readFileSync(file);
+  const out: Array<{ pos: number; len: number; seq: number; count: number }> = [];
+  for (let pos = SEALED_SEGMENT_HEADER_SIZE; pos + 20 <= b.length;) {
+    const len = b.readUInt32LE(pos + 4);
+    out.push({ pos, len, seq: b.readUInt32LE(pos + 8), count: b.readUInt32LE(pos + 16) });
+    pos += len;
+  }
+  return out;
+}
+
+test('the batches of one group commit are sealed as one unit: read back from disk, hints, the feed and compaction; damage drops the unit', async () => {
+  const d = dir('units');
+  const opts = { segmentBytes: 64 * 1024, keyring: ringA, cacheBytes: 0 };
+  const e = await open(d, opts);
+  const want = new Map<string, string>();
+  const seqOf = new Map<string, number>();
+  let batches = 0;
+  for (let round = 0; round < 12; round++) {
+    // Written in one turn of the event loop: one group, one unit.
+    await Promise.all(
+      Array.from({ length: 40 }, (_, i) => {
+        const k = `r${round}-${i}`;
+        const v = `${k}:${'z'.repeat((round * 37 + i * 11) % 700)}`;
+        want.set(k, v);
+        seqOf.set(k, e.upcomingSeq);
+        batches++;
+        return e.write([put(k, v)]);
+      }),
+    );
+  }
+  const check = async (x: typeof e, msg: string): Promise<void> => {
+    for (const [k, v] of want) assert.equal(await x.read(k, (b) => b.toString()), v, `${msg}: ${k}`);
+  };
+  const feedSeqs = async (x: typeof e): Promise<number[]> => {
+    const seqs: number[] = [];
+    assert.equal(await x.replay(0, x.upcomingSeq, (seq) => void seqs.push(seq)), true);
+    return seqs;
+  };
+  const grouped = logFiles(d).flatMap((f) => units(path.join(d, f)).filter((u) => u.count > 1));
+  assert.ok(grouped.length >= 10, `${grouped.length} units of several batches`);
+  await check(e, 'written');
+  assert.deepEqual(
+    await feedSeqs(e),
+    Array.from({ length: batches }, (_, i) => i + 1),
+  );
+  // Rows of one group written together: a snapshot reads them out of their units.
+  const rows = Array.from({ length: 60 }, (_, i) => `row ${i} ${'q'.repeat(i * 13)}`);
+  await Promise.all(rows.map((v, i) => e.write([put(`t\u0000g\u0000${String(i).padStart(4, '0')}`, v)])));
+  batches += rows.length;
+  const snap = e.snapshot('t\u0000g\u0000', (b) => b.toString());
+  assert.deepEqual(await snap.read(0, snap.length), rows);
+  snap.release();
+  await e.close();
+  await waitForHints(d);
+  const e2 = await open(d, opts);
+  await check(e2, 'reopened');
+  assert.deepEqual(
+    await feedSeqs(e2),
+    Array.from({ length: batches }, (_, i) => i + 1),
+  );
+  await e2.close();
+
+  // A changed byte inside a unit of several batches, not the last of its segment.
+  const file = path.join(d, logFiles(d)[0]);
+  const all = units(file);
+  const victim = all.slice(0, -1).find((u) => u.count > 1);
+  assert.ok(victim !== undefined);
+  for (const h of hintFiles(d)) fs.rmSync(path.join(d, h));
+  const copy = dir('units-copy');
+  fs.cpSync(d, copy, { recursive: true });
+  flipByte(path.join(copy, logFiles(d)[0]), victim.pos + 20 + Math.floor((victim.len - 36) / 2));
+  await assert.rejects(open(copy, opts), (err: Error) => err instanceof CorruptionError && err.message.includes(String(victim.pos)));
+  const e3 = await open(copy, { ...opts, repair: true });
+  const gone: string[] = [];
+  for (const [k, v] of want) {
+    const got = await e3.read(k, (b) => b.toString());
+    if (got === undefined) gone.push(k);
+    else assert.equal(got, v);
+  }
+  // Exactly the batches of the damaged unit: its count from its first sequence number on.
+  const inUnit = [...want.keys()].filter((k) => (seqOf.get(k) as number) >= victim.seq && (seqOf.get(k) as number) < victim.seq + victim.count);
+  assert.deepEqual(gone, inUnit);
+  await e3.close();
+
+  // Compaction copies them out of their units, one sealed batch each, and they read the same.
+  const e4 = await open(d, { ...opts, compactMinDeadBytes: 0, compactMinDeadRatio: 0 });
+  for (const k of [...want.keys()].slice(0, 40)) await e4.write([put(k, want.get(k) as string)]);
+  assert.equal(await e4.compact(true), true);
+  await check(e4, 'compacted');
+  await e4.close();
+  const e5 = await open(d, opts);
+  await check(e5, 'compacted, reopened');
+  await e5.close();
+});
+
+test('a large group commit is sealed as several units of at most 256 KiB of batches', async () => {
+  const d = dir('unit-cap');
+  const opts = { keyring: ringA, cacheBytes: 0 };
+  const e = await open(d, opts);
+  const value = (i: number): string => `${i}:${String(i % 10).repeat(10_000 + i)}`;
+  await Promise.all(Array.from({ length: 60 }, (_, i) => e.write([put(`big${i}`, value(i))])));
+  const us = units(newestLog(d));
+  assert.ok(us.length >= 3, `${us.length} units`);
+  for (const u of us) assert.ok(u.len - 36 <= 256 * 1024, `a unit of ${u.len} bytes`);
+  assert.equal(
+    us.reduce((a, u) => a + u.count, 0),
+    60,
+  );
+  for (let i = 0; i < 60; i++) assert.equal(await e.read(`big${i}`, (b) => b.toString()), value(i));
+  await e.close();
+  const e2 = await open(d, opts);
+  for (let i = 0; i < 60; i++) assert.equal(await e2.read(`big${i}`, (b) => b.toString()), value(i));
+  await e2.close();
+});

@@ -186,8 +186,8 @@ test('ShardedMap agrees with Map on get/has/set/delete/clear/size and lists each
   );
 });
 
-test("shardOf spreads the model's key shapes evenly over the 256 shards", () => {
-  // Record keys and one table's row keys (src/model/keys.ts): 100 keys per shard on average.
+test("shardOf spreads the stores' key shapes evenly over the 256 shards", () => {
+  // Record keys and one table's row keys (src/store/log/keys.ts): 100 keys per shard on average.
   for (const key of [
     (i: number) => `R/user:${i}`,
     (i: number) => `t\u0000orders\u00001\u0000${String(i).padStart(16, '0')}`,

@@ -1,5 +1,5 @@
 /**
- * The fuzzer in the normal suite (issue 14): bounded to about 40 s, seeded
+ * The fuzzer in the normal suite (docs/fuzzing.md): bounded to about 40 s, seeded
  * (FUZZ_SEED reproduces a run; the seed is printed either way).
  */
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * A seeded HTTP fuzzer for a running Pithos (issue 14, "Fuzzing"). Raw bytes
+ * A seeded HTTP fuzzer for a running Pithos (docs/fuzzing.md). Raw bytes
  * over TCP: random methods, paths (odd percent-encodings, long segments),
  * headers, bodies (garbage, deep nesting, huge numbers, duplicate keys,
  * __proto__/constructor, wrong types for every field of every endpoint),
@@ -56,7 +56,7 @@ class Gen {
   }
 }
 
-const NAMESPACES = ['tables', 'records', 'table', 'variants', 'locks', 'lists'] as const;
+const NAMESPACES = ['tables', 'records', 'table', 'variants', 'locks', 'lists', 'list', 'sets', 'set', 'zsets', 'zset', 'number', 'text'] as const;
 type Ns = (typeof NAMESPACES)[number];
 
 const ODD_SEGMENTS = [
@@ -143,10 +143,45 @@ function validValue(g: Gen, field: string): unknown {
       return { start: g.int(6) - 3, stop: g.int(6) - 3 };
     case 'remove':
       return { value: randScalar(g), count: g.int(5) - 2 };
+    // sets and sorted sets: members from a small pool, so adds, removes and combines meet
+    case 'members':
+      return Array.from({ length: g.int(4) }, () => g.pick(MEMBERS));
+    case 'setbody':
+      return g.chance(0.5)
+        ? Array.from({ length: g.int(4) }, () => g.pick(MEMBERS))
+        : Object.fromEntries(Array.from({ length: g.int(3) }, () => [g.pick(MEMBERS), true]));
+    case 'zmembers':
+    case 'zset':
+      return Object.fromEntries(Array.from({ length: g.int(4) }, () => [g.pick(MEMBERS), g.pick(SCORES)]));
+    case 'member':
+      return g.pick(MEMBERS);
+    case 'zdelta':
+      return g.pick(SCORES);
+    case 'mode':
+      return g.pick(['upsert', 'nx', 'xx', 'gt', 'lt', 'NX', '']);
+    case 'create':
+      return g.chance(0.7);
+    case 'op':
+      return g.pick(['union', 'inter', 'diff', 'xor']);
+    case 'with':
+      return Array.from({ length: g.int(3) }, () => g.pick(['a', 'b', 'c', '', '..']));
+    case 'store':
+      return g.pick(['a', 'b', 'c', '']);
+    case 'number':
+      return g.pick([0, 1, -5, 9007199254740991, 1.5]);
+    case 'content':
+    case 'append':
+      return g.pick(['', 'x', 'é', '\u0000', 'abc'.repeat(50)]);
+    case 'if_absent':
+      return g.chance(0.5);
     default:
       return randValue(g, 2);
   }
 }
+
+/** Set and sorted-set members: byte-order neighbours, the empty string, NUL, astral and over-long ones. */
+const MEMBERS = ['a', 'b', 'B', 'é', '', '\u0000', '\ud83d\ude00', 'm'.repeat(4096), 'm'.repeat(4097), '__proto__', 'constructor'];
+const SCORES: unknown[] = [0, 1, -1, 2.5, -0, 1e308, -1e308, 9007199254740993, '1', 'inf', '+inf', null];
 
 const WRONG: unknown[] = [
   null,
@@ -202,14 +237,33 @@ function fieldsFor(method: string, ns: Ns, suffix: string): string[] {
     if (suffix === '/pop') return ['side', 'count', 'wait_ms', 'to', 'to_side'];
     return method === 'PATCH' ? ['set', 'trim', 'remove', 'ttl'] : ['list', 'ttl'];
   }
+  if (ns === 'list') return ['list', 'ttl', 'if_version', 'if_absent'];
+  if (ns === 'sets' || ns === 'set') {
+    if (suffix === '/add') return ['members', 'create', 'if_version'];
+    if (suffix === '/remove') return ['members', 'if_version'];
+    if (suffix === '/contains') return ['members'];
+    if (suffix === '/combine') return ['op', 'with', 'store'];
+    return method === 'PATCH' ? ['ttl'] : ['setbody', 'ttl', 'if_version', 'if_absent'];
+  }
+  if (ns === 'zsets' || ns === 'zset') {
+    if (suffix === '/add') return ['zmembers', 'mode', 'create', 'if_version'];
+    if (suffix === '/incr') return ['member', 'zdelta', 'create', 'if_version'];
+    if (suffix === '/remove') return ['members', 'if_version'];
+    return method === 'PATCH' ? ['ttl'] : ['zset', 'ttl', 'if_version', 'if_absent'];
+  }
+  if (ns === 'number') return method === 'POST' ? ['delta'] : ['number', 'ttl', 'if_version', 'if_absent'];
+  if (ns === 'text') return method === 'POST' ? ['append', 'if_version'] : ['content', 'ttl', 'if_version', 'if_absent'];
   return method === 'PUT' ? ['lockttl', 'holder'] : ['token', 'ttl'];
 }
+
+/** Generator names that stand for a field of another name (one name, several shapes). */
+const FIELD_NAMES: Record<string, string> = { lockttl: 'ttl', setbody: 'set', zmembers: 'members', zdelta: 'delta' };
 
 /** JSON text of a body: mostly the endpoint's fields, each valid, missing or of a wrong type. */
 function structuredBody(g: Gen, method: string, ns: Ns, suffix: string): string {
   const parts: string[] = [];
   for (const f of fieldsFor(method, ns, suffix)) {
-    const name = f === 'lockttl' ? 'ttl' : f;
+    const name = FIELD_NAMES[f] ?? f;
     const roll = g.r();
     if (roll < 0.15) continue;
     const v = roll < 0.65 ? validValue(g, f) : g.pick(WRONG);
@@ -276,6 +330,8 @@ function buildRequest(g: Gen, token: string, names: string[]): Built {
     target = { ns, name };
     if (ns === 'tables' && g.chance(0.5)) suffix = g.pick(['/rows', '/query', `/rows/${g.pick(ROW_IDS)}`]);
     if (ns === 'lists' && g.chance(0.5)) suffix = g.pick(['/push', '/pop']);
+    if (ns === 'sets' && g.chance(0.5)) suffix = g.pick(['/add', '/remove', '/contains', '/combine']);
+    if (ns === 'zsets' && g.chance(0.5)) suffix = g.pick(['/add', '/incr', '/remove', `/members/${encodeURIComponent(g.pick(MEMBERS))}`, '/members/']);
     path = `/${ns}/${encodeURIComponent(name)}${suffix}`;
   } else if (roll < 0.9) {
     path = `/${ns}/${g.pick(ODD_SEGMENTS)}${g.chance(0.2) ? g.pick(['/rows', '/query', '/x', '/', '//']) : ''}`;

@@ -20,8 +20,23 @@ import { pgBinDir } from '../helpers/postgres.js';
  * available"). ttl ≥ loop_wait + 2 × retry_timeout, as Patroni requires.
  */
 export const PATRONI = { ttl: 10, loop_wait: 1, retry_timeout: 4 } as const;
-/** HAProxy's check of each member's Patroni REST API (`OPTIONS /primary`). */
-export const HAPROXY_CHECK = { inter: '1s', fall: 2, rise: 1 } as const;
+/**
+ * HAProxy's check of each member's Patroni REST API (`OPTIONS /primary`):
+ * Patroni's layout (docs: `inter 3s fall 3 rise 2 on-marked-down
+ * shutdown-sessions`) with shorter intervals. A member that stops leading is
+ * checked every `inter` while up, then every `fastinter` once a check failed,
+ * so it is marked down (its sessions cut) within `inter` + (`fall` - 1) ×
+ * `fastinter`; the new leader, down until then, is checked every `downinter`
+ * and taken after `rise` answers: the part of a switchover's outage that is
+ * HAProxy's own.
+ */
+export const HAPROXY_CHECK = { inter: '500ms', fastinter: '200ms', downinter: '200ms', fall: 2, rise: 1 } as const;
+
+/** The `default-server` settings of the primary's listener. */
+export function haproxyCheck(): string {
+  const c = HAPROXY_CHECK;
+  return `inter ${c.inter} fastinter ${c.fastinter} downinter ${c.downinter} fall ${c.fall} rise ${c.rise} on-marked-down shutdown-sessions`;
+}
 
 const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;
 const owner = asRoot
@@ -283,7 +298,7 @@ listen primary
   bind 127.0.0.1:${this.proxyPort}
   option httpchk OPTIONS /primary
   http-check expect status 200
-  default-server inter ${HAPROXY_CHECK.inter} fall ${HAPROXY_CHECK.fall} rise ${HAPROXY_CHECK.rise} on-marked-down shutdown-sessions
+  default-server ${haproxyCheck()}
 ${servers}
 `;
   }

@@ -14,22 +14,17 @@ import { after, before, test } from 'node:test';
 import os from 'node:os';
 import pg from 'pg';
 import { PithosServer } from '../helpers/server.js';
-import { HAPROXY_CHECK, HaCluster, PATRONI, sleep, until } from './cluster.js';
+import { HaCluster, PATRONI, haproxyCheck, sleep, until } from './cluster.js';
 import { Workload, expected, ok, unknownOutcome, type Sample } from './workload.js';
 
 /** The nodes' --pg-statement-timeout-ms: the bound of a request's database work (the node gives up 500 ms after it). */
 const STATEMENT_MS = 2000;
-/** The node's own deadline for one wait on the database (its statement timeout + 0.5 s). */
-const STEP_MS = STATEMENT_MS + 500;
 /**
- * The bound asserted: each database step of a request has its own deadline
- * (docs/scaling.md, "Every wait is bounded"), and the longest requests here
- * take two steps (a record PUT of a new name: the UPDATE, then the INSERT),
- * plus 1 s. The harness also counts requests over one step + 1 s (SINGLE_MS),
- * which is what users of a one-statement request can expect.
+ * The bound asserted: every request is answered within the configured bound
+ * plus 1 s, whatever the database does. A request's database work has one
+ * deadline, the bound + 0.5 s (docs/scaling.md, "Every wait is bounded").
  */
-const LIMIT_MS = 2 * STEP_MS + 1000;
-const SINGLE_MS = STATEMENT_MS + 1000;
+const LIMIT_MS = STATEMENT_MS + 1000;
 const FREEZE_MS = 20_000;
 
 type Kind = 'kill-postmaster' | 'switchover' | 'kill-patroni' | 'freeze';
@@ -48,14 +43,14 @@ interface Figures {
   n500: number;
   unknown: number;
   longestMs: number;
-  /** Requests that took longer than one step's deadline + 1 s. */
-  overSingle: number;
   requests: number;
   /** Writes answered 201 whose record is not there afterwards. */
   lost: number;
   /** `reset` events the watchers got, and times a watcher's stream ended (it reconnects with Last-Event-ID). */
   resets: number;
   reconnects: number;
+  /** The last write that failed: when it was sent (ms after the fault) and its answer, which explains a long write outage. */
+  lastFailure: string;
 }
 
 let cluster: HaCluster | undefined;
@@ -81,16 +76,22 @@ before(async () => {
 after(() => {
   const rows = figures.map(
     (f) =>
-      `| ${f.run} | ${f.kind} | ${f.requests} | ${f.lost} | ${f.n500} | ${f.n503} (${f.unknown} unknown outcome) | ${f.longestMs} | ${f.overSingle} | ${(f.outageMs / 1000).toFixed(1)} s | ${f.dbOutageMs === undefined ? '-' : `${(f.dbOutageMs / 1000).toFixed(1)} s`} | ${f.resumeAfterDbMs === undefined ? '-' : `${(f.resumeAfterDbMs / 1000).toFixed(2)} s`} | ${f.resets} / ${f.reconnects} |`,
+      `| ${f.run} | ${f.kind} | ${f.requests} | ${f.lost} | ${f.n500} | ${f.n503} (${f.unknown} unknown outcome) | ${f.longestMs} | ${(f.outageMs / 1000).toFixed(1)} s | ${f.dbOutageMs === undefined ? '-' : `${(f.dbOutageMs / 1000).toFixed(1)} s`} | ${f.resumeAfterDbMs === undefined ? '-' : `${(f.resumeAfterDbMs / 1000).toFixed(2)} s`} | ${f.resets} / ${f.reconnects} |`,
   );
   process.stdout.write(
     [
       `# Patroni ttl ${PATRONI.ttl} s, loop_wait ${PATRONI.loop_wait} s, retry_timeout ${PATRONI.retry_timeout} s, master_start_timeout 0, synchronous_mode; ` +
-        `HAProxy check inter ${HAPROXY_CHECK.inter} fall ${HAPROXY_CHECK.fall} rise ${HAPROXY_CHECK.rise}; --pg-statement-timeout-ms ${STATEMENT_MS}, bound asserted ${LIMIT_MS} ms (two steps of ${STEP_MS} ms + 1 s)`,
+        `HAProxy check ${haproxyCheck()}; --pg-statement-timeout-ms ${STATEMENT_MS}, bound asserted ${LIMIT_MS} ms (the bound + 1 s)`,
       `# load during the runs (uptime): ${load.join(' / ')}`,
-      `| run | failover | requests | acknowledged writes lost | 500 | 503 | longest request (ms) | over ${SINGLE_MS} ms | write outage | database outage | writes after the new primary accepts | feed resets / reconnects (2 watchers) |`,
-      '|---|---|---|---|---|---|---|---|---|---|---|---|',
+      `| run | failover | requests | acknowledged writes lost | 500 | 503 | longest request (ms) | write outage | database outage | writes after the new primary accepts | feed resets / reconnects (2 watchers) |`,
+      '|---|---|---|---|---|---|---|---|---|---|---|',
       ...rows,
+      ...figures.map((f) => `# ${f.run} ${f.kind}: last failing write ${f.lastFailure}`),
+      // HAProxy's own account of its checks (foreground mode logs each server going up or down, with the reason).
+      ...(cluster?.log('haproxy') ?? '')
+        .split('\n')
+        .filter((l) => / is (UP|DOWN)/.test(l))
+        .map((l) => `# haproxy: ${l.trim().slice(0, 200)}`),
       '',
     ].join('\n'),
   );
@@ -222,8 +223,10 @@ function measure(
   const writes = samples.filter((s) => s.op === 'put' || s.op === 'inc');
   const failed = writes.filter((s) => !ok(s)).sort((a, b) => a.start - b.start);
   let outageMs = 0;
+  let lastFailure = 'none';
   if (failed.length > 0) {
     const last = failed[failed.length - 1];
+    lastFailure = `sent ${((last.start - t0) / 1000).toFixed(1)} s after the fault: ${last.status} ${last.message.slice(0, 160)}`;
     const okAfter = writes.filter((s) => ok(s) && s.start >= last.start).sort((a, b) => a.end - b.end)[0];
     outageMs = (okAfter?.end ?? last.end) - failed[0].start;
   }
@@ -238,10 +241,10 @@ function measure(
     n500: samples.filter((s) => s.status === 500).length,
     unknown: samples.filter(unknownOutcome).length,
     longestMs: Math.max(0, ...samples.map((s) => s.end - s.start)),
-    overSingle: samples.filter((s) => s.end - s.start > SINGLE_MS).length,
     requests: samples.length,
     lost,
     ...feed,
+    lastFailure,
   };
 }
 

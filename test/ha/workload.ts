@@ -53,8 +53,15 @@ export interface Hold {
   /** Acquire sent, acquire acknowledged. */
   sent: number;
   acked: number;
-  /** When the holder stopped holding for sure: release sent (answered 200), else acquire sent + ttl. */
+  /**
+   * When the holder stopped holding for sure: release sent, when the release
+   * was answered 200 or may have been made (503, unknown outcome); else
+   * acquire sent + ttl (a release refused with "nothing was changed" left the
+   * lock held until it expires).
+   */
   until: number;
+  /** The release's answer (status and message), for the failure message. */
+  release?: string;
 }
 
 export interface FeedEvent {
@@ -209,7 +216,8 @@ export class Workload {
             await sleep(30);
             const releaseSent = Date.now();
             const r = await this.call('release', node, 'DELETE', `/locks/${this.lock}`, { token: a.data?.token });
-            if (r.s.status === 200) hold.until = Math.min(hold.until, releaseSent);
+            hold.release = `${r.s.status} ${r.s.message}`;
+            if (r.s.status === 200 || unknownOutcome(r.s)) hold.until = Math.min(hold.until, releaseSent);
           }
         })(),
       );

@@ -1,4 +1,4 @@
-/** Unit test of the hint for a query sent to the insert path (issue 14, item 6). */
+/** Unit test of the hint for a query sent to the insert path (docs/api.md). */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { rowsHint } from '../../src/http/hints.js';

@@ -83,7 +83,7 @@ test(
       t.diagnostic(`RSS before ${before} MiB, peak ${peak} MiB, after ${rssMiB(s.child!.pid!)} MiB; stalled connections released after ${released} ms`);
       assert.ok(released >= 0, 'the stalled connections must be closed within 16 s');
       // An answer of 10 MiB costs about 20 MiB while queued (the text and its bytes): one per
-      // connection is about 400 MiB, all three (unbounded, measured 1 GB in issue 14) about 1.2 GB.
+      // connection is about 400 MiB, all three (unbounded, 1 GB was measured without the caps) about 1.2 GB.
       assert.ok(peak - before < 700, `RSS grew by ${peak - before} MiB`);
     } finally {
       for (const x of socks) x.destroy();

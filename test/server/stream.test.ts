@@ -1,5 +1,5 @@
 /**
- * Large answers (docs/query.md, "Large answers"; issue 14 item 16): a 100k-row
+ * Large answers (docs/query.md, "Large answers"): a 100k-row
  * table is answered byte for byte as one string would be, while small requests
  * keep being answered (the server never stalls for the length of the answer);
  * after a restart with a small value cache, a query over the cold table reads

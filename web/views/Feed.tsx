@@ -92,6 +92,8 @@ export function Feed({ db }: { db: Pithos }) {
       }
     };
     const take = (ev: WatchEvent): void => {
+      // Events already read from a stream this effect has closed belong to the old filters.
+      if (stopped) return;
       if (ev.id !== undefined) {
         lastId.current = ev.id;
         setShownLast(ev.id);
@@ -146,9 +148,10 @@ export function Feed({ db }: { db: Pithos }) {
           setShownLast(undefined);
           setEvents([]);
           setPaused(false);
-          setFilters({ ...form });
-          // In the same render: until the new stream is open, 'following' would describe the old one.
+          // Not "following" until the stream with these filters answers: the one it replaces
+          // is still open until the next render's effect closes it.
           setState('connecting…');
+          setFilters({ ...form });
         }}
       >
         <h2 id="filters-title">Filters</h2>

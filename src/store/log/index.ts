@@ -64,13 +64,11 @@ export class LogStore implements Store {
 
   static async open(opts: EngineOptions & { now: () => number }): Promise<LogStore> {
     const engine = await Engine.open(opts);
-    // One pass over the key directory feeds both views kept beside it (docs/query.md).
+    // The views kept beside the directory (docs/query.md) need the top-level keys
+    // and the index entries (the groups `i\0…`), not the rows and collection elements.
     const topLevel: string[] = [];
-    const entries: string[] = [];
-    for (const k of engine.keys()) {
-      if (isTopLevel(k)) topLevel.push(k);
-      else if (k.charCodeAt(0) === 105 /* i */ && k.charCodeAt(1) === 0) entries.push(k);
-    }
+    for (const k of engine.topKeys()) if (isTopLevel(k)) topLevel.push(k);
+    const entries = Array.from(engine.keys('i\u0000'));
     const s = new LogStore(engine, opts.now, topLevel, opts.log ?? noLog);
     await s.indexes.load(entries);
     return s;

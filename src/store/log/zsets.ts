@@ -3,7 +3,12 @@
  * plus one engine key per member whose value is the score (collections.ts).
  * A member's score is one directory lookup (the engine caches it); ranks
  * and ranges come from an order-statistic structure on (score, member)
- * (ranked.ts) kept beside the engine per sorted set.
+ * (ranked.ts) kept beside the engine per sorted set. The structure holds
+ * each member as its element key, the very string the key directory holds
+ * (no copy per member: 32 bytes each for 16-byte members), and is decoded
+ * only for an answer: keys of one group compare as their members do
+ * (collections.ts, encodeMember: the members' UTF-8 byte order, which is
+ * their code point order).
  *
  * That structure is derived state: it is built from the element group the
  * first time a sorted set is read (so nothing is rebuilt at open), tagged
@@ -16,7 +21,7 @@
  * The functions taking a Tx are the decisions; transactions (txns.ts) reuse them.
  */
 import type { Decoder, Engine, GroupSnapshot } from '../../engine/index.js';
-import { collectionMissing, memberCompare, scoreText, type ZMode, type ZRange } from '../collection.js';
+import { collectionMissing, memberCompare, scoreText, type ZMode, type ZRange, zaddEffect } from '../collection.js';
 import { conflict, notFound } from '../errors.js';
 import { RankedPairs } from '../ranked.js';
 import type { Precondition, VersionOut, ZsetStore } from '../store.js';
@@ -53,7 +58,7 @@ interface Index {
   ready: Promise<void> | undefined;
 }
 
-/** What one decision changed in one sorted set: member → [score before the decision, score after]. */
+/** What one decision changed in one sorted set: element key → [score before the decision, score after]. */
 interface Pending {
   /** Header version before the decision (undefined: there was no sorted set). */
   before: number | undefined;
@@ -148,9 +153,9 @@ export class ZsetIndexes {
         scores.set(vals, from);
         await new Promise<void>((r) => setImmediate(r));
       }
-      const members: string[] = new Array(n);
-      for (let i = 0; i < n; i++) members[i] = memberOfKey(group, snap.key(i));
-      const order = sortedOrder(scores, members);
+      const keys: string[] = new Array(n);
+      for (let i = 0; i < n; i++) keys[i] = snap.key(i);
+      const order = sortedOrder(scores, keys);
       for (const changes of b.log) patch(order, changes);
       b.order = order;
       b.log = [];
@@ -174,10 +179,7 @@ export class ZsetIndexes {
     const group = elementGroup('zset', name, h.inc);
     const keys = tx.groupKeys(group, '', Number.MAX_SAFE_INTEGER);
     const scores = tx.getMany(keys, scoreDecoder) as number[];
-    const order = sortedOrder(
-      scores,
-      keys.map((k) => memberOfKey(group, k)),
-    );
+    const order = sortedOrder(scores, keys);
     if (!tx.wrote && (ix === undefined || ix.order !== undefined)) {
       this.cache.set(name, { seq: ver, rollbacks: this.engine.rollbacks, order, log: [], ready: undefined });
     }
@@ -193,13 +195,13 @@ function patch(order: RankedPairs, changes: Map<string, [number | undefined, num
 }
 
 /**
- * (score, member) order of members given in byte order with their scores: a
+ * (score, key) order of element keys given in key order with their scores: a
  * stable sort by score. Done as a native numeric sort of the scores, then
  * each member placed at the next free slot of its score (found by binary
  * search), in member order: no comparator closure, which made a sort of
  * 200,000 indices take 0.8 s on a loaded machine.
  */
-function sortedOrder(scores: ArrayLike<number>, members: string[]): RankedPairs {
+function sortedOrder(scores: ArrayLike<number>, keys: string[]): RankedPairs {
   const n = scores.length;
   const sorted = Float64Array.from(scores).sort();
   const taken = new Int32Array(n);
@@ -216,7 +218,7 @@ function sortedOrder(scores: ArrayLike<number>, members: string[]): RankedPairs 
     }
     const at = lo + taken[lo]++;
     outS[at] = sc;
-    outM[at] = members[i];
+    outM[at] = keys[i];
   }
   return RankedPairs.fromSorted(outS, outM);
 }
@@ -228,9 +230,9 @@ export function zsetPut(ix: ZsetIndexes, tx: Tx, name: string, pairs: ReadonlyAr
   return created;
 }
 
-function record(p: { changes: Map<string, [number | undefined, number | undefined]> }, m: string, old: number | undefined, now: number | undefined): void {
-  const c = p.changes.get(m);
-  if (c === undefined) p.changes.set(m, [old, now]);
+function record(p: { changes: Map<string, [number | undefined, number | undefined]> }, key: string, old: number | undefined, now: number | undefined): void {
+  const c = p.changes.get(key);
+  if (c === undefined) p.changes.set(key, [old, now]);
   else c[1] = now;
 }
 
@@ -259,17 +261,14 @@ export function zsetAdd(
   let updated = 0;
   let p: Pending | undefined;
   for (let i = 0; i < pairs.length; i++) {
-    const [m, s] = pairs[i];
+    const s = pairs[i][1];
     const c = cur[i];
-    if (c === undefined) {
-      if (mode === 'xx') continue;
-      added++;
-    } else {
-      if (mode === 'nx' || s === c || (mode === 'gt' && !(s > c)) || (mode === 'lt' && !(s < c))) continue;
-      updated++;
-    }
+    const effect = zaddEffect(mode, c, s);
+    if (effect === undefined) continue;
+    if (effect === 'add') added++;
+    else updated++;
     tx.put(keys[i], scoreBytes(s), s, scoreDecoder, exp);
-    record((p ??= ix.track(tx, name)), m, c, s);
+    record((p ??= ix.track(tx, name)), keys[i], c, s);
   }
   const count = h.count + added;
   if (p === undefined) return [0, 0, h.count];
@@ -288,7 +287,7 @@ export function zsetIncr(ix: ZsetIndexes, tx: Tx, name: string, member: string, 
   if (!Number.isFinite(s))
     throw conflict(`zset '${name}' member ${JSON.stringify(member)}: score ${scoreText(cur ?? 0)} + ${scoreText(delta)} is not a finite number`);
   tx.put(key, scoreBytes(s), s, scoreDecoder, tx.expiry(headerKey('zset', name)));
-  record(ix.track(tx, name), member, cur, s);
+  record(ix.track(tx, name), key, cur, s);
   const count = h.count + (cur === undefined ? 1 : 0);
   const json = `{"member":${JSON.stringify(member)},"delta":${scoreText(delta)},"score":${scoreText(s)}}`;
   writeHeader(tx, 'zset', name, { inc: h.inc, count }, { op: 'incr', json });
@@ -307,7 +306,7 @@ export function zsetRemove(ix: ZsetIndexes, tx: Tx, name: string, members: reado
     const c = cur[i];
     if (c === undefined || !tx.has(keys[i])) continue; // a duplicate in `members` was removed just now
     tx.del(keys[i]);
-    record(p, members[i], c, undefined);
+    record(p, keys[i], c, undefined);
     removed++;
   }
   const count = h.count - removed;
@@ -364,11 +363,12 @@ export class LogZsets implements ZsetStore {
       if (h === undefined) throw collectionMissing('zset', name);
       if (out !== undefined) out.version = tx.version(headerKey('zset', name)) ?? 0;
       const order = this.indexes.order(tx, name, h);
+      const group = elementGroup('zset', name, h.inc);
       const n = order.size;
       let text = '{"items":[';
       let first = true;
-      const visit = (s: number, m: string): void => {
-        text += (first ? '' : ',') + item(s, m);
+      const visit = (s: number, key: string): void => {
+        text += (first ? '' : ',') + item(s, memberOfKey(group, key));
         first = false;
       };
       if (q.by === 'rank') {
@@ -396,10 +396,11 @@ export class LogZsets implements ZsetStore {
     await this.indexes.prepare(this.atomic, name);
     return this.atomic.read((tx) => {
       const h = existingHeader(tx, 'zset', name, undefined);
-      const s = tx.get(memberKey(elementGroup('zset', name, h.inc), member), scoreDecoder);
+      const key = memberKey(elementGroup('zset', name, h.inc), member);
+      const s = tx.get(key, scoreDecoder);
       if (s === undefined) throw notFound(`${JSON.stringify(member)} is not a member of zset '${name}'`);
       const order = this.indexes.order(tx, name, h);
-      const r = order.rank(s, member);
+      const r = order.rank(s, key);
       return `{"score":${scoreText(s)},"rank":${r},"rev_rank":${order.size - 1 - r}}`;
     });
   }

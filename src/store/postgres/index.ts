@@ -52,13 +52,14 @@ export class PgStore implements Store {
 
   private constructor(private readonly db: Db) {
     this.indexes = new PgIndexes(db);
-    this.tables = new PgTables(db, this.indexes);
-    this.records = new PgRecords(db);
-    this.variants = new PgVariants(db);
-    this.locks = new PgLocks(db);
-    this.lists = new PgLists(db);
-    this.sets = new PgSets(db);
-    this.zsets = new PgZsets(db);
+    // Each call from the HTTP layer is one operation with one deadline for all its database work (deadline.ts); stats() is one statement.
+    this.tables = db.ops.bound(new PgTables(db, this.indexes));
+    this.records = db.ops.bound(new PgRecords(db));
+    this.variants = db.ops.bound(new PgVariants(db));
+    this.locks = db.ops.bound(new PgLocks(db));
+    this.lists = db.ops.bound(new PgLists(db));
+    this.sets = db.ops.bound(new PgSets(db));
+    this.zsets = db.ops.bound(new PgZsets(db));
   }
 
   /**
@@ -158,11 +159,11 @@ export class PgStore implements Store {
   }
 
   list(kind: ListKind, opts: ListOptions): Promise<string> {
-    return list(this.db.q, kind, opts);
+    return this.db.ops.run(() => list(this.db.q, kind, opts));
   }
 
   transact(txn: Transaction): Promise<string> {
-    return transact(this.db, txn);
+    return this.db.ops.run(() => transact(this.db, txn));
   }
 
   /**

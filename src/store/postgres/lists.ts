@@ -319,14 +319,18 @@ export class PgLists implements ListStore {
     else w.resolve(v as string);
   }
 
-  /** Tries the list's waiters in arrival order, one pop at a time, until one finds nothing. */
+  /**
+   * Tries the list's waiters in arrival order, one pop at a time, until one finds nothing.
+   * A waiter waits on purpose, up to its own timeout, so the waiting is no part of the
+   * blocking pop's deadline: each try is one operation with a deadline of its own.
+   */
   private serve(name: string): void {
     if (this.serving.has(name)) {
       this.dirty.add(name);
       return;
     }
     this.serving.add(name);
-    void (async () => {
+    void this.db.ops.apart(async () => {
       try {
         for (;;) {
           this.dirty.delete(name);
@@ -344,8 +348,10 @@ export class PgLists implements ListStore {
           try {
             // Every node's waiters are woken by every push: a plain read first keeps the ones
             // that would find nothing out of the list row's lock queue (the locked pop decides).
-            const n = pre === undefined ? await listLength(this.db.q, name) : 1;
-            items = n === undefined || n === 0 ? [] : await this.db.run((tx) => popItems(tx, name, w.p, pre));
+            items = await this.db.ops.run(async () => {
+              const n = pre === undefined ? await listLength(this.db.q, name) : 1;
+              return n === undefined || n === 0 ? [] : await this.db.run((tx) => popItems(tx, name, w.p, pre));
+            });
           } catch (err) {
             w.taken = false;
             this.settle(name, w, undefined, err);
@@ -367,7 +373,7 @@ export class PgLists implements ListStore {
       } finally {
         this.serving.delete(name);
       }
-    })();
+    });
   }
 
   /** One LISTEN connection per node, opened by the first waiting pop. */

@@ -26,7 +26,7 @@ import type { Db, Q } from './sql.js';
 
 const LIVE_HEADER = (q: Q): string => `pithos_sets h WHERE h.name = $1 AND ${q.live('h.expires_at')}`;
 
-/** Inserts the members not there yet; returns how many. In slices: each statement has its own deadline. */
+/** Inserts the members not there yet; returns how many. In slices, all within the operation's one deadline (deadline.ts). */
 async function insertMembers(q: Q, name: string, members: readonly string[]): Promise<number> {
   let added = 0;
   for (let from = 0; from < members.length; from += INSERT_STEP) {

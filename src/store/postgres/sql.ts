@@ -11,6 +11,7 @@
  */
 import pg from 'pg';
 import { StoreError, storageFull } from '../errors.js';
+import { Operations } from './deadline.js';
 import { ENDPOINT, Locator, WrongRoleError, clientClass, parsePgUrl, type Endpoint } from './hosts.js';
 import { Primary } from './primary.js';
 
@@ -36,8 +37,9 @@ export interface PgOptions {
   /**
    * The bound on one operation's database work: the server cancels a
    * statement running longer (statement_timeout), and this node gives up on
-   * an operation (waiting for a connection, its statements, its COMMIT)
-   * DEADLINE_SLACK_MS later, whatever the database does.
+   * an operation (waiting for a connection, its statements, its retries, its
+   * COMMIT: one budget, deadline.ts) DEADLINE_SLACK_MS later, whatever the
+   * database does.
    */
   statementTimeoutMs: number;
   /** Milliseconds added to the database's clock (the test clock); 0 in production. */
@@ -104,8 +106,11 @@ export function classify(err: unknown, boundMs: number, committing: boolean): Fa
   if (err instanceof DeadlineError) {
     return {
       error: committing
-        ? unknown(`the database did not confirm the change within ${boundMs} ms`)
-        : new StoreError('unreachable', `the database did not answer within ${boundMs} ms; nothing was changed; try again`),
+        ? unknown(`the database did not confirm the change within this request's bound (${boundMs + DEADLINE_SLACK_MS} ms)`)
+        : new StoreError(
+            'unreachable',
+            `the database work of this request did not end within its bound (${boundMs + DEADLINE_SLACK_MS} ms); nothing was changed; try again`,
+          ),
       discard: true,
       down: false,
     };
@@ -220,6 +225,8 @@ export class Db {
   /** Statements on the pool, one transaction each. */
   readonly q: Q;
   readonly primary: Primary;
+  /** Each store operation's one budget (deadline.ts). */
+  readonly ops: Operations;
   private readonly loc: Locator;
   private readonly bound: number;
   /** Connections made before the current generation are discarded when next checked out. */
@@ -230,6 +237,7 @@ export class Db {
     const t = parsePgUrl(opts.url, opts.hosts, opts.targetSessionAttrs);
     this.loc = new Locator(t.hosts, t.target);
     this.bound = opts.statementTimeoutMs;
+    this.ops = new Operations(opts.statementTimeoutMs + DEADLINE_SLACK_MS);
     const connectMs = t.hosts.length > 1 ? Math.min(opts.statementTimeoutMs, HOST_CONNECT_MS) : opts.statementTimeoutMs;
     const Client = clientClass(this.loc, connectMs);
     const clientOptions = {
@@ -326,10 +334,9 @@ export class Db {
    * Runs `fn` in one transaction (SERIALIZABLE when asked): all of it or
    * nothing. Serialization failures and deadlocks roll back and run again,
    * at most MAX_ATTEMPTS times, then 503. A StoreError from `fn` rolls back
-   * and is the answer. Waiting for a connection and the first statement
-   * together, then each statement and the COMMIT, are bounded by the
-   * deadline (statementTimeoutMs + DEADLINE_SLACK_MS): a database that stops
-   * answering fails the request within one deadline of stopping.
+   * and is the answer. Inside a store operation, waiting for connections,
+   * every statement, the retries and the COMMIT share the operation's one
+   * deadline (checkout); outside one, each step has its own.
    */
   async run<T>(fn: (q: Q) => Promise<T>, serializable = false): Promise<T> {
     for (let attempt = 1; ; attempt++) {
@@ -392,8 +399,9 @@ export class Db {
    * A read-only REPEATABLE READ transaction on a connection of its own, for
    * reading one instant of the data in several statements (a cursor:
    * cursor.ts). `close` ends it and returns the connection; it must be
-   * called, once the reading is done or abandoned. Each statement has its
-   * own deadline (the reading follows the client's pace).
+   * called, once the reading is done or abandoned. Its first statements
+   * share the deadline of the operation that opened it; each one after that
+   * operation answered has its own (the reading follows the client's pace).
    */
   async reader(): Promise<Reader> {
     const c = await this.checkout('reader');
@@ -416,6 +424,8 @@ export class Db {
   private async acquire(deadline: number): Promise<PgClient> {
     let tries = 0;
     for (;;) {
+      // An operation whose budget is spent (a retry after a backoff) does not queue for the pool.
+      if (Date.now() >= deadline) throw new DeadlineError('deadline');
       let client: PgClient;
       try {
         const p = this.pool.connect() as Promise<PgClient>;
@@ -439,20 +449,26 @@ export class Db {
   }
 
   /**
-   * A connection of the pool for several statements. Waiting for it and the
-   * first statement share one deadline; every later statement (and the
-   * COMMIT) has its own. A connection that breaks between two of them emits
+   * A connection of the pool for several statements. Inside a store
+   * operation (deadline.ts) waiting for it, every statement and the COMMIT
+   * end at the operation's deadline. Outside one (the sweeper, the feed's
+   * polls, a large answer's pages after the operation answered), waiting for
+   * it and the first statement share one deadline, and every later
+   * statement has its own. A connection that breaks between two of them emits
    * 'error' on the checked-out client; it is then destroyed on release
    * instead of going back to the pool, as is one that failed in a way that
    * leaves it untrustworthy (read-only, lost, given up on mid-statement).
    */
   private async checkout(use: 'statement' | 'transaction' | 'reader'): Promise<Conn> {
     const startedAt = Date.now();
-    const budget = this.bound + DEADLINE_SLACK_MS;
+    const step = this.bound + DEADLINE_SLACK_MS;
+    const op = this.ops.current;
     let first = true;
+    /** When the wait beginning now must end. */
+    const deadline = (): number => (op?.open === true ? op.until : (first ? startedAt : Date.now()) + step);
     let client: PgClient;
     try {
-      client = await this.acquire(startedAt + budget);
+      client = await this.acquire(deadline());
     } catch (err) {
       throw this.fail(err, undefined, startedAt).error;
     }
@@ -466,7 +482,7 @@ export class Db {
       client.connection.stream.destroy();
     };
     const send = async (text: string, values: unknown[] | undefined, commit: boolean, multi = false): Promise<Record<string, unknown>[]> => {
-      const until = first ? startedAt + budget : Date.now() + budget;
+      const until = deadline();
       first = false;
       try {
         if (broken !== undefined) throw broken;
@@ -491,7 +507,7 @@ export class Db {
     const rollback = async (): Promise<void> => {
       if (broken !== undefined) return;
       try {
-        await within(client.query('ROLLBACK'), budget, () => give(new Error('no answer to ROLLBACK')));
+        await within(client.query('ROLLBACK'), deadline() - Date.now(), () => give(new Error('no answer to ROLLBACK')));
       } catch (e) {
         broken ??= e as Error;
       }

@@ -16,7 +16,7 @@
  *
  * The functions taking a Q are the decisions; transactions (txns.ts) reuse them.
  */
-import { collectionMissing, scoreText, type ZMode, type ZRange } from '../collection.js';
+import { collectionMissing, scoreText, type ZMode, type ZRange, zaddEffect } from '../collection.js';
 import { conflict, notFound } from '../errors.js';
 import type { Precondition, VersionOut, ZsetStore } from '../store.js';
 import {
@@ -38,7 +38,7 @@ import type { Db, Q } from './sql.js';
 const LIVE_HEADER = (q: Q): string => `pithos_zsets h WHERE h.name = $1 AND ${q.live('h.expires_at')}`;
 
 async function upsertMembers(q: Q, name: string, pairs: ReadonlyArray<[string, number]>): Promise<void> {
-  // In slices: each statement has its own deadline, and a PUT may hold any number of members.
+  // In slices (a PUT may hold any number of members), all within the operation's one deadline (deadline.ts).
   for (let from = 0; from < pairs.length; from += INSERT_STEP) {
     const part = pairs.slice(from, from + INSERT_STEP);
     await q.query(
@@ -89,14 +89,10 @@ export async function zsetAdd(
   let updated = 0;
   const writes: Array<[string, number]> = [];
   for (const [m, s] of pairs) {
-    const c = cur.get(m);
-    if (c === undefined) {
-      if (mode === 'xx') continue;
-      added++;
-    } else {
-      if (mode === 'nx' || s === c || (mode === 'gt' && !(s > c)) || (mode === 'lt' && !(s < c))) continue;
-      updated++;
-    }
+    const effect = zaddEffect(mode, cur.get(m), s);
+    if (effect === undefined) continue;
+    if (effect === 'add') added++;
+    else updated++;
     writes.push([m, s]);
   }
   if (writes.length === 0) {
