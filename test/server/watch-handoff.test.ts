@@ -29,7 +29,12 @@ after(async () => {
 const BULK = 'x'.repeat(40_000);
 
 /** Writers that each PUT fresh variants under `tag` until stopped (bounded in time and count). */
-function writers(tag: string, n: number, maxMs: number, maxWrites: number): { stop: () => Promise<string[]> } {
+function writers(
+  tag: string,
+  n: number,
+  maxMs: number,
+  maxWrites: number,
+): { count: () => number; stop: () => Promise<string[]> } {
   const names: string[] = [];
   let stopped = false;
   const deadline = Date.now() + maxMs;
@@ -42,12 +47,20 @@ function writers(tag: string, n: number, maxMs: number, maxWrites: number): { st
     }
   });
   return {
+    count: () => names.length,
     stop: async () => {
       stopped = true;
       await Promise.all(loops);
       return names;
     },
   };
+}
+
+/** Waits (at most 10 s) until the writers have written `n` variants in all. */
+async function untilWrites(load: { count: () => number }, n: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (load.count() < n && Date.now() < deadline) await sleep(20);
+  assert.ok(load.count() >= n, `only ${load.count()} of ${n} writes within 10 s`);
 }
 
 test('a watcher opening with since amid concurrent writes gets every later change once, in order, none at or below since', async () => {
@@ -60,13 +73,15 @@ test('a watcher opening with since amid concurrent writes gets every later chang
     srv.agent.destroy();
     srv.agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
     const load = writers(tag, 8, 15_000, 3000);
-    await sleep(1200);
+    // Gated by counts, not by time: on a fast machine 1.2 s of writing reached the count bound
+    // before the marker, and no write came after it.
+    await untilWrites(load, 40);
     const marker = `${tag}-m`;
     assert.equal((await srv.req('PUT', `/variants/${marker}`, { variant: 0 })).status, 201);
     const since = etag(await srv.req('GET', `/variants/${marker}`));
     const w = watch({ port: srv.port, token: srv.token, query: `kind=variant&prefix=${tag}&since=${since}` });
     await w.opened;
-    await sleep(1500);
+    await untilWrites(load, load.count() + 100);
     const names = await load.stop();
     assert.ok(names.length > 20, `only ${names.length} writes in a round`);
     const versions = await pool(names, 8, async (name) => etag(await srv.req('GET', `/variants/${name}`)));
