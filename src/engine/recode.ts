@@ -91,19 +91,17 @@ export async function recodeSegment(core: EngineCore, seg: Segment, stopping: ()
     // No hint of the old file may sit beside the new one: its size check is all that would tell them apart.
     if (seg.hasHint) {
       await removeFile(f, seg.hintPath, core.log);
+      seg.hasHint = false;
       await f.syncDir(core.dir);
     }
+    await f.rename(tmp, out.path);
   } catch (err) {
+    // The old file stays in use: rollbacks stop handing their versions to this
+    // rewrite, and the rewrite's descriptor and file go, whichever step failed
+    // (a failed rename included), so nothing is left for the next open to clear.
     seg.putBack = undefined;
     await out.closeQuietly(f);
     await removeFile(f, tmp, core.log);
-    throw err;
-  }
-  try {
-    await f.rename(tmp, out.path);
-  } catch (err) {
-    // The old file stays in use: rollbacks stop handing their versions to this rewrite.
-    seg.putBack = undefined;
     throw err;
   }
   // From here the file at the old name is the new one: put it in the list before anything else runs.
