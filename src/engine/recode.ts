@@ -17,7 +17,7 @@
 import { decodeSegmentHeader, encodeBatch, encodeSegmentHeader, type EntryIn, HintWriter, Op, SEALED_SEGMENT_HEADER_SIZE, valueCrc } from './format.js';
 import { storedValue } from './codec.js';
 import type { EngineCore } from './core.js';
-import { type Entry, FLAG_CURRENT } from './entry.js';
+import type { Entry } from './entry.js';
 import { removeFile, writeFileDurably } from './fileops.js';
 import { hintBytes } from './hints.js';
 import { SegmentScanner, Yielder } from './scanner.js';
@@ -188,14 +188,7 @@ async function copyBatches(core: EngineCore, seg: Segment, out: Segment, moves: 
 
 /** Points a version at its place in the new file, moving its live bytes with it. */
 function move(core: EngineCore, e: Entry, m: Moves, i: number, out: Segment): void {
-  const current = (e.flags & FLAG_CURRENT) !== 0;
-  if (current && e.seg !== undefined) e.seg.live -= e.size;
-  e.seg = out;
-  e.vpos = m.newPos[i];
-  e.crc = m.check[i];
-  e.size = m.size[i];
-  if (e.vlen !== m.vlen[i]) core.keydir.resize(e, m.vlen[i]);
-  if (current) out.live += e.size;
+  core.keydir.relocate(e, out, m.newPos[i], m.check[i], m.size[i], m.vlen[i]);
 }
 
 /** Every version copied while current or put back meanwhile that still points at its old place (synchronous: no write runs meanwhile). */
