@@ -385,9 +385,9 @@ test('paging rows while inserting and deleting: no repeats, no skips of rows tha
 
 // ---- indexes ------------------------------------------------------------------------
 
-async function waitReady(t: string): Promise<Array<{ field: string; ready: boolean }>> {
+async function waitReady(t: string, on: PithosServer = srv): Promise<Array<{ field: string; ready: boolean }>> {
   for (let i = 0; i < 500; i++) {
-    const r = await srv.req('GET', `/tables/${t}/indexes`);
+    const r = await on.req('GET', `/tables/${t}/indexes`);
     expectSuccess(r, 200, 'indexes listed successfully', r.body?.data);
     if (r.body.data.every((x: { ready: boolean }) => x.ready)) return r.body.data;
     await new Promise((res) => setTimeout(res, 10));
@@ -454,16 +454,7 @@ test('a table ttl changed after its index was made: the index answers as a scan 
     // `k` is indexed, `c` holds the same values and is not: the same question asked through both.
     for (let i = 0; i < 24; i++) assert.equal((await s.req('POST', `/tables/${t}/rows`, { rows: { k: i % 4, c: i % 4, n: i } })).status, 201);
     expectSuccess(await s.req('PUT', `/tables/${t}/indexes/k`), 201, 'index created successfully');
-    const indexes = async (): Promise<unknown> => {
-      for (let i = 0; i < 500; i++) {
-        const r = await s.req('GET', `/tables/${t}/indexes`);
-        expectSuccess(r, 200, 'indexes listed successfully', r.body?.data);
-        if (r.body.data.every((x: { ready: boolean }) => x.ready)) return r.body.data;
-        await new Promise((res) => setTimeout(res, 10));
-      }
-      throw new Error('index never became ready');
-    };
-    assert.deepEqual(await indexes(), [{ field: 'k', ready: true }]);
+    assert.deepEqual(await waitReady(t, s), [{ field: 'k', ready: true }]);
     expectSuccess(await s.req('PATCH', `/tables/${t}`, { ttl: 3600 }), 200, 'table patched successfully');
     const same = async (when: string): Promise<void> => {
       const ask = async (body: unknown): Promise<unknown> => {
@@ -498,10 +489,10 @@ test('a table ttl changed after its index was made: the index answers as a scan 
       assert.ok(i < 300, 'the 1 s marker record never expired');
       await new Promise((res) => setTimeout(res, 50));
     }
-    assert.deepEqual(await indexes(), [{ field: 'k', ready: true }], 'past the old ttl');
+    assert.deepEqual(await waitReady(t, s), [{ field: 'k', ready: true }], 'past the old ttl');
     await same('past the old ttl');
     await s.restart();
-    assert.deepEqual(await indexes(), [{ field: 'k', ready: true }], 'after a restart past the old ttl');
+    assert.deepEqual(await waitReady(t, s), [{ field: 'k', ready: true }], 'after a restart past the old ttl');
     await same('after a restart past the old ttl');
     // The definition is there to drop, as it is listed.
     expectSuccess(await s.req('DELETE', `/tables/${t}/indexes/k`), 200, 'index deleted successfully');
