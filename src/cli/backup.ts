@@ -65,7 +65,7 @@ export async function restore(p: Parsed, io: Io): Promise<number> {
     io.out((await restoreBackup(from, path.resolve(dir), () => {}, keyring)) + '\n');
     return 0;
   } catch (err) {
-    // A bad file, a non-empty directory, a batch that fails its checksum: say which, exit 1.
+    // A bad file, a non-empty directory, one a server holds, a batch that fails its checksum: say which, exit 1.
     io.err(`pithos restore: ${(err as Error).message}\n`);
     return 1;
   }

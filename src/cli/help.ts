@@ -146,7 +146,8 @@ partial backup. Restore it with pithos restore.
 ${COMMON}`,
   restore: `usage: pithos restore --from FILE --data-dir DIR [--encryption-key-file KEY] [--encryption-old-key-files K1,K2]
 Checks FILE's checksum, writes its log files into DIR (which must not exist or be empty),
-and opens DIR once so every batch is verified. Needs no server; start one on DIR afterwards.
+and opens DIR once so every batch is verified. Needs no server, and refuses a DIR a running
+server holds (its LOCK); start one on DIR afterwards.
 A backup of an encrypted store stays encrypted: restoring it needs the store's key
 (also read from PITHOS_ENCRYPTION_KEY_FILE); without it nothing is restored.`,
   help: `usage: pithos help [command]`,

@@ -19,7 +19,6 @@
 import { encodeSegmentHeader, type HintWriter, SegmentKind } from './format.js';
 import type { EngineCore } from './core.js';
 import type { EngineObserver } from './types.js';
-import { FLAG_CURRENT } from './entry.js';
 import { ID_STEP, Segment } from './segment.js';
 import { RunCopier } from './compaction-copy.js';
 import { removeFile, writeFileDurably } from './fileops.js';
@@ -314,16 +313,7 @@ export class Compactor {
 async function swap(e: EngineCore, c: RunCopier, out: Segment): Promise<void> {
   for (let i = 0; i < c.moved.length; i++) {
     const cur = c.moved[i];
-    if (cur.seg === c.oldSeg[i] && cur.vpos === c.oldPos[i]) {
-      const current = (cur.flags & FLAG_CURRENT) !== 0;
-      if (current) cur.seg.live -= cur.size;
-      cur.seg = out;
-      cur.vpos = c.newPos[i];
-      cur.crc = c.newCheck[i];
-      cur.size = c.newSize[i];
-      if (cur.vlen !== c.newVlen[i]) e.keydir.resize(cur, c.newVlen[i]);
-      if (current) out.live += cur.size;
-    }
+    if (cur.seg === c.oldSeg[i] && cur.vpos === c.oldPos[i]) e.keydir.relocate(cur, out, c.newPos[i], c.newCheck[i], c.newSize[i], c.newVlen[i]);
     if (i % SWAP_SLICE === SWAP_SLICE - 1) await yieldNow();
   }
 }

@@ -6,7 +6,7 @@ export { BatchTooLargeError, CorruptionError, DataDirError, DirectoryLockedError
 export type { FileOps } from './fileops.js';
 export { makeDirectory, nodeFileOps, writeFileDurably } from './fileops.js';
 export { assertHoldsData } from './segment.js';
-export { LOCK_FILE } from './lockfile.js';
+export { LOCK_FILE, lockDirectory, unlockDirectory } from './lockfile.js';
 export type { GroupSnapshot } from './snapshot.js';
 export { DataKey, KeyFileError, Keyring, loadKeyring } from './keyring.js';
 export { KeyMismatchError, segmentKeys } from './seal.js';

@@ -22,6 +22,7 @@ import { ShardedMap } from './sharded-map.js';
 import { CHUNK_MAX, Group } from './group.js';
 import { ValueCache } from './value-cache.js';
 import { ExpiryHeap } from './expiry-heap.js';
+import type { Segment } from './segment.js';
 
 export { type Decoder, Entry, FLAG_CURRENT, FLAG_REF } from './entry.js';
 export { ShardedMap, shardOf } from './sharded-map.js';
@@ -253,9 +254,21 @@ export class KeyDir {
     return this.values.hasRoom(vlen);
   }
 
-  /** Changes an entry's stored value length (compaction re-encoded it), keeping the cache's charge right. */
-  resize(e: Entry, vlen: number): void {
-    this.values.resize(e, vlen);
+  /**
+   * Points `e` at a copy of its value in `seg` (compaction and the compressed
+   * rewrite, recode.ts), moving its live bytes from the old segment to the new
+   * when it is current and keeping the cache's charge right when the copy's
+   * length differs (it was re-encoded).
+   */
+  relocate(e: Entry, seg: Segment, vpos: number, crc: number, size: number, vlen: number): void {
+    const current = (e.flags & FLAG_CURRENT) !== 0;
+    if (current && e.seg !== undefined) e.seg.live -= e.size;
+    e.seg = seg;
+    e.vpos = vpos;
+    e.crc = crc;
+    e.size = size;
+    if (e.vlen !== vlen) this.values.resize(e, vlen);
+    if (current) seg.live += size;
   }
 
   touch(e: Entry): void {

@@ -17,7 +17,7 @@
 import { decodeSegmentHeader, encodeBatch, encodeSegmentHeader, type EntryIn, HintWriter, Op, SEALED_SEGMENT_HEADER_SIZE, valueCrc } from './format.js';
 import { storedValue } from './codec.js';
 import type { EngineCore } from './core.js';
-import { type Entry, FLAG_CURRENT } from './entry.js';
+import type { Entry } from './entry.js';
 import { removeFile, writeFileDurably } from './fileops.js';
 import { hintBytes } from './hints.js';
 import { SegmentScanner, Yielder } from './scanner.js';
@@ -91,19 +91,17 @@ export async function recodeSegment(core: EngineCore, seg: Segment, stopping: ()
     // No hint of the old file may sit beside the new one: its size check is all that would tell them apart.
     if (seg.hasHint) {
       await removeFile(f, seg.hintPath, core.log);
+      seg.hasHint = false;
       await f.syncDir(core.dir);
     }
+    await f.rename(tmp, out.path);
   } catch (err) {
+    // The old file stays in use: rollbacks stop handing their versions to this
+    // rewrite, and the rewrite's descriptor and file go, whichever step failed
+    // (a failed rename included), so nothing is left for the next open to clear.
     seg.putBack = undefined;
     await out.closeQuietly(f);
     await removeFile(f, tmp, core.log);
-    throw err;
-  }
-  try {
-    await f.rename(tmp, out.path);
-  } catch (err) {
-    // The old file stays in use: rollbacks stop handing their versions to this rewrite.
-    seg.putBack = undefined;
     throw err;
   }
   // From here the file at the old name is the new one: put it in the list before anything else runs.
@@ -190,14 +188,7 @@ async function copyBatches(core: EngineCore, seg: Segment, out: Segment, moves: 
 
 /** Points a version at its place in the new file, moving its live bytes with it. */
 function move(core: EngineCore, e: Entry, m: Moves, i: number, out: Segment): void {
-  const current = (e.flags & FLAG_CURRENT) !== 0;
-  if (current && e.seg !== undefined) e.seg.live -= e.size;
-  e.seg = out;
-  e.vpos = m.newPos[i];
-  e.crc = m.check[i];
-  e.size = m.size[i];
-  if (e.vlen !== m.vlen[i]) core.keydir.resize(e, m.vlen[i]);
-  if (current) out.live += e.size;
+  core.keydir.relocate(e, out, m.newPos[i], m.check[i], m.size[i], m.vlen[i]);
 }
 
 /** Every version copied while current or put back meanwhile that still points at its old place (synchronous: no write runs meanwhile). */

@@ -246,3 +246,52 @@ test('an online backup that opens a segment its compressed rewrite was just rena
     fs.closeSync(seg.fd);
   }
 });
+
+test('a compressed rewrite whose rename fails closes its descriptor and removes its .tmp; the directory reopens whole', async () => {
+  const d = dir('recode-rename-fails');
+  const tmpFds = new Set<number>();
+  const closed = new Set<number>();
+  let renames = 0;
+  const fileOps: FileOps = {
+    ...nodeFileOps,
+    async open(p, flags, mode) {
+      const fd = await nodeFileOps.open(p, flags, mode);
+      if (p.endsWith('.log.tmp')) tmpFds.add(fd);
+      return fd;
+    },
+    async close(fd) {
+      if (tmpFds.has(fd)) closed.add(fd);
+      return nodeFileOps.close(fd);
+    },
+    async rename(from, to) {
+      if (from.endsWith('.log.tmp')) {
+        renames++;
+        throw Object.assign(new Error('EIO: injected rename failure'), { code: 'EIO' });
+      }
+      return nodeFileOps.rename(from, to);
+    },
+  };
+  const value = (i: number): string => `${i}:${'lorem ipsum '.repeat(40)}`;
+  const e = await open(d, { segmentBytes: 4096, compression: true, hintDelayMs: 0, fileOps });
+  let n = 0;
+  for (; logFiles(d).length < 3; n++) await e.write([put(`k${n}`, value(n))]);
+  await e.recodesDone();
+  assert.ok(renames > 0, 'no rewrite reached its rename');
+  assert.deepEqual(
+    [...tmpFds].filter((fd) => !closed.has(fd)),
+    [],
+    'a rewrite left its descriptor open',
+  );
+  assert.deepEqual(
+    fs.readdirSync(d).filter((f) => f.endsWith('.tmp')),
+    [],
+    'a rewrite left its .tmp file',
+  );
+  // The old files stay in use, uncompressed.
+  for (const f of logFiles(d)) assert.equal(segmentFlags(d, f) & 2, 0, `${f} has codec bytes`);
+  for (let i = 0; i < n; i++) assert.equal(await e.read(`k${i}`, str), value(i));
+  await e.close();
+  const e2 = await open(d, { cacheBytes: 0 });
+  for (let i = 0; i < n; i++) assert.equal(await e2.read(`k${i}`, str), value(i));
+  await e2.close();
+});

@@ -5,11 +5,13 @@
  * started; restore refuses damaged files and non-empty directories.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
+import { nodeFileOps } from '../../src/engine/index.js';
+import { restoreBackup } from '../../src/store/log/index.js';
 import { PithosServer, STORE, expectError, expectSuccess, rawRequest, runCli, uniq, untilCount } from '../helpers/server.js';
 
 let srv: PithosServer;
@@ -144,6 +146,86 @@ test(
     assert.equal(r.code, 1);
     assert.match(r.stderr, /is not empty/);
     assert.equal((await runCli(['restore', '--from', out])).code, 2, 'usage');
+  },
+);
+
+/** Every file of `dir` (recursively) with its bytes, for "nothing changed" checks. */
+function contents(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of readdirSync(dir, { recursive: true }) as string[]) {
+    const p = path.join(dir, name);
+    if (statSync(p).isFile()) out[name] = readFileSync(p).toString('base64');
+  }
+  return out;
+}
+
+/** A backup of `srv` written by the CLI, holding record `id`. */
+async function cliBackup(id: string, file: string): Promise<void> {
+  expectSuccess(await srv.req('PUT', `/records/${id}`, { record: { a: 1 } }), 201, 'record created successfully');
+  const b = await runCli(['backup', '--out', file, '--url', `http://127.0.0.1:${srv.port}`, '--token', srv.token]);
+  assert.equal(b.code, 0, b.stderr);
+}
+
+test(
+  'restore refuses a data directory a running server holds, naming it and the server, and changes nothing there',
+  { skip: STORE === 'postgres' ? 'restore writes the log store' : false },
+  async () => {
+    const file = path.join(tmp, 'held.backup');
+    await cliBackup(uniq('held'), file);
+    const other = await PithosServer.start({ testClock: false });
+    try {
+      const mine = uniq('mine');
+      expectSuccess(await other.req('PUT', `/records/${mine}`, { record: { b: 2 } }), 201, 'record created successfully');
+      const before = contents(other.dataDir);
+      const r = await runCli(['restore', '--from', file, '--data-dir', other.dataDir]);
+      assert.equal(r.code, 1, r.stderr);
+      const dir = path.resolve(other.dataDir);
+      assert.ok(r.stderr.includes(`data directory ${dir} is in use by process ${other.child?.pid}`), r.stderr);
+      assert.deepEqual(contents(other.dataDir), before);
+      expectSuccess(await other.req('GET', `/records/${mine}`), 200, 'record queried successfully', { b: 2 });
+    } finally {
+      await other.close();
+    }
+  },
+);
+
+test(
+  'a server starting on a directory while restore writes it is refused, and the restore completes',
+  { skip: STORE === 'postgres' ? 'restore writes the log store' : false },
+  async () => {
+    const file = path.join(tmp, 'race.backup');
+    const id = uniq('race');
+    await cliBackup(id, file);
+    const dir = path.join(tmp, 'race');
+    // A server starts on the directory the moment restore begins writing its first segment file.
+    const open = nodeFileOps.open;
+    let starting: Promise<PithosServer | Error> | undefined;
+    nodeFileOps.open = async (p, flags, mode) => {
+      if (starting === undefined && p.startsWith(dir + path.sep) && p.endsWith('.log.tmp')) {
+        starting = PithosServer.start({ dataDir: dir, testClock: false }).catch((err: Error) => err);
+        await starting;
+      }
+      return open(p, flags, mode);
+    };
+    let restored: string | Error;
+    try {
+      restored = await restoreBackup(file, dir, () => {}).catch((err: Error) => err);
+    } finally {
+      nodeFileOps.open = open;
+    }
+    const started = await starting;
+    assert.ok(started !== undefined, 'restore wrote no segment file');
+    if (started instanceof PithosServer) await started.close();
+    // Never both: a server serving the directory while restore replaced its segments.
+    assert.ok(started instanceof Error, `a server started on ${dir} while restore was writing it (restore: ${String(restored)})`);
+    assert.match(started.message, new RegExp(`is in use by process ${process.pid}`));
+    assert.ok(typeof restored === 'string', String(restored));
+    const s = await PithosServer.start({ dataDir: dir, testClock: false });
+    try {
+      expectSuccess(await s.req('GET', `/records/${id}`), 200, 'record queried successfully', { a: 1 });
+    } finally {
+      await s.close();
+    }
   },
 );
 

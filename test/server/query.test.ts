@@ -385,9 +385,9 @@ test('paging rows while inserting and deleting: no repeats, no skips of rows tha
 
 // ---- indexes ------------------------------------------------------------------------
 
-async function waitReady(t: string): Promise<Array<{ field: string; ready: boolean }>> {
+async function waitReady(t: string, on: PithosServer = srv): Promise<Array<{ field: string; ready: boolean }>> {
   for (let i = 0; i < 500; i++) {
-    const r = await srv.req('GET', `/tables/${t}/indexes`);
+    const r = await on.req('GET', `/tables/${t}/indexes`);
     expectSuccess(r, 200, 'indexes listed successfully', r.body?.data);
     if (r.body.data.every((x: { ready: boolean }) => x.ready)) return r.body.data;
     await new Promise((res) => setTimeout(res, 10));
@@ -440,6 +440,65 @@ test('indexes: create, list, use, drop; errors', async () => {
   expectError(await srv.req('GET', `/tables/${t}/indexes`), 404);
   await srv.req('PUT', `/tables/${t}`);
   expectSuccess(await srv.req('GET', `/tables/${t}/indexes`), 200, 'indexes listed successfully', []);
+});
+
+test('a table ttl changed after its index was made: the index answers as a scan past the old ttl, before and after a restart', async () => {
+  // Its own server on the real clock: a restart resets the test clock, and the old ttl must have passed in real time.
+  const s = await PithosServer.start({ testClock: false });
+  try {
+    const t = uniq('ttlix');
+    expectSuccess(await s.req('PUT', `/tables/${t}`, { ttl: 1 }), 201, 'table created successfully');
+    // Written after the table with the same ttl: once it is gone, so is the table's old expiry.
+    const marker = uniq('ttlix-marker');
+    expectSuccess(await s.req('PUT', `/records/${marker}`, { record: {}, ttl: 1 }), 201, 'record created successfully');
+    // `k` is indexed, `c` holds the same values and is not: the same question asked through both.
+    for (let i = 0; i < 24; i++) assert.equal((await s.req('POST', `/tables/${t}/rows`, { rows: { k: i % 4, c: i % 4, n: i } })).status, 201);
+    expectSuccess(await s.req('PUT', `/tables/${t}/indexes/k`), 201, 'index created successfully');
+    assert.deepEqual(await waitReady(t, s), [{ field: 'k', ready: true }]);
+    expectSuccess(await s.req('PATCH', `/tables/${t}`, { ttl: 3600 }), 200, 'table patched successfully');
+    const same = async (when: string): Promise<void> => {
+      const ask = async (body: unknown): Promise<unknown> => {
+        const r = await s.req('GET', `/tables/${enc(t)}/rows`, body);
+        expectSuccess(r, 200, 'table queried rows successfully', r.body?.data);
+        return r.body.data;
+      };
+      const pairs: Array<[unknown, unknown]> = [
+        [
+          { wheres: { k: 2 }, fields: ['n'] },
+          { wheres: { c: 2 }, fields: ['n'] },
+        ],
+        [
+          { wheres: { k: { $gte: 2 } }, count: true },
+          { wheres: { c: { $gte: 2 } }, count: true },
+        ],
+        [
+          { wheres: { k: { $in: [0, 3] } }, fields: ['n'] },
+          { wheres: { c: { $in: [0, 3] } }, fields: ['n'] },
+        ],
+      ];
+      for (const [indexed, scanned] of pairs) {
+        const want = await ask(scanned);
+        assert.deepEqual(await ask(indexed), want, `${when}: ${JSON.stringify(indexed)}`);
+        assert.notDeepEqual(want, [], `${when}: the table lost rows: ${JSON.stringify(scanned)}`);
+      }
+    };
+    await same('before the old ttl');
+    for (let i = 0; ; i++) {
+      const r = await s.req('GET', `/records/${marker}`);
+      if (r.status === 404) break;
+      assert.ok(i < 300, 'the 1 s marker record never expired');
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    assert.deepEqual(await waitReady(t, s), [{ field: 'k', ready: true }], 'past the old ttl');
+    await same('past the old ttl');
+    await s.restart();
+    assert.deepEqual(await waitReady(t, s), [{ field: 'k', ready: true }], 'after a restart past the old ttl');
+    await same('after a restart past the old ttl');
+    // The definition is there to drop, as it is listed.
+    expectSuccess(await s.req('DELETE', `/tables/${t}/indexes/k`), 200, 'index deleted successfully');
+  } finally {
+    await s.close();
+  }
 });
 
 test('indexes survive a restart', async () => {

@@ -18,7 +18,17 @@
 import { crc32 } from 'node:zlib';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { Engine, type Keyring, KeyMismatchError, makeDirectory, nodeFileOps, writeFileDurably } from '../../engine/index.js';
+import {
+  Engine,
+  type Keyring,
+  KeyMismatchError,
+  LOCK_FILE,
+  lockDirectory,
+  makeDirectory,
+  nodeFileOps,
+  unlockDirectory,
+  writeFileDurably,
+} from '../../engine/index.js';
 import type { Logger } from '../../log.js';
 
 const MAGIC = 'PITHOS-BACKUP 1\n';
@@ -114,30 +124,46 @@ function parse(bytes: Buffer): { header: Header; start: number } {
  * A backup of an encrypted store is as encrypted as the store (its files are
  * the segments): restoring it needs the key; without it the files written
  * are removed again and the error names the key needed.
+ *
+ * The directory's lock (lockfile.ts) is held from before the emptiness check
+ * until the restored store is closed, as a server holds it: a server running
+ * there refuses the restore (DirectoryLockedError, naming the directory and
+ * its pid) and one starting while the files are written refuses to start, so
+ * no server ever appends to a segment the restore then replaces.
  */
 export async function restoreBackup(file: string, dataDir: string, log: Logger, keyring?: Keyring): Promise<string> {
   const bytes = fs.readFileSync(file);
   const { header, start } = parse(bytes);
-  if (fs.existsSync(dataDir) && fs.readdirSync(dataDir).length > 0) {
-    throw new BackupError(`data directory ${dataDir} is not empty: restore only into a new or empty directory`);
-  }
   await makeDirectory(dataDir, 0o700);
-  let pos = start;
-  for (const f of header.files) {
-    await writeFileDurably(nodeFileOps, path.join(dataDir, f.name), bytes.subarray(pos, pos + f.size), 0o600);
-    pos += f.size;
-  }
-  let engine: Engine;
+  await lockDirectory(dataDir);
   try {
-    engine = await Engine.open({ dir: dataDir, log, sweepIntervalMs: 0, compactIntervalMs: 0, keyring });
-  } catch (err) {
-    if (err instanceof KeyMismatchError) {
-      for (const f of header.files) fs.rmSync(path.join(dataDir, f.name), { force: true });
-      throw new BackupError(`${err.message.replace(/; nothing was opened or written$/, '')}; nothing was restored`);
+    // The lock's own files (ours, or a takeover's) are not contents.
+    if (fs.readdirSync(dataDir).some((n) => !n.startsWith(LOCK_FILE))) {
+      throw new BackupError(`data directory ${dataDir} is not empty: restore only into a new or empty directory`);
     }
-    throw err;
+    let pos = start;
+    for (const f of header.files) {
+      await writeFileDurably(nodeFileOps, path.join(dataDir, f.name), bytes.subarray(pos, pos + f.size), 0o600);
+      pos += f.size;
+    }
+    let engine: Engine;
+    try {
+      // Takes the lock this process already holds (lockDirectory allows that).
+      engine = await Engine.open({ dir: dataDir, log, sweepIntervalMs: 0, compactIntervalMs: 0, keyring });
+    } catch (err) {
+      if (err instanceof KeyMismatchError) {
+        // The failed open released the lock: hold it again while removing what this restore wrote.
+        await lockDirectory(dataDir);
+        for (const f of header.files) fs.rmSync(path.join(dataDir, f.name), { force: true });
+        throw new BackupError(`${err.message.replace(/; nothing was opened or written$/, '')}; nothing was restored`);
+      }
+      throw err;
+    }
+    const keys = engine.stats().keys;
+    await engine.close();
+    return `restored ${header.files.length} segment file(s) (${pos - start} bytes, up to sequence ${header.seq}, taken ${header.created}) into ${dataDir}: ${keys} keys`;
+  } finally {
+    // A no-op once the engine's close released it, and for a lock another process holds.
+    unlockDirectory(dataDir);
   }
-  const keys = engine.stats().keys;
-  await engine.close();
-  return `restored ${header.files.length} segment file(s) (${pos - start} bytes, up to sequence ${header.seq}, taken ${header.created}) into ${dataDir}: ${keys} keys`;
 }

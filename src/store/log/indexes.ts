@@ -3,7 +3,8 @@
  *
  * - A definition is one engine entry in the group `x\0` (key: table U+0001
  *   field) holding the table incarnation, the build cursor and whether the
- *   index is ready; it carries the table's expiry.
+ *   index is ready; it carries the table's expiry, as the index's entries
+ *   do (a change of the table's lifetime rewrites them: expireTable).
  * - Every index entry is also an engine key, with an empty value, in the
  *   index's own group (`i\0table\0inc\0field\0`): the value's JSON and the
  *   t_id are in the key. Entries are written in the same batch as the row
@@ -258,6 +259,26 @@ export class IndexRegistry {
       this.forget(t);
       written.catch(() => this.restore(ixs));
     });
+  }
+
+  /**
+   * Gives the definitions and entries of a table's indexes the table's new
+   * expiry, in the batch that gives it to the table and its rows
+   * (LogTables.expire). They carry the table's expiry so that they go with it:
+   * left at the old one, an index would vanish at the next open once that had
+   * passed (or, half built, be served without the entries written before the
+   * change), and would outlive a table whose lifetime was shortened.
+   */
+  expireTable(tx: Tx, name: string, inc: number, exp: number): void {
+    for (const key of defKeysOf(tx, name)) {
+      const d = tx.get(key, defDecoder);
+      // A definition of an earlier incarnation is not served, and goes when its index is created again.
+      if (d === undefined || d.inc !== inc) continue;
+      tx.put(key, Buffer.from(JSON.stringify(d)), d, defDecoder, exp);
+      for (const k of tx.groupKeys(entryGroup(name, d.inc, d.field), '', Number.MAX_SAFE_INTEGER)) {
+        tx.ops.push({ op: Op.Put, key: k, value: EMPTY, expiresAt: exp });
+      }
+    }
   }
 
   /**

@@ -349,8 +349,9 @@ export class LogTables implements TableStore {
 
   /**
    * Rows carry their table's expiry (so an expiring table takes its rows with
-   * it): a new lifetime rewrites the metadata and every row with the new
-   * expiry in one batch. O(rows), values unchanged (docs/api.md).
+   * it), and so do its index definitions and entries: a new lifetime rewrites
+   * the metadata, every row and every index entry with the new expiry in one
+   * batch. O(rows × (1 + indexes)), values unchanged (docs/api.md).
    */
   expire(name: string, ttl: number): Promise<void> {
     return this.atomic.atomically(undefined, (tx) => {
@@ -361,6 +362,7 @@ export class LogTables implements TableStore {
       const rows = tx.rows(group, rowDecoder);
       tx.put(key, encodeMeta(m), m, metaDecoder, exp);
       for (const r of rows) tx.putRow(group, rowKey(group, r.id), r, rowDecoder, exp);
+      this.indexes.expireTable(tx, name, m.inc, exp);
     });
   }
 
