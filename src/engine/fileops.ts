@@ -29,9 +29,38 @@ function cbVoid(resolve: () => void, reject: (e: unknown) => void) {
   return (err: NodeJS.ErrnoException | null) => (err ? reject(err) : resolve());
 }
 
+/**
+ * Writes up to this size are made on the calling thread. Such a write only
+ * copies into the page cache, and costs less in place than the thread pool's
+ * hand-off there and back (a wake-up of a worker, then of the event loop); a
+ * group commit's append is almost always this small. Larger writes (a
+ * compaction's or rewrite's copy) still go to the pool, so they never hold up
+ * the event loop. Only fdatasync waits for the disk, and it stays in the pool.
+ */
+const IN_PLACE_WRITE_MAX = 64 * 1024;
+const RESOLVED = Promise.resolve();
+
+function writeAllNow(fd: number, buf: Buffer, off: number, len: number, pos: number): void {
+  while (len > 0) {
+    const n = fs.writeSync(fd, buf, off, len, pos);
+    if (n === 0) throw Object.assign(new Error('write returned 0 bytes'), { code: 'EIO' });
+    off += n;
+    len -= n;
+    pos += n;
+  }
+}
+
 export const nodeFileOps: FileOps = {
   open: (path, flags, mode = 0o644) => new Promise((resolve, reject) => fs.open(path, flags, mode, (err, fd) => (err ? reject(err) : resolve(fd)))),
   writeAll(fd, buf, off, len, pos) {
+    if (len <= IN_PLACE_WRITE_MAX) {
+      try {
+        writeAllNow(fd, buf, off, len, pos);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+      return RESOLVED;
+    }
     return new Promise((resolve, reject) => {
       const step = (o: number, l: number, p: number): void => {
         fs.write(fd, buf, o, l, p, (err, n) => {
