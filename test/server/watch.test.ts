@@ -151,11 +151,15 @@ test('disconnecting at random points and resuming with Last-Event-ID gives the f
   let reconnects = 0;
   let stop = false;
   let target = Infinity;
+  // Its first connection has no Last-Event-ID: it sees only what comes after it is open.
+  let firstOpen!: () => void;
+  const firstOpened = new Promise<void>((r) => (firstOpen = r));
   // The resuming client: takes 1..12 events per connection, then drops it.
   const client = (async () => {
     while (!stop && got.length < target) {
       const n = 1 + Math.floor(rand() * 12);
       const w = await open(`prefix=${tag}`, lastId === undefined ? {} : { 'Last-Event-ID': lastId }, { stopAfter: n });
+      firstOpen();
       await w.until(() => w.ended || stop || got.length + w.events.length >= target, 60_000, 'events').catch(() => {});
       w.close();
       got.push(...w.events);
@@ -163,7 +167,9 @@ test('disconnecting at random points and resuming with Last-Event-ID gives the f
       reconnects++;
     }
   })();
-  await sleep(100); // the client's first connection is live before the workload starts
+  // The client's first connection is live before the workload starts (on a busy machine its
+  // opening may take longer than any fixed pause; the events before it would never reach it).
+  await Promise.race([firstOpened, client]);
   const load = await workload(7, 300, tag);
   target = load.changes;
   await reference.until(() => reference.events.length >= load.changes, 30_000, 'reference events');
