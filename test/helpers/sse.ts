@@ -83,6 +83,11 @@ export class Watch {
     this.res?.resume();
   }
 
+  /** The client end's port of the stream's connection (for its kernel queues, test/helpers/proc.ts). */
+  get localPort(): number | undefined {
+    return this.req?.socket?.localPort;
+  }
+
   private onData(chunk: string): void {
     if (this.ended) return;
     this.bytes += Buffer.byteLength(chunk);

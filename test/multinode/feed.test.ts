@@ -53,6 +53,15 @@ async function watched(
   };
 }
 
+/**
+ * Waits until `done()` holds, polling, for at most 20 s, then returns either way: the
+ * assertion after it says what is missing. The feed publishes within a poll or two
+ * (50 ms), but on a busy machine its polls, and the commits they wait for, may take seconds.
+ */
+async function settled(done: () => boolean): Promise<void> {
+  for (const end = Date.now() + 20_000; !done() && Date.now() < end;) await sleep(20);
+}
+
 /** An open transaction with an id (a psql session inside BEGIN after a write): the feed's watermark stays below it. */
 async function holdOpen(c: pg.Client): Promise<void> {
   await c.query('BEGIN');
@@ -79,7 +88,7 @@ test('a change is not published while a transaction holding a lower version is o
     );
     assert.ok(feed.lastVersion < low, `the feed stayed below ${low} (at ${feed.lastVersion})`);
     await slow.query('COMMIT');
-    for (let i = 0; i < 100 && seen.length < 2; i++) await sleep(20);
+    await settled(() => seen.length >= 2);
     assert.deepEqual(
       seen.map((c) => [c.type, c.name, c.version]),
       [
@@ -94,7 +103,7 @@ test('a change is not published while a transaction holding a lower version is o
     await sleep(300);
     assert.equal(seen.length, 2, 'held back behind the open transaction');
     await slow.query('ROLLBACK');
-    for (let i = 0; i < 100 && seen.length < 3; i++) await sleep(20);
+    await settled(() => seen.length >= 3);
     await sleep(200);
     assert.deepEqual(
       seen.slice(2).map((c) => [c.type, c.name, c.value]),
@@ -117,7 +126,7 @@ test('pruning: changes older than the retention go, the floor rises, a replay fr
     await s.records.put('b', { n: 2 }, 0);
     const vb = { version: 0 };
     await s.records.get('b', vb);
-    for (let i = 0; i < 100 && feed.lastVersion < vb.version; i++) await sleep(20);
+    await settled(() => feed.lastVersion >= vb.version);
     const upto = feed.lastVersion;
     const replayed = async (after: number): Promise<[boolean, string[]]> => {
       const names: string[] = [];
@@ -151,7 +160,7 @@ test('pruning never deletes a change the feed has not published yet (a long tran
     await feed.prune(t0);
     await feed.prune(t0 + FEED_RETENTION_MS + 1000);
     await slow.query('COMMIT');
-    for (let i = 0; i < 100 && seen.length < 1; i++) await sleep(20);
+    await settled(() => seen.length >= 1);
     await sleep(200);
     assert.deepEqual(
       seen.map((c) => [c.type, c.name]),
@@ -175,7 +184,7 @@ test('a change is held back while its transaction is open even when that transac
     await sleep(400);
     assert.ok(feed.lastVersion < v, `the feed stayed below ${v} while its transaction was open (at ${feed.lastVersion})`);
     await slow.query('COMMIT');
-    for (let i = 0; i < 100 && seen.length < 1; i++) await sleep(20);
+    await settled(() => seen.length >= 1);
     assert.deepEqual(
       seen.map((c) => [c.type, c.name, c.version]),
       [['put', 'alone', v]],
@@ -202,11 +211,11 @@ test(
       await admin.query('UPDATE pithos_feed SET floor = $1 WHERE id = 1', [pos]);
       await admin.end();
       await slow.query('COMMIT');
-      for (let i = 0; i < 100 && gaps.length === 0; i++) await sleep(20);
+      await settled(() => gaps.length > 0);
       assert.equal(gaps.length, 1, 'one gap reported');
       assert.ok(gaps[0] >= pos, `the feed goes on from ${gaps[0]}, at or above the pruned ${pos}`);
       await s.records.put('after', { n: 2 }, 0);
-      for (let i = 0; i < 100 && seen.length === 0; i++) await sleep(20);
+      await settled(() => seen.length > 0);
       assert.deepEqual(
         seen.map((c) => c.name),
         ['after'],

@@ -10,7 +10,8 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
-import { PithosServer, expectError, expectSuccess, pool, sleep, uniq, type Res } from '../helpers/server.js';
+import { tcpQueues } from '../helpers/proc.js';
+import { PithosServer, expectError, expectSuccess, pool, sleep, uniq, untilTrue, type Res } from '../helpers/server.js';
 import { watch } from '../helpers/sse.js';
 
 let srv: PithosServer;
@@ -30,6 +31,63 @@ const items = async (n: string): Promise<unknown[]> => {
 const etag = (r: Res): number => Number(String(r.headers.etag).slice(1, -1));
 const push = (n: string, body: Record<string, unknown>): Promise<Res> => srv.req('POST', `/lists/${n}/push`, body);
 const pop = (n: string, body: Record<string, unknown> = {}): Promise<Res> => srv.req('POST', `/lists/${n}/pop`, body);
+
+/** Whether the server has read all that was sent on the connection from `port` (nothing waits in the kernel on either end). */
+const readByServer = (port: number): boolean => {
+  const [client, server] = [tcpQueues(port, srv.port), tcpQueues(srv.port, port)];
+  return client !== undefined && server !== undefined && client.tx === 0 && server.rx === 0;
+};
+
+/**
+ * A pop on a connection of its own. `read` resolves once the server has read the whole
+ * request, so what is sent after that arrives after it, however busy the machine (a fixed
+ * pause between two requests does not order them on a loaded one). `port` is the client
+ * end's port, for `gone()` after `destroy()`.
+ */
+function ownPop(n: string, body: Record<string, unknown>): { answer: Promise<Res>; read: Promise<void>; port: Promise<number>; destroy(): void } {
+  const payload = Buffer.from(JSON.stringify(body));
+  const req = http.request({
+    host: '127.0.0.1',
+    port: srv.port,
+    method: 'POST',
+    path: `/lists/${n}/pop`,
+    agent: false,
+    headers: { 'Auth-Token': srv.token, 'Content-Type': 'application/json', 'Content-Length': payload.length },
+  });
+  let answered = false;
+  const answer = new Promise<Res>((resolve, reject) => {
+    req.on('error', reject);
+    req.on('response', (res) => {
+      answered = true;
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const raw = Buffer.concat(chunks).toString('utf8');
+        let body: unknown;
+        try {
+          body = JSON.parse(raw);
+        } catch {
+          body = undefined;
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body, raw });
+      });
+    });
+  });
+  const port = new Promise<number>((resolve) => req.once('socket', (sock) => sock.once('connect', () => resolve(sock.localPort as number))));
+  // Once written to the kernel (the end callback), empty queues mean the server has read it.
+  const sent = new Promise<void>((resolve) => req.end(payload, () => resolve()));
+  const read = Promise.all([port, sent]).then(([p]) => untilTrue(`the server reading a pop of ${n}`, () => answered || readByServer(p), { timeoutMs: 30_000 }));
+  return { answer, read, port, destroy: () => req.destroy() };
+}
+
+/**
+ * Resolves once the server has closed its end of the connection from `port` (it has seen the
+ * client go); fails after 20 s, before a waiter on it lapses (30 s, the longest wait_ms), so
+ * a server that kept the departed waiter until its time was up cannot pass.
+ */
+const gone = async (port: number): Promise<void> =>
+  untilTrue('the server closing a connection its client left', () => tcpQueues(srv.port, port) === undefined, { timeoutMs: 20_000 });
 
 test('PUT creates (201) and replaces (200); GET answers items and length with an ETag', async () => {
   const n = uniq('l');
@@ -422,8 +480,10 @@ test('waiters are served in arrival order, one item each', async () => {
   const n = uniq('b');
   const waiting: Array<Promise<Res>> = [];
   for (let i = 0; i < 5; i++) {
-    waiting.push(pop(n, { wait_ms: 10_000 }));
-    await sleep(50);
+    const p = ownPop(n, { wait_ms: 10_000 });
+    waiting.push(p.answer);
+    await p.read;
+    await sleep(50); // and the store's own steps to queue it
   }
   for (let i = 0; i < 5; i++) await push(n, { values: [i] });
   const got = (await Promise.all(waiting)).map((r) => r.body.data.items);
@@ -432,44 +492,39 @@ test('waiters are served in arrival order, one item each', async () => {
 
 test('one push of many values serves several waiters in order, each up to its count', async () => {
   const n = uniq('b');
-  const a = pop(n, { wait_ms: 10_000, count: 2 });
+  const a = ownPop(n, { wait_ms: 10_000, count: 2 });
+  await a.read;
   await sleep(50);
-  const b = pop(n, { wait_ms: 10_000, count: 2 });
+  const b = ownPop(n, { wait_ms: 10_000, count: 2 });
+  await b.read;
   await sleep(50);
   await push(n, { values: [1, 2, 3] });
-  assert.deepEqual((await a).body.data.items, [1, 2]);
-  assert.deepEqual((await b).body.data.items, [3]);
+  assert.deepEqual((await a.answer).body.data.items, [1, 2]);
+  assert.deepEqual((await b.answer).body.data.items, [3]);
 });
 
 test('a waiter whose client has gone pops nothing: the next item goes to the next waiter or stays', async () => {
   const n = uniq('b');
-  // A raw request that is abandoned while it waits.
-  const gone = http.request({
-    port: srv.port,
-    method: 'POST',
-    path: `/lists/${n}/pop`,
-    headers: { 'Auth-Token': srv.token, 'Content-Type': 'application/json' },
-  });
-  gone.on('error', () => {});
-  gone.end(JSON.stringify({ wait_ms: 20_000 }));
+  // A request that is abandoned while it waits.
+  const left = ownPop(n, { wait_ms: 30_000 });
+  left.answer.catch(() => {});
+  await left.read;
   await sleep(150);
-  const stays = pop(n, { wait_ms: 10_000 });
+  const stays = ownPop(n, { wait_ms: 10_000 });
+  await stays.read;
   await sleep(100);
-  gone.destroy();
+  left.destroy();
+  await gone(await left.port);
   await sleep(150);
   await push(n, { values: ['one'] });
-  assert.deepEqual((await stays).body.data.items, ['one'], 'the live waiter got it');
+  assert.deepEqual((await stays.answer).body.data.items, ['one'], 'the live waiter got it');
   // With no live waiter the item stays in the list.
-  const g2 = http.request({
-    port: srv.port,
-    method: 'POST',
-    path: `/lists/${n}/pop`,
-    headers: { 'Auth-Token': srv.token, 'Content-Type': 'application/json' },
-  });
-  g2.on('error', () => {});
-  g2.end(JSON.stringify({ wait_ms: 20_000 }));
+  const g2 = ownPop(n, { wait_ms: 30_000 });
+  g2.answer.catch(() => {});
+  await g2.read;
   await sleep(150);
   g2.destroy();
+  await gone(await g2.port);
   await sleep(150);
   await push(n, { values: ['two'] });
   await sleep(100);

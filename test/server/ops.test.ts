@@ -9,7 +9,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { PithosServer, STORE, TOKEN, expectError, expectSuccess, runCli, sleep, uniq } from '../helpers/server.js';
+import { tcpQueues } from '../helpers/proc.js';
+import { PithosServer, STORE, TOKEN, expectError, expectSuccess, runCli, sleep, uniq, untilTrue } from '../helpers/server.js';
 
 let tmp: string;
 before(() => {
@@ -82,7 +83,14 @@ test('probes: /readyz is 503 while shutting down, /livez still 200', async () =>
     assert.match(await exchange(probe, 'GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n'), /^HTTP\/1\.1 200 [^]*\r\n\r\nok\n$/);
     // A request whose body is still arriving keeps the server draining.
     slow.write(`PUT /records/slow HTTP/1.1\r\nHost: x\r\nAuth-Token: ${s.token}\r\nContent-Length: 18\r\n\r\n{"record"`);
-    await sleep(100);
+    // The signal must come once the server has read those headers (its request is in flight),
+    // not before: a connection it has read nothing from is idle and is closed by the shutdown.
+    // The bytes have been read once none of them waits on either end, however busy the machine.
+    const port = slow.localPort as number;
+    await untilTrue('the server reading the headers of the slow PUT', () => {
+      const [client, server] = [tcpQueues(port, s.port), tcpQueues(s.port, port)];
+      return client !== undefined && server !== undefined && client.tx === 0 && server.rx === 0;
+    });
     s.signal('SIGTERM');
     await waitFor(() => s.stdout, /SIGTERM: draining/, 'the shutdown to begin');
     assert.match(await exchange(probe, 'GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n'), /^HTTP\/1\.1 503 [^]*\r\n\r\nnot ready\n$/);
