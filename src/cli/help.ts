@@ -31,7 +31,7 @@ Client:
   lock <name> --ttl <s> [--holder h]    acquire (or --renew <token>) a lease lock
   unlock <name> <token>                 release a lock
   txn <transaction>                     run a transaction (POST /txns)
-  ls [tables|records|variants|locks|sets|zsets] list names (--prefix, --limit, --after, --all)
+  ls [tables|records|variants|locks|lists|sets|zsets] list names (--prefix, --limit, --after, --all)
   watch [--kind k] [--since v]          follow the change feed
   health                                the server's health figures
   backup --out FILE                     stream an online backup of a running server to FILE
@@ -120,12 +120,13 @@ The transaction is {"mutations":[...],"checks":[...]} (docs/api.md, "Transaction
 as @file or - for stdin. Prints one result per mutation.
 
 ${COMMON}`,
-  ls: `usage: pithos ls [tables|records|variants|locks|sets|zsets] [--prefix p] [--limit n] [--after cursor] [--all]
+  ls: `usage: pithos ls [tables|records|variants|locks|lists|sets|zsets] [--prefix p] [--limit n] [--after cursor] [--all]
 Lists names in byte order (default: tables). --all follows every page.
 
 ${COMMON}`,
-  watch: `usage: pithos watch [--kind table|record|variant|lock|set|zset]... [--prefix p] [--since version] [--values] [--count-events n]
-Follows the change feed (GET /watch): one line per event (id, event, kind, name).
+  watch: `usage: pithos watch [--kind table|record|variant|lock|list|set|zset]... [--prefix p] [--since version] [--values] [--count-events n]
+Follows the change feed (GET /watch): one line per event (id, event, kind, name); the id
+is - on an event the server sends without one (expire, overflow).
 --count-events n stops after n events.
 
 ${COMMON}`,

@@ -375,7 +375,7 @@ async function cmdWatch(c: Ctx): Promise<void> {
   const { p } = c;
   onlyFlags(p, 'watch', ['kind', 'prefix', 'since', 'values', 'count-events']);
   positionals(p, 'watch', 0, 0);
-  const kinds = (p.flags.get('kind') ?? []).map((k) => kindOf(k, 'watch --kind', ['table', 'record', 'variant', 'lock', 'set', 'zset']));
+  const kinds = (p.flags.get('kind') ?? []).map((k) => kindOf(k, 'watch --kind', ['table', 'record', 'variant', 'lock', 'list', 'set', 'zset']));
   const max = intFlag(p, 'count-events', 1);
   const since = intFlag(p, 'since');
   const ac = new AbortController();
@@ -385,15 +385,22 @@ async function cmdWatch(c: Ctx): Promise<void> {
   const prefix = flag(p, 'prefix');
   if (prefix !== undefined) o.prefix = prefix;
   if (since !== undefined) o.since = since;
+  // The library keeps the last id on an event that has none (the SSE rule, the
+  // place to resume from); a line shows an id only when the server sent one with
+  // that event, and ids never repeat, so a repeated id is one carried over
+  // (an `expire` or `overflow`, which are not in the log).
+  let lastId: string | undefined;
   for await (const ev of c.db.watch(o)) {
-    if (c.json) c.io.out(JSON.stringify(ev) + '\n');
+    const id = ev.id === lastId ? undefined : ev.id;
+    lastId = ev.id;
+    if (c.json) c.io.out(JSON.stringify(id === undefined ? { event: ev.event, data: ev.data } : ev) + '\n');
     else {
       const d = ev.data as { kind?: string; name?: string; t_id?: number; value?: unknown } | string;
       const what =
         typeof d === 'object' && d !== null
           ? `${d.kind ?? ''} ${d.name ?? ''}${d.t_id !== undefined ? ` t_id ${d.t_id}` : ''}${d.value !== undefined ? ` ${JSON.stringify(d.value)}` : ''}`
           : String(d);
-      c.io.out(`${ev.id ?? '-'}\t${ev.event}\t${what.trim()}\n`);
+      c.io.out(`${id ?? '-'}\t${ev.event}\t${what.trim()}\n`);
     }
     if (max !== undefined && ++n >= max) {
       ac.abort();

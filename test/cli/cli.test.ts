@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import http from 'node:http';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -430,4 +430,58 @@ test('lists: push (right, --left), pop (--right, --pop-count, --to, --wait), ls 
   exits(await cli(['pop', 'missing']), 1, 'pop of a missing list', /404 list 'missing' does not exist/);
   exits(await cli(['pop', 'q', '--pop-count', '0']), 2, 'bad count', /--pop-count must be an integer ≥ 1/);
   exits(await cli(['push', 'q']), 2, 'push without values', /missing argument/);
+});
+
+test('backup into a missing directory: exit 1 and one message, no stack trace', async () => {
+  const missing = path.join(tmp, 'no-such-dir', 'x.backup');
+  const r1 = await cli(['backup', '--out', missing]);
+  exits(r1, 1, 'backup into a missing directory', /^pithos backup: cannot write .*no-such-dir.*does not exist\n$/);
+});
+
+test('backup onto a directory: refused before streaming anything, exit 1, nothing left; a file still works', async () => {
+  const dir = path.join(tmp, 'backup-dir');
+  mkdirSync(dir);
+  const r2 = await cli(['backup', '--out', dir]);
+  exits(r2, 1, 'backup onto a directory', /^pithos backup: cannot write .*backup-dir: it is a directory/);
+  assert.equal(r2.stderr.trim().split('\n').length, 1, 'one line, no stack trace');
+  assert.equal(existsSync(`${dir}.partial`), false, 'no temporary file left next to the directory');
+  const file = path.join(tmp, 'ok.backup');
+  ok(await cli(['backup', '--out', file]), 'backup to a file');
+  assert.match(readFileSync(file, 'latin1'), /\ncrc32 [0-9a-f]{8}\n$/);
+});
+
+test('watch --kind list is accepted', async () => {
+  ok(await cli(['push', 'watched-list', '1']), 'push');
+  const lists = await cli(['watch', '--kind', 'list', '--prefix', 'watched-', '--since', '0', '--count-events', '1']);
+  ok(lists, 'watch --kind list');
+  assert.match(lists.stdout, /^\d+\tput\tlist watched-list\n$/);
+});
+
+test('watch: an expire line shows - for its id (it has none), not the id of the event before it', async () => {
+  // Follows from the start of the log: the put is replayed or seen live, then the sweep expires it.
+  const watching = cli(['watch', '--kind', 'variant', '--prefix', 'expiring-', '--since', '0', '--count-events', '2']);
+  const watchingJson = cli(['watch', '--kind', 'variant', '--prefix', 'expiring-', '--since', '0', '--count-events', '2', '-o', 'json']);
+  await new Promise((r) => setTimeout(r, 300));
+  ok(await cli(['put', 'variant', 'expiring-1', '7', '--ttl', '1']), 'put with ttl');
+  const [w, wj] = await Promise.all([watching, watchingJson]);
+  ok(w, 'watch');
+  assert.match(w.stdout, /^\d+\tput\tvariant expiring-1\n-\texpire\tvariant expiring-1\n$/);
+  const events = wj.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { id?: string; event: string });
+  assert.deepEqual(
+    events.map((e) => [e.event, e.id === undefined]),
+    [
+      ['put', false],
+      ['expire', true],
+    ],
+  );
+});
+
+test('help ls names lists; help watch names list', async () => {
+  const [ls, watch, overview] = await Promise.all([cli(['help', 'ls']), cli(['help', 'watch']), cli(['help'])]);
+  assert.match(ls.stdout, /\blists\b/);
+  assert.match(watch.stdout, /--kind [a-z|]*\blist\b/);
+  assert.match(overview.stdout, /ls \[[a-z|]*\blists\b/);
 });
