@@ -9,26 +9,21 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Answer, JsonText, Pithos, PithosError, type Operation } from '../../client/index.js';
+import { type Answer, Pithos, PithosError } from '../../client/index.js';
+import { call, type Ctx, type Io, msg, readJsonArg, readObjectArg, writeOpts } from './context.js';
 import { flag, has, intFlag, isClientLine, kindOf, onlyFlags, parse, type Parsed, positionals, UsageError } from './args.js';
 import { cmdBackup, restore } from './backup.js';
 import { HELP, OVERVIEW } from './help.js';
 import { cut, grid, JSON_NUMBER, show, type Shown, showVariant, withNumber } from './show.js';
 
 export { grid, isClientLine };
+export type { Ctx, Io } from './context.js';
 
 // prettier-ignore
 export const COMMANDS: ReadonlySet<string> = new Set([
   'get', 'put', 'del', 'incr', 'query', 'insert', 'patch', 'lock', 'unlock', 'txn', 'ls', 'watch', 'health', 'backup', 'restore', 'help', 'version',
   'push', 'pop', 'append',
 ]);
-
-export interface Io {
-  out: (s: string) => void;
-  err: (s: string) => void;
-  env: Record<string, string | undefined>;
-  stdin: () => Promise<string>;
-}
 
 export function version(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
@@ -42,58 +37,6 @@ export function version(): string {
 
 // ---------------------------------------------------------------------------------------
 // Commands
-
-export interface Ctx {
-  p: Parsed;
-  db: Pithos;
-  json: boolean;
-  io: Io;
-}
-
-async function readJsonArg(text: string | undefined, what: string, io: Io): Promise<unknown> {
-  if (text === undefined) throw new UsageError(`missing ${what} (JSON, @file or - for stdin)`);
-  let src = text;
-  if (text === '-') src = await io.stdin();
-  else if (text.startsWith('@')) {
-    try {
-      src = fs.readFileSync(text.slice(1), 'utf8');
-    } catch (err) {
-      throw new UsageError(`cannot read ${text.slice(1)}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
-    }
-  }
-  try {
-    return JSON.parse(src);
-  } catch {
-    throw new UsageError(`${what} is not valid JSON: ${cut(src.trim(), 60)}`);
-  }
-}
-
-async function readObjectArg(text: string | undefined, what: string, io: Io): Promise<Record<string, unknown>> {
-  const v = await readJsonArg(text, what, io);
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new UsageError(`${what} must be a JSON object`);
-  return v as Record<string, unknown>;
-}
-
-/**
- * Run one call; in JSON mode print the server's envelope as it came (so
- * `3.0` stays a double), with `version` added when the server sent an ETag;
- * else hand the answer to `human`.
- */
-async function call<T>(c: Ctx, op: Operation, args: string[], opts: Parameters<Pithos['call']>[2], human: (a: Answer<T>) => Shown): Promise<Answer<T>> {
-  const a = await c.db.call<T>(op, args, opts);
-  if (c.json) {
-    const env = a.text.trimEnd();
-    c.io.out((a.version === undefined || !env.endsWith('}') ? env : `${env.slice(0, -1)},"version":${a.version}}`) + '\n');
-  } else {
-    const s = human(a);
-    const out = typeof s === 'string' ? s : s.out;
-    if (out !== '') c.io.out(out + '\n');
-    if (typeof s !== 'string') c.io.err(s.note + '\n');
-  }
-  return a;
-}
-
-const msg = (a: Answer<unknown>): string => a.message;
 
 /** The body fields of a conditional row write (`--if-version`). */
 function rowCondition(p: Parsed): Record<string, unknown> {
@@ -137,16 +80,6 @@ async function cmdGet(c: Ctx): Promise<void> {
       return `held by ${d.holder ?? '(no holder name)'}, fence ${d.fence}, expires in ${(d.expires_in_ms / 1000).toFixed(1)} s (lease ${d.ttl} s, acquired ${d.acquired_at})`;
     });
   }
-}
-
-function writeOpts(p: Parsed): Record<string, unknown> {
-  const o: Record<string, unknown> = {};
-  const ttl = intFlag(p, 'ttl');
-  if (ttl !== undefined) o.ttl = ttl;
-  const v = intFlag(p, 'if-version');
-  if (v !== undefined) o.if_version = v;
-  if (has(p, 'if-absent')) o.if_absent = true;
-  return o;
 }
 
 async function cmdPut(c: Ctx): Promise<void> {
