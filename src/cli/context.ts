@@ -76,4 +76,3 @@ export function writeOpts(p: Parsed): Record<string, unknown> {
   if (has(p, 'if-absent')) o.if_absent = true;
   return o;
 }
-

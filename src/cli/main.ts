@@ -13,6 +13,7 @@ import { type Answer, Pithos, PithosError } from '../../client/index.js';
 import { call, type Ctx, type Io, msg, readJsonArg, readObjectArg, writeOpts } from './context.js';
 import { flag, has, intFlag, isClientLine, kindOf, onlyFlags, parse, type Parsed, positionals, UsageError } from './args.js';
 import { cmdBackup, restore } from './backup.js';
+import { cmdAdd, cmdPop, cmdPush, cmdRemove, getCollection, putCollection, zincr } from './collections.js';
 import { HELP, OVERVIEW } from './help.js';
 import { cut, grid, JSON_NUMBER, show, type Shown, showVariant, withNumber } from './show.js';
 
@@ -22,7 +23,7 @@ export type { Ctx, Io } from './context.js';
 // prettier-ignore
 export const COMMANDS: ReadonlySet<string> = new Set([
   'get', 'put', 'del', 'incr', 'query', 'insert', 'patch', 'lock', 'unlock', 'txn', 'ls', 'watch', 'health', 'backup', 'restore', 'help', 'version',
-  'push', 'pop', 'append',
+  'push', 'pop', 'append', 'add', 'remove',
 ]);
 
 export function version(): string {
@@ -53,8 +54,10 @@ async function cmdGet(c: Ctx): Promise<void> {
     return;
   }
   const [kw, name] = positionals(p, 'get', 2, 2);
-  const kind = kindOf(kw, 'get', ['table', 'record', 'variant', 'lock']);
-  if (kind === 'table') {
+  const kind = kindOf(kw, 'get', ['table', 'record', 'variant', 'lock', 'list', 'set', 'zset']);
+  if (kind === 'list' || kind === 'set' || kind === 'zset') {
+    await getCollection(c, kind, name!);
+  } else if (kind === 'table') {
     onlyFlags(p, 'get table', ['limit', 'after']);
     await call<Record<string, Record<string, unknown>>>(c, 'getTable', [name!], { query: { limit: intFlag(p, 'limit', 1), after: intFlag(p, 'after') } }, (a) =>
       grid(Object.entries(a.data).map(([id, row]) => ({ id, row }))),
@@ -91,8 +94,10 @@ async function cmdPut(c: Ctx): Promise<void> {
     await call(c, 'replaceRow', [table!, id!], { body: { rows, ...rowCondition(p) } }, msg);
     return;
   }
-  const kind = kindOf(p.pos[0], 'put', ['table', 'record', 'variant']);
-  if (kind === 'table') {
+  const kind = kindOf(p.pos[0], 'put', ['table', 'record', 'variant', 'list', 'set', 'zset']);
+  if (kind === 'list' || kind === 'set' || kind === 'zset') {
+    await putCollection(c, kind);
+  } else if (kind === 'table') {
     onlyFlags(p, 'put table', ['ttl']);
     const [, name] = positionals(p, 'put table', 2, 2);
     await call(c, 'createTable', [name!], { body: writeOpts(p) }, msg);
@@ -134,14 +139,16 @@ async function cmdDel(c: Ctx): Promise<void> {
     return;
   }
   onlyFlags(p, 'del', []);
-  const kind = kindOf(p.pos[0], 'del', ['table', 'record', 'variant']);
+  const kind = kindOf(p.pos[0], 'del', ['table', 'record', 'variant', 'list', 'set', 'zset']);
   const [, name] = positionals(p, 'del', 2, 2);
-  const op = ({ table: 'dropTable', record: 'deleteRecord', variant: 'deleteVariant' } as const)[kind as 'table' | 'record' | 'variant'];
+  const ops = { table: 'dropTable', record: 'deleteRecord', variant: 'deleteVariant', list: 'deleteList', set: 'deleteSet', zset: 'deleteZset' } as const;
+  const op = ops[kind as keyof typeof ops];
   await call(c, op, [name!], {}, msg);
 }
 
 async function cmdIncr(c: Ctx): Promise<void> {
   const { p } = c;
+  if (has(p, 'zset')) return zincr(c);
   onlyFlags(p, 'incr', []);
   const [name, d] = positionals(p, 'incr', 1, 2);
   if (d !== undefined && !JSON_NUMBER.test(d.trim())) throw new UsageError(`incr: delta must be a number (as JSON writes it: 5, -2, 0.5), got '${d}'`);
@@ -352,45 +359,10 @@ async function cmdHealth(c: Ctx): Promise<void> {
   );
 }
 
-// ---- lists (docs/api.md "Lists")
-
-/** `pithos push <list> <value>... [--left]`: each value is JSON (else a string), pushed in order. */
-async function cmdPush(c: Ctx): Promise<void> {
-  const { p } = c;
-  onlyFlags(p, 'push', ['left', 'right', 'if-version']);
-  const [name, ...raw] = positionals(p, 'push', 2, Infinity);
-  const values = raw.map((r) => {
-    try {
-      return JSON.parse(r) as unknown;
-    } catch {
-      return r;
-    }
-  });
-  const body: Record<string, unknown> = { values, side: has(p, 'left') ? 'left' : 'right', ...writeOpts(p) };
-  await call<{ length: number }>(c, 'pushList', [name!], { body }, (a) => `length ${a.data.length}`);
-}
-
-/** `pithos pop <list> [--right] [--pop-count n] [--wait ms] [--to list [--to-side left|right]]`: one item per line. */
-async function cmdPop(c: Ctx): Promise<void> {
-  const { p } = c;
-  onlyFlags(p, 'pop', ['left', 'right', 'pop-count', 'wait', 'to', 'to-side', 'if-version']);
-  const [name] = positionals(p, 'pop', 1, 1);
-  const body: Record<string, unknown> = { side: has(p, 'right') ? 'right' : 'left', ...writeOpts(p) };
-  const count = intFlag(p, 'pop-count', 1);
-  if (count !== undefined) body.count = count;
-  const wait = intFlag(p, 'wait', 0);
-  if (wait !== undefined) body.wait_ms = wait;
-  const to = flag(p, 'to');
-  if (to !== undefined) body.to = to;
-  const toSide = flag(p, 'to-side');
-  if (toSide !== undefined) body.to_side = toSide;
-  await call<{ items: unknown[] }>(c, 'popList', [name!], { body }, (a) =>
-    a.data.items.length === 0 ? '(nothing to pop)' : a.data.items.map(show).join('\n'),
-  );
-}
-
 const RUN: Record<string, (c: Ctx) => Promise<void>> = {
   push: cmdPush,
+  add: cmdAdd,
+  remove: cmdRemove,
   pop: cmdPop,
   append: cmdAppend,
   get: cmdGet,
