@@ -42,10 +42,17 @@ const VALUED = [
   'wait',
   'to',
   'to-side',
+  'start',
+  'stop',
+  'min',
+  'max',
+  'offset',
+  'member',
+  'mode',
   'encryption-key-file',
   'encryption-old-key-files',
 ] as const;
-const BOOLEAN = ['if-absent', 'count', 'with-ids', 'all', 'values', 'record', 'row', 'string', 'help', 'left', 'right'] as const;
+const BOOLEAN = ['if-absent', 'count', 'with-ids', 'all', 'values', 'record', 'row', 'string', 'help', 'left', 'right', 'rev', 'zset'] as const;
 const SHORT: Record<string, string> = { output: 'o', help: 'h' };
 type Options = NonNullable<ParseArgsConfig['options']>;
 const OPTIONS: Options = Object.fromEntries([

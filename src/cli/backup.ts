@@ -18,7 +18,7 @@ export async function cmdBackup(c: Ctx): Promise<void> {
   // Written under a temporary name, renamed only once the stream ended with
   // its checksum trailer: FILE is a whole backup or nothing.
   const tmp = `${out}.partial`;
-  const fd = fs.openSync(tmp, 'w', 0o600);
+  const fd = openOut(out, tmp);
   let bytes = 0;
   let tail = Buffer.alloc(0);
   try {
@@ -38,12 +38,39 @@ export async function cmdBackup(c: Ctx): Promise<void> {
     throw err;
   }
   fs.closeSync(fd);
-  fs.renameSync(tmp, out);
+  try {
+    fs.renameSync(tmp, out);
+  } catch (err) {
+    fs.rmSync(tmp, { force: true });
+    throw new PithosError(0, `cannot write ${out}: ${(err as Error).message}`);
+  }
   c.io.out(
     c.json
       ? JSON.stringify({ status: 'success', message: 'backup written', data: { file: out, bytes } }) + '\n'
       : `backup written to ${out} (${bytes} bytes)\n`,
   );
+}
+
+/**
+ * Opens the temporary file, after checking FILE can become a backup: a
+ * directory (or a missing parent) would only fail at the rename, after the
+ * whole data set was streamed, and leave the temporary file behind.
+ * A local failure exits 1, as a refusal by the server does.
+ */
+function openOut(out: string, tmp: string): number {
+  let problem: string | undefined;
+  if (fs.statSync(out, { throwIfNoEntry: false })?.isDirectory()) problem = 'it is a directory (give a file name)';
+  else if (!fs.statSync(path.dirname(path.resolve(out)), { throwIfNoEntry: false })?.isDirectory()) {
+    problem = `directory ${path.dirname(out)} does not exist`;
+  }
+  if (problem === undefined) {
+    try {
+      return fs.openSync(tmp, 'w', 0o600);
+    } catch (err) {
+      problem = (err as Error).message;
+    }
+  }
+  throw new PithosError(0, `cannot write ${out}: ${problem}`);
 }
 
 export async function restore(p: Parsed, io: Io): Promise<number> {

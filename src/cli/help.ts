@@ -18,20 +18,22 @@ Server:
   pithos restore --from FILE --data-dir DIR   restore a backup into a new data directory
 
 Client:
-  get <kind> <name>                     read a table, record, variant or lock; get row <table> <t_id>
-  put table|record|variant <name> ...   create a table, write a record or variant; put row replaces a row
-  del table|record|variant <name>       delete one object; del rows <table> <wheres>; del row <table> <t_id>
-  incr <variant> [delta]                atomic add (default 1)
+  get <kind> <name>                     read a table, record, variant, lock, list, set or zset; get row <table> <t_id>
+  put <kind> <name> ...                 create a table; write a record, variant, list, set or zset; put row replaces a row
+  del <kind> <name>                     delete one object; del rows <table> <wheres>; del row <table> <t_id>
+  incr <variant> [delta]                atomic add (default 1); incr --zset <zset> <member> [delta]
   append <variant> <text>               atomic append to a string variant; prints its length in bytes
   push <list> <value>... [--left]       push values onto a list (right end by default)
   pop <list> [--right] [--wait ms]      pop items (--pop-count n, --to list to move them)
+  add set|zset <name> <member>...       add members to a set, or <member> <score> pairs to a zset
+  remove set|zset <name> <member>...    remove members
   query <table> [wheres]                matching rows (--order, --limit, --fields, --count)
   insert <table> <row>...               insert rows, prints each t_id
   patch <table> <wheres> <sets>         patch matching rows; patch --record <id> <sets>; patch --row <table> <t_id> <sets>
   lock <name> --ttl <s> [--holder h]    acquire (or --renew <token>) a lease lock
   unlock <name> <token>                 release a lock
   txn <transaction>                     run a transaction (POST /txns)
-  ls [tables|records|variants|locks|sets|zsets] list names (--prefix, --limit, --after, --all)
+  ls [tables|records|variants|locks|lists|sets|zsets] list names (--prefix, --limit, --after, --all)
   watch [--kind k] [--since v]          follow the change feed
   health                                the server's health figures
   backup --out FILE                     stream an online backup of a running server to FILE
@@ -47,6 +49,15 @@ export const HELP: Record<string, string> = {
   pithos get variant <name>                            the value
   pithos get lock <name>                               holder, fence and time left
   pithos get row <table> <t_id>                        one row, and its version
+  pithos get list <name> [--start i] [--stop j]        its items, one per line (a range: inclusive,
+                                                       negatives count from the end)
+  pithos get set <name> [--limit n] [--after m]        its members in byte order, one per line
+  pithos get set <name> --member m...                  whether each is a member (m<TAB>true|false)
+  pithos get zset <name> [--start i] [--stop j] [--rev]                        by rank
+  pithos get zset <name> [--min s] [--max s] [--offset n] [--limit n] [--rev]  by score
+                                                       member<TAB>score per line; a bound may be
+                                                       -inf, +inf, or exclusive: '(5'
+  pithos get zset <name> --member m                    its score, rank and rev_rank
 A missing object exits 1 ("... does not exist").
 
 ${COMMON}`,
@@ -55,11 +66,15 @@ ${COMMON}`,
   pithos put record <id> <json> [--ttl s] [--if-version v] [--if-absent]
   pithos put variant <name> <value> [--ttl s] [--if-version v] [--if-absent] [--string]
   pithos put row <table> <t_id> <json> [--if-version v]   replace one row whole (never creates one)
+  pithos put list <name> <value>...                    values as push takes them (none: empty)
+  pithos put set <name> <member>...
+  pithos put zset <name> <member> <score>...
+    (list, set, zset: [--ttl s] [--if-version v] [--if-absent]; prints created or replaced)
 A variant value is read as JSON (42, 1.5, true, "x"); anything else is a string,
 and --string forces a string ("42" stays text).
 
 ${COMMON}`,
-  del: `usage: pithos del table|record|variant <name>
+  del: `usage: pithos del table|record|variant|list|set|zset <name>
        pithos del rows <table> <wheres>                delete the matching rows
        pithos del row <table> <t_id> [--if-version v]  delete exactly one row
 A missing object exits 1.
@@ -76,8 +91,22 @@ Removes and prints up to n items (default 1) from the left end (--right: the rig
 the items onto another list atomically (Redis LMOVE).
 
 ${COMMON}`,
+  add: `usage: pithos add set <name> <member>... [--if-version v]
+       pithos add zset <name> <member> <score>... [--mode upsert|nx|xx|gt|lt] [--if-version v]
+Adds members (creating the set when missing) and prints how many were added (for a zset,
+also how many scores were updated) and the new member count. --mode: nx only new members,
+xx only existing ones, gt / lt only to a greater / lower score.
+
+${COMMON}`,
+  remove: `usage: pithos remove set|zset <name> <member>... [--if-version v]
+Removes members and prints how many were removed and the new member count; the set stays,
+even empty (del set|zset deletes it).
+
+${COMMON}`,
   incr: `usage: pithos incr <variant> [delta]
-Adds delta (default 1; negative subtracts) atomically and prints the new value.
+       pithos incr --zset <zset> <member> [delta] [--if-version v]
+Adds delta (default 1; negative subtracts) atomically and prints the new value. With
+--zset, to the member's score (a new member starts at 0; a missing zset is created).
 
 ${COMMON}`,
   append: `usage: pithos append <variant> <text> [--if-version v]
@@ -120,12 +149,13 @@ The transaction is {"mutations":[...],"checks":[...]} (docs/api.md, "Transaction
 as @file or - for stdin. Prints one result per mutation.
 
 ${COMMON}`,
-  ls: `usage: pithos ls [tables|records|variants|locks|sets|zsets] [--prefix p] [--limit n] [--after cursor] [--all]
+  ls: `usage: pithos ls [tables|records|variants|locks|lists|sets|zsets] [--prefix p] [--limit n] [--after cursor] [--all]
 Lists names in byte order (default: tables). --all follows every page.
 
 ${COMMON}`,
-  watch: `usage: pithos watch [--kind table|record|variant|lock|set|zset]... [--prefix p] [--since version] [--values] [--count-events n]
-Follows the change feed (GET /watch): one line per event (id, event, kind, name).
+  watch: `usage: pithos watch [--kind table|record|variant|lock|list|set|zset]... [--prefix p] [--since version] [--values] [--count-events n]
+Follows the change feed (GET /watch): one line per event (id, event, kind, name); the id
+is - on an event the server sends without one (expire, overflow).
 --count-events n stops after n events.
 
 ${COMMON}`,

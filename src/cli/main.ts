@@ -9,26 +9,22 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Answer, JsonText, Pithos, PithosError, type Operation } from '../../client/index.js';
+import { type Answer, Pithos, PithosError } from '../../client/index.js';
+import { call, type Ctx, type Io, msg, readJsonArg, readObjectArg, writeOpts } from './context.js';
 import { flag, has, intFlag, isClientLine, kindOf, onlyFlags, parse, type Parsed, positionals, UsageError } from './args.js';
 import { cmdBackup, restore } from './backup.js';
+import { cmdAdd, cmdPop, cmdPush, cmdRemove, getCollection, putCollection, zincr } from './collections.js';
 import { HELP, OVERVIEW } from './help.js';
 import { cut, grid, JSON_NUMBER, show, type Shown, showVariant, withNumber } from './show.js';
 
 export { grid, isClientLine };
+export type { Ctx, Io } from './context.js';
 
 // prettier-ignore
 export const COMMANDS: ReadonlySet<string> = new Set([
   'get', 'put', 'del', 'incr', 'query', 'insert', 'patch', 'lock', 'unlock', 'txn', 'ls', 'watch', 'health', 'backup', 'restore', 'help', 'version',
-  'push', 'pop', 'append',
+  'push', 'pop', 'append', 'add', 'remove',
 ]);
-
-export interface Io {
-  out: (s: string) => void;
-  err: (s: string) => void;
-  env: Record<string, string | undefined>;
-  stdin: () => Promise<string>;
-}
 
 export function version(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
@@ -42,58 +38,6 @@ export function version(): string {
 
 // ---------------------------------------------------------------------------------------
 // Commands
-
-export interface Ctx {
-  p: Parsed;
-  db: Pithos;
-  json: boolean;
-  io: Io;
-}
-
-async function readJsonArg(text: string | undefined, what: string, io: Io): Promise<unknown> {
-  if (text === undefined) throw new UsageError(`missing ${what} (JSON, @file or - for stdin)`);
-  let src = text;
-  if (text === '-') src = await io.stdin();
-  else if (text.startsWith('@')) {
-    try {
-      src = fs.readFileSync(text.slice(1), 'utf8');
-    } catch (err) {
-      throw new UsageError(`cannot read ${text.slice(1)}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
-    }
-  }
-  try {
-    return JSON.parse(src);
-  } catch {
-    throw new UsageError(`${what} is not valid JSON: ${cut(src.trim(), 60)}`);
-  }
-}
-
-async function readObjectArg(text: string | undefined, what: string, io: Io): Promise<Record<string, unknown>> {
-  const v = await readJsonArg(text, what, io);
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new UsageError(`${what} must be a JSON object`);
-  return v as Record<string, unknown>;
-}
-
-/**
- * Run one call; in JSON mode print the server's envelope as it came (so
- * `3.0` stays a double), with `version` added when the server sent an ETag;
- * else hand the answer to `human`.
- */
-async function call<T>(c: Ctx, op: Operation, args: string[], opts: Parameters<Pithos['call']>[2], human: (a: Answer<T>) => Shown): Promise<Answer<T>> {
-  const a = await c.db.call<T>(op, args, opts);
-  if (c.json) {
-    const env = a.text.trimEnd();
-    c.io.out((a.version === undefined || !env.endsWith('}') ? env : `${env.slice(0, -1)},"version":${a.version}}`) + '\n');
-  } else {
-    const s = human(a);
-    const out = typeof s === 'string' ? s : s.out;
-    if (out !== '') c.io.out(out + '\n');
-    if (typeof s !== 'string') c.io.err(s.note + '\n');
-  }
-  return a;
-}
-
-const msg = (a: Answer<unknown>): string => a.message;
 
 /** The body fields of a conditional row write (`--if-version`). */
 function rowCondition(p: Parsed): Record<string, unknown> {
@@ -110,8 +54,10 @@ async function cmdGet(c: Ctx): Promise<void> {
     return;
   }
   const [kw, name] = positionals(p, 'get', 2, 2);
-  const kind = kindOf(kw, 'get', ['table', 'record', 'variant', 'lock']);
-  if (kind === 'table') {
+  const kind = kindOf(kw, 'get', ['table', 'record', 'variant', 'lock', 'list', 'set', 'zset']);
+  if (kind === 'list' || kind === 'set' || kind === 'zset') {
+    await getCollection(c, kind, name!);
+  } else if (kind === 'table') {
     onlyFlags(p, 'get table', ['limit', 'after']);
     await call<Record<string, Record<string, unknown>>>(c, 'getTable', [name!], { query: { limit: intFlag(p, 'limit', 1), after: intFlag(p, 'after') } }, (a) =>
       grid(Object.entries(a.data).map(([id, row]) => ({ id, row }))),
@@ -139,16 +85,6 @@ async function cmdGet(c: Ctx): Promise<void> {
   }
 }
 
-function writeOpts(p: Parsed): Record<string, unknown> {
-  const o: Record<string, unknown> = {};
-  const ttl = intFlag(p, 'ttl');
-  if (ttl !== undefined) o.ttl = ttl;
-  const v = intFlag(p, 'if-version');
-  if (v !== undefined) o.if_version = v;
-  if (has(p, 'if-absent')) o.if_absent = true;
-  return o;
-}
-
 async function cmdPut(c: Ctx): Promise<void> {
   const { p } = c;
   if (p.pos[0] === 'row') {
@@ -158,8 +94,10 @@ async function cmdPut(c: Ctx): Promise<void> {
     await call(c, 'replaceRow', [table!, id!], { body: { rows, ...rowCondition(p) } }, msg);
     return;
   }
-  const kind = kindOf(p.pos[0], 'put', ['table', 'record', 'variant']);
-  if (kind === 'table') {
+  const kind = kindOf(p.pos[0], 'put', ['table', 'record', 'variant', 'list', 'set', 'zset']);
+  if (kind === 'list' || kind === 'set' || kind === 'zset') {
+    await putCollection(c, kind);
+  } else if (kind === 'table') {
     onlyFlags(p, 'put table', ['ttl']);
     const [, name] = positionals(p, 'put table', 2, 2);
     await call(c, 'createTable', [name!], { body: writeOpts(p) }, msg);
@@ -201,14 +139,16 @@ async function cmdDel(c: Ctx): Promise<void> {
     return;
   }
   onlyFlags(p, 'del', []);
-  const kind = kindOf(p.pos[0], 'del', ['table', 'record', 'variant']);
+  const kind = kindOf(p.pos[0], 'del', ['table', 'record', 'variant', 'list', 'set', 'zset']);
   const [, name] = positionals(p, 'del', 2, 2);
-  const op = ({ table: 'dropTable', record: 'deleteRecord', variant: 'deleteVariant' } as const)[kind as 'table' | 'record' | 'variant'];
+  const ops = { table: 'dropTable', record: 'deleteRecord', variant: 'deleteVariant', list: 'deleteList', set: 'deleteSet', zset: 'deleteZset' } as const;
+  const op = ops[kind as keyof typeof ops];
   await call(c, op, [name!], {}, msg);
 }
 
 async function cmdIncr(c: Ctx): Promise<void> {
   const { p } = c;
+  if (has(p, 'zset')) return zincr(c);
   onlyFlags(p, 'incr', []);
   const [name, d] = positionals(p, 'incr', 1, 2);
   if (d !== undefined && !JSON_NUMBER.test(d.trim())) throw new UsageError(`incr: delta must be a number (as JSON writes it: 5, -2, 0.5), got '${d}'`);
@@ -375,7 +315,7 @@ async function cmdWatch(c: Ctx): Promise<void> {
   const { p } = c;
   onlyFlags(p, 'watch', ['kind', 'prefix', 'since', 'values', 'count-events']);
   positionals(p, 'watch', 0, 0);
-  const kinds = (p.flags.get('kind') ?? []).map((k) => kindOf(k, 'watch --kind', ['table', 'record', 'variant', 'lock', 'set', 'zset']));
+  const kinds = (p.flags.get('kind') ?? []).map((k) => kindOf(k, 'watch --kind', ['table', 'record', 'variant', 'lock', 'list', 'set', 'zset']));
   const max = intFlag(p, 'count-events', 1);
   const since = intFlag(p, 'since');
   const ac = new AbortController();
@@ -385,15 +325,22 @@ async function cmdWatch(c: Ctx): Promise<void> {
   const prefix = flag(p, 'prefix');
   if (prefix !== undefined) o.prefix = prefix;
   if (since !== undefined) o.since = since;
+  // The library keeps the last id on an event that has none (the SSE rule, the
+  // place to resume from); a line shows an id only when the server sent one with
+  // that event, and ids never repeat, so a repeated id is one carried over
+  // (an `expire` or `overflow`, which are not in the log).
+  let lastId: string | undefined;
   for await (const ev of c.db.watch(o)) {
-    if (c.json) c.io.out(JSON.stringify(ev) + '\n');
+    const id = ev.id === lastId ? undefined : ev.id;
+    lastId = ev.id;
+    if (c.json) c.io.out(JSON.stringify(id === undefined ? { event: ev.event, data: ev.data } : ev) + '\n');
     else {
       const d = ev.data as { kind?: string; name?: string; t_id?: number; value?: unknown } | string;
       const what =
         typeof d === 'object' && d !== null
           ? `${d.kind ?? ''} ${d.name ?? ''}${d.t_id !== undefined ? ` t_id ${d.t_id}` : ''}${d.value !== undefined ? ` ${JSON.stringify(d.value)}` : ''}`
           : String(d);
-      c.io.out(`${ev.id ?? '-'}\t${ev.event}\t${what.trim()}\n`);
+      c.io.out(`${id ?? '-'}\t${ev.event}\t${what.trim()}\n`);
     }
     if (max !== undefined && ++n >= max) {
       ac.abort();
@@ -412,45 +359,10 @@ async function cmdHealth(c: Ctx): Promise<void> {
   );
 }
 
-// ---- lists (docs/api.md "Lists")
-
-/** `pithos push <list> <value>... [--left]`: each value is JSON (else a string), pushed in order. */
-async function cmdPush(c: Ctx): Promise<void> {
-  const { p } = c;
-  onlyFlags(p, 'push', ['left', 'right', 'if-version']);
-  const [name, ...raw] = positionals(p, 'push', 2, Infinity);
-  const values = raw.map((r) => {
-    try {
-      return JSON.parse(r) as unknown;
-    } catch {
-      return r;
-    }
-  });
-  const body: Record<string, unknown> = { values, side: has(p, 'left') ? 'left' : 'right', ...writeOpts(p) };
-  await call<{ length: number }>(c, 'pushList', [name!], { body }, (a) => `length ${a.data.length}`);
-}
-
-/** `pithos pop <list> [--right] [--pop-count n] [--wait ms] [--to list [--to-side left|right]]`: one item per line. */
-async function cmdPop(c: Ctx): Promise<void> {
-  const { p } = c;
-  onlyFlags(p, 'pop', ['left', 'right', 'pop-count', 'wait', 'to', 'to-side', 'if-version']);
-  const [name] = positionals(p, 'pop', 1, 1);
-  const body: Record<string, unknown> = { side: has(p, 'right') ? 'right' : 'left', ...writeOpts(p) };
-  const count = intFlag(p, 'pop-count', 1);
-  if (count !== undefined) body.count = count;
-  const wait = intFlag(p, 'wait', 0);
-  if (wait !== undefined) body.wait_ms = wait;
-  const to = flag(p, 'to');
-  if (to !== undefined) body.to = to;
-  const toSide = flag(p, 'to-side');
-  if (toSide !== undefined) body.to_side = toSide;
-  await call<{ items: unknown[] }>(c, 'popList', [name!], { body }, (a) =>
-    a.data.items.length === 0 ? '(nothing to pop)' : a.data.items.map(show).join('\n'),
-  );
-}
-
 const RUN: Record<string, (c: Ctx) => Promise<void>> = {
   push: cmdPush,
+  add: cmdAdd,
+  remove: cmdRemove,
   pop: cmdPop,
   append: cmdAppend,
   get: cmdGet,
