@@ -207,11 +207,15 @@ export class KeyDir {
     return this.groups.get(group);
   }
 
-  /** Up to `limit` keys of a group above `after` ('' = from the first) and their entries, in key order. */
-  groupKeysAfter(group: string, after: string, limit: number): [string[], Entry[]] {
+  /**
+   * Up to `limit` keys of a group above `after` ('' = from the first) and
+   * their entries, in key order; `bare`: the keys without the group's prefix
+   * (Group.keysAfter).
+   */
+  groupKeysAfter(group: string, after: string, limit: number, bare = false): [string[], Entry[]] {
     const keys: string[] = [];
     const entries: Entry[] = [];
-    this.groups.get(group)?.keysAfter(after, limit, keys, entries);
+    this.groups.get(group)?.keysAfter(after, limit, keys, entries, bare);
     return [keys, entries];
   }
 
@@ -230,7 +234,7 @@ export class KeyDir {
     }
   }
 
-  /** A group's keys and entries in key order, as two arrays (empty when there is no such group). */
+  /** A group's keys without its prefix, and their entries, in key order, as two arrays (empty when there is no such group). */
   copyGroup(group: string): [string[], Entry[]] {
     const g = this.groups.get(group);
     return g === undefined ? [[], []] : g.copy();

@@ -10,6 +10,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
 import { CHUNK_MAX, Entry, groupOf, KeyDir, ShardedMap, shardOf } from '../../src/engine/keydir.js';
 
@@ -87,6 +89,32 @@ function check(kd: KeyDir, model: Map<string, Entry>): void {
       assert.equal(m.get(want[i][0]), want[i][1]);
     }
     assert.equal(m.get(g + 'absent'), undefined);
+    // The copies and pages callers keep: member keys are the keys without the group's prefix.
+    const [members, versions] = kd.copyGroup(g);
+    assert.deepEqual(
+      members,
+      want.map(([k]) => k.slice(g.length)),
+    );
+    assert.deepEqual(
+      versions,
+      want.map(([, e]) => e),
+    );
+    const mid = want[want.length >> 1][0];
+    const after = want.filter(([k]) => k > mid).slice(0, 3);
+    assert.deepEqual(
+      kd.groupKeysAfter(g, mid, 3)[0],
+      after.map(([k]) => k),
+    );
+    assert.deepEqual(
+      kd.groupKeysAfter(g, mid, 3, true)[0],
+      after.map(([k]) => k.slice(g.length)),
+    );
+    assert.deepEqual(
+      kd.groupKeysAfter(g, g.slice(0, -1), 2)[0],
+      want.slice(0, 2).map(([k]) => k),
+      'a key below the group: from the first',
+    );
+    assert.deepEqual(kd.groupKeysAfter(g, g.slice(0, -1) + '\u0001', 2)[0], [], 'a key above the group: nothing');
   }
 }
 
@@ -217,4 +245,31 @@ test('a group far bigger than a chunk stays in key order through out-of-order in
   const chunks = (m as unknown as { chunks: Array<{ map: Map<string, Entry> }> }).chunks;
   assert.ok(chunks.length > 3, `${chunks.length} chunks`);
   for (const c of chunks) assert.ok(c.map.size <= CHUNK_MAX, `chunk of ${c.map.size}`);
+});
+
+test("a group holds each member's key without the group's prefix, in a string of its own", () => {
+  // 20,000 members of a group whose prefix is 1,000 characters: holding the
+  // whole key (or a slice of it, which keeps the whole key alive) costs over
+  // 1 KB a member; a member key of its own costs its 20 characters.
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  const heap = (): number => {
+    gc();
+    gc();
+    return process.memoryUsage().heapUsed;
+  };
+  const g = 'p'.repeat(999) + '\u0000';
+  const N = 20_000;
+  const kd = new KeyDir(1 << 20);
+  const entries = Array.from({ length: N }, () => entry());
+  const before = heap();
+  for (let i = 0; i < N; i++) {
+    // As recovery decodes a key (a flat string), and as a write builds one (prefix + member).
+    const member = 'member-' + String(i).padStart(13, '0');
+    kd.set(i % 2 === 0 ? Buffer.from(g + member, 'latin1').toString('latin1') : g + member, entries[i]);
+  }
+  const per = (heap() - before) / N;
+  assert.equal(kd.size, N);
+  assert.ok(per < 200, `${per.toFixed(0)} bytes per member`);
+  assert.equal(kd.get(g + 'member-' + String(N - 1).padStart(13, '0')), entries[N - 1]);
 });
