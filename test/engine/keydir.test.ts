@@ -247,17 +247,18 @@ test('a group far bigger than a chunk stays in key order through out-of-order in
   for (const c of chunks) assert.ok(c.map.size <= CHUNK_MAX, `chunk of ${c.map.size}`);
 });
 
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+const heap = (): number => {
+  gc();
+  gc();
+  return process.memoryUsage().heapUsed;
+};
+
 test("a group holds each member's key without the group's prefix, in a string of its own", () => {
   // 20,000 members of a group whose prefix is 1,000 characters: holding the
   // whole key (or a slice of it, which keeps the whole key alive) costs over
   // 1 KB a member; a member key of its own costs its 20 characters.
-  setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as () => void;
-  const heap = (): number => {
-    gc();
-    gc();
-    return process.memoryUsage().heapUsed;
-  };
   const g = 'p'.repeat(999) + '\u0000';
   const N = 20_000;
   const kd = new KeyDir(1 << 20);
@@ -272,4 +273,18 @@ test("a group holds each member's key without the group's prefix, in a string of
   assert.equal(kd.size, N);
   assert.ok(per < 200, `${per.toFixed(0)} bytes per member`);
   assert.equal(kd.get(g + 'member-' + String(N - 1).padStart(13, '0')), entries[N - 1]);
+});
+
+test('an entry without an expiry holds its version alone (88 bytes); one with an expiry holds both', () => {
+  const N = 100_000;
+  const before = heap();
+  const es = Array.from({ length: N }, (_, i) => new Entry(undefined, i, 16, 60, 0, 1234, i + 1));
+  const per = (heap() - before) / N - 8; // less the array's slot
+  assert.ok(per < 92, `${per.toFixed(1)} bytes per entry`);
+  assert.equal(es[7].seq, 8);
+  assert.equal(es[7].exp, 0);
+  const exp = Date.now() + 60_000;
+  const timed = new Entry(undefined, 0, 16, 60, exp, 1234, 2 ** 40);
+  assert.equal(timed.seq, 2 ** 40);
+  assert.equal(timed.exp, exp);
 });
