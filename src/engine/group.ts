@@ -271,15 +271,18 @@ export class Group implements Map<string, Entry> {
    */
   keysAfter(after: string, limit: number, keys: string[], entries: Entry[], bare = false): void {
     if (this.chunks.length === 0 || limit <= 0) return;
+    // Member keys above `a` when `from`; a key outside the group is below all its keys or above all of them.
+    let from = false;
     let a = '';
     if (after !== '') {
-      // A key outside the group is below all its keys or above all of them.
-      if (after.startsWith(this.name)) a = after.slice(this.cut);
-      else if (after > this.name) return;
+      if (after.startsWith(this.name)) {
+        from = true;
+        a = after.slice(this.cut);
+      } else if (after > this.name) return;
     }
-    for (let i = a === '' ? 0 : this.find(a); i < this.chunks.length; i++) {
+    for (let i = from ? this.find(a) : 0; i < this.chunks.length; i++) {
       for (const [k, e] of this.sortedMap(i)) {
-        if (a !== '' && k <= a) continue;
+        if (from && k <= a) continue;
         keys.push(bare ? k : this.name + k);
         entries.push(e);
         if (keys.length >= limit) return;

@@ -27,7 +27,11 @@ type Cmd =
   | { t: 'thin'; group: string; keep: number };
 
 // Unpadded numbers, so key order ('10' < '9') differs from insertion order often.
-const keyArb = fc.tuple(fc.constantFrom(...PREFIXES), fc.nat({ max: 60 })).map(([p, n]) => p + String(n));
+// A group's name is a key too (its member key is empty).
+const keyArb = fc.oneof(
+  { weight: 30, arbitrary: fc.tuple(fc.constantFrom(...PREFIXES), fc.nat({ max: 60 })).map(([p, n]) => p + String(n)) },
+  { weight: 1, arbitrary: fc.constantFrom(...GROUPS) },
+);
 const cmdArb: fc.Arbitrary<Cmd> = fc.oneof(
   { weight: 6, arbitrary: keyArb.map((key) => ({ t: 'set' as const, key })) },
   { weight: 3, arbitrary: keyArb.map((key) => ({ t: 'delete' as const, key })) },
@@ -98,6 +102,14 @@ function check(kd: KeyDir, model: Map<string, Entry>): void {
     assert.deepEqual(
       versions,
       want.map(([, e]) => e),
+    );
+    assert.deepEqual(
+      kd.groupKeysAfter(g, g, 2)[0],
+      want
+        .filter(([k]) => k > g)
+        .slice(0, 2)
+        .map(([k]) => k),
+      'after the group name itself',
     );
     const mid = want[want.length >> 1][0];
     const after = want.filter(([k]) => k > mid).slice(0, 3);
