@@ -101,6 +101,8 @@ export class Group implements Map<string, Entry> {
   private count = 0;
   /** Length of `name`: a key's member key starts there. */
   private readonly cut: number;
+  /** The member key swap() made last (the group's own string for a new member): for the directory's expiry heap. */
+  lastMember = '';
   readonly [Symbol.toStringTag] = 'Group';
 
   /** `max`: keys per chunk (CHUNK_MAX; tests use tiny chunks to reach splits and merges); `name`: the group's prefix. */
@@ -156,6 +158,7 @@ export class Group implements Map<string, Entry> {
     // keys written are new ones (recovery, appends), and a flat string
     // compares faster than a slice.
     const own = ownMember(key, this.cut);
+    this.lastMember = own;
     // A key above the greatest of an ordered chunk is new (writes and recovery
     // append to a collection or table mostly in key order): no lookup first.
     if (!c.sorted || c.map.size === 0 || own <= c.last) {

@@ -21,7 +21,7 @@ import { type Decoder, type Entry, FLAG_CURRENT, FLAG_QUEUED, FLAG_REF } from '.
 import { ShardedMap } from './sharded-map.js';
 import { CHUNK_MAX, Group } from './group.js';
 import { ValueCache } from './value-cache.js';
-import { ExpiryHeap } from './expiry-heap.js';
+import { ExpiryHeap, itemKey } from './expiry-heap.js';
 
 export { type Decoder, Entry, FLAG_CURRENT, FLAG_REF } from './entry.js';
 export { ShardedMap, shardOf } from './sharded-map.js';
@@ -50,7 +50,7 @@ export class KeyDir {
   /** Cached values and their decoded forms, under a byte budget. */
   readonly values: ValueCache;
   /** Entries that carry an expiry, earliest first. */
-  private readonly expiry = new ExpiryHeap((key, e) => this.get(key) === e);
+  private readonly expiry = new ExpiryHeap((item) => this.get(itemKey(item)) === item.entry);
 
   constructor(
     cacheBudget: number,
@@ -97,9 +97,11 @@ export class KeyDir {
   set(key: string, e: Entry): Entry | undefined {
     const cut = groupCut(key);
     let prev: Entry | undefined;
+    let grp: Group | undefined;
     if (cut >= 0) {
       // A new member, or a new version in the same position.
-      prev = this.groupFor(key, cut).swap(key, e);
+      grp = this.groupFor(key, cut);
+      prev = grp.swap(key, e);
       if (prev === undefined) this.groupedKeys++;
     } else {
       const shard = this.top.shard(key); // one hash for the get and the set
@@ -114,7 +116,10 @@ export class KeyDir {
     }
     if (e.exp !== 0) {
       this.expiry.live++;
-      this.expiry.push(key, e);
+      // A member's item keeps the member key the group holds (a collection
+      // with an expiry puts every element in the heap), not a second whole key.
+      if (grp === undefined) this.expiry.push(key, e, '');
+      else this.expiry.push(grp.lastMember, e, grp.name);
     }
     return prev;
   }
@@ -281,8 +286,9 @@ export class KeyDir {
     while (removed < limit) {
       const item = this.expiry.popDue(now);
       if (item === undefined) break;
-      if (this.get(item.key) === item.entry) {
-        this.delete(item.key);
+      const key = itemKey(item);
+      if (this.get(key) === item.entry) {
+        this.delete(key);
         removed++;
       }
     }

@@ -300,3 +300,30 @@ test('an entry without an expiry holds its version alone (88 bytes); one with an
   assert.equal(timed.seq, 2 ** 40);
   assert.equal(timed.exp, exp);
 });
+
+test('a group member with an expiry is in the expiry heap by its member key, and is swept by its whole key', () => {
+  // 20,000 members with an expiry under a 1,000-character prefix: an expiry
+  // item holding the whole key (which the group no longer holds) costs over
+  // 1 KB a member.
+  const g = 'p'.repeat(999) + '\u0000';
+  const N = 20_000;
+  const kd = new KeyDir(1 << 20);
+  const exp = Date.now() + 60_000;
+  const before = heap();
+  for (let i = 0; i < N; i++) {
+    const key = Buffer.from(g + 'member-' + String(i).padStart(13, '0'), 'latin1').toString('latin1');
+    kd.set(key, new Entry(undefined, 0, 1, 20, exp, 0, i + 1));
+  }
+  const per = (heap() - before) / N;
+  assert.ok(per < 400, `${per.toFixed(0)} bytes per member`);
+  assert.equal(kd.expiringCount, N);
+  assert.equal(kd.nextExpiry(), exp);
+  // Overwritten and deleted members' items are skipped; the rest are swept.
+  kd.set(g + 'member-' + String(0).padStart(13, '0'), new Entry(undefined, 0, 1, 20, 0, 0, N + 1));
+  kd.delete(g + 'member-' + String(1).padStart(13, '0'));
+  assert.equal(kd.sweep(exp - 1, N), 0);
+  assert.equal(kd.sweep(exp, 2 * N), N - 2);
+  assert.equal(kd.size, 1);
+  assert.equal(kd.expiringCount, 0);
+  assert.equal(kd.get(g + 'member-' + String(0).padStart(13, '0'))?.seq, N + 1);
+});
