@@ -7,8 +7,9 @@
  * One kind per fresh LogStore: the heap after two forced GCs before and
  * after adding N 16-byte elements (1,000 per operation); for the sorted set
  * also after its first read built the rank order. Then the parts, each
- * measured alone the same way: N element key strings, N Entry objects, N
- * keys in the directory's ShardedMap, and in one Group.
+ * measured alone the same way: N element key strings, N member keys (what a
+ * group holds), N Entry objects (with and without an expiry), N keys in the
+ * directory's ShardedMap, and in a group's chunk Maps.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -99,21 +100,29 @@ function parts(): void {
     }
     return cons;
   });
+  // What a group holds per member since it keeps member keys (the key without its prefix; group.ts).
+  part(`member key (${member(0).length} chars, flat) + array slot`, () =>
+    Array.from({ length: N }, (_, i) => Buffer.from(member(i), 'latin1').toString('latin1')),
+  );
   part('Entry + array slot', () => keys.map(() => new Entry(undefined, 100, 16, 60, 0, 1234, 5)));
+  part('Entry with an expiry + array slot', () => keys.map(() => new Entry(undefined, 100, 16, 60, Date.now() + 3_600_000, 1234, 5)));
   part('ShardedMap slot', () => {
     const m = new ShardedMap<Entry>();
     for (let i = 0; i < N; i++) m.set(keys[i], es[i]);
     return m;
   });
-  part('group chunk Map slot (3,584 keys per chunk)', () => {
-    const chunks: Array<Map<string, Entry>> = [];
-    for (let i = 0; i < N; i += 3584) {
-      const c = new Map<string, Entry>();
-      for (let j = i; j < Math.min(N, i + 3584); j++) c.set(keys[j], es[j]);
-      chunks.push(c);
-    }
-    return chunks;
-  });
+  // A chunk filled by appends holds 4,096 keys; one that grew anywhere in its range, 3,072-4,096.
+  for (const per of [4096, 3584]) {
+    part(`group chunk Map slot (${per} keys per chunk)`, () => {
+      const chunks: Array<Map<string, Entry>> = [];
+      for (let i = 0; i < N; i += per) {
+        const c = new Map<string, Entry>();
+        for (let j = i; j < Math.min(N, i + per); j++) c.set(keys[j], es[j]);
+        chunks.push(c);
+      }
+      return chunks;
+    });
+  }
 }
 
 const only = process.env.PITHOS_BENCH_KINDS?.split(',') ?? ['list', 'set', 'zset', 'parts'];

@@ -237,9 +237,9 @@ export class Engine {
     return this.reader.keys('', false);
   }
 
-  /** Up to `limit` live keys of a group above `after`, in key order: Reader.groupKeys. */
-  groupKeys(group: string, after: string, limit: number, at?: number): string[] {
-    return this.reader.groupKeys(group, after, limit, at);
+  /** Up to `limit` live keys of a group above `after`, in key order (`bare`: without the group's prefix): Reader.groupKeys. */
+  groupKeys(group: string, after: string, limit: number, at?: number, bare = false): string[] {
+    return this.reader.groupKeys(group, after, limit, at, bare);
   }
 
   /** Number of live keys in a group (expired-but-unswept ones included). */

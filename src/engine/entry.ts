@@ -62,6 +62,14 @@ class Both {
   ) {}
 }
 
+/** The version and expiry of an entry written with an expiry (Entry.vx). */
+class Timed {
+  constructor(
+    readonly seq: number,
+    readonly exp: number,
+  ) {}
+}
+
 /**
  * One version of one key. `seg` is undefined while the batch that wrote it
  * waits for the log flush; such an entry always holds its value in cache.
@@ -74,6 +82,9 @@ class Both {
  * cached bytes and decoded form share one field too (`held`): an entry
  * whose write is in the log keeps one or the other (ValueCache.dropBytes),
  * so only a write still waiting for the log holds both, in a small pair.
+ * Likewise the version and the expiry: nearly every entry has no expiry,
+ * so `vx` is the version alone, and an entry with an expiry holds both in
+ * a small pair (`seq` and `exp` read through it; neither ever changes).
  */
 export class Entry {
   seg: Segment | undefined;
@@ -83,18 +94,12 @@ export class Entry {
   private len: number;
   /** (size - vlen) << META_BITS | decoder number << DEC_SHIFT | HELD_RAW or HELD_BOTH | flags. */
   private meta: number;
-  /** Absolute expiry in ms since the epoch; 0 = never. */
-  exp: number;
   /** crc32 of the value (as int32), checked whenever the value is read from its segment. */
   crc: number;
   /** The cached bytes (`val`) or decoded form (`memo`), or both in a Both; see `meta`. */
   private held: unknown;
-  /**
-   * Sequence number of the batch that wrote this version: the object's
-   * version (docs/format.md, "Sequence numbers"). Kept through recovery,
-   * hints and compaction, so it never changes while the version lives.
-   */
-  seq: number;
+  /** `seq` when there is no expiry, else a Timed holding `seq` and `exp`. */
+  private readonly vx: number | Timed;
   /**
    * Position in the cache queue (absolute: the queue's array index plus its
    * base), meaningful while FLAG_QUEUED is set; lets a new version take over
@@ -107,11 +112,26 @@ export class Entry {
     this.vpos = vpos;
     this.len = vlen;
     this.meta = (size - vlen) << META_BITS;
-    this.exp = exp;
     this.crc = crc;
     this.held = undefined;
-    this.seq = seq;
+    this.vx = exp === 0 ? seq : new Timed(seq, exp);
     this.qpos = 0;
+  }
+
+  /** Absolute expiry in ms since the epoch; 0 = never. */
+  get exp(): number {
+    const v = this.vx;
+    return typeof v === 'number' ? 0 : v.exp;
+  }
+
+  /**
+   * Sequence number of the batch that wrote this version: the object's
+   * version (docs/format.md, "Sequence numbers"). Kept through recovery,
+   * hints and compaction, so it never changes while the version lives.
+   */
+  get seq(): number {
+    const v = this.vx;
+    return typeof v === 'number' ? v : v.seq;
   }
 
   /** Bytes of the value as stored in its segment. Setting it keeps `size`. */

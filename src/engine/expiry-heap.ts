@@ -9,9 +9,15 @@ import type { Entry } from './entry.js';
 
 export interface ExpiryItem {
   exp: number;
+  /** The key, or for a key of a group its member key (the string the group holds; group.ts). */
   key: string;
   entry: Entry;
+  /** The group's prefix when `key` is a member key, else ''. */
+  group: string;
 }
+
+/** The whole key of an item. */
+export const itemKey = (item: ExpiryItem): string => (item.group === '' ? item.key : item.group + item.key);
 
 export class ExpiryHeap {
   private heap: ExpiryItem[] = [];
@@ -19,19 +25,20 @@ export class ExpiryHeap {
   live = 0;
 
   /** `isCurrent` tells whether an item's entry is still its key's version (for rebuilding). */
-  constructor(private readonly isCurrent: (key: string, e: Entry) => boolean) {}
+  constructor(private readonly isCurrent: (item: ExpiryItem) => boolean) {}
 
   get length(): number {
     return this.heap.length;
   }
 
-  push(key: string, entry: Entry): void {
+  /** `group`: the group's prefix when `key` is a member key, else ''. */
+  push(key: string, entry: Entry, group: string): void {
     // Items of replaced versions stay until their time comes; a key that is
     // rewritten often with a long ttl would pile them up. Rebuild without
     // them once they outnumber the live ones.
     if (this.heap.length > 2 * this.live + 1024) this.prune();
     const h = this.heap;
-    const item: ExpiryItem = { exp: entry.exp, key, entry };
+    const item: ExpiryItem = { exp: entry.exp, key, entry, group };
     let i = h.length;
     h.push(item);
     while (i > 0) {
@@ -47,7 +54,7 @@ export class ExpiryHeap {
     const seen = new Set<Entry>();
     const kept: ExpiryItem[] = [];
     for (const item of this.heap) {
-      if (this.isCurrent(item.key, item.entry) && !seen.has(item.entry)) {
+      if (this.isCurrent(item) && !seen.has(item.entry)) {
         seen.add(item.entry);
         kept.push(item);
       }

@@ -21,7 +21,7 @@ import { type Decoder, type Entry, FLAG_CURRENT, FLAG_QUEUED, FLAG_REF } from '.
 import { ShardedMap } from './sharded-map.js';
 import { CHUNK_MAX, Group } from './group.js';
 import { ValueCache } from './value-cache.js';
-import { ExpiryHeap } from './expiry-heap.js';
+import { ExpiryHeap, itemKey } from './expiry-heap.js';
 import type { Segment } from './segment.js';
 
 export { type Decoder, Entry, FLAG_CURRENT, FLAG_REF } from './entry.js';
@@ -51,7 +51,7 @@ export class KeyDir {
   /** Cached values and their decoded forms, under a byte budget. */
   readonly values: ValueCache;
   /** Entries that carry an expiry, earliest first. */
-  private readonly expiry = new ExpiryHeap((key, e) => this.get(key) === e);
+  private readonly expiry = new ExpiryHeap((item) => this.get(itemKey(item)) === item.entry);
 
   constructor(
     cacheBudget: number,
@@ -98,9 +98,11 @@ export class KeyDir {
   set(key: string, e: Entry): Entry | undefined {
     const cut = groupCut(key);
     let prev: Entry | undefined;
+    let grp: Group | undefined;
     if (cut >= 0) {
       // A new member, or a new version in the same position.
-      prev = this.groupFor(key, cut).swap(key, e);
+      grp = this.groupFor(key, cut);
+      prev = grp.swap(key, e);
       if (prev === undefined) this.groupedKeys++;
     } else {
       const shard = this.top.shard(key); // one hash for the get and the set
@@ -115,7 +117,10 @@ export class KeyDir {
     }
     if (e.exp !== 0) {
       this.expiry.live++;
-      this.expiry.push(key, e);
+      // A member's item keeps the member key the group holds (a collection
+      // with an expiry puts every element in the heap), not a second whole key.
+      if (grp === undefined) this.expiry.push(key, e, '');
+      else this.expiry.push(grp.lastMember, e, grp.name);
     }
     return prev;
   }
@@ -208,11 +213,15 @@ export class KeyDir {
     return this.groups.get(group);
   }
 
-  /** Up to `limit` keys of a group above `after` ('' = from the first) and their entries, in key order. */
-  groupKeysAfter(group: string, after: string, limit: number): [string[], Entry[]] {
+  /**
+   * Up to `limit` keys of a group above `after` ('' = from the first) and
+   * their entries, in key order; `bare`: the keys without the group's prefix
+   * (Group.keysAfter).
+   */
+  groupKeysAfter(group: string, after: string, limit: number, bare = false): [string[], Entry[]] {
     const keys: string[] = [];
     const entries: Entry[] = [];
-    this.groups.get(group)?.keysAfter(after, limit, keys, entries);
+    this.groups.get(group)?.keysAfter(after, limit, keys, entries, bare);
     return [keys, entries];
   }
 
@@ -231,7 +240,7 @@ export class KeyDir {
     }
   }
 
-  /** A group's keys and entries in key order, as two arrays (empty when there is no such group). */
+  /** A group's keys without its prefix, and their entries, in key order, as two arrays (empty when there is no such group). */
   copyGroup(group: string): [string[], Entry[]] {
     const g = this.groups.get(group);
     return g === undefined ? [[], []] : g.copy();
@@ -290,8 +299,9 @@ export class KeyDir {
     while (removed < limit) {
       const item = this.expiry.popDue(now);
       if (item === undefined) break;
-      if (this.get(item.key) === item.entry) {
-        this.delete(item.key);
+      const key = itemKey(item);
+      if (this.get(key) === item.entry) {
+        this.delete(key);
         removed++;
       }
     }

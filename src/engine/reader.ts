@@ -248,8 +248,8 @@ export class Reader {
    * caller must release() the snapshot when done with it.
    */
   snapshot<T>(group: string, dec: Decoder<T>, at?: number): GroupSnapshot<T> {
-    const [keys, versions] = this.keydir.copyGroup(group);
-    return new GroupSnapshot(this.fs, this.keydir, this.log, dec, keys, versions, at ?? this.now(), this.core.segments);
+    const [members, versions] = this.keydir.copyGroup(group);
+    return new GroupSnapshot(this.fs, this.keydir, this.log, dec, group, members, versions, at ?? this.now(), this.core.segments);
   }
 
   /**
@@ -266,10 +266,12 @@ export class Reader {
    * in key order: a page of a collection's members (src/store/log/collections.ts).
    * Expired-but-unswept keys are skipped, so a page may hold fewer than
    * `limit` keys while more follow; callers ask for one more than they show.
+   * `bare`: the keys without the group's prefix (the strings the directory
+   * holds, so a caller that keeps them adds no copy).
    */
-  groupKeys(group: string, after: string, limit: number, at?: number): string[] {
+  groupKeys(group: string, after: string, limit: number, at?: number, bare = false): string[] {
     const now = at ?? this.now();
-    const [keys, entries] = this.keydir.groupKeysAfter(group, after, limit);
+    const [keys, entries] = this.keydir.groupKeysAfter(group, after, limit, bare);
     let n = 0;
     for (let i = 0; i < keys.length; i++) {
       const e = entries[i];

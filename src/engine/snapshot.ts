@@ -49,13 +49,18 @@ export class GroupSnapshot<T> {
   private readonly pinned: Segment[] = [];
   private released = false;
 
-  /** `keys` and `versions` are parallel: the members' keys in key order and their current versions. */
+  /**
+   * `members` and `versions` are parallel: the members' keys without the
+   * group's prefix `group` (as the directory holds them, group.ts), in key
+   * order, and their current versions.
+   */
   constructor(
     private readonly fs: FileOps,
     private readonly keydir: KeyDir,
     private readonly log: Logger,
     private readonly dec: Decoder<T>,
-    private readonly keys: string[],
+    private readonly group: string,
+    private readonly members: string[],
     private readonly versions: Entry[],
     /** The instant: members expired at it are not part of the snapshot. */
     private readonly now: number,
@@ -70,11 +75,17 @@ export class GroupSnapshot<T> {
 
   /** Members, including any that had expired but were not yet swept (read() skips them). */
   get length(): number {
-    return this.keys.length;
+    return this.members.length;
   }
 
+  /** The i-th member's key. */
   key(i: number): string {
-    return this.keys[i];
+    return this.group + this.members[i];
+  }
+
+  /** The i-th member's key without the group's prefix: the string the directory holds, so keeping it adds no copy. */
+  member(i: number): string {
+    return this.members[i];
   }
 
   /** Bytes of the i-th member's stored value (what reading it costs). */
@@ -102,8 +113,9 @@ export class GroupSnapshot<T> {
         continue;
       }
       if (e.val !== undefined) {
-        const memo = this.dec(e.val, this.keys[i]);
-        if (this.keydir.get(this.keys[i]) === e) this.keydir.cache(e, e.val, memo, this.dec as Decoder<unknown>);
+        const key = this.key(i);
+        const memo = this.dec(e.val, key);
+        if (this.keydir.get(key) === e) this.keydir.cache(e, e.val, memo, this.dec as Decoder<unknown>);
         out.push(memo);
         continue;
       }
@@ -163,7 +175,7 @@ export class GroupSnapshot<T> {
           this.log('error', err.message);
           throw err;
         }
-        const key = this.keys[l.i];
+        const key = this.key(l.i);
         const v = this.plain(l, buf.subarray(off, off + l.len));
         const memo = this.dec(v, key);
         out[l.slot] = memo;
@@ -209,7 +221,7 @@ export class GroupSnapshot<T> {
       throw storageError('read', err);
     }
     for (const l of ls) {
-      const key = this.keys[l.i];
+      const key = this.key(l.i);
       const memo = this.dec(this.plain(l, plain.subarray(l.check, l.check + l.len)), key);
       out[l.slot] = memo;
       if (l.e.memo === undefined && this.keydir.hasRoom(l.len) && this.keydir.get(key) === l.e) {

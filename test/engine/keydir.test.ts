@@ -10,6 +10,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
 import { CHUNK_MAX, Entry, groupOf, KeyDir, ShardedMap, shardOf } from '../../src/engine/keydir.js';
 
@@ -25,7 +27,11 @@ type Cmd =
   | { t: 'thin'; group: string; keep: number };
 
 // Unpadded numbers, so key order ('10' < '9') differs from insertion order often.
-const keyArb = fc.tuple(fc.constantFrom(...PREFIXES), fc.nat({ max: 60 })).map(([p, n]) => p + String(n));
+// A group's name is a key too (its member key is empty).
+const keyArb = fc.oneof(
+  { weight: 30, arbitrary: fc.tuple(fc.constantFrom(...PREFIXES), fc.nat({ max: 60 })).map(([p, n]) => p + String(n)) },
+  { weight: 1, arbitrary: fc.constantFrom(...GROUPS) },
+);
 const cmdArb: fc.Arbitrary<Cmd> = fc.oneof(
   { weight: 6, arbitrary: keyArb.map((key) => ({ t: 'set' as const, key })) },
   { weight: 3, arbitrary: keyArb.map((key) => ({ t: 'delete' as const, key })) },
@@ -87,6 +93,40 @@ function check(kd: KeyDir, model: Map<string, Entry>): void {
       assert.equal(m.get(want[i][0]), want[i][1]);
     }
     assert.equal(m.get(g + 'absent'), undefined);
+    // The copies and pages callers keep: member keys are the keys without the group's prefix.
+    const [members, versions] = kd.copyGroup(g);
+    assert.deepEqual(
+      members,
+      want.map(([k]) => k.slice(g.length)),
+    );
+    assert.deepEqual(
+      versions,
+      want.map(([, e]) => e),
+    );
+    assert.deepEqual(
+      kd.groupKeysAfter(g, g, 2)[0],
+      want
+        .filter(([k]) => k > g)
+        .slice(0, 2)
+        .map(([k]) => k),
+      'after the group name itself',
+    );
+    const mid = want[want.length >> 1][0];
+    const after = want.filter(([k]) => k > mid).slice(0, 3);
+    assert.deepEqual(
+      kd.groupKeysAfter(g, mid, 3)[0],
+      after.map(([k]) => k),
+    );
+    assert.deepEqual(
+      kd.groupKeysAfter(g, mid, 3, true)[0],
+      after.map(([k]) => k.slice(g.length)),
+    );
+    assert.deepEqual(
+      kd.groupKeysAfter(g, g.slice(0, -1), 2)[0],
+      want.slice(0, 2).map(([k]) => k),
+      'a key below the group: from the first',
+    );
+    assert.deepEqual(kd.groupKeysAfter(g, g.slice(0, -1) + '\u0001', 2)[0], [], 'a key above the group: nothing');
   }
 }
 
@@ -217,4 +257,73 @@ test('a group far bigger than a chunk stays in key order through out-of-order in
   const chunks = (m as unknown as { chunks: Array<{ map: Map<string, Entry> }> }).chunks;
   assert.ok(chunks.length > 3, `${chunks.length} chunks`);
   for (const c of chunks) assert.ok(c.map.size <= CHUNK_MAX, `chunk of ${c.map.size}`);
+});
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+const heap = (): number => {
+  gc();
+  gc();
+  return process.memoryUsage().heapUsed;
+};
+
+test("a group holds each member's key without the group's prefix, in a string of its own", () => {
+  // 20,000 members of a group whose prefix is 1,000 characters: holding the
+  // whole key (or a slice of it, which keeps the whole key alive) costs over
+  // 1 KB a member; a member key of its own costs its 20 characters.
+  const g = 'p'.repeat(999) + '\u0000';
+  const N = 20_000;
+  const kd = new KeyDir(1 << 20);
+  const entries = Array.from({ length: N }, () => entry());
+  const before = heap();
+  for (let i = 0; i < N; i++) {
+    // As recovery decodes a key (a flat string), and as a write builds one (prefix + member).
+    const member = 'member-' + String(i).padStart(13, '0');
+    kd.set(i % 2 === 0 ? Buffer.from(g + member, 'latin1').toString('latin1') : g + member, entries[i]);
+  }
+  const per = (heap() - before) / N;
+  assert.equal(kd.size, N);
+  assert.ok(per < 200, `${per.toFixed(0)} bytes per member`);
+  assert.equal(kd.get(g + 'member-' + String(N - 1).padStart(13, '0')), entries[N - 1]);
+});
+
+test('an entry without an expiry holds its version alone (88 bytes); one with an expiry holds both', () => {
+  const N = 100_000;
+  const before = heap();
+  const es = Array.from({ length: N }, (_, i) => new Entry(undefined, i, 16, 60, 0, 1234, i + 1));
+  const per = (heap() - before) / N - 8; // less the array's slot
+  assert.ok(per < 92, `${per.toFixed(1)} bytes per entry`);
+  assert.equal(es[7].seq, 8);
+  assert.equal(es[7].exp, 0);
+  const exp = Date.now() + 60_000;
+  const timed = new Entry(undefined, 0, 16, 60, exp, 1234, 2 ** 40);
+  assert.equal(timed.seq, 2 ** 40);
+  assert.equal(timed.exp, exp);
+});
+
+test('a group member with an expiry is in the expiry heap by its member key, and is swept by its whole key', () => {
+  // 20,000 members with an expiry under a 1,000-character prefix: an expiry
+  // item holding the whole key (which the group no longer holds) costs over
+  // 1 KB a member.
+  const g = 'p'.repeat(999) + '\u0000';
+  const N = 20_000;
+  const kd = new KeyDir(1 << 20);
+  const exp = Date.now() + 60_000;
+  const before = heap();
+  for (let i = 0; i < N; i++) {
+    const key = Buffer.from(g + 'member-' + String(i).padStart(13, '0'), 'latin1').toString('latin1');
+    kd.set(key, new Entry(undefined, 0, 1, 20, exp, 0, i + 1));
+  }
+  const per = (heap() - before) / N;
+  assert.ok(per < 400, `${per.toFixed(0)} bytes per member`);
+  assert.equal(kd.expiringCount, N);
+  assert.equal(kd.nextExpiry(), exp);
+  // Overwritten and deleted members' items are skipped; the rest are swept.
+  kd.set(g + 'member-' + String(0).padStart(13, '0'), new Entry(undefined, 0, 1, 20, 0, 0, N + 1));
+  kd.delete(g + 'member-' + String(1).padStart(13, '0'));
+  assert.equal(kd.sweep(exp - 1, N), 0);
+  assert.equal(kd.sweep(exp, 2 * N), N - 2);
+  assert.equal(kd.size, 1);
+  assert.equal(kd.expiringCount, 0);
+  assert.equal(kd.get(g + 'member-' + String(0).padStart(13, '0'))?.seq, N + 1);
 });

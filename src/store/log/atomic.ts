@@ -285,10 +285,11 @@ export class Tx {
    * Live stored keys of a group above `after` ('' = from the first), at most
    * `limit`, in key order: a collection's members (collections.ts). Only
    * what is stored: this decision's own writes are not seen, so a decision
-   * that lists members does so before it writes any.
+   * that lists members does so before it writes any. `bare`: the keys
+   * without the group's prefix (the member keys the engine holds).
    */
-  groupKeys(group: string, after: string, limit: number): string[] {
-    return this.engine.groupKeys(group, after, limit, this.now);
+  groupKeys(group: string, after: string, limit: number, bare = false): string[] {
+    return this.engine.groupKeys(group, after, limit, this.now, bare);
   }
 
   /** Keys in a group (expired-but-unswept ones included): decides whether an answer is large. */

@@ -87,9 +87,9 @@ function allMembers(tx: Tx, name: string): string[] {
   const h = readHeader(tx, 'set', name);
   if (h === undefined) return [];
   const group = elementGroup('set', name, h.inc);
-  const keys = tx.groupKeys(group, '', Number.MAX_SAFE_INTEGER);
+  const keys = tx.groupKeys(group, '', Number.MAX_SAFE_INTEGER, true);
   const out: string[] = new Array(keys.length);
-  for (let i = 0; i < keys.length; i++) out[i] = memberOfKey(group, keys[i]);
+  for (let i = 0; i < keys.length; i++) out[i] = memberOfKey('', keys[i]);
   return out;
 }
 
@@ -134,12 +134,12 @@ export class LogSets implements SetStore {
       const group = elementGroup('set', name, h.inc);
       const from = after === undefined ? '' : memberKey(group, after);
       const want = limit === undefined ? Number.MAX_SAFE_INTEGER : limit + 1;
-      const keys = tx.groupKeys(group, from, want);
+      const keys = tx.groupKeys(group, from, want, true);
       const more = limit !== undefined && keys.length > limit;
       if (more) keys.length = limit;
       let text = '{"members":[';
-      for (let i = 0; i < keys.length; i++) text += (i === 0 ? '' : ',') + JSON.stringify(memberOfKey(group, keys[i]));
-      const next = more ? JSON.stringify(memberOfKey(group, keys[keys.length - 1])) : 'null';
+      for (let i = 0; i < keys.length; i++) text += (i === 0 ? '' : ',') + JSON.stringify(memberOfKey('', keys[i]));
+      const next = more ? JSON.stringify(memberOfKey('', keys[keys.length - 1])) : 'null';
       return `${text}],"count":${h.count},"next":${next}}`;
     });
   }

@@ -4,11 +4,12 @@
  * A member's score is one directory lookup (the engine caches it); ranks
  * and ranges come from an order-statistic structure on (score, member)
  * (ranked.ts) kept beside the engine per sorted set. The structure holds
- * each member as its element key, the very string the key directory holds
- * (no copy per member: 32 bytes each for 16-byte members), and is decoded
- * only for an answer: keys of one group compare as their members do
- * (collections.ts, encodeMember: the members' UTF-8 byte order, which is
- * their code point order).
+ * each member encoded (collections.ts, encodeMember): its element key
+ * without the group's prefix, which is how the key directory holds it, so a
+ * structure built from the group shares those strings (no copy per member:
+ * 32 bytes each for 16-byte members). It is decoded only for an answer:
+ * encoded members compare as the members do (the members' UTF-8 byte order,
+ * which is their code point order).
  *
  * That structure is derived state: it is built from the element group the
  * first time a sorted set is read (so nothing is rebuilt at open), tagged
@@ -34,8 +35,8 @@ import {
   type Header,
   headerForWrite,
   headerKey,
-  memberKey,
-  memberOfKey,
+  decodeMember,
+  encodeMember,
   readHeader,
   replaceCollection,
   writeHeader,
@@ -58,7 +59,7 @@ interface Index {
   ready: Promise<void> | undefined;
 }
 
-/** What one decision changed in one sorted set: element key → [score before the decision, score after]. */
+/** What one decision changed in one sorted set: encoded member → [score before the decision, score after]. */
 interface Pending {
   /** Header version before the decision (undefined: there was no sorted set). */
   before: number | undefined;
@@ -153,9 +154,9 @@ export class ZsetIndexes {
         scores.set(vals, from);
         await new Promise<void>((r) => setImmediate(r));
       }
-      const keys: string[] = new Array(n);
-      for (let i = 0; i < n; i++) keys[i] = snap.key(i);
-      const order = sortedOrder(scores, keys);
+      const members: string[] = new Array(n);
+      for (let i = 0; i < n; i++) members[i] = snap.member(i);
+      const order = sortedOrder(scores, members);
       for (const changes of b.log) patch(order, changes);
       b.order = order;
       b.log = [];
@@ -177,9 +178,12 @@ export class ZsetIndexes {
     const ix = this.cache.get(name);
     if (ix !== undefined && ix.seq === ver && ix.rollbacks === this.engine.rollbacks && ix.order !== undefined) return ix.order;
     const group = elementGroup('zset', name, h.inc);
-    const keys = tx.groupKeys(group, '', Number.MAX_SAFE_INTEGER);
-    const scores = tx.getMany(keys, scoreDecoder) as number[];
-    const order = sortedOrder(scores, keys);
+    const members = tx.groupKeys(group, '', Number.MAX_SAFE_INTEGER, true);
+    const scores = tx.getMany(
+      members.map((m) => group + m),
+      scoreDecoder,
+    ) as number[];
+    const order = sortedOrder(scores, members);
     if (!tx.wrote && (ix === undefined || ix.order !== undefined)) {
       this.cache.set(name, { seq: ver, rollbacks: this.engine.rollbacks, order, log: [], ready: undefined });
     }
@@ -195,7 +199,7 @@ function patch(order: RankedPairs, changes: Map<string, [number | undefined, num
 }
 
 /**
- * (score, key) order of element keys given in key order with their scores: a
+ * (score, member) order of encoded members given in key order with their scores: a
  * stable sort by score. Done as a native numeric sort of the scores, then
  * each member placed at the next free slot of its score (found by binary
  * search), in member order: no comparator closure, which made a sort of
@@ -226,7 +230,7 @@ function sortedOrder(scores: ArrayLike<number>, keys: string[]): RankedPairs {
 export function zsetPut(ix: ZsetIndexes, tx: Tx, name: string, pairs: ReadonlyArray<[string, number]>, ttl: number, pre?: Precondition): boolean {
   ix.track(tx, name).reset = true;
   const { created, group, exp } = replaceCollection(tx, 'zset', name, pairs.length, ttl, pre);
-  for (const [m, s] of pairs) tx.put(memberKey(group, m), scoreBytes(s), s, scoreDecoder, exp);
+  for (const [m, s] of pairs) tx.put(group + encodeMember(m), scoreBytes(s), s, scoreDecoder, exp);
   return created;
 }
 
@@ -255,7 +259,8 @@ export function zsetAdd(
   const h = headerForWrite(tx, 'zset', name, create, pre);
   const group = elementGroup('zset', name, h.inc);
   const exp = tx.expiry(headerKey('zset', name));
-  const keys = pairs.map(([m]) => memberKey(group, m));
+  const members = pairs.map(([m]) => encodeMember(m));
+  const keys = members.map((m) => group + m);
   const cur = tx.getMany(keys, scoreDecoder);
   let added = 0;
   let updated = 0;
@@ -268,7 +273,7 @@ export function zsetAdd(
     if (effect === 'add') added++;
     else updated++;
     tx.put(keys[i], scoreBytes(s), s, scoreDecoder, exp);
-    record((p ??= ix.track(tx, name)), keys[i], c, s);
+    record((p ??= ix.track(tx, name)), members[i], c, s);
   }
   const count = h.count + added;
   if (p === undefined) return [0, 0, h.count];
@@ -281,13 +286,14 @@ export function zsetAdd(
 export function zsetIncr(ix: ZsetIndexes, tx: Tx, name: string, member: string, delta: number, create: boolean, pre?: Precondition): number {
   const h = headerForWrite(tx, 'zset', name, create, pre);
   const group = elementGroup('zset', name, h.inc);
-  const key = memberKey(group, member);
+  const enc = encodeMember(member);
+  const key = group + enc;
   const cur = tx.get(key, scoreDecoder);
   const s = (cur ?? 0) + delta + 0;
   if (!Number.isFinite(s))
     throw conflict(`zset '${name}' member ${JSON.stringify(member)}: score ${scoreText(cur ?? 0)} + ${scoreText(delta)} is not a finite number`);
   tx.put(key, scoreBytes(s), s, scoreDecoder, tx.expiry(headerKey('zset', name)));
-  record(ix.track(tx, name), key, cur, s);
+  record(ix.track(tx, name), enc, cur, s);
   const count = h.count + (cur === undefined ? 1 : 0);
   const json = `{"member":${JSON.stringify(member)},"delta":${scoreText(delta)},"score":${scoreText(s)}}`;
   writeHeader(tx, 'zset', name, { inc: h.inc, count }, { op: 'incr', json });
@@ -298,7 +304,8 @@ export function zsetIncr(ix: ZsetIndexes, tx: Tx, name: string, member: string, 
 export function zsetRemove(ix: ZsetIndexes, tx: Tx, name: string, members: readonly string[], pre?: Precondition): [number, number] {
   const h = existingHeader(tx, 'zset', name, pre);
   const group = elementGroup('zset', name, h.inc);
-  const keys = members.map((m) => memberKey(group, m));
+  const encs = members.map((m) => encodeMember(m));
+  const keys = encs.map((m) => group + m);
   const cur = tx.getMany(keys, scoreDecoder);
   let removed = 0;
   const p = ix.track(tx, name);
@@ -306,7 +313,7 @@ export function zsetRemove(ix: ZsetIndexes, tx: Tx, name: string, members: reado
     const c = cur[i];
     if (c === undefined || !tx.has(keys[i])) continue; // a duplicate in `members` was removed just now
     tx.del(keys[i]);
-    record(p, keys[i], c, undefined);
+    record(p, encs[i], c, undefined);
     removed++;
   }
   const count = h.count - removed;
@@ -318,7 +325,7 @@ export function zsetRemove(ix: ZsetIndexes, tx: Tx, name: string, members: reado
 /** A member's score (undefined when not a member); 404 when the sorted set does not exist. */
 export function zsetScore(tx: Tx, name: string, member: string): number | undefined {
   const h = existingHeader(tx, 'zset', name, undefined);
-  return tx.get(memberKey(elementGroup('zset', name, h.inc), member), scoreDecoder);
+  return tx.get(elementGroup('zset', name, h.inc) + encodeMember(member), scoreDecoder);
 }
 
 export function zsetCount(tx: Tx, name: string): number {
@@ -363,12 +370,11 @@ export class LogZsets implements ZsetStore {
       if (h === undefined) throw collectionMissing('zset', name);
       if (out !== undefined) out.version = tx.version(headerKey('zset', name)) ?? 0;
       const order = this.indexes.order(tx, name, h);
-      const group = elementGroup('zset', name, h.inc);
       const n = order.size;
       let text = '{"items":[';
       let first = true;
-      const visit = (s: number, key: string): void => {
-        text += (first ? '' : ',') + item(s, memberOfKey(group, key));
+      const visit = (s: number, m: string): void => {
+        text += (first ? '' : ',') + item(s, decodeMember(m));
         first = false;
       };
       if (q.by === 'rank') {
@@ -396,11 +402,11 @@ export class LogZsets implements ZsetStore {
     await this.indexes.prepare(this.atomic, name);
     return this.atomic.read((tx) => {
       const h = existingHeader(tx, 'zset', name, undefined);
-      const key = memberKey(elementGroup('zset', name, h.inc), member);
-      const s = tx.get(key, scoreDecoder);
+      const enc = encodeMember(member);
+      const s = tx.get(elementGroup('zset', name, h.inc) + enc, scoreDecoder);
       if (s === undefined) throw notFound(`${JSON.stringify(member)} is not a member of zset '${name}'`);
       const order = this.indexes.order(tx, name, h);
-      const r = order.rank(s, key);
+      const r = order.rank(s, enc);
       return `{"score":${scoreText(s)},"rank":${r},"rev_rank":${order.size - 1 - r}}`;
     });
   }
