@@ -308,6 +308,9 @@ export class PithosServer {
   fail(res: ServerResponse, err: unknown): void {
     const [status, message, logIt] = toStatus(err);
     if (logIt) this.opts.log('error', `request failed: ${(err as Error)?.stack ?? String(err)}`);
+    // Refused because the server is stopping (a blocking pop cut short, a store
+    // already closing): the next request on this connection would be refused too.
+    if (this.shuttingDown && status === 503) res.shouldKeepAlive = false;
     sendError(res, status, message, errorHeaders(err));
   }
 
@@ -338,11 +341,13 @@ export class PithosServer {
    * Stops accepting, lets in-flight requests finish (answering 503 to new
    * ones on open connections), waits until the responses already written
    * have left for the kernel (a slow reader may still be receiving one),
-   * then closes every connection. All of it within `graceMs`.
+   * then closes every connection. All of it within `graceMs`. A blocking pop
+   * still waiting is answered 503 at once: its wait is no work to finish.
    */
   async shutdown(graceMs: number): Promise<void> {
     const deadline = Date.now() + graceMs;
     this.shuttingDown = true;
+    this.ctx.store.lists?.stopWaiting();
     // Stop accepting, but leave open connections alone for now: node:http's own
     // close() also destroys every connection whose response has been ended,
     // even when its bytes are still queued for a slow reader. Keep-alive clients

@@ -230,6 +230,12 @@ export interface ListStore {
   /** Resolves to the JSON text {"length": n}. */
   patch(name: string, p: ListPatch, pre?: Precondition): Promise<string>;
   delete(name: string, pre?: Precondition): Promise<void>;
+  /**
+   * Shutdown has begun: every blocking pop still waiting answers 503 at once,
+   * having popped nothing, and none waits from now on (a blocking pop waits on
+   * purpose, so draining must not wait it out). Idempotent; close() calls it too.
+   */
+  stopWaiting(): void;
 }
 
 // ---- sets and sorted sets (docs/api.md "Sets", "Sorted sets") ---------------------

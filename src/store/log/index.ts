@@ -98,7 +98,7 @@ export class LogStore implements Store {
   }
 
   close(): Promise<void> {
-    this.lists.close();
+    this.lists.stopWaiting();
     this.indexes.close();
     return this.engine.close();
   }

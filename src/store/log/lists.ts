@@ -237,7 +237,7 @@ class Waiter {
   done = false;
   /** Its pop is being decided (a value is read from disk): the timer and the client's leaving wait for it. */
   taken = false;
-  /** Its time ran out (or its client left) while taken. */
+  /** Its time ran out (or its client left, or shutdown began) while taken. */
   lapsed = false;
   timer: NodeJS.Timeout | undefined;
   onGone: (() => void) | undefined;
@@ -318,7 +318,7 @@ export class LogLists implements ListStore {
    */
   pop(name: string, p: ListPop, pre?: Precondition): Promise<string> {
     if (p.waitMs === 0) return this.atomic.atomically(undefined, (tx) => popNow(tx, name, p, pre, false) as string);
-    if (this.closed) return Promise.reject(new StoreError('unavailable', 'the server is shutting down'));
+    if (this.closed) return Promise.reject(shuttingDown());
     let w: Waiter | undefined;
     const first = this.atomic.atomically(undefined, (tx) => {
       const q = this.waiting.get(name);
@@ -328,6 +328,8 @@ export class LogLists implements ListStore {
       } else {
         checkList(tx, name, pre);
       }
+      // Decided after a read from disk that outlasted the start of shutdown: nothing was popped, and nothing waits any more.
+      if (this.closed) throw shuttingDown();
       w ??= this.enqueue(name, p);
       return undefined;
     });
@@ -351,6 +353,12 @@ export class LogLists implements ListStore {
   /** Its time is up or its client left: it answers no items, unless its pop is being decided right now. */
   private lapse(w: Waiter): void {
     if (w.taken) w.lapsed = true;
+    else this.giveUp(w);
+  }
+
+  /** Leaves with nothing popped: no items, or 503 once shutdown has begun. */
+  private giveUp(w: Waiter): void {
+    if (this.closed) this.settle(w, undefined, shuttingDown());
     else this.settle(w, EMPTY, undefined);
   }
 
@@ -406,7 +414,7 @@ export class LogLists implements ListStore {
           if (r !== undefined) this.answer(w, pr);
           else {
             w.taken = false;
-            if (w.lapsed) this.settle(w, EMPTY, undefined);
+            if (w.lapsed) this.giveUp(w);
           }
           this.serve(name);
         },
@@ -437,13 +445,23 @@ export class LogLists implements ListStore {
     );
   }
 
-  /** Every waiting pop answers 503: the store is closing. */
-  close(): void {
+  /**
+   * Shutdown has begun: every waiting pop answers 503 now, having popped
+   * nothing. One whose pop is being decided (a read from disk) waits for the
+   * decision: it answers the items when it took some, else 503, so an item
+   * is never both taken and refused.
+   */
+  stopWaiting(): void {
     this.closed = true;
     for (const q of [...this.waiting.values()]) {
-      for (const w of [...q]) this.settle(w, undefined, new StoreError('unavailable', 'the server is shutting down'));
+      for (const w of [...q]) {
+        if (w.taken) w.lapsed = true;
+        else this.settle(w, undefined, shuttingDown());
+      }
     }
   }
 }
+
+const shuttingDown = (): StoreError => new StoreError('unavailable', 'server is shutting down');
 
 function nothingTaken(): void {}

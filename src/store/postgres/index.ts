@@ -195,7 +195,7 @@ export class PgStore implements Store {
     this.closed = true;
     clearTimeout(this.sweeper);
     this.changes?.close();
-    this.lists.close();
+    this.lists.stopWaiting();
     this.indexes.close();
     await this.db.close();
   }

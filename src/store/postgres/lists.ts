@@ -146,7 +146,7 @@ interface Waiter {
   /** Its first attempt checks `pre`; later ones (woken by a push) do not. */
   tried: boolean;
   done: boolean;
-  /** An attempt to pop for it is running: its time running out (or its client leaving) waits for the attempt. */
+  /** An attempt to pop for it is running: its time running out (or its client leaving, or shutdown) waits for the attempt. */
   taken: boolean;
   lapsed: boolean;
   timer: NodeJS.Timeout | undefined;
@@ -288,13 +288,15 @@ export class PgLists implements ListStore {
       if (items === undefined) throw listMissing(name);
       return `{"items":[${items.join(',')}]}`;
     }
-    if (this.closed) throw new StoreError('unavailable', 'the server is shutting down');
+    if (this.closed) throw shuttingDown();
     await this.listen();
+    // Shutdown began while the LISTEN connection was being opened: nothing waits any more.
+    if (this.closed) throw shuttingDown();
     return new Promise<string>((resolve, reject) => {
       const w: Waiter = { p, pre, tried: false, done: false, taken: false, lapsed: false, timer: undefined, resolve, reject };
       const lapse = (): void => {
         if (w.taken) w.lapsed = true;
-        else this.settle(name, w, EMPTY);
+        else this.giveUp(name, w);
       };
       w.timer = setTimeout(lapse, p.waitMs);
       p.gone?.addEventListener('abort', lapse, { once: true });
@@ -303,6 +305,12 @@ export class PgLists implements ListStore {
       q.push(w);
       this.serve(name);
     });
+  }
+
+  /** Leaves with nothing popped: no items, or 503 once shutdown has begun. */
+  private giveUp(name: string, w: Waiter): void {
+    if (this.closed) this.settle(name, w, undefined, shuttingDown());
+    else this.settle(name, w, EMPTY);
   }
 
   private settle(name: string, w: Waiter, v: string | undefined, err?: unknown): void {
@@ -364,7 +372,7 @@ export class PgLists implements ListStore {
             continue;
           }
           if (w.lapsed) {
-            this.settle(name, w, EMPTY);
+            this.giveUp(name, w);
             continue;
           }
           // Nothing to pop: wait for a push (or the recheck).
@@ -391,6 +399,11 @@ export class PgLists implements ListStore {
       });
       await c.connect();
       await c.query(`LISTEN ${CHANNEL}`);
+      if (this.closed) {
+        // Opened for a pop that shutdown has answered meanwhile: nothing will wait on it.
+        this.endListener(c);
+        return;
+      }
       this.listener = c;
       this.recheck = setInterval(() => {
         for (const name of this.waiting.keys()) this.serve(name);
@@ -403,14 +416,29 @@ export class PgLists implements ListStore {
     return this.listening;
   }
 
-  close(): void {
+  /**
+   * Shutdown has begun: every waiting pop on this node answers 503 now,
+   * having popped nothing. One whose attempt is running (a push on any node
+   * woke it) waits for the attempt: it answers the items when the attempt
+   * took some, else 503, so an item is never both taken and refused.
+   */
+  stopWaiting(): void {
+    if (this.closed) return;
     this.closed = true;
     clearInterval(this.recheck);
     for (const [name, q] of [...this.waiting]) {
-      for (const w of [...q]) this.settle(name, w, undefined, new StoreError('unavailable', 'the server is shutting down'));
+      for (const w of [...q]) {
+        if (w.taken) w.lapsed = true;
+        else this.settle(name, w, undefined, shuttingDown());
+      }
     }
-    void this.listener
-      ?.end()
-      .catch((err: unknown) => this.db.opts.log('warn', `lists: closing the LISTEN connection failed: ${(err as Error)?.message ?? String(err)}`));
+    if (this.listener !== undefined) this.endListener(this.listener);
+    this.listener = undefined;
+  }
+
+  private endListener(c: pg.Client): void {
+    void c.end().catch((err: unknown) => this.db.opts.log('warn', `lists: closing the LISTEN connection failed: ${(err as Error)?.message ?? String(err)}`));
   }
 }
+
+const shuttingDown = (): StoreError => new StoreError('unavailable', 'server is shutting down');
