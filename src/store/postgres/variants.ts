@@ -8,8 +8,9 @@
  * transaction. Either way N concurrent +1s add exactly N.
  *
  * Every write sets `version` to a fresh pithos_seq value in its statement.
- * A conditional PUT (`pre`) locks the variant's row first and checks with
- * ../versions.ts, in one transaction, as records.ts does.
+ * A conditional PUT (`pre`) whose condition holds is one statement; when it
+ * writes nothing, a transaction locks the variant's row and checks with
+ * ../versions.ts, as records.ts does.
  */
 import { StoreError } from '../errors.js';
 import { missing as missingObject } from '../messages.js';
@@ -114,9 +115,30 @@ export async function appendVariant(q: Q, name: string, text: string, pre?: Prec
 export class PgVariants implements VariantStore {
   constructor(private readonly db: Db) {}
 
-  put(name: string, value: ScalarInput, ttl: number, pre?: Precondition): Promise<[boolean, string]> {
-    const set = pre === undefined ? setVariant(this.db.q, name, value, ttl) : this.db.run((q) => setVariant(q, name, value, ttl, pre));
-    return set.then(([created, x]) => [created, x.data]);
+  async put(name: string, value: ScalarInput, ttl: number, pre?: Precondition): Promise<[boolean, string]> {
+    if (pre === undefined) return setVariant(this.db.q, name, value, ttl).then(([created, x]) => [created, x.data]);
+    // A condition that holds is one statement; otherwise the transaction decides, with the message.
+    const x = variantOf(value);
+    const q = this.db.q;
+    const params = [name, x.t, JSON.stringify(x.v), ttl];
+    if (pre.ifAbsent === true && pre.ifVersion === undefined) {
+      const r = await q.query(
+        `INSERT INTO pithos_variants AS x (name, t, v, expires_at, version) VALUES ($1, $2, $3, ${q.expiry('$4')}, ${NEXT})
+         ON CONFLICT (name) DO UPDATE SET t = excluded.t, v = excluded.v, expires_at = excluded.expires_at, version = ${NEXT}
+         WHERE NOT ${q.live('x.expires_at')} RETURNING 1`,
+        params,
+      );
+      if (r.length > 0) return [true, x.data];
+    } else if (pre.ifAbsent !== true && pre.ifVersion !== undefined) {
+      // Same type only: another type is the transaction's 409.
+      const r = await q.query(
+        `UPDATE pithos_variants SET v = $3, expires_at = ${q.expiry('$4')}, version = ${NEXT} WHERE name = $1 AND t = $2 AND ${q.live()} AND version = $5 RETURNING 1`,
+        [...params, pre.ifVersion],
+      );
+      if (r.length > 0) return [false, x.data];
+    }
+    const [created, y] = await this.db.run((tx) => setVariant(tx, name, value, ttl, pre));
+    return [created, y.data];
   }
 
   async increment(name: string, delta: ScalarInput, type?: VType): Promise<string> {
