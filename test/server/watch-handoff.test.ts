@@ -29,12 +29,7 @@ after(async () => {
 const BULK = 'x'.repeat(40_000);
 
 /** Writers that each PUT fresh variants under `tag` until stopped (bounded in time and count). */
-function writers(
-  tag: string,
-  n: number,
-  maxMs: number,
-  maxWrites: number,
-): { count: () => number; stop: () => Promise<string[]> } {
+function writers(tag: string, n: number, maxMs: number, maxWrites: number): { count: () => number; stop: () => Promise<string[]> } {
   const names: string[] = [];
   let stopped = false;
   const deadline = Date.now() + maxMs;
