@@ -150,6 +150,23 @@ test('PATCH /records with sets and ttl is one write: one change and one version,
   expectError(await srv.req('GET', `/records/${r}`), 404);
 });
 
+test('30 concurrent PATCHes of one record, each setting its own field, three rounds: every field is there, no merge is lost', async () => {
+  const r = uniq('r');
+  await srv.req('PUT', `/records/${r}`, { record: { base: 1 } });
+  const want: Record<string, number> = { base: 1 };
+  for (let round = 0; round < 3; round++) {
+    const res = await pool([...Array(30).keys()], 30, (i) => srv.req('PATCH', `/records/${r}`, { sets: { [`f${round}_${i}`]: i } }));
+    for (const x of res) expectSuccess(x, 200, 'record patched successfully');
+    for (let i = 0; i < 30; i++) want[`f${round}_${i}`] = i;
+    const got = (await srv.req('GET', `/records/${r}`)).body.data as Record<string, number>;
+    assert.deepEqual(
+      Object.keys(want).filter((k) => got[k] !== want[k]),
+      [],
+      `round ${round}: fields lost`,
+    );
+  }
+});
+
 test("PATCH /variants and /tables with ttl alone set the lifetime; a table's rows follow; mixing forms is 400", async () => {
   const v = uniq('v');
   expectError(await srv.req('PATCH', `/variants/${v}`, { ttl: 5 }), 404);
