@@ -1,19 +1,21 @@
 /**
  * A /txns in one round trip (docs/scaling.md, "Round trips"). The common
- * transactions (no checks; variant ADD of a safe integer or SET, record PUT
- * or DELETE, row INSERT) need no decision between their statements that SQL
- * cannot make itself, so they are sent as one simple-protocol query
- * (Db.batch): the locks in name order as txns.ts takes them, then one
- * statement per mutation, which PostgreSQL runs as one transaction.
+ * transactions (checks of existence or of a record's version; variant ADD of
+ * a safe integer or SET, record PUT or DELETE, row INSERT) need no decision
+ * between their statements that SQL cannot make itself, so they are sent as
+ * one simple-protocol query (Db.batch): the locks in name order as txns.ts
+ * takes them, one statement per check, then one per mutation, which
+ * PostgreSQL runs as one transaction.
  *
- * A mutation whose statement finds nothing to do (a missing variant or
- * record, another type, an overflow, a missing table) ends with a division
- * by zero (SQLSTATE 22012), which rolls the whole query back; the caller
+ * A check that does not hold, or a mutation whose statement finds nothing
+ * to do (a missing variant or record, another type, an overflow, a missing
+ * table), ends with a division by zero (SQLSTATE 22012), which rolls the
+ * whole query back; the caller
  * then runs the transaction again on the general path, which decides the
  * same state statement by statement and gives the exact answer or error.
  * So this path only ever answers success, exactly as the general path would.
  */
-import type { Mutation, Transaction } from '../store.js';
+import type { Check, Mutation, Transaction } from '../store.js';
 import { isIntegerLiteral, makeVariant, variantOf } from '../variant.js';
 import { literal, type Q } from './sql.js';
 
@@ -84,6 +86,25 @@ function plan(q: Q, m: Mutation): Planned | undefined {
   return undefined;
 }
 
+/**
+ * A check as a statement that fails (22012) unless it holds: the checks that
+ * only ask whether a variant, record or table exists, or a record's version.
+ * A failing one sends the transaction to the general path, which words the
+ * 409. Undefined for the others (values, counts, lengths, members).
+ */
+function guard(q: Q, c: Check): string | undefined {
+  const n = literal(c.name);
+  const live = (table: string, key: string, more = ''): string => `EXISTS (SELECT 1 FROM ${table} WHERE ${key} = ${n} AND ${q.live()}${more})`;
+  const holds: string[] = [];
+  if (c.kind === 'variant' && !c.hasValue && c.exists !== undefined) holds.push(`${live('pithos_variants', 'name')} = ${c.exists}`);
+  else if (c.kind === 'table' && c.where === undefined && c.exists !== undefined) holds.push(`${live('pithos_tables', 'name')} = ${c.exists}`);
+  else if (c.kind === 'record') {
+    if (c.exists !== undefined) holds.push(`${live('pithos_records', 'id')} = ${c.exists}`);
+    if (c.version !== undefined) holds.push(live('pithos_records', 'id', ` AND version = ${int(c.version)}`));
+  } else return undefined;
+  return `SELECT 1 / (${holds.length === 0 ? 'true' : holds.join(' AND ')})::int4 AS ok`;
+}
+
 const LOCKS = {
   table: (names: string) => `SELECT name FROM pithos_tables WHERE name = ANY(${names}) ORDER BY name FOR UPDATE`,
   variant: (names: string) => `SELECT name FROM pithos_variants WHERE name = ANY(${names}) ORDER BY name FOR UPDATE`,
@@ -98,13 +119,21 @@ export interface OneTrip {
 
 /**
  * The transaction as one query, or undefined when it needs decisions only
- * the general path makes (checks, other operations, values SQL text cannot
- * carry).
+ * the general path makes (checks of values or counts, other operations,
+ * values SQL text cannot carry).
  */
 export function oneTrip(q: Q, txn: Transaction): OneTrip | undefined {
-  if (txn.checks.length > 0 || txn.mutations.length === 0) return undefined;
+  if (txn.mutations.length === 0) return undefined;
   const planned: Planned[] = [];
   const names = { table: new Set<string>(), variant: new Set<string>(), record: new Set<string>() };
+  const guards: string[] = [];
+  for (const c of txn.checks) {
+    const g = guard(q, c);
+    if (g === undefined || c.name.includes('\u0000')) return undefined;
+    guards.push(g);
+    // As txns.ts: a record checked for its version is locked with the objects written.
+    if (c.kind === 'record' && c.version !== undefined) names.record.add(c.name);
+  }
   for (const m of txn.mutations) {
     // A NUL cannot be in a query's text (nor in a text value): the general path reports it.
     if (m.name.includes('\u0000')) return undefined;
@@ -120,15 +149,18 @@ export function oneTrip(q: Q, txn: Transaction): OneTrip | undefined {
   }
   // The locks of txns.ts (lockInOrder), in its order, when there is more than one object to lock.
   const locks: string[] = [];
-  if (names.table.size + names.variant.size + names.record.size > 1) {
+  // A record checked for its version is locked even when it is the only object: the version checked is the one written over.
+  if (names.table.size + names.variant.size + names.record.size > 1 || txn.checks.some((c) => c.kind === 'record' && c.version !== undefined)) {
     for (const kind of ['table', 'variant', 'record'] as const) {
       if (names[kind].size === 0) continue;
       locks.push(LOCKS[kind](`ARRAY[${[...names[kind]].sort().map(literal).join(', ')}]::text[]`));
     }
   }
-  const statements = [...locks, ...planned.map((p) => p.sql)];
+  // The checks after the locks and before the first mutation, as txns.ts runs them.
+  const before = [...locks, ...guards];
+  const statements = [...before, ...planned.map((p) => p.sql)];
   const sql = txn.serializable ? `BEGIN ISOLATION LEVEL SERIALIZABLE;\n${statements.join(';\n')};\nCOMMIT` : statements.join(';\n');
-  const skip = (txn.serializable ? 1 : 0) + locks.length;
+  const skip = (txn.serializable ? 1 : 0) + before.length;
   return {
     sql,
     answer(results) {

@@ -6,11 +6,19 @@
  * that creates it (over an expired one); a concurrent create since the
  * statement's snapshot makes neither happen, and the next try the UPDATE.
  *
- * A conditional write (`pre`) runs in one transaction: the record's row is
- * locked (SELECT … FOR UPDATE, expired or not), the condition checked by
- * ../versions.ts on the live version, then the write. When there is no row
- * to lock, the create is `INSERT … ON CONFLICT DO NOTHING`: losing that race
- * to a concurrent create means locking the new row and checking again.
+ * A conditional write (`pre`) that succeeds is one statement, the condition
+ * in its WHERE (`version = $v`, or for `ifAbsent` a create that only takes
+ * an expired row's place). When it writes nothing, the transaction below
+ * decides the answer, so every 412 and its message come from one place: the
+ * record's row is locked (SELECT … FOR UPDATE, expired or not), the
+ * condition checked by ../versions.ts on the live version, then the write.
+ * When there is no row to lock, the create is `INSERT … ON CONFLICT DO
+ * NOTHING`: losing that race to a concurrent create means locking the new
+ * row and checking again.
+ *
+ * PATCH merges in this process (key order and text as the log store keeps
+ * them), so it reads, then writes only over the version it read: two
+ * statements, no transaction; a write that lost a race reads again.
  */
 import { StoreError } from '../errors.js';
 import { missing as missingObject } from '../messages.js';
@@ -93,29 +101,78 @@ async function lockExisting(q: Q, id: string, pre: Precondition | undefined): Pr
   return r[0].body as string;
 }
 
+/** How long a record whose PATCH lost a race is patched under its lock straight away. */
+const CONTENDED_MS = 1000;
+
 export class PgRecords implements RecordStore {
+  /** Records this node saw written by several at once, until when (bounded: cleared when full). */
+  private readonly contended = new Map<string, number>();
+
   constructor(private readonly db: Db) {}
 
-  put(id: string, record: Row, ttl: number, pre?: Precondition): Promise<boolean> {
+  async put(id: string, record: Row, ttl: number, pre?: Precondition): Promise<boolean> {
     if (pre === undefined) return putRecord(this.db.q, id, record, ttl);
-    return this.db.run((q) => putRecord(q, id, record, ttl, pre));
+    const q = this.db.q;
+    const json = JSON.stringify(record);
+    if (pre.ifAbsent === true && pre.ifVersion === undefined) {
+      // Created, or over an expired record; a live one fails the condition.
+      const r = await q.query(
+        `INSERT INTO pithos_records AS x (id, body, expires_at, version) VALUES ($1, $2, ${q.expiry('$3')}, ${NEXT})
+         ON CONFLICT (id) DO UPDATE SET body = excluded.body, expires_at = excluded.expires_at, version = ${NEXT}
+         WHERE NOT ${q.live('x.expires_at')} RETURNING 1`,
+        [id, json, ttl],
+      );
+      if (r.length > 0) return true;
+    } else if (pre.ifAbsent !== true && pre.ifVersion !== undefined) {
+      const r = await q.query(
+        `UPDATE pithos_records SET body = $2, expires_at = ${q.expiry('$3')}, version = ${NEXT} WHERE id = $1 AND ${q.live()} AND version = $4 RETURNING 1`,
+        [id, json, ttl, pre.ifVersion],
+      );
+      if (r.length > 0) return false;
+    }
+    // The condition failed (or is unusual): the transaction decides, with the message.
+    return this.db.run((tx) => putRecord(tx, id, record, ttl, pre));
   }
 
-  /** Merges `sets` (null deletes a field) under the row's lock, keeping its expiry. */
+  /**
+   * Merges `sets` (null deletes a field), keeping its expiry unless `ttl`:
+   * reads the record, then writes the merge only over the version read
+   * (one statement each, no transaction); when another write came in
+   * between, it locks the row and does it again in a transaction, as it
+   * does straight away for a while after (CONTENDED_MS).
+   */
   async patch(id: string, sets: Row, pre?: Precondition, ttl?: number): Promise<void> {
-    await this.db.run(async (q) => {
-      const merged = mergeFields(JSON.parse(await lockExisting(q, id, pre)) as Row, sets);
+    const q = this.db.q;
+    const merge = (body: string): string => {
+      const merged = mergeFields(JSON.parse(body) as Row, sets);
       for (const k of Object.keys(sets)) if (sets[k] === null) delete merged[k];
-      if (ttl === undefined) {
-        await q.query(`UPDATE pithos_records SET body = $2, version = ${NEXT} WHERE id = $1`, [id, JSON.stringify(merged)]);
-      } else {
-        await q.query(`UPDATE pithos_records SET body = $2, expires_at = ${q.expiry('$3')}, version = ${NEXT} WHERE id = $1`, [
-          id,
-          JSON.stringify(merged),
-          ttl,
-        ]);
-      }
-    });
+      return JSON.stringify(merged);
+    };
+    const expiry = ttl === undefined ? '' : `, expires_at = ${q.expiry('$3')}`;
+    const params = (body: string): unknown[] => (ttl === undefined ? [id, body] : [id, body, ttl]);
+    const locked = (): Promise<void> =>
+      this.db.run(async (tx) => {
+        const body = await lockExisting(tx, id, pre);
+        await tx.query(`UPDATE pithos_records SET body = $2, version = ${NEXT}${expiry} WHERE id = $1`, params(merge(body)));
+      });
+    if ((this.contended.get(id) ?? 0) > Date.now()) return locked();
+    const r = await q.query(`SELECT body, version, ${q.live()} AS live FROM pithos_records WHERE id = $1`, [id]);
+    const live = r.length > 0 && r[0].live === true;
+    // As the log store: the condition first, then 404.
+    checkPrecondition(`record '${id}'`, live ? Number(r[0].version) : undefined, pre);
+    if (!live) throw missing(id);
+    const p = params(merge(r[0].body as string));
+    p.push(Number(r[0].version));
+    const w = await q.query(
+      `UPDATE pithos_records SET body = $2, version = ${NEXT}${expiry} WHERE id = $1 AND version = $${p.length} AND ${q.live()} RETURNING 1`,
+      p,
+    );
+    if (w.length > 0) return;
+    // Written under us: a record written by several at once, whose writers then queue on its
+    // lock (a while, for the next PATCHes too) rather than read again and again.
+    if (this.contended.size >= 1024) this.contended.clear();
+    this.contended.set(id, Date.now() + CONTENDED_MS);
+    return locked();
   }
 
   /**
@@ -123,6 +180,15 @@ export class PgRecords implements RecordStore {
    * version is new (as on the log store). One statement without `pre`.
    */
   async expire(id: string, ttl: number, pre?: Precondition): Promise<void> {
+    if (pre?.ifVersion !== undefined && pre.ifAbsent !== true) {
+      // The condition holds: one statement; otherwise the transaction below gives the answer.
+      const q = this.db.q;
+      const r = await q.query(
+        `UPDATE pithos_records SET expires_at = ${q.expiry('$2')}, version = ${NEXT} WHERE id = $1 AND ${q.live()} AND version = $3 RETURNING 1`,
+        [id, ttl, pre.ifVersion],
+      );
+      if (r.length > 0) return;
+    }
     if (pre !== undefined) {
       await this.db.run(async (q) => {
         await lockExisting(q, id, pre);

@@ -15,9 +15,19 @@ import { Operations } from './deadline.js';
 import { ENDPOINT, Locator, WrongRoleError, clientClass, parsePgUrl, type Endpoint } from './hosts.js';
 import { Primary } from './primary.js';
 
+/**
+ * A statement node-postgres sends by name: each connection parses and plans
+ * it once (Parse), then only binds and executes it. Its text must never
+ * change (values go in parameters), or the connection refuses it.
+ */
+export interface Named {
+  readonly name: string;
+  readonly text: string;
+}
+
 /** What the namespace code runs statements on: the pool (one statement each) or one transaction's client. */
 export interface Q {
-  query(text: string, values?: unknown[]): Promise<Record<string, unknown>[]>;
+  query(text: string | Named, values?: unknown[]): Promise<Record<string, unknown>[]>;
   /** SQL for "now" in ms since the epoch, on the database's clock. */
   readonly now: string;
   /** SQL: the object whose expiry column is `col` is live (not expired). */
@@ -66,6 +76,21 @@ const backoff = (attempt: number): Promise<void> => new Promise((r) => setTimeou
 
 export function isRetryable(err: unknown): boolean {
   return typeof (err as { code?: unknown })?.code === 'string' && RETRYABLE.has((err as { code: string }).code);
+}
+
+/**
+ * A named statement the connection can no longer run as node-postgres
+ * believes it prepared it: the server forgot it (26000: a DISCARD, or a
+ * pooler that moved the session to another server connection) or refuses
+ * its cached plan (0A000: the table changed shape under it, as a migration
+ * by a newer node may do). The server refuses it before executing anything,
+ * and node-postgres would send it the same way on that connection again, so
+ * the connection is discarded.
+ */
+function isStalePrepared(text: string | Named, err: unknown): boolean {
+  if (typeof text === 'string') return false;
+  const code = (err as { code?: unknown })?.code;
+  return code === '26000' || (code === '0A000' && /cached plan/.test(String((err as { message?: unknown }).message)));
 }
 
 /**
@@ -269,12 +294,14 @@ export class Db {
     );
     // A single statement is its own transaction; on a serialization failure
     // (CockroachDB, YugabyteDB) or deadlock it is simply run again.
-    const run = async (text: string, values?: unknown[]): Promise<Record<string, unknown>[]> => {
+    const run = async (text: string | Named, values?: unknown[]): Promise<Record<string, unknown>[]> => {
       for (let attempt = 1; ; attempt++) {
         const c = await this.checkout('statement');
         try {
           return await c.q.query(text, values);
         } catch (err) {
+          // The connection was discarded (checkout) and the statement never ran: once more, on another.
+          if (attempt === 1 && isStalePrepared(text, err)) continue;
           if (!isRetryable(err)) throw err;
           if (attempt >= MAX_ATTEMPTS) {
             throw new StoreError('unavailable', `the change conflicted with concurrent ones ${MAX_ATTEMPTS} times; nothing was changed; try again`);
@@ -295,7 +322,7 @@ export class Db {
   }
 
   /** A Q over a function running one statement. */
-  private view(exec: (text: string, values?: unknown[]) => Promise<Record<string, unknown>[]>): Q {
+  private view(exec: (text: string | Named, values?: unknown[]) => Promise<Record<string, unknown>[]>): Q {
     const offset = this.opts.offsetMs;
     const q: Q = {
       query: exec,
@@ -481,7 +508,7 @@ export class Db {
       broken ??= err;
       client.connection.stream.destroy();
     };
-    const send = async (text: string, values: unknown[] | undefined, commit: boolean, multi = false): Promise<Record<string, unknown>[]> => {
+    const send = async (text: string | Named, values: unknown[] | undefined, commit: boolean, multi = false): Promise<Record<string, unknown>[]> => {
       const until = deadline();
       first = false;
       try {
@@ -492,6 +519,7 @@ export class Db {
         if (multi) return (Array.isArray(r) ? r : [r]).map((x: pg.QueryResult) => x.rows) as unknown as Record<string, unknown>[];
         return r.rows as Record<string, unknown>[];
       } catch (err) {
+        if (isStalePrepared(text, err)) broken ??= err as Error;
         const f = this.fail(err, client, startedAt, commit || use === 'statement');
         if (f.discard) broken ??= err as Error;
         throw f.error;
