@@ -119,15 +119,17 @@ test('a live owner is refused with a message that says the lock may be stale and
 
 test('the LOCK of a zombie (killed, never reaped) is taken over', { skip: !fs.existsSync('/proc/self/stat') }, async () => {
   const d = tmpDir('lock-zombie');
-  // `sleep 0` exits at once; its parent becomes `sleep 30`, which never reaps it.
-  const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  // The shell execs `sleep 30`, which never reaps its child `sleep 1` once that exits. The child
+  // must outlive the exec: one that exited before it (`sleep 0` on an idle machine) could be
+  // reaped by the shell itself, and there would be no zombie.
+  const parent = spawn('sh', ['-c', 'sleep 1 & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
   try {
     const zombie = Number(await new Promise<string>((resolve) => parent.stdout.setEncoding('utf8').once('data', resolve)));
     const state = (): string => {
       const s = fs.readFileSync(`/proc/${zombie}/stat`, 'utf8');
       return s.slice(s.lastIndexOf(')') + 2, s.lastIndexOf(')') + 3);
     };
-    for (let i = 0; i < 200 && state() !== 'Z'; i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 1000 && state() !== 'Z'; i++) await new Promise((r) => setTimeout(r, 10));
     assert.equal(state(), 'Z', 'no zombie to test with');
     fs.writeFileSync(path.join(d, 'LOCK'), `${zombie}\n`);
     const e = await open(d);
