@@ -116,6 +116,18 @@ function installExitHook(): void {
   });
 }
 
+/**
+ * The keep-alive agent tests talk through. Node 20's agent honours the server's
+ * `Keep-Alive: timeout=5` hint (it drops an idle pooled socket a second before
+ * the server would) only when the agent has a timeout of its own; without one,
+ * a request sent on a socket the server is just closing fails with `socket
+ * hang up`. The timeout acts only on idle pooled sockets: on a socket in use it
+ * emits an event that nothing here acts on, so long requests are unaffected.
+ */
+export function keepAliveAgent(): http.Agent {
+  return new http.Agent({ keepAlive: true, maxSockets: 64, timeout: 120_000 });
+}
+
 export class PithosServer {
   child: ChildProcess | null = null;
   port = 0;
@@ -135,7 +147,7 @@ export class PithosServer {
   constructor(readonly opts: StartOptions = {}) {
     this.ownsDir = !opts.dataDir;
     this.dataDir = opts.dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'pithos-test-'));
-    this.agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+    this.agent = keepAliveAgent();
     live.add(this);
     installExitHook();
   }
@@ -292,7 +304,7 @@ export class PithosServer {
       clearTimeout(timer);
     }
     this.agent.destroy();
-    this.agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+    this.agent = keepAliveAgent();
     if (res === 'timeout') {
       child.kill('SIGKILL');
       const info = await this.exited;

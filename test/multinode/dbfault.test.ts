@@ -146,6 +146,34 @@ async function admin(c: PgCluster, ...sql: string[]): Promise<Record<string, unk
   }
 }
 
+/**
+ * Waits (at most 10 s) until a commit waits for the missing synchronous standby. After
+ * pg_reload_conf() the setting reaches the processes that decide it asynchronously, and a
+ * commit made before then returns at once: the probe commits a row and, once a commit is
+ * seen waiting for a second, ends its session (the row is committed locally either way).
+ */
+async function untilCommitsWaitForStandby(c: PgCluster): Promise<void> {
+  await admin(c, 'CREATE TABLE IF NOT EXISTS pithos_test_sync_probe (n int)');
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    const client = new pg.Client({ connectionString: c.url, options: '-c default_transaction_read_only=off' });
+    client.on('error', () => undefined); // its session is ended below, on purpose
+    await client.connect();
+    const pid = Number((await client.query('SELECT pg_backend_pid() AS p')).rows[0].p);
+    const commit = client.query('INSERT INTO pithos_test_sync_probe VALUES (1)').then(
+      () => 'committed',
+      () => 'ended',
+    );
+    const first = await Promise.race([commit, sleep(1000).then(() => 'waiting')]);
+    if (first === 'waiting') await admin(c, `SELECT pg_terminate_backend(${pid})`);
+    await commit;
+    await client.end().catch(() => undefined);
+    if (first === 'waiting') return;
+    await sleep(50);
+  }
+  throw new Error('no commit waited for the missing synchronous standby within 10 s of the reload');
+}
+
 const probe = async (n: PithosServer): Promise<number> => (await n.req('GET', '/readyz')).status;
 
 /** One request with its time; a request the server never answers fails the test instead of hanging it. */
@@ -295,6 +323,7 @@ test('a commit the database never confirms (synchronous standby missing): 503 wi
   const id = uniq('sync');
   await admin(c, "ALTER SYSTEM SET synchronous_standby_names = 'pithos_missing_standby'", 'SELECT pg_reload_conf()');
   try {
+    await untilCommitsWaitForStandby(c);
     const a = await timed(nodes[0], 'PUT', `/records/${id}`, { record: { v: 1 } });
     assert.equal(a.r.status, 503, a.r.raw);
     assert.match(a.r.body.message, /may or may not have been made/);

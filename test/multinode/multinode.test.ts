@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, beforeEach, test } from 'node:test';
 import { freshSchema } from '../helpers/postgres.js';
-import { PG_URL, PithosServer, type Res, expectSuccess, pool, sleep, uniq, untilCount } from '../helpers/server.js';
+import { PG_URL, PithosServer, keepAliveAgent, type Res, expectSuccess, pool, sleep, uniq, untilCount } from '../helpers/server.js';
 import { type Watch, watch } from '../helpers/sse.js';
 
 const skip = PG_URL === undefined ? 'needs PITHOS_TEST_STORE (the PostgreSQL pass of npm test)' : false;
@@ -32,7 +32,7 @@ after(async () => {
 beforeEach(() => {
   for (const n of nodes) {
     n.agent.destroy();
-    n.agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+    n.agent = keepAliveAgent();
   }
 });
 
