@@ -17,8 +17,10 @@ export interface BackupFile {
  * The log as it stands now, for an online backup (docs/operations.md,
  * "Backup and restore"): every segment file, opened now and cut at its
  * current length, which is always a batch boundary (a group's length is
- * recorded only once all of it is in the file). Every batch acknowledged
- * before this call is inside; none queued after it is. Runs synchronously,
+ * recorded only once all of it is in the log under the configured
+ * durability, writer.ts: so not while its fsync may still fail and undo it).
+ * Every batch acknowledged before this call is inside; none queued after it
+ * is. Runs synchronously,
  * so no write or compaction step can fall between two files; an open
  * descriptor keeps a file readable even if compaction unlinks it later.
  * A compaction output that is already in the list repeats batches of its

@@ -174,9 +174,13 @@ export class GroupWriter {
       throw e;
     }
     this.place(group, seg, pos);
+    // The segment's length takes the group in only once the group is in the
+    // log under the configured durability: an online backup cuts each file
+    // at that length (backup-files.ts), and must not hold a batch that a
+    // failed fsync then undoes.
+    if (this.durability === 'always') await this.syncGroup(group, seg, pos, pos + total);
     seg.size = pos + total;
     seg.maxSeq = group[group.length - 1].seq;
-    if (this.durability === 'always') await this.syncGroup(group, seg, pos);
     this.publish(group);
   }
 
@@ -231,12 +235,13 @@ export class GroupWriter {
     }
   }
 
-  private async syncGroup(group: Pending[], seg: Segment, pos: number): Promise<void> {
+  /** `end`: where the group ends in the file (the segment's length once it is durable). */
+  private async syncGroup(group: Pending[], seg: Segment, pos: number, end: number): Promise<void> {
     try {
       const t1 = performance.now();
       await this.fs.fdatasync(seg.fd);
       this.observer?.logSync((performance.now() - t1) / 1e3);
-      this.syncedSize = seg.size;
+      this.syncedSize = end;
     } catch (err) {
       // After a failed fsync the page cache can no longer be trusted to
       // hold these bytes (PostgreSQL's "fsyncgate"): drop them and say so.
@@ -246,7 +251,6 @@ export class GroupWriter {
       // holding one must find it gone (and say so), not read past the end or,
       // once later writes refill that space, another value.
       for (const p of group) for (const c of p.created) c.seg = undefined;
-      seg.size = pos;
       await this.cutTail(seg, pos);
       throw e;
     }

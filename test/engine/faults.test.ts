@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { type Engine, type FileOps, nodeFileOps, StorageFullError, StorageIOError } from '../../src/engine/index.js';
+import { backupStream, restoreBackup } from '../../src/store/log/backup.js';
 import { Clock, del, drop, LogSink, logFiles, newestLog, open, put, str, scratchDirs } from './helpers.js';
 
 const dir = scratchDirs();
@@ -277,4 +278,36 @@ test('a snapshot holding a version whose fsync failed finds it gone, not bytes p
   snap.release();
   assert.deepEqual(await e.scan('g\u0000', str), ['A']);
   await e.close();
+});
+
+test('an online backup taken while a batch waits for its fsync leaves that batch out when the fsync fails', async () => {
+  // The batch's bytes are in the file, its fdatasync is held and then fails:
+  // the write is rejected and undone. A backup taken meanwhile must hold what
+  // was acknowledged, not the rejected batch (restoring it would bring back a
+  // write its client was told changed nothing), and must not fail for a tail
+  // cut off after it began.
+  const d = dir('fault-backup-fsync');
+  const faulty = new Faulty();
+  const e = await open(d, { fileOps: faulty.ops, durability: 'always' });
+  await seed(e);
+  faulty.fail.set('fdatasync', 'EIO');
+  const entered = faulty.hold();
+  const w = settle(e.write([put('k1', 'ghost'), put('ghost', 'boo')]));
+  await entered; // written, its fsync held
+  const parts: Buffer[] = [];
+  for await (const part of backupStream(e)) parts.push(part);
+  faulty.release();
+  const r = await w;
+  assert.equal(r.ok, false, 'the batch whose fsync failed was acknowledged');
+  faulty.fail.clear();
+  await assertSeeded(e, 'after the failed fsync');
+  await e.close();
+  const file = path.join(dir('fault-backup-fsync-file'), 'b.pithos');
+  fs.writeFileSync(file, Buffer.concat(parts));
+  const target = path.join(dir('fault-backup-fsync-restore'), 'data');
+  await restoreBackup(file, target, () => {});
+  const e2 = await open(target);
+  assert.equal(await e2.read('ghost', str), undefined, 'the backup holds the batch that was rolled back');
+  await assertSeeded(e2, 'restored');
+  await e2.close();
 });
