@@ -37,6 +37,11 @@ interface Figures {
   dbOutageMs: number | undefined;
   /** First failing write sent → first write acknowledged that was sent after the last failing one. */
   outageMs: number;
+  /**
+   * The longest time between two acknowledged writes (the writers never pause): the outage
+   * users saw, which outageMs overstates when a single late write fails after writes had resumed.
+   */
+  gapMs: number;
   /** First write acknowledged after the probe's first accepted write, from it (multi-host resumption). */
   resumeAfterDbMs: number | undefined;
   n503: number;
@@ -76,15 +81,15 @@ before(async () => {
 after(() => {
   const rows = figures.map(
     (f) =>
-      `| ${f.run} | ${f.kind} | ${f.requests} | ${f.lost} | ${f.n500} | ${f.n503} (${f.unknown} unknown outcome) | ${f.longestMs} | ${(f.outageMs / 1000).toFixed(1)} s | ${f.dbOutageMs === undefined ? '-' : `${(f.dbOutageMs / 1000).toFixed(1)} s`} | ${f.resumeAfterDbMs === undefined ? '-' : `${(f.resumeAfterDbMs / 1000).toFixed(2)} s`} | ${f.resets} / ${f.reconnects} |`,
+      `| ${f.run} | ${f.kind} | ${f.requests} | ${f.lost} | ${f.n500} | ${f.n503} (${f.unknown} unknown outcome) | ${f.longestMs} | ${(f.outageMs / 1000).toFixed(1)} s | ${(f.gapMs / 1000).toFixed(1)} s | ${f.dbOutageMs === undefined ? '-' : `${(f.dbOutageMs / 1000).toFixed(1)} s`} | ${f.resumeAfterDbMs === undefined ? '-' : `${(f.resumeAfterDbMs / 1000).toFixed(2)} s`} | ${f.resets} / ${f.reconnects} |`,
   );
   process.stdout.write(
     [
       `# Patroni ttl ${PATRONI.ttl} s, loop_wait ${PATRONI.loop_wait} s, retry_timeout ${PATRONI.retry_timeout} s, master_start_timeout 0, synchronous_mode; ` +
         `HAProxy check ${haproxyCheck()}; --pg-statement-timeout-ms ${STATEMENT_MS}, bound asserted ${LIMIT_MS} ms (the bound + 1 s)`,
       `# load during the runs (uptime): ${load.join(' / ')}`,
-      `| run | failover | requests | acknowledged writes lost | 500 | 503 | longest request (ms) | write outage | database outage | writes after the new primary accepts | feed resets / reconnects (2 watchers) |`,
-      '|---|---|---|---|---|---|---|---|---|---|---|',
+      `| run | failover | requests | acknowledged writes lost | 500 | 503 | longest request (ms) | write outage | longest span without an acknowledged write | database outage | writes after the new primary accepts | feed resets / reconnects (2 watchers) |`,
+      '|---|---|---|---|---|---|---|---|---|---|---|---|',
       ...rows,
       ...figures.map((f) => `# ${f.run} ${f.kind}: last failing write ${f.lastFailure}`),
       // HAProxy's own account of its checks (foreground mode logs each server going up or down, with the reason).
@@ -230,12 +235,19 @@ function measure(
     const okAfter = writes.filter((s) => ok(s) && s.start >= last.start).sort((a, b) => a.end - b.end)[0];
     outageMs = (okAfter?.end ?? last.end) - failed[0].start;
   }
+  const okEnds = writes
+    .filter(ok)
+    .map((s) => s.end)
+    .sort((a, b) => a - b);
+  let gapMs = 0;
+  for (let i = 1; i < okEnds.length; i++) gapMs = Math.max(gapMs, okEnds[i] - okEnds[i - 1]);
   const firstAfterDb = tDb === undefined ? undefined : writes.filter((s) => ok(s) && s.end >= tDb).sort((a, b) => a.end - b.end)[0];
   return {
     run,
     kind,
     dbOutageMs: tDb === undefined ? undefined : tDb - t0,
     outageMs,
+    gapMs,
     resumeAfterDbMs: tDb === undefined || firstAfterDb === undefined ? undefined : firstAfterDb.end - tDb,
     n503: samples.filter((s) => s.status === 503).length,
     n500: samples.filter((s) => s.status === 500).length,
