@@ -18,6 +18,7 @@
 import type { Check, Mutation, Transaction } from '../store.js';
 import { isIntegerLiteral, makeVariant, variantOf } from '../variant.js';
 import { literal, type Q } from './sql.js';
+import { insertSql } from './tables.js';
 
 /** The SQLSTATE that says "a mutation found nothing to do": run it the general way. */
 export const NOT_HERE = '22012';
@@ -77,9 +78,7 @@ function plan(q: Q, m: Mutation): Planned | undefined {
     const n = literal(m.name);
     return {
       // insertRow of tables.ts.
-      sql: `WITH t AS (UPDATE pithos_tables SET next_id = next_id + 1, row_count = row_count + 1 WHERE name = ${n} AND ${q.live()} RETURNING inc, next_id - 1 AS id),
-             u AS (INSERT INTO pithos_rows (tname, inc, t_id, body, version) SELECT ${n}, t.inc, t.id, ${literal(JSON.stringify(m.values))}, nextval('pithos_seq') FROM t RETURNING t_id)
-            SELECT (SELECT t_id FROM u) AS t_id, ${needs('u')}`,
+      sql: insertSql(n, literal(JSON.stringify(m.values)), q.live(), `SELECT (SELECT t_id FROM u) AS t_id, ${needs('u')}`),
       result: (rows) => `{"t_id":${Number(rows[0].t_id)}}`,
     };
   }
@@ -106,7 +105,8 @@ function guard(q: Q, c: Check): string | undefined {
 }
 
 const LOCKS = {
-  table: (names: string) => `SELECT name FROM pithos_tables WHERE name = ANY(${names}) ORDER BY name FOR UPDATE`,
+  // Only inserts write tables here: FOR SHARE, as insertRow takes them (tables.ts).
+  table: (names: string) => `SELECT name FROM pithos_tables WHERE name = ANY(${names}) ORDER BY name FOR SHARE`,
   variant: (names: string) => `SELECT name FROM pithos_variants WHERE name = ANY(${names}) ORDER BY name FOR UPDATE`,
   record: (names: string) => `SELECT id FROM pithos_records WHERE id = ANY(${names}) ORDER BY id FOR UPDATE`,
 } as const;

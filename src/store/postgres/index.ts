@@ -19,7 +19,7 @@ import { PgLocks } from './locks.js';
 import { PgLists } from './lists.js';
 import { PgRecords } from './records.js';
 import { PgSets } from './sets.js';
-import { PgTables } from './tables.js';
+import { foldCounts, forgetIncarnation, PgTables } from './tables.js';
 import { transact } from './txns.js';
 import { PgVariants } from './variants.js';
 import { PgZsets } from './zsets.js';
@@ -118,9 +118,10 @@ export class PgStore implements Store {
         await this.db.run(async (tx) => {
           if (this.changes !== undefined) await tx.query(SWEEPING);
           const r = await tx.query(`DELETE FROM pithos_tables WHERE name = $1 AND inc = $2 AND expires_at <= ${tx.now} RETURNING 1`, [t.name, t.inc]);
-          if (r.length > 0) await tx.query('DELETE FROM pithos_rows WHERE tname = $1 AND inc = $2', [t.name, t.inc]);
+          if (r.length > 0) await forgetIncarnation(tx, t.name as string, Number(t.inc));
         });
       }
+      await foldCounts(q);
       // One transaction marked as the sweeper's: the change feed reports these deletes as expiries.
       await this.db.run(async (tx) => {
         if (this.changes !== undefined) await tx.query(SWEEPING);

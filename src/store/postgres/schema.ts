@@ -28,6 +28,8 @@ export interface Migration {
    * recorded as skipped and the feature it builds is absent.
    */
   postgresOnly?: true;
+  /** Statements that depend on the data, run after `statements` in the same transaction. */
+  more?: (c: pg.ClientBase) => Promise<string[]>;
 }
 
 /**
@@ -304,6 +306,31 @@ export const MIGRATIONS: readonly Migration[] = [
     ],
     postgresOnly: true,
   },
+  {
+    version: 9,
+    name: 't_ids from a sequence per table incarnation; row counts in one slot per backend',
+    // So that inserts into one table hold no lock another insert waits for
+    // (src/store/postgres/tables.ts). next_id is no longer kept.
+    statements: [
+      `CREATE TABLE IF NOT EXISTS pithos_row_counts (
+         tname TEXT NOT NULL, inc INT8 NOT NULL, slot INT8 NOT NULL, n INT8 NOT NULL, PRIMARY KEY (tname, inc, slot))`,
+      'ALTER TABLE pithos_tables ALTER COLUMN next_id DROP NOT NULL',
+    ],
+  },
+  {
+    version: 10,
+    name: 'sequences and row counts of existing tables',
+    // A separate transaction, as migration 4 (CockroachDB). Each existing
+    // incarnation's sequence starts at the t_id it would have taken next.
+    statements: [
+      'INSERT INTO pithos_row_counts (tname, inc, slot, n) SELECT name, inc, 0, row_count FROM pithos_tables ON CONFLICT (tname, inc, slot) DO NOTHING',
+    ],
+    more: async (c) =>
+      (await c.query('SELECT inc, next_id FROM pithos_tables WHERE next_id IS NOT NULL')).rows.map(
+        (r: Record<string, unknown>) =>
+          `CREATE SEQUENCE IF NOT EXISTS pithos_tid_${Math.trunc(Number(r.inc))} START WITH ${Math.max(1, Math.trunc(Number(r.next_id)))}`,
+      ),
+  },
 ];
 
 // 42710: a concurrent CREATE TABLE IF NOT EXISTS can fail on the table's row type ('type … already exists').
@@ -345,6 +372,7 @@ async function migrateOnce(pool: pg.Pool): Promise<number[]> {
       }
       if (m.postgresOnly === undefined || (await isPostgres(c))) {
         for (const s of m.statements) await c.query(s);
+        for (const s of (await m.more?.(c)) ?? []) await c.query(s);
       } else {
         await c.query("UPDATE pithos_migrations SET name = name || ' (skipped: not PostgreSQL 13 or newer)' WHERE version = $1", [m.version]);
       }

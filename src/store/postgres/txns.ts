@@ -124,7 +124,18 @@ async function lockInOrder(q: Q, txn: Transaction): Promise<void> {
     set: 'SELECT name FROM pithos_sets WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',
     zset: 'SELECT name FROM pithos_zsets WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',
   };
-  for (const kind of ['table', 'variant', 'record', 'list', 'set', 'zset'] as const) {
+  // A table only inserted into is taken FOR SHARE, as insertRow takes it: inserts run side by side.
+  const shared = new Set(names.table);
+  for (const m of txn.mutations) if (m.kind === 'table' && m.op !== 'INSERT') shared.delete(m.name);
+  if (shared.size === names.table.size) {
+    if (shared.size > 0) await q.query(sql.table.replace('FOR UPDATE', 'FOR SHARE'), [[...shared].sort()]);
+  } else if (shared.size === 0) {
+    await q.query(sql.table, [[...names.table].sort()]);
+  } else {
+    // Both modes: one table at a time, still in name order.
+    for (const t of [...names.table].sort()) await q.query(shared.has(t) ? sql.table.replace('FOR UPDATE', 'FOR SHARE') : sql.table, [[t]]);
+  }
+  for (const kind of ['variant', 'record', 'list', 'set', 'zset'] as const) {
     if (names[kind].size > 0) await q.query(sql[kind], [[...names[kind]].sort()]);
   }
 }
