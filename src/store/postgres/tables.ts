@@ -76,14 +76,17 @@ const FOLD_SLOTS = 16;
 /**
  * Folds the row-count slots of every table that has more than FOLD_SLOTS
  * into slot 0, so the slots of backends long gone do not pile up. Exact
- * under concurrent writers: a slot being updated is deleted once its writer
- * commits (with the value it committed), and a writer that finds its slot
- * deleted inserts it again.
+ * under concurrent writers: a slot a writer's open transaction holds is
+ * skipped (SKIP LOCKED: the fold never waits for a writer, so it can be in
+ * no wait cycle with one), and a writer that finds its slot deleted inserts
+ * it again.
  */
 export async function foldCounts(q: Q): Promise<void> {
   await q.query(
     `WITH f AS (SELECT tname, inc FROM pithos_row_counts GROUP BY tname, inc HAVING count(*) > ${FOLD_SLOTS}),
-          d AS (DELETE FROM pithos_row_counts AS c USING f WHERE c.tname = f.tname AND c.inc = f.inc AND c.slot <> 0 RETURNING c.tname, c.inc, c.n)
+          l AS (SELECT c.tname, c.inc, c.slot FROM pithos_row_counts AS c JOIN f ON c.tname = f.tname AND c.inc = f.inc
+                WHERE c.slot <> 0 FOR UPDATE OF c SKIP LOCKED),
+          d AS (DELETE FROM pithos_row_counts AS c USING l WHERE c.tname = l.tname AND c.inc = l.inc AND c.slot = l.slot RETURNING c.tname, c.inc, c.n)
      INSERT INTO pithos_row_counts AS c (tname, inc, slot, n) SELECT tname, inc, 0, sum(n) FROM d GROUP BY tname, inc
      ON CONFLICT (tname, inc, slot) DO UPDATE SET n = c.n + excluded.n`,
   );
