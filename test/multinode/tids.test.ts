@@ -99,20 +99,25 @@ test(
   },
 );
 
-test('an insert does not wait for a transaction holding the table in share mode, as every insert holds it; a PATCH of its rows does', { skip }, async () => {
+test('an insert waits for no lock on its table: it passes a transaction holding the table exclusively, where a PATCH of its rows waits', { skip }, async () => {
   const t = uniq('s');
   assert.equal((await nodes[0].req('PUT', `/tables/${t}`, {})).status, 201);
   assert.equal((await nodes[0].req('POST', `/tables/${t}/rows`, { rows: { a: 1 } })).status, 201);
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
+    // As a PATCH, a row DELETE or a drop holds it until its commit.
     await c.query('BEGIN');
-    await c.query('SELECT inc FROM pithos_tables WHERE name = $1 FOR SHARE', [t]);
+    await c.query('SELECT inc FROM pithos_tables WHERE name = $1 FOR UPDATE', [t]);
     const ins = await nodes[1].req('POST', `/tables/${t}/rows`, { rows: { a: 2 } });
     assert.equal(ins.status, 201, ins.raw);
-    const txn = await nodes[0].req('POST', '/txns', { mutations: [{ kind: 'table', name: t, operation: 'INSERT', values: { a: 3 } }] });
+    const txn = await nodes[0].req('POST', '/txns', {
+      mutations: [
+        { kind: 'table', name: t, operation: 'INSERT', values: { a: 3 } },
+        { kind: 'variant', name: uniq('v'), operation: 'SET', variant: 1 },
+      ],
+    });
     assert.equal(txn.status, 200, txn.raw);
-    // A PATCH of matching rows takes the table's row exclusively: it waits, past its bound.
     const patch = await nodes[0].req('PATCH', `/tables/${t}`, { wheres: { a: 1 }, sets: { b: true } });
     assert.equal(patch.status, 503, patch.raw);
   } finally {
@@ -121,6 +126,29 @@ test('an insert does not wait for a transaction holding the table in share mode,
   }
   assert.equal((await nodes[0].req('PATCH', `/tables/${t}`, { wheres: { a: 1 }, sets: { b: true } })).status, 200);
   assert.deepEqual((await nodes[1].req('GET', `/tables/${t}`)).body.data, { 1: { a: 1, b: true }, 2: { a: 2 }, 3: { a: 3 } });
+});
+
+test('a table without its t_id sequence (made by an older node) gets one above every t_id it gave, at its first insert', { skip }, async () => {
+  const t = uniq('o');
+  assert.equal((await nodes[0].req('PUT', `/tables/${t}`, {})).status, 201);
+  for (let i = 0; i < 3; i++) assert.equal((await nodes[0].req('POST', `/tables/${t}/rows`, { rows: { i } })).status, 201);
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    // As an older node leaves it: no sequence, its counter moved past its highest row.
+    const inc = Number((await c.query('SELECT inc FROM pithos_tables WHERE name = $1', [t])).rows[0].inc);
+    await c.query(`DROP SEQUENCE pithos_tid_${inc}`);
+    await c.query('UPDATE pithos_tables SET next_id = 7 WHERE name = $1', [t]);
+  } finally {
+    await c.end();
+  }
+  const [a, b] = await Promise.all([
+    nodes[1].req('POST', `/tables/${t}/rows`, { rows: { i: 'a' } }),
+    nodes[0].req('POST', '/txns', { mutations: [{ kind: 'table', name: t, operation: 'INSERT', values: { i: 'b' } }] }),
+  ]);
+  assert.equal(a.status, 201, a.raw);
+  assert.equal(b.status, 200, b.raw);
+  assert.deepEqual([a.body.data.t_id, b.body.data.results[0].t_id].sort(), [7, 8]);
 });
 
 test('a dropped table takes its t_id sequence and counts with it; a new table of that name starts at t_id 1', { skip }, async () => {
@@ -176,4 +204,54 @@ test('the sweeper folds a table with many row-count slots into one, exactly, whi
     await store.close();
     await c.end();
   }
+});
+
+test('inserts racing drops and re-creations of their table: each answered 201 or 404 (never 500), and no row outlives its incarnation', { skip }, async () => {
+  const t = uniq('r');
+  assert.equal((await nodes[0].req('PUT', `/tables/${t}`, {})).status, 201);
+  const statuses = new Map<number, number>();
+  let stop = false;
+  const inserter = async (w: number): Promise<void> => {
+    for (let k = 0; !stop; k++) {
+      const r =
+        k % 2 === 0
+          ? await nodes[w % 2].req('POST', `/tables/${t}/rows`, { rows: { w, k } })
+          : await nodes[w % 2].req('POST', '/txns', { mutations: [{ kind: 'table', name: t, operation: 'INSERT', values: { w, k } }] });
+      statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+    }
+  };
+  const inserters = Array.from({ length: 6 }, (_, w) => inserter(w));
+  try {
+    for (let round = 0; round < 6; round++) {
+      await sleep(150);
+      assert.equal((await nodes[round % 2].req('DELETE', `/tables/${t}`)).status, 200);
+      await sleep(50);
+      assert.equal((await nodes[(round + 1) % 2].req('PUT', `/tables/${t}`, {})).status, 201);
+    }
+  } finally {
+    stop = true;
+    await Promise.all(inserters);
+  }
+  const seen = JSON.stringify([...statuses]);
+  for (const code of statuses.keys()) assert.ok([200, 201, 404].includes(code), `answers: ${seen}`);
+  assert.ok((statuses.get(201) ?? 0) > 0 && (statuses.get(404) ?? 0) > 0, `answers: ${seen}`);
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    const orphans = await c.query(
+      'SELECT count(*) AS n FROM pithos_rows AS r WHERE r.tname = $1 AND NOT EXISTS (SELECT 1 FROM pithos_tables AS t WHERE t.name = r.tname AND t.inc = r.inc)',
+      [t],
+    );
+    assert.equal(Number(orphans.rows[0].n), 0, 'rows of a dropped incarnation are left');
+    const counts = await c.query(
+      'SELECT count(*) AS n FROM pithos_row_counts AS c WHERE c.tname = $1 AND NOT EXISTS (SELECT 1 FROM pithos_tables AS t WHERE t.name = c.tname AND t.inc = c.inc)',
+      [t],
+    );
+    assert.equal(Number(counts.rows[0].n), 0, 'counts of a dropped incarnation are left');
+  } finally {
+    await c.end();
+  }
+  const rows = Object.keys((await nodes[0].req('GET', `/tables/${t}`)).body.data as object).length;
+  const listed = (await nodes[1].req('GET', `/tables?prefix=${t}`)).body.data.items as { rows: number }[];
+  assert.equal(listed[0].rows, rows);
 });

@@ -19,7 +19,8 @@ import { PgLocks } from './locks.js';
 import { PgLists } from './lists.js';
 import { PgRecords } from './records.js';
 import { PgSets } from './sets.js';
-import { foldCounts, forgetIncarnation, PgTables } from './tables.js';
+import { PgTables } from './tables.js';
+import { forgetIncarnation, sweepCounts } from './tids.js';
 import { transact } from './txns.js';
 import { PgVariants } from './variants.js';
 import { PgZsets } from './zsets.js';
@@ -121,7 +122,6 @@ export class PgStore implements Store {
           if (r.length > 0) await forgetIncarnation(tx, t.name as string, Number(t.inc));
         });
       }
-      await foldCounts(q);
       // One transaction marked as the sweeper's: the change feed reports these deletes as expiries.
       await this.db.run(async (tx) => {
         if (this.changes !== undefined) await tx.query(SWEEPING);
@@ -147,6 +147,7 @@ export class PgStore implements Store {
       await this.changes?.prune(Date.now());
       // Index definitions of tables that are gone, database indexes nothing uses, builds that stopped.
       await this.indexes.sweep();
+      await sweepCounts(q);
     } catch {
       // Logged by Db when the database goes away; nothing is lost by sweeping later.
     } finally {

@@ -17,7 +17,7 @@
 import type { ListKind, ListOptions } from '../store.js';
 import type { Q } from './sql.js';
 import { StoreError } from '../errors.js';
-import { rowCount } from './tables.js';
+import { rowCount } from './tids.js';
 
 const SOURCES: Partial<Record<ListKind, { table: string; name: string; extra: string }>> = {
   tables: { table: 'pithos_tables', name: 'name', extra: `, ${rowCount('pithos_tables')} AS row_count` },

@@ -28,8 +28,6 @@ export interface Migration {
    * recorded as skipped and the feature it builds is absent.
    */
   postgresOnly?: true;
-  /** Statements that depend on the data, run after `statements` in the same transaction. */
-  more?: (c: pg.ClientBase) => Promise<string[]>;
 }
 
 /**
@@ -319,17 +317,15 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 10,
-    name: 'sequences and row counts of existing tables',
-    // A separate transaction, as migration 4 (CockroachDB). Each existing
-    // incarnation's sequence starts at the t_id it would have taken next.
+    name: 'row counts of existing tables',
+    // A separate transaction, as migration 4 (CockroachDB). An existing
+    // table gets its t_id sequence at its first insert after this
+    // (tables.ts, withSequences), started above its counter and its rows:
+    // one transaction creating thousands of sequences could run out of
+    // lock slots.
     statements: [
       'INSERT INTO pithos_row_counts (tname, inc, slot, n) SELECT name, inc, 0, row_count FROM pithos_tables ON CONFLICT (tname, inc, slot) DO NOTHING',
     ],
-    more: async (c) =>
-      (await c.query('SELECT inc, next_id FROM pithos_tables WHERE next_id IS NOT NULL')).rows.map(
-        (r: Record<string, unknown>) =>
-          `CREATE SEQUENCE IF NOT EXISTS pithos_tid_${Math.trunc(Number(r.inc))} START WITH ${Math.max(1, Math.trunc(Number(r.next_id)))}`,
-      ),
   },
 ];
 
@@ -372,7 +368,6 @@ async function migrateOnce(pool: pg.Pool): Promise<number[]> {
       }
       if (m.postgresOnly === undefined || (await isPostgres(c))) {
         for (const s of m.statements) await c.query(s);
-        for (const s of (await m.more?.(c)) ?? []) await c.query(s);
       } else {
         await c.query("UPDATE pithos_migrations SET name = name || ' (skipped: not PostgreSQL 13 or newer)' WHERE version = $1", [m.version]);
       }

@@ -3,22 +3,27 @@
  * incarnation, from the shared sequence); its rows are pithos_rows keyed by
  * (table, incarnation, t_id). Each incarnation has a sequence of its own,
  * `pithos_tid_<inc>`, created and dropped with it: taking a t_id is a
- * `nextval` on it, so t_ids are never reused, whatever node inserts, and
- * an insert holds no lock that another insert waits for. Its live row
- * count is the sum of pithos_row_counts, one slot per database backend
- * (pg_backend_pid()), so the backends that insert or delete rows of one
- * table at once never write the same counter row either; the sweeper folds
- * the slots of a table that has many (foldCounts). A dropped or expired
- * table's rows belong to an incarnation no live table has: invisible at
- * once, removed by drop (in the same transaction) or by the sweeper.
+ * `nextval` on it, so t_ids are never reused, whatever node inserts. An
+ * insert takes no row lock at all, so inserts never wait for each other,
+ * nor for a PATCH or DELETE of the table's rows (which lock the table's
+ * row FOR UPDATE, as do drop and index changes, to exclude each other). A
+ * drop drops the sequence first: that waits for every insert that drew
+ * from it (nextval holds the sequence's lock to commit), so the rows they
+ * committed are seen and deleted by the drop, and an insert that comes
+ * later finds no table, or no sequence and then no table (tids.ts).
+ *
+ * The live row count is the sum of pithos_row_counts, one slot per
+ * database backend (pg_backend_pid()), so the backends that insert or
+ * delete rows of one table at once never write the same counter row
+ * either; the sweeper folds the slots of a table that has many
+ * (tids.ts). A dropped or expired table's rows belong to an
+ * incarnation no live table has: invisible at once, removed by drop (in
+ * the same transaction) or by the sweeper.
  *
  * Rows are stored as the JSON text the log store would answer with (key
  * order kept, `\u0000` allowed, which JSONB refuses); `wheres` are matched
  * by src/store/wheres.ts on the rows fetched in the same statement or
  * transaction, so both stores match exactly alike (docs/scaling.md).
- * An insert takes the table's row FOR SHARE, every other write to its rows
- * FOR UPDATE: inserts run side by side, while a PATCH or DELETE of matching
- * rows, and a drop, exclude them (and each other).
  *
  * A row's `version` is the pithos_seq value of the statement that last
  * wrote it; a statement writing several rows (PATCH, a table's ttl) gives
@@ -36,60 +41,13 @@ import { compileWheres, type Matcher, matches, type Row } from '../wheres.js';
 import { escaped, indexScope, orderSegments, type PgIndexes, valueExpr } from './indexes.js';
 import { CursorSource } from './cursor.js';
 import type { Db, Q } from './sql.js';
+import { countRowsBy, forgetIncarnation, insertSql, rowCount, tidSequence, withSequences } from './tids.js';
 
 const missing = (name: string): StoreError => missingObject('table', name);
 
 interface PgRow {
   id: number;
   json: string;
-}
-
-/** The sequence that hands out the t_ids of incarnation `inc`. */
-export const tidSequence = (inc: number): string => `pithos_tid_${Math.trunc(inc)}`;
-
-/**
- * SQL (one data-modifying CTE body): adds `delta` to this backend's slot of
- * the row count of each (tname, inc) that `source` yields.
- */
-export const countRowsBy = (source: string, delta: string): string =>
-  `INSERT INTO pithos_row_counts AS c (tname, inc, slot, n) SELECT tname, inc, pg_backend_pid(), ${delta} FROM ${source}
-   ON CONFLICT (tname, inc, slot) DO UPDATE SET n = c.n + excluded.n`;
-
-/** SQL: the live row count of the table whose pithos_tables row is `t`. */
-export const rowCount = (t: string): string => `(SELECT coalesce(sum(c.n), 0) FROM pithos_row_counts AS c WHERE c.tname = ${t}.name AND c.inc = ${t}.inc)`;
-
-/**
- * SQL: one insert of a row, its t_id from the incarnation's sequence
- * (`name` and `body` are SQL expressions), then `answer`, which reads the
- * inserted row (if any) as `u`.
- */
-export const insertSql = (name: string, body: string, live: string, answer = 'SELECT t_id FROM u'): string =>
-  `WITH t AS (SELECT inc FROM pithos_tables WHERE name = ${name} AND ${live} FOR SHARE),
-        u AS (INSERT INTO pithos_rows (tname, inc, t_id, body, version)
-              SELECT ${name}, t.inc, nextval(('pithos_tid_' || t.inc)::regclass), ${body}, nextval('pithos_seq') FROM t RETURNING tname, inc, t_id),
-        c AS (${countRowsBy('u', '1')})
-   ${answer}`;
-
-/** A table's slots in pithos_row_counts past which the sweeper folds them into one. */
-const FOLD_SLOTS = 16;
-
-/**
- * Folds the row-count slots of every table that has more than FOLD_SLOTS
- * into slot 0, so the slots of backends long gone do not pile up. Exact
- * under concurrent writers: a slot a writer's open transaction holds is
- * skipped (SKIP LOCKED: the fold never waits for a writer, so it can be in
- * no wait cycle with one), and a writer that finds its slot deleted inserts
- * it again.
- */
-export async function foldCounts(q: Q): Promise<void> {
-  await q.query(
-    `WITH f AS (SELECT tname, inc FROM pithos_row_counts GROUP BY tname, inc HAVING count(*) > ${FOLD_SLOTS}),
-          l AS (SELECT c.tname, c.inc, c.slot FROM pithos_row_counts AS c JOIN f ON c.tname = f.tname AND c.inc = f.inc
-                WHERE c.slot <> 0 FOR UPDATE OF c SKIP LOCKED),
-          d AS (DELETE FROM pithos_row_counts AS c USING l WHERE c.tname = l.tname AND c.inc = l.inc AND c.slot = l.slot RETURNING c.tname, c.inc, c.n)
-     INSERT INTO pithos_row_counts AS c (tname, inc, slot, n) SELECT tname, inc, 0, sum(n) FROM d GROUP BY tname, inc
-     ON CONFLICT (tname, inc, slot) DO UPDATE SET n = c.n + excluded.n`,
-  );
 }
 
 /** The live table's incarnation, its row locked; 404 when it does not exist. */
@@ -144,18 +102,6 @@ export async function createTable(q: Q, name: string, ttl: number): Promise<void
   // Another node created it between the two statements.
   if (r.length === 0) throw conflict(`table '${name}' already exists`);
   await q.query(`CREATE SEQUENCE ${tidSequence(Number(r[0].inc))}`);
-}
-
-/**
- * Removes what incarnation `inc` of table `name` left once its pithos_tables
- * row is gone or replaced (in the same transaction): its rows, index
- * definitions, row counts and t_id sequence.
- */
-export async function forgetIncarnation(q: Q, name: string, inc: number): Promise<void> {
-  await q.query('DELETE FROM pithos_rows WHERE tname = $1 AND inc = $2', [name, inc]);
-  await q.query('DELETE FROM pithos_indexes WHERE tname = $1 AND inc = $2', [name, inc]);
-  await q.query('DELETE FROM pithos_row_counts WHERE tname = $1 AND inc = $2', [name, inc]);
-  await q.query(`DROP SEQUENCE IF EXISTS ${tidSequence(inc)}`);
 }
 
 /** One statement: takes the next t_id and writes the row. */
@@ -345,7 +291,7 @@ export class PgTables implements TableStore {
   }
 
   insert(name: string, row: Row): Promise<number> {
-    return insertRow(this.db.q, name, row);
+    return withSequences(this.db, [name], () => insertRow(this.db.q, name, row));
   }
 
   // Reads: up to STREAM_ROWS rows come in one statement and are answered in
@@ -585,7 +531,6 @@ export class PgTables implements TableStore {
 
   async drop(name: string): Promise<void> {
     // One transaction: the table, its rows, index definitions, counts and t_id sequence go together.
-    // The table's row goes first, so inserts holding it FOR SHARE finish before the sequence goes.
     const [inc, fields] = await this.db.run(async (q) => {
       const r = await q.query(
         `WITH t AS (DELETE FROM pithos_tables WHERE name = $1 AND ${q.live()} RETURNING inc)
