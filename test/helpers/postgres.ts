@@ -98,6 +98,11 @@ export class PgCluster {
     this.run('pg_ctl', ['-D', path.join(this.dir, 'data'), '-m', 'fast', '-w', '-t', '60', 'stop']);
   }
 
+  /** Stops the server as a crash would (immediate: no checkpoint; the next start replays the WAL). */
+  crash(): void {
+    this.run('pg_ctl', ['-D', path.join(this.dir, 'data'), '-m', 'immediate', '-w', '-t', '60', 'stop']);
+  }
+
   /** The postmaster's process id (the first line of postmaster.pid). */
   postmasterPid(): number {
     return Number(readFileSync(path.join(this.dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);

@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { PithosServer, expectError, expectSuccess, pool, sleep, uniq, etag } from '../helpers/server.js';
+import { PithosServer, STORE, expectError, expectSuccess, pool, sleep, uniq, etag } from '../helpers/server.js';
 import { watch } from '../helpers/sse.js';
 
 let srv: PithosServer;
@@ -419,8 +419,13 @@ test('POST /txns: UPDATE and REMOVE by t_id, REPLACE, seeing earlier mutations; 
     `mutation 0: table 'ghost-${t}' does not exist`,
   );
   assert.deepEqual(await whole(t), before);
-  // The next t_id was not taken by the failed INSERT either.
-  expectSuccess(await srv.req('POST', `/tables/${t}/rows`, { rows: {} }), 201, 'table rows insert successfully', { t_id: 5 });
+  // The failed INSERT's t_id is never given to another row. On the log store it was not even
+  // taken (t_ids stay dense); the shared store's per-table sequence is not rolled back, so there
+  // it may be skipped (docs/scaling.md, "Tables").
+  const next = await srv.req('POST', `/tables/${t}/rows`, { rows: {} });
+  assert.equal(next.status, 201, next.raw);
+  if (STORE === 'log') assert.deepEqual(next.body.data, { t_id: 5 });
+  else assert.ok(next.body.data.t_id >= 5, next.raw);
 });
 
 test('POST /txns: bad by-t_id mutations are 400 naming the mutation and the field, and change nothing', async () => {

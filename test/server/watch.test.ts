@@ -136,12 +136,17 @@ test('a watcher sees every change of a random concurrent workload once, in commi
       assert.equal(g.headers.etag, `"${last.version}"`);
     }
   }
-  // Rows carry t_id.
+  // Rows carry t_id: on the log store 1, 2, 3, ... in commit order. The shared store takes
+  // them from a sequence, not under a lock held to commit, so concurrent inserts may commit
+  // out of t_id order (docs/scaling.md, "Tables"): there each is given once.
   const rows = evs.filter((e) => JSON.parse(e.data).kind === 'table' && JSON.parse(e.data).t_id !== undefined);
-  assert.deepEqual(
-    rows.map((e) => JSON.parse(e.data).t_id),
-    rows.map((_, i) => i + 1),
-  );
+  const ids = rows.map((e) => JSON.parse(e.data).t_id as number);
+  if (STORE === 'log')
+    assert.deepEqual(
+      ids,
+      rows.map((_, i) => i + 1),
+    );
+  else assert.equal(new Set(ids).size, ids.length, `a t_id given twice: ${ids.join(',')}`);
 });
 
 test('disconnecting at random points and resuming with Last-Event-ID gives the full sequence: no gap, no duplicate', async () => {

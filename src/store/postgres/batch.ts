@@ -18,6 +18,7 @@
 import type { Check, Mutation, Transaction } from '../store.js';
 import { isIntegerLiteral, makeVariant, variantOf } from '../variant.js';
 import { literal, type Q } from './sql.js';
+import { insertSql } from './tids.js';
 
 /** The SQLSTATE that says "a mutation found nothing to do": run it the general way. */
 export const NOT_HERE = '22012';
@@ -77,9 +78,7 @@ function plan(q: Q, m: Mutation): Planned | undefined {
     const n = literal(m.name);
     return {
       // insertRow of tables.ts.
-      sql: `WITH t AS (UPDATE pithos_tables SET next_id = next_id + 1, row_count = row_count + 1 WHERE name = ${n} AND ${q.live()} RETURNING inc, next_id - 1 AS id),
-             u AS (INSERT INTO pithos_rows (tname, inc, t_id, body, version) SELECT ${n}, t.inc, t.id, ${literal(JSON.stringify(m.values))}, nextval('pithos_seq') FROM t RETURNING t_id)
-            SELECT (SELECT t_id FROM u) AS t_id, ${needs('u')}`,
+      sql: insertSql(n, literal(JSON.stringify(m.values)), q.live(), `SELECT (SELECT t_id FROM u) AS t_id, ${needs('u')}`),
       result: (rows) => `{"t_id":${Number(rows[0].t_id)}}`,
     };
   }
@@ -106,7 +105,6 @@ function guard(q: Q, c: Check): string | undefined {
 }
 
 const LOCKS = {
-  table: (names: string) => `SELECT name FROM pithos_tables WHERE name = ANY(${names}) ORDER BY name FOR UPDATE`,
   variant: (names: string) => `SELECT name FROM pithos_variants WHERE name = ANY(${names}) ORDER BY name FOR UPDATE`,
   record: (names: string) => `SELECT id FROM pithos_records WHERE id = ANY(${names}) ORDER BY id FOR UPDATE`,
 } as const;
@@ -125,7 +123,8 @@ export interface OneTrip {
 export function oneTrip(q: Q, txn: Transaction): OneTrip | undefined {
   if (txn.mutations.length === 0) return undefined;
   const planned: Planned[] = [];
-  const names = { table: new Set<string>(), variant: new Set<string>(), record: new Set<string>() };
+  // Tables are only inserted into here, and an insert locks nothing (tables.ts).
+  const names = { variant: new Set<string>(), record: new Set<string>() };
   const guards: string[] = [];
   for (const c of txn.checks) {
     const g = guard(q, c);
@@ -145,13 +144,13 @@ export function oneTrip(q: Q, txn: Transaction): OneTrip | undefined {
     }
     if (p === undefined || p.sql.includes('\u0000')) return undefined;
     planned.push(p);
-    if (m.kind === 'table' || m.kind === 'variant' || m.kind === 'record') names[m.kind].add(m.name);
+    if (m.kind === 'variant' || m.kind === 'record') names[m.kind].add(m.name);
   }
   // The locks of txns.ts (lockInOrder), in its order, when there is more than one object to lock.
   const locks: string[] = [];
   // A record checked for its version is locked even when it is the only object: the version checked is the one written over.
-  if (names.table.size + names.variant.size + names.record.size > 1 || txn.checks.some((c) => c.kind === 'record' && c.version !== undefined)) {
-    for (const kind of ['table', 'variant', 'record'] as const) {
+  if (names.variant.size + names.record.size > 1 || txn.checks.some((c) => c.kind === 'record' && c.version !== undefined)) {
+    for (const kind of ['variant', 'record'] as const) {
       if (names[kind].size === 0) continue;
       locks.push(LOCKS[kind](`ARRAY[${[...names[kind]].sort().map(literal).join(', ')}]::text[]`));
     }

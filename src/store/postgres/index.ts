@@ -20,6 +20,7 @@ import { PgLists } from './lists.js';
 import { PgRecords } from './records.js';
 import { PgSets } from './sets.js';
 import { PgTables } from './tables.js';
+import { forgetIncarnation, sweepCounts } from './tids.js';
 import { transact } from './txns.js';
 import { PgVariants } from './variants.js';
 import { PgZsets } from './zsets.js';
@@ -118,7 +119,7 @@ export class PgStore implements Store {
         await this.db.run(async (tx) => {
           if (this.changes !== undefined) await tx.query(SWEEPING);
           const r = await tx.query(`DELETE FROM pithos_tables WHERE name = $1 AND inc = $2 AND expires_at <= ${tx.now} RETURNING 1`, [t.name, t.inc]);
-          if (r.length > 0) await tx.query('DELETE FROM pithos_rows WHERE tname = $1 AND inc = $2', [t.name, t.inc]);
+          if (r.length > 0) await forgetIncarnation(tx, t.name as string, Number(t.inc));
         });
       }
       // One transaction marked as the sweeper's: the change feed reports these deletes as expiries.
@@ -146,6 +147,7 @@ export class PgStore implements Store {
       await this.changes?.prune(Date.now());
       // Index definitions of tables that are gone, database indexes nothing uses, builds that stopped.
       await this.indexes.sweep();
+      await sweepCounts(q);
     } catch {
       // Logged by Db when the database goes away; nothing is lost by sweeping later.
     } finally {

@@ -11,15 +11,16 @@
  * - Expiry is part of the query (the database's clock), so expired objects
  *   are never listed, swept or not.
  * - `limit + 1` names are read: the extra one says whether `next` is set.
- * - A table's `rows` is its `row_count` column, kept by every statement that
- *   inserts or deletes rows: no count per listed table.
+ * - A table's `rows` is the sum of its slots in pithos_row_counts (tables.ts),
+ *   kept by every statement that inserts or deletes rows: no count of rows.
  */
 import type { ListKind, ListOptions } from '../store.js';
 import type { Q } from './sql.js';
 import { StoreError } from '../errors.js';
+import { rowCount } from './tids.js';
 
 const SOURCES: Partial<Record<ListKind, { table: string; name: string; extra: string }>> = {
-  tables: { table: 'pithos_tables', name: 'name', extra: ', row_count' },
+  tables: { table: 'pithos_tables', name: 'name', extra: `, ${rowCount('pithos_tables')} AS row_count` },
   records: { table: 'pithos_records', name: 'id', extra: '' },
   variants: { table: 'pithos_variants', name: 'name', extra: '' },
   locks: { table: 'pithos_locks', name: 'name', extra: ', holder' },

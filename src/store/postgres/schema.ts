@@ -304,6 +304,29 @@ export const MIGRATIONS: readonly Migration[] = [
     ],
     postgresOnly: true,
   },
+  {
+    version: 9,
+    name: 't_ids from a sequence per table incarnation; row counts in one slot per backend',
+    // So that inserts into one table hold no lock another insert waits for
+    // (src/store/postgres/tables.ts). next_id is no longer kept.
+    statements: [
+      `CREATE TABLE IF NOT EXISTS pithos_row_counts (
+         tname TEXT NOT NULL, inc INT8 NOT NULL, slot INT8 NOT NULL, n INT8 NOT NULL, PRIMARY KEY (tname, inc, slot))`,
+      'ALTER TABLE pithos_tables ALTER COLUMN next_id DROP NOT NULL',
+    ],
+  },
+  {
+    version: 10,
+    name: 'row counts of existing tables',
+    // A separate transaction, as migration 4 (CockroachDB). An existing
+    // table gets its t_id sequence at its first insert after this
+    // (tables.ts, withSequences), started above its counter and its rows:
+    // one transaction creating thousands of sequences could run out of
+    // lock slots.
+    statements: [
+      'INSERT INTO pithos_row_counts (tname, inc, slot, n) SELECT name, inc, 0, row_count FROM pithos_tables ON CONFLICT (tname, inc, slot) DO NOTHING',
+    ],
+  },
 ];
 
 // 42710: a concurrent CREATE TABLE IF NOT EXISTS can fail on the table's row type ('type … already exists').

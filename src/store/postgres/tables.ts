@@ -1,17 +1,29 @@
 /**
  * Table namespace on PostgreSQL. A table is one row of pithos_tables (its
- * incarnation, from the shared sequence, and the next t_id); its rows are
- * pithos_rows keyed by (table, incarnation, t_id). Taking a t_id is one
- * `UPDATE … SET next_id = next_id + 1 … RETURNING`, so t_ids are never
- * reused, whatever node inserts. A dropped or expired table's rows belong to
- * an incarnation no live table has: invisible at once, removed by drop (in
- * the same statement) or by the sweeper.
+ * incarnation, from the shared sequence); its rows are pithos_rows keyed by
+ * (table, incarnation, t_id). Each incarnation has a sequence of its own,
+ * `pithos_tid_<inc>`, created and dropped with it: taking a t_id is a
+ * `nextval` on it, so t_ids are never reused, whatever node inserts. An
+ * insert takes no row lock at all, so inserts never wait for each other,
+ * nor for a PATCH or DELETE of the table's rows (which lock the table's
+ * row FOR UPDATE, as do drop and index changes, to exclude each other). A
+ * drop drops the sequence first: that waits for every insert that drew
+ * from it (nextval holds the sequence's lock to commit), so the rows they
+ * committed are seen and deleted by the drop, and an insert that comes
+ * later finds no table, or no sequence and then no table (tids.ts).
+ *
+ * The live row count is the sum of pithos_row_counts, one slot per
+ * database backend (pg_backend_pid()), so the backends that insert or
+ * delete rows of one table at once never write the same counter row
+ * either; the sweeper folds the slots of a table that has many
+ * (tids.ts). A dropped or expired table's rows belong to an
+ * incarnation no live table has: invisible at once, removed by drop (in
+ * the same transaction) or by the sweeper.
  *
  * Rows are stored as the JSON text the log store would answer with (key
  * order kept, `\u0000` allowed, which JSONB refuses); `wheres` are matched
  * by src/store/wheres.ts on the rows fetched in the same statement or
  * transaction, so both stores match exactly alike (docs/scaling.md).
- * Every write to a table's rows first locks its pithos_tables row.
  *
  * A row's `version` is the pithos_seq value of the statement that last
  * wrote it; a statement writing several rows (PATCH, a table's ttl) gives
@@ -29,6 +41,7 @@ import { compileWheres, type Matcher, matches, type Row } from '../wheres.js';
 import { escaped, indexScope, orderSegments, type PgIndexes, valueExpr } from './indexes.js';
 import { CursorSource } from './cursor.js';
 import type { Db, Q } from './sql.js';
+import { countRowsBy, forgetIncarnation, insertSql, rowCount, tidSequence, withSequences } from './tids.js';
 
 const missing = (name: string): StoreError => missingObject('table', name);
 
@@ -76,30 +89,24 @@ export async function createTable(q: Q, name: string, ttl: number): Promise<void
     // An expired table of that name: a new incarnation replaces it, its rows and index definitions go.
     // The new incarnation first: rows of the old one are then gone with their table,
     // not deleted one by one (the change feed reports the table, as the log store does).
-    await q.query(`UPDATE pithos_tables SET inc = nextval('pithos_seq'), next_id = 1, row_count = 0, expires_at = ${q.expiry('$2')} WHERE name = $1`, [
-      name,
-      ttl,
-    ]);
-    await q.query('DELETE FROM pithos_rows WHERE tname = $1 AND inc = $2', [name, cur[0].inc]);
-    await q.query('DELETE FROM pithos_indexes WHERE tname = $1 AND inc = $2', [name, cur[0].inc]);
+    const r = await q.query(`UPDATE pithos_tables SET inc = nextval('pithos_seq'), expires_at = ${q.expiry('$2')} WHERE name = $1 RETURNING inc`, [name, ttl]);
+    await q.query(`CREATE SEQUENCE ${tidSequence(Number(r[0].inc))}`);
+    await forgetIncarnation(q, name, Number(cur[0].inc));
     return;
   }
   const r = await q.query(
-    `INSERT INTO pithos_tables (name, inc, next_id, expires_at) VALUES ($1, nextval('pithos_seq'), 1, ${q.expiry('$2')})
+    `INSERT INTO pithos_tables (name, inc, expires_at) VALUES ($1, nextval('pithos_seq'), ${q.expiry('$2')})
      ON CONFLICT (name) DO NOTHING RETURNING inc`,
     [name, ttl],
   );
   // Another node created it between the two statements.
   if (r.length === 0) throw conflict(`table '${name}' already exists`);
+  await q.query(`CREATE SEQUENCE ${tidSequence(Number(r[0].inc))}`);
 }
 
 /** One statement: takes the next t_id and writes the row. */
 export async function insertRow(q: Q, name: string, row: Row): Promise<number> {
-  const r = await q.query(
-    `WITH t AS (UPDATE pithos_tables SET next_id = next_id + 1, row_count = row_count + 1 WHERE name = $1 AND ${q.live()} RETURNING inc, next_id - 1 AS id)
-     INSERT INTO pithos_rows (tname, inc, t_id, body, version) SELECT $1, t.inc, t.id, $2, nextval('pithos_seq') FROM t RETURNING t_id`,
-    [name, JSON.stringify(row)],
-  );
+  const r = await q.query(insertSql('$1', '$2', q.live()), [name, JSON.stringify(row)]);
   if (r.length === 0) throw missing(name);
   return Number(r[0].t_id);
 }
@@ -148,8 +155,7 @@ export async function removeRows(q: Q, name: string, matcher: Matcher, ix?: PgIn
   const [inc, rows] = await matchingRows(q, name, matcher, ix);
   if (rows.length > 0) {
     await q.query('DELETE FROM pithos_rows WHERE tname = $1 AND inc = $2 AND t_id = ANY($3::int8[])', [name, inc, rows.map((r) => r.id)]);
-    // The table's row is locked (matchingRows): the count moves with the rows.
-    await q.query('UPDATE pithos_tables SET row_count = row_count - $3 WHERE name = $1 AND inc = $2', [name, inc, rows.length]);
+    await q.query(countRowsBy('(SELECT $1::text AS tname, $2::int8 AS inc) AS d', '-$3::int8'), [name, inc, rows.length]);
   }
   return rows.length;
 }
@@ -178,7 +184,7 @@ async function writeRow(q: Q, name: string, inc: number, id: number, row: Row): 
 
 async function deleteRowAt(q: Q, name: string, inc: number, id: number): Promise<void> {
   await q.query('DELETE FROM pithos_rows WHERE tname = $1 AND inc = $2 AND t_id = $3', [name, inc, id]);
-  await q.query('UPDATE pithos_tables SET row_count = row_count - 1 WHERE name = $1 AND inc = $2', [name, inc]);
+  await q.query(countRowsBy('(SELECT $1::text AS tname, $2::int8 AS inc) AS d', '-1'), [name, inc]);
 }
 
 /** Writes `row` in place of row `id`; 404 when there is none. Inside a transaction. */
@@ -269,9 +275,10 @@ export class PgTables implements TableStore {
     // here (the condition on it is a one-time filter: OFFSET 0 keeps the subquery apart),
     // only by the cursor.
     const r = await q.query(
-      `SELECT t.row_count, x.t_id, x.body FROM pithos_tables t LEFT JOIN LATERAL
+      `SELECT t.row_count, x.t_id, x.body FROM (SELECT name, inc, ${rowCount('pithos_tables')} AS row_count FROM pithos_tables
+           WHERE name = $1 AND ${q.live()}) AS t LEFT JOIN LATERAL
          (SELECT r.t_id, r.body FROM pithos_rows r WHERE r.tname = t.name AND r.inc = t.inc AND r.t_id > $2 AND t.row_count <= ${STREAM_ROWS} OFFSET 0) x ON true
-       WHERE t.name = $1 AND ${q.live('t.expires_at')} ORDER BY x.t_id`,
+       ORDER BY x.t_id`,
       [name, after],
     );
     if (r.length === 0) throw missing(name);
@@ -284,7 +291,7 @@ export class PgTables implements TableStore {
   }
 
   insert(name: string, row: Row): Promise<number> {
-    return insertRow(this.db.q, name, row);
+    return withSequences(this.db, [name], () => insertRow(this.db.q, name, row));
   }
 
   // Reads: up to STREAM_ROWS rows come in one statement and are answered in
@@ -523,17 +530,19 @@ export class PgTables implements TableStore {
   }
 
   async drop(name: string): Promise<void> {
-    // One statement: the table, its rows and its index definitions go together.
-    const r = await this.db.q.query(
-      `WITH t AS (DELETE FROM pithos_tables WHERE name = $1 AND ${this.db.q.live()} RETURNING inc),
-            d AS (DELETE FROM pithos_rows WHERE tname = $1 AND inc IN (SELECT inc FROM t) RETURNING 1),
-            x AS (DELETE FROM pithos_indexes WHERE tname = $1 AND inc IN (SELECT inc FROM t) RETURNING field)
-       SELECT (SELECT count(*) FROM d) AS rows, inc, (SELECT array_agg(field) FROM x) AS fields FROM t`,
-      [name],
-    );
-    if (r.length === 0) throw missing(name);
+    // One transaction: the table, its rows, index definitions, counts and t_id sequence go together.
+    const [inc, fields] = await this.db.run(async (q) => {
+      const r = await q.query(
+        `WITH t AS (DELETE FROM pithos_tables WHERE name = $1 AND ${q.live()} RETURNING inc)
+         SELECT inc, (SELECT array_agg(field) FROM pithos_indexes AS x WHERE x.tname = $1 AND x.inc = t.inc) AS fields FROM t`,
+        [name],
+      );
+      if (r.length === 0) throw missing(name);
+      await forgetIncarnation(q, name, Number(r[0].inc));
+      return [Number(r[0].inc), (r[0].fields as string[] | null) ?? []] as const;
+    });
     this.ix.forget(name);
     // Their database indexes are dropped in the background (the sweeper drops any left over).
-    for (const f of (r[0].fields as string[] | null) ?? []) this.ix.discard(name, Number(r[0].inc), f);
+    for (const f of fields) this.ix.discard(name, inc, f);
   }
 }

@@ -13,6 +13,7 @@ import { compileWheres } from '../wheres.js';
 import { deleteRecord, putRecord, recordVersion } from './records.js';
 import type { Db, Q } from './sql.js';
 import { countRows, insertRow, removeRowById, removeRows, replaceRow, tableExists, updateRowById, updateRows } from './tables.js';
+import { withSequences } from './tids.js';
 import { addVariant, currentVariant, setVariant } from './variants.js';
 import { listLength, popItems, pushItems } from './lists.js';
 import { listMissing } from '../lists.js';
@@ -124,12 +125,21 @@ async function lockInOrder(q: Q, txn: Transaction): Promise<void> {
     set: 'SELECT name FROM pithos_sets WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',
     zset: 'SELECT name FROM pithos_zsets WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',
   };
-  for (const kind of ['table', 'variant', 'record', 'list', 'set', 'zset'] as const) {
+  // A table only inserted into is not locked: an insert takes no lock on its table (tables.ts).
+  const written = [...names.table].filter((t) => txn.mutations.some((m) => m.kind === 'table' && m.name === t && m.op !== 'INSERT'));
+  if (written.length > 0) await q.query(sql.table, [written.sort()]);
+  for (const kind of ['variant', 'record', 'list', 'set', 'zset'] as const) {
     if (names[kind].size > 0) await q.query(sql[kind], [[...names[kind]].sort()]);
   }
 }
 
 export function transact(db: Db, txn: Transaction): Promise<string> {
+  const inserted = new Set<string>();
+  for (const m of txn.mutations) if (m.kind === 'table' && m.op === 'INSERT') inserted.add(m.name);
+  return inserted.size === 0 ? attempt(db, txn) : withSequences(db, inserted, () => attempt(db, txn));
+}
+
+function attempt(db: Db, txn: Transaction): Promise<string> {
   // The common transactions in one round trip (batch.ts); whatever that path cannot
   // answer with success runs again here, statement by statement.
   const one = oneTrip(db.q, txn);
