@@ -106,7 +106,8 @@ function writer(q: Q): TxnWriter<Promise<string>> {
 
 /**
  * Locks every table, variant, record, list, set and sorted set the mutations write, each kind in
- * name order, before anything else: two transfers a→b and b→a then queue
+ * name order, before anything else (a table only inserted into excepted: an
+ * insert locks nothing, tables.ts): two transfers a→b and b→a then queue
  * instead of deadlocking (which PostgreSQL detects only after
  * deadlock_timeout, 1 s by default). A record checked for its `version` is
  * locked too, so the version checked is still the version when the
@@ -125,7 +126,6 @@ async function lockInOrder(q: Q, txn: Transaction): Promise<void> {
     set: 'SELECT name FROM pithos_sets WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',
     zset: 'SELECT name FROM pithos_zsets WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',
   };
-  // A table only inserted into is not locked: an insert takes no lock on its table (tables.ts).
   const written = [...names.table].filter((t) => txn.mutations.some((m) => m.kind === 'table' && m.name === t && m.op !== 'INSERT'));
   if (written.length > 0) await q.query(sql.table, [written.sort()]);
   for (const kind of ['variant', 'record', 'list', 'set', 'zset'] as const) {
