@@ -52,6 +52,7 @@ test('on an idle loop, low-priority work is not held back', async () => {
     await y.maybe();
   }
   const elapsed = performance.now() - t0;
-  // 200 ms of work; held to a tenth of the loop it would take 2 s.
-  assert.ok(elapsed < 800, `200 ms of work took ${elapsed.toFixed(0)} ms`);
+  // 200 ms of work; held to a tenth of the loop it would take 2 s. The margin is for a
+  // loaded machine, where a pause now and then may see activity that is not another job's.
+  assert.ok(elapsed < 1400, `200 ms of work took ${elapsed.toFixed(0)} ms`);
 });
