@@ -129,7 +129,7 @@ export async function recodeSegment(core: EngineCore, seg: Segment, stopping: ()
 /** Step 1: every batch of `seg`, re-encoded with its values in stored form, appended to `out`. */
 async function copyBatches(core: EngineCore, seg: Segment, out: Segment, moves: Moves, hint: HintWriter, stopping: () => boolean): Promise<void> {
   const scanner = new SegmentScanner(core.fs, seg, seg.size);
-  const yielder = Yielder.background();
+  const yielder = Yielder.lowPriority();
   const keyLens: number[] = [];
   const offsets: number[] = [];
   let pending: Buffer[] = [];

@@ -4,12 +4,20 @@
  * whole segment in memory or parses more than one chunk per event-loop turn.
  */
 import { BATCH_HEADER_SIZE, decodeBatch, type DecodedBatch, type DecodedEntry, entriesTile, Probe, probeBatch, readSeq, valueCrc } from './format.js';
+import { performance } from 'node:perf_hooks';
 import type { FileOps } from './fileops.js';
 import type { Segment } from './segment.js';
 import { authFailure, TAG_BYTES } from './seal.js';
 
 const CHUNK = 1 << 20;
 const BACKGROUND_SLICE_MS = 1;
+/**
+ * The share of the event loop low-priority work (recode.ts) takes while
+ * other work keeps the loop busy: a slice, then a pause nine times as long.
+ */
+const LOW_PRIORITY_SHARE = 0.1;
+/** Other work's active time during a pause, as a fraction of the slice before it, above which the loop counts as busy. */
+const BUSY_FRACTION = 0.2;
 
 /**
  * Yields to the event loop once `budgetMs` of synchronous work has passed.
@@ -19,7 +27,12 @@ const BACKGROUND_SLICE_MS = 1;
  */
 export class Yielder {
   private last = performance.now();
-  constructor(private readonly budgetMs = 4) {}
+  /** Whether other work kept the loop busy during the last pause (low priority only). */
+  private othersBusy = true;
+  constructor(
+    private readonly budgetMs = 4,
+    private readonly share = 1,
+  ) {}
 
   /**
    * For work done while requests are being served (hint building, compaction):
@@ -30,9 +43,28 @@ export class Yielder {
     return new Yielder(BACKGROUND_SLICE_MS);
   }
 
+  /**
+   * For work whose only gain is disk space (rewriting segments compressed):
+   * while requests keep the loop busy it takes LOW_PRIORITY_SHARE of it, so
+   * a server saturated by writes pays at most that for it and the work waits
+   * for quieter times; on an idle loop it runs as `background` does.
+   */
+  static lowPriority(): Yielder {
+    return new Yielder(BACKGROUND_SLICE_MS, LOW_PRIORITY_SHARE);
+  }
+
   async maybe(): Promise<void> {
-    if (performance.now() - this.last < this.budgetMs) return;
-    await new Promise<void>((r) => setImmediate(r));
+    const spent = performance.now() - this.last;
+    if (spent < this.budgetMs) return;
+    if (this.share >= 1) {
+      await new Promise<void>((r) => setImmediate(r));
+    } else {
+      // Event-loop activity during the pause is other work's: this work is not running.
+      const before = performance.eventLoopUtilization();
+      const pause = this.othersBusy ? spent * (1 / this.share - 1) : 0;
+      await new Promise<void>((r) => (pause > 0 ? setTimeout(r, pause) : setImmediate(r)));
+      this.othersBusy = performance.eventLoopUtilization(before).active > spent * BUSY_FRACTION;
+    }
     this.last = performance.now();
   }
 }
