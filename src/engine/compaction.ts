@@ -167,7 +167,13 @@ export class Compactor {
     const started = Date.now();
     seg.compacting = true;
     try {
-      const out = await recodeSegment(e, seg, () => this.stopping);
+      // A compaction waiting for this rewrite must not wait out its low priority.
+      const out = await recodeSegment(
+        e,
+        seg,
+        () => this.stopping,
+        () => this.compactionWaiting !== undefined,
+      );
       this.recoded++;
       e.log('info', `compressed ${seg.name}: ${seg.size} -> ${out.size} bytes in ${Date.now() - started} ms`);
     } catch (err) {

@@ -67,7 +67,7 @@ class Moves {
  * rename on `seg.forward` moves any other one at the moment a rollback puts it
  * back; all three happen synchronously with the change of file.
  */
-export async function recodeSegment(core: EngineCore, seg: Segment, stopping: () => boolean): Promise<Segment> {
+export async function recodeSegment(core: EngineCore, seg: Segment, stopping: () => boolean, hurry: () => boolean = () => false): Promise<Segment> {
   const f = core.fs;
   const out = new Segment(core.dir, seg.id, seg.kind);
   if (core.keyring !== undefined) out.seal = SegmentSeal.fresh(core.keyring.current);
@@ -86,7 +86,7 @@ export async function recodeSegment(core: EngineCore, seg: Segment, stopping: ()
     out.size = out.headerSize = bytes.length;
     out.maxSeq = seg.maxSeq;
     out.covers = seg.covers;
-    await copyBatches(core, seg, out, moves, hint, stopping);
+    await copyBatches(core, seg, out, moves, hint, stopping, hurry);
     await f.fdatasync(out.fd);
     // No hint of the old file may sit beside the new one: its size check is all that would tell them apart.
     if (seg.hasHint) {
@@ -127,9 +127,18 @@ export async function recodeSegment(core: EngineCore, seg: Segment, stopping: ()
 }
 
 /** Step 1: every batch of `seg`, re-encoded with its values in stored form, appended to `out`. */
-async function copyBatches(core: EngineCore, seg: Segment, out: Segment, moves: Moves, hint: HintWriter, stopping: () => boolean): Promise<void> {
+async function copyBatches(
+  core: EngineCore,
+  seg: Segment,
+  out: Segment,
+  moves: Moves,
+  hint: HintWriter,
+  stopping: () => boolean,
+  hurry: () => boolean,
+): Promise<void> {
   const scanner = new SegmentScanner(core.fs, seg, seg.size);
-  const yielder = Yielder.lowPriority();
+  // Low priority, unless other work waits for this rewrite (a compaction: Compactor.maybeRun).
+  const yielder = Yielder.lowPriority(hurry);
   const keyLens: number[] = [];
   const offsets: number[] = [];
   let pending: Buffer[] = [];

@@ -32,6 +32,7 @@ export class Yielder {
   constructor(
     private readonly budgetMs = 4,
     private readonly share = 1,
+    private readonly hurry: () => boolean = () => false,
   ) {}
 
   /**
@@ -47,16 +48,17 @@ export class Yielder {
    * For work whose only gain is disk space (rewriting segments compressed):
    * while requests keep the loop busy it takes LOW_PRIORITY_SHARE of it, so
    * a server saturated by writes pays at most that for it and the work waits
-   * for quieter times; on an idle loop it runs as `background` does.
+   * for quieter times; on an idle loop, or while `hurry()` says other work
+   * waits for it, it runs as `background` does.
    */
-  static lowPriority(): Yielder {
-    return new Yielder(BACKGROUND_SLICE_MS, LOW_PRIORITY_SHARE);
+  static lowPriority(hurry?: () => boolean): Yielder {
+    return new Yielder(BACKGROUND_SLICE_MS, LOW_PRIORITY_SHARE, hurry);
   }
 
   async maybe(): Promise<void> {
     const spent = performance.now() - this.last;
     if (spent < this.budgetMs) return;
-    if (this.share >= 1) {
+    if (this.share >= 1 || this.hurry()) {
       await new Promise<void>((r) => setImmediate(r));
     } else {
       // Event-loop activity during the pause is other work's: this work is not running.
