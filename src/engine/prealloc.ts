@@ -89,7 +89,10 @@ export class Preallocator {
         if (this.epoch === epoch) this.end = to;
       } catch (err) {
         if (this.epoch === epoch) this.retryAt = written + this.chunk;
-        this.log('warn', `${seg.name}: could not write zeros ahead of the log at ${from} (${String((err as Error)?.message ?? err)}); group commits append instead`);
+        this.log(
+          'warn',
+          `${seg.name}: could not write zeros ahead of the log at ${from} (${String((err as Error)?.message ?? err)}); group commits append instead`,
+        );
       } finally {
         this.pending = undefined;
       }

@@ -285,7 +285,10 @@ async function scanSegment(ctx: RecoveryContext, seg: Segment, size: number, isT
         // data, and only a crash leaves them behind, in the newest segment
         // alone (an older one was cut to its length and synced before the
         // next was created). The segment ends here.
-        ctx.log('info', `${seg.name}: dropped ${size - step.pos} byte(s) of zeros after offset ${step.pos} (written ahead of the log's end; a crash leaves them)`);
+        ctx.log(
+          'info',
+          `${seg.name}: dropped ${size - step.pos} byte(s) of zeros after offset ${step.pos} (written ahead of the log's end; a crash leaves them)`,
+        );
         await ctx.fs.ftruncate(seg.fd, step.pos);
         await ctx.fs.fdatasync(seg.fd);
         size = step.pos;
@@ -325,7 +328,7 @@ const ZEROS = Buffer.alloc(1024 * 1024);
 /** Whether bytes [from, size) of the segment are all zeros. */
 async function zeroTail(ctx: RecoveryContext, seg: Segment, from: number, size: number): Promise<boolean> {
   const buf = Buffer.allocUnsafe(Math.min(ZEROS.length, size - from));
-  for (let pos = from; pos < size; ) {
+  for (let pos = from; pos < size;) {
     const n = Math.min(buf.length, size - pos);
     if ((await seg.read(ctx.fs, buf, 0, n, pos)) !== n) return false;
     if (!buf.subarray(0, n).equals(ZEROS.subarray(0, n))) return false;
