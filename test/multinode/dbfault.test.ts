@@ -259,6 +259,14 @@ test(
     const c = cluster as PgCluster;
     const ctr = uniq('ro');
     expectSuccess(await nodes[0].req('PUT', `/variants/${ctr}`, { variant: 0 }), 201, 'variant created successfully', { variant: 0 });
+    // An earlier test's outage may not be over for every node yet; the log checks below need each node up when the fault begins.
+    for (const n of nodes) {
+      const t0 = Date.now();
+      while ((await probe(n)) !== 200) {
+        if (Date.now() - t0 > 15_000) throw new Error('a node was not ready before the fault');
+        await sleep(100);
+      }
+    }
     const load = new Load(nodes, ctr, 'ro');
     load.start(6);
     try {
