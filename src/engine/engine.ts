@@ -23,7 +23,6 @@ import { lockDirectory, unlockDirectory } from './lockfile.js';
 import { GroupWriter } from './writer.js';
 import { Reader } from './reader.js';
 import { Rotation } from './rotation.js';
-import { PREALLOC_CHUNK } from './prealloc.js';
 import { HintScheduler } from './hint-scheduler.js';
 import { Sweeper, SweptKeyDir } from './sweeper.js';
 import { type BatchVisitor, replay, replayFloor } from './feed.js';
@@ -70,7 +69,7 @@ export class Engine {
     // With a key, passes also convert segments not sealed under it (plain ones, old keys).
     this.compactor.rekey = opts.keyring !== undefined;
     this.hints = new HintScheduler(this.fs, log, opts.hintDelayMs ?? 30_000);
-    this.rotation = new Rotation(this.core, opts.segmentBytes ?? 64 * 1024 * 1024, this.hints, opts.preallocBytes ?? PREALLOC_CHUNK);
+    this.rotation = new Rotation(this.core, opts.segmentBytes ?? 64 * 1024 * 1024, this.hints);
     // Under compression a segment that stops being appended to is rewritten with its values compressed (recode.ts).
     // After the hint delay, as a hint would be: a segment compacted meanwhile needs neither.
     if (this.core.compression) this.rotation.onRetire = (s) => this.hints.later(s, () => this.compactor.recode(s, () => this.hints.now(s)));
@@ -351,7 +350,6 @@ export class Engine {
       const active = this.core.active as typeof this.core.active | undefined;
       if (active !== undefined && active.fd >= 0) {
         await this.writer.cutDirtyTail();
-        await this.rotation.prealloc.retire(active);
         await this.fs.fdatasync(active.fd);
       }
     } finally {

@@ -280,20 +280,6 @@ async function scanSegment(ctx: RecoveryContext, seg: Segment, size: number, isT
     const step = await scanner.next();
     if (step.kind === 'end') break;
     if (step.kind === 'bad') {
-      if (isTail && (await zeroTail(ctx, seg, step.pos, size))) {
-        // The zeros the writer keeps ahead of its end (prealloc.ts): never
-        // data, and only a crash leaves them behind, in the newest segment
-        // alone (an older one was cut to its length and synced before the
-        // next was created). The segment ends here.
-        ctx.log(
-          'info',
-          `${seg.name}: dropped ${size - step.pos} byte(s) of zeros after offset ${step.pos} (written ahead of the log's end; a crash leaves them)`,
-        );
-        await ctx.fs.ftruncate(seg.fd, step.pos);
-        await ctx.fs.fdatasync(seg.fd);
-        size = step.pos;
-        break;
-      }
       const next = await scanner.resync(step.pos);
       if (next < 0 && isTail) {
         // Torn tail: the last write never completed. Cut it off.
@@ -321,20 +307,6 @@ async function scanSegment(ctx: RecoveryContext, seg: Segment, size: number, isT
   }
   if (dropped.length > 0) return rewriteWithout(ctx, seg, size, dropped, applier);
   return size;
-}
-
-const ZEROS = Buffer.alloc(1024 * 1024);
-
-/** Whether bytes [from, size) of the segment are all zeros. */
-async function zeroTail(ctx: RecoveryContext, seg: Segment, from: number, size: number): Promise<boolean> {
-  const buf = Buffer.allocUnsafe(Math.min(ZEROS.length, size - from));
-  for (let pos = from; pos < size;) {
-    const n = Math.min(buf.length, size - pos);
-    if ((await seg.read(ctx.fs, buf, 0, n, pos)) !== n) return false;
-    if (!buf.subarray(0, n).equals(ZEROS.subarray(0, n))) return false;
-    pos += n;
-  }
-  return true;
 }
 
 /**

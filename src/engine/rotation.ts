@@ -8,22 +8,16 @@ import { ID_STEP, Segment } from './segment.js';
 import { SegmentSeal } from './seal.js';
 import type { EngineCore } from './core.js';
 import type { HintScheduler } from './hint-scheduler.js';
-import { Preallocator } from './prealloc.js';
 
 export class Rotation {
   /** What happens to a segment that stops being appended to, in place of building its hint (compression: recode.ts). */
   onRetire: ((seg: Segment) => void) | undefined = undefined;
-  /** Zeros ahead of the active segment's end (prealloc.ts). */
-  readonly prealloc: Preallocator;
 
   constructor(
     private readonly core: EngineCore,
     readonly segmentBytes: number,
     private readonly hints: HintScheduler,
-    preallocBytes: number,
-  ) {
-    this.prealloc = new Preallocator(core.fs, core.log, preallocBytes, segmentBytes);
-  }
+  ) {}
 
   /** Continues the newest log segment if it has room, else starts a new one; `nextSeq` goes into a new one's header. */
   async openActive(appendTo: Segment | undefined, nextSeq: number): Promise<void> {
@@ -38,14 +32,12 @@ export class Rotation {
       await core.fs.close(appendTo.fd);
       appendTo.fd = await core.fs.open(appendTo.path, 'r+');
       core.active = appendTo;
-      this.prealloc.track(appendTo, appendTo.size);
       return;
     }
     const segs = core.segments;
     const maxId = segs.length > 0 ? segs[segs.length - 1].id : 0;
     core.active = await this.create((Math.floor(maxId / ID_STEP) + 1) * ID_STEP, nextSeq);
     segs.push(core.active);
-    this.prealloc.track(core.active, core.active.size);
   }
 
   /** Whether `bytes` more must go to a new segment (an empty segment takes any group). */
@@ -53,16 +45,14 @@ export class Rotation {
     return seg.size + bytes > this.segmentBytes && seg.size > seg.headerSize;
   }
 
-  /** Cuts the active segment to its written length and syncs it, starts the next one and schedules the old one's hint. */
+  /** Syncs the active segment, starts the next one and schedules the old one's hint. */
   async rotate(nextSeq: number): Promise<Segment> {
     const core = this.core;
     const old = core.active;
-    await this.prealloc.retire(old);
     await core.fs.fdatasync(old.fd);
     const next = await this.create(old.id + ID_STEP, nextSeq);
     core.segments.push(next);
     core.active = next;
-    this.prealloc.track(next, next.size);
     if (this.onRetire !== undefined) this.onRetire(old);
     else this.hints.later(old);
     return next;

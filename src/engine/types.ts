@@ -16,12 +16,6 @@ export interface EngineOptions {
   durability?: Durability;
   /** Rotate the active segment when it would grow past this (default 64 MiB). */
   segmentBytes?: number;
-  /**
-   * Zeros written ahead of the active segment's end, this many bytes at a
-   * time, so a group commit overwrites instead of growing the file (default
-   * 4 MiB; 0 = append; prealloc.ts).
-   */
-  preallocBytes?: number;
   /** Budget for cached values and their decoded forms (default 256 MiB). */
   cacheBytes?: number;
   /** Clock in ms since the epoch; injectable so ttl tests need not sleep. */

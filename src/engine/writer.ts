@@ -163,8 +163,6 @@ export class GroupWriter {
             total,
           );
     const pos = seg.size;
-    const zeroing = this.rotation.prealloc.clear(seg, pos, total);
-    if (zeroing !== undefined) await zeroing;
     const t0 = performance.now();
     try {
       await this.fs.writeAll(seg.fd, data, 0, total, pos);
@@ -183,7 +181,6 @@ export class GroupWriter {
     if (this.durability === 'always') await this.syncGroup(group, seg, pos, pos + total);
     seg.size = pos + total;
     seg.maxSeq = group[group.length - 1].seq;
-    this.rotation.prealloc.ahead(seg, seg.size);
     this.publish(group);
   }
 
@@ -298,7 +295,6 @@ export class GroupWriter {
 
   /** Cuts a failed write off the file so no stray batch can follow a later good one. */
   private async cutTail(seg: Segment, len: number): Promise<void> {
-    this.rotation.prealloc.cut(seg, len);
     try {
       await this.fs.ftruncate(seg.fd, len);
     } catch (err) {

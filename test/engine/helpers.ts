@@ -51,9 +51,7 @@ export class LogSink {
 
 export async function open(dir: string, opts: Partial<EngineOptions> = {}): Promise<Engine> {
   // Hints at once: these tests check what recovery does with them (the delay has its own test).
-  // No zeros ahead of the log (prealloc.test.ts has its own tests): these
-  // tests read, damage and measure the live segment's bytes as they stand.
-  return Engine.open({ dir, sweepIntervalMs: 0, compactIntervalMs: 0, hintDelayMs: 0, preallocBytes: 0, ...opts });
+  return Engine.open({ dir, sweepIntervalMs: 0, compactIntervalMs: 0, hintDelayMs: 0, ...opts });
 }
 
 export function put(key: string, value: string | Buffer, expiresAt = 0): WriteOp {
