@@ -188,7 +188,7 @@ test(
     try {
       const mine = uniq('mine');
       expectSuccess(await other.req('PUT', `/records/${mine}`, { record: { b: 2 } }), 201, 'record created successfully');
-      // The server's own zeros ahead of its log (docs/engine.md) land a moment after the write: start from files at rest.
+      // Start from files at rest: only then is any change the restore's doing, not the server's own background work.
       const before = await settledContents(other.dataDir);
       const r = await runCli(['restore', '--from', file, '--data-dir', other.dataDir]);
       assert.equal(r.code, 1, r.stderr);
