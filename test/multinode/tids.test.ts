@@ -151,10 +151,16 @@ test('a table without its t_id sequence (made by an older node) gets one above e
   assert.deepEqual([a.body.data.t_id, b.body.data.results[0].t_id].sort(), [7, 8]);
 });
 
-test('a dropped table takes its t_id sequence and counts with it; a new table of that name starts at t_id 1', { skip }, async () => {
-  const t = uniq('d');
+/** A new table with `n` rows, inserted through both nodes in turn. */
+async function tableWithRows(prefix: string, n: number): Promise<string> {
+  const t = uniq(prefix);
   assert.equal((await nodes[0].req('PUT', `/tables/${t}`, {})).status, 201);
-  for (let i = 0; i < 3; i++) assert.equal((await nodes[i % 2].req('POST', `/tables/${t}/rows`, { rows: { i } })).status, 201);
+  for (let i = 0; i < n; i++) assert.equal((await nodes[i % 2].req('POST', `/tables/${t}/rows`, { rows: { i } })).status, 201);
+  return t;
+}
+
+test('a dropped table takes its t_id sequence and counts with it; a new table of that name starts at t_id 1', { skip }, async () => {
+  const t = await tableWithRows('d', 3);
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
@@ -174,9 +180,7 @@ test('a dropped table takes its t_id sequence and counts with it; a new table of
 });
 
 test('the sweeper folds a table with many row-count slots into one, exactly, while inserts go on', { skip }, async () => {
-  const t = uniq('f');
-  assert.equal((await nodes[0].req('PUT', `/tables/${t}`, {})).status, 201);
-  for (let i = 0; i < 4; i++) assert.equal((await nodes[i % 2].req('POST', `/tables/${t}/rows`, { rows: { i } })).status, 201);
+  const t = await tableWithRows('f', 4);
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   const store = await PgStore.open({ url, poolSize: 2, statementTimeoutMs: 30_000, offsetMs: () => 0, log: () => undefined });
