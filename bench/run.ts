@@ -54,6 +54,8 @@ interface Options {
   custom: boolean;
   /** The other systems measured beside Pithos (bench/compare.ts). */
   compare: Set<'redis' | 'postgres'>;
+  /** The collection lines (bench/collections.ts, bench/lists.ts) after the table: on unless --ops picks operations. */
+  collections: boolean;
 }
 
 function usage(): never {
@@ -62,7 +64,7 @@ function usage(): never {
       '       [--modes always,never] [--connections 32] [--duration S] [--warmup S] [--rounds R]\n' +
       '       [--threads 1] [--server bin/pithos] [--cpu-prof DIR] [--json FILE]\n' +
       '       [--fresh] [--node-flags "--trace-gc …"] [--server-log FILE]\n' +
-      '       [--compare redis,postgres|none]\n',
+      '       [--compare redis,postgres|none] [--collections|--no-collections]\n',
   );
   process.exit(2);
 }
@@ -85,7 +87,9 @@ function parseArgs(argv: string[]): Options {
     serverLog: null,
     fresh: false,
     compare: new Set(['redis', 'postgres']),
+    collections: true,
   };
+  let collections: boolean | undefined;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const [flag, inline] = a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
@@ -147,6 +151,12 @@ function parseArgs(argv: string[]): Options {
       case '--fresh':
         o.fresh = true;
         break;
+      case '--collections':
+        collections = true;
+        break;
+      case '--no-collections':
+        collections = false;
+        break;
       case '--compare': {
         const v = value()
           .split(',')
@@ -171,6 +181,7 @@ function parseArgs(argv: string[]): Options {
       usage();
     }
   for (const m of o.modes) if (!['always', 'everysec', 'never'].includes(m)) usage();
+  o.collections = collections ?? !argv.some((a) => a === '--ops' || a.startsWith('--ops='));
   o.custom = !Number.isNaN(o.durationS) || !Number.isNaN(o.warmupS) || !Number.isNaN(o.rounds);
   // quick: < 1 minute in all; full: a few minutes
   if (Number.isNaN(o.durationS)) o.durationS = o.quick ? 1 : 8;
@@ -457,6 +468,26 @@ function fsyncLatency(dir: string, n = 200): { p50: number; p99: number } {
   return { p50: at(50), p99: at(99) };
 }
 
+/**
+ * The collection figures after the table, each measured by its own script on
+ * its own server of the same build: sorted sets and sets at a million members
+ * (bench/collections.ts; 100,000 with --quick) and list pairs and wake-ups
+ * (bench/lists.ts, --fsync always).
+ */
+function collectionLines(o: Options, server: string): void {
+  const env = { ...process.env, PITHOS_BENCH_SERVER: server, PITHOS_BENCH_MEMBERS: String(o.quick ? 100_000 : 1_000_000) };
+  const scripts: [string, string[]][] = [
+    ['collections.js', ['--expose-gc']],
+    ['lists.js', []],
+  ];
+  for (const [script, flags] of scripts) {
+    log(`collection figures: node ${flags.join(' ')} dist/bench/${script}`);
+    const args = script === 'lists.js' ? ['--modes', 'always', '--seconds', o.quick ? '2' : '5', '--wakeups', o.quick ? '200' : '1000'] : [];
+    const r = spawnSync(process.execPath, [...flags, join(ROOT, 'dist', 'bench', script), ...args], { encoding: 'utf8', env });
+    process.stdout.write('\n' + (r.stdout || '') + (r.status === 0 ? '' : `${script} failed (exit ${r.status ?? r.signal}): ${r.stderr}\n`));
+  }
+}
+
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
   const started = Date.now();
@@ -595,6 +626,7 @@ async function main(): Promise<void> {
     });
     process.stdout.write('\n' + (r.stdout || '') + (r.status === 0 ? '' : `index figures failed: ${r.stderr}\n`));
   }
+  if (o.collections && !stopping) collectionLines(o, o.server);
   const failed = rows.filter((r) => r.failure);
   if (failed.length) {
     process.stdout.write('\nFailed runs:\n' + failed.map((r) => `- ${r.op.id} (${r.mode}): ${r.failure}`).join('\n') + '\n');
