@@ -97,9 +97,12 @@ export class GroupSnapshot<T> {
    * The decoded values of the live members among [from, to), in key order,
    * as of the snapshot. Synchronous when all of them are in memory;
    * otherwise a promise. The decoder must not keep the buffer it is given
-   * (it is a slice of a larger read).
+   * (it is a slice of a larger read). With `cache` false the values read
+   * from the log are not put in the value cache: a reader that keeps what it
+   * read in a structure of its own (a sorted set's rank order) spares the
+   * directory lookup and the cache insert per member.
    */
-  read(from: number, to: number): T[] | Promise<T[]> {
+  read(from: number, to: number, cache = true): T[] | Promise<T[]> {
     if (this.released) throw new StorageIOError('read of a released snapshot', undefined);
     const out: T[] = [];
     let need: number[] | undefined;
@@ -124,10 +127,10 @@ export class GroupSnapshot<T> {
       out.push(undefined as T);
     }
     if (need === undefined) return out;
-    return this.fill(out, need, slots as number[]);
+    return this.fill(out, need, slots as number[], cache);
   }
 
-  private async fill(out: T[], need: number[], slots: number[]): Promise<T[]> {
+  private async fill(out: T[], need: number[], slots: number[], cache: boolean): Promise<T[]> {
     const locs: Loc[] = [];
     for (let k = 0; k < need.length; k++) {
       const i = need[k];
@@ -146,7 +149,7 @@ export class GroupSnapshot<T> {
         const unit = locs[k].pos - locs[k].check;
         let j = k + 1;
         while (j < locs.length && locs[j].seg === locs[k].seg && locs[j].pos - locs[j].check === unit) j++;
-        await this.fillSealed(out, locs.slice(k, j));
+        await this.fillSealed(out, locs.slice(k, j), cache);
         k = j;
         continue;
       }
@@ -183,7 +186,7 @@ export class GroupSnapshot<T> {
         // decoded form (the bytes stay in the file, KeyDir.dropBytes). A scan never evicts: a
         // table larger than the cache would otherwise push out everything else and then
         // itself, at a cost per row.
-        if (l.e.memo === undefined && this.keydir.hasRoom(l.len) && this.keydir.get(key) === l.e) {
+        if (cache && l.e.memo === undefined && this.keydir.hasRoom(l.len) && this.keydir.get(key) === l.e) {
           this.keydir.cache(l.e, undefined, memo, this.dec as Decoder<unknown>);
         }
       }
@@ -205,7 +208,7 @@ export class GroupSnapshot<T> {
   }
 
   /** Values of one sealed unit, read with it: its tag is checked (seal.ts, readSealedBatch). */
-  private async fillSealed(out: T[], ls: readonly Loc[]): Promise<void> {
+  private async fillSealed(out: T[], ls: readonly Loc[], cache: boolean): Promise<void> {
     const l0 = ls[0];
     let guess = 0;
     for (const l of ls) guess = Math.max(guess, l.check + l.len + TAG_BYTES);
@@ -224,7 +227,7 @@ export class GroupSnapshot<T> {
       const key = this.key(l.i);
       const memo = this.dec(this.plain(l, plain.subarray(l.check, l.check + l.len)), key);
       out[l.slot] = memo;
-      if (l.e.memo === undefined && this.keydir.hasRoom(l.len) && this.keydir.get(key) === l.e) {
+      if (cache && l.e.memo === undefined && this.keydir.hasRoom(l.len) && this.keydir.get(key) === l.e) {
         this.keydir.cache(l.e, undefined, memo, this.dec as Decoder<unknown>);
       }
     }

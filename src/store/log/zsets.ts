@@ -147,7 +147,8 @@ export class ZsetIndexes {
     try {
       for (let from = 0; from < n; from += BUILD_STEP) {
         const to = Math.min(n, from + BUILD_STEP);
-        const part = snap.read(from, to);
+        // The order keeps every score: caching them too would cost a lookup and an insert per member.
+        const part = snap.read(from, to, false);
         const vals = part instanceof Promise ? await part : part;
         // Elements carry their sorted set's expiry: all of a live one are live.
         if (vals.length !== to - from) throw new Error('a member of a live sorted set had expired');
