@@ -133,6 +133,8 @@ export const combineSets = {
   op: { type: 'string', required: true, doc: 'union, inter or diff' },
   with: { type: 'array', required: true, doc: '1-16 set names (a missing set is empty)' },
   store: { type: 'string', doc: 'a set to replace with the result, in the same atomic step' },
+  if_version: { type: 'version', doc: 'with store: replace the set store names only if its current version equals this' },
+  if_absent: { type: 'boolean', doc: 'with store: true creates the set store names only if it does not exist' },
 } as const;
 
 // ---- sorted sets

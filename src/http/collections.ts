@@ -110,7 +110,12 @@ export async function combineSets(ctx: Ctx, name: string, body: BodyOf<typeof b.
     names.push(n);
   }
   if (body.store !== undefined) checkName(body.store, `field 'store': set`);
-  send(res, 200, A.setCombined, await sets(ctx).combine(name, op, names, body.store));
+  // The write is to the set 'store' names, a replace: its condition is a PUT's.
+  const pre = preconditionOf(body, res);
+  if (pre !== undefined && body.store === undefined) {
+    throw invalid(`a condition (if_version, if_absent, If-Match or If-None-Match) applies to the set that 'store' replaces: give 'store'`);
+  }
+  send(res, 200, A.setCombined, await sets(ctx).combine(name, op, names, body.store, pre));
 }
 
 export async function patchSet(ctx: Ctx, name: string, body: BodyOf<typeof b.lifetime>, res: ServerResponse): Promise<void> {

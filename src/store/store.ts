@@ -254,7 +254,8 @@ export interface SetStore {
   /** {"contains": [bool, …]} in the order asked. */
   contains(name: string, members: readonly string[]): Promise<string>;
   /** {"members", "count"}, or {"count"} when the result replaced the set `store` in the same atomic step. */
-  combine(name: string, op: SetOp, others: readonly string[], store: string | undefined): Promise<string>;
+  /** With `store`, `pre` is the condition on that set, which the result replaces (as a PUT's). */
+  combine(name: string, op: SetOp, others: readonly string[], store: string | undefined, pre?: Precondition): Promise<string>;
   /** Sets the remaining lifetime (0 = none) of the set and its members. */
   expire(name: string, ttl: number, pre?: Precondition): Promise<void>;
   delete(name: string, pre?: Precondition): Promise<void>;

@@ -113,6 +113,24 @@ test('combine: union, inter, diff (a missing set is empty); store replaces its t
   expectError(await comb({ op: 'union' }), 400, /field 'with' is required/);
 });
 
+test('combine with store takes the condition of a PUT of its target: a stale version or if_absent over an existing set refuses with 412 and writes nothing', async () => {
+  const [a, b, out, fresh] = [uniq('a'), uniq('b'), uniq('out'), uniq('fresh')];
+  await srv.req('PUT', `/sets/${a}`, { set: ['1', '2'] });
+  await srv.req('PUT', `/sets/${b}`, { set: ['2', '3'] });
+  await srv.req('PUT', `/sets/${out}`, { set: ['old'] });
+  const v = etag(await srv.req('GET', `/sets/${out}`));
+  const comb = (body: unknown, headers?: Record<string, string>) => srv.req('POST', `/sets/${a}/combine`, body, headers);
+  expectError(await comb({ op: 'union', with: [b], store: out, if_version: v + 1 }), 412, `set '${out}' changed (version ${v})`);
+  expectError(await comb({ op: 'union', with: [b], store: out }, { 'If-Match': `"${v - 1}"` }), 412, `set '${out}' changed (version ${v})`);
+  expectError(await comb({ op: 'union', with: [b], store: out, if_absent: true }), 412, `set '${out}' changed (version ${v})`);
+  expectSuccess(await srv.req('GET', `/sets/${out}`), 200, 'set queried successfully', { members: ['old'], count: 1, next: null });
+  expectError(await comb({ op: 'union', with: [b], if_version: v }), 400, /applies to the set that 'store' replaces/);
+  expectSuccess(await comb({ op: 'union', with: [b], store: out, if_version: v }), 200, 'set combined successfully', { count: 3 });
+  expectSuccess(await srv.req('GET', `/sets/${out}`), 200, 'set queried successfully', { members: ['1', '2', '3'], count: 3, next: null });
+  expectSuccess(await comb({ op: 'inter', with: [b], store: fresh }, { 'If-None-Match': '*' }), 200, 'set combined successfully', { count: 1 });
+  expectSuccess(await srv.req('GET', `/sets/${fresh}`), 200, 'set queried successfully', { members: ['2'], count: 1, next: null });
+});
+
 test('bad input is 400 naming the field, and changes nothing', async () => {
   const s = uniq('s');
   await srv.req('PUT', `/sets/${s}`, { set: ['keep'] });

@@ -164,7 +164,7 @@ export class LogSets implements SetStore {
     });
   }
 
-  combine(name: string, op: SetOp, others: readonly string[], store: string | undefined): Promise<string> {
+  combine(name: string, op: SetOp, others: readonly string[], store: string | undefined, pre?: Precondition): Promise<string> {
     if (store === undefined) {
       return this.atomic.read((tx) => {
         const ms = setCombine(tx, name, op, others);
@@ -174,7 +174,7 @@ export class LogSets implements SetStore {
     // Inputs read and target replaced in one decision: one atomic step. The target keeps no expiry.
     return this.atomic.atomically(undefined, (tx) => {
       const ms = setCombine(tx, name, op, others);
-      setPut(tx, store, ms, 0);
+      setPut(tx, store, ms, 0, pre);
       return `{"count":${ms.length}}`;
     });
   }

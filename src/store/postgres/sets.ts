@@ -165,7 +165,7 @@ export class PgSets implements SetStore {
     return `{"contains":[${(r[0].c as boolean[]).map((b) => (b ? 'true' : 'false')).join(',')}]}`;
   }
 
-  async combine(name: string, op: SetOp, others: readonly string[], store: string | undefined): Promise<string> {
+  async combine(name: string, op: SetOp, others: readonly string[], store: string | undefined, pre?: Precondition): Promise<string> {
     if (store === undefined) {
       const ms = await setCombine(this.db.q, name, op, others);
       return `{"members":${JSON.stringify(ms)},"count":${ms.length}}`;
@@ -175,7 +175,7 @@ export class PgSets implements SetStore {
     const n = await this.db.run(async (q) => {
       await lockAll(q, 'set', [name, ...others, store]);
       const ms = await setCombine(q, name, op, others);
-      await setPut(q, store, ms, 0);
+      await setPut(q, store, ms, 0, pre);
       return ms.length;
     });
     return `{"count":${n}}`;
