@@ -12,10 +12,53 @@ before(start);
 after(stop);
 
 /** What the server says is left of an object's lifetime, in ms (null: it never expires), from its listing. */
-async function lifeLeft(kind: 'records' | 'variants', name: string): Promise<number | null> {
+async function lifeLeft(kind: 'records' | 'variants' | 'lists' | 'sets' | 'zsets', name: string): Promise<number | null> {
   const items = ((await data(`/${kind}?prefix=${encodeURIComponent(name)}&limit=1`)) as { items: Array<{ name: string; ttl_ms: number | null }> }).items;
   assert.equal(items[0]?.name, name, `${kind} listing: ${JSON.stringify(items)}`);
   return items[0]!.ttl_ms;
+}
+
+/** The version the server holds for an object now (its GET's ETag). */
+async function versionOf(p: string): Promise<number> {
+  const r = await server.req('GET', p);
+  assert.equal(r.status, 200, `GET ${p}: ${r.status} ${r.raw}`);
+  const v = Number(/^"(\d+)"$/.exec(String(r.headers.etag))?.[1]);
+  assert.ok(Number.isInteger(v), `GET ${p}: ETag ${String(r.headers.etag)}`);
+  return v;
+}
+
+/**
+ * The lifetime card of a list, set or sorted set: a new ttl set through the page is what the
+ * listing then says is left, 0 makes it permanent again, and a bad one is refused in the page.
+ */
+async function lifetimeCard(kind: 'lists' | 'sets' | 'zsets', name: string): Promise<void> {
+  await page.locator('#object-ttl', { hasText: 'never expires' }).waitFor();
+  await page.fill('#new-ttl', '600');
+  await page.click('#set-ttl');
+  await ok('#ttl-status', `'${name}' now expires in 10 min 00 s`);
+  const left = await lifeLeft(kind, name);
+  assert.ok(left !== null && left > 590_000 && left <= 600_000, `${left} ms left after setting 600 s`);
+  await page.locator('#object-ttl', { hasText: /^expires in (9|10) min \d\d s$/ }).waitFor();
+  await page.fill('#new-ttl', '0');
+  await page.click('#set-ttl');
+  await ok('#ttl-status', `'${name}' no longer expires`);
+  assert.equal(await lifeLeft(kind, name), null);
+  await page.locator('#object-ttl', { hasText: 'never expires' }).waitFor();
+  await page.fill('#new-ttl', '1.5');
+  await page.click('#set-ttl');
+  await err('#ttl-status', 'the lifetime is whole seconds');
+}
+
+/** Waits until the page shows the version the server holds for the object. */
+async function versionShown(p: string): Promise<void> {
+  const v = await versionOf(p);
+  await page.locator('#object-version', { hasText: new RegExp(`^${v}$`) }).waitFor();
+}
+
+/** Turns on "only if unchanged" once the page shows the version the server holds. */
+async function guardOn(p: string): Promise<void> {
+  await versionShown(p);
+  await page.check('#if-match');
 }
 
 test('sign in: no navigation before it, a wrong token refused, the token kept in sessionStorage only; no 401 for the favicon', async () => {
@@ -349,7 +392,7 @@ test('locks: holder, fence and countdown; the token survives navigating away; re
   assert.equal((await server.req('GET', '/locks/mine')).status, 404);
 });
 
-test('lists: create, range view, push at both ends, pop, delete', async () => {
+test('lists: create, range view, push at both ends, pop, move, set by index, trim, remove by value, ttl, If-Match, delete', async () => {
   await go('/lists');
   await page.fill('#new-name', 'jobs');
   await page.fill('#new-items', '["a", "b"]');
@@ -373,13 +416,97 @@ test('lists: create, range view, push at both ends, pop, delete', async () => {
   await page.fill('#list-value', '{oops');
   await page.click('#push-right');
   await err('#list-status', 'not valid JSON');
+  const items = async (name: string): Promise<unknown[]> => ((await data(`/lists/${name}`)) as { items: unknown[] }).items;
+
+  // Set by index; an index outside the list is the server's 400, shown next to the button.
+  await page.fill('#set-index', '-2');
+  await page.fill('#set-value', '{"A": true}');
+  await page.click('#set-item');
+  await ok('#set-item-status', 'item -2 is now {"A":true}');
+  assert.deepEqual(await items('jobs'), ['z', { A: true }, 'b']);
+  await page.fill('#set-index', '7');
+  await page.click('#set-item');
+  await err('#set-item-status', /^400: .*out of range: the list has 3 items/);
+  assert.deepEqual(await items('jobs'), ['z', { A: true }, 'b']);
+
+  // Move (pop with `to`): from the right end of jobs onto the left end of a new list.
+  await page.fill('#move-to', 'done');
+  await page.click('#move');
+  await ok('#move-status', `moved "b" to the left end of 'done'`);
+  assert.deepEqual(await items('jobs'), ['z', { A: true }]);
+  assert.deepEqual(await items('done'), ['b']);
+  await page.selectOption('#move-from', 'left');
+  await page.selectOption('#move-to-side', 'right');
+  await page.click('#move');
+  await ok('#move-status', `moved "z" to the right end of 'done'`);
+  assert.deepEqual(await items('jobs'), [{ A: true }]);
+  assert.deepEqual(await items('done'), ['b', 'z']);
+  await page.fill('#move-to', '..');
+  await page.click('#move');
+  await err('#move-status', /^400: .*must not be '\.' or '\.\.'/);
+  assert.deepEqual(await items('jobs'), [{ A: true }]);
+
+  // Remove by value: the last one only, then every one (objects equal in any key order).
+  assert.equal((await server.req('POST', '/lists/jobs/push', { values: ['x', { A: true }, 'x', 'y', 'x'] })).status, 200);
+  await page.click('#refresh');
+  await page.waitForFunction(() => document.querySelectorAll('#list-items tbody tr').length === 6);
+  await page.fill('#remove-value', '"x"');
+  await page.fill('#remove-count', '-1');
+  await page.click('#remove-items');
+  await answerDialog(/^Remove the last 1 item equal to "x" from 'jobs'\?$/, true);
+  await ok('#remove-status', 'removed items equal to "x"; length 5');
+  assert.deepEqual(await items('jobs'), [{ A: true }, 'x', { A: true }, 'x', 'y']);
+  await page.fill('#remove-value', '{"A": true}');
+  await page.fill('#remove-count', '0');
+  await page.click('#remove-items');
+  await answerDialog(/^Remove every item equal to \{"A":true\} from 'jobs'\?$/, true);
+  await ok('#remove-status', 'length 3');
+  assert.deepEqual(await items('jobs'), ['x', 'x', 'y']);
+
+  // Trim: keep items 1 to -1; cancelling the confirmation changes nothing.
+  await page.fill('#trim-start', '1');
+  await page.fill('#trim-stop', '-1');
+  await page.click('#trim');
+  await answerDialog(/^Keep only the items 1 to -1 of 'jobs' \(3 items now\) and remove the rest\?$/, false);
+  assert.deepEqual(await items('jobs'), ['x', 'x', 'y']);
+  await page.click('#trim');
+  await answerDialog(/^Keep only the items 1 to -1 /, true);
+  await ok('#trim-status', 'trimmed to items 1 to -1; length 2');
+  assert.deepEqual(await items('jobs'), ['x', 'y']);
+  await page.waitForFunction(() => document.querySelectorAll('#list-items tbody tr').length === 2);
+
+  await lifetimeCard('lists', 'jobs');
+
+  // Only if unchanged: a change made elsewhere after the page read the list refuses the page's writes (412).
+  await guardOn('/lists/jobs');
+  assert.equal((await server.req('POST', '/lists/jobs/push', { values: ['elsewhere'] })).status, 200);
+  await page.fill('#list-value', '"mine"');
+  await page.click('#push-right');
+  await err('#list-status', /^412: list 'jobs' changed/);
+  await page.fill('#move-to', 'done');
+  await page.click('#move');
+  await err('#move-status', /^412: /);
+  await page.fill('#new-ttl', '60');
+  await page.click('#set-ttl');
+  await err('#ttl-status', /^412: /);
+  assert.deepEqual(await items('jobs'), ['x', 'y', 'elsewhere']);
+  assert.deepEqual(await items('done'), ['b', 'z']);
+  assert.equal(await lifeLeft('lists', 'jobs'), null);
+  // Read again, the page holds the current version: the same write goes through.
+  await page.click('#refresh');
+  await guardOn('/lists/jobs');
+  await page.click('#push-right');
+  await ok('#list-status', 'pushed on the right; length 4');
+  assert.deepEqual(await items('jobs'), ['x', 'y', 'elsewhere', 'mine']);
+
+  await versionShown('/lists/jobs');
   await page.click('#delete-list');
-  await answerDialog(/^Delete list 'jobs' with its 3 items\?$/, true);
+  await answerDialog(/^Delete list 'jobs' with its 4 items\?$/, true);
   await page.waitForURL(/#\/lists$/);
   assert.equal((await server.req('GET', '/lists/jobs')).status, 404);
 });
 
-test('sets: create, paged members, add, remove, contains, delete', async () => {
+test('sets: create, paged members, add, remove, contains, combine (shown and stored), ttl, If-Match, delete', async () => {
   await go('/sets');
   await page.fill('#new-name', 'tags');
   await page.fill('#new-members', 'red\ngreen');
@@ -412,13 +539,64 @@ test('sets: create, paged members, add, remove, contains, delete', async () => {
   assert.equal(await page.locator('#set-members tbody td').first().textContent(), 'm50');
 
   await go('/sets/tags');
+  const membersOf = async (name: string): Promise<string[]> => ((await data(`/sets/${name}`)) as { members: string[] }).members;
+  // Combine: union, intersection and difference with other sets (a missing one counts as empty), shown in the page.
+  assert.equal((await server.req('PUT', '/sets/warm', { set: ['red', 'orange'] })).status, 201);
+  const combined = async (): Promise<string[]> => page.locator('#combine-members code').allTextContents();
+  await page.fill('#combine-with', 'warm, nothing-here');
+  await page.click('#combine');
+  await ok('#combine-status', "the union of 'tags' with 'warm', 'nothing-here': 3 members");
+  assert.deepEqual(await combined(), ['blue', 'orange', 'red']);
+  await page.selectOption('#combine-op', 'inter');
+  await page.fill('#combine-with', 'warm');
+  await page.click('#combine');
+  await ok('#combine-status', "the intersection of 'tags' with 'warm': 1 member");
+  assert.deepEqual(await combined(), ['red']);
+  await page.selectOption('#combine-op', 'diff');
+  await page.click('#combine');
+  await ok('#combine-status', "the difference of 'tags' with 'warm': 1 member");
+  assert.deepEqual(await combined(), ['blue']);
+  // Stored into another set, after a confirmation: the server holds the result.
+  await page.selectOption('#combine-op', 'union');
+  await page.fill('#combine-store', 'both');
+  await page.click('#combine');
+  await answerDialog(/^Replace set 'both' with the union of 'tags' with 'warm'\?$/, true);
+  await ok('#combine-status', "stored the union of 'tags' with 'warm' in 'both': 3 members");
+  assert.deepEqual(await membersOf('both'), ['blue', 'orange', 'red']);
+  assert.equal(await page.locator('#combine-members').count(), 0, 'a stored result is not listed');
+  // More than 16 sets: the server's 400 next to the button, nothing stored.
+  await page.fill('#combine-with', Array.from({ length: 17 }, (_, i) => `s${i}`).join(','));
+  await page.click('#combine');
+  await answerDialog(/^Replace set 'both' with the union of 'tags' with 's0', /, true);
+  await err('#combine-status', /^400: field 'with' must name 1 to 16 sets/);
+  assert.deepEqual(await membersOf('both'), ['blue', 'orange', 'red']);
+
+  await lifetimeCard('sets', 'tags');
+
+  // Only if unchanged: after a change elsewhere, add and remove are refused (412) and change nothing.
+  await guardOn('/sets/tags');
+  assert.equal((await server.req('POST', '/sets/tags/add', { members: ['elsewhere'] })).status, 200);
+  await page.fill('#set-add', 'mine');
+  await page.click('#set-add-submit');
+  await err('#set-status', /^412: set 'tags' changed/);
+  await page.click('#set-members tbody tr:has-text("blue") .remove-member');
+  await answerDialog(/^Remove 'blue' from set 'tags'\?$/, true);
+  await err('#member-status', /^412: set 'tags' changed/);
+  assert.deepEqual(await membersOf('tags'), ['blue', 'elsewhere', 'red']);
+  await page.click('#refresh');
+  await guardOn('/sets/tags');
+  await page.click('#set-add-submit');
+  await ok('#set-status', '1 member added; 4 members now');
+  assert.deepEqual(await membersOf('tags'), ['blue', 'elsewhere', 'mine', 'red']);
+  await versionShown('/sets/tags');
+
   await page.click('#delete-set');
-  await answerDialog(/^Delete set 'tags' with its 2 members\?$/, true);
+  await answerDialog(/^Delete set 'tags' with its 4 members\?$/, true);
   await page.waitForURL(/#\/sets$/);
   assert.equal((await server.req('GET', '/sets/tags')).status, 404);
 });
 
-test('sorted sets: leaderboard by rank and by score, set and increment scores, remove, find, delete', async () => {
+test('sorted sets: leaderboard by rank and by score, set and increment scores, remove, find, ttl, If-Match, delete', async () => {
   await go('/zsets');
   await page.fill('#new-name', 'board');
   await page.fill('#new-members', '{"ann": 30, "bob": 12.5, "cy": 20}');
@@ -455,6 +633,26 @@ test('sorted sets: leaderboard by rank and by score, set and increment scores, r
   await page.fill('#zset-lookup', 'ann');
   await page.click('#zset-find');
   await page.locator('#zset-found', { hasText: "'ann': score 30, rank 1 from the lowest, 1 from the highest" }).waitFor();
+
+  await lifetimeCard('zsets', 'board');
+
+  // Only if unchanged: after a change elsewhere, increment and delete are refused (412) and change nothing.
+  await guardOn('/zsets/board');
+  assert.equal((await server.req('POST', '/zsets/board/incr', { member: 'dee', delta: 1 })).status, 200);
+  await page.fill('#zset-member', 'ann');
+  await page.fill('#zset-score', '5');
+  await page.click('#zset-incr');
+  await err('#zset-status', /^412: zset 'board' changed/);
+  await page.click('#delete-zset');
+  await answerDialog(/^Delete sorted set 'board' with its 3 members\?$/, true);
+  await err('#zset-status', /^412: zset 'board' changed/);
+  assert.deepEqual(await data('/zset/board'), { zset: { dee: 6, ann: 30, bob: 32.5 } });
+  await page.click('#refresh');
+  await guardOn('/zsets/board');
+  await page.click('#zset-incr');
+  await ok('#zset-status', "'ann' now has score 35");
+  assert.deepEqual(await data('/zset/board'), { zset: { dee: 6, ann: 35, bob: 32.5 } });
+  await versionShown('/zsets/board');
 
   await page.click('#delete-zset');
   await answerDialog(/^Delete sorted set 'board' with its 3 members\?$/, true);
@@ -531,5 +729,58 @@ test('transactions: compose, run, one result per mutation, checked on the server
   await page.click('#txn-run');
   await page.locator('#txn-error', { hasText: 'nothing was changed' }).waitFor();
   assert.equal(((await data('/variants/hits')) as { variant: number }).variant, 15);
+
+  // The templates of the list, set and sorted-set mutations and checks, composed in the page and run.
+  const compose = async (picks: string[]): Promise<void> => {
+    await page.fill('#txn-json', '{"mutations": [], "checks": []}');
+    for (const t of picks) {
+      await page.selectOption('#txn-template', t);
+      await page.click('#txn-add');
+    }
+  };
+  await compose(['list PUSH', 'set ADD', 'zset ADD', 'zset INCR']);
+  await page.click('#txn-run');
+  await page.locator('#txn-result li').nth(3).waitFor();
+  assert.deepEqual(await page.locator('#txn-result li').allTextContents(), [
+    'list jobs PUSH → {"length":1}',
+    'set tags ADD → {"added":1,"count":1}',
+    'zset board ADD → {"added":1,"updated":0,"count":1}',
+    'zset board INCR → {"score":11}',
+  ]);
+  assert.deepEqual(((await data('/lists/jobs')) as { items: unknown[] }).items, ['job-1']);
+  assert.deepEqual(((await data('/sets/tags')) as { members: string[] }).members, ['red']);
+  assert.deepEqual(await data('/zset/board'), { zset: { ann: 11 } });
+
+  const checks = ['check: list length', 'check: set contains', 'check: set count', 'check: zset member score', 'check: zset count'];
+  await compose(['list POP', 'set REMOVE', 'zset REMOVE', ...checks]);
+  assert.deepEqual(JSON.parse(await page.inputValue('#txn-json')), {
+    mutations: [
+      { kind: 'list', name: 'jobs', operation: 'POP', side: 'left', count: 1 },
+      { kind: 'set', name: 'tags', operation: 'REMOVE', members: ['red'] },
+      { kind: 'zset', name: 'board', operation: 'REMOVE', members: ['ann'] },
+    ],
+    checks: [
+      { kind: 'list', name: 'jobs', length: { $gt: 0 } },
+      { kind: 'set', name: 'tags', contains: 'red' },
+      { kind: 'set', name: 'tags', count: { $lt: 1000 } },
+      { kind: 'zset', name: 'board', member: 'ann', score: { $gte: 10 } },
+      { kind: 'zset', name: 'board', count: { $lt: 1000 } },
+    ],
+  });
+  await page.click('#txn-run');
+  await page.locator('#txn-result li').nth(2).waitFor();
+  assert.deepEqual(await page.locator('#txn-result li').allTextContents(), [
+    'list jobs POP → {"items":["job-1"]}',
+    'set tags REMOVE → {"removed":1,"count":0}',
+    'zset board REMOVE → {"removed":1,"count":0}',
+  ]);
+  assert.deepEqual(await data('/lists/jobs'), { items: [], length: 0 });
+  assert.deepEqual(((await data('/sets/tags')) as { members: string[] }).members, []);
+  assert.deepEqual(await data('/zset/board'), { zset: {} });
+  // Again: the list is empty now, so the first check fails; the error says so and nothing changes.
+  await page.click('#txn-run');
+  await page.locator('#txn-error', { hasText: /^409: transaction check 0 failed: list 'jobs' has length 0.* — nothing was changed\.$/ }).waitFor();
+  assert.equal(await page.locator('#txn-result').count(), 0);
+  assert.deepEqual(((await data('/sets/tags')) as { count: number }).count, 0);
   assert.deepEqual(pageErrors, [], 'no script errors on the page');
 });

@@ -27,9 +27,10 @@ before(async () => {
   await put('PUT', '/variants/flag', { variant: false, ttl: 600 });
   await put('PUT', '/variants/hits', { variant: 15 });
   await put('PUT', '/locks/shot', { ttl: 600, holder: 'worker-1' });
-  await put('PUT', '/lists/queue', { list: ['job-1', { id: 2, retries: 0 }, 3.5] });
+  await put('PUT', '/lists/queue', { list: ['job-1', { id: 2, retries: 0 }, 3.5], ttl: 3600 });
   await put('PUT', '/sets/big', { set: Array.from({ length: 60 }, (_, i) => `m${String(i).padStart(2, '0')}`) });
-  await put('PUT', '/zsets/scores', { zset: { ann: 30, bob: 12.5, cy: 20, dee: 41 } });
+  await put('PUT', '/sets/warm', { set: ['m01', 'm02', 'orange'] });
+  await put('PUT', '/zsets/scores', { zset: { ann: 30, bob: 12.5, cy: 20, dee: 41 }, ttl: 600 });
   await signIn();
 });
 after(stop);
@@ -37,7 +38,11 @@ after(stop);
 /** Idle load per view: requests sent while the view was open and nothing happened, and for how long. */
 const idle: Record<string, { requests: number; seconds: number }> = {};
 
-const VIEWS: { name: string; hash: string; ready: string }[] = [
+/**
+ * `scroll`: the card of this element is brought to the top of the window before each screenshot, for the
+ * parts of a view below the first screen; `act`: what is done in the view before it is checked.
+ */
+const VIEWS: { name: string; hash: string; ready: string; scroll?: string; act?: () => Promise<void> }[] = [
   { name: 'dashboard', hash: '/', ready: '#chart-disk .u-axis' },
   { name: 'tables', hash: '/tables', ready: '#names' },
   { name: 'table', hash: '/tables/users', ready: '#grid' },
@@ -49,12 +54,38 @@ const VIEWS: { name: string; hash: string; ready: string }[] = [
   { name: 'lock', hash: '/locks/shot', ready: '#lock-countdown' },
   { name: 'lists', hash: '/lists', ready: '#names' },
   { name: 'list', hash: '/lists/queue', ready: '#list-items' },
+  { name: 'list-actions', hash: '/lists/queue', ready: '#object-ttl', scroll: '#version-title' },
+  { name: 'list-edit', hash: '/lists/queue', ready: '#edit-title', scroll: '#move-title' },
   { name: 'sets', hash: '/sets', ready: '#names' },
   { name: 'set', hash: '/sets/big', ready: '#set-members' },
+  { name: 'set-actions', hash: '/sets/big', ready: '#object-ttl', scroll: '#version-title' },
+  {
+    name: 'set-combine',
+    hash: '/sets/big',
+    ready: '#combine-members',
+    scroll: '#combine-title',
+    act: async () => {
+      await page.selectOption('#combine-op', 'inter');
+      await page.fill('#combine-with', 'warm');
+      await page.click('#combine');
+    },
+  },
   { name: 'zsets', hash: '/zsets', ready: '#names' },
   { name: 'zset', hash: '/zsets/scores', ready: '#zset-items' },
+  { name: 'zset-actions', hash: '/zsets/scores', ready: '#object-ttl', scroll: '#version-title' },
   { name: 'feed', hash: '/feed', ready: '#feed-state:text("following")' },
   { name: 'txn', hash: '/txn', ready: '#txn-json' },
+  {
+    name: 'txn-collections',
+    hash: '/txn',
+    ready: '#txn-json',
+    act: async () => {
+      for (const t of ['list PUSH', 'zset INCR', 'check: list length', 'check: zset member score']) {
+        await page.selectOption('#txn-template', t);
+        await page.click('#txn-add');
+      }
+    },
+  },
 ];
 
 test('every view: axe-core finds no serious or critical violation (light and dark); no sideways scrolling at 390 px; screenshots', async () => {
@@ -66,6 +97,7 @@ test('every view: axe-core finds no serious or critical violation (light and dar
     await page.emulateMedia({ colorScheme: 'light' });
     await page.setViewportSize({ width: 1280, height: 800 });
     await page.evaluate((h) => (location.hash = h), `#${v.hash}`);
+    await v.act?.();
     await page.locator(v.ready).first().waitFor({ timeout: 15_000 });
     if (v.name === 'feed') assert.ok([200, 201].includes((await server.req('PUT', '/records/feed-shot', { record: { n: 1 } })).status));
     await page.waitForTimeout(v.name === 'dashboard' ? 600 : 150);
@@ -78,6 +110,7 @@ test('every view: axe-core finds no serious or critical violation (light and dar
         [390, 844],
       ] as const) {
         await page.setViewportSize({ width: w, height: h });
+        if (v.scroll) await page.locator(v.scroll).evaluate((e) => (e.closest('.card') ?? e).scrollIntoView({ block: 'start' }));
         await page.waitForTimeout(80);
         if (w === 390) {
           const wide = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);

@@ -41,7 +41,7 @@ export const enc = encodeURIComponent;
  * What is left of one object's lifetime, in ms: null when it never expires, undefined when it
  * is gone. From a listing of one name: a name comes first among the names it is a prefix of.
  */
-export async function lifeLeft(db: Pithos, kind: 'record' | 'variant', name: string): Promise<number | null | undefined> {
+export async function lifeLeft(db: Pithos, kind: 'record' | 'variant' | Collection, name: string): Promise<number | null | undefined> {
   const it = (await db.list(kind, { prefix: name, limit: 1 })).items[0];
   return it?.name === name ? it.ttl_ms : undefined;
 }
@@ -57,3 +57,22 @@ export const keepTtl = (left: number | null | undefined): number | undefined =>
 
 /** "expires in 8 min 20 s" / "never expires": what is left as read (lifeLeft). */
 export const lifeText = (left: number | null | undefined): string => (left === null || left === undefined ? 'never expires' : `expires in ${duration(left)}`);
+
+/** The kinds whose views share the version guard and the lifetime card (components/Collection.tsx). */
+export type Collection = 'list' | 'set' | 'zset';
+
+/** A write's condition as the API's body field: `if_version` when the view's guard is on. */
+export const ifVersionField = (o: { ifVersion?: number }): { if_version?: number } => (o.ifVersion === undefined ? {} : { if_version: o.ifVersion });
+
+/** PATCH with only `ttl` (and the guard's `if_version`): the remaining lifetime, the items untouched; 0 = never expires. */
+export async function setLifetime(db: Pithos, kind: Collection, name: string, ttl: number, o: { ifVersion?: number }): Promise<void> {
+  const op = ({ list: 'patchList', set: 'setSetTtl', zset: 'setZsetTtl' } as const)[kind];
+  await db.call(op, [name], { body: { ttl, ...ifVersionField(o) } });
+}
+
+/** DELETE of a list, set or sorted set, with the guard's `if_version`. */
+export async function deleteCollection(db: Pithos, kind: Collection, name: string, o: { ifVersion?: number }): Promise<void> {
+  const op = ({ list: 'deleteList', set: 'deleteSet', zset: 'deleteZset' } as const)[kind];
+  const cond = ifVersionField(o);
+  await db.call(op, [name], cond.if_version === undefined ? {} : { body: cond });
+}

@@ -6,6 +6,7 @@ import { JsonEditor, parseObject } from '../components/JsonEditor.js';
 import { Status } from '../components/Status.js';
 import { useAction } from '../lib/hooks.js';
 
+/** Mutation templates by kind, then check templates (their names start with "check"). */
 const TEMPLATES: Record<string, JsonObject> = {
   'table INSERT': { name: 'users', operation: 'INSERT', values: { name: 'ann' } },
   'table UPDATE': { name: 'users', operation: 'UPDATE', where: { name: 'ann' }, values: { age: 32 } },
@@ -17,16 +18,27 @@ const TEMPLATES: Record<string, JsonObject> = {
   'variant SET': { kind: 'variant', name: 'counter', operation: 'SET', variant: 0 },
   'record PUT': { kind: 'record', name: 'doc', operation: 'PUT', values: { ok: true } },
   'record DELETE': { kind: 'record', name: 'doc', operation: 'DELETE' },
+  'list PUSH': { kind: 'list', name: 'jobs', operation: 'PUSH', values: ['job-1'], side: 'right' },
+  'list POP': { kind: 'list', name: 'jobs', operation: 'POP', side: 'left', count: 1 },
   'set ADD': { kind: 'set', name: 'tags', operation: 'ADD', members: ['red'] },
+  'set REMOVE': { kind: 'set', name: 'tags', operation: 'REMOVE', members: ['red'] },
+  'zset ADD': { kind: 'zset', name: 'board', operation: 'ADD', members: { ann: 10 }, mode: 'upsert' },
   'zset INCR': { kind: 'zset', name: 'board', operation: 'INCR', member: 'ann', delta: 1 },
+  'zset REMOVE': { kind: 'zset', name: 'board', operation: 'REMOVE', members: ['ann'] },
   'check: variant value': { kind: 'variant', name: 'counter', value: { $gte: 0 } },
   'check: record exists': { kind: 'record', name: 'doc', exists: true },
   'check: table row count': { kind: 'table', name: 'users', where: {}, count: { $lt: 1000 } },
+  'check: list length': { kind: 'list', name: 'jobs', length: { $gt: 0 } },
+  'check: set contains': { kind: 'set', name: 'tags', contains: 'red' },
+  'check: set count': { kind: 'set', name: 'tags', count: { $lt: 1000 } },
+  'check: zset member score': { kind: 'zset', name: 'board', member: 'ann', score: { $gte: 10 } },
+  'check: zset count': { kind: 'zset', name: 'board', count: { $lt: 1000 } },
 };
+const NAMES = Object.keys(TEMPLATES);
 
 export function Txn({ db }: { db: Pithos }) {
   const [text, setText] = useState(JSON.stringify({ mutations: [], checks: [] }, null, 2));
-  const [pick, setPick] = useState(Object.keys(TEMPLATES)[0]!);
+  const [pick, setPick] = useState(NAMES[0]!);
   const [result, setResult] = useState<{ message: string; results: Json[]; mutations: Json[] } | null>(null);
   const add = useAction();
   const run = useAction();
@@ -38,9 +50,16 @@ export function Txn({ db }: { db: Pithos }) {
         <div class="row">
           <Field label="Template">
             <select id="txn-template" value={pick} onChange={(e) => setPick((e.currentTarget as HTMLSelectElement).value)}>
-              {Object.keys(TEMPLATES).map((k) => (
-                <option value={k}>{k}</option>
-              ))}
+              <optgroup label="Mutations">
+                {NAMES.filter((k) => !k.startsWith('check')).map((k) => (
+                  <option value={k}>{k}</option>
+                ))}
+              </optgroup>
+              <optgroup label="Checks">
+                {NAMES.filter((k) => k.startsWith('check')).map((k) => (
+                  <option value={k}>{k}</option>
+                ))}
+              </optgroup>
             </select>
           </Field>
           <button

@@ -1,15 +1,16 @@
 /**
  * One sorted set as a leaderboard: by rank (highest first or lowest first, a page at a
  * time with start/stop) or by score (min/max with offset/limit); add, incr, remove, and a
- * member's score and rank.
+ * member's score and rank; its version and lifetime (components/Collection.tsx).
  */
 import { useEffect, useState } from 'preact/hooks';
 import type { Pithos, ZItem } from '../../client/index.js';
+import { useGuard, VersionCard } from '../components/Collection.js';
 import { confirmAction } from '../components/Confirm.js';
 import { type Column, DataTable } from '../components/DataTable.js';
 import { Field } from '../components/Field.js';
 import { Status } from '../components/Status.js';
-import { isNotFound } from '../lib/api.js';
+import { deleteCollection, isNotFound, lifeLeft } from '../lib/api.js';
 import { plural } from '../lib/format.js';
 import { useAction } from '../lib/hooks.js';
 
@@ -25,7 +26,7 @@ export function ZsetView({ db, name }: { db: Pithos; name: string }) {
   const [view, setView] = useState<View>(form);
   const [offset, setOffset] = useState(0);
   const size = 25;
-  const [data, setData] = useState<{ items: ZItem[]; count: number } | null | undefined>(undefined);
+  const [data, setData] = useState<{ items: ZItem[]; count: number; version?: number; left: number | null | undefined } | null | undefined>(undefined);
   const [member, setMember] = useState('');
   const [score, setScore] = useState('1');
   const [lookup, setLookup] = useState('');
@@ -38,11 +39,13 @@ export function ZsetView({ db, name }: { db: Pithos; name: string }) {
   useEffect(() => {
     void load.run(async () => {
       try {
-        setData(
+        // The typed client's zrange leaves out the version (the ETag): the call itself keeps it.
+        const query =
           view.by === 'rank'
-            ? await db.zrange(name, { by: 'rank', start: offset, stop: offset + size, rev: view.rev })
-            : await db.zrange(name, { by: 'score', min: view.min, max: view.max, offset, limit: size + 1, rev: view.rev }),
-        );
+            ? { by: 'rank', start: offset, stop: offset + size, rev: view.rev }
+            : { by: 'score', min: view.min, max: view.max, offset, limit: size + 1, rev: view.rev };
+        const [r, left] = await Promise.all([db.call<{ items: ZItem[]; count: number }>('zrange', [name], { query }), lifeLeft(db, 'zset', name)]);
+        setData({ ...r.data, left, ...(r.version !== undefined ? { version: r.version } : {}) });
       } catch (err) {
         if (!isNotFound(err)) throw err;
         setData(null);
@@ -50,6 +53,7 @@ export function ZsetView({ db, name }: { db: Pithos; name: string }) {
     });
   }, [db, name, view, offset, reload]);
   const refresh = (): void => setReload((n) => n + 1);
+  const guard = useGuard(data?.version);
   const items = data ? data.items.slice(0, size) : [];
   const more = data ? data.items.length > size : false;
   const rows = items.map((it, i) => ({ ...it, pos: offset + i }));
@@ -68,7 +72,7 @@ export function ZsetView({ db, name }: { db: Pithos; name: string }) {
           onClick={() =>
             void rowAct.run(async () => {
               if (!(await confirmAction(`Remove '${r.member}' from sorted set '${name}'?`))) return;
-              await db.zremove(name, [r.member]);
+              await db.zremove(name, [r.member], guard.cond());
               refresh();
               return `removed '${r.member}'`;
             })
@@ -129,7 +133,7 @@ export function ZsetView({ db, name }: { db: Pithos; name: string }) {
           <button type="submit" class="primary" id="zset-show">
             Show
           </button>
-          <button type="button" onClick={refresh}>
+          <button type="button" id="refresh" onClick={refresh}>
             Refresh
           </button>
         </div>
@@ -162,6 +166,7 @@ export function ZsetView({ db, name }: { db: Pithos; name: string }) {
           </>
         ) : null}
       </form>
+      {data ? <VersionCard db={db} kind="zset" name={name} version={data.version} left={data.left} guard={guard} onChanged={refresh} /> : null}
       <form
         class="card"
         aria-labelledby="zadd-title"
@@ -169,7 +174,7 @@ export function ZsetView({ db, name }: { db: Pithos; name: string }) {
           e.preventDefault();
           void a.run(async () => {
             const s = num(score, 'the score');
-            const r = await db.zadd(name, { [member]: s });
+            const r = await db.zadd(name, { [member]: s }, guard.cond());
             refresh();
             return r.added ? `added '${member}' with score ${s}` : `'${member}' now has score ${s}`;
           });
@@ -192,7 +197,7 @@ export function ZsetView({ db, name }: { db: Pithos; name: string }) {
             disabled={a.busy || member === ''}
             onClick={() =>
               void a.run(async () => {
-                const s = await db.zincr(name, member, num(score, 'the delta'));
+                const s = await db.zincr(name, member, num(score, 'the delta'), guard.cond());
                 refresh();
                 return `'${member}' now has score ${s}`;
               })
@@ -208,7 +213,7 @@ export function ZsetView({ db, name }: { db: Pithos; name: string }) {
               onClick={() =>
                 void a.run(async () => {
                   if (!(await confirmAction(`Delete sorted set '${name}' with its ${plural(data.count, 'member')}?`))) return;
-                  await db.deleteZset(name);
+                  await deleteCollection(db, 'zset', name, guard.cond());
                   location.hash = '#/zsets';
                 })
               }
