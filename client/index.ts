@@ -111,6 +111,8 @@ export interface ListItem {
   /** locks */
   held?: boolean;
   holder?: string | null;
+  /** lists */
+  length?: number;
   /** sets and sorted sets */
   count?: number;
 }
@@ -935,11 +937,27 @@ export class Pithos {
   async setCombine(name: string, op: 'union' | 'inter' | 'diff', withSets: string[], store?: string): Promise<{ members?: string[]; count: number }> {
     return (await this.call<{ members?: string[]; count: number }>('setCombine', [name], { body: { op, with: withSets, store } })).data;
   }
-  async setSetTtl(name: string, ttl: number): Promise<void> {
-    await this.call('setSetTtl', [name], { body: { ttl } });
+  /** Sets the remaining lifetime (0 = none) without rewriting the members. */
+  async setSetTtl(name: string, ttl: number, o: { ifVersion?: number } = {}): Promise<void> {
+    await this.call('setSetTtl', [name], { body: { ttl, ...writeFields(o) } });
   }
-  async deleteSet(name: string): Promise<void> {
-    await this.call('deleteSet', [name]);
+  async deleteSet(name: string, o: { ifVersion?: number } = {}): Promise<void> {
+    await this.call('deleteSet', [name], o.ifVersion === undefined ? {} : { body: writeFields(o) });
+  }
+  listSets(o?: ListOptions): Promise<ListPage> {
+    return this.list('set', o);
+  }
+  /** The quick-start spelling `/set/<key>`. */
+  async putSetQuick(key: string, members: string[], o: { ttl?: number } = {}): Promise<{ created: boolean }> {
+    const r = await this.call('putSetQuick', [key], { body: { set: members, ...writeFields(o) } });
+    return { created: r.status === 201 };
+  }
+  /** Every member, in byte order. */
+  async getSetQuick(key: string): Promise<string[]> {
+    return (await this.call<{ set: string[] }>('getSetQuick', [key])).data.set;
+  }
+  async deleteSetQuick(key: string): Promise<void> {
+    await this.call('deleteSetQuick', [key]);
   }
   async putZset(name: string, members: Record<string, number>, o?: WriteOptions): Promise<{ created: boolean }> {
     return { created: (await this.call('putZset', [name], { body: { zset: members, ...writeFields(o) } })).status === 201 };
@@ -962,19 +980,37 @@ export class Pithos {
   async zremove(name: string, members: string[], o: { ifVersion?: number } = {}): Promise<{ removed: number; count: number }> {
     return (await this.call<{ removed: number; count: number }>('zremove', [name], { body: { members, if_version: o.ifVersion } })).data;
   }
-  async zrange(name: string, q: ZRangeQuery = {}): Promise<{ items: ZItem[]; count: number }> {
+  /** Members with their scores, by rank or by score; `count` is the size of the whole set, `version` its ETag. */
+  async zrange(name: string, q: ZRangeQuery = {}): Promise<{ items: ZItem[]; count: number; version?: number }> {
     const query: Record<string, string | number | boolean | undefined> = { ...q } as Record<string, string | number | boolean | undefined>;
-    return (await this.call<{ items: ZItem[]; count: number }>('zrange', [name], { query })).data;
+    const r = await this.call<{ items: ZItem[]; count: number }>('zrange', [name], { query });
+    return r.version === undefined ? r.data : { ...r.data, version: r.version };
   }
   /** Score, rank and reverse rank of a member; rejects with status 404 when it is not one. */
   async zmember(name: string, member: string): Promise<{ score: number; rank: number; rev_rank: number }> {
     return (await this.call<{ score: number; rank: number; rev_rank: number }>('zmember', [name, member])).data;
   }
-  async setZsetTtl(name: string, ttl: number): Promise<void> {
-    await this.call('setZsetTtl', [name], { body: { ttl } });
+  /** Sets the remaining lifetime (0 = none) without rewriting the members. */
+  async setZsetTtl(name: string, ttl: number, o: { ifVersion?: number } = {}): Promise<void> {
+    await this.call('setZsetTtl', [name], { body: { ttl, ...writeFields(o) } });
   }
-  async deleteZset(name: string): Promise<void> {
-    await this.call('deleteZset', [name]);
+  async deleteZset(name: string, o: { ifVersion?: number } = {}): Promise<void> {
+    await this.call('deleteZset', [name], o.ifVersion === undefined ? {} : { body: writeFields(o) });
+  }
+  listZsets(o?: ListOptions): Promise<ListPage> {
+    return this.list('zset', o);
+  }
+  /** The quick-start spelling `/zset/<key>`. */
+  async putZsetQuick(key: string, members: Record<string, number>, o: { ttl?: number } = {}): Promise<{ created: boolean }> {
+    const r = await this.call('putZsetQuick', [key], { body: { zset: members, ...writeFields(o) } });
+    return { created: r.status === 201 };
+  }
+  /** Every member and its score, as an object in sorted-set order (score, then member). */
+  async getZsetQuick(key: string): Promise<Record<string, number>> {
+    return (await this.call<{ zset: Record<string, number> }>('getZsetQuick', [key])).data.zset;
+  }
+  async deleteZsetQuick(key: string): Promise<void> {
+    await this.call('deleteZsetQuick', [key]);
   }
 
   // --- transactions (part two) ----------------------------------------------------------

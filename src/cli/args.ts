@@ -49,10 +49,31 @@ const VALUED = [
   'offset',
   'member',
   'mode',
+  'store',
+  'index',
+  'remove',
+  'remove-count',
   'encryption-key-file',
   'encryption-old-key-files',
 ] as const;
-const BOOLEAN = ['if-absent', 'count', 'with-ids', 'all', 'values', 'record', 'row', 'string', 'help', 'left', 'right', 'rev', 'zset'] as const;
+const BOOLEAN = [
+  'if-absent',
+  'count',
+  'with-ids',
+  'all',
+  'values',
+  'record',
+  'row',
+  'string',
+  'help',
+  'left',
+  'right',
+  'rev',
+  'zset',
+  'list',
+  'set',
+  'no-create',
+] as const;
 const SHORT: Record<string, string> = { output: 'o', help: 'h' };
 type Options = NonNullable<ParseArgsConfig['options']>;
 const OPTIONS: Options = Object.fromEntries([

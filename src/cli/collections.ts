@@ -6,10 +6,12 @@
  * `pop` for lists, `add` and `remove` for the members of sets and sorted sets.
  * Reading one member is a flag of `get`, as `get record --column` reads one
  * field: `get set <name> --member m` (contains), `get zset <name> --member m`
- * (score and ranks).
+ * (score and ranks). Changing a list in place or a lifetime is `patch`, as for
+ * records and rows (`patch --list`, `--set`, `--zset`); `combine` is the
+ * server's set operation, which reads several sets and may write one.
  */
-import { flag, has, intFlag, onlyFlags, positionals, UsageError } from './args.js';
-import { call, type Ctx, writeOpts } from './context.js';
+import { flag, has, intFlag, onlyFlags, type Parsed, positionals, UsageError } from './args.js';
+import { call, type Ctx, msg, writeOpts } from './context.js';
 import { JSON_NUMBER, show, type Shown } from './show.js';
 
 export type Collection = 'list' | 'set' | 'zset';
@@ -113,14 +115,17 @@ export async function putCollection(c: Ctx, kind: Collection): Promise<void> {
   );
 }
 
+/** `create: false` when `--no-create` is given: the element operation then refuses a missing object (404) instead of creating it. */
+const createOpt = (p: Parsed): Record<string, unknown> => (has(p, 'no-create') ? { create: false } : {});
+
 /** `add set <name> <member>...`, `add zset <name> <member> <score>... [--mode m]`. */
 export async function cmdAdd(c: Ctx): Promise<void> {
   const { p } = c;
   const kind = p.pos[0];
   if (kind !== 'set' && kind !== 'zset') throw new UsageError(`the first argument must be set or zset${kind ? `, got '${kind}'` : ''}`);
-  onlyFlags(p, `add ${kind}`, kind === 'zset' ? ['mode', 'if-version'] : ['if-version']);
+  onlyFlags(p, `add ${kind}`, kind === 'zset' ? ['mode', 'if-version', 'no-create'] : ['if-version', 'no-create']);
   const [, name, ...rest] = positionals(p, `add ${kind}`, 3, Infinity);
-  const body: Record<string, unknown> = { members: kind === 'set' ? rest : pairs(rest), ...writeOpts(p) };
+  const body: Record<string, unknown> = { members: kind === 'set' ? rest : pairs(rest), ...writeOpts(p), ...createOpt(p) };
   const mode = flag(p, 'mode');
   if (mode !== undefined) body.mode = mode;
   await call<Record<string, number>>(c, kind === 'set' ? 'setAdd' : 'zadd', [name!], { body }, (a) => counted(a.data));
@@ -140,18 +145,18 @@ export async function cmdRemove(c: Ctx): Promise<void> {
 /** `incr --zset <name> <member> [delta]`: adds to a member's score (a new member starts at 0); prints the new score. */
 export async function zincr(c: Ctx): Promise<void> {
   const { p } = c;
-  onlyFlags(p, 'incr --zset', ['zset', 'if-version']);
+  onlyFlags(p, 'incr --zset', ['zset', 'if-version', 'no-create']);
   const [name, member, d] = positionals(p, 'incr --zset', 2, 3);
-  const body = { member, delta: score(d ?? '1'), ...writeOpts(p) };
+  const body = { member, delta: score(d ?? '1'), ...writeOpts(p), ...createOpt(p) };
   await call<{ score: number }>(c, 'zincr', [name!], { body }, (a) => show(a.data.score));
 }
 
 /** `pithos push <list> <value>... [--left]`: each value is JSON (else a string), pushed in order. */
 export async function cmdPush(c: Ctx): Promise<void> {
   const { p } = c;
-  onlyFlags(p, 'push', ['left', 'right', 'if-version']);
+  onlyFlags(p, 'push', ['left', 'right', 'if-version', 'no-create']);
   const [name, ...raw] = positionals(p, 'push', 2, Infinity);
-  const body: Record<string, unknown> = { values: raw.map(jsonOrString), side: has(p, 'left') ? 'left' : 'right', ...writeOpts(p) };
+  const body: Record<string, unknown> = { values: raw.map(jsonOrString), side: has(p, 'left') ? 'left' : 'right', ...writeOpts(p), ...createOpt(p) };
   await call<{ length: number }>(c, 'pushList', [name!], { body }, (a) => `length ${a.data.length}`);
 }
 
@@ -172,4 +177,56 @@ export async function cmdPop(c: Ctx): Promise<void> {
   await call<{ items: unknown[] }>(c, 'popList', [name!], { body }, (a) =>
     a.data.items.length === 0 ? '(nothing to pop)' : a.data.items.map(show).join('\n'),
   );
+}
+
+/** `pithos combine <set> union|inter|diff <other>... [--store <set>]`: the members one per line, or with --store the stored count. */
+export async function cmdCombine(c: Ctx): Promise<void> {
+  const { p } = c;
+  onlyFlags(p, 'combine', ['store']);
+  const [name, op, ...others] = positionals(p, 'combine', 3, Infinity);
+  if (op !== 'union' && op !== 'inter' && op !== 'diff') throw new UsageError(`the second argument must be union, inter or diff, got '${op}'`);
+  const store = flag(p, 'store');
+  const body: Record<string, unknown> = { op, with: others };
+  if (store !== undefined) body.store = store;
+  await call<{ members?: string[]; count: number }>(c, 'setCombine', [name!], { body }, (a) =>
+    a.data.members === undefined ? `count ${a.data.count}` : lines(a.data.members, '(no members)'),
+  );
+}
+
+/**
+ * `patch --list <name>` with one of `--index i <value>` (set one item), `--start i --stop j`
+ * (trim: keep only that inclusive range) or `--remove <value> [--remove-count n]`, and/or
+ * `--ttl s`; `patch --set|--zset <name> --ttl s`. Every form takes `--if-version v`.
+ */
+export async function patchCollection(c: Ctx, kind: Collection): Promise<void> {
+  const { p } = c;
+  if (kind !== 'list') {
+    onlyFlags(p, `patch --${kind}`, [kind, 'ttl', 'if-version']);
+    const [name] = positionals(p, `patch --${kind}`, 1, 1);
+    if (!has(p, 'ttl')) throw new UsageError(`patch --${kind}: give --ttl <seconds> (0: no expiry)`);
+    await call(c, kind === 'set' ? 'setSetTtl' : 'setZsetTtl', [name!], { body: writeOpts(p) }, msg);
+    return;
+  }
+  onlyFlags(p, 'patch --list', ['list', 'index', 'start', 'stop', 'remove', 'remove-count', 'ttl', 'if-version']);
+  const [name, raw] = positionals(p, 'patch --list', 1, 2);
+  const body: Record<string, unknown> = writeOpts(p);
+  const ops: string[] = [];
+  const index = intFlag(p, 'index', ANY);
+  if (index !== undefined) {
+    if (raw === undefined) throw new UsageError('patch --list --index i: give the new value after the name');
+    body.set = { index, value: jsonOrString(raw) };
+    ops.push('--index');
+  } else if (raw !== undefined) throw new UsageError(`unexpected argument '${raw}' (a value goes with --index)`);
+  if (has(p, 'start') || has(p, 'stop')) {
+    body.trim = { start: intFlag(p, 'start', ANY) ?? 0, stop: intFlag(p, 'stop', ANY) ?? -1 };
+    ops.push('--start/--stop');
+  }
+  const removed = flag(p, 'remove');
+  if (removed !== undefined) {
+    body.remove = { value: jsonOrString(removed), count: intFlag(p, 'remove-count', ANY) ?? 0 };
+    ops.push('--remove');
+  } else if (has(p, 'remove-count')) throw new UsageError('--remove-count goes with --remove <value>');
+  if (ops.length > 1) throw new UsageError(`give one of --index, --start/--stop or --remove, not ${ops.join(' and ')}`);
+  if (ops.length === 0 && body.ttl === undefined) throw new UsageError('patch --list: give --index i <value>, --start/--stop, --remove <value> or --ttl s');
+  await call<{ length: number }>(c, 'patchList', [name!], { body }, (a) => `length ${a.data.length}`);
 }

@@ -27,9 +27,12 @@ Client:
   pop <list> [--right] [--wait ms]      pop items (--pop-count n, --to list to move them)
   add set|zset <name> <member>...       add members to a set, or <member> <score> pairs to a zset
   remove set|zset <name> <member>...    remove members
+  combine <set> union|inter|diff <set>...   set operations (--store s writes the result to set s)
   query <table> [wheres]                matching rows (--order, --limit, --fields, --count)
   insert <table> <row>...               insert rows, prints each t_id
-  patch <table> <wheres> <sets>         patch matching rows; patch --record <id> <sets>; patch --row <table> <t_id> <sets>
+  patch <table> <wheres> <sets>         patch matching rows; patch --record <id> <sets>; patch --row <table> <t_id> <sets>;
+                                        patch --list <list> (set an item, trim, remove by value, --ttl);
+                                        patch --set|--zset <name> --ttl s
   lock <name> --ttl <s> [--holder h]    acquire (or --renew <token>) a lease lock
   unlock <name> <token>                 release a lock
   txn <transaction>                     run a transaction (POST /txns)
@@ -75,14 +78,16 @@ and --string forces a string ("42" stays text).
 
 ${COMMON}`,
   del: `usage: pithos del table|record|variant|list|set|zset <name>
+       pithos del list|set|zset <name> --if-version v  delete only if its version (its ETag) is still v
        pithos del rows <table> <wheres>                delete the matching rows
        pithos del row <table> <t_id> [--if-version v]  delete exactly one row
 A missing object exits 1.
 
 ${COMMON}`,
-  push: `usage: pithos push <list> <value>... [--left] [--if-version v]
+  push: `usage: pithos push <list> <value>... [--left] [--if-version v] [--no-create]
 Pushes each value (JSON, else a string) in order onto the right end (--left: the left end,
-one at a time, as Redis LPUSH); creates the list when missing; prints the new length.
+one at a time, as Redis LPUSH); creates the list when missing (--no-create: a missing list
+exits 1, 404); prints the new length.
 
 ${COMMON}`,
   pop: `usage: pithos pop <list> [--right] [--pop-count n] [--wait ms] [--to list [--to-side left|right]]
@@ -91,11 +96,12 @@ Removes and prints up to n items (default 1) from the left end (--right: the rig
 the items onto another list atomically (Redis LMOVE).
 
 ${COMMON}`,
-  add: `usage: pithos add set <name> <member>... [--if-version v]
-       pithos add zset <name> <member> <score>... [--mode upsert|nx|xx|gt|lt] [--if-version v]
-Adds members (creating the set when missing) and prints how many were added (for a zset,
-also how many scores were updated) and the new member count. --mode: nx only new members,
-xx only existing ones, gt / lt only to a greater / lower score.
+  add: `usage: pithos add set <name> <member>... [--if-version v] [--no-create]
+       pithos add zset <name> <member> <score>... [--mode upsert|nx|xx|gt|lt] [--if-version v] [--no-create]
+Adds members (creating the set when missing; --no-create: a missing set exits 1, 404) and
+prints how many were added (for a zset, also how many scores were updated) and the new
+member count. --mode: nx only new members, xx only existing ones, gt / lt only to a greater
+/ lower score.
 
 ${COMMON}`,
   remove: `usage: pithos remove set|zset <name> <member>... [--if-version v]
@@ -103,10 +109,18 @@ Removes members and prints how many were removed and the new member count; the s
 even empty (del set|zset deletes it).
 
 ${COMMON}`,
+  combine: `usage: pithos combine <set> union|inter|diff <set>... [--store <set>]
+Combines the first set with the others (1-16 of them; a missing set counts as empty) and
+prints the resulting members in byte order, one per line. With --store, writes the result
+to that set instead (replacing it, in the same atomic step as the read) and prints its
+member count.
+
+${COMMON}`,
   incr: `usage: pithos incr <variant> [delta]
-       pithos incr --zset <zset> <member> [delta] [--if-version v]
+       pithos incr --zset <zset> <member> [delta] [--if-version v] [--no-create]
 Adds delta (default 1; negative subtracts) atomically and prints the new value. With
---zset, to the member's score (a new member starts at 0; a missing zset is created).
+--zset, to the member's score (a new member starts at 0; a missing zset is created, unless
+--no-create: then it exits 1, 404).
 
 ${COMMON}`,
   append: `usage: pithos append <variant> <text> [--if-version v]
@@ -130,9 +144,18 @@ ${COMMON}`,
   patch: `usage: pithos patch <table> <wheres> <sets>
        pithos patch --record <id> [sets] [--if-version v] [--ttl s]
        pithos patch --row <table> <t_id> [sets] [--unset <field>]... [--if-version v]
+       pithos patch --list <list> --index i <value>            replace the item at index i
+       pithos patch --list <list> --start i --stop j           trim: keep only items i..j (inclusive)
+       pithos patch --list <list> --remove <value> [--remove-count n]
+                                                               remove the first n items equal to value
+                                                               (negative n: from the right; default 0: all)
+       pithos patch --list|--set|--zset <name> --ttl s         set the remaining lifetime (0: none)
 Writes the fields of sets into every matching row (or merges them into the record;
 null deletes a field; needs a server that has PATCH, docs/api.md). With --row, into
-that one row, and removes each field named by --unset.
+that one row, and removes each field named by --unset. With --list, one change to the
+list (values are JSON, else a string; indexes count from the end when negative), --ttl
+with it or alone; prints the list's new length. Every --list, --set and --zset form takes
+--if-version v.
 
 ${COMMON}`,
   lock: `usage: pithos lock <name> --ttl <seconds> [--holder <name>]

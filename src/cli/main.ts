@@ -13,7 +13,7 @@ import { type Answer, Pithos, PithosError } from '../../client/index.js';
 import { call, type Ctx, type Io, msg, readJsonArg, readObjectArg, writeOpts } from './context.js';
 import { flag, has, intFlag, isClientLine, kindOf, onlyFlags, parse, type Parsed, positionals, UsageError } from './args.js';
 import { cmdBackup, restore } from './backup.js';
-import { cmdAdd, cmdPop, cmdPush, cmdRemove, getCollection, putCollection, zincr } from './collections.js';
+import { cmdAdd, cmdCombine, cmdPop, cmdPush, cmdRemove, getCollection, patchCollection, putCollection, zincr } from './collections.js';
 import { HELP, OVERVIEW } from './help.js';
 import { cut, grid, JSON_NUMBER, show, type Shown, showVariant, withNumber } from './show.js';
 
@@ -23,7 +23,7 @@ export type { Ctx, Io } from './context.js';
 // prettier-ignore
 export const COMMANDS: ReadonlySet<string> = new Set([
   'get', 'put', 'del', 'incr', 'query', 'insert', 'patch', 'lock', 'unlock', 'txn', 'ls', 'watch', 'health', 'backup', 'restore', 'help', 'version',
-  'push', 'pop', 'append', 'add', 'remove',
+  'push', 'pop', 'append', 'add', 'remove', 'combine',
 ]);
 
 export function version(): string {
@@ -39,7 +39,7 @@ export function version(): string {
 // ---------------------------------------------------------------------------------------
 // Commands
 
-/** The body fields of a conditional row write (`--if-version`). */
+/** The body field of a write whose only option is its condition (`--if-version`): a row write, a delete of a list, set or sorted set. */
 function rowCondition(p: Parsed): Record<string, unknown> {
   const v = intFlag(p, 'if-version');
   return v === undefined ? {} : { if_version: v };
@@ -138,12 +138,14 @@ async function cmdDel(c: Ctx): Promise<void> {
     await call(c, 'deleteRow', [table!, id!], { body: rowCondition(p) }, msg);
     return;
   }
-  onlyFlags(p, 'del', []);
   const kind = kindOf(p.pos[0], 'del', ['table', 'record', 'variant', 'list', 'set', 'zset']);
+  // A list, set or sorted set takes a condition on its delete (docs/api.md); the other kinds' deletes take none.
+  onlyFlags(p, `del ${kind}`, kind === 'list' || kind === 'set' || kind === 'zset' ? ['if-version'] : []);
   const [, name] = positionals(p, 'del', 2, 2);
   const ops = { table: 'dropTable', record: 'deleteRecord', variant: 'deleteVariant', list: 'deleteList', set: 'deleteSet', zset: 'deleteZset' } as const;
   const op = ops[kind as keyof typeof ops];
-  await call(c, op, [name!], {}, msg);
+  const condition = rowCondition(p);
+  await call(c, op, [name!], condition.if_version === undefined ? {} : { body: condition }, msg);
 }
 
 async function cmdIncr(c: Ctx): Promise<void> {
@@ -226,6 +228,7 @@ async function cmdPatch(c: Ctx): Promise<void> {
     await call(c, 'patchRecord', [id!], { body }, msg);
     return;
   }
+  for (const kind of ['list', 'set', 'zset'] as const) if (has(p, kind)) return patchCollection(c, kind);
   if (has(p, 'row')) {
     onlyFlags(p, 'patch --row', ['row', 'unset', 'if-version']);
     const [table, id, s] = positionals(p, 'patch --row', 2, 3);
@@ -363,6 +366,7 @@ const RUN: Record<string, (c: Ctx) => Promise<void>> = {
   push: cmdPush,
   add: cmdAdd,
   remove: cmdRemove,
+  combine: cmdCombine,
   pop: cmdPop,
   append: cmdAppend,
   get: cmdGet,

@@ -200,11 +200,16 @@ export class Metrics {
       // One stats() walk per scrape (taken in text()), shared by the gauges below.
       this.source = source;
       const stats = (): EngineStats => (this.stats ??= source.stats());
-      pulledGauge(r, 'pithos_keys', 'Keys in the key directory (rows, records, variants, locks, table headers)', () => stats().keys);
+      pulledGauge(
+        r,
+        'pithos_keys',
+        'Keys in the key directory: every top-level object, table rows, list items, set and sorted-set members, index definitions and entries',
+        () => stats().keys,
+      );
       pulledGauge(
         r,
         'pithos_objects',
-        'Top-level keys: tables, records, variants, locks (what /health key_count counts, before expiry)',
+        'Top-level objects: tables, records, variants, locks, lists, sets, sorted sets (what /health key_count counts, before expiry)',
         () => stats().topLevelKeys,
       );
       pulledGauge(r, 'pithos_live_bytes', 'Bytes of current versions in the log', () => stats().liveBytes);

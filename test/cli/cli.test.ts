@@ -92,6 +92,7 @@ test('help, version and usage errors (exit 2, nothing on stdout)', async () => {
     'pop',
     'add',
     'remove',
+    'combine',
     'query',
     'insert',
     'patch',
@@ -598,4 +599,139 @@ test('sorted sets: put zset, add (--mode), incr --zset, get zset by rank and by 
   ]) {
     exits(await cli(args), 1, `${args.join(' ')} of a missing zset`, /: 404 zset 'board' does not exist\n$/);
   }
+});
+
+test('combine: union, inter, diff (a missing set is empty), --store; usage errors exit 2', async () => {
+  ok(await cli(['put', 'set', 'ca', 'c', 'a', 'b']), 'put set ca');
+  ok(await cli(['put', 'set', 'cb', 'b', 'd']), 'put set cb');
+  const [union, inter, diff, none, j] = await Promise.all([
+    cli(['combine', 'ca', 'union', 'cb']),
+    cli(['combine', 'ca', 'inter', 'cb']),
+    cli(['combine', 'ca', 'diff', 'cb', 'c-missing']),
+    cli(['combine', 'ca', 'inter', 'c-missing']),
+    cli(['combine', 'ca', 'union', 'cb', '-o', 'json']),
+  ]);
+  assert.equal(union.stdout, 'a\nb\nc\nd\n');
+  assert.equal(inter.stdout, 'b\n');
+  assert.equal(diff.stdout, 'a\nc\n');
+  ok(none, 'an empty result');
+  assert.deepEqual([none.stdout, none.stderr], ['', '(no members)\n']);
+  assert.deepEqual(json(j).data, { members: ['a', 'b', 'c', 'd'], count: 4 });
+  assert.equal((await cli(['combine', 'ca', 'diff', 'cb', '--store', 'cd'])).stdout, 'count 2\n');
+  assert.equal((await cli(['get', 'set', 'cd'])).stdout, 'a\nc\n');
+  assert.deepEqual(json(await cli(['combine', 'ca', 'inter', 'cb', '--store', 'cd', '-o', 'json'])).data, { count: 1 });
+  assert.equal((await cli(['get', 'set', 'cd'])).stdout, 'b\n', 'the store replaced its target');
+  exits(await cli(['combine', 'ca', 'xor', 'cb']), 2, 'an unknown op', /^pithos combine: the second argument must be union, inter or diff, got 'xor'/);
+  exits(await cli(['combine', 'ca', 'union']), 2, 'no other set', /missing argument/);
+  exits(await cli(['combine', 'ca', 'union', 'cb', '--ttl', '5']), 2, 'a flag combine does not take', /combine does not take --ttl/);
+  const help = await cli(['help', 'combine']);
+  ok(help, 'help combine');
+  assert.match(help.stdout, /^usage: pithos combine <set> union\|inter\|diff/);
+});
+
+test('patch --list: set an item (--index), trim (--start/--stop), remove by value, --ttl; --if-version; usage errors', async () => {
+  ok(await cli(['put', 'list', 'pl', 'a', 'b', 'c', 'd', 'e']), 'put list');
+  assert.equal((await cli(['patch', '--list', 'pl', '--index', '1', 'B'])).stdout, 'length 5\n');
+  assert.equal((await cli(['patch', '--list', 'pl', '--index', '-1', '{"x":1}'])).stdout, 'length 5\n');
+  assert.deepEqual((await server.req('GET', '/lists/pl')).body.data, { items: ['a', 'B', 'c', 'd', { x: 1 }], length: 5 });
+  assert.equal((await cli(['patch', '--list', 'pl', '--start', '1', '--stop', '-2'])).stdout, 'length 3\n');
+  assert.deepEqual((await server.req('GET', '/lists/pl')).body.data.items, ['B', 'c', 'd']);
+  ok(await cli(['push', 'pl', 'c', 'd', 'd']), 'push');
+  assert.equal((await cli(['patch', '--list', 'pl', '--remove', 'c'])).stdout, 'length 4\n', 'every c (count 0 by default)');
+  assert.equal((await cli(['patch', '--list', 'pl', '--remove', 'd', '--remove-count', '-1'])).stdout, 'length 3\n');
+  assert.deepEqual((await server.req('GET', '/lists/pl')).body.data.items, ['B', 'd', 'd'], 'the last d went (negative: from the right)');
+  assert.equal((await cli(['patch', '--list', 'pl', '--ttl', '600'])).stdout, 'length 3\n');
+  const ttl = (await server.req('GET', '/lists?prefix=pl')).body.data.items[0].ttl_ms as number;
+  assert.ok(ttl > 590_000 && ttl <= 600_000, `ttl_ms ${ttl}`);
+  const v = json(await cli(['get', 'list', 'pl', '-o', 'json'])).version!;
+  exits(
+    await cli(['patch', '--list', 'pl', '--ttl', '0', '--if-version', String(v + 1)]),
+    1,
+    'a stale version',
+    /^pithos patch: 412 list 'pl' changed \(version \d+\)\n$/,
+  );
+  assert.equal((await cli(['patch', '--list', 'pl', '--ttl', '0', '--if-version', String(v)])).stdout, 'length 3\n');
+  assert.equal((await server.req('GET', '/lists?prefix=pl')).body.data.items[0].ttl_ms, null);
+  exits(await cli(['patch', '--list', 'pl-missing', '--ttl', '5']), 1, 'a missing list', /^pithos patch: 404 list 'pl-missing' does not exist\n$/);
+  for (const [args, re] of [
+    [['patch', '--list', 'pl'], /give --index i <value>, --start\/--stop, --remove <value> or --ttl s/],
+    [['patch', '--list', 'pl', '--index', '0'], /give the new value after the name/],
+    [['patch', '--list', 'pl', 'x'], /unexpected argument 'x'/],
+    [['patch', '--list', 'pl', '--index', '0', 'x', '--remove', 'y'], /give one of --index, --start\/--stop or --remove, not --index and --remove/],
+    [['patch', '--list', 'pl', '--remove-count', '1'], /--remove-count goes with --remove/],
+    [['patch', '--list', 'pl', '--index', 'one', 'x'], /--index must be an integer/],
+  ] as const) {
+    const r = await cli([...args]);
+    exits(r, 2, args.join(' '), re);
+    assert.equal(r.stdout, '', `${args.join(' ')}: stdout must stay empty`);
+  }
+  assert.match((await cli(['help', 'patch'])).stdout, /patch --list <list> --index i <value>/);
+});
+
+test('patch --set / --zset --ttl sets the lifetime (with --if-version); del list|set|zset --if-version', async () => {
+  ok(await cli(['put', 'set', 'ps', 'a']), 'put set');
+  ok(await cli(['put', 'zset', 'pz', 'a', '1']), 'put zset');
+  assert.equal((await cli(['patch', '--set', 'ps', '--ttl', '600'])).stdout, 'set patched successfully\n');
+  assert.equal((await cli(['patch', '--zset', 'pz', '--ttl', '600'])).stdout, 'zset patched successfully\n');
+  for (const [kind, name] of [
+    ['sets', 'ps'],
+    ['zsets', 'pz'],
+  ]) {
+    const ttl = (await server.req('GET', `/${kind}?prefix=${name}`)).body.data.items[0].ttl_ms as number;
+    assert.ok(ttl > 590_000 && ttl <= 600_000, `${kind}: ttl_ms ${ttl}`);
+  }
+  const vs = json(await cli(['get', 'set', 'ps', '-o', 'json'])).version!;
+  const vz = json(await cli(['get', 'zset', 'pz', '-o', 'json'])).version!;
+  exits(
+    await cli(['patch', '--set', 'ps', '--ttl', '0', '--if-version', String(vs + 1)]),
+    1,
+    'stale set',
+    /^pithos patch: 412 set 'ps' changed \(version \d+\)\n$/,
+  );
+  exits(
+    await cli(['patch', '--zset', 'pz', '--ttl', '0', '--if-version', String(vz + 1)]),
+    1,
+    'stale zset',
+    /^pithos patch: 412 zset 'pz' changed \(version \d+\)\n$/,
+  );
+  ok(await cli(['patch', '--set', 'ps', '--ttl', '0', '--if-version', String(vs)]), 'current set version');
+  assert.equal((await server.req('GET', '/sets?prefix=ps')).body.data.items[0].ttl_ms, null);
+  exits(await cli(['patch', '--set', 'ps']), 2, 'no --ttl', /patch --set: give --ttl <seconds>/);
+  exits(await cli(['patch', '--zset', 'pz', '--index', '0']), 2, 'a list flag on a zset', /patch --zset does not take --index/);
+  exits(await cli(['patch', '--set', 'ps-missing', '--ttl', '5']), 1, 'a missing set', /^pithos patch: 404 set 'ps-missing' does not exist\n$/);
+
+  ok(await cli(['put', 'list', 'pdl', 'x']), 'put list');
+  for (const [kind, name] of [
+    ['set', 'ps'],
+    ['zset', 'pz'],
+    ['list', 'pdl'],
+  ] as const) {
+    const v = json(await cli(['get', kind, name, '-o', 'json'])).version!;
+    exits(await cli(['del', kind, name, '--if-version', String(v + 1)]), 1, `del ${kind}: stale`, new RegExp(`^pithos del: 412 ${kind} '${name}' changed`));
+    ok(await cli(['get', kind, name]), `the refused delete left the ${kind}`);
+    ok(await cli(['del', kind, name, '--if-version', String(v)]), `del ${kind}: current version`);
+    exits(await cli(['get', kind, name]), 1, `the ${kind} is gone`, /404/);
+  }
+  exits(await cli(['del', 'table', 'pt', '--if-version', '1']), 2, 'del table takes no condition', /del table does not take --if-version/);
+});
+
+test('--no-create: push, add and incr --zset refuse a missing object (exit 1, 404) and create nothing', async () => {
+  for (const [args, kind, name] of [
+    [['push', 'nc-list', 'x', '--no-create'], 'list', 'nc-list'],
+    [['add', 'set', 'nc-set', 'a', '--no-create'], 'set', 'nc-set'],
+    [['add', 'zset', 'nc-zset', 'a', '1', '--no-create'], 'zset', 'nc-zset'],
+    [['incr', '--zset', 'nc-zset', 'a', '--no-create'], 'zset', 'nc-zset'],
+  ] as const) {
+    exits(await cli([...args]), 1, args.join(' '), new RegExp(`: 404 ${kind} '${name}' does not exist\n$`));
+    exits(await cli(['get', kind, name]), 1, `${args.join(' ')} created nothing`, /404/);
+  }
+  // On an existing object it writes as without the flag.
+  ok(await cli(['put', 'list', 'nc-list']), 'put list');
+  ok(await cli(['put', 'zset', 'nc-zset']), 'put zset');
+  ok(await cli(['put', 'set', 'nc-set']), 'put set');
+  assert.equal((await cli(['push', 'nc-list', 'x', '--no-create'])).stdout, 'length 1\n');
+  assert.equal((await cli(['add', 'set', 'nc-set', 'a', '--no-create'])).stdout, 'added 1, count 1\n');
+  assert.equal((await cli(['add', 'zset', 'nc-zset', 'a', '1', '--no-create'])).stdout, 'added 1, updated 0, count 1\n');
+  assert.equal((await cli(['incr', '--zset', 'nc-zset', 'a', '2', '--no-create'])).stdout, '3\n');
+  exits(await cli(['pop', 'nc-list', '--no-create']), 2, 'pop never creates', /pop does not take --no-create/);
 });

@@ -377,3 +377,151 @@ test('list calls: put, range, push, pop (count, wait, to), patch, listing, the /
   assert.deepEqual(await db.putListQuick('cq', []), { created: true });
   await db.deleteListQuick('cq');
 });
+
+test('set calls: put, get (all, a page), add, remove, contains, combine (with and without store), ttl, listing, the /set spelling, delete', async () => {
+  assert.deepEqual(await db.putSet('cs-a', ['z', 'x', 'y']), { created: true });
+  assert.deepEqual(await db.putSet('cs-a', ['z', 'x', 'y', 'x']), { created: false });
+  const all = await db.getSet('cs-a');
+  assert.deepEqual([all.members, all.count, all.next], [['x', 'y', 'z'], 3, null]);
+  assert.equal(typeof all.version, 'number');
+  const page = await db.getSet('cs-a', { limit: 2 });
+  assert.deepEqual([page.members, page.next], [['x', 'y'], 'y']);
+  assert.deepEqual((await db.getSet('cs-a', { limit: 2, after: 'y' })).members, ['z']);
+  assert.deepEqual(await db.setAdd('cs-b', ['y', 'w']), { added: 2, count: 2 }, 'add creates a missing set');
+  assert.deepEqual(await db.setAdd('cs-b', ['y', 'v']), { added: 1, count: 3 });
+  assert.deepEqual(await db.setRemove('cs-b', ['v', 'nope']), { removed: 1, count: 2 });
+  assert.deepEqual(await db.setContains('cs-a', ['x', 'w', 'z']), [true, false, true]);
+  await rejects(db.setAdd('cs-none', ['a'], { create: false }), 404, "set 'cs-none' does not exist");
+
+  assert.deepEqual(await db.setCombine('cs-a', 'union', ['cs-b']), { members: ['w', 'x', 'y', 'z'], count: 4 });
+  assert.deepEqual(await db.setCombine('cs-a', 'inter', ['cs-b']), { members: ['y'], count: 1 });
+  assert.deepEqual(await db.setCombine('cs-a', 'diff', ['cs-b']), { members: ['x', 'z'], count: 2 });
+  assert.deepEqual(await db.setCombine('cs-a', 'inter', ['cs-missing']), { members: [], count: 0 }, 'a missing set counts as empty');
+  assert.deepEqual(await db.setCombine('cs-a', 'diff', ['cs-b'], 'cs-d'), { count: 2 }, 'with store: the count only');
+  assert.deepEqual((await db.getSet('cs-d')).members, ['x', 'z']);
+  await rejects(db.setCombine('cs-a', 'xor' as never, ['cs-b']), 400, /field 'op' must be union, inter or diff/);
+
+  await db.setSetTtl('cs-a', 600);
+  const listed = (await db.listSets({ prefix: 'cs-' })).items;
+  assert.deepEqual(
+    listed.map((i) => [i.name, i.count]),
+    [
+      ['cs-a', 3],
+      ['cs-b', 2],
+      ['cs-d', 2],
+    ],
+  );
+  const ttl = listed[0]!.ttl_ms;
+  assert.ok(ttl !== null && ttl > 590_000 && ttl <= 600_000, `ttl_ms ${ttl}`);
+  assert.equal(listed[1]!.ttl_ms, null);
+  await db.setSetTtl('cs-a', 0);
+  assert.equal((await db.listSets({ prefix: 'cs-a' })).items[0]!.ttl_ms, null, 'ttl 0: no expiry again');
+  await rejects(db.setSetTtl('cs-none', 60), 404, "set 'cs-none' does not exist");
+
+  assert.deepEqual(await db.putSetQuick('cs-q', ['b', 'a', 'b']), { created: true });
+  assert.deepEqual(await db.putSetQuick('cs-q', ['c', 'b', 'a'], { ttl: 600 }), { created: false });
+  assert.deepEqual(await db.getSetQuick('cs-q'), ['a', 'b', 'c']);
+  assert.deepEqual((await db.getSet('cs-q')).members, ['a', 'b', 'c'], 'one namespace, two spellings');
+  assert.ok(((await db.listSets({ prefix: 'cs-q' })).items[0]!.ttl_ms ?? 0) > 590_000, 'the quick spelling takes ttl');
+  await db.deleteSetQuick('cs-q');
+  await rejects(db.getSetQuick('cs-q'), 404, "set 'cs-q' does not exist");
+  await db.deleteSet('cs-a');
+  await rejects(db.getSet('cs-a'), 404, "set 'cs-a' does not exist");
+  await rejects(db.deleteSet('cs-a'), 404, "set 'cs-a' does not exist");
+});
+
+test('sorted-set calls: put, zadd (modes), zincr, zremove, zrange by rank and by score, zmember, ttl, listing, the /zset spelling, delete', async () => {
+  assert.deepEqual(await db.putZset('cz', { ann: 10, bob: 7.5, cy: 12 }), { created: true });
+  assert.deepEqual(await db.zadd('cz', { ann: 5, dee: 1 }, { mode: 'gt' }), { added: 1, updated: 0, count: 4 });
+  assert.deepEqual(await db.zadd('cz', { ann: 11, eve: 3 }, { mode: 'xx' }), { added: 0, updated: 1, count: 4 });
+  assert.deepEqual(await db.zadd('cz', { ann: 1, eve: 3 }, { mode: 'nx' }), { added: 1, updated: 0, count: 5 });
+  assert.equal(await db.zincr('cz', 'bob', 2.5), 10);
+  assert.equal(await db.zincr('cz', 'fay', 4), 4, 'a new member starts at 0');
+  assert.deepEqual(await db.zremove('cz', ['fay', 'nobody']), { removed: 1, count: 5 });
+  const byRank = await db.zrange('cz');
+  assert.deepEqual(
+    byRank.items.map((i) => [i.member, i.score]),
+    [
+      ['dee', 1],
+      ['eve', 3],
+      ['bob', 10],
+      ['ann', 11],
+      ['cy', 12],
+    ],
+  );
+  assert.equal(byRank.count, 5);
+  assert.equal(typeof byRank.version, 'number');
+  assert.deepEqual(
+    (await db.zrange('cz', { start: 0, stop: 1, rev: true })).items.map((i) => i.member),
+    ['cy', 'ann'],
+  );
+  const byScore = await db.zrange('cz', { by: 'score', min: '(3', max: 11 });
+  assert.deepEqual([byScore.items.map((i) => i.member), byScore.count], [['bob', 'ann'], 5]);
+  assert.deepEqual(
+    (await db.zrange('cz', { by: 'score', min: '-inf', max: '+inf', offset: 1, limit: 2, rev: true })).items.map((i) => i.member),
+    ['ann', 'bob'],
+  );
+  assert.deepEqual(await db.zmember('cz', 'bob'), { score: 10, rank: 2, rev_rank: 2 });
+  await rejects(db.zmember('cz', 'zed'), 404, `"zed" is not a member of zset 'cz'`);
+  await db.zincr('cz', 'big', 1e308);
+  await rejects(db.zincr('cz', 'big', 1e308), 409, /./);
+  assert.equal((await db.zmember('cz', 'big')).score, 1e308, 'a refused incr changes nothing');
+  await rejects(db.zadd('cz-none', { a: 1 }, { create: false }), 404, "zset 'cz-none' does not exist");
+  await rejects(db.zincr('cz-none', 'a', 1, { create: false }), 404, "zset 'cz-none' does not exist");
+
+  await db.setZsetTtl('cz', 600);
+  const listed = (await db.listZsets({ prefix: 'cz' })).items;
+  assert.deepEqual(
+    listed.map((i) => [i.name, i.count]),
+    [['cz', 6]],
+  );
+  const ttl = listed[0]!.ttl_ms;
+  assert.ok(ttl !== null && ttl > 590_000 && ttl <= 600_000, `ttl_ms ${ttl}`);
+  await db.setZsetTtl('cz', 0);
+  assert.equal((await db.listZsets({ prefix: 'cz' })).items[0]!.ttl_ms, null);
+
+  assert.deepEqual(await db.putZsetQuick('cz-q', { b: 2, a: 2, c: 1 }), { created: true });
+  const quick = await db.getZsetQuick('cz-q');
+  assert.deepEqual(quick, { c: 1, a: 2, b: 2 });
+  assert.deepEqual(Object.keys(quick), ['c', 'a', 'b'], 'score order, ties by member');
+  assert.deepEqual(await db.putZsetQuick('cz-q', { a: 1 }, { ttl: 600 }), { created: false });
+  assert.deepEqual((await db.zrange('cz-q')).items, [{ member: 'a', score: 1 }], 'one namespace, two spellings');
+  await db.deleteZsetQuick('cz-q');
+  await rejects(db.getZsetQuick('cz-q'), 404, "zset 'cz-q' does not exist");
+  await db.deleteZset('cz');
+  await rejects(db.zrange('cz'), 404, "zset 'cz' does not exist");
+});
+
+test('conditional set and sorted-set writes: a stale ifVersion is a 412 and changes nothing; the current one writes', async () => {
+  await db.putSet('cv-s', ['a']);
+  const v1 = (await db.getSet('cv-s')).version as number;
+  await rejects(db.setAdd('cv-s', ['b'], { ifVersion: v1 + 1 }), 412, `set 'cv-s' changed (version ${v1})`);
+  await rejects(db.setSetTtl('cv-s', 600, { ifVersion: v1 + 1 }), 412, `set 'cv-s' changed (version ${v1})`);
+  await rejects(db.deleteSet('cv-s', { ifVersion: v1 + 1 }), 412, `set 'cv-s' changed (version ${v1})`);
+  assert.deepEqual((await db.getSet('cv-s')).members, ['a']);
+  assert.equal((await db.listSets({ prefix: 'cv-s' })).items[0]!.ttl_ms, null, 'the refused ttl was not set');
+  await db.setSetTtl('cv-s', 600, { ifVersion: v1 });
+  const v2 = (await db.getSet('cv-s')).version as number;
+  assert.ok(v2 > v1, `a ttl change is a write: version ${v1} -> ${v2}`);
+  await rejects(db.setRemove('cv-s', ['a'], { ifVersion: v1 }), 412, `set 'cv-s' changed (version ${v2})`);
+  await rejects(db.deleteSet('cv-s', { ifVersion: v1 }), 412, `set 'cv-s' changed (version ${v2})`);
+  await db.deleteSet('cv-s', { ifVersion: v2 });
+  await rejects(db.getSet('cv-s'), 404, "set 'cv-s' does not exist");
+  await rejects(db.deleteSet('cv-s', { ifVersion: v2 }), 412, `set 'cv-s' does not exist (expected version ${v2})`);
+
+  await db.putZset('cv-z', { a: 1 });
+  const z1 = (await db.zrange('cv-z')).version as number;
+  await rejects(db.zadd('cv-z', { b: 2 }, { ifVersion: z1 + 1 }), 412, `zset 'cv-z' changed (version ${z1})`);
+  await rejects(db.zincr('cv-z', 'a', 1, { ifVersion: z1 + 1 }), 412, `zset 'cv-z' changed (version ${z1})`);
+  await rejects(db.setZsetTtl('cv-z', 600, { ifVersion: z1 + 1 }), 412, `zset 'cv-z' changed (version ${z1})`);
+  await rejects(db.deleteZset('cv-z', { ifVersion: z1 + 1 }), 412, `zset 'cv-z' changed (version ${z1})`);
+  assert.deepEqual((await db.zrange('cv-z')).items, [{ member: 'a', score: 1 }]);
+  assert.equal((await db.listZsets({ prefix: 'cv-z' })).items[0]!.ttl_ms, null, 'the refused ttl was not set');
+  await db.setZsetTtl('cv-z', 600, { ifVersion: z1 });
+  const z2 = (await db.zrange('cv-z')).version as number;
+  assert.ok(z2 > z1, `a ttl change is a write: version ${z1} -> ${z2}`);
+  await rejects(db.zremove('cv-z', ['a'], { ifVersion: z1 }), 412, `zset 'cv-z' changed (version ${z2})`);
+  await rejects(db.deleteZset('cv-z', { ifVersion: z1 }), 412, `zset 'cv-z' changed (version ${z2})`);
+  await db.deleteZset('cv-z', { ifVersion: z2 });
+  await rejects(db.zrange('cv-z'), 404, "zset 'cv-z' does not exist");
+});

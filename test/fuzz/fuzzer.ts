@@ -36,6 +36,8 @@ export interface FuzzReport {
   chunked: number;
   checkedRefusals: number;
   byStatus: Record<string, number>;
+  /** Requests that named one of a worker's own objects, by path prefix (`lists`, `set`, …): which routes a run reached. */
+  byNamespace: Record<string, number>;
   violations: string[];
   ms: number;
   /** Exchanges that got fewer answers than requests and no close within 10 s. */
@@ -529,7 +531,18 @@ function stable(a: RawAnswer | undefined): string {
 
 export async function fuzz(o: FuzzOptions): Promise<FuzzReport> {
   const t0 = Date.now();
-  const report: FuzzReport = { seed: o.seed, requests: 0, answers: 0, pipelined: 0, chunked: 0, checkedRefusals: 0, byStatus: {}, violations: [], ms: 0 };
+  const report: FuzzReport = {
+    seed: o.seed,
+    requests: 0,
+    answers: 0,
+    pipelined: 0,
+    chunked: 0,
+    checkedRefusals: 0,
+    byStatus: {},
+    byNamespace: {},
+    violations: [],
+    ms: 0,
+  };
   const workers = o.workers ?? 4;
   const get = (name: string, path: string) => Buffer.from(`GET ${path} HTTP/1.1\r\nHost: x\r\nAuth-Token: ${o.token}\r\n\r\n`);
   const violation = (s: string) => {
@@ -572,6 +585,7 @@ export async function fuzz(o: FuzzOptions): Promise<FuzzReport> {
         report.answers += res.answers.length;
         if (pipelined) report.pipelined += count;
         report.chunked += reqs.filter((r) => r.chunked).length;
+        for (const r of reqs) if (r.target !== undefined) report.byNamespace[r.target.ns] = (report.byNamespace[r.target.ns] ?? 0) + 1;
         for (let i = 0; i < res.answers.length; i++) {
           const a = res.answers[i]!;
           report.byStatus[a.status] = (report.byStatus[a.status] ?? 0) + 1;

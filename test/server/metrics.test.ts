@@ -344,6 +344,41 @@ test('requests are labelled by route template, method and status; counters move 
   assert.ok(d('pithos_cache_hits_total') >= 5);
 });
 
+test('lists, sets and sorted sets: their requests are counted under their route templates; on the log store each is one object, its elements keys', async () => {
+  const before = await scrape();
+  const [l, s, z] = [uniq('m-list-'), uniq('m-set-'), uniq('m-zset-')];
+  assert.equal((await srv.req('PUT', `/lists/${l}`, { list: [1, 2] })).status, 201);
+  assert.equal((await srv.req('POST', `/lists/${l}/push`, { values: [3] })).status, 200);
+  assert.equal((await srv.req('PUT', `/sets/${s}`, { set: ['a', 'b'] })).status, 201);
+  assert.equal((await srv.req('POST', `/sets/${s}/add`, { members: ['c'] })).status, 200);
+  assert.equal((await srv.req('PUT', `/zsets/${z}`, { zset: { a: 1, b: 2 } })).status, 201);
+  assert.equal((await srv.req('POST', `/zsets/${z}/incr`, { member: 'c', delta: 1 })).status, 200);
+  assert.equal((await srv.req('GET', `/zsets/${z}`)).status, 200);
+  expectError(await srv.req('GET', `/sets/${uniq('m-missing-')}`), 404);
+  const after = await scrape();
+  const d = (sample: string, labels: Record<string, string> = {}): number => value(after, sample, labels) - value(before, sample, labels);
+  const counted: [string, string, string][] = [
+    ['/lists/{name}', 'PUT', '201'],
+    ['/lists/{name}/push', 'POST', '200'],
+    ['/sets/{name}', 'PUT', '201'],
+    ['/sets/{name}/add', 'POST', '200'],
+    ['/sets/{name}', 'GET', '404'],
+    ['/zsets/{name}', 'PUT', '201'],
+    ['/zsets/{name}/incr', 'POST', '200'],
+    ['/zsets/{name}', 'GET', '200'],
+  ];
+  for (const [route, method, status] of counted) {
+    assert.equal(d('pithos_http_requests_total', { route, method, status }), 1, `${method} ${route} ${status}`);
+    assert.equal(d('pithos_http_request_duration_seconds_count', { route, method, status }), 1, `${method} ${route} ${status}: duration`);
+  }
+  if (STORE !== 'log') return;
+  // The help names every kind the gauges count, and the counts follow.
+  assert.match(after.get('pithos_objects')!.help, /\blists, sets, sorted sets\b/);
+  assert.match(after.get('pithos_keys')!.help, /list items, set and sorted-set members/);
+  assert.equal(d('pithos_objects'), 3, 'a list, a set and a sorted set: three objects');
+  assert.equal(d('pithos_keys'), 3 + 3 + 3 + 3, 'three headers, and three elements each');
+});
+
 test('requests carrying X-Pithos-Console are counted apart too, so a dashboard can leave the console out', async () => {
   const before = await scrape();
   for (let i = 0; i < 4; i++) assert.equal((await srv.req('GET', '/health', undefined, { 'X-Pithos-Console': '1' })).status, 200);
