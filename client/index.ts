@@ -934,8 +934,15 @@ export class Pithos {
   async setContains(name: string, members: string[]): Promise<boolean[]> {
     return (await this.call<{ contains: boolean[] }>('setContains', [name], { body: { members } })).data.contains;
   }
-  async setCombine(name: string, op: 'union' | 'inter' | 'diff', withSets: string[], store?: string): Promise<{ members?: string[]; count: number }> {
-    return (await this.call<{ members?: string[]; count: number }>('setCombine', [name], { body: { op, with: withSets, store } })).data;
+  /** With `store`, `ifVersion` / `ifAbsent` are conditions on the set `store` replaces, as on its PUT. */
+  async setCombine(
+    name: string,
+    op: 'union' | 'inter' | 'diff',
+    withSets: string[],
+    store?: string,
+    o: { ifVersion?: number; ifAbsent?: boolean } = {},
+  ): Promise<{ members?: string[]; count: number }> {
+    return (await this.call<{ members?: string[]; count: number }>('setCombine', [name], { body: { op, with: withSets, store, ...writeFields(o) } })).data;
   }
   /** Sets the remaining lifetime (0 = none) without rewriting the members. */
   async setSetTtl(name: string, ttl: number, o: { ifVersion?: number } = {}): Promise<void> {
