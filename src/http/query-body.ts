@@ -1,7 +1,7 @@
 /**
  * Shaping fields of a row query and the listing's query parameters, checked
- * into the store's typed inputs (docs/api.md "Paging, order, projection",
- * "Listing"). Every failure names the field and the reason.
+ * into the store's typed inputs (docs/api.md "Shape a row query",
+ * "List names"). Every failure names the field and the reason.
  */
 import { invalid } from '../store/errors.js';
 import type { ListOptions, OrderKey, RowQuery, Wheres } from '../store/store.js';

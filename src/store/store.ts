@@ -72,7 +72,7 @@ export interface TableStore {
   /** Sets the remaining lifetime (0 = none) of the table and so of every row (O(rows)). */
   expire(name: string, ttl: number): Promise<void>;
 
-  // ---- Part two (docs/api.md "Paging, order, projection", "Secondary indexes") ----
+  // ---- Listing and indexes (docs/api.md "Listing, paging and indexes") ----
 
   /**
    * Rows as GET /tables/<name> returns them (an object from t_id to row, as
@@ -97,7 +97,7 @@ export interface TableStore {
   /** 404 when there is no such index. */
   dropIndex(name: string, field: string): Promise<void>;
 
-  // ---- Part three (docs/api.md "One row by t_id"): 404 for a missing table or row ----
+  // ---- One row (docs/api.md "One row by `t_id`"): 404 for a missing table or row ----
 
   /** The row as JSON text; `out` receives its version (synchronously when served from memory). */
   getRow(name: string, id: number, out?: VersionOut): Sync<string>;
@@ -136,7 +136,7 @@ export interface RowQuery {
 
 export type ListKind = 'tables' | 'records' | 'variants' | 'locks' | 'lists' | 'sets' | 'zsets';
 
-/** A listing request (docs/api.md "Listing"): names in byte order. */
+/** A listing request (docs/api.md "List names"): names in byte order. */
 export interface ListOptions {
   /** Only names that start with this ('' = all). */
   prefix: string;

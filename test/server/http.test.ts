@@ -362,8 +362,8 @@ function maxDepth(v: unknown): number {
 // ---------------------------------------------------------------- paths and methods
 
 test('unknown paths → 404', async () => {
-  // '/tables', '/records', '/variants' and '/locks' list (API.md §13): known paths since Part two;
-  // '/tables/a/rows/1' is one row (API.md §20).
+  // '/tables', '/records', '/variants' and '/locks' are known paths (docs/api.md "List names");
+  // '/tables/a/rows/1' is one row (docs/api.md "One row by `t_id`").
   for (const p of [
     '/',
     '/nope',
