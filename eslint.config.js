@@ -37,6 +37,17 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-explicit-any': 'error' },
   },
   {
+    // Dependencies point downward (docs/architecture.md): only the log store and the
+    // process entry points (src/main.ts, src/rekey.ts, src/config.ts) import the engine.
+    files: ['src/http/**/*.ts', 'src/cli/**/*.ts', 'src/store/*.ts', 'src/store/postgres/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '^(\\.\\./)+engine(/|$)', message: 'only src/store/log/ and the entry points import src/engine/ (docs/architecture.md)' }] },
+      ],
+    },
+  },
+  {
     // In src/, a failure is handled or logged with its cause: `.catch(() => undefined)`
     // and `.catch(() => {})` hide both.
     files: ['src/**/*.ts'],

@@ -11,7 +11,6 @@
  * serve from memory may return their text synchronously (`Sync<T>`): that is
  * the measured fast path of GET (docs/benchmarks.md), worth one union type.
  */
-import type { EngineObserver as StorageObserver, EngineStats as StorageStats } from '../engine/index.js';
 import type { ScalarInput, VType } from './variant.js';
 import type { SetOp, ZMode, ZRange } from './collection.js';
 import type { Row } from './wheres.js';
@@ -434,4 +433,33 @@ export interface StorageMetrics {
   stats(): StorageStats;
   observe(o: StorageObserver): void;
 }
-export type { StorageObserver, StorageStats };
+
+/**
+ * The figures of a store's own log, read at scrape time. Declared here, in the
+ * store's terms, so that src/store/ names nothing of src/engine/: the log
+ * store's engine has these fields (and more), and LogStore.storageMetrics
+ * hands it over as it is, checked against this shape by the compiler.
+ */
+export interface StorageStats {
+  /** Keys in the key directory (expired ones count until swept). */
+  keys: number;
+  /** Keys outside any group: tables, records, variants, locks. */
+  topLevelKeys: number;
+  liveBytes: number;
+  deadBytes: number;
+  segments: number;
+  cacheBytes: number;
+}
+
+/** Storage events pushed to /metrics as they happen; each call must be cheap. */
+export interface StorageObserver {
+  /** A group commit was written: batches in it, bytes, seconds the write took. */
+  logWrite(batches: number, bytes: number, seconds: number): void;
+  /** The log was fdatasync'd: seconds it took. */
+  logSync(seconds: number): void;
+  /** A read found its value in memory (hit) or had to go to disk (miss). */
+  cacheHit(): void;
+  cacheMiss(): void;
+  /** A compaction pass finished: bytes read and bytes written. */
+  compacted(bytesIn: number, bytesOut: number): void;
+}
