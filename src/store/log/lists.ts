@@ -464,4 +464,6 @@ export class LogLists implements ListStore {
 
 const shuttingDown = (): StoreError => new StoreError('unavailable', 'server is shutting down');
 
-function nothingTaken(): void {}
+function nothingTaken(): void {
+  // A pop decision that found nothing wrote nothing: whatever becomes of it, no item was taken and the waiter stays queued.
+}
