@@ -5,6 +5,8 @@
 import tseslint from 'typescript-eslint';
 
 const silentCatch = "CallExpression[callee.property.name='catch'] > ArrowFunctionExpression";
+const silentError = "CallExpression[callee.property.name=/^(on|once)$/][arguments.0.value='error'] > ArrowFunctionExpression";
+const swallowed = 'a swallowed failure: handle it or log it with its cause';
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'web/build.mjs', 'eslint.config.js'] },
@@ -37,15 +39,31 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-explicit-any': 'error' },
   },
   {
-    // In src/, a failure is handled or logged with its cause: `.catch(() => undefined)`
-    // and `.catch(() => {})` hide both.
+    // Dependencies point downward (docs/architecture.md): only the log store and the
+    // process entry points (src/main.ts, src/rekey.ts, src/config.ts) import the engine.
+    files: ['src/http/**/*.ts', 'src/cli/**/*.ts', 'src/store/*.ts', 'src/store/postgres/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '^(\\.\\./)+engine(/|$)', message: 'only src/store/log/ and the entry points import src/engine/ (docs/architecture.md)' }] },
+      ],
+    },
+  },
+  {
+    // In src/, a failure is handled or logged with its cause: `.catch(() => undefined)`,
+    // `.catch(() => {})` and `.on('error', () => undefined)` hide both. A handler that does
+    // nothing by design is a named function, and no-empty-function makes its body hold a
+    // comment saying why nothing is lost (`.catch(raced)` in src/store/postgres/primary.ts).
     files: ['src/**/*.ts'],
     rules: {
       'no-restricted-syntax': [
         'error',
-        { selector: `${silentCatch}[body.type='Identifier'][body.name='undefined']`, message: 'a swallowed failure: handle it or log it with its cause' },
-        { selector: `${silentCatch}[body.type='BlockStatement'][body.body.length=0]`, message: 'a swallowed failure: handle it or log it with its cause' },
+        { selector: `${silentCatch}[body.type='Identifier'][body.name='undefined']`, message: swallowed },
+        { selector: `${silentCatch}[body.type='BlockStatement'][body.body.length=0]`, message: swallowed },
+        { selector: `${silentError}[body.type='Identifier'][body.name='undefined']`, message: swallowed },
+        { selector: `${silentError}[body.type='BlockStatement'][body.body.length=0]`, message: swallowed },
       ],
+      '@typescript-eslint/no-empty-function': 'error',
     },
   },
 );

@@ -417,7 +417,7 @@ export const OPS: OpSpec[] = [
     },
     capture: captureTemplate(L.insertRow, [201], (d) => (isObj(d) && Number.isInteger(d['t_id']) ? null : 'expected data {"t_id":<int>}')),
   },
-  // Issue 9 (docs/query.md): last, because their million rows and records make every later heap bigger.
+  // Queries and indexes (docs/query.md): last, because their million rows and records make every later heap bigger.
   {
     id: 'query-indexed',
     label: 'GET rows, indexed equality (10 of 1,000,000 rows)',

@@ -608,7 +608,7 @@ async function main(): Promise<void> {
         '(column "other load"): on 2 cores that skews throughput and p99; rerun on an idle machine.\n',
     );
   }
-  // Issue 9 targets beside the table (docs/query.md): indexed query vs GET variant in the same run, and the index figures.
+  // The targets of docs/query.md beside the table: indexed query vs GET variant in the same run, and the index figures.
   for (const mode of o.modes) {
     const gv = rows.find((r) => r.op.id === 'get-variant' && r.mode === mode && r.pithos);
     const qi = rows.find((r) => r.op.id === 'query-indexed' && r.mode === mode && r.pithos);

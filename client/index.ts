@@ -289,7 +289,7 @@ export const ENDPOINTS = {
   setVariantTtl: ep('PATCH', '/variants/{name}', false, P2),
   deleteVariant: ep('DELETE', '/variants/{name}', false),
   append: ep('POST', '/variants/{name}', false, P2),
-  // numbers and texts: quick-start spellings of integer and string variants (part three)
+  // numbers and texts: quick-start spellings of integer and string variants
   putNumber: ep('PUT', '/number/{name}', true, P2),
   getNumber: ep('GET', '/number/{name}', true, P2),
   incrNumber: ep('POST', '/number/{name}', false, P2),
@@ -304,7 +304,7 @@ export const ENDPOINTS = {
   renewLock: ep('PATCH', '/locks/{name}', false),
   releaseLock: ep('DELETE', '/locks/{name}', false),
   getLock: ep('GET', '/locks/{name}', true),
-  // lists (revision 3)
+  // lists
   listLists: ep('GET', '/lists', true, P2),
   putList: ep('PUT', '/lists/{name}', true, P2),
   getList: ep('GET', '/lists/{name}', true, P2),
@@ -315,7 +315,7 @@ export const ENDPOINTS = {
   putListQuick: ep('PUT', '/list/{name}', true, P2),
   getListQuick: ep('GET', '/list/{name}', true, P2),
   deleteListQuick: ep('DELETE', '/list/{name}', false, P2),
-  // sets and sorted sets (part three)
+  // sets and sorted sets
   listSets: ep('GET', '/sets', true, P2),
   putSet: ep('PUT', '/sets/{name}', true, P2),
   getSet: ep('GET', '/sets/{name}', true, P2),
@@ -694,7 +694,7 @@ export class Pithos {
   async deleteRows(name: string, wheres: Wheres): Promise<void> {
     await this.call('deleteRows', [name], { body: { wheres } });
   }
-  /** One row by its `t_id` (part three). */
+  /** One row by its `t_id`. */
   async getRow(name: string, tId: number): Promise<Row> {
     return (await this.call<Row>('getRow', [name, String(tId)])).data;
   }
@@ -915,7 +915,7 @@ export class Pithos {
     return (await this.call<LockState>('getLock', [name])).data;
   }
 
-  // --- sets and sorted sets (part three) -------------------------------------------------
+  // --- sets and sorted sets ---------------------------------------------------------------
 
   async putSet(name: string, members: string[], o?: WriteOptions): Promise<{ created: boolean }> {
     return { created: (await this.call('putSet', [name], { body: { set: members, ...writeFields(o) } })).status === 201 };

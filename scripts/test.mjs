@@ -32,6 +32,7 @@ const pgPass = [
   ...tests(path.join('dist', 'test', 'multinode')),
   'dist/test/store/query.property.test.js',
   'dist/test/store/pg-cursor.test.js',
+  'dist/test/store/pg-sweep.test.js',
 ];
 
 const first = run([...RUNNER, ...logPass]);

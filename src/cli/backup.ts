@@ -89,7 +89,11 @@ export async function restore(p: Parsed, io: Io): Promise<number> {
       keyFile: flag(p, 'encryption-key-file') ?? io.env.PITHOS_ENCRYPTION_KEY_FILE,
       oldKeyFiles: (flag(p, 'encryption-old-key-files') ?? io.env.PITHOS_ENCRYPTION_OLD_KEY_FILES ?? '').split(',').filter((x) => x !== ''),
     });
-    io.out((await restoreBackup(from, path.resolve(dir), () => {}, keyring)) + '\n');
+    // The engine's info lines (keys recovered) repeat what the command prints; its warnings and errors go to stderr.
+    const log = (level: 'info' | 'warn' | 'error', msg: string): void => {
+      if (level !== 'info') io.err(`pithos restore: ${msg}\n`);
+    };
+    io.out((await restoreBackup(from, path.resolve(dir), log, keyring)) + '\n');
     return 0;
   } catch (err) {
     // A bad file, a non-empty directory, one a server holds, a batch that fails its checksum: say which, exit 1.

@@ -124,7 +124,7 @@ export function unlockDirectory(dir: string): void {
  * Creates `file` exclusively with this process's pid in it; false if it exists.
  * If the pid cannot be written (a full disk), the file this call created is
  * removed before the error goes up: left empty, it would block every later
- * start for EMPTY_GRACE_MS, and a guard used to block them for good.
+ * start for EMPTY_GRACE_MS (or for good, under a guard that never expired it).
  */
 function tryCreate(file: string): boolean {
   let fd: number;

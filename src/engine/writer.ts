@@ -340,7 +340,9 @@ export class GroupWriter {
   }
 }
 
-function noop(): void {}
+function noop(): void {
+  // A placeholder until the batch's promise is made, in the same synchronous run: nothing calls it.
+}
 
 /**
  * Readies a version a rolled-back write is about to put back: one whose file

@@ -15,7 +15,7 @@ const token = { type: 'string', required: true, doc: 'the lease token from acqui
 const ttlOnly = { type: 'ttl', required: true, doc: 'the remaining lifetime in seconds; 0 = none' } as const;
 const create = { type: 'boolean', doc: 'false: 404 instead of creating a missing object (default true)' } as const;
 
-/** Only a precondition (deletes of the Part-three kinds). */
+/** Only a precondition (deletes of a row, list, set or sorted set). */
 export const onlyIfVersion = { if_version: ifVersion } as const;
 /** PATCH of a set or sorted set: the remaining lifetime. */
 export const lifetime = { ttl: ttlOnly, if_version: ifVersion } as const;
@@ -29,7 +29,7 @@ export const patchRows = {
   ttl: { type: 'ttl', doc: 'alone: the remaining lifetime of the table and its rows in seconds; 0 = none' },
 } as const;
 export const insertRow = { rows: { type: 'object', required: true, doc: 'the row', hint: rowsHint } } as const;
-/** A row query's body (docs/api.md "Paging, order, projection"); shapes beyond the type are checked by query-body.ts. */
+/** A row query's body (docs/api.md "Shape a row query"); shapes beyond the type are checked by query-body.ts. */
 export const rowQuery = {
   wheres,
   limit: { type: 'number', doc: 'at most this many rows (integer ≥ 1)' },

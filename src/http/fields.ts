@@ -60,7 +60,7 @@ type OptionalFields<F extends Fields> = { [K in keyof F as F[K] extends { requir
 /**
  * The body a handler receives once checkBody has passed the route's fields
  * `F`: each declared field typed as its check guarantees (absent when not
- * required), anything else unknown (Part-one endpoints ignore extra fields).
+ * required), anything else unknown (non-strict endpoints ignore extra fields).
  * Handlers take their body as this type of their route's declaration
  * (bodies.ts), so that a field's type lives in one place.
  */
@@ -129,7 +129,7 @@ function check(name: string, f: Field, v: unknown, body: Body, param: string): v
   }
 }
 
-/** Checks the declared fields; `strict` also refuses undeclared ones (every Part-two endpoint). */
+/** Checks the declared fields; `strict` also refuses undeclared ones (docs/api.md "Transport"). */
 export function checkBody(fields: Fields, names: readonly string[], body: Body, strict: boolean, param: string): void {
   for (let i = 0; i < names.length; i++) check(names[i], fields[names[i]], body[names[i]], body, param);
   if (!strict) return;

@@ -413,4 +413,6 @@ export function advanceClock(ctx: Ctx, _name: string, body: Body, res: ServerRes
   send(res, 200, A.clock);
 }
 
-function superseded(): void {}
+function superseded(): void {
+  // The first read of a versioned GET, dropped for one with its own holder: that read answers, and reports its own failure.
+}

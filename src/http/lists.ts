@@ -172,4 +172,6 @@ export function getQuickList(ctx: Ctx, name: string, _body: Body, res: ServerRes
   return later(lists, name, 0, -1, res, data, asQuick);
 }
 
-function superseded(): void {}
+function superseded(): void {
+  // The first read of a versioned GET, dropped for one with its own holder: that read answers, and reports its own failure.
+}

@@ -118,7 +118,7 @@ function operation(r: RouteDef): Json {
     }
     const schema: Json = { type: 'object', properties: props };
     if (required.length > 0) schema.required = required;
-    // Part-one endpoints ignore fields they do not use; strict ones refuse them.
+    // Non-strict endpoints ignore fields they do not use; strict ones refuse them (docs/api.md "Transport").
     schema.additionalProperties = r.strict === true ? false : true;
     op.requestBody = { required: required.length > 0, content: { 'application/json': { schema } } };
   }

@@ -1,12 +1,14 @@
 /**
  * Shaping fields of a row query and the listing's query parameters, checked
- * into the store's typed inputs (docs/api.md "Paging, order, projection",
- * "Listing"). Every failure names the field and the reason.
+ * into the store's typed inputs (docs/api.md "Shape a row query",
+ * "List names"). Every failure names the field and the reason.
  */
 import { invalid } from '../store/errors.js';
-import type { ListOptions, OrderKey, RowQuery, Wheres } from '../store/store.js';
+import type { ListOptions, OrderKey, RowQuery } from '../store/store.js';
 import { isPlainObject, MAX_TTL } from '../store/validate.js';
 import type { Body } from './body.js';
+import type * as b from './bodies.js';
+import type { BodyOf } from './fields.js';
 
 const MAX_ORDER_KEYS = 16;
 
@@ -26,7 +28,7 @@ function orderOf(v: unknown): OrderKey[] {
     }
     if (typeof k.field !== 'string' || k.field.length === 0) throw invalid(`order[${i}].field must be a non-empty string`);
     if (k.dir !== undefined && k.dir !== 'asc' && k.dir !== 'desc') throw invalid(`order[${i}].dir must be "asc" or "desc"`);
-    return { field: k.field, dir: (k.dir ?? 'asc') as 'asc' | 'desc' };
+    return { field: k.field, dir: k.dir === 'desc' ? 'desc' : 'asc' };
   });
 }
 
@@ -36,16 +38,16 @@ export function isPlainQuery(body: Body): boolean {
   return true;
 }
 
-/** The row query a body of GET …/rows or POST …/query asks for (types of `wheres` checked by the route). */
-export function rowQueryOf(body: Body): RowQuery {
-  const q: RowQuery = { wheres: body.wheres as Wheres };
+/** The row query a body of GET …/rows or POST …/query asks for (the field types checked by the route: bodies.ts `rowQuery`). */
+export function rowQueryOf(body: BodyOf<typeof b.rowQuery>): RowQuery {
+  const q: RowQuery = { wheres: body.wheres };
   if (body.limit !== undefined) q.limit = positiveInt('limit', body.limit, 1);
   if (body.after !== undefined) q.after = positiveInt('after', body.after, 0);
   if (body.order !== undefined) q.order = orderOf(body.order);
   if (body.fields !== undefined) {
     const f = body.fields;
-    if (!Array.isArray(f) || !f.every((x) => typeof x === 'string')) throw invalid(`field 'fields' must be an array of field names`);
-    q.fields = f as string[];
+    if (!Array.isArray(f) || !f.every((x): x is string => typeof x === 'string')) throw invalid(`field 'fields' must be an array of field names`);
+    q.fields = f;
   }
   if (body.count !== undefined) {
     if (typeof body.count !== 'boolean') throw invalid(`field 'count' must be true or false`);

@@ -26,7 +26,7 @@ export class Route {
   /**
    * The declared query parameters of `url`, percent-decoded; 400 for an
    * undeclared, repeated or badly encoded one. `+` is a plus sign, not a
-   * space: names are percent-decoded path-style (docs/api.md "Listing").
+   * space: names are percent-decoded path-style (docs/api.md "List names").
    */
   parseQuery(url: string): Record<string, string> {
     const out = Object.create(null) as Record<string, string>;

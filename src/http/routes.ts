@@ -32,13 +32,13 @@ export interface RouteDef {
   subNames?: 'field' | 't_id' | 'member';
   /**
    * Query-string parameters the endpoint takes (name → doc). When declared,
-   * any other parameter is refused (400 naming it); Part-one endpoints declare
-   * none and ignore query strings.
+   * any other parameter is refused (400 naming it); the lenient endpoints of docs/api.md
+   * "Transport" declare none and ignore query strings.
    */
   query?: Readonly<Record<string, string>>;
   summary: string;
   body?: Fields;
-  /** Undeclared body fields are refused (every Part-two endpoint; Part one ignores them, as its clients expect). */
+  /** Undeclared body fields are refused (the strict endpoints of docs/api.md "Transport"); the others ignore them, as their clients expect. */
   strict?: boolean;
   /** Success status(es) and message, for documentation. */
   /** `type`: set when the answer is not the JSON envelope (a stream, a text format); `message` then describes it. */

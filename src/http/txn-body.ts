@@ -11,8 +11,9 @@ import { elementNumberTexts } from '../store/json.js';
 import { isRowId, MAX_ROW_ID } from '../store/rows.js';
 import { MAX_POP } from '../store/lists.js';
 import { checkName, isPlainObject, isVersion, MAX_TTL } from '../store/validate.js';
-import type { Body } from './body.js';
-import { checkMember, checkScore, membersOf, scoresOf, Z_MODES, type ZMode } from '../store/collection.js';
+import type * as b from './bodies.js';
+import type { BodyOf } from './fields.js';
+import { checkMember, checkScore, membersOf, scoresOf, Z_MODES } from '../store/collection.js';
 
 export const MAX_TXN_ITEMS = 1000;
 
@@ -70,12 +71,17 @@ function nameOf(o: Obj, kind: string, where: string): string {
 }
 
 type Kind = 'table' | 'variant' | 'record' | 'list' | 'set' | 'zset';
-const KINDS: readonly string[] = ['table', 'variant', 'record', 'list', 'set', 'zset'];
+const KINDS: readonly Kind[] = ['table', 'variant', 'record', 'list', 'set', 'zset'];
 const KINDS_TEXT = "'table', 'variant', 'record', 'list', 'set' or 'zset'";
+
+/** Whether `v` is one of `options`, as a type guard. */
+function oneOf<T extends string>(options: readonly T[], v: unknown): v is T {
+  return options.some((o) => o === v);
+}
 
 function kindOf(o: Obj, where: string): Kind {
   const k = o.kind ?? 'table';
-  if (typeof k === 'string' && KINDS.includes(k)) return k as Kind;
+  if (oneOf(KINDS, k)) return k;
   throw invalid(`${where}: field 'kind' must be ${KINDS_TEXT}${typeof k === 'string' ? `, not '${k}'` : ''}`);
 }
 
@@ -235,16 +241,17 @@ function collectionMutation(m: Obj, kind: 'set' | 'zset', op: string, name: stri
   switch (`${kind} ${op}`) {
     case 'set ADD':
     case 'set REMOVE':
-    case 'zset REMOVE':
+    case 'zset REMOVE': {
       allowOnly(m, ['kind', 'name', 'operation', 'members'], where);
-      return { kind, name, op, members: within(where, () => membersOf('members', m.members)) } as Mutation;
+      const members = within(where, () => membersOf('members', m.members));
+      if (kind === 'zset') return { kind, name, op: 'REMOVE', members };
+      return { kind, name, op: op === 'ADD' ? 'ADD' : 'REMOVE', members };
+    }
     case 'zset ADD': {
       allowOnly(m, ['kind', 'name', 'operation', 'members', 'mode'], where);
       const mode = m.mode ?? 'upsert';
-      if (typeof mode !== 'string' || !(Z_MODES as readonly string[]).includes(mode)) {
-        throw invalid(`${where}: field 'mode' must be upsert, nx, xx, gt or lt`);
-      }
-      return { kind: 'zset', name, op: 'ADD', members: within(where, () => scoresOf('members', m.members, 1, 1000)), mode: mode as ZMode };
+      if (!oneOf(Z_MODES, mode)) throw invalid(`${where}: field 'mode' must be upsert, nx, xx, gt or lt`);
+      return { kind: 'zset', name, op: 'ADD', members: within(where, () => scoresOf('members', m.members, 1, 1000)), mode };
     }
     case 'zset INCR': {
       allowOnly(m, ['kind', 'name', 'operation', 'member', 'delta'], where);
@@ -257,15 +264,19 @@ function collectionMutation(m: Obj, kind: 'set' | 'zset', op: string, name: stri
   }
 }
 
+function versionOf(v: unknown, where: string): number {
+  if (!isVersion(v)) throw invalid(`${where}: field 'version' must be an integer ≥ 0`);
+  return v;
+}
+
 function check(c: unknown, i: number): Check {
   const where = `check ${i}`;
   if (!isPlainObject(c)) throw invalid(`${where} must be an object`);
   const kind = c.kind;
-  if (typeof kind !== 'string' || !KINDS.includes(kind)) throw invalid(`${where}: field 'kind' must be ${KINDS_TEXT}`);
-  const k = kind as Kind;
-  const name = nameOf(c, k, where);
+  if (!oneOf(KINDS, kind)) throw invalid(`${where}: field 'kind' must be ${KINDS_TEXT}`);
+  const name = nameOf(c, kind, where);
   const exists = bool(c, 'exists', where);
-  switch (k) {
+  switch (kind) {
     // ---- sets and sorted sets
     case 'set': {
       allowOnly(c, ['kind', 'name', 'exists', 'contains', 'count'], where);
@@ -291,10 +302,9 @@ function check(c: unknown, i: number): Check {
       return { kind: 'variant', name, exists, value: c.value, hasValue: hasOwn(c, 'value') };
     case 'record': {
       allowOnly(c, ['kind', 'name', 'exists', 'version'], where);
-      const version = c.version;
-      if (version !== undefined && !isVersion(version)) throw invalid(`${where}: field 'version' must be an integer ≥ 0`);
+      const version = c.version === undefined ? undefined : versionOf(c.version, where);
       if (exists === undefined && version === undefined) throw invalid(`${where}: a record check needs 'exists' or 'version'`);
-      return { kind: 'record', name, exists, version: version as number | undefined };
+      return { kind: 'record', name, exists, version };
     }
     default: {
       allowOnly(c, ['kind', 'name', 'exists', 'where', 'count'], where);
@@ -306,10 +316,10 @@ function check(c: unknown, i: number): Check {
   }
 }
 
-/** The body's fields are already declared and type-checked by the route table (arrays, booleans). */
-export function parseTransaction(body: Body, raw: string): Transaction {
-  const ms = body.mutations as unknown[];
-  const cs = (body.checks ?? []) as unknown[];
+/** The body's fields are already declared and type-checked by the route table (arrays, booleans: bodies.ts `transact`). */
+export function parseTransaction(body: BodyOf<typeof b.transact>, raw: string): Transaction {
+  const ms = body.mutations;
+  const cs = body.checks ?? [];
   if (ms.length > MAX_TXN_ITEMS) throw invalid(`field 'mutations' holds ${ms.length} mutations; at most ${MAX_TXN_ITEMS} are allowed`);
   if (cs.length > MAX_TXN_ITEMS) throw invalid(`field 'checks' holds ${cs.length} checks; at most ${MAX_TXN_ITEMS} are allowed`);
   const texts: NumberTexts = {
@@ -319,6 +329,6 @@ export function parseTransaction(body: Body, raw: string): Transaction {
   return {
     mutations: ms.map((m, i) => mutation(m, i, texts)),
     checks: cs.map(check),
-    serializable: (body.serializable ?? body.serialization ?? false) as boolean,
+    serializable: body.serializable ?? body.serialization ?? false,
   };
 }

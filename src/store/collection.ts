@@ -9,7 +9,7 @@ import { invalid, type StoreError } from './errors.js';
 import { missing } from './messages.js';
 import { isPlainObject } from './validate.js';
 
-/** The collection kinds of Part three that are kept as many keys (one per element). */
+/** The collection kinds that are kept as many keys (one per element): sets and sorted sets. */
 export type CollectionKind = 'set' | 'zset';
 
 /** A member is a string of at most this many bytes of UTF-8 (docs/api.md, "Sets"). */

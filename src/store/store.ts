@@ -11,7 +11,6 @@
  * serve from memory may return their text synchronously (`Sync<T>`): that is
  * the measured fast path of GET (docs/benchmarks.md), worth one union type.
  */
-import type { EngineObserver as StorageObserver, EngineStats as StorageStats } from '../engine/index.js';
 import type { ScalarInput, VType } from './variant.js';
 import type { SetOp, ZMode, ZRange } from './collection.js';
 import type { Row } from './wheres.js';
@@ -72,7 +71,7 @@ export interface TableStore {
   /** Sets the remaining lifetime (0 = none) of the table and so of every row (O(rows)). */
   expire(name: string, ttl: number): Promise<void>;
 
-  // ---- Part two (docs/api.md "Paging, order, projection", "Secondary indexes") ----
+  // ---- Listing and indexes (docs/api.md "Listing, paging and indexes") ----
 
   /**
    * Rows as GET /tables/<name> returns them (an object from t_id to row, as
@@ -97,7 +96,7 @@ export interface TableStore {
   /** 404 when there is no such index. */
   dropIndex(name: string, field: string): Promise<void>;
 
-  // ---- Part three (docs/api.md "One row by t_id"): 404 for a missing table or row ----
+  // ---- One row (docs/api.md "One row by `t_id`"): 404 for a missing table or row ----
 
   /** The row as JSON text; `out` receives its version (synchronously when served from memory). */
   getRow(name: string, id: number, out?: VersionOut): Sync<string>;
@@ -136,7 +135,7 @@ export interface RowQuery {
 
 export type ListKind = 'tables' | 'records' | 'variants' | 'locks' | 'lists' | 'sets' | 'zsets';
 
-/** A listing request (docs/api.md "Listing"): names in byte order. */
+/** A listing request (docs/api.md "List names"): names in byte order. */
 export interface ListOptions {
   /** Only names that start with this ('' = all). */
   prefix: string;
@@ -434,4 +433,33 @@ export interface StorageMetrics {
   stats(): StorageStats;
   observe(o: StorageObserver): void;
 }
-export type { StorageObserver, StorageStats };
+
+/**
+ * The figures of a store's own log, read at scrape time. Declared here, in the
+ * store's terms, so that src/store/ names nothing of src/engine/: the log
+ * store's engine has these fields (and more), and LogStore.storageMetrics
+ * hands it over as it is, checked against this shape by the compiler.
+ */
+export interface StorageStats {
+  /** Keys in the key directory (expired ones count until swept). */
+  keys: number;
+  /** Keys outside any group: tables, records, variants, locks. */
+  topLevelKeys: number;
+  liveBytes: number;
+  deadBytes: number;
+  segments: number;
+  cacheBytes: number;
+}
+
+/** Storage events pushed to /metrics as they happen; each call must be cheap. */
+export interface StorageObserver {
+  /** A group commit was written: batches in it, bytes, seconds the write took. */
+  logWrite(batches: number, bytes: number, seconds: number): void;
+  /** The log was fdatasync'd: seconds it took. */
+  logSync(seconds: number): void;
+  /** A read found its value in memory (hit) or had to go to disk (miss). */
+  cacheHit(): void;
+  cacheMiss(): void;
+  /** A compaction pass finished: bytes read and bytes written. */
+  compacted(bytesIn: number, bytesOut: number): void;
+}

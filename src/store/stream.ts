@@ -66,7 +66,9 @@ export class ArraySource implements RowSource {
     return out;
   }
 
-  release(): void {}
+  release(): void {
+    // The rows are plain memory, freed with the source: there is nothing to let go of.
+  }
 }
 
 /** The `obj` of a row read without parsing (`read(…, parse = false)`). */

@@ -366,7 +366,7 @@ test('locks: holder, fence and countdown; the token survives navigating away; re
   await page.locator('#names tr[data-name="jobs"]').waitFor();
   const cell = page.locator('#names tr[data-name="jobs"] td').last();
   assert.match((await cell.textContent()) ?? '', /^\d+ s$/);
-  // The countdown cell is one line (it used to wrap "59 s" into the next column).
+  // The countdown cell is one line ("59 s" must not wrap into the next column).
   const box = await cell.boundingBox();
   assert.ok(box && box.height < 40, `one line: ${JSON.stringify(box)}`);
 

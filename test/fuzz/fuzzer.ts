@@ -92,7 +92,7 @@ const ODD_SEGMENTS = [
   '%5F%5Fproto%5F%5F',
 ];
 const METHODS = ['GET', 'PUT', 'POST', 'PATCH', 'DELETE'];
-/** One row by t_id (API.md §20): mostly rows that may exist, and every malformed form. */
+/** One row by t_id (docs/api.md "One row by `t_id`"): mostly rows that may exist, and every malformed form. */
 const ROW_IDS = ['1', '2', '3', '1', '2', '0', '-1', '1.5', '1e2', '01', '+1', 'abc', '%31', '%20', '', '9007199254740992', '9'.repeat(40)];
 // No HEAD: its answer has a Content-Length but no body, which this reader cannot frame.
 const ODD_METHODS = ['OPTIONS', 'TRACE', 'get', 'put', 'Post', 'FOO', 'PROPFIND', 'M-SEARCH', 'LINK', 'PURGE', 'QUERY'];

@@ -319,7 +319,7 @@ test(
     // The interleaving of two servers started together, made certain: the late one
     // finds the directory missing, the other creates it and takes its lock, then
     // the late one's mkdir finds it there and its lock is refused. Its failed
-    // start used to remove the directory as its own, under the server using it.
+    // start must not remove the directory as its own, under the server using it.
     const dir = path.join(tmp, 'created-meanwhile');
     const hold = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'helpers', 'hold-mkdir.js');
     const late = new PithosServer({

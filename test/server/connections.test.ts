@@ -1,6 +1,6 @@
 /**
- * Issue 14, items 10 and 15, and the slow-client test: connections that never
- * send, trickle, or never read must not lock other clients out or hold memory.
+ * Connections that never send, trickle, or never read must not lock other
+ * clients out or hold memory (docs/operations.md, the connection limits).
  */
 import assert from 'node:assert/strict';
 import net from 'node:net';
@@ -18,7 +18,7 @@ function silent(port: number): Promise<net.Socket> {
   });
 }
 
-test('item 10: under a 1,024 open-file limit, GET /health works while 1,100 silent clients are connected', async (t) => {
+test('under a 1,024 open-file limit, GET /health works while 1,100 silent clients are connected', async (t) => {
   const s = await PithosServer.start({ testClock: false, wrap: ['prlimit', '--nofile=1024:1024', '--'] });
   const socks: net.Socket[] = [];
   try {
@@ -42,7 +42,7 @@ test('item 10: under a 1,024 open-file limit, GET /health works while 1,100 sile
 });
 
 test(
-  'item 15: clients pipelining GETs of a 10 MiB record and never reading are bounded and cut off',
+  'clients pipelining GETs of a 10 MiB record and never reading are bounded and cut off',
   {
     skip:
       STORE === 'postgres'

@@ -34,7 +34,7 @@ function isEnvelope(a: RawAnswer, status: number, message?: RegExp): void {
   if (message) assert.match(j.message!, message, label);
 }
 
-// ---------------------------------------------------------------- item 1
+// ---------------------------------------------------------------- early 413 on a large body
 
 test('a client still sending a 17 MiB body reads the early 413 (lingering close)', async () => {
   const body = Buffer.alloc(17 * 1024 * 1024, 0x20);
@@ -67,7 +67,7 @@ test('a client still sending a 17 MiB body reads the early 413 (lingering close)
   expectError(await srv.req('GET', '/records/big0'), 404);
 });
 
-// ---------------------------------------------------------------- item 5
+// ---------------------------------------------------------------- UTF-8 bodies
 
 test('invalid UTF-8 in a body → 400 naming the offset, nothing stored; a leading BOM is skipped', async () => {
   const id = uniq('utf');
@@ -89,7 +89,7 @@ test('invalid UTF-8 in a body → 400 naming the offset, nothing stored; a leadi
   expectSuccess(await srv.req('GET', `/records/${id}`), 200, 'record queried successfully', { s: 'é' });
 });
 
-// ---------------------------------------------------------------- item 6 (method)
+// ---------------------------------------------------------------- the request method
 
 test('a lowercase method is named in the 400', async () => {
   const x = await exchange(srv.port, reqBytes('get', '/health', srv.token));
@@ -99,7 +99,7 @@ test('a lowercase method is named in the 400', async () => {
   isEnvelope(y.answers[0], 400, /unknown HTTP method 'FETCH'/);
 });
 
-// ---------------------------------------------------------------- item 12
+// ---------------------------------------------------------------- Expect: 100-continue
 
 test('Expect: 100-continue on pipelined requests keeps the answers in order', async () => {
   const id = uniq('cont');
@@ -160,7 +160,7 @@ test('an Upgrade header gets a 400 envelope; earlier pipelined answers are kept'
   assert.ok(x.closed);
 });
 
-// ---------------------------------------------------------------- item 13
+// ---------------------------------------------------------------- odd headers
 
 test('no Host and Expect: foo are answered with the envelope', async () => {
   const noHost = await exchange(srv.port, `GET /health HTTP/1.1\r\nAuth-Token: ${srv.token}\r\n\r\n`, { answers: 1 });
@@ -178,7 +178,7 @@ test('no Host and Expect: foo are answered with the envelope', async () => {
   isEnvelope(two.answers[1], 200);
 });
 
-// ---------------------------------------------------------------- item 14
+// ---------------------------------------------------------------- early refusals close the connection
 
 test('an early refusal with a huge declared body closes the connection within seconds', async () => {
   const cl = { 'Content-Length': '16777217' };
@@ -234,7 +234,7 @@ test('after a 400 for a malformed request, a client that neither reads nor close
   }
 });
 
-// ---------------------------------------------------------------- item 11
+// ---------------------------------------------------------------- SIGTERM closes the engine
 
 test('PUT, PUT, CONNECT pipelined then SIGTERM: the engine is closed ("stopped cleanly", LOCK gone)', async () => {
   const s = await PithosServer.start({ testClock: false, fsync: 'everysec' });

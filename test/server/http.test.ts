@@ -362,8 +362,8 @@ function maxDepth(v: unknown): number {
 // ---------------------------------------------------------------- paths and methods
 
 test('unknown paths → 404', async () => {
-  // '/tables', '/records', '/variants' and '/locks' list (API.md §13): known paths since Part two;
-  // '/tables/a/rows/1' is one row (API.md §20).
+  // '/tables', '/records', '/variants' and '/locks' are known paths (docs/api.md "List names");
+  // '/tables/a/rows/1' is one row (docs/api.md "One row by `t_id`").
   for (const p of [
     '/',
     '/nope',
@@ -692,8 +692,10 @@ test('generated token: printed as default password, stored 0600, reused after re
 
     // restart without a configured token: the same secret works
     await s.restart('SIGTERM');
+    // The stored secret is printed at every start (docs/operations.md, "The auth token").
     const again = s.stdout.split('\n').find((l) => l.includes('default password'));
-    if (again) assert.equal(again.trim().split(/\s+/).pop(), token, 'a reprinted default password must be the stored one');
+    assert.ok(again, `no "default password" line after the restart:\n${s.stdout}`);
+    assert.equal(again.trim().split(/\s+/).pop(), token, 'the reprinted default password must be the stored one');
     s.token = token;
     expectSuccess(await s.req('GET', '/records/tok'), 200, 'record queried successfully', { a: 1 });
     await s.kill('SIGTERM');

@@ -1,5 +1,5 @@
 /**
- * Indexes across SIGKILL (API.md §15): inserts and patches run concurrently
+ * Indexes across SIGKILL (docs/api.md "Secondary indexes"): inserts and patches run concurrently
  * on an indexed table, the server is killed mid-stream, restarted, and every
  * index (once rebuilt) must answer exactly as a full scan does.
  */

@@ -181,7 +181,7 @@ test('every documented operation is answered by the live server (never "no endpo
 
 test('only the public route skips the token; every other unauthenticated request is still 401', async () => {
   const noToken = { 'Auth-Token': null };
-  // A query string does not change the route: still public (not 401), and its unknown parameter is named (Part two).
+  // A query string does not change the route: still public (not 401), and its unknown parameter is named, as on every strict endpoint.
   expectError(await srv.req('GET', '/openapi.json?x=1', undefined, noToken), 400, "unknown query parameter 'x': this endpoint takes none");
   assert.equal((await srv.req('GET', '/openapi.json', undefined, { 'Auth-Token': 'wrong' })).status, 200);
   assert.equal((await srv.req('GET', '/openapi.json', undefined)).status, 200); // with the right token too

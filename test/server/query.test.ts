@@ -1,6 +1,6 @@
 /**
- * Black-box tests of listing (API.md §13), shaped row queries (§13) and
- * secondary indexes (§15): every new field and parameter, and its errors.
+ * Black-box tests of listing, shaped row queries and secondary indexes
+ * (docs/api.md "Listing, paging and indexes"): every field and parameter, and its errors.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -193,7 +193,7 @@ test('listing: expired and deleted names are not listed', async () => {
   );
 });
 
-test('every Part two endpoint refuses an unknown query parameter, naming it, and changes nothing', async () => {
+test('every strict endpoint refuses an unknown query parameter, naming it, and changes nothing', async () => {
   const v = uniq('qp');
   const txn = { mutations: [{ kind: 'variant', name: v, operation: 'SET', variant: 1 }] };
   expectError(await srv.req('POST', '/txns?dry_run=1', txn), 400, "unknown query parameter 'dry_run': this endpoint takes none");

@@ -16,7 +16,7 @@ import { textOf } from '../../src/store/stream.js';
 
 interface Faults {
   fail: boolean;
-  /** Hold the reads started in the same turn as a failure (serving the indexes again used to start some). */
+  /** Hold the reads started in the same turn as a failure (where reading the indexes back in would start some). */
   holdReads: boolean;
   /** How many reads were held. */
   held: number;
@@ -162,7 +162,7 @@ test('a row written right after a failed DROP TABLE is found through the indexes
     await new Promise((r) => setImmediate(r));
     await store.tables.insert('t', { a: 3, b: 100 });
     await store.tables.patch('t', { b: 8 }, { a: 4 });
-    // Whatever was held (serving the indexes again, before the fix) goes on now.
+    // Whatever was held (a read of the indexes back in, if any started) goes on now.
     await state.release();
     await store.indexes.settled();
     assert.equal(await store.tables.listIndexes('t'), '[{"field":"a","ready":true},{"field":"b","ready":true}]');

@@ -104,5 +104,6 @@ export class LogStore implements Store {
   }
 }
 
-/** Without a logger (engine tests), background failures go unreported, as the engine's own do. */
-function noLog(): void {}
+function noLog(): void {
+  // Without a logger (engine tests), background failures go unreported, as the engine's own do.
+}

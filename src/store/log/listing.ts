@@ -1,5 +1,5 @@
 /**
- * Listing (docs/api.md "Listing"): a page of names from the ordered view
+ * Listing (docs/api.md "List names"): a page of names from the ordered view
  * (names.ts), then what each item shows, read in one decision: remaining
  * lifetime for all, the row count for tables, the holder for locks.
  */

@@ -12,11 +12,11 @@
  * expiring list takes its items with it.
  *
  * The functions taking a Tx are the decisions; transactions (txns.ts) reuse
- * them. Blocking pops wait in a queue per list name kept here, woken by the
- * commit of any batch that writes that list's header.
+ * them. Blocking pops wait in a queue per list name (../list-waiters.ts),
+ * woken here by the commit of any batch that writes that list's header.
  */
 import { type Decoder, Op } from '../../engine/index.js';
-import { StoreError } from '../errors.js';
+import { NO_ITEMS, shuttingDown, type Waiter, WaitingPops } from '../list-waiters.js';
 import { indexOf, listMissing, rangeOf, removals } from '../lists.js';
 import type { ListPatch, ListPop, ListSide, ListStore, Precondition, Sync, VersionOut } from '../store.js';
 import { expiryOf } from '../validate.js';
@@ -151,7 +151,7 @@ export function popNow(tx: Tx, name: string, p: ListPop, pre: Precondition | und
     if (waiting) return undefined;
     throw listMissing(name);
   }
-  if (items.length === 0) return waiting ? undefined : '{"items":[]}';
+  if (items.length === 0) return waiting ? undefined : NO_ITEMS;
   if (p.to !== undefined) pushItems(tx, p.to, items, p.toSide, true);
   return `{"items":[${items.join(',')}]}`;
 }
@@ -229,38 +229,10 @@ export function deleteList(tx: Tx, name: string, pre: Precondition | undefined):
   tx.dropGroup(listGroup(name, h.inc));
 }
 
-const EMPTY = '{"items":[]}';
-
-/** A blocking pop waiting for an item. */
-class Waiter {
-  /** Answered (or given up): never served again. */
-  done = false;
-  /** Its pop is being decided (a value is read from disk): the timer and the client's leaving wait for it. */
-  taken = false;
-  /** Its time ran out (or its client left, or shutdown began) while taken. */
-  lapsed = false;
-  timer: NodeJS.Timeout | undefined;
-  onGone: (() => void) | undefined;
-  resolve!: (v: string) => void;
-  reject!: (e: unknown) => void;
-  readonly promise: Promise<string>;
-  constructor(
-    readonly name: string,
-    readonly p: ListPop,
-  ) {
-    this.promise = new Promise((res, rej) => {
-      this.resolve = res;
-      this.reject = rej;
-    });
-  }
-}
-
 export class LogLists implements ListStore {
-  /** Waiting pops per list name, in arrival order. */
-  private readonly waiting = new Map<string, Waiter[]>();
+  private readonly waiting = new WaitingPops();
   /** Lists whose first waiter's pop is being decided after a read from disk: later ones wait their turn. */
   private readonly serving = new Set<string>();
-  private closed = false;
 
   constructor(private readonly atomic: Atomic) {
     atomic.observe(this.onCommit);
@@ -272,7 +244,7 @@ export class LogLists implements ListStore {
    * before any other request is read, one decision each, in arrival order.
    */
   private readonly onCommit = (tx: Tx): void => {
-    if (this.waiting.size === 0) return;
+    if (this.waiting.empty) return;
     const ops = tx.ops;
     for (let i = 0; i < ops.length; i++) {
       const o = ops[i];
@@ -318,76 +290,29 @@ export class LogLists implements ListStore {
    */
   pop(name: string, p: ListPop, pre?: Precondition): Promise<string> {
     if (p.waitMs === 0) return this.atomic.atomically(undefined, (tx) => popNow(tx, name, p, pre, false) as string);
-    if (this.closed) return Promise.reject(shuttingDown());
+    if (this.waiting.closed) return Promise.reject(shuttingDown());
     let w: Waiter | undefined;
     const first = this.atomic.atomically(undefined, (tx) => {
-      const q = this.waiting.get(name);
-      if (q === undefined && !this.serving.has(name)) {
+      if (!this.waiting.has(name) && !this.serving.has(name)) {
         const r = popNow(tx, name, p, pre, true);
         if (r !== undefined) return r;
       } else {
         checkList(tx, name, pre);
       }
       // Decided after a read from disk that outlasted the start of shutdown: nothing was popped, and nothing waits any more.
-      if (this.closed) throw shuttingDown();
-      w ??= this.enqueue(name, p);
+      if (this.waiting.closed) throw shuttingDown();
+      w ??= this.waiting.enqueue(name, p, undefined);
       return undefined;
     });
     return first.then((r) => (r !== undefined ? r : (w as Waiter).promise));
-  }
-
-  private enqueue(name: string, p: ListPop): Waiter {
-    const w = new Waiter(name, p);
-    let q = this.waiting.get(name);
-    if (q === undefined) this.waiting.set(name, (q = []));
-    q.push(w);
-    w.timer = setTimeout(() => this.lapse(w), p.waitMs);
-    if (p.gone !== undefined) {
-      w.onGone = () => this.lapse(w);
-      if (p.gone.aborted) queueMicrotask(w.onGone);
-      else p.gone.addEventListener('abort', w.onGone, { once: true });
-    }
-    return w;
-  }
-
-  /** Its time is up or its client left: it answers no items, unless its pop is being decided right now. */
-  private lapse(w: Waiter): void {
-    if (w.taken) w.lapsed = true;
-    else this.giveUp(w);
-  }
-
-  /** Leaves with nothing popped: no items, or 503 once shutdown has begun. */
-  private giveUp(w: Waiter): void {
-    if (this.closed) this.settle(w, undefined, shuttingDown());
-    else this.settle(w, EMPTY, undefined);
-  }
-
-  private settle(w: Waiter, v: string | undefined, err: unknown): void {
-    if (w.done) return;
-    w.done = true;
-    clearTimeout(w.timer);
-    if (w.onGone !== undefined) w.p.gone?.removeEventListener('abort', w.onGone);
-    const q = this.waiting.get(w.name);
-    if (q !== undefined) {
-      const i = q.indexOf(w);
-      if (i >= 0) q.splice(i, 1);
-      if (q.length === 0) this.waiting.delete(w.name);
-    }
-    if (err !== undefined) w.reject(err);
-    else w.resolve(v as string);
   }
 
   /** Serves the list's waiters in arrival order while it has items. */
   private serve(name: string): void {
     if (this.serving.has(name)) return;
     for (;;) {
-      const q = this.waiting.get(name);
-      if (q === undefined) return;
-      const w = q[0];
-      if (w.p.gone?.aborted === true) {
-        this.settle(w, EMPTY, undefined);
-        continue;
-      }
+      const w = this.waiting.next(name);
+      if (w === undefined) return;
       // Set by the decision: 0 while it waits for a read from disk, 1 nothing to pop, 2 popped.
       const state = { v: 0 };
       w.taken = true;
@@ -414,13 +339,13 @@ export class LogLists implements ListStore {
           if (r !== undefined) this.answer(w, pr);
           else {
             w.taken = false;
-            if (w.lapsed) this.giveUp(w);
+            if (w.lapsed) this.waiting.giveUp(w);
           }
           this.serve(name);
         },
         (err) => {
           this.serving.delete(name);
-          this.settle(w, undefined, err);
+          this.waiting.settle(w, undefined, err);
           this.serve(name);
         },
       );
@@ -430,38 +355,19 @@ export class LogLists implements ListStore {
 
   /** Leaves the queue now; answers once the pop is durable. */
   private answer(w: Waiter, pr: Promise<string | undefined>): void {
-    const q = this.waiting.get(w.name);
-    if (q !== undefined) {
-      const i = q.indexOf(w);
-      if (i >= 0) q.splice(i, 1);
-      if (q.length === 0) this.waiting.delete(w.name);
-    }
-    clearTimeout(w.timer);
-    if (w.onGone !== undefined) w.p.gone?.removeEventListener('abort', w.onGone);
-    w.done = true;
+    this.waiting.leave(w);
     pr.then(
-      (r) => w.resolve(r as string),
+      (r) => w.resolve(r ?? NO_ITEMS),
       (err) => w.reject(err),
     );
   }
 
-  /**
-   * Shutdown has begun: every waiting pop answers 503 now, having popped
-   * nothing. One whose pop is being decided (a read from disk) waits for the
-   * decision: it answers the items when it took some, else 503, so an item
-   * is never both taken and refused.
-   */
+  /** Shutdown has begun (WaitingPops.stop); a pop being decided is one that reads from disk. */
   stopWaiting(): void {
-    this.closed = true;
-    for (const q of [...this.waiting.values()]) {
-      for (const w of [...q]) {
-        if (w.taken) w.lapsed = true;
-        else this.settle(w, undefined, shuttingDown());
-      }
-    }
+    this.waiting.stop();
   }
 }
 
-const shuttingDown = (): StoreError => new StoreError('unavailable', 'server is shutting down');
-
-function nothingTaken(): void {}
+function nothingTaken(): void {
+  // A pop decision that found nothing wrote nothing: whatever becomes of it, no item was taken and the waiter stays queued.
+}

@@ -10,6 +10,7 @@
 import type { Decoder } from '../../engine/index.js';
 import { collectionMissing, type SetOp } from '../collection.js';
 import type { Precondition, SetStore, VersionOut } from '../store.js';
+import { results } from '../txn.js';
 import type { Atomic, Tx } from './atomic.js';
 import {
   dropCollection,
@@ -146,12 +147,12 @@ export class LogSets implements SetStore {
 
   async add(name: string, members: readonly string[], create: boolean, pre?: Precondition): Promise<string> {
     const [added, count] = await this.atomic.atomically(undefined, (tx) => setAdd(tx, name, members, create, pre));
-    return `{"added":${added},"count":${count}}`;
+    return results.added(added, count);
   }
 
   async remove(name: string, members: readonly string[], pre?: Precondition): Promise<string> {
     const [removed, count] = await this.atomic.atomically(undefined, (tx) => setRemove(tx, name, members, pre));
-    return `{"removed":${removed},"count":${count}}`;
+    return results.removed(removed, count);
   }
 
   contains(name: string, members: readonly string[]): Promise<string> {

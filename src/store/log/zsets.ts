@@ -23,7 +23,8 @@
  */
 import type { Decoder, Engine, GroupSnapshot } from '../../engine/index.js';
 import { collectionMissing, memberCompare, scoreText, type ZMode, type ZRange, zaddEffect } from '../collection.js';
-import { conflict, notFound } from '../errors.js';
+import { results } from '../txn.js';
+import { incremented, memberAnswer, memberItem, notMember, zsetEvents } from '../zsets.js';
 import { RankedPairs } from '../ranked.js';
 import type { Precondition, VersionOut, ZsetStore } from '../store.js';
 import type { Atomic, Tx } from './atomic.js';
@@ -241,12 +242,6 @@ function record(p: { changes: Map<string, [number | undefined, number | undefine
   else c[1] = now;
 }
 
-const membersJson = (pairs: ReadonlyArray<[string, number]>): string => {
-  let out = '{';
-  for (let i = 0; i < pairs.length; i++) out += (i === 0 ? '' : ',') + JSON.stringify(pairs[i][0]) + ':' + scoreText(pairs[i][1]);
-  return out + '}';
-};
-
 /** Adds or updates members under `mode`; returns [added, updated, count]. Writes nothing when nothing changes. */
 export function zsetAdd(
   ix: ZsetIndexes,
@@ -278,8 +273,7 @@ export function zsetAdd(
   }
   const count = h.count + added;
   if (p === undefined) return [0, 0, h.count];
-  const json = `{"members":${membersJson(pairs)},"mode":"${mode}","added":${added},"updated":${updated},"count":${count}}`;
-  writeHeader(tx, 'zset', name, { inc: h.inc, count }, { op: 'add', json });
+  writeHeader(tx, 'zset', name, { inc: h.inc, count }, { op: 'add', json: zsetEvents.add(pairs, mode, added, updated, count) });
   return [added, updated, count];
 }
 
@@ -290,14 +284,11 @@ export function zsetIncr(ix: ZsetIndexes, tx: Tx, name: string, member: string, 
   const enc = encodeMember(member);
   const key = group + enc;
   const cur = tx.get(key, scoreDecoder);
-  const s = (cur ?? 0) + delta + 0;
-  if (!Number.isFinite(s))
-    throw conflict(`zset '${name}' member ${JSON.stringify(member)}: score ${scoreText(cur ?? 0)} + ${scoreText(delta)} is not a finite number`);
+  const s = incremented(name, member, cur, delta);
   tx.put(key, scoreBytes(s), s, scoreDecoder, tx.expiry(headerKey('zset', name)));
   record(ix.track(tx, name), enc, cur, s);
   const count = h.count + (cur === undefined ? 1 : 0);
-  const json = `{"member":${JSON.stringify(member)},"delta":${scoreText(delta)},"score":${scoreText(s)}}`;
-  writeHeader(tx, 'zset', name, { inc: h.inc, count }, { op: 'incr', json });
+  writeHeader(tx, 'zset', name, { inc: h.inc, count }, { op: 'incr', json: zsetEvents.incr(member, delta, s) });
   return s;
 }
 
@@ -318,8 +309,7 @@ export function zsetRemove(ix: ZsetIndexes, tx: Tx, name: string, members: reado
     removed++;
   }
   const count = h.count - removed;
-  const json = `{"members":${JSON.stringify(members)},"removed":${removed},"count":${count}}`;
-  writeHeader(tx, 'zset', name, { inc: h.inc, count }, { op: 'remove', json });
+  writeHeader(tx, 'zset', name, { inc: h.inc, count }, { op: 'remove', json: zsetEvents.remove(members, removed, count) });
   return [removed, count];
 }
 
@@ -332,8 +322,6 @@ export function zsetScore(tx: Tx, name: string, member: string): number | undefi
 export function zsetCount(tx: Tx, name: string): number {
   return existingHeader(tx, 'zset', name, undefined).count;
 }
-
-const item = (s: number, m: string): string => `{"member":${JSON.stringify(m)},"score":${scoreText(s)}}`;
 
 export class LogZsets implements ZsetStore {
   readonly indexes: ZsetIndexes;
@@ -351,17 +339,17 @@ export class LogZsets implements ZsetStore {
 
   async add(name: string, pairs: ReadonlyArray<[string, number]>, mode: ZMode, create: boolean, pre?: Precondition): Promise<string> {
     const [added, updated, count] = await this.atomic.atomically(undefined, (tx) => zsetAdd(this.indexes, tx, name, pairs, mode, create, pre));
-    return `{"added":${added},"updated":${updated},"count":${count}}`;
+    return results.addedOrUpdated(added, updated, count);
   }
 
   async incr(name: string, member: string, delta: number, create: boolean, pre?: Precondition): Promise<string> {
     const s = await this.atomic.atomically(undefined, (tx) => zsetIncr(this.indexes, tx, name, member, delta, create, pre));
-    return `{"score":${scoreText(s)}}`;
+    return results.score(s);
   }
 
   async remove(name: string, members: readonly string[], pre?: Precondition): Promise<string> {
     const [removed, count] = await this.atomic.atomically(undefined, (tx) => zsetRemove(this.indexes, tx, name, members, pre));
-    return `{"removed":${removed},"count":${count}}`;
+    return results.removed(removed, count);
   }
 
   async range(name: string, q: ZRange, out?: VersionOut): Promise<string> {
@@ -375,7 +363,7 @@ export class LogZsets implements ZsetStore {
       let text = '{"items":[';
       let first = true;
       const visit = (s: number, m: string): void => {
-        text += (first ? '' : ',') + item(s, decodeMember(m));
+        text += (first ? '' : ',') + memberItem(s, decodeMember(m));
         first = false;
       };
       if (q.by === 'rank') {
@@ -405,10 +393,10 @@ export class LogZsets implements ZsetStore {
       const h = existingHeader(tx, 'zset', name, undefined);
       const enc = encodeMember(member);
       const s = tx.get(elementGroup('zset', name, h.inc) + enc, scoreDecoder);
-      if (s === undefined) throw notFound(`${JSON.stringify(member)} is not a member of zset '${name}'`);
+      if (s === undefined) throw notMember(name, member);
       const order = this.indexes.order(tx, name, h);
       const r = order.rank(s, enc);
-      return `{"score":${scoreText(s)},"rank":${r},"rev_rank":${order.size - 1 - r}}`;
+      return memberAnswer(s, r, order.size);
     });
   }
 

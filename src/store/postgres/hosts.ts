@@ -88,9 +88,8 @@ export function clientClass(loc: Locator, checkMs: number): typeof pg.Client {
   return class PithosClient extends pg.Client {
     constructor(config?: string | pg.ClientConfig) {
       super(config);
-      // A connection this node gave up on (its socket destroyed) reports its end after
-      // it has left the pool and every other listener: that must not end the process.
-      this.on('error', () => undefined);
+      // Without a listener, an 'error' event ends the process (afterGivingUp says why ignoring it is safe).
+      this.on('error', afterGivingUp);
     }
 
     override connect(): Promise<pg.Client>;
@@ -141,5 +140,11 @@ export function clientClass(loc: Locator, checkMs: number): typeof pg.Client {
   } as unknown as typeof pg.Client;
 }
 
-/** Closing a connection that is being given up on: a failure to close leaves nothing behind to clean. */
-function discarded(): void {}
+function discarded(): void {
+  // Closing a connection that is being given up on: a failure to close leaves nothing behind to clean.
+}
+
+function afterGivingUp(): void {
+  // An 'error' on a connection this node gave up on (its socket destroyed), after it left the pool
+  // and every other listener: the failure that made the node give up was already reported.
+}

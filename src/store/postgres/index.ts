@@ -110,7 +110,7 @@ export class PgStore implements Store {
     this.sweeper.unref();
   }
 
-  /** Removes expired objects; a failure (database down) waits for the next round. */
+  /** Removes expired objects; after a failure the next round tries again (expired objects are invisible meanwhile). */
   async sweep(): Promise<void> {
     this.gcState = 1;
     const q = this.db.q;
@@ -148,11 +148,24 @@ export class PgStore implements Store {
       // Index definitions of tables that are gone, database indexes nothing uses, builds that stopped.
       await this.indexes.sweep();
       await sweepCounts(q);
-    } catch {
-      // Logged by Db when the database goes away; nothing is lost by sweeping later.
+    } catch (err) {
+      this.sweepFailed(err);
     } finally {
       this.gcState = 2;
     }
+  }
+
+  /**
+   * Nothing is lost by sweeping later, but a round that keeps failing must be
+   * seen. Db counts every failure of the database (/metrics'
+   * pithos_store_unavailable_total) and Primary logs it once when the database
+   * goes away, so that case stays quiet here; every other failure (a SQL
+   * error, a statement timeout while the primary is up) is logged with its
+   * cause. A round cut short by close() is the close's doing.
+   */
+  private sweepFailed(err: unknown): void {
+    if (this.closed || this.db.primary.availability().state !== 'up') return;
+    this.db.opts.log('warn', `shared store: a sweep of expired objects failed: ${String((err as Error)?.message ?? err)}; the next round tries again`);
   }
 
   /** Whether a writable primary answered lately, and the counts behind /health and /metrics (cached, no query). */

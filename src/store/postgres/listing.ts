@@ -1,5 +1,5 @@
 /**
- * Listing on the shared store (docs/api.md "Listing", docs/scaling.md): one
+ * Listing on the shared store (docs/api.md "List names", docs/scaling.md): one
  * statement per page, the log store's answer to the byte.
  *
  * - Order: names compared `COLLATE "C"`, which is UTF-8 byte order (the log

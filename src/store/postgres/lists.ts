@@ -21,6 +21,7 @@
  */
 import pg from 'pg';
 import { StoreError } from '../errors.js';
+import { shuttingDown, WaitingPops } from '../list-waiters.js';
 import { indexOf, listMissing, rangeOf, removals } from '../lists.js';
 import type { ListPatch, ListPop, ListSide, ListStore, Precondition, VersionOut } from '../store.js';
 import { checkPrecondition } from '../versions.js';
@@ -139,25 +140,9 @@ export async function popItems(q: Q, name: string, p: ListPop, pre: Precondition
   return items;
 }
 
-/** A blocking pop waiting on this node. */
-interface Waiter {
-  p: ListPop;
-  pre: Precondition | undefined;
-  /** Its first attempt checks `pre`; later ones (woken by a push) do not. */
-  tried: boolean;
-  done: boolean;
-  /** An attempt to pop for it is running: its time running out (or its client leaving, or shutdown) waits for the attempt. */
-  taken: boolean;
-  lapsed: boolean;
-  timer: NodeJS.Timeout | undefined;
-  resolve: (v: string) => void;
-  reject: (e: unknown) => void;
-}
-
-const EMPTY = '{"items":[]}';
-
 export class PgLists implements ListStore {
-  private readonly waiting = new Map<string, Waiter[]>();
+  /** This node's blocking pops; a waiter's first attempt checks its `pre`, later ones (woken by a push) do not. */
+  private readonly waiting = new WaitingPops();
   /** Lists whose waiters are being served (one attempt at a time per list, in order). */
   private readonly serving = new Set<string>();
   /** A notification came for the list while it was being served: try again before stopping. */
@@ -165,7 +150,6 @@ export class PgLists implements ListStore {
   private listener: pg.Client | undefined;
   private listening: Promise<void> | undefined;
   private recheck: NodeJS.Timeout | undefined;
-  private closed = false;
 
   constructor(private readonly db: Db) {}
 
@@ -288,43 +272,13 @@ export class PgLists implements ListStore {
       if (items === undefined) throw listMissing(name);
       return `{"items":[${items.join(',')}]}`;
     }
-    if (this.closed) throw shuttingDown();
+    if (this.waiting.closed) throw shuttingDown();
     await this.listen();
     // Shutdown began while the LISTEN connection was being opened: nothing waits any more.
-    if (this.closed) throw shuttingDown();
-    return new Promise<string>((resolve, reject) => {
-      const w: Waiter = { p, pre, tried: false, done: false, taken: false, lapsed: false, timer: undefined, resolve, reject };
-      const lapse = (): void => {
-        if (w.taken) w.lapsed = true;
-        else this.giveUp(name, w);
-      };
-      w.timer = setTimeout(lapse, p.waitMs);
-      p.gone?.addEventListener('abort', lapse, { once: true });
-      let q = this.waiting.get(name);
-      if (q === undefined) this.waiting.set(name, (q = []));
-      q.push(w);
-      this.serve(name);
-    });
-  }
-
-  /** Leaves with nothing popped: no items, or 503 once shutdown has begun. */
-  private giveUp(name: string, w: Waiter): void {
-    if (this.closed) this.settle(name, w, undefined, shuttingDown());
-    else this.settle(name, w, EMPTY);
-  }
-
-  private settle(name: string, w: Waiter, v: string | undefined, err?: unknown): void {
-    if (w.done) return;
-    w.done = true;
-    clearTimeout(w.timer);
-    const q = this.waiting.get(name);
-    if (q !== undefined) {
-      const i = q.indexOf(w);
-      if (i >= 0) q.splice(i, 1);
-      if (q.length === 0) this.waiting.delete(name);
-    }
-    if (err !== undefined) w.reject(err);
-    else w.resolve(v as string);
+    if (this.waiting.closed) throw shuttingDown();
+    const w = this.waiting.enqueue(name, p, pre);
+    this.serve(name);
+    return w.promise;
   }
 
   /**
@@ -342,13 +296,8 @@ export class PgLists implements ListStore {
       try {
         for (;;) {
           this.dirty.delete(name);
-          const q = this.waiting.get(name);
-          const w = q?.find((x) => !x.done);
+          const w = this.waiting.next(name);
           if (w === undefined) return;
-          if (w.p.gone?.aborted === true) {
-            this.settle(name, w, EMPTY);
-            continue;
-          }
           const pre = w.tried ? undefined : w.pre;
           w.tried = true;
           w.taken = true;
@@ -362,17 +311,17 @@ export class PgLists implements ListStore {
             });
           } catch (err) {
             w.taken = false;
-            this.settle(name, w, undefined, err);
+            this.waiting.settle(w, undefined, err);
             continue;
           }
           w.taken = false;
           if (items !== undefined && items.length > 0) {
             // Answered even when it lapsed meanwhile: the items are out of the list, so they go to it.
-            this.settle(name, w, `{"items":[${items.join(',')}]}`);
+            this.waiting.settle(w, `{"items":[${items.join(',')}]}`, undefined);
             continue;
           }
           if (w.lapsed) {
-            this.giveUp(name, w);
+            this.waiting.giveUp(w);
             continue;
           }
           // Nothing to pop: wait for a push (or the recheck).
@@ -399,14 +348,14 @@ export class PgLists implements ListStore {
       });
       await c.connect();
       await c.query(`LISTEN ${CHANNEL}`);
-      if (this.closed) {
+      if (this.waiting.closed) {
         // Opened for a pop that shutdown has answered meanwhile: nothing will wait on it.
         this.endListener(c);
         return;
       }
       this.listener = c;
       this.recheck = setInterval(() => {
-        for (const name of this.waiting.keys()) this.serve(name);
+        for (const name of this.waiting.names()) this.serve(name);
       }, RECHECK_MS);
       this.recheck.unref();
     })().catch((err) => {
@@ -416,22 +365,11 @@ export class PgLists implements ListStore {
     return this.listening;
   }
 
-  /**
-   * Shutdown has begun: every waiting pop on this node answers 503 now,
-   * having popped nothing. One whose attempt is running (a push on any node
-   * woke it) waits for the attempt: it answers the items when the attempt
-   * took some, else 503, so an item is never both taken and refused.
-   */
+  /** Shutdown has begun (WaitingPops.stop; a pop being decided is an attempt a push on any node woke), and the LISTEN connection ends. */
   stopWaiting(): void {
-    if (this.closed) return;
-    this.closed = true;
+    if (this.waiting.closed) return;
+    this.waiting.stop();
     clearInterval(this.recheck);
-    for (const [name, q] of [...this.waiting]) {
-      for (const w of [...q]) {
-        if (w.taken) w.lapsed = true;
-        else this.settle(name, w, undefined, shuttingDown());
-      }
-    }
     if (this.listener !== undefined) this.endListener(this.listener);
     this.listener = undefined;
   }
@@ -440,5 +378,3 @@ export class PgLists implements ListStore {
     void c.end().catch((err: unknown) => this.db.opts.log('warn', `lists: closing the LISTEN connection failed: ${(err as Error)?.message ?? String(err)}`));
   }
 }
-
-const shuttingDown = (): StoreError => new StoreError('unavailable', 'server is shutting down');

@@ -127,7 +127,7 @@ export class Primary {
     this.client = undefined;
     if (c === undefined) return;
     c.removeAllListeners('error');
-    c.on('error', () => undefined);
+    c.on('error', dropped);
     c.connection.stream.destroy();
   }
 
@@ -146,7 +146,7 @@ export class Primary {
       let c = this.client;
       if (c === undefined) {
         c = this.makeClient();
-        c.on('error', () => undefined);
+        c.on('error', reported);
         this.client = c;
         const connecting = c.connect();
         connecting.catch(raced);
@@ -222,11 +222,20 @@ export class Primary {
   }
 }
 
-/**
- * For a promise raced against the deadline: the race reports its failure;
- * this only keeps a failure that comes after the deadline from going unhandled.
- */
-function raced(): void {}
+function raced(): void {
+  // A promise raced against the deadline: the race reports its failure; this only keeps a
+  // failure that comes after the deadline from going unhandled.
+}
+
+function reported(): void {
+  // An 'error' event on the check's own connection: the connect or query of the check that is
+  // running (or of the next one, on the broken connection) fails with it, and check() reports that.
+}
+
+function dropped(): void {
+  // An 'error' event on a check connection already dropped (its socket destroyed): the failure
+  // that dropped it was reported by check().
+}
 
 /** SQLSTATEs of a database that refuses this node for good: no such database (3D000), bad login (28000, 28P01). */
 function isMisconfigured(err: unknown): boolean {

@@ -9,6 +9,7 @@
  */
 import { collectionMissing, type SetOp } from '../collection.js';
 import type { Precondition, SetStore, VersionOut } from '../store.js';
+import { results } from '../txn.js';
 import {
   dropCollection,
   expireHeader,
@@ -145,12 +146,12 @@ export class PgSets implements SetStore {
 
   async add(name: string, members: readonly string[], create: boolean, pre?: Precondition): Promise<string> {
     const [added, count] = await this.db.run((q) => setAdd(q, name, members, create, pre));
-    return `{"added":${added},"count":${count}}`;
+    return results.added(added, count);
   }
 
   async remove(name: string, members: readonly string[], pre?: Precondition): Promise<string> {
     const [removed, count] = await this.db.run((q) => setRemove(q, name, members, pre));
-    return `{"removed":${removed},"count":${count}}`;
+    return results.removed(removed, count);
   }
 
   async contains(name: string, members: readonly string[]): Promise<string> {

@@ -318,7 +318,7 @@ export class PgTables implements TableStore {
     return out + ']';
   }
 
-  // ---- Part two (docs/query.md): shaped queries by filtering the rows here, with the
+  // ---- Shaped queries (docs/query.md): by filtering the rows here, with the
   // shared order and rendering, so answers are byte-identical to the log store's.
 
   async page(name: string, limit: number | undefined, after: number | undefined): Promise<Text> {

@@ -16,8 +16,9 @@
  *
  * The functions taking a Q are the decisions; transactions (txns.ts) reuse them.
  */
-import { collectionMissing, scoreText, type ZMode, type ZRange, zaddEffect } from '../collection.js';
-import { conflict, notFound } from '../errors.js';
+import { collectionMissing, type ZMode, type ZRange, zaddEffect } from '../collection.js';
+import { results } from '../txn.js';
+import { incremented, memberAnswer, memberItem, notMember, zsetEvents } from '../zsets.js';
 import type { Precondition, VersionOut, ZsetStore } from '../store.js';
 import {
   dropCollection,
@@ -54,12 +55,6 @@ async function scoresOf(q: Q, name: string, members: readonly string[]): Promise
   const r = await q.query('SELECT member, score FROM pithos_zset_members WHERE name = $1 AND member = ANY($2::bytea[])', [name, members.map(memberBytes)]);
   return new Map(r.map((x) => [memberOf(x.member), Number(x.score)]));
 }
-
-const membersJson = (pairs: ReadonlyArray<[string, number]>): string => {
-  let out = '{';
-  for (let i = 0; i < pairs.length; i++) out += (i === 0 ? '' : ',') + JSON.stringify(pairs[i][0]) + ':' + scoreText(pairs[i][1]);
-  return out + '}';
-};
 
 export async function zsetPut(q: Q, name: string, pairs: ReadonlyArray<[string, number]>, ttl: number, pre?: Precondition): Promise<boolean> {
   const created = await replaceHeader(q, 'zset', name, pairs.length, ttl, pre);
@@ -101,15 +96,7 @@ export async function zsetAdd(
   }
   await upsertMembers(q, name, writes);
   const count = h.count + added;
-  await writeHeader(
-    q,
-    'zset',
-    name,
-    h,
-    count,
-    'add',
-    `{"members":${membersJson(pairs)},"mode":"${mode}","added":${added},"updated":${updated},"count":${count}}`,
-  );
+  await writeHeader(q, 'zset', name, h, count, 'add', zsetEvents.add(pairs, mode, added, updated, count));
   return [added, updated, count];
 }
 
@@ -117,16 +104,14 @@ export async function zsetAdd(
 export async function zsetIncr(q: Q, name: string, member: string, delta: number, create: boolean, pre?: Precondition): Promise<number> {
   const h = await lockHeader(q, 'zset', name, create, pre);
   const cur = h.count === 0 ? undefined : (await scoresOf(q, name, [member])).get(member);
-  const s = (cur ?? 0) + delta + 0;
-  if (!Number.isFinite(s))
-    throw conflict(`zset '${name}' member ${JSON.stringify(member)}: score ${scoreText(cur ?? 0)} + ${scoreText(delta)} is not a finite number`);
+  const s = incremented(name, member, cur, delta);
   const count = h.count + (cur === undefined ? 1 : 0);
   // The member and the header in one statement: the header stays locked for one round trip less.
   await q.query(
     `WITH m AS (INSERT INTO pithos_zset_members (name, member, score) VALUES ($1, $2, $3::float8)
       ON CONFLICT (name, member) DO UPDATE SET score = EXCLUDED.score)
     UPDATE pithos_zsets SET count = $4, version = ${NEXT}, op = 'incr', op_data = $5${h.exists ? '' : ', expires_at = NULL'} WHERE name = $1`,
-    [name, memberBytes(member), s, count, `{"member":${JSON.stringify(member)},"delta":${scoreText(delta)},"score":${scoreText(s)}}`],
+    [name, memberBytes(member), s, count, zsetEvents.incr(member, delta, s)],
   );
   return s;
 }
@@ -136,7 +121,7 @@ export async function zsetRemove(q: Q, name: string, members: readonly string[],
   const h = await lockExisting(q, 'zset', name, pre);
   const r = await q.query('DELETE FROM pithos_zset_members WHERE name = $1 AND member = ANY($2::bytea[]) RETURNING 1', [name, members.map(memberBytes)]);
   const count = h.count - r.length;
-  await writeHeader(q, 'zset', name, h, count, 'remove', `{"members":${JSON.stringify(members)},"removed":${r.length},"count":${count}}`);
+  await writeHeader(q, 'zset', name, h, count, 'remove', zsetEvents.remove(members, r.length, count));
   return [r.length, count];
 }
 
@@ -152,8 +137,6 @@ export async function zsetScore(q: Q, name: string, member: string): Promise<num
 
 export const zsetCount = (q: Q, name: string): Promise<number | undefined> => liveCount(q, 'zset', name);
 
-const item = (s: number, m: string): string => `{"member":${JSON.stringify(m)},"score":${scoreText(s)}}`;
-
 export class PgZsets implements ZsetStore {
   constructor(private readonly db: Db) {}
 
@@ -163,16 +146,16 @@ export class PgZsets implements ZsetStore {
 
   async add(name: string, pairs: ReadonlyArray<[string, number]>, mode: ZMode, create: boolean, pre?: Precondition): Promise<string> {
     const [added, updated, count] = await this.db.run((q) => zsetAdd(q, name, pairs, mode, create, pre));
-    return `{"added":${added},"updated":${updated},"count":${count}}`;
+    return results.addedOrUpdated(added, updated, count);
   }
 
   async incr(name: string, member: string, delta: number, create: boolean, pre?: Precondition): Promise<string> {
-    return `{"score":${scoreText(await this.db.run((q) => zsetIncr(q, name, member, delta, create, pre)))}}`;
+    return results.score(await this.db.run((q) => zsetIncr(q, name, member, delta, create, pre)));
   }
 
   async remove(name: string, members: readonly string[], pre?: Precondition): Promise<string> {
     const [removed, count] = await this.db.run((q) => zsetRemove(q, name, members, pre));
-    return `{"removed":${removed},"count":${count}}`;
+    return results.removed(removed, count);
   }
 
   /**
@@ -210,7 +193,7 @@ export class PgZsets implements ZsetStore {
     if (r.length === 0) throw collectionMissing('zset', name);
     if (out !== undefined) out.version = Number(r[0].version);
     let text = '{"items":[';
-    if (r[0].member !== null) for (let i = 0; i < r.length; i++) text += (i === 0 ? '' : ',') + item(Number(r[i].score), memberOf(r[i].member));
+    if (r[0].member !== null) for (let i = 0; i < r.length; i++) text += (i === 0 ? '' : ',') + memberItem(Number(r[i].score), memberOf(r[i].member));
     return `${text}],"count":${Number(r[0].count)}}`;
   }
 
@@ -225,9 +208,9 @@ export class PgZsets implements ZsetStore {
       [name, memberBytes(member)],
     );
     if (r.length === 0) throw collectionMissing('zset', name);
-    if (r[0].score === null) throw notFound(`${JSON.stringify(member)} is not a member of zset '${name}'`);
+    if (r[0].score === null) throw notMember(name, member);
     const rank = Number(r[0].rank);
-    return `{"score":${scoreText(Number(r[0].score))},"rank":${rank},"rev_rank":${Number(r[0].count) - 1 - rank}}`;
+    return memberAnswer(Number(r[0].score), rank, Number(r[0].count));
   }
 
   expire(name: string, ttl: number, pre?: Precondition): Promise<void> {
