@@ -1,6 +1,6 @@
 /**
  * Sets, sorted sets and transactions over lists, sets and sorted sets under
- * SIGKILL (docs/api.md "Sets", "Sorted sets", "Transactions"): clients keep
+ * SIGKILL (docs/api.md "Sets and sorted sets", "Transactions"): clients keep
  * writing while the server is killed; after the restart every acknowledged
  * write is there, a write cut off by the kill is there wholly or not at all,
  * and nothing that was never sent appears. Lists alone are lists-crash.test.ts.

@@ -1,6 +1,6 @@
 /**
  * Lists, sets and sorted sets through the log's own maintenance
- * (docs/operations.md "Backup and restore", docs/engine.md "Compaction"):
+ * (docs/operations.md "Online backup and restore", docs/engine.md "Compaction"):
  * compaction rewrites the segments holding their elements and drops the dead
  * ones, and an online backup restored into a new directory holds them
  * exactly. Both are about the log's segment files: log store only.
