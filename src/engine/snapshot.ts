@@ -97,10 +97,11 @@ export class GroupSnapshot<T> {
    * The decoded values of the live members among [from, to), in key order,
    * as of the snapshot. Synchronous when all of them are in memory;
    * otherwise a promise. The decoder must not keep the buffer it is given
-   * (it is a slice of a larger read). With `cache` false the values read
-   * from the log are not put in the value cache: a reader that keeps what it
-   * read in a structure of its own (a sorted set's rank order) spares the
-   * directory lookup and the cache insert per member.
+   * (it is a slice of a larger read). With `cache` false no value it decodes
+   * is put in the value cache (read from the log, or bytes held since their
+   * write): a reader that keeps what it read in a structure of its own (a
+   * sorted set's rank order) spares the directory lookup and the cache insert
+   * per member.
    */
   read(from: number, to: number, cache = true): T[] | Promise<T[]> {
     if (this.released) throw new StorageIOError('read of a released snapshot', undefined);
@@ -118,7 +119,7 @@ export class GroupSnapshot<T> {
       if (e.val !== undefined) {
         const key = this.key(i);
         const memo = this.dec(e.val, key);
-        if (this.keydir.get(key) === e) this.keydir.cache(e, e.val, memo, this.dec as Decoder<unknown>);
+        if (cache && this.keydir.get(key) === e) this.keydir.cache(e, e.val, memo, this.dec as Decoder<unknown>);
         out.push(memo);
         continue;
       }
