@@ -436,7 +436,9 @@ test(
       }
       await holders[0].query('SELECT 1 FROM pithos_variants WHERE name = $1 FOR UPDATE', [v]);
       await holders[1].query('SELECT 1 FROM pithos_records WHERE id = $1 FOR UPDATE', [r]);
-      const firstWait = Math.round(BOUND_MS * 0.9);
+      // Well under the statement timeout (the bound): a holder's COMMIT sent late on a loaded
+      // machine must not turn the first wait into a statement timeout before the second begins.
+      const firstWait = Math.round(BOUND_MS * 0.75);
       const sent = Date.now();
       timers.push(setTimeout(() => void holders[0].query('COMMIT').catch(() => undefined), firstWait));
       timers.push(setTimeout(() => void holders[1].query('COMMIT').catch(() => undefined), 2 * BOUND_MS + 500));
