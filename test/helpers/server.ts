@@ -538,3 +538,29 @@ export function uniq(prefix = 'n'): string {
   counter += 1;
   return `${prefix}${counter}_${process.pid}`;
 }
+
+/** POSTs JSON with `srv`'s token through `agent`: a crash round's own agent, so a kill cuts exactly that round's requests in flight. */
+export function poster(srv: PithosServer, agent?: http.Agent): (path: string, body: unknown) => Promise<Res> {
+  return (path, body) =>
+    rawRequest({
+      port: srv.port,
+      method: 'POST',
+      path,
+      agent,
+      headers: { 'Auth-Token': srv.token, 'Content-Type': 'application/json' },
+      body: Buffer.from(JSON.stringify(body)),
+    });
+}
+
+/**
+ * Ends a crash round: SIGKILL, then `stop()` the round's workers and wait for
+ * them (what they had in flight fails), drop the round's agent, and start the
+ * server again on the same directory.
+ */
+export async function killRound(srv: PithosServer, workers: Promise<unknown>, stop: () => void, agent: http.Agent): Promise<void> {
+  await srv.kill('SIGKILL');
+  stop();
+  await workers;
+  agent.destroy();
+  await srv.spawn();
+}

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, test } from 'node:test';
-import { PithosServer, expectSuccess, rawRequest, sleep, uniq, untilCount, type Res } from '../helpers/server.js';
+import { PithosServer, expectSuccess, killRound, poster, sleep, uniq, untilCount, type Res } from '../helpers/server.js';
 
 let srv: PithosServer;
 before(async () => {
@@ -17,19 +17,6 @@ before(async () => {
 after(async () => {
   await srv?.close();
 });
-
-/** POST through an agent of the round's own, so the kill cuts exactly the requests in flight. */
-function poster(agent: http.Agent): (path: string, body: unknown) => Promise<Res> {
-  return (path, body) =>
-    rawRequest({
-      port: srv.port,
-      method: 'POST',
-      path,
-      agent,
-      headers: { 'Auth-Token': srv.token, 'Content-Type': 'application/json' },
-      body: Buffer.from(JSON.stringify(body)),
-    });
-}
 
 /**
  * An answer that says the write did not happen: on a loaded machine the shared store's statement timeout can
@@ -53,7 +40,7 @@ test('SIGKILL during sorted-set increments and set adds and removes: acknowledge
     expectSuccess(await srv.req('PUT', `/zsets/${z}`, { zset: { a: 0, b: 0, c: 0, d: 0, fixed: 7 } }), 201, 'zset created successfully');
     expectSuccess(await srv.req('PUT', `/sets/${s}`, { set: ['base'] }), 201, 'set created successfully');
     const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
-    const post = poster(agent);
+    const post = poster(srv, agent);
     // Deltas are multiples of 0.5, so every sum is exact and a score can be compared for equality.
     const deltas = [0.5, 1, 2, 3];
     const acked = new Map(hot.map((m) => [m, 0]));
@@ -116,11 +103,7 @@ test('SIGKILL during sorted-set increments and set adds and removes: acknowledge
     await untilCount(`round ${round}: increments acknowledged before the kill`, () => incrs, 60, { ended });
     await untilCount(`round ${round}: set writes acknowledged before the kill`, () => setOps, 40, { ended });
     await sleep(Math.floor(Math.random() * 300));
-    await srv.kill('SIGKILL');
-    stop = true;
-    await ended;
-    agent.destroy();
-    await srv.spawn();
+    await killRound(srv, ended, () => (stop = true), agent);
     assert.deepEqual(unexpected, [], `round ${round}: answers other than 200 before the kill`);
 
     const zr = await srv.req('GET', `/zsets/${z}`);
@@ -182,7 +165,7 @@ test('SIGKILL during transactions over a list, a set and a sorted set: each is t
     expectSuccess(await srv.req('PUT', `/lists/${q}`, { list: queue }), 201, 'list created successfully');
     expectSuccess(await srv.req('PUT', `/zsets/${z}`, { zset: { total: 0 } }), 201, 'zset created successfully');
     const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
-    const post = poster(agent);
+    const post = poster(srv, agent);
     const pad = 'x'.repeat(1500);
     const sent = new Set<number>();
     const acked = new Set<number>();
@@ -224,11 +207,7 @@ test('SIGKILL during transactions over a list, a set and a sorted set: each is t
     // A different number acknowledged each round, so the kill lands at different points of the stream.
     const want = 10 + Math.floor(Math.random() * 60);
     await untilCount(`round ${round}: transactions acknowledged before the kill`, () => acked.size, want, { ended: Promise.all(workers) });
-    await srv.kill('SIGKILL');
-    stop = true;
-    await Promise.all(workers);
-    agent.destroy();
-    await srv.spawn();
+    await killRound(srv, Promise.all(workers), () => (stop = true), agent);
     assert.deepEqual(unexpected, [], `round ${round}: answers other than 200 before the kill`);
 
     const lr = await srv.req('GET', `/lists/${l}`);

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, test } from 'node:test';
-import { PithosServer, rawRequest, sleep, uniq, untilCount } from '../helpers/server.js';
+import { PithosServer, killRound, poster, sleep, uniq, untilCount } from '../helpers/server.js';
 
 let srv: PithosServer;
 before(async () => {
@@ -25,15 +25,7 @@ test('SIGKILL during pushes, pops and moves: no acknowledged item lost or duplic
     const mid = uniq('mid');
     const done = uniq('done');
     const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
-    const post = (path: string, body: unknown) =>
-      rawRequest({
-        port: srv.port,
-        method: 'POST',
-        path,
-        agent,
-        headers: { 'Auth-Token': srv.token, 'Content-Type': 'application/json' },
-        body: Buffer.from(JSON.stringify(body)),
-      });
+    const post = poster(srv, agent);
     const pushed = new Set<string>();
     const sent = new Set<string>();
     /** Items an acknowledged move put into a list: they must not be back upstream. */
@@ -87,11 +79,7 @@ test('SIGKILL during pushes, pops and moves: no acknowledged item lost or duplic
     await untilCount(`round ${round}: pushes acknowledged before the kill`, () => pushed.size, 40, { ended });
     await untilCount(`round ${round}: moves acknowledged before the kill`, () => movedTo.size, 20, { ended });
     await sleep(Math.floor(Math.random() * 500));
-    await srv.kill('SIGKILL');
-    stop = true;
-    await Promise.all(workers);
-    agent.destroy();
-    await srv.spawn();
+    await killRound(srv, Promise.all(workers), () => (stop = true), agent);
 
     const contents = async (n: string): Promise<string[]> => {
       const r = await srv.req('GET', `/lists/${n}`);

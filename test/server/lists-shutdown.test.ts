@@ -13,7 +13,7 @@ import http from 'node:http';
 import type net from 'node:net';
 import { after, test } from 'node:test';
 import { tcpQueues } from '../helpers/proc.js';
-import { PithosServer, STORE, rawRequest, untilTrue, uniq } from '../helpers/server.js';
+import { PithosServer, STORE, poster, rawRequest, untilTrue, uniq } from '../helpers/server.js';
 
 /** Far beyond the bounds below: a pop still waiting out its wait_ms fails the test. */
 const WAIT_MS = 25_000;
@@ -79,14 +79,7 @@ function waitingPop(srv: PithosServer, list: string): { answer: Promise<Answer>;
 
 async function post(srv: PithosServer, path: string, body: unknown, agent?: http.Agent): Promise<Answer> {
   try {
-    const r = await rawRequest({
-      port: srv.port,
-      method: 'POST',
-      path,
-      agent,
-      headers: { 'Auth-Token': srv.token, 'Content-Type': 'application/json' },
-      body: Buffer.from(JSON.stringify(body)),
-    });
+    const r = await poster(srv, agent)(path, body);
     return { status: r.status, message: r.body?.message, items: r.body?.data?.items, connection: r.headers.connection, at: Date.now() };
   } catch (e) {
     return { status: -1, error: String(e), at: Date.now() };

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, test } from 'node:test';
-import { PithosServer, expectSuccess, rawRequest, uniq, untilCount } from '../helpers/server.js';
+import { PithosServer, expectSuccess, killRound, rawRequest, uniq, untilCount } from '../helpers/server.js';
 
 let srv: PithosServer;
 
@@ -65,11 +65,7 @@ test('SIGKILL during a stream of multi-table transactions: all or nothing, nothi
     // so the kill lands at different points of the stream), however long a busy machine takes.
     const want = 5 + Math.floor(Math.random() * 60);
     await untilCount(`round ${round}: transactions acknowledged before the kill`, () => acked.size, want, { ended: Promise.all(workers) });
-    await srv.kill('SIGKILL');
-    stop = true;
-    await Promise.all(workers);
-    agent.destroy();
-    await srv.spawn();
+    await killRound(srv, Promise.all(workers), () => (stop = true), agent);
 
     const ids = async (t: string): Promise<number[]> => {
       const r = await srv.req('GET', `/tables/${t}`);
