@@ -259,18 +259,20 @@ test(
     const c = cluster as PgCluster;
     const ctr = uniq('ro');
     expectSuccess(await nodes[0].req('PUT', `/variants/${ctr}`, { variant: 0 }), 201, 'variant created successfully', { variant: 0 });
-    // An earlier test's outage may not be over for every node yet; the log checks below need each node up when the fault begins.
-    for (const n of nodes) {
-      const t0 = Date.now();
-      while ((await probe(n)) !== 200) {
-        if (Date.now() - t0 > 15_000) throw new Error('a node was not ready before the fault');
-        await sleep(100);
-      }
-    }
     const load = new Load(nodes, ctr, 'ro');
     load.start(6);
     try {
       await until(() => load.acked.length >= 30, 30_000, 'writes before the fault');
+      // An earlier test's outage, or a check slowed by a loaded machine, may have left a node not ready:
+      // the log checks below need each node up when the fault begins, so wait for that last, just before
+      // the log positions are taken (a node already down when the fault begins says nothing new).
+      for (const n of nodes) {
+        const t0 = Date.now();
+        while ((await probe(n)) !== 200) {
+          if (Date.now() - t0 > 15_000) throw new Error('a node was not ready before the fault');
+          await sleep(100);
+        }
+      }
       const clientPids = async (): Promise<Map<number, number>> =>
         new Map(
           (
@@ -308,7 +310,7 @@ test(
       nodes.forEach((n, i) => {
         const log = n.stderr.slice(stderrAt[i]);
         assert.doesNotMatch(log, /request failed|internal error|\n\s+at /, 'no stack traces for a read-only database');
-        assert.match(log, /database unavailable: .*read-only/);
+        assert.match(log, /database unavailable: .*read-only/, `node ${i}: stderr ${log.slice(-1500)}; stdout ${n.stdout.slice(stdoutAt[i]).slice(-1500)}`);
         // Said once, when writes work again, never while the database only answers reads.
         const out = n.stdout.slice(stdoutAt[i]);
         assert.equal(out.split('database reachable again').length - 1, 1, out);
