@@ -10,6 +10,24 @@ import { PithosServer, STORE } from '../helpers/server.js';
 import { noTokenBodies, rssMiB, selfSigned, serverSockets, tlsAttack } from './adversaries.js';
 import { fuzz } from './fuzzer.js';
 
+const HELP = `npm run fuzz -- [options]: the test suite's fuzzer against a fresh server of this build
+
+  --requests N   requests to send (default 100000)
+  --minutes M    stop after M minutes instead, whichever comes first
+  --seed S       the random seed (default: a new one, printed)
+  --workers W    concurrent connections (default 4)
+  --fsync MODE   the server's --fsync (default never)
+  --mode MODE    http (the default), tls (the TLS attack beside the fuzzer over TLS)
+                 or bodies (request bodies sent without a token)
+  --seconds N    how long tls and bodies run (default 20)
+
+Exit status 0 when the server stayed up, healthy and logged no errors; the figures
+are printed as JSON. docs/fuzzing.md says what is sent and what is checked.`;
+if (process.argv.includes('--help') || process.argv.includes('-h')) {
+  console.log(HELP);
+  process.exit(0);
+}
+
 function arg(name: string, def: number): number {
   const i = process.argv.indexOf(name);
   if (i < 0) return def;

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { RankedPairs } from '../../src/store/ranked.js';
+import { RankedPairs, scoreOrder } from '../../src/store/ranked.js';
 import { rng } from '../helpers/rng.js';
 
 type Pair = [number, string];
@@ -73,4 +73,22 @@ test('fromSorted builds what the same pairs added one by one build', () => {
   r.add(50.5, 'new');
   const withNew = [...pairs, [50.5, 'new'] as Pair].sort(cmp);
   check(r, withNew, rand);
+});
+
+test('scoreOrder is a stable ascending sort by score: negatives, -0, ties, extremes, and every radix digit', () => {
+  const rand = rng(17);
+  const special = [0, -0, 1, -1, 0.5, -0.5, Number.MIN_VALUE, -Number.MIN_VALUE, Number.MAX_VALUE, -Number.MAX_VALUE, 2 ** 52, -(2 ** 53), 1e-300, -1e300];
+  for (const n of [0, 1, 2, 50, 5000]) {
+    const scores: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const r = rand();
+      // A third from a small set (ties), a third anywhere in magnitude, a third special values.
+      scores.push(r < 0.33 ? Math.floor(rand() * 7) - 3 : r < 0.66 ? (rand() - 0.5) * 10 ** Math.floor(rand() * 40 - 20) : special[Math.floor(rand() * special.length)]);
+    }
+    const expected = scores.map((_, i) => i).sort((a, b) => scores[a] - scores[b] || a - b);
+    assert.deepEqual([...scoreOrder(scores)], expected);
+  }
+  // Keys equal in every digit but one: each of the four passes decides the order alone.
+  const digits = [1 + 2 ** -52, 1 + 2 ** -36, 1 + 2 ** -20, 1 + 2 ** -4, 1];
+  assert.deepEqual([...scoreOrder(digits)], [4, 0, 1, 2, 3]);
 });
