@@ -83,7 +83,9 @@ test('scoreOrder is a stable ascending sort by score: negatives, -0, ties, extre
     for (let i = 0; i < n; i++) {
       const r = rand();
       // A third from a small set (ties), a third anywhere in magnitude, a third special values.
-      scores.push(r < 0.33 ? Math.floor(rand() * 7) - 3 : r < 0.66 ? (rand() - 0.5) * 10 ** Math.floor(rand() * 40 - 20) : special[Math.floor(rand() * special.length)]);
+      scores.push(
+        r < 0.33 ? Math.floor(rand() * 7) - 3 : r < 0.66 ? (rand() - 0.5) * 10 ** Math.floor(rand() * 40 - 20) : special[Math.floor(rand() * special.length)],
+      );
     }
     const expected = scores.map((_, i) => i).sort((a, b) => scores[a] - scores[b] || a - b);
     assert.deepEqual([...scoreOrder(scores)], expected);
