@@ -183,10 +183,16 @@ export type TxnResult =
 
 /** `mode` of a sorted-set add (docs/api.md, "Sets and sorted sets"). */
 export type ZMode = 'upsert' | 'nx' | 'xx' | 'gt' | 'lt';
-/** A sorted-set read: by rank (`start`, `stop`) or by score (`min`, `max`: numbers, or strings such as '(5', '-inf'). */
+/** A sorted-set read: by rank (`start`, `stop`) or by score (`min`, `max`: numbers, ±Infinity included, or strings such as '(5', '-inf'). */
 export type ZRangeQuery =
   | { by?: 'rank'; start?: number; stop?: number; rev?: boolean }
   | { by: 'score'; min?: number | string; max?: number | string; offset?: number; limit?: number; rev?: boolean };
+/** A by-score bound as the query string spells it: the numbers ±Infinity as '+inf' / '-inf'. */
+function scoreBound(b: number | string | undefined): number | string | undefined {
+  if (b === Infinity) return '+inf';
+  if (b === -Infinity) return '-inf';
+  return b;
+}
 export interface ZItem {
   member: string;
   score: number;
@@ -990,6 +996,11 @@ export class Pithos {
   /** Members with their scores, by rank or by score; `count` is the size of the whole set, `version` its ETag. */
   async zrange(name: string, q: ZRangeQuery = {}): Promise<{ items: ZItem[]; count: number; version?: number }> {
     const query: Record<string, string | number | boolean | undefined> = { ...q } as Record<string, string | number | boolean | undefined>;
+    // String(Infinity) is 'Infinity', which the server refuses: it spells the open ends -inf and +inf.
+    if (q.by === 'score') {
+      query.min = scoreBound(q.min);
+      query.max = scoreBound(q.max);
+    }
     const r = await this.call<{ items: ZItem[]; count: number }>('zrange', [name], { query });
     return r.version === undefined ? r.data : { ...r.data, version: r.version };
   }

@@ -463,6 +463,11 @@ test('sorted-set calls: put, zadd (modes), zincr, zremove, zrange by rank and by
     (await db.zrange('cz', { by: 'score', min: '-inf', max: '+inf', offset: 1, limit: 2, rev: true })).items.map((i) => i.member),
     ['ann', 'bob'],
   );
+  assert.deepEqual(
+    (await db.zrange('cz', { by: 'score', min: -Infinity, max: Infinity })).items.map((i) => i.member),
+    ['dee', 'eve', 'bob', 'ann', 'cy'],
+    'the numbers ±Infinity are the bounds -inf and +inf',
+  );
   assert.deepEqual(await db.zmember('cz', 'bob'), { score: 10, rank: 2, rev_rank: 2 });
   await rejects(db.zmember('cz', 'zed'), 404, `"zed" is not a member of zset 'cz'`);
   await db.zincr('cz', 'big', 1e308);
