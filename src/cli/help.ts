@@ -55,7 +55,7 @@ export const HELP: Record<string, string> = {
   pithos get list <name> [--start i] [--stop j]        its items, one per line (a range: inclusive,
                                                        negatives count from the end)
   pithos get set <name> [--limit n] [--after m]        its members in byte order, one per line
-  pithos get set <name> --member m...                  whether each is a member (m<TAB>true|false)
+  pithos get set <name> --member m [--member m2 ...]   whether each is a member (m<TAB>true|false)
   pithos get zset <name> [--start i] [--stop j] [--rev]                        by rank
   pithos get zset <name> [--min s] [--max s] [--offset n] [--limit n] [--rev]  by score
                                                        member<TAB>score per line; a bound may be

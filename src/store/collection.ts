@@ -125,8 +125,9 @@ export function parseBound(param: string, text: string): ScoreBound {
   const t = open ? text.slice(1) : text;
   let score: number;
   if (t === '-inf') score = -Infinity;
-  else if (t === '+inf' || t === 'inf' || t === ' inf')
-    score = Infinity; // '+' decodes to a space in a query string
+  // 'inf' as Redis takes it; ' inf' is '+inf' after a form decoder on its way here (form encoding
+  // reads '+' as a space; this server's router keeps a '+' as it is).
+  else if (t === '+inf' || t === 'inf' || t === ' inf') score = Infinity;
   else if (/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(t) && Number.isFinite(Number(t))) score = Number(t) + 0;
   else throw invalid(`query parameter '${param}' must be a number, -inf or +inf, optionally after '(' (exclusive), not '${text}'`);
   return { score, open };
