@@ -131,11 +131,14 @@ function check(name: string, f: Field, v: unknown, body: Body, param: string): v
 
 /** Checks the declared fields; `strict` also refuses undeclared ones (docs/api.md "Transport"). */
 export function checkBody(fields: Fields, names: readonly string[], body: Body, strict: boolean, param: string): void {
-  for (let i = 0; i < names.length; i++) check(names[i], fields[names[i]], body[names[i]], body, param);
-  if (!strict) return;
-  for (const k of Object.keys(body)) {
-    if (!Object.prototype.hasOwnProperty.call(fields, k)) {
-      throw invalid(names.length === 0 ? `unknown field '${k}': this endpoint takes no body fields` : `unknown field '${k}' (allowed: ${names.join(', ')})`);
+  // Unknown fields first: a misspelt field ("set" for "sets") is named as what it is, not
+  // reported as the required field it was meant to be.
+  if (strict) {
+    for (const k of Object.keys(body)) {
+      if (!Object.prototype.hasOwnProperty.call(fields, k)) {
+        throw invalid(names.length === 0 ? `unknown field '${k}': this endpoint takes no body fields` : `unknown field '${k}' (allowed: ${names.join(', ')})`);
+      }
     }
   }
+  for (let i = 0; i < names.length; i++) check(names[i], fields[names[i]], body[names[i]], body, param);
 }

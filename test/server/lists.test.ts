@@ -345,7 +345,9 @@ test('the quick-start spelling /list/<key>: PUT list (+ttl), GET {"list": [...]}
   expectSuccess(await srv.req('GET', `/list/${n}`), 200, 'list queried successfully', { list: ['x', 'y'] });
   expectSuccess(await srv.req('DELETE', `/list/${n}`), 200, 'list deleted successfully');
   expectError(await srv.req('GET', `/list/${n}`), 404, `list '${n}' does not exist`);
-  expectError(await srv.req('PUT', `/list/${n}`, { items: [] }), 400, `field 'list' is required (an array)`);
+  // A misspelt field is named as unknown, not as the required one it stood for.
+  expectError(await srv.req('PUT', `/list/${n}`, { items: [] }), 400, `unknown field 'items' (allowed: list, ttl, if_version, if_absent)`);
+  expectError(await srv.req('PUT', `/list/${n}`, { ttl: 1000 }), 400, `field 'list' is required (an array)`);
 });
 
 test('bad input: 400 naming the field, and nothing changes', async () => {

@@ -122,7 +122,7 @@ test('PUT replaces the row whole, keeps its t_id, gives it a new version; never 
   // Bad bodies: 400 naming the field, nothing written.
   expectError(await srv.req('PUT', `/tables/${t}/rows/1`), 400, "field 'rows' is required (an object)");
   expectError(await srv.req('PUT', `/tables/${t}/rows/1`, { rows: [1] }), 400, "field 'rows' must be an object");
-  expectError(await srv.req('PUT', `/tables/${t}/rows/1`, { row: { x: 1 } }), 400, "field 'rows' is required (an object)");
+  expectError(await srv.req('PUT', `/tables/${t}/rows/1`, { row: { x: 1 } }), 400, "unknown field 'row' (allowed: rows, if_version)");
   expectError(await srv.req('PUT', `/tables/${t}/rows/1`, { rows: { x: 1 }, ttl: 5 }), 400, "unknown field 'ttl' (allowed: rows, if_version)");
   expectError(await srv.req('PUT', `/tables/${t}/rows/1`, '{"rows":'), 400);
   assert.deepEqual(await whole(t), { 1: {}, 3: { n: 3 } });
