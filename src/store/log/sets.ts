@@ -52,6 +52,8 @@ export function setAdd(tx: Tx, name: string, members: readonly string[], create:
     tx.put(k, EMPTY, true, memberDecoder, exp);
     added++;
   }
+  // Every member was there already (a new set gains at least one): a write that changes nothing writes nothing.
+  if (added === 0) return [0, h.count];
   const next: Header = { inc: h.inc, count: h.count + added };
   writeHeader(tx, 'set', name, next, { op: 'add', json: `{"members":${jsonList(members)},"added":${added},"count":${next.count}}` });
   return [added, next.count];
@@ -68,6 +70,7 @@ export function setRemove(tx: Tx, name: string, members: readonly string[], pre?
     tx.del(k);
     removed++;
   }
+  if (removed === 0) return [0, h.count];
   const next: Header = { inc: h.inc, count: h.count - removed };
   writeHeader(tx, 'set', name, next, { op: 'remove', json: `{"members":${jsonList(members)},"removed":${removed},"count":${next.count}}` });
   return [removed, next.count];

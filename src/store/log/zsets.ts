@@ -284,15 +284,17 @@ export function zsetRemove(ix: ZsetIndexes, tx: Tx, name: string, members: reado
   const keys = encs.map((m) => group + m);
   const cur = tx.getMany(keys, scoreDecoder);
   let removed = 0;
-  const p = ix.track(tx, name);
+  let p: Pending | undefined;
   for (let i = 0; i < keys.length; i++) {
     const c = cur[i];
     if (c === undefined || !tx.has(keys[i])) continue; // a duplicate in `members` was removed just now
     tx.del(keys[i]);
-    record(p, encs[i], c, undefined);
+    record((p ??= ix.track(tx, name)), encs[i], c, undefined);
     removed++;
   }
   const count = h.count - removed;
+  // None was a member: a write that changes nothing writes nothing.
+  if (p === undefined) return [0, count];
   writeHeader(tx, 'zset', name, { inc: h.inc, count }, { op: 'remove', json: zsetEvents.remove(members, removed, count) });
   return [removed, count];
 }

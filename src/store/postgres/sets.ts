@@ -53,6 +53,8 @@ export async function setAdd(q: Q, name: string, members: readonly string[], cre
   const h = await lockHeader(q, 'set', name, create, pre);
   const added = await insertMembers(q, name, members);
   const count = h.count + added;
+  // Every member was there already (a new set gains at least one): a write that changes nothing writes nothing.
+  if (added === 0) return [0, count];
   await writeHeader(q, 'set', name, h, count, 'add', `{"members":${JSON.stringify(members)},"added":${added},"count":${count}}`);
   return [added, count];
 }
@@ -62,6 +64,7 @@ export async function setRemove(q: Q, name: string, members: readonly string[], 
   const h = await lockExisting(q, 'set', name, pre);
   const r = await q.query('DELETE FROM pithos_set_members WHERE name = $1 AND member = ANY($2::bytea[]) RETURNING 1', [name, members.map(memberBytes)]);
   const count = h.count - r.length;
+  if (r.length === 0) return [0, count];
   await writeHeader(q, 'set', name, h, count, 'remove', `{"members":${JSON.stringify(members)},"removed":${r.length},"count":${count}}`);
   return [r.length, count];
 }

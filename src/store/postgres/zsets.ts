@@ -121,6 +121,8 @@ export async function zsetRemove(q: Q, name: string, members: readonly string[],
   const h = await lockExisting(q, 'zset', name, pre);
   const r = await q.query('DELETE FROM pithos_zset_members WHERE name = $1 AND member = ANY($2::bytea[]) RETURNING 1', [name, members.map(memberBytes)]);
   const count = h.count - r.length;
+  // None was a member: a write that changes nothing writes nothing.
+  if (r.length === 0) return [0, count];
   await writeHeader(q, 'zset', name, h, count, 'remove', zsetEvents.remove(members, r.length, count));
   return [r.length, count];
 }
