@@ -14,7 +14,7 @@ export const precondition = (message: string): StoreError => new StoreError('pre
  */
 export function checkPrecondition(what: string, cur: number | undefined, pre: Precondition | undefined): void {
   if (pre === undefined) return;
-  if (pre.ifAbsent === true && cur !== undefined) throw precondition(`${what} changed (version ${cur})`);
+  if (pre.ifAbsent === true && cur !== undefined) throw precondition(`${what} already exists (version ${cur})`);
   const want = pre.ifVersion;
   if (want === undefined) return;
   // An absent object has no version to match: say so rather than invent one.

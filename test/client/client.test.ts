@@ -399,7 +399,7 @@ test('set calls: put, get (all, a page), add, remove, contains, combine (with an
   assert.deepEqual(await db.setCombine('cs-a', 'inter', ['cs-missing']), { members: [], count: 0 }, 'a missing set counts as empty');
   assert.deepEqual(await db.setCombine('cs-a', 'diff', ['cs-b'], 'cs-d'), { count: 2 }, 'with store: the count only');
   assert.deepEqual((await db.getSet('cs-d')).members, ['x', 'z']);
-  await rejects(db.setCombine('cs-a', 'union', ['cs-b'], 'cs-d', { ifAbsent: true }), 412, /set 'cs-d' changed/);
+  await rejects(db.setCombine('cs-a', 'union', ['cs-b'], 'cs-d', { ifAbsent: true }), 412, /set 'cs-d' already exists/);
   assert.deepEqual((await db.getSet('cs-d')).members, ['x', 'z'], 'a refused store writes nothing');
   await rejects(db.setCombine('cs-a', 'xor' as never, ['cs-b']), 400, /field 'op' must be union, inter or diff/);
 

@@ -191,6 +191,7 @@ const DYNAMIC: Array<{ re: RegExp; kind: 'bind' | 'fence' | 'version' | 'any' }>
   // check asked for, echoed back. ("expected version N" echoes the request as sent: literal.)
   { re: /(?<=^ETag: ")\d+(?="$)/gm, kind: 'version' },
   { re: /(?<=changed \(version )\d+(?=\))/g, kind: 'version' },
+  { re: /(?<=already exists \(version )\d+(?=\))/g, kind: 'version' },
   { re: /(?<=has version )\d+/g, kind: 'version' },
   { re: /(?<=has version \d+, not )\d+/g, kind: 'version' },
   { re: /(?<="expires_in_ms":)\d+/g, kind: 'any' },

@@ -50,7 +50,7 @@ test('a schema at migration 1 with data: 3 nodes at once migrate it once; old ob
     // The table's t_id sequence (migration 10) starts where its counter stood; its row count came along.
     expectSuccess(await nodes[2].req('POST', '/tables/t/rows', { rows: { i: 3 } }), 201, 'table rows insert successfully', { t_id: 3 });
     assert.deepEqual((await nodes[0].req('GET', '/tables')).body.data.items, [{ name: 't', ttl_ms: null, rows: 3 }]);
-    expectError(await nodes[2].req('PUT', '/records/a', { record: { x: 9 }, if_absent: true }), 412, `record 'a' changed (version ${va})`);
+    expectError(await nodes[2].req('PUT', '/records/a', { record: { x: 9 }, if_absent: true }), 412, `record 'a' already exists (version ${va})`);
     expectSuccess(await nodes[2].req('PUT', '/records/a', { record: { x: 9 }, if_version: va }), 200, 'record created successfully');
     assert.ok(etag(await nodes[0].req('GET', '/records/a')) > Math.max(va, vb, vn), 'a new write is above every migrated version');
     const p = new pg.Client({ connectionString: url });

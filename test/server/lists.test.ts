@@ -257,7 +257,7 @@ test('versions: every write takes if_version / If-Match; PUT takes if_absent / I
   expectError(await get(n), 404, `list '${n}' does not exist`);
   expectSuccess(await srv.req('PUT', `/lists/${n}`, { list: [1], if_absent: true }), 201, 'list created successfully');
   const v = etag(await get(n));
-  expectError(await srv.req('PUT', `/lists/${n}`, { list: [2] }, { 'If-None-Match': '*' }), 412, `list '${n}' changed (version ${v})`);
+  expectError(await srv.req('PUT', `/lists/${n}`, { list: [2] }, { 'If-None-Match': '*' }), 412, `list '${n}' already exists (version ${v})`);
   const stale = { if_version: v - 1 };
   expectError(await push(n, { values: [9], ...stale }), 412, `list '${n}' changed (version ${v})`);
   expectError(await pop(n, stale), 412, `list '${n}' changed (version ${v})`);

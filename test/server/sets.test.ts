@@ -122,7 +122,7 @@ test('combine with store takes the condition of a PUT of its target: a stale ver
   const comb = (body: unknown, headers?: Record<string, string>) => srv.req('POST', `/sets/${a}/combine`, body, headers);
   expectError(await comb({ op: 'union', with: [b], store: out, if_version: v + 1 }), 412, `set '${out}' changed (version ${v})`);
   expectError(await comb({ op: 'union', with: [b], store: out }, { 'If-Match': `"${v - 1}"` }), 412, `set '${out}' changed (version ${v})`);
-  expectError(await comb({ op: 'union', with: [b], store: out, if_absent: true }), 412, `set '${out}' changed (version ${v})`);
+  expectError(await comb({ op: 'union', with: [b], store: out, if_absent: true }), 412, `set '${out}' already exists (version ${v})`);
   expectSuccess(await srv.req('GET', `/sets/${out}`), 200, 'set queried successfully', { members: ['old'], count: 1, next: null });
   expectError(await comb({ op: 'union', with: [b], if_version: v }), 400, /applies to the set that 'store' replaces/);
   expectSuccess(await comb({ op: 'union', with: [b], store: out, if_version: v }), 200, 'set combined successfully', { count: 3 });
@@ -180,7 +180,7 @@ test('versions: ETag moves on every write; if_version / If-Match / if_absent / I
   expectError(await srv.req('PUT', `/sets/${s}`, { set: ['a'], if_version: 3 }), 412, `set '${s}' does not exist (expected version 3)`);
   expectSuccess(await srv.req('PUT', `/sets/${s}`, { set: ['a'] }, { 'If-None-Match': '*' }), 201, 'set created successfully');
   const v1 = etag(await srv.req('GET', `/sets/${s}`));
-  expectError(await srv.req('PUT', `/sets/${s}`, { set: ['b'], if_absent: true }), 412, `set '${s}' changed (version ${v1})`);
+  expectError(await srv.req('PUT', `/sets/${s}`, { set: ['b'], if_absent: true }), 412, `set '${s}' already exists (version ${v1})`);
   expectError(await srv.req('POST', `/sets/${s}/add`, { members: ['b'], if_version: v1 + 1 }), 412, `set '${s}' changed (version ${v1})`);
   expectError(await srv.req('POST', `/sets/${s}/remove`, { members: ['a'] }, { 'If-Match': `"${v1 - 1}"` }), 412, `set '${s}' changed (version ${v1})`);
   expectError(await srv.req('PATCH', `/sets/${s}`, { ttl: 9, if_version: 1 }), 412, `set '${s}' changed (version ${v1})`);

@@ -46,8 +46,8 @@ test('conditional PUT of a record: every form, its status, and nothing written o
   expectSuccess(await srv.req('PUT', `/records/${r}`, { record: { x: 1 }, if_absent: true }), 201, 'record created successfully');
   const v1 = etag(await get());
   // Existing record.
-  expectError(await srv.req('PUT', `/records/${r}`, { record: { x: 2 }, if_absent: true }), 412, `record '${r}' changed (version ${v1})`);
-  expectError(await srv.req('PUT', `/records/${r}`, { record: { x: 2 } }, { 'If-None-Match': '*' }), 412, `record '${r}' changed (version ${v1})`);
+  expectError(await srv.req('PUT', `/records/${r}`, { record: { x: 2 }, if_absent: true }), 412, `record '${r}' already exists (version ${v1})`);
+  expectError(await srv.req('PUT', `/records/${r}`, { record: { x: 2 } }, { 'If-None-Match': '*' }), 412, `record '${r}' already exists (version ${v1})`);
   expectError(await srv.req('PUT', `/records/${r}`, { record: { x: 2 }, if_version: v1 - 1 }), 412, `record '${r}' changed (version ${v1})`);
   expectError(await srv.req('PUT', `/records/${r}`, { record: { x: 2 } }, { 'If-Match': `"${v1 + 1}"` }), 412, `record '${r}' changed (version ${v1})`);
   let g = await get();
@@ -77,7 +77,7 @@ test('conditional PUT of a variant: every form, its status, and nothing written 
   expectError(await srv.req('PUT', `/variants/${v}`, { variant: 1, if_version: 3 }), 412, `variant '${v}' does not exist (expected version 3)`);
   expectSuccess(await srv.req('PUT', `/variants/${v}`, { variant: 1 }, { 'If-None-Match': '*' }), 201, 'variant created successfully', { variant: 1 });
   const v1 = etag(await get());
-  expectError(await srv.req('PUT', `/variants/${v}`, { variant: 2, if_absent: true }), 412, `variant '${v}' changed (version ${v1})`);
+  expectError(await srv.req('PUT', `/variants/${v}`, { variant: 2, if_absent: true }), 412, `variant '${v}' already exists (version ${v1})`);
   expectError(await srv.req('PUT', `/variants/${v}`, { variant: 2, if_version: v1 + 5 }), 412, `variant '${v}' changed (version ${v1})`);
   expectError(await srv.req('PUT', `/variants/${v}`, { variant: 2 }, { 'If-Match': `"${v1 - 1}"` }), 412, `variant '${v}' changed (version ${v1})`);
   expectSuccess(await get(), 200, 'variant queried successfully', { variant: 1 });
@@ -283,7 +283,7 @@ test('50 concurrent if_absent creates of one new record and one new variant: exa
   const g = await srv.req('GET', `/records/${r}`);
   const winner = rs.findIndex((x) => x.status === 201);
   expectSuccess(g, 200, 'record queried successfully', { i: winner });
-  for (const x of rs) if (x.status === 412) expectError(x, 412, `record '${r}' changed (version ${etag(g)})`);
+  for (const x of rs) if (x.status === 412) expectError(x, 412, `record '${r}' already exists (version ${etag(g)})`);
   const gv = await srv.req('GET', `/variants/${v}`);
   expectSuccess(gv, 200, 'variant queried successfully', { variant: vs.findIndex((x) => x.status === 201) });
 });

@@ -202,7 +202,7 @@ test('versions and conditional writes on every write', async () => {
   expectError(await srv.req('PUT', `/zsets/${z}`, { zset: { a: 1 }, if_version: 1 }), 412, `zset '${z}' does not exist (expected version 1)`);
   expectSuccess(await srv.req('PUT', `/zsets/${z}`, { zset: { a: 1 }, if_absent: true }), 201, 'zset created successfully');
   const v1 = etag(await srv.req('GET', `/zsets/${z}`));
-  expectError(await srv.req('PUT', `/zsets/${z}`, { zset: { a: 2 } }, { 'If-None-Match': '*' }), 412, `zset '${z}' changed (version ${v1})`);
+  expectError(await srv.req('PUT', `/zsets/${z}`, { zset: { a: 2 } }, { 'If-None-Match': '*' }), 412, `zset '${z}' already exists (version ${v1})`);
   expectError(await srv.req('POST', `/zsets/${z}/add`, { members: { b: 1 }, if_version: v1 - 1 }), 412, `zset '${z}' changed (version ${v1})`);
   expectError(await srv.req('POST', `/zsets/${z}/incr`, { member: 'a', delta: 1 }, { 'If-Match': '"2"' }), 412, `zset '${z}' changed (version ${v1})`);
   expectError(await srv.req('POST', `/zsets/${z}/remove`, { members: ['a'], if_version: 0 }), 412, `zset '${z}' changed (version ${v1})`);
