@@ -53,7 +53,15 @@ export interface Locked {
 export async function lockHeader(q: Q, kind: CollectionKind, name: string, create: boolean, pre: Precondition | undefined): Promise<Locked> {
   const hdr = HEADERS[kind];
   for (let i = 0; i < 8; i++) {
-    const r = await q.query(`SELECT count, version, ${q.live()} AS live FROM ${hdr} WHERE name = $1 FOR UPDATE`, [name]);
+    const r = await q.query(`SELECT count, version, ${q.live()} AS live, op IS NOT DISTINCT FROM '' AS placeholder FROM ${hdr} WHERE name = $1 FOR UPDATE`, [
+      name,
+    ]);
+    if (r.length > 0 && r[0].placeholder === true) {
+      // Only the transaction that inserted a placeholder sees it (txns.ts locks collections so): no collection yet.
+      if (pre !== undefined) checkPrecondition(`${kind} '${name}'`, undefined, pre);
+      if (!create) throw collectionMissing(kind, name);
+      return { exists: false, count: 0, placeholder: true };
+    }
     if (r.length > 0) {
       const live = r[0].live === true;
       if (pre !== undefined) checkPrecondition(`${kind} '${name}'`, live ? Number(r[0].version) : undefined, pre);

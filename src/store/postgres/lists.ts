@@ -44,8 +44,13 @@ interface Head {
  */
 async function lockList(q: Q, name: string, create: boolean): Promise<Head | undefined> {
   for (let i = 0; i < 8; i++) {
-    const r = await q.query(`SELECT head, tail, version, ${q.live()} AS live FROM pithos_lists WHERE name = $1 FOR UPDATE`, [name]);
+    const r = await q.query(
+      `SELECT head, tail, version, ${q.live()} AS live, op IS NOT DISTINCT FROM '' AS placeholder FROM pithos_lists WHERE name = $1 FOR UPDATE`,
+      [name],
+    );
     if (r.length > 0) {
+      // Only the transaction that inserted a placeholder sees it (txns.ts locks lists so): no list yet.
+      if (r[0].placeholder === true) return create ? { head: 0, tail: 0, version: 0 } : undefined;
       if (r[0].live === true) return { head: Number(r[0].head), tail: Number(r[0].tail), version: Number(r[0].version) };
       if (!create) return undefined;
       await q.query('DELETE FROM pithos_list_items WHERE name = $1', [name]);

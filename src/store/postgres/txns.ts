@@ -22,8 +22,12 @@ import { setAdd, setHas, setRemove } from './sets.js';
 import { zsetAdd, zsetIncr, zsetRemove, zsetScore } from './zsets.js';
 import { NOT_HERE, oneTrip } from './batch.js';
 
-/** What check `c` reads, from the transaction (so from the state before the first mutation). */
-async function factsOf(q: Q, c: Check): Promise<CheckFacts> {
+/**
+ * What check `c` reads, from the transaction (so from the state before the first mutation).
+ * `missing`: the collections whose header is only this transaction's placeholder (lockInOrder).
+ */
+async function factsOf(q: Q, c: Check, missing: Set<string>): Promise<CheckFacts> {
+  if ((c.kind === 'list' || c.kind === 'set' || c.kind === 'zset') && missing.has(placeholderKey(c.kind, c.name))) return { present: false };
   switch (c.kind) {
     case 'variant': {
       const cur = await currentVariant(q, c.name);
@@ -104,6 +108,16 @@ function writer(q: Q): TxnWriter<Promise<string>> {
   };
 }
 
+/** The header of a list, set or sorted set, and the columns of a placeholder (op ''): locked, no change in the feed (collections.ts). */
+const PLACEHOLDERS = {
+  list: `pithos_lists AS x (name, head, tail, expires_at, version, op) SELECT n, 0, 0, NULL, nextval('pithos_seq'), ''`,
+  set: `pithos_sets AS x (name, count, expires_at, version, op) SELECT n, 0, NULL, nextval('pithos_seq'), ''`,
+  zset: `pithos_zsets AS x (name, count, expires_at, version, op) SELECT n, 0, NULL, nextval('pithos_seq'), ''`,
+} as const;
+
+/** Keys of the placeholders lockInOrder inserted: collections that do not exist yet. */
+const placeholderKey = (kind: 'list' | 'set' | 'zset', name: string): string => `${kind} ${name}`;
+
 /**
  * Locks every table, variant, record, list, set and sorted set the mutations write, each kind in
  * name order, before anything else (a table only inserted into excepted: an
@@ -112,25 +126,44 @@ function writer(q: Q): TxnWriter<Promise<string>> {
  * deadlock_timeout, 1 s by default). A record checked for its `version` is
  * locked too, so the version checked is still the version when the
  * mutations write and the transaction commits.
+ *
+ * A list, set or sorted set that does not exist yet is locked in its place in
+ * that order too, by inserting its header as a placeholder (what a write to a
+ * missing collection does, collections.ts); an existing header is locked by
+ * the same statement (ON CONFLICT DO UPDATE locks the row even where its WHERE
+ * updates nothing). Locked later, by the mutation that creates it, it would be
+ * taken after the others: a transaction that found it created meanwhile, and
+ * locked it first, then waits for this one's other locks while this one waits
+ * for it. Resolves to the placeholders inserted (placeholderKey), which the
+ * checks see as absent; a mutation that does not create its collection (pop,
+ * remove) finds it missing and the transaction rolls back, placeholder and all.
  */
-async function lockInOrder(q: Q, txn: Transaction): Promise<void> {
+async function lockInOrder(q: Q, txn: Transaction): Promise<Set<string>> {
   type Locked = 'table' | 'variant' | 'record' | 'list' | 'set' | 'zset';
   const names: Record<Locked, Set<string>> = { table: new Set(), variant: new Set(), record: new Set(), list: new Set(), set: new Set(), zset: new Set() };
   for (const m of txn.mutations) names[m.kind].add(m.name);
   for (const c of txn.checks) if (c.kind === 'record' && c.version !== undefined) names.record.add(c.name);
-  const sql: Record<Locked, string> = {
+  const sql: Record<'table' | 'variant' | 'record', string> = {
     table: 'SELECT name FROM pithos_tables WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',
     variant: 'SELECT name FROM pithos_variants WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',
     record: 'SELECT id FROM pithos_records WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE',
-    list: 'SELECT name FROM pithos_lists WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',
-    set: 'SELECT name FROM pithos_sets WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',
-    zset: 'SELECT name FROM pithos_zsets WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',
   };
   const written = [...names.table].filter((t) => txn.mutations.some((m) => m.kind === 'table' && m.name === t && m.op !== 'INSERT'));
   if (written.length > 0) await q.query(sql.table, [written.sort()]);
-  for (const kind of ['variant', 'record', 'list', 'set', 'zset'] as const) {
+  for (const kind of ['variant', 'record'] as const) {
     if (names[kind].size > 0) await q.query(sql[kind], [[...names[kind]].sort()]);
   }
+  const inserted = new Set<string>();
+  for (const kind of ['list', 'set', 'zset'] as const) {
+    if (names[kind].size === 0) continue;
+    const r = await q.query(
+      `INSERT INTO ${PLACEHOLDERS[kind]} FROM unnest($1::text[]) AS t(n) ORDER BY n
+      ON CONFLICT (name) DO UPDATE SET op = x.op WHERE false RETURNING name`,
+      [[...names[kind]]],
+    );
+    for (const x of r) inserted.add(placeholderKey(kind, x.name as string));
+  }
+  return inserted;
 }
 
 export function transact(db: Db, txn: Transaction): Promise<string> {
@@ -152,11 +185,11 @@ function attempt(db: Db, txn: Transaction): Promise<string> {
 
 function general(db: Db, txn: Transaction): Promise<string> {
   return db.run(async (q) => {
-    await lockInOrder(q, txn);
+    const missing = await lockInOrder(q, txn);
     for (let i = 0; i < txn.checks.length; i++) {
       let why: string | undefined;
       try {
-        why = checkFailure(txn.checks[i], await factsOf(q, txn.checks[i]));
+        why = checkFailure(txn.checks[i], await factsOf(q, txn.checks[i], missing));
       } catch (err) {
         throw failedAt(err, `transaction check ${i}`);
       }
