@@ -404,7 +404,8 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
       io.out(OVERVIEW + '\n');
       return 0;
     }
-    const text = HELP[topic];
+    // Own topics only: `help constructor` would otherwise print Object.prototype's members.
+    const text = Object.hasOwn(HELP, topic) ? HELP[topic] : undefined;
     if (text === undefined) {
       io.err(`pithos: no help for '${topic}'\n${OVERVIEW}\n`);
       return 2;

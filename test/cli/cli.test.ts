@@ -112,6 +112,8 @@ test('help, version and usage errors (exit 2, nothing on stdout)', async () => {
   assert.match(helpServe.stdout, /^usage: pithos \[serve\]/);
   assert.match(helpGet.stdout, /^usage: pithos get <kind> <name>/);
   exits(helpNope, 2, 'help nope', /no help for 'nope'/);
+  // Names of Object.prototype's members are no topics either.
+  for (const topic of ['constructor', '__proto__', 'toString']) exits(await cli(['help', topic]), 2, `help ${topic}`, new RegExp(`no help for '${topic}'`));
   ok(version, 'version');
   const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
   assert.equal(version.stdout, `pithos ${pkg.version}\n`);
