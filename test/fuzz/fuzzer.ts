@@ -38,7 +38,7 @@ export interface FuzzReport {
   byStatus: Record<string, number>;
   /** Requests that named one of a worker's own objects, by path prefix (`lists`, `set`, …): which routes a run reached. */
   byNamespace: Record<string, number>;
-  /** Requests to the routes that name no one object: listings, `/txns`, and the conditional headers sent. */
+  /** Requests to listings and `/txns`, and those with a condition or an append; `<route> <status>`: the first answer of an exchange. */
   byRoute: Record<string, number>;
   /** `GET /watch` streams opened (and closed at once). */
   watches: number;
@@ -52,6 +52,10 @@ export interface FuzzReport {
 class Gen {
   /** Versions this worker read back (ETags of its objects), so conditions sometimes hold. */
   readonly versions: number[] = [];
+  /** The last version read of each of this worker's objects, by path. */
+  readonly versionOf = new Map<string, number>();
+  /** The version of the object the request being built names, when known. */
+  current: number | undefined;
   constructor(readonly r: () => number) {}
   int(n: number): number {
     return Math.floor(this.r() * n);
@@ -61,6 +65,11 @@ class Gen {
   }
   pick<T>(xs: readonly T[]): T {
     return xs[this.int(xs.length)]!;
+  }
+  /** A version to condition on: mostly the named object's own (the condition holds), else another or a made-up one. */
+  version(): number {
+    if (this.current !== undefined && this.chance(0.5)) return this.current;
+    return this.versions.length > 0 && this.chance(0.5) ? this.pick(this.versions) : this.pick([0, 1, 2, 50, 9007199254740991]);
   }
 }
 
@@ -119,7 +128,7 @@ function validValue(g: Gen, field: string): unknown {
     case 'unset':
       return g.chance(0.8) ? Array.from({ length: g.int(3) }, () => g.pick(['a', 'b', 'k', '__proto__', ''])) : g.pick(WRONG);
     case 'if_version':
-      return g.versions.length > 0 && g.chance(0.6) ? g.pick(g.versions) : g.pick([0, 1, 2, 50, 9007199254740991]);
+      return g.version();
     case 'wheres':
       return g.chance(0.3) ? {} : { [g.pick(['a', 'b', 'k'])]: g.chance(0.5) ? randScalar(g) : { [g.pick(OPERATORS)]: randValue(g, 1) } };
     case 'variant':
@@ -186,6 +195,9 @@ function validValue(g: Gen, field: string): unknown {
       return randValue(g, 2);
   }
 }
+
+/** Members every operation takes (the pool below adds over-long ones). */
+const SHORT_MEMBERS = ['a', 'b', 'B', 'é', '', '\u0000', '__proto__'];
 
 /** Indexes far past either end of any list, and ones a 32-bit or double conversion would wrap. */
 const HUGE_INDEXES = [2147483648, -2147483649, 9007199254740991, -9007199254740991, 9007199254740993, 1e20, -1e20, 1.5, -0];
@@ -285,9 +297,11 @@ const FIELD_NAMES: Record<string, string> = { lockttl: 'ttl', setbody: 'set', zm
 /** JSON text of a body: mostly the endpoint's fields, each valid, missing or of a wrong type. */
 function structuredBody(g: Gen, method: string, ns: Ns, suffix: string): string {
   const parts: string[] = [];
+  const sane = g.chance(0.25);
   for (const f of fieldsFor(g, method, ns, suffix)) {
     const name = FIELD_NAMES[f] ?? f;
-    const roll = g.r();
+    // One body in four has every field it sends valid, so conditions and appends also succeed.
+    const roll = sane ? 0.15 + g.r() * 0.5 : g.r();
     if (roll < 0.15) continue;
     if (roll > 0.97) {
       parts.push(`${JSON.stringify(name)}:${g.pick(NOT_JSON_NUMBERS)}`);
@@ -418,27 +432,41 @@ const TXN_NS: Record<string, Ns> = { list: 'lists', set: 'sets', zset: 'zsets', 
 
 /** One transaction mutation, over lists, sets and sorted sets mostly; valid, or with one field wrong. */
 /** `malformed`: certainly a 400 (an unknown kind, operation or field); undefined: the answer depends on the state. */
-function txnMutation(g: Gen, names: string[], targets: Target[]): { m: unknown; malformed: boolean | undefined } {
-  if (g.chance(0.03)) return { m: g.pick(WRONG.filter((v) => typeof v !== 'object' || (Array.isArray(v) && v.length > 0))), malformed: true };
-  const kind = g.chance(0.95) ? g.pick(['list', 'list', 'set', 'set', 'zset', 'zset', 'variant', 'record', 'table']) : g.pick(['lock', 'LIST', 'Set', '', 7, null]);
-  const name = g.chance(0.93) ? g.pick(names) : g.pick(['', '__proto__', 'x'.repeat(300), 5, null, ['a']]);
+function txnMutation(g: Gen, names: string[], targets: Target[], sane: boolean): { m: unknown; malformed: boolean | undefined } {
+  if (!sane && g.chance(0.03)) return { m: g.pick(WRONG.filter((v) => typeof v !== 'object' || (Array.isArray(v) && v.length > 0))), malformed: true };
+  const kind =
+    sane || g.chance(0.95)
+      ? g.pick(['list', 'list', 'set', 'set', 'zset', 'zset', 'variant', 'record', 'table'])
+      : g.pick(['lock', 'LIST', 'Set', '', 7, null]);
+  const name = sane || g.chance(0.93) ? g.pick(names) : g.pick(['', '__proto__', 'x'.repeat(300), 5, null, ['a']]);
   const knownKind = typeof kind === 'string' && TXN_NS[kind] !== undefined;
   let malformed: boolean | undefined;
   if (knownKind && typeof name === 'string' && names.includes(name)) targets.push({ ns: TXN_NS[kind]!, name });
   const m: Record<string, unknown> = { kind, name };
   switch (kind) {
     case 'list':
-      if (g.chance(0.5)) Object.assign(m, { operation: 'PUSH', values: validValue(g, 'values'), side: g.pick(['left', 'right', undefined]) });
+      if (g.chance(0.5))
+        Object.assign(m, {
+          operation: 'PUSH',
+          values: [randValue(g, 1), ...(validValue(g, 'values') as unknown[])],
+          side: g.pick(['left', 'right', undefined]),
+        });
       else Object.assign(m, { operation: 'POP', side: g.pick(['left', 'right', undefined]), count: g.pick([1, 2, 1000, undefined]) });
       break;
     case 'set':
-      Object.assign(m, { operation: g.pick(['ADD', 'REMOVE']), members: validValue(g, 'members') });
+      Object.assign(m, { operation: g.pick(['ADD', 'REMOVE']), members: [g.pick(SHORT_MEMBERS), ...(sane ? [] : (validValue(g, 'members') as unknown[]))] });
       break;
     case 'zset': {
       const op = g.pick(['ADD', 'INCR', 'REMOVE']);
-      if (op === 'ADD') Object.assign(m, { operation: op, members: validValue(g, 'zmembers'), mode: g.chance(0.5) ? validValue(g, 'mode') : undefined });
-      else if (op === 'INCR') Object.assign(m, { operation: op, member: g.pick(MEMBERS), delta: g.pick(SCORES) });
-      else Object.assign(m, { operation: op, members: validValue(g, 'members') });
+      const score = () => (g.chance(0.85) ? g.pick([0, 1, -1, 2.5, 1e308]) : g.pick(SCORES));
+      if (op === 'ADD')
+        Object.assign(m, {
+          operation: op,
+          members: { [g.pick(SHORT_MEMBERS)]: score() },
+          mode: g.chance(0.5) ? g.pick(['upsert', 'nx', 'xx', 'gt', 'lt', 'NX']) : undefined,
+        });
+      else if (op === 'INCR') Object.assign(m, { operation: op, member: g.chance(0.9) ? g.pick(SHORT_MEMBERS) : g.pick(MEMBERS), delta: score() });
+      else Object.assign(m, { operation: op, members: [g.pick(SHORT_MEMBERS), ...(sane ? [] : (validValue(g, 'members') as unknown[]))] });
       break;
     }
     case 'variant':
@@ -450,13 +478,20 @@ function txnMutation(g: Gen, names: string[], targets: Target[]): { m: unknown; 
       else m.operation = 'DELETE';
       break;
     case 'table':
-      Object.assign(m, g.pick([{ operation: 'INSERT', values: { a: 1 } }, { operation: 'UPDATE', where: {}, values: { b: 2 } }, { operation: 'REMOVE', where: { a: 1 } }]));
+      Object.assign(
+        m,
+        g.pick([
+          { operation: 'INSERT', values: { a: 1 } },
+          { operation: 'UPDATE', where: {}, values: { b: 2 } },
+          { operation: 'REMOVE', where: { a: 1 } },
+        ]),
+      );
       break;
     default:
       m.operation = g.pick(['PUSH', 'ADD', 'PUT']);
   }
   // One field wrong (the answer depends on the field), or a fault every kind refuses with a 400.
-  const r = g.r();
+  const r = sane ? 1 : g.r();
   if (r < 0.08) {
     m[g.pick(['operation', 'values', 'members', 'count', 'side', 'delta', 'member', 'mode', 'name', 'kind'])] = g.pick(WRONG);
     malformed = false;
@@ -478,10 +513,14 @@ function txnMutation(g: Gen, names: string[], targets: Target[]): { m: unknown; 
   return { m, malformed };
 }
 
-function txnCheck(g: Gen, names: string[]): unknown {
-  const name = g.chance(0.95) ? g.pick(names) : g.pick(['', 5, null]);
-  const c: Record<string, unknown> = { kind: g.pick(['list', 'set', 'zset', 'variant', 'record', 'table', 'lock', 'nope']), name };
-  const where = () => (g.chance(0.5) ? g.int(4) : { [g.pick(OPERATORS)]: g.chance(0.8) ? g.int(4) : g.pick(WRONG) });
+function txnCheck(g: Gen, names: string[], sane: boolean): unknown {
+  const name = sane || g.chance(0.95) ? g.pick(names) : g.pick(['', 5, null]);
+  const c: Record<string, unknown> = {
+    kind: sane ? g.pick(['list', 'set', 'zset', 'variant', 'record', 'table']) : g.pick(['list', 'set', 'zset', 'variant', 'record', 'table', 'lock', 'nope']),
+    name,
+  };
+  const where = () =>
+    g.chance(0.5) ? g.int(4) : { [sane ? g.pick(['$eq', '$gte', '$lt', '$ne']) : g.pick(OPERATORS)]: sane || g.chance(0.8) ? g.int(4) : g.pick(WRONG) };
   switch (c.kind) {
     case 'list':
       if (g.chance(0.6)) c.length = where();
@@ -498,12 +537,13 @@ function txnCheck(g: Gen, names: string[]): unknown {
       if (g.chance(0.5)) c.count = where();
       break;
     case 'record':
-      if (g.chance(0.5)) c.version = g.versions.length > 0 ? g.pick(g.versions) : 1;
+      if (g.chance(0.5)) c.version = g.versionOf.get(`/records/${String(name)}`) ?? g.version();
       else c.exists = g.chance(0.5);
       break;
     default:
       c.exists = g.chance(0.5);
   }
+  if (sane) return c;
   if (g.chance(0.08)) c[g.pick(['length', 'count', 'exists', 'contains', 'member', 'score', 'extra', 'version'])] = g.pick(WRONG);
   if (g.chance(0.03)) own(c, '__proto__', { pwned: 1 });
   return c;
@@ -514,18 +554,20 @@ function txnBody(g: Gen, names: string[], targets: Target[]): { text: string; ma
   const roll = g.r();
   const mutations: unknown[] = [];
   let malformed = false;
-  const n = roll < 0.015 ? 1001 : roll < 0.03 ? 0 : 1 + g.int(4);
+  // One transaction in three is well-formed throughout, so that some get past parsing to their checks and writes.
+  const sane = g.chance(0.33);
+  const n = sane ? 1 + g.int(4) : roll < 0.015 ? 1001 : roll < 0.03 ? 0 : 1 + g.int(4);
   for (let i = 0; i < n; i++) {
-    const r = txnMutation(g, names, targets);
+    const r = txnMutation(g, names, targets, sane);
     mutations.push(r.m);
     if (r.malformed === true) malformed = true;
   }
   if (n > 1000) malformed = true;
   const body: Record<string, unknown> = { mutations };
-  if (g.chance(0.5)) body.checks = Array.from({ length: roll > 0.985 ? 1001 : g.int(3) }, () => txnCheck(g, names));
+  if (g.chance(0.5)) body.checks = Array.from({ length: roll > 0.985 ? 1001 : g.int(3) }, () => txnCheck(g, names, sane));
   if (roll > 0.985 && body.checks !== undefined) malformed = true;
   if (g.chance(0.1)) body.serializable = g.chance(0.8) ? g.chance(0.5) : g.pick(['yes', 1, null, {}]);
-  const r = g.r();
+  const r = sane ? 1 : g.r();
   if (r < 0.05) body.mutations = g.pick(WRONG.filter((v) => !(Array.isArray(v) && v.length === 0)));
   else if (r < 0.08) body.checks = g.pick(WRONG.filter((v) => !Array.isArray(v) && v !== null));
   else if (r < 0.1) body[g.pick(['mutation', 'extra', 'if_version', 'kind'])] = 1;
@@ -543,6 +585,7 @@ function deep(n: number): unknown {
 
 function buildRequest(g: Gen, token: string, names: string[]): Built {
   let method = g.chance(0.9) ? g.pick(METHODS) : g.pick(ODD_METHODS);
+  g.current = undefined;
   let path: string;
   const targets: Target[] = [];
   let listing: ListingQuery | undefined;
@@ -555,6 +598,7 @@ function buildRequest(g: Gen, token: string, names: string[]): Built {
   if (roll < 0.7) {
     const name = g.pick(names);
     targets.push({ ns, name });
+    g.current = g.versionOf.get(snapshotPath(ns, name));
     if (ns === 'tables' && g.chance(0.5)) suffix = g.pick(['/rows', '/query', `/rows/${g.pick(ROW_IDS)}`]);
     if (ns === 'lists' && g.chance(0.5)) suffix = g.pick(['/push', '/pop']);
     if (ns === 'sets' && g.chance(0.5)) suffix = g.pick(['/add', '/remove', '/contains', '/combine']);
@@ -609,8 +653,8 @@ function buildRequest(g: Gen, token: string, names: string[]): Built {
   }
   let body: Buffer | undefined;
   // A listing takes no body: one in ten carries one anyway.
-  if (listingReq ? g.chance(0.1) : g.chance(0.8)) {
-    if (txn !== undefined && g.chance(0.9)) body = Buffer.from(txn.text);
+  if (listingReq ? g.chance(0.1) : txn !== undefined ? g.chance(0.97) : g.chance(0.8)) {
+    if (txn !== undefined && g.chance(0.93)) body = Buffer.from(txn.text);
     else if (txn !== undefined) body = txnGarbage(g, names);
     else if (g.chance(0.8)) body = Buffer.from(structuredBody(g, method.toUpperCase(), ns, suffix));
     else body = garbageBody(g);
@@ -629,7 +673,7 @@ function buildRequest(g: Gen, token: string, names: string[]): Built {
   if (method !== 'GET' && listingReq) expect = undefined;
   if (method !== 'POST' && txn !== undefined) expect = undefined;
   if (targets.length > 0 && g.chance(0.08)) {
-    const v = g.versions.length > 0 && g.chance(0.6) ? `"${g.pick(g.versions)}"` : g.pick(['*', '"1", "2"', 'W/"1"', '1', '""', '"-1"', '"abc"', '"9007199254740993"', '"0"']);
+    const v = g.chance(0.6) ? `"${g.version()}"` : g.pick(['*', '"1", "2"', 'W/"1"', '1', '""', '"-1"', '"abc"', '"9007199254740993"', '"0"']);
     headers.push(g.chance(0.6) ? `If-Match: ${v}` : `If-None-Match: ${g.pick(['*', '*', v, '', 'x'])}`);
   }
   if (g.chance(0.3))
@@ -643,7 +687,8 @@ function buildRequest(g: Gen, token: string, names: string[]): Built {
   if (g.chance(0.005)) headers.push(`X-Big: ${'b'.repeat(17000)}`);
   if (g.chance(0.02)) headers.push(`X-${g.int(100)}: ${g.pick(['\u00e9', 'a\tb', ' lead', 'trail ', '"q"'])}`);
   // Headers that change how a request is read or answered make no promise about the status.
-  if (headers.some((h) => /^(Expect|Upgrade|X-Big|Content-Type: (?!application\/json$))/.test(h)) || !headers.some((h) => h.startsWith('Host:'))) expect = undefined;
+  if (headers.some((h) => /^(Expect|Upgrade|X-Big|Content-Type: (?!application\/json$))/.test(h)) || !headers.some((h) => h.startsWith('Host:')))
+    expect = undefined;
   let chunked = false;
   let poison = false;
   let bodyBytes = body ?? Buffer.alloc(0);
@@ -672,9 +717,17 @@ function buildRequest(g: Gen, token: string, names: string[]): Built {
   }
   const head = Buffer.from(`${method} ${path} HTTP/1.1\r\n${headers.join('\r\n')}\r\n\r\n`, 'latin1');
   if (poison) expect = undefined;
-  return { bytes: Buffer.concat([head, bodyBytes]), method, targets, chunked, head: method === 'HEAD', poison, listing: method === 'GET' ? listing : undefined, expect };
+  return {
+    bytes: Buffer.concat([head, bodyBytes]),
+    method,
+    targets,
+    chunked,
+    head: method === 'HEAD',
+    poison,
+    listing: method === 'GET' ? listing : undefined,
+    expect,
+  };
 }
-
 
 /** Query parameters of one object's GET: list ranges, set pages, sorted-set ranges by rank or score; valid and not. */
 function objectQuery(g: Gen, ns: Ns): string {
@@ -860,7 +913,7 @@ function byteOrder(a: string, b: string): number {
 function checkExpected(a: RawAnswer, r: Built): string | undefined {
   // 503 and 507 are the server's state (the connection cap, a full disk), not a reading of the request.
   if (a.status === 503 || a.status === 507) return undefined;
-  if (r.expect !== undefined && (a.status >= 400) !== (r.expect.status >= 400))
+  if (r.expect !== undefined && a.status >= 400 !== r.expect.status >= 400)
     return `${r.expect.why} answered ${a.status} (expected ${r.expect.status}): ${a.body.slice(0, 200)}`;
   const q = r.listing;
   if (q === undefined || a.status !== 200) return undefined;
@@ -876,7 +929,8 @@ function checkExpected(a: RawAnswer, r: Built): string | undefined {
     const early = ns.find((n) => byteOrder(n, q.after!) <= 0);
     if (early !== undefined) return `listing after ${JSON.stringify(q.after)} has ${JSON.stringify(early)}`;
   }
-  for (let i = 1; i < ns.length; i++) if (byteOrder(ns[i - 1]!, ns[i]!) >= 0) return `listing out of byte order: ${JSON.stringify(ns[i - 1])} before ${JSON.stringify(ns[i])}`;
+  for (let i = 1; i < ns.length; i++)
+    if (byteOrder(ns[i - 1]!, ns[i]!) >= 0) return `listing out of byte order: ${JSON.stringify(ns[i - 1])} before ${JSON.stringify(ns[i])}`;
   if (d.next !== null && d.next !== ns[ns.length - 1]) return `listing next ${JSON.stringify(d.next)} is not its last name`;
   if (d.next !== null && ns.length < q.limit) return `listing of ${ns.length} < limit ${q.limit} items has next ${JSON.stringify(d.next)}`;
   return undefined;
@@ -899,12 +953,15 @@ async function watchOnce(g: Gen, o: FuzzOptions, names: string[]): Promise<strin
   let sinceBad = false;
   for (let i = g.int(4); i > 0; i--) {
     const p = g.r();
-    if (p < 0.35) params.push(`kind=${g.chance(0.85) ? g.pick(WATCH_KINDS) : (refuse(), g.pick(['tables', 'LIST', '', 'row', '__proto__', 'constructor', 'toString']))}`);
+    if (p < 0.35)
+      params.push(`kind=${g.chance(0.85) ? g.pick(WATCH_KINDS) : (refuse(), g.pick(['tables', 'LIST', '', 'row', '__proto__', 'constructor', 'toString']))}`);
     else if (p < 0.55) params.push(`prefix=${encodeURIComponent(g.pick([...names, '', 'w', 'é', '%']))}`);
     else if (p < 0.7) {
       // The last since is the one read.
       sinceBad = g.chance(0.3);
-      params.push(`since=${sinceBad ? g.pick(['-1', 'x', '1.5', '', '1e3', '99999999999999999999']) : g.pick(['0', '1', String(g.versions[0] ?? 5), '9007199254740991'])}`);
+      params.push(
+        `since=${sinceBad ? g.pick(['-1', 'x', '1.5', '', '1e3', '99999999999999999999']) : g.pick(['0', '1', String(g.versions[0] ?? 5), '9007199254740991'])}`,
+      );
     }
     // The server also takes 1, 0 and an empty value for values.
     else if (p < 0.85) params.push(`values=${g.chance(0.8) ? g.pick(['true', 'false', '1', '0', '']) : (refuse(), g.pick(['yes', 'TRUE', '2']))}`);
@@ -1014,6 +1071,8 @@ export async function fuzz(o: FuzzOptions): Promise<FuzzReport> {
         const snapshot = async (t: Target): Promise<string> => {
           const s = await check.send(get(t.name, snapshotPath(t.ns, t.name)), 1, 5000);
           const v = /^"(\d+)"$/.exec(s.answers[0]?.headers.etag ?? '');
+          if (v !== null) g.versionOf.set(snapshotPath(t.ns, t.name), Number(v[1]));
+          else if (s.answers[0]?.status === 404) g.versionOf.delete(snapshotPath(t.ns, t.name));
           if (v !== null && !g.versions.includes(Number(v[1]))) {
             g.versions.push(Number(v[1]));
             if (g.versions.length > 8) g.versions.shift();
@@ -1037,6 +1096,9 @@ export async function fuzz(o: FuzzOptions): Promise<FuzzReport> {
         report.chunked += reqs.filter((r) => r.chunked).length;
         for (const r of reqs) for (const t of r.targets) report.byNamespace[t.ns] = (report.byNamespace[t.ns] ?? 0) + 1;
         for (const r of reqs) for (const k of routeKinds(r)) report.byRoute[k] = (report.byRoute[k] ?? 0) + 1;
+        // How the first request's route answered: whether transactions and conditions get through, not only refused.
+        if (res.answers.length > 0)
+          for (const k of routeKinds(one)) report.byRoute[`${k} ${res.answers[0]!.status}`] = (report.byRoute[`${k} ${res.answers[0]!.status}`] ?? 0) + 1;
         for (let i = 0; i < res.answers.length; i++) {
           const a = res.answers[i]!;
           const r = reqs[i];
@@ -1061,6 +1123,8 @@ export async function fuzz(o: FuzzOptions): Promise<FuzzReport> {
               );
           }
         }
+        // A write that succeeded moved its object's version: read it again, so the next condition can hold.
+        if (!pipelined && res.answers.length === 1 && res.answers[0]!.status < 300 && one.method !== 'GET') for (const t of one.targets) await snapshot(t);
         if (g.chance(0.01)) {
           report.watches++;
           const bad = await watchOnce(g, o, names);
