@@ -39,6 +39,12 @@ export class Conn {
   deferred: Buffer | null = null;
   /** The deferred answer goes out once `pending` is down to this. */
   deferredAt = 0;
+  /**
+   * An answer that closes the connection has gone. node:http still parses what
+   * was pipelined behind it, but no answer can follow: those requests are not run,
+   * or a write would be done that its client is never told of.
+   */
+  closing = false;
   lingering = false;
   lingerStart = 0;
   lingerRead = 0;
@@ -345,6 +351,7 @@ export function mustWait(c: Conn): boolean {
  * would ever go.
  */
 export function inTurn(c: Conn | undefined, req: http.IncomingMessage, res: http.ServerResponse, step: Step): void {
+  if (c !== undefined && (c.closing || c.lingering)) return;
   if (c === undefined || !mustWait(c)) return step(req, res);
   if (c.parked === null) {
     c.parked = [];
@@ -360,7 +367,7 @@ function onDrain(this: PSocket): void {
 
 function unpark(c: Conn): void {
   const q = c.parked;
-  if (q === null || c.lingering) return;
+  if (q === null || c.lingering || c.closing) return;
   // Parked requests count in `pending`: go on when none of the others is left.
   if (c.pending - q.length > 0 || c.socket.writableLength > MAX_QUEUED_OUTPUT) return;
   const [req, res, step] = q.shift()!;

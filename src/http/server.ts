@@ -90,7 +90,10 @@ class PithosResponse extends http.ServerResponse<PithosRequest> {
   override detachSocket(socket: net.Socket): void {
     super.detachSocket(socket);
     const c = conn(socket);
-    if (c !== undefined) responseDone(c);
+    if (c === undefined) return;
+    // node:http closes the connection after this answer (it said Connection: close).
+    if (!this.shouldKeepAlive) c.closing = true;
+    responseDone(c);
   }
 }
 

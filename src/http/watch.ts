@@ -144,7 +144,8 @@ export class WatchHub {
     for (const [k, v] of url.searchParams) {
       if (!PARAMS.has(k)) throw invalid(`unknown query parameter '${k}' (allowed: kind, prefix, since, values)`);
       if (k === 'kind') {
-        const bit = (KIND_BITS as Record<string, number>)[v];
+        // Own keys only: an index such as `constructor` or `__proto__` would find Object.prototype's members.
+        const bit = Object.hasOwn(KIND_BITS, v) ? (KIND_BITS as Record<string, number>)[v] : undefined;
         if (bit === undefined) throw invalid(`query parameter 'kind' must be table, record, variant, lock, list, set or zset, not '${v}'`);
         kinds |= bit;
       } else if (k === 'prefix') {

@@ -44,7 +44,7 @@ const fsync = process.argv.includes('--fsync') ? process.argv[process.argv.index
 const mode = process.argv.includes('--mode') ? process.argv[process.argv.indexOf('--mode') + 1] : 'http';
 if (mode === 'tls' || mode === 'bodies') process.exit(await adversary(mode, arg('--seconds', 20)));
 if (mode !== 'http') throw new Error('--mode is http (the default), tls or bodies');
-console.log(`fuzz: ${requests} requests, seed ${seed}, ${workers} workers, fsync ${fsync}`);
+console.log(`fuzz: ${requests} requests, seed ${seed}, ${workers} workers, fsync ${fsync}, store ${STORE}`);
 const s = await PithosServer.start({ testClock: false, fsync });
 const rss = () => {
   try {

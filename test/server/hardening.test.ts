@@ -203,6 +203,32 @@ test('an early refusal with a huge declared body closes the connection within se
   isEnvelope(small.answers[1], 200);
 });
 
+test('a request pipelined behind an answer that closes the connection is not run: what it would write is not written', async () => {
+  const t = uniq('behind');
+  const chunked = (head: string) => `${head}Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n`;
+  // Each first request is refused with a chunked body still unread, so the answer closes the
+  // connection; node:http has already parsed the write behind it from the same packet.
+  const cases: Array<[string, string, string, string]> = [
+    ['a 401 (wrong token)', chunked(`PUT /records/${t}-a HTTP/1.1\r\nHost: x\r\nAuth-Token: wrong\r\n`), 'PUT', `/records/${t}-1`],
+    ['a 404 (no such route)', chunked(`POST /nope/${t} HTTP/1.1\r\nHost: x\r\nAuth-Token: ${srv.token}\r\n`), 'POST', `/lists/${t}-2/push`],
+    ['a 405 (wrong method)', chunked(`PATCH /tables HTTP/1.1\r\nHost: x\r\nAuth-Token: ${srv.token}\r\n`), 'PUT', `/variants/${t}-3`],
+  ];
+  const bodies: Record<string, string> = { PUT: '{"record":{"a":1},"variant":1}', POST: '{"values":[1]}' };
+  for (const [label, first, method, p] of cases) {
+    const body = p.startsWith('/variants') ? '{"variant":1}' : bodies[method]!;
+    const x = await exchange(srv.port, first + reqBytes(method, p, srv.token, body), { waitMs: 2000 });
+    assert.equal(x.answers.length, 1, `${label}: ${x.data.slice(0, 400)}`);
+    assert.ok(x.answers[0]!.status >= 400 && x.answers[0]!.status < 500, `${label}: ${x.data.slice(0, 300)}`);
+    assert.equal(x.answers[0]!.headers.connection, 'close', label);
+    assert.ok(x.closed, `${label}: the connection was not closed`);
+  }
+  // A write that was run would be visible by now, on either store.
+  await sleep(300);
+  expectError(await srv.req('GET', `/records/${t}-1`), 404);
+  expectError(await srv.req('GET', `/lists/${t}-2`), 404);
+  expectError(await srv.req('GET', `/variants/${t}-3`), 404);
+});
+
 test('after a 400 for a malformed request, a client that neither reads nor closes is let go', async () => {
   // A server of its own, so that no other test's connections are counted.
   const srv = await PithosServer.start({ testClock: false });

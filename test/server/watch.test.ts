@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import { after, before, test } from 'node:test';
 import { MAX_BUFFERED } from '../../src/http/watch.js';
 import { tcpQueues } from '../helpers/proc.js';
+import { exchange, reqBytes } from '../helpers/raw.js';
 import { PithosServer, STORE, expectError, pool, sleep, uniq } from '../helpers/server.js';
 import { type SseEvent, type Watch, watch } from '../helpers/sse.js';
 import { rng } from '../helpers/rng.js';
@@ -264,6 +265,17 @@ test('bad parameters are 400 naming them; an id the log cannot replay gives rese
   w.close();
   assert.equal(w.events[0].event, 'reset');
   assert.ok(Number(w.events[0].id) < 999999999);
+});
+
+test('a kind spelled like a member of every object (__proto__, constructor, toString) is a 400, not a watch of every kind', async () => {
+  // A stream that started would never end: read only until the first answer or 3 s, and assert on the status line.
+  for (const q of ['kind=__proto__', 'kind=constructor', 'kind=toString', 'kind=hasOwnProperty', 'kind=list&kind=valueOf']) {
+    const x = await exchange(srv.port, reqBytes('GET', `/watch?${q}`, srv.token), { answers: 1, waitMs: 3000 });
+    assert.match(x.data, /^HTTP\/1\.1 400 /, `${q}: ${x.data.slice(0, 200)}`);
+    const body = x.answers[0]?.json as { status?: string; message?: string } | undefined;
+    assert.equal(body?.status, 'error', q);
+    assert.match(body?.message ?? '', /query parameter 'kind' must be table, record, variant, lock, list, set or zset, not '/, q);
+  }
 });
 
 test('expire events when a ttl ends', async () => {
