@@ -412,6 +412,8 @@ export class HintWriter {
 
 export interface HintVisitor {
   hint(op: Op, key: string, valuePos: number, valueLength: number, size: number, expiresAt: number, crc: number, seq: number): void;
+  /** A Put of the key `group` + `member`, where `group` ends at the key's last U+0000 (a group's member, keydir.ts). */
+  hintMember(group: string, member: string, valuePos: number, valueLength: number, size: number, expiresAt: number, crc: number, seq: number): void;
 }
 
 export interface HintFooter {
@@ -440,26 +442,71 @@ export function checkHint(buf: Buffer): HintFooter | string {
  * byte `pos`; returns the position to continue from (0 when done), so the
  * caller can yield to the event loop between slices. Throws on a structure
  * error, which the checksum makes a bug rather than damage.
+ *
+ * A Put of a grouped key is handed over as its group and member, decoded
+ * apart from the bytes (U+0000 is the byte 0 in UTF-8, and no other
+ * character's bytes hold one): a hint lists a collection's elements in long
+ * runs of one group, whose name is decoded once per run, and the member key
+ * comes out as the flat string of its own that the group keeps.
  */
 export function visitHint(buf: Buffer, pos: number, limit: number, v: HintVisitor): number {
   const footer = buf.length - 4 - HINT_FOOTER_SIZE;
   let p = pos === 0 ? HINT_HEADER_SIZE : pos;
+  // The group of the previous grouped entry: its bytes (where they are in buf) and its name.
+  let groupAt = -1;
+  let groupLen = 0;
+  let group = '';
   for (let i = 0; i < limit; i++) {
     if (p >= footer) return 0;
     const kl = buf.readUInt16LE(p + 1);
     const keyStart = p + HINT_ENTRY_HEADER_SIZE;
-    if (keyStart + kl > footer) throw new Error('hint entries overrun');
-    v.hint(
-      buf[p] as Op,
-      buf.toString('utf8', keyStart, keyStart + kl),
-      buf.readUInt32LE(p + 7),
-      buf.readUInt32LE(p + 3),
-      buf.readUInt32LE(p + 11),
-      buf.readDoubleLE(p + 15),
-      buf.readInt32LE(p + 23),
-      readSeq(buf, p + 27),
-    );
-    p = keyStart + kl;
+    const keyEnd = keyStart + kl;
+    if (keyEnd > footer) throw new Error('hint entries overrun');
+    const op = buf[p] as Op;
+    let cut = -1;
+    if (op === Op.Put) {
+      for (let q = keyEnd - 1; q >= keyStart; q--) {
+        if (buf[q] === 0) {
+          cut = q;
+          break;
+        }
+      }
+    }
+    if (cut < 0) {
+      v.hint(
+        op,
+        buf.toString('utf8', keyStart, keyEnd),
+        buf.readUInt32LE(p + 7),
+        buf.readUInt32LE(p + 3),
+        buf.readUInt32LE(p + 11),
+        buf.readDoubleLE(p + 15),
+        buf.readInt32LE(p + 23),
+        readSeq(buf, p + 27),
+      );
+    } else {
+      const len = cut + 1 - keyStart;
+      if (!sameBytes(buf, groupAt, keyStart, len, groupLen)) group = buf.toString('utf8', keyStart, cut + 1);
+      groupAt = keyStart;
+      groupLen = len;
+      v.hintMember(
+        group,
+        buf.toString('utf8', cut + 1, keyEnd),
+        buf.readUInt32LE(p + 7),
+        buf.readUInt32LE(p + 3),
+        buf.readUInt32LE(p + 11),
+        buf.readDoubleLE(p + 15),
+        buf.readInt32LE(p + 23),
+        readSeq(buf, p + 27),
+      );
+    }
+    p = keyEnd;
   }
   return p >= footer ? 0 : p;
+}
+
+/** Whether buf[b, b + len) holds the len bytes at a (a < 0: nothing there to compare). The last bytes differ first between groups' names. */
+function sameBytes(buf: Buffer, a: number, b: number, len: number, aLen: number): boolean {
+  if (a < 0 || aLen !== len) return false;
+  for (let k = len - 1; k >= 0; k--) if (buf[a + k] !== buf[b + k]) return false;
+  return true;
 }

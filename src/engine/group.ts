@@ -34,6 +34,8 @@ function ownMember(key: string, cut: number): string {
 class Chunk {
   map: Map<string, Entry>;
   lo: string;
+  /** `lo` without the group's prefix: an insert finds its chunk by member key ('' for chunk 0, never consulted). */
+  loMember: string;
   /** Greatest member key appended since the map was last in key order; keys are appended in order as long as sorted holds. */
   last: string;
   sorted = true;
@@ -49,8 +51,9 @@ class Chunk {
    */
   readonly cap: number;
 
-  constructor(lo: string, max: number, map: Map<string, Entry> = new Map(), last = '') {
+  constructor(lo: string, loMember: string, max: number, map: Map<string, Entry> = new Map(), last = '') {
     this.lo = lo;
+    this.loMember = loMember;
     this.map = map;
     this.last = last;
     this.cap = Math.max(1, max - Math.floor(Math.random() * (max >> 2)));
@@ -131,6 +134,20 @@ export class Group implements Map<string, Entry> {
     return lo;
   }
 
+  /** Index of the chunk whose range holds the member key `own` (chunks must not be empty). */
+  private findMember(own: string): number {
+    const c = this.chunks;
+    let lo = 0;
+    let hi = c.length - 1;
+    if (hi === 0 || own >= c[hi].loMember) return hi;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (c[mid].loMember <= own) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
   /** `key` must start with the group's prefix (KeyDir finds a key's group by it). */
   get(key: string): Entry | undefined {
     if (this.chunks.length === 0) return undefined;
@@ -148,16 +165,24 @@ export class Group implements Map<string, Entry> {
 
   /** Sets `key` to `e`; returns the entry it replaced (one chunk lookup for both). */
   swap(key: string, e: Entry): Entry | undefined {
-    if (this.chunks.length === 0) {
-      this.chunks.push(new Chunk('', this.max));
-    }
-    let i = this.find(key);
-    let c = this.chunks[i];
     // The member key as a string of its own, which a new member keeps (a Map
     // given a key it holds keeps the one it has). Made before the lookup: most
     // keys written are new ones (recovery, appends), and a flat string
     // compares faster than a slice.
-    const own = ownMember(key, this.cut);
+    return this.put(ownMember(key, this.cut), e);
+  }
+
+  /**
+   * Sets the member whose member key is `own` to `e`; returns the entry it
+   * replaced. `own` must be a flat string of its own (not a slice of a whole
+   * key), as a new member keeps it: recovery decodes it straight from a hint.
+   */
+  put(own: string, e: Entry): Entry | undefined {
+    if (this.chunks.length === 0) {
+      this.chunks.push(new Chunk('', '', this.max));
+    }
+    let i = this.findMember(own);
+    let c = this.chunks[i];
     this.lastMember = own;
     // A key above the greatest of an ordered chunk is new (writes and recovery
     // append to a collection or table mostly in key order): no lookup first.
@@ -177,12 +202,12 @@ export class Group implements Map<string, Entry> {
     if (c.map.size >= (append ? this.max : c.cap)) {
       if (append) {
         // In-order append to a full last chunk: open a new one, O(1).
-        c = new Chunk(key, this.max);
+        c = new Chunk(this.name + own, own, this.max);
         this.chunks.push(c);
         i++;
       } else {
         this.split(i);
-        if (key >= this.chunks[i + 1].lo) i++;
+        if (own >= this.chunks[i + 1].loMember) i++;
         c = this.chunks[i];
       }
     }
@@ -202,8 +227,8 @@ export class Group implements Map<string, Entry> {
     const rm = new Map<string, Entry>();
     for (let k = 0; k < half; k++) lm.set(keys[k], c.map.get(keys[k]) as Entry);
     for (let k = half; k < keys.length; k++) rm.set(keys[k], c.map.get(keys[k]) as Entry);
-    const left = new Chunk(c.lo, this.max, lm, keys[half - 1]);
-    const right = new Chunk(this.name + keys[half], this.max, rm, keys[keys.length - 1]);
+    const left = new Chunk(c.lo, c.loMember, this.max, lm, keys[half - 1]);
+    const right = new Chunk(this.name + keys[half], keys[half], this.max, rm, keys[keys.length - 1]);
     this.chunks.splice(i, 1, left, right);
   }
 

@@ -97,18 +97,32 @@ export class KeyDir {
    */
   set(key: string, e: Entry): Entry | undefined {
     const cut = groupCut(key);
-    let prev: Entry | undefined;
-    let grp: Group | undefined;
     if (cut >= 0) {
       // A new member, or a new version in the same position.
-      grp = this.groupFor(key, cut);
-      prev = grp.swap(key, e);
-      if (prev === undefined) this.groupedKeys++;
-    } else {
-      const shard = this.top.shard(key); // one hash for the get and the set
-      prev = shard.get(key);
-      this.top.setIn(shard, key, e);
+      const grp = this.groupFor(key, cut);
+      return this.placed(grp.swap(key, e), e, key, grp);
     }
+    const shard = this.top.shard(key); // one hash for the get and the set
+    const prev = shard.get(key);
+    this.top.setIn(shard, key, e);
+    return this.placed(prev, e, key, undefined);
+  }
+
+  /**
+   * set() of the key `group` + `member`, given apart: `group` ends at the
+   * key's last U+0000 and `member` is a flat string of its own, which a new
+   * member keeps. Recovery decodes both straight from a hint entry, so no
+   * whole key is built, searched for its last U+0000 and copied again.
+   */
+  setMember(group: string, member: string, e: Entry): Entry | undefined {
+    const last = this.lastGroup;
+    const grp = last !== undefined && last.name === group ? last : this.namedGroup(group);
+    return this.placed(grp.put(member, e), e, '', grp);
+  }
+
+  /** The bookkeeping of set() once `e` is in place of `prev`: flags, live bytes, the cache slot, the expiry heap. */
+  private placed(prev: Entry | undefined, e: Entry, key: string, grp: Group | undefined): Entry | undefined {
+    if (grp !== undefined && prev === undefined) this.groupedKeys++;
     e.flags |= FLAG_CURRENT;
     if (e.seg !== undefined) e.seg.live += e.size;
     if (prev !== undefined) {
@@ -186,7 +200,11 @@ export class KeyDir {
   private groupFor(key: string, cut: number): Group {
     const last = this.lastGroup;
     if (last !== undefined && last.name.length === cut + 1 && key.startsWith(last.name)) return last;
-    const name = key.slice(0, cut + 1);
+    return this.namedGroup(key.slice(0, cut + 1));
+  }
+
+  /** The group named `name`, created when missing; it becomes the last group used. */
+  private namedGroup(name: string): Group {
     let grp = this.groups.get(name);
     if (grp === undefined) {
       grp = new Group(this.chunkMax, name);

@@ -62,6 +62,13 @@ class Applier implements HintVisitor {
       kd.dropGroup(key);
     }
   }
+
+  hintMember(group: string, member: string, valuePos: number, valueLength: number, size: number, expiresAt: number, crc: number, seq: number): void {
+    this.applied++;
+    // An expired version still shadows older ones, so it deletes.
+    if (expiresAt !== 0 && expiresAt <= this.now) this.ctx.keydir.delete(group + member);
+    else this.ctx.keydir.setMember(group, member, new Entry(this.seg, valuePos, valueLength, size, expiresAt, crc, seq));
+  }
 }
 
 /**

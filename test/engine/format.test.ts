@@ -199,7 +199,12 @@ function readHint(buf: Buffer, slice: number): H[] {
   const got: H[] = [];
   const v = {
     hint(op: Op, key: string, pos: number, len: number, size: number, exp: number, crc: number, seq: number) {
+      assert.ok(op !== Op.Put || !key.includes('\u0000'), `a grouped Put handed over whole: ${JSON.stringify(key)}`);
       got.push({ op, key, pos, len, size, exp, crc, seq });
+    },
+    hintMember(group: string, member: string, pos: number, len: number, size: number, exp: number, crc: number, seq: number) {
+      assert.ok(group.endsWith('\u0000') && !member.includes('\u0000'), `group ${JSON.stringify(group)}, member ${JSON.stringify(member)}`);
+      got.push({ op: Op.Put, key: group + member, pos, len, size, exp, crc, seq });
     },
   };
   let p = 0;
@@ -225,6 +230,23 @@ test('hint writer / checkHint / visitHint round trip', () => {
       exp: i % 3 === 0 ? 1.7e12 + i : 0,
       crc: valueCrc(Buffer.from(`v${i}`), 0, String(i).length + 1),
       seq: i * 7919 + 1,
+    });
+  }
+  // Runs of grouped keys: groups of equal length that differ in one byte, a group inside another's name,
+  // members with and without multi-byte characters, an empty member, and a Del of a grouped key.
+  const groups = ['s\u0000tags\u0000', 's\u0000tagz\u0000', 'z\u0000s\u0000tags\u0000', 'l\u0000q\u00001\u0000'];
+  for (let i = 0; i < 3000; i++) {
+    const g = groups[Math.floor(i / 200) % groups.length];
+    const member = i % 50 === 0 ? '' : i % 3 === 0 ? `m-${i}-ä€𝄞` : `member-${String(i).padStart(9, '0')}`;
+    entries.push({
+      op: i % 97 === 0 ? Op.Del : Op.Put,
+      key: g + member,
+      pos: 16 + i,
+      len: i % 40,
+      size: 40 + i,
+      exp: i % 5 === 0 ? 1.8e12 : 0,
+      crc: i,
+      seq: i + 1,
     });
   }
   entries.push({ op: Op.Put, key: 'big'.repeat(21845), pos: 123, len: 4, size: 65554, exp: 0, crc: -1, seq: 2 ** 53 - 1 });
