@@ -322,8 +322,29 @@ export function decodeBatch(buf: Buffer, off: number, len: number): DecodedBatch
 
 /** Checksum of one value, as kept in the key directory (a signed int32, so V8 stores it unboxed). */
 export function valueCrc(buf: Buffer, start: number, end: number): number {
-  return crc32(buf.subarray(start, end)) | 0;
+  if (end - start > SMALL_CRC) return crc32(buf.subarray(start, end)) | 0;
+  let c = -1;
+  for (let i = start; i < end; i++) c = CRC_TABLE[(c ^ buf[i]) & 0xff] ^ (c >>> 8);
+  return ~c;
 }
+
+/**
+ * Values up to this many bytes are checked by a table-driven CRC-32 here:
+ * a score or a counter is a few bytes, and zlib's crc32 costs a view of
+ * them and a call across to C++ (argument checks included) per value,
+ * which was a fifth of building a million-member sorted set's rank order
+ * from the log. Same polynomial, same value.
+ */
+const SMALL_CRC = 64;
+const CRC_TABLE = ((): Int32Array => {
+  const t = new Int32Array(256);
+  for (let n = 0; n < 256; n++) {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    t[n] = c;
+  }
+  return t;
+})();
 
 /**
  * Hint file: the directory view of one immutable segment, so recovery does

@@ -285,3 +285,12 @@ test('hint corruption and truncation are detected', () => {
   old.writeUInt32LE(crc32(old.subarray(0, old.length - 4)) >>> 0, old.length - 4);
   assert.match(String(checkHint(old)), /unsupported hint version/);
 });
+
+test('valueCrc is zlib.crc32 of the value bytes, both below and above the size where it stops using its own table', () => {
+  const buf = Buffer.alloc(300);
+  for (let i = 0; i < buf.length; i++) buf[i] = (i * 151 + 7) & 0xff;
+  for (let len = 0; len <= 140; len++) {
+    for (const start of [0, 1, 13]) assert.equal(valueCrc(buf, start, start + len), crc32(buf.subarray(start, start + len)) | 0, `${len} bytes at ${start}`);
+  }
+  assert.equal(valueCrc(Buffer.from('123456789'), 0, 9), 0xcbf43926 | 0, 'the CRC-32 check value');
+});
