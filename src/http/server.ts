@@ -91,8 +91,11 @@ class PithosResponse extends http.ServerResponse<PithosRequest> {
     super.detachSocket(socket);
     const c = conn(socket);
     if (c === undefined) return;
-    // node:http closes the connection after this answer (it said Connection: close).
-    if (!this.shouldKeepAlive) c.closing = true;
+    // node:http closes the connection after this answer (it said Connection: close): either the
+    // exchange asked for it (shouldKeepAlive false), or the answer had no length and could not be
+    // chunked (an HTTP/1.0 client), so only the close ends its body. node:http decides the second
+    // when it writes the head and keeps it in `_last`, which is what it reads to close the socket.
+    if (!this.shouldKeepAlive || (this as unknown as { _last?: boolean })._last === true) c.closing = true;
     responseDone(c);
   }
 }

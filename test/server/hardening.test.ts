@@ -222,11 +222,31 @@ test('a request pipelined behind an answer that closes the connection is not run
     assert.equal(x.answers[0]!.headers.connection, 'close', label);
     assert.ok(x.closed, `${label}: the connection was not closed`);
   }
+  // A success that closes: an HTTP/1.0 client asking to keep the connection, whose answer is long
+  // enough to go out in pieces without a length, so node:http can only end it by closing the
+  // connection.
+  const big = `${t}-big`;
+  expectSuccess(await srv.req('PUT', `/tables/${big}`), 201, 'table created successfully');
+  // More rows than a store answers in one piece (STREAM_ROWS), about 110 KB of them.
+  for (let i = 0; i < 1100; i += 50) {
+    await Promise.all(Array.from({ length: 50 }, () => srv.req('POST', `/tables/${big}/rows`, { rows: { s: 'x'.repeat(90) } })));
+  }
+  const old = (method: string, p: string, body?: string): string =>
+    `${method} ${p} HTTP/1.0\r\nAuth-Token: ${srv.token}\r\nConnection: keep-alive\r\n` +
+    (body === undefined ? '\r\n' : `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  const x = await exchange(srv.port, old('GET', `/tables/${big}/rows`, '{"wheres":{}}') + old('PUT', `/records/${t}-4`, '{"record":{"a":1}}'), {
+    waitMs: 2000,
+  });
+  assert.equal(x.answers.length, 1, `HTTP/1.0: ${x.data.slice(0, 300)} ... ${x.data.slice(-400)}`);
+  assert.equal(x.answers[0]!.status, 200, x.data.slice(0, 300));
+  assert.equal(x.answers[0]!.headers['content-length'], undefined, 'the rows went out without a length');
+  assert.ok(x.closed, 'HTTP/1.0: the connection was not closed');
   // A write that was run would be visible by now, on either store.
   await sleep(300);
   expectError(await srv.req('GET', `/records/${t}-1`), 404);
   expectError(await srv.req('GET', `/lists/${t}-2`), 404);
   expectError(await srv.req('GET', `/variants/${t}-3`), 404);
+  expectError(await srv.req('GET', `/records/${t}-4`), 404);
 });
 
 test('after a 400 for a malformed request, a client that neither reads nor closes is let go', async () => {
