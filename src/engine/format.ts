@@ -493,32 +493,20 @@ export function visitHint(buf: Buffer, pos: number, limit: number, v: HintVisito
         }
       }
     }
+    const valuePos = buf.readUInt32LE(p + 7);
+    const valueLength = buf.readUInt32LE(p + 3);
+    const size = buf.readUInt32LE(p + 11);
+    const expiresAt = buf.readDoubleLE(p + 15);
+    const crc = buf.readInt32LE(p + 23);
+    const seq = readSeq(buf, p + 27);
     if (cut < 0) {
-      v.hint(
-        op,
-        buf.toString('utf8', keyStart, keyEnd),
-        buf.readUInt32LE(p + 7),
-        buf.readUInt32LE(p + 3),
-        buf.readUInt32LE(p + 11),
-        buf.readDoubleLE(p + 15),
-        buf.readInt32LE(p + 23),
-        readSeq(buf, p + 27),
-      );
+      v.hint(op, buf.toString('utf8', keyStart, keyEnd), valuePos, valueLength, size, expiresAt, crc, seq);
     } else {
       const len = cut + 1 - keyStart;
       if (!sameBytes(buf, groupAt, keyStart, len, groupLen)) group = buf.toString('utf8', keyStart, cut + 1);
       groupAt = keyStart;
       groupLen = len;
-      v.hintMember(
-        group,
-        buf.toString('utf8', cut + 1, keyEnd),
-        buf.readUInt32LE(p + 7),
-        buf.readUInt32LE(p + 3),
-        buf.readUInt32LE(p + 11),
-        buf.readDoubleLE(p + 15),
-        buf.readInt32LE(p + 23),
-        readSeq(buf, p + 27),
-      );
+      v.hintMember(group, buf.toString('utf8', cut + 1, keyEnd), valuePos, valueLength, size, expiresAt, crc, seq);
     }
     p = keyEnd;
   }
