@@ -46,6 +46,8 @@ export interface Config {
   pgTargetSessionAttrs: string | undefined;
   /** A second secret that only GET /metrics accepts, sent as `Authorization: Bearer`. */
   metricsToken: string | undefined;
+  /** TCP port of the Redis protocol listener (docs/redis.md); undefined = off. */
+  respPort: number | undefined;
   /** The data key new data is sealed with (docs/operations.md, "Encryption at rest"); undefined = no encryption. */
   encryptionKeyFile: string | undefined;
   /** Older keys, still needed to read what they sealed. */
@@ -73,6 +75,8 @@ interface Spec {
 const SPECS: Spec[] = [
   { flag: '--host', env: 'PITHOS_HOST', key: 'host', kind: 'string', def: '127.0.0.1', help: 'address to listen on' },
   { flag: '--port', env: 'PITHOS_PORT', key: 'port', kind: 'port', def: 2668, help: 'TCP port (0 picks a free one)' },
+  { flag: '--resp-port', env: 'PITHOS_RESP_PORT', key: 'respPort', kind: 'port', def: undefined,
+    help: 'also speak the Redis protocol (RESP2/RESP3) on this TCP port, e.g. 6379 (default: off; docs/redis.md)' },
   { flag: '--data-dir', env: 'PITHOS_DATA_DIR', key: 'dataDir', kind: 'string', def: './data', help: 'directory holding the log' },
   { flag: '--auth-token', env: 'PITHOS_AUTH_TOKEN', key: 'authToken', kind: 'string', def: undefined,
     help: 'secret clients send as Auth-Token (default: generated once, kept in <data-dir>/auth-token)' },

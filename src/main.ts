@@ -24,6 +24,7 @@ import { Cors } from './http/cors.js';
 import { ROUTES } from './http/routes.js';
 import { AccessLog } from './http/access.js';
 import { loadTls, reloadTls, type TlsFiles, type TlsMaterial } from './tls.js';
+import { RespServer } from './redis/listener.js';
 
 const TOKEN_FILE = 'auth-token';
 /** The role an open /watch stream must keep through a reload of the tokens file: the route's own. */
@@ -305,6 +306,26 @@ async function serve(
   } catch (err) {
     throw listenError(err, cfg.host, cfg.port);
   }
+  let resp: RespServer | undefined;
+  if (cfg.respPort !== undefined) {
+    resp = new RespServer({
+      store: db,
+      auth,
+      tls,
+      maxBulk: cfg.maxBodyBytes,
+      maxConnections: conns.max,
+      version: version(),
+      storeName: shared ? 'postgres' : 'log',
+      log,
+    });
+    try {
+      const port = await resp.listen(cfg.respPort, cfg.host);
+      log('info', `Redis protocol on ${tls !== undefined ? 'rediss' : 'redis'}://${cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host}:${port}`);
+    } catch (err) {
+      await server.shutdown(1000);
+      throw listenError(err, cfg.host, cfg.respPort);
+    }
+  }
   start.listening = true;
   log(
     'info',
@@ -319,7 +340,7 @@ async function serve(
   log('info', `listening on ${tls !== undefined ? 'https' : 'http'}://${shown}:${addr.port}`);
   onHangup = reloader(cfg, tlsFiles, auth, token, watch, server);
 
-  return untilStopped(server, watch, db);
+  return untilStopped(server, watch, db, resp);
 }
 
 /** The store `cfg` names, and the data directory (made when missing, for the log or the shared store's token file). */
@@ -396,7 +417,7 @@ function reloader(cfg: Config, tlsFiles: TlsFiles | undefined, auth: Authenticat
 }
 
 /** Resolves with the exit code once SIGTERM or SIGINT has drained the server and closed the store. */
-function untilStopped(server: PithosServer, watch: WatchHub, db: Store): Promise<number> {
+function untilStopped(server: PithosServer, watch: WatchHub, db: Store, resp: RespServer | undefined): Promise<number> {
   return new Promise<number>((resolve) => {
     let stopping = false;
     const stop = (signal: string): void => {
@@ -408,8 +429,7 @@ function untilStopped(server: PithosServer, watch: WatchHub, db: Store): Promise
       log('info', `${signal}: draining requests, then flushing and closing`);
       // Event streams never finish on their own: end them so shutdown need not wait them out.
       watch.close();
-      server
-        .shutdown(10_000)
+      Promise.all([server.shutdown(10_000), resp?.close()])
         .then(() => db.close())
         .then(
           () => {

@@ -164,8 +164,12 @@ export interface RecordStore {
 }
 
 export interface VariantStore {
-  /** Creates or replaces; resolves to [created, data JSON]. */
-  put(name: string, value: ScalarInput, ttl: number, pre?: Precondition): Promise<[boolean, string]>;
+  /**
+   * Creates or replaces; resolves to [created, data JSON]. A variant of
+   * another type is refused (409) unless `retype`, which replaces it whatever
+   * its type, as Redis's SET replaces a value (docs/redis.md).
+   */
+  put(name: string, value: ScalarInput, ttl: number, pre?: Precondition, retype?: boolean): Promise<[boolean, string]>;
   /**
    * `delta.text` is the delta as written; resolves to the data JSON. `type`:
    * only a variant of that type is incremented (409 otherwise).
@@ -375,10 +379,10 @@ export interface Store {
   readonly variants: VariantStore;
   readonly locks: LockStore;
   /** Lists (docs/api.md "Lists"); a store without them answers their routes with 503. */
-  readonly lists?: ListStore;
+  readonly lists: ListStore;
   /** Sets and sorted sets; a store without them answers their endpoints with 503. */
-  readonly sets?: SetStore;
-  readonly zsets?: ZsetStore;
+  readonly sets: SetStore;
+  readonly zsets: ZsetStore;
   /**
    * Runs every check on the state before the first mutation, then every
    * mutation in order on one view; all of it is one atomic write, or nothing.

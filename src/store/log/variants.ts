@@ -39,11 +39,11 @@ export function currentVariant(tx: Tx, name: string): Variant | undefined {
 }
 
 /** Creates or replaces; returns [created, the new variant]. */
-export function setVariant(tx: Tx, name: string, value: ScalarInput, ttl: number, pre?: Precondition): [boolean, Variant] {
+export function setVariant(tx: Tx, name: string, value: ScalarInput, ttl: number, pre?: Precondition, retype = false): [boolean, Variant] {
   const x = variantOf(value);
   if (pre !== undefined) checkPrecondition(`variant '${name}'`, tx.version(variantKey(name)), pre);
   const cur = currentVariant(tx, name);
-  checkSameType(name, cur, x);
+  if (!retype) checkSameType(name, cur, x);
   tx.put(variantKey(name), encode(x), x, variantDecoder, expiryOf(ttl, tx.now));
   return [cur === undefined, x];
 }
@@ -85,9 +85,9 @@ export class LogVariants implements VariantStore {
     private readonly atomic: Atomic,
   ) {}
 
-  put(name: string, value: ScalarInput, ttl: number, pre?: Precondition): Promise<[boolean, string]> {
+  put(name: string, value: ScalarInput, ttl: number, pre?: Precondition, retype?: boolean): Promise<[boolean, string]> {
     return this.atomic.atomically(undefined, (tx): [boolean, string] => {
-      const [created, x] = setVariant(tx, name, value, ttl, pre);
+      const [created, x] = setVariant(tx, name, value, ttl, pre, retype);
       return [created, x.data];
     });
   }

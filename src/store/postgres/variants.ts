@@ -60,7 +60,7 @@ export async function currentVariant(q: Q, name: string, lock = false): Promise<
  * checked, then written; with no row to lock, the create is
  * `ON CONFLICT DO NOTHING`, and losing that race means checking again.
  */
-export async function setVariant(q: Q, name: string, value: ScalarInput, ttl: number, pre?: Precondition): Promise<[boolean, Variant]> {
+export async function setVariant(q: Q, name: string, value: ScalarInput, ttl: number, pre?: Precondition, retype = false): Promise<[boolean, Variant]> {
   const x = variantOf(value);
   const v = JSON.stringify(x.v);
   for (let i = 0; i < 8; i++) {
@@ -77,7 +77,7 @@ export async function setVariant(q: Q, name: string, value: ScalarInput, ttl: nu
         if (c.length > 0) return [true, x];
         continue; // created meanwhile by another writer: lock it and check again
       }
-      checkSameType(name, live ? decode(r[0]) : undefined, x);
+      if (!retype) checkSameType(name, live ? decode(r[0]) : undefined, x);
       // The row is ours until COMMIT: one UPDATE, live or expired.
       await q.query(`UPDATE pithos_variants SET t = $2, v = $3, expires_at = ${q.expiry('$4')}, version = ${NEXT} WHERE name = $1`, [name, x.t, v, ttl]);
       return [!live, x];
@@ -128,7 +128,12 @@ export async function appendVariant(q: Q, name: string, text: string, pre?: Prec
 export class PgVariants implements VariantStore {
   constructor(private readonly db: Db) {}
 
-  async put(name: string, value: ScalarInput, ttl: number, pre?: Precondition): Promise<[boolean, string]> {
+  async put(name: string, value: ScalarInput, ttl: number, pre?: Precondition, retype = false): Promise<[boolean, string]> {
+    if (retype) {
+      // Whatever the type: the locking path, which reads the row before it writes.
+      const [created, y] = await this.db.run((tx) => setVariant(tx, name, value, ttl, pre ?? {}, true));
+      return [created, y.data];
+    }
     if (pre === undefined) return setVariant(this.db.q, name, value, ttl).then(([created, x]) => [created, x.data]);
     // A condition that holds is one statement; otherwise the transaction decides, with the message.
     const x = variantOf(value);

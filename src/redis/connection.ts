@@ -1,0 +1,136 @@
+/**
+ * Connection and server commands (docs/redis.md, "Connection"): what
+ * redis-cli and client libraries send when they connect (HELLO, AUTH,
+ * CLIENT SETNAME, COMMAND, INFO, CONFIG GET) and the few they use to look
+ * around. AUTH and HELLO's AUTH are answered by the listener, which holds
+ * the secrets; the rest only read the session and the server's view.
+ */
+import { type Call, type Command, int, is, syntaxError } from './command.js';
+import { eachKey } from './keyspace.js';
+import { ErrorReply, MapReply, OK, type Reply, Simple } from './resp.js';
+
+function clientInfo(c: Call, s = c.session): string {
+  const age = Math.floor((Date.now() - s.createdAt) / 1000);
+  return `id=${s.id} addr=${s.addr} name=${s.name} age=${age} db=0 user=${s.user ?? 'default'} resp=${s.proto} cmd=${s.lastCommand}`;
+}
+
+function client(c: Call): Reply {
+  const sub = c.args[1]!.toUpperCase();
+  switch (sub) {
+    case 'ID':
+      return c.session.id;
+    case 'SETNAME': {
+      const n = c.args[2];
+      if (n === undefined || c.args.length !== 3) throw new ErrorReply("ERR wrong number of arguments for 'client|setname' command");
+      if (/[\s]/.test(n)) throw new ErrorReply('ERR Client names cannot contain spaces, newlines or special characters.');
+      c.session.name = n;
+      return OK;
+    }
+    case 'GETNAME':
+      return c.session.name === '' ? null : c.session.name;
+    case 'INFO':
+      return clientInfo(c) + '\n';
+    case 'LIST':
+      return c.server
+        .clients()
+        .map((s) => clientInfo(c, s) + '\n')
+        .join('');
+    case 'KILL': {
+      // Own connections only (docs/redis.md): by ID, or by ADDR.
+      const [what, value] = [c.args[2]?.toUpperCase(), c.args[3]];
+      if (value === undefined) throw syntaxError();
+      const mine = (s: { user: string | undefined }): boolean => s.user === c.session.user;
+      if (what === 'ID') return c.server.kill((s) => mine(s) && s.id === int(value));
+      if (what === 'ADDR') return c.server.kill((s) => mine(s) && s.addr === value);
+      throw syntaxError();
+    }
+    case 'SETINFO':
+    case 'NO-EVICT':
+    case 'NO-TOUCH':
+      return OK;
+    default:
+      throw new ErrorReply(`ERR unknown subcommand '${c.args[1]}'. Try CLIENT HELP.`);
+  }
+}
+
+async function info(c: Call): Promise<Reply> {
+  const want = (c.args[1] ?? 'default').toLowerCase();
+  const all = want === 'all' || want === 'everything' || want === 'default';
+  const v = c.server;
+  const sections: string[] = [];
+  const uptime = Math.floor((Date.now() - v.startedAt) / 1000);
+  if (all || want === 'server')
+    sections.push(
+      `# Server\r\nredis_version:7.0.0\r\npithos_version:${v.version}\r\nredis_mode:standalone\r\nos:${process.platform}\r\nprocess_id:${process.pid}\r\ntcp_port:${v.port}\r\nuptime_in_seconds:${uptime}\r\nuptime_in_days:${Math.floor(uptime / 86400)}\r\n`,
+    );
+  if (all || want === 'clients') sections.push(`# Clients\r\nconnected_clients:${v.clients().length}\r\nmaxclients:10000\r\nblocked_clients:0\r\n`);
+  if (all || want === 'persistence') sections.push(`# Persistence\r\nloading:0\r\naof_enabled:1\r\npithos_store:${v.storeName}\r\n`);
+  if (all || want === 'stats') sections.push(`# Stats\r\ntotal_connections_received:${v.stats.connections}\r\ntotal_commands_processed:${v.stats.commands}\r\n`);
+  if (all || want === 'replication') sections.push('# Replication\r\nrole:master\r\nconnected_slaves:0\r\n');
+  if (all || want === 'keyspace') {
+    let n = 0;
+    await eachKey(c.store, '', () => {
+      n++;
+      return true;
+    });
+    sections.push(n > 0 ? `# Keyspace\r\ndb0:keys=${n},expires=0,avg_ttl=0\r\n` : '# Keyspace\r\n');
+  }
+  return sections.join('\r\n');
+}
+
+/** The settings clients probe with CONFIG GET, answered with what Pithos does. */
+function configGet(c: Call): Reply {
+  const known: Record<string, string> = {
+    databases: '1',
+    appendonly: 'yes',
+    appendfsync: 'always',
+    save: '',
+    maxmemory: '0',
+    'maxmemory-policy': 'noeviction',
+    timeout: '0',
+    'notify-keyspace-events': '',
+    'proto-max-bulk-len': String(512 * 1024 * 1024),
+    port: String(c.server.port),
+  };
+  const out: Array<[Reply, Reply]> = [];
+  for (const pat of c.args.slice(2)) {
+    const re = new RegExp('^' + pat.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.') + '$', 'i');
+    for (const [k, v] of Object.entries(known)) if (re.test(k) && !out.some(([x]) => x === k)) out.push([k, v]);
+  }
+  return new MapReply(out);
+}
+
+export const CONNECTION_COMMANDS: Command[] = [
+  {
+    name: 'ping',
+    arity: -1,
+    flags: ['fast', 'stale'],
+    keys: [0, 0, 0],
+    summary: 'PONG, or the message',
+    run: (c) => {
+      if (c.args.length > 2) throw new ErrorReply("ERR wrong number of arguments for 'ping' command");
+      return c.args.length === 2 ? c.args[1]! : new Simple('PONG');
+    },
+  },
+  { name: 'echo', arity: 2, flags: ['fast'], keys: [0, 0, 0], summary: 'the message', run: (c) => c.args[1]! },
+  { name: 'time', arity: 1, flags: ['fast', 'loading', 'stale'], keys: [0, 0, 0], summary: 'server time', run: () => timeReply() },
+  { name: 'client', arity: -2, flags: ['loading', 'stale'], keys: [0, 0, 0], summary: 'ID, SETNAME, GETNAME, INFO, LIST, KILL (own connections)', run: client },
+  { name: 'info', arity: -1, flags: ['loading', 'stale'], keys: [0, 0, 0], summary: 'server, clients, persistence, stats, keyspace', run: info },
+  {
+    name: 'config',
+    arity: -2,
+    flags: ['admin', 'loading', 'stale'],
+    keys: [0, 0, 0],
+    summary: 'GET of the settings clients probe; SET refused',
+    run: (c) => {
+      if (is(c.args[1], 'GET') && c.args.length >= 3) return configGet(c);
+      if (is(c.args[1], 'RESETSTAT')) return OK;
+      throw new ErrorReply(`ERR CONFIG ${c.args[1]} is not supported by Pithos (docs/redis.md)`);
+    },
+  },
+];
+
+function timeReply(): Reply {
+  const us = BigInt(Date.now()) * 1000n;
+  return [String(us / 1000000n), String(us % 1000000n)];
+}

@@ -1,0 +1,159 @@
+/**
+ * Redis's one keyspace over Pithos's kinds (docs/redis.md, "The keyspace"):
+ * string ↔ variant, hash ↔ record, list ↔ list, set ↔ set, sorted set ↔
+ * zset. Tables and locks are not visible. A name held by more than one kind
+ * (possible through the HTTP API, whose namespaces are separate) shows the
+ * first in KINDS' order; an empty collection behaves as absent.
+ */
+import type { ListKind, Store } from '../store/store.js';
+import { ErrorReply } from './resp.js';
+
+export type RType = 'string' | 'hash' | 'list' | 'set' | 'zset';
+
+/** Each Redis type's kind, in the order a name held by several shows them. */
+export const KINDS: Readonly<Record<RType, ListKind>> = { string: 'variants', hash: 'records', list: 'lists', set: 'sets', zset: 'zsets' };
+export const TYPES = Object.keys(KINDS) as RType[];
+
+export const WRONGTYPE = new ErrorReply('WRONGTYPE Operation against a key holding the wrong kind of value');
+
+/** What a listing shows of one name. */
+interface Item {
+  name: string;
+  ttl_ms: number | null;
+  length?: number;
+  count?: number;
+}
+
+/** A key as the keyspace sees it: its type and remaining lifetime (null: none). */
+export interface KeyInfo {
+  type: RType;
+  ttlMs: number | null;
+}
+
+async function page(store: Store, kind: ListKind, prefix: string, after: string | null, limit: number): Promise<{ items: Item[]; next: string | null }> {
+  return JSON.parse(await store.list(kind, { prefix, limit, after })) as { items: Item[]; next: string | null };
+}
+
+/** Whether a listing item is a live key: a collection only when it holds something. */
+function present(type: RType, it: Item): boolean {
+  if (type === 'list') return (it.length ?? 0) > 0;
+  if (type === 'set' || type === 'zset') return (it.count ?? 0) > 0;
+  return true;
+}
+
+/** The item of `key` in the kind of `type`, if that kind holds it as a live key. */
+async function lookup(store: Store, type: RType, key: string): Promise<Item | undefined> {
+  const { items } = await page(store, KINDS[type], key, null, 1);
+  const it = items[0];
+  return it !== undefined && it.name === key && present(type, it) ? it : undefined;
+}
+
+/** The key's type and lifetime, or undefined when no visible kind holds it. Hashes that are empty records are absent too. */
+export async function keyInfo(store: Store, key: string, skip?: RType): Promise<KeyInfo | undefined> {
+  for (const type of TYPES) {
+    if (type === skip) continue;
+    const it = await lookup(store, type, key);
+    if (it === undefined) continue;
+    if (type === 'hash' && (await hashEmpty(store, key))) continue;
+    return { type, ttlMs: it.ttl_ms };
+  }
+  return undefined;
+}
+
+async function hashEmpty(store: Store, key: string): Promise<boolean> {
+  try {
+    const rec = JSON.parse(await store.records.get(key)) as Record<string, unknown>;
+    return Object.keys(rec).length === 0;
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * Refuses a command on `key` for type `want` when the key holds another type
+ * (WRONGTYPE). Called before a write creates `want`'s object, and by reads
+ * that found nothing of their own kind, to tell "missing" from "wrong type".
+ */
+export async function assertNotOther(store: Store, key: string, want: RType): Promise<void> {
+  const info = await keyInfo(store, key, want);
+  if (info === undefined) return;
+  // A kind earlier in KINDS' order shows first; a later one is wrong too: the name is taken.
+  throw WRONGTYPE;
+}
+
+/**
+ * Every live key whose name starts with `prefix`, by type, in byte order per
+ * type, paged through the listings. `each` returns false to stop.
+ */
+export async function eachKey(store: Store, prefix: string, each: (name: string, type: RType, ttlMs: number | null) => boolean | Promise<boolean>): Promise<void> {
+  const seen = new Set<string>();
+  for (const type of TYPES) {
+    let after: string | null = null;
+    for (;;) {
+      const { items, next } = await page(store, KINDS[type], prefix, after, 1000);
+      for (const it of items) {
+        if (!present(type, it) || seen.has(it.name)) continue;
+        seen.add(it.name);
+        if (!(await each(it.name, type, it.ttl_ms))) return;
+      }
+      if (next === null) break;
+      after = next;
+    }
+  }
+}
+
+/** Deletes whatever visible object `key` names, in every kind; resolves to whether one was live. */
+export async function deleteKey(store: Store, key: string): Promise<boolean> {
+  const info = await keyInfo(store, key);
+  for (const type of TYPES) await deleteOf(store, type, key);
+  return info !== undefined;
+}
+
+/** Deletes `key` in `type`'s kind; false when it was not there. */
+export async function deleteOf(store: Store, type: RType, key: string): Promise<boolean> {
+  try {
+    switch (type) {
+      case 'string':
+        await store.variants.delete(key);
+        break;
+      case 'hash':
+        await store.records.delete(key);
+        break;
+      case 'list':
+        await store.lists.delete(key);
+        break;
+      case 'set':
+        await store.sets.delete(key);
+        break;
+      case 'zset':
+        await store.zsets.delete(key);
+        break;
+    }
+    return true;
+  } catch (err) {
+    if (isMissing(err)) return false;
+    throw err;
+  }
+}
+
+/** Sets the remaining lifetime in seconds (0: none) of `key` in `type`'s kind. */
+export async function expireOf(store: Store, type: RType, key: string, ttl: number): Promise<void> {
+  switch (type) {
+    case 'string':
+      return store.variants.expire(key, ttl);
+    case 'hash':
+      return store.records.expire(key, ttl);
+    case 'list':
+      await store.lists.patch(key, { ttl });
+      return;
+    case 'set':
+      return store.sets.expire(key, ttl);
+    case 'zset':
+      return store.zsets.expire(key, ttl);
+  }
+}
+
+/** Whether a store failure says the object is not there. */
+export function isMissing(err: unknown): boolean {
+  return (err as { kind?: unknown } | null)?.kind === 'not_found';
+}

@@ -1,0 +1,349 @@
+/**
+ * The RESP listener (docs/redis.md): a TCP (or TLS) server whose connections
+ * parse commands, check authentication and roles, run each command from the
+ * table in order, and write the replies in the connection's protocol. One
+ * connection runs one command at a time, so pipelined commands are answered
+ * in order; a client that does not read its replies is stopped from reading
+ * more (soft bound) and closed past the hard one.
+ */
+import { isUtf8 } from 'node:buffer';
+import net from 'node:net';
+import tls from 'node:tls';
+import type { Store } from '../store/store.js';
+import { StoreError } from '../store/errors.js';
+import type { Authenticator } from '../http/auth.js';
+import type { TlsMaterial } from '../tls.js';
+import type { Call, Command, ServerView, Session } from './command.js';
+import { Multi } from './multi.js';
+import { encode, ErrorReply, MapReply, OK, Parser, ProtocolError, type Reply, Simple } from './resp.js';
+import { buildTable, type CommandTable } from './table.js';
+import { globToRegExp } from './keys.js';
+import { useGlob } from './sets.js';
+
+useGlob(globToRegExp);
+
+export interface RespOptions {
+  store: Store;
+  auth: Authenticator;
+  tls?: TlsMaterial;
+  /** Largest bulk string (the HTTP API's --max-body-bytes). */
+  maxBulk: number;
+  maxConnections: number;
+  version: string;
+  storeName: string;
+  log: (level: 'info' | 'warn' | 'error', msg: string) => void;
+}
+
+/** Documented bounds (docs/redis.md, "Limits"). */
+export const LIMITS = {
+  maxArgs: 1024 * 1024,
+  /** Pending replies above this: the connection's socket is not read until they drain. */
+  softOutputBytes: 16 * 1024 * 1024,
+  /** Pending replies above this: the connection is closed (Redis's client-output-buffer-limit). */
+  hardOutputBytes: 256 * 1024 * 1024,
+  /** A connection that has not authenticated within this long is closed. */
+  authTimeoutMs: 10_000,
+} as const;
+
+const NOAUTH = new ErrorReply('NOAUTH Authentication required.');
+const WRONGPASS = new ErrorReply('WRONGPASS invalid username-password pair or user is disabled.');
+
+/** One client connection: its session state, parser and reply queue. */
+class Conn implements Session {
+  readonly id: number;
+  proto: 2 | 3 = 2;
+  name = '';
+  user: string | undefined;
+  role: 'read' | 'write' | 'admin' | undefined;
+  /** The secret the connection authenticated with, checked again for each command's role (tokens reload on SIGHUP). */
+  token: string | undefined;
+  readonly addr: string;
+  readonly createdAt = Date.now();
+  private readonly abort = new AbortController();
+  readonly gone = this.abort.signal;
+  lastCommand = 'NULL';
+  readonly multi = new Multi();
+  private readonly parser: Parser;
+  private running = false;
+  private closed = false;
+  private authTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly socket: net.Socket,
+    readonly server: RespServer,
+    id: number,
+  ) {
+    this.id = id;
+    this.addr = `${socket.remoteAddress}:${socket.remotePort}`;
+    this.parser = new Parser({ maxArgs: LIMITS.maxArgs, maxBulk: server.opts.maxBulk });
+    socket.setNoDelay(true);
+    socket.on('data', (chunk: Buffer) => {
+      this.parser.push(chunk);
+      void this.drain();
+    });
+    socket.on('close', () => this.close());
+    socket.on('error', () => this.close());
+    this.authTimer = setTimeout(() => {
+      if (this.user === undefined) socket.destroy();
+    }, LIMITS.authTimeoutMs);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    clearTimeout(this.authTimer);
+    this.abort.abort();
+    this.socket.destroy();
+    this.server.forget(this);
+  }
+
+  /** Runs every whole command received, one at a time; replies go out as each finishes. */
+  private async drain(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    try {
+      for (;;) {
+        let args: Buffer[] | undefined;
+        try {
+          args = this.parser.next();
+        } catch (err) {
+          if (!(err instanceof ProtocolError)) throw err;
+          this.write(new ErrorReply(`ERR Protocol error: ${err.message}`));
+          this.socket.end();
+          this.closed = true;
+          return;
+        }
+        if (args === undefined) break;
+        const reply = await this.run(args);
+        if (this.closed) return;
+        if (reply !== undefined) this.write(reply);
+        if (this.socket.writableLength > LIMITS.hardOutputBytes) {
+          this.server.opts.log('warn', `RESP client ${this.addr} closed: ${this.socket.writableLength} bytes of replies unread`);
+          this.close();
+          return;
+        }
+        if (this.socket.writableLength > LIMITS.softOutputBytes) {
+          // Stop taking commands until the client has read what is pending.
+          this.socket.pause();
+          await new Promise<void>((resolve) => this.socket.once('drain', resolve).once('close', resolve));
+          this.socket.resume();
+        }
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  write(r: Reply): void {
+    const out: Array<string | Buffer> = [];
+    encode(r, this.proto, out);
+    if (out.length === 1) this.socket.write(out[0]!);
+    else {
+      this.socket.cork();
+      for (const x of out) this.socket.write(x);
+      this.socket.uncork();
+    }
+  }
+
+  /** One command: decoded, checked, run; resolves to its reply (undefined: nothing to send). */
+  private async run(raw: Buffer[]): Promise<Reply | undefined> {
+    const t = this.server.table;
+    const name = raw[0]!.toString('latin1').toLowerCase();
+    const cmd = t.get(name);
+    this.server.stats.commands++;
+    if (cmd === undefined) {
+      const rest = raw
+        .slice(1, 20)
+        .map((a) => `'${a.toString('latin1').slice(0, 128)}' `)
+        .join('');
+      return this.fail(new ErrorReply(`ERR unknown command '${raw[0]!.toString('latin1').slice(0, 128)}', with args beginning with: ${rest}`));
+    }
+    if ((cmd.arity > 0 && raw.length !== cmd.arity) || raw.length < -cmd.arity) return this.fail(new ErrorReply(`ERR wrong number of arguments for '${name}' command`));
+    if (this.user === undefined && !cmd.flags.includes('noauth')) return this.fail(NOAUTH);
+    const args: string[] = new Array<string>(raw.length);
+    for (let i = 0; i < raw.length; i++) {
+      const b = raw[i]!;
+      if (!isUtf8(b)) return this.fail(new ErrorReply(`ERR argument ${i} is not valid UTF-8: Pithos keeps keys and values as UTF-8 text (docs/redis.md, "Binary data")`));
+      args[i] = b.toString('utf8');
+    }
+    this.lastCommand = name;
+    const denied = this.denied(cmd);
+    if (denied !== undefined) return this.fail(denied);
+    if (this.multi.active && !Multi.RUNS_NOW.has(name)) return this.multi.queue(cmd, args);
+    const call: Call = { store: this.server.opts.store, args, session: this, server: this.server.view };
+    try {
+      return await cmd.run(call);
+    } catch (err) {
+      return toReply(err, this.server.opts.log);
+    }
+  }
+
+  /** A command refused before it runs; inside MULTI it also makes EXEC fail, as in Redis. */
+  private fail(e: ErrorReply): Reply {
+    if (this.multi.active) this.multi.dirty = true;
+    return e;
+  }
+
+  /** Why the connection's token may not run `cmd`, if it may not. */
+  private denied(cmd: Command): ErrorReply | undefined {
+    if (this.token === undefined || cmd.flags.includes('noauth')) return undefined;
+    const need = cmd.flags.includes('admin') ? 'admin' : cmd.flags.includes('write') ? 'write' : 'read';
+    const r = this.server.opts.auth.check(this.token, need, 'RESP', cmd.name);
+    if (r.ok) return undefined;
+    if (r.status === 401) {
+      // The token was removed by a reload: the connection is no longer authenticated.
+      this.user = undefined;
+      this.token = undefined;
+      return NOAUTH;
+    }
+    return new ErrorReply(`NOPERM this token may not run the '${cmd.name}' command (it needs a ${need} token)`);
+  }
+
+  /** AUTH [name] token: the main secret (name 'default' or 'main') or a named token of the tokens file. */
+  authenticate(args: readonly string[]): Reply {
+    const token = args[args.length - 1]!;
+    const name = args.length === 3 ? args[1]! : undefined;
+    const latin1 = Buffer.from(token, 'utf8').toString('latin1');
+    const r = this.server.opts.auth.check(latin1, 'read', 'RESP', 'AUTH');
+    if (!r.ok) return WRONGPASS;
+    if (name !== undefined && name !== r.name && !(name === 'default' && r.name === 'main')) return WRONGPASS;
+    this.user = r.name;
+    this.token = latin1;
+    clearTimeout(this.authTimer);
+    return OK;
+  }
+
+  hello(args: readonly string[]): Reply {
+    let proto: 2 | 3 = this.proto;
+    let i = 1;
+    if (args.length > 1) {
+      const v = args[1]!;
+      if (v !== '2' && v !== '3') return new ErrorReply('NOPROTO unsupported protocol version');
+      proto = v === '3' ? 3 : 2;
+      i = 2;
+    }
+    let setName: string | undefined;
+    for (; i < args.length; i++) {
+      const w = args[i]!.toUpperCase();
+      if (w === 'AUTH' && i + 2 < args.length) {
+        const r = this.authenticate(['auth', args[i + 1]!, args[i + 2]!]);
+        if (r !== OK) return r;
+        i += 2;
+      } else if (w === 'SETNAME' && i + 1 < args.length) setName = args[++i]!;
+      else return new ErrorReply(`ERR Syntax error in HELLO option '${args[i]}'`);
+    }
+    if (this.user === undefined) return new ErrorReply('NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time');
+    this.proto = proto;
+    if (setName !== undefined) this.name = setName;
+    return new MapReply([
+      ['server', 'redis'],
+      ['version', '7.0.0'],
+      ['proto', proto],
+      ['id', this.id],
+      ['mode', 'standalone'],
+      ['role', 'master'],
+      ['modules', []],
+    ]);
+  }
+
+  reset(): Reply {
+    this.proto = 2;
+    this.name = '';
+    this.user = undefined;
+    this.token = undefined;
+    this.multi.clear();
+    return new Simple('RESET');
+  }
+
+  quit(): undefined {
+    this.write(OK);
+    this.socket.end();
+    this.closed = true;
+    this.server.forget(this);
+    return undefined;
+  }
+}
+
+/** A StoreError as a Redis error; anything else is logged and answered as an internal error. */
+export function toReply(err: unknown, log: RespOptions['log']): ErrorReply {
+  if (err instanceof ErrorReply) return err;
+  if (err instanceof StoreError) {
+    if (err.kind === 'unreachable' || err.kind === 'unavailable') return new ErrorReply(`TRYAGAIN ${err.message}`);
+    return new ErrorReply(`ERR ${err.message}`);
+  }
+  log('error', `RESP command failed: ${String((err as Error)?.stack ?? err)}`);
+  return new ErrorReply('ERR internal error');
+}
+
+const sessionOf = (c: Call): Conn => c.session as Conn;
+
+/** The commands that act on the connection itself. */
+const SESSION_COMMANDS: Command[] = [
+  { name: 'auth', arity: -2, flags: ['noauth', 'fast', 'loading', 'stale'], keys: [0, 0, 0], summary: 'AUTH [name] token', run: (c) => (c.args.length > 3 ? new ErrorReply('ERR syntax error') : sessionOf(c).authenticate(c.args)) },
+  { name: 'hello', arity: -1, flags: ['noauth', 'fast', 'loading', 'stale'], keys: [0, 0, 0], summary: 'HELLO [2|3] [AUTH name token] [SETNAME name]', run: (c) => sessionOf(c).hello(c.args) },
+  { name: 'quit', arity: -1, flags: ['noauth', 'fast', 'loading', 'stale'], keys: [0, 0, 0], summary: 'close the connection', run: (c) => sessionOf(c).quit() },
+  { name: 'reset', arity: 1, flags: ['noauth', 'fast', 'loading', 'stale'], keys: [0, 0, 0], summary: 'back to a new connection state', run: (c) => sessionOf(c).reset() },
+  ...Multi.commands((c) => sessionOf(c).multi),
+];
+
+export class RespServer {
+  readonly table: CommandTable = buildTable(SESSION_COMMANDS);
+  readonly server: net.Server;
+  private readonly conns = new Set<Conn>();
+  private nextId = 1;
+  readonly stats = { commands: 0, connections: 0 };
+  readonly view: ServerView;
+  private port = 0;
+
+  constructor(readonly opts: RespOptions) {
+    const accept = (socket: net.Socket): void => {
+      this.stats.connections++;
+      const c = new Conn(socket, this, this.nextId++);
+      this.conns.add(c);
+    };
+    this.server = opts.tls === undefined ? net.createServer(accept) : tls.createServer({ cert: opts.tls.cert, key: opts.tls.key }, accept);
+    this.server.maxConnections = opts.maxConnections;
+    const self = this;
+    this.view = {
+      startedAt: Date.now(),
+      get port() {
+        return self.port;
+      },
+      version: opts.version,
+      storeName: opts.storeName,
+      maxBlockMs: Infinity,
+      clients: () => [...this.conns],
+      kill: (pred) => {
+        let n = 0;
+        for (const c of [...this.conns])
+          if (pred(c)) {
+            c.close();
+            n++;
+          }
+        return n;
+      },
+      stats: this.stats,
+    };
+  }
+
+  forget(c: Conn): void {
+    this.conns.delete(c);
+  }
+
+  listen(port: number, host: string): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject);
+        this.port = (this.server.address() as net.AddressInfo).port;
+        resolve(this.port);
+      });
+    });
+  }
+
+  /** Stops accepting and closes every connection (blocked commands take nothing). */
+  close(): Promise<void> {
+    for (const c of [...this.conns]) c.close();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}

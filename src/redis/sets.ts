@@ -1,0 +1,237 @@
+/**
+ * Sets (docs/redis.md, "Sets") over the set store. Set algebra reads each
+ * set's members and computes here, treating a missing set as empty as Redis
+ * does; the STORE forms replace the target in one atomic write. SPOP and
+ * SMOVE are conditional writes on the version read, retried on a race.
+ */
+import type { Store, VersionOut } from '../store/store.js';
+import { type Call, type Command, int, is, syntaxError } from './command.js';
+import { assertNotOther, deleteKey, isMissing } from './keyspace.js';
+import { ErrorReply, type Reply, SetReply } from './resp.js';
+
+interface Members {
+  members: string[];
+  count: number;
+}
+
+/** Every member in byte order, or undefined when the set is absent (WRONGTYPE for another type). */
+export async function members(store: Store, key: string, out?: VersionOut): Promise<string[] | undefined> {
+  try {
+    const r = JSON.parse(await store.sets.get(key, undefined, undefined, out)) as Members;
+    if (r.count > 0) return r.members;
+  } catch (err) {
+    if (!isMissing(err)) throw err;
+  }
+  await assertNotOther(store, key, 'set');
+  return undefined;
+}
+
+async function add(c: Call): Promise<Reply> {
+  const key = c.args[1]!;
+  const ms = [...new Set(c.args.slice(2))];
+  try {
+    return (JSON.parse(await c.store.sets.add(key, ms, false)) as { added: number }).added;
+  } catch (err) {
+    if (!isMissing(err)) throw err;
+  }
+  await assertNotOther(c.store, key, 'set');
+  return (JSON.parse(await c.store.sets.add(key, ms, true)) as { added: number }).added;
+}
+
+async function remove(c: Call): Promise<Reply> {
+  const key = c.args[1]!;
+  try {
+    return (JSON.parse(await c.store.sets.remove(key, [...new Set(c.args.slice(2))])) as { removed: number }).removed;
+  } catch (err) {
+    if (!isMissing(err)) throw err;
+  }
+  await assertNotOther(c.store, key, 'set');
+  return 0;
+}
+
+async function contains(c: Call, ms: string[]): Promise<boolean[]> {
+  const key = c.args[1]!;
+  try {
+    return (JSON.parse(await c.store.sets.contains(key, ms)) as { contains: boolean[] }).contains;
+  } catch (err) {
+    if (!isMissing(err)) throw err;
+  }
+  await assertNotOther(c.store, key, 'set');
+  return ms.map(() => false);
+}
+
+/** The result of an algebra over `keys` (missing sets are empty). */
+async function algebra(store: Store, op: 'union' | 'inter' | 'diff', keys: readonly string[]): Promise<string[]> {
+  const sets: Array<string[] | undefined> = [];
+  for (const k of keys) sets.push(await members(store, k));
+  const first = new Set(sets[0] ?? []);
+  if (op === 'union') {
+    for (const s of sets.slice(1)) for (const m of s ?? []) first.add(m);
+  } else if (op === 'inter') {
+    for (const s of sets.slice(1)) {
+      const other = new Set(s ?? []);
+      for (const m of first) if (!other.has(m)) first.delete(m);
+    }
+  } else {
+    for (const s of sets.slice(1)) for (const m of s ?? []) first.delete(m);
+  }
+  return [...first];
+}
+
+async function store(c: Call, op: 'union' | 'inter' | 'diff'): Promise<Reply> {
+  const dest = c.args[1]!;
+  const result = await algebra(c.store, op, c.args.slice(2));
+  await replaceSet(c.store, dest, result);
+  return result.length;
+}
+
+/** Replaces whatever `key` holds with a set of `ms` (none: the key goes), as Redis's *STORE commands do. */
+export async function replaceSet(s: Store, key: string, ms: string[]): Promise<void> {
+  if (ms.length === 0) {
+    await deleteKey(s, key);
+    return;
+  }
+  for (const t of ['string', 'hash', 'list', 'zset'] as const) await assertGone(s, key, t);
+  await s.sets.put(key, ms, 0);
+}
+
+async function assertGone(s: Store, key: string, t: 'string' | 'hash' | 'list' | 'zset'): Promise<void> {
+  const { deleteOf } = await import('./keyspace.js');
+  await deleteOf(s, t, key);
+}
+
+/** Picks `n` distinct members at random (all of them when n ≥ size). */
+function pick(ms: string[], n: number): string[] {
+  const a = [...ms];
+  for (let i = a.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [a[i], a[j]] = [a[j]!, a[i]!];
+  }
+  return a.slice(0, n);
+}
+
+async function spop(c: Call): Promise<Reply> {
+  const key = c.args[1]!;
+  if (c.args.length > 3) throw syntaxError();
+  const n = c.args.length === 3 ? int(c.args[2]!) : undefined;
+  if (n !== undefined && n < 0) throw new ErrorReply('ERR value is out of range, must be positive');
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const out: VersionOut = { version: 0 };
+    const ms = await members(c.store, key, out);
+    if (ms === undefined) return n === undefined ? null : [];
+    const chosen = pick(ms, n ?? 1);
+    if (chosen.length === 0) return [];
+    try {
+      await c.store.sets.remove(key, chosen, { ifVersion: out.version });
+      return n === undefined ? chosen[0]! : new SetReply(chosen);
+    } catch (err) {
+      if ((err as { kind?: unknown }).kind !== 'precondition') throw err;
+    }
+  }
+  throw new ErrorReply('ERR the key kept changing under concurrent writes; try again');
+}
+
+async function srandmember(c: Call): Promise<Reply> {
+  if (c.args.length > 3) throw syntaxError();
+  const ms = (await members(c.store, c.args[1]!)) ?? [];
+  if (c.args.length === 2) return ms.length === 0 ? null : ms[Math.floor(Math.random() * ms.length)]!;
+  const n = int(c.args[2]!);
+  if (n >= 0) return pick(ms, n);
+  if (ms.length === 0) return [];
+  return Array.from({ length: -n }, () => ms[Math.floor(Math.random() * ms.length)]!);
+}
+
+async function smove(c: Call): Promise<Reply> {
+  const [, src, dst, m] = c.args as [string, string, string, string];
+  await assertNotOther(c.store, dst, 'set');
+  const has = await contains({ ...c, args: [c.args[0]!, src] }, [m]);
+  if (!has[0]) return 0;
+  if (src === dst) return 1;
+  try {
+    await c.store.transact({
+      checks: [{ kind: 'set', name: src, contains: m, hasCount: false }],
+      mutations: [
+        { kind: 'set', name: src, op: 'REMOVE', members: [m] },
+        { kind: 'set', name: dst, op: 'ADD', members: [m] },
+      ],
+      serializable: true,
+    });
+    return 1;
+  } catch (err) {
+    if ((err as { kind?: unknown }).kind === 'conflict') return 0;
+    throw err;
+  }
+}
+
+async function sintercard(c: Call): Promise<Reply> {
+  const n = int(c.args[1]!);
+  if (n <= 0) throw new ErrorReply('ERR numkeys should be greater than 0');
+  if (c.args.length < 2 + n) throw new ErrorReply("ERR Number of keys can't be greater than number of args");
+  const keys = c.args.slice(2, 2 + n);
+  const rest = c.args.slice(2 + n);
+  let limit = 0;
+  if (rest.length === 2 && is(rest[0], 'LIMIT')) {
+    limit = int(rest[1]!);
+    if (limit < 0) throw new ErrorReply("ERR LIMIT can't be negative");
+  } else if (rest.length !== 0) throw syntaxError();
+  const r = await algebra(c.store, 'inter', keys);
+  return limit > 0 ? Math.min(limit, r.length) : r.length;
+}
+
+/** SSCAN / HSCAN / ZSCAN: the cursor is a position; COUNT a hint, as in Redis. */
+export function scanPage<T>(c: Call, items: T[], text: (t: T) => string, flat: (t: T) => string[]): Reply {
+  const cursor = c.args[2]!;
+  if (!/^\d+$/.test(cursor)) throw new ErrorReply('ERR invalid cursor');
+  let count = 10;
+  let re: RegExp | undefined;
+  for (let i = 3; i < c.args.length; i += 2) {
+    if (i + 1 >= c.args.length) throw syntaxError();
+    if (is(c.args[i], 'COUNT')) {
+      count = int(c.args[i + 1]!);
+      if (count < 1) throw syntaxError();
+    } else if (is(c.args[i], 'MATCH')) re = globRe(c.args[i + 1]!);
+    else throw syntaxError();
+  }
+  const from = Number(cursor);
+  const page = items.slice(from, from + count);
+  const next = from + count >= items.length ? 0 : from + count;
+  return [String(next), page.filter((t) => re === undefined || re.test(text(t))).flatMap(flat)];
+}
+
+let globRe: (p: string) => RegExp = () => /^/;
+export function useGlob(f: (p: string) => RegExp): void {
+  globRe = f;
+}
+
+export const SET_COMMANDS: Command[] = [
+  { name: 'sadd', arity: -3, flags: ['write', 'denyoom', 'fast'], keys: [1, 1, 1], summary: 'add members', run: add },
+  { name: 'srem', arity: -3, flags: ['write', 'fast'], keys: [1, 1, 1], summary: 'remove members', run: remove },
+  { name: 'sismember', arity: 3, flags: ['readonly', 'fast'], keys: [1, 1, 1], summary: 'whether a member is in', run: async (c) => ((await contains(c, [c.args[2]!]))[0] ? 1 : 0) },
+  { name: 'smismember', arity: -3, flags: ['readonly', 'fast'], keys: [1, 1, 1], summary: 'SISMEMBER for many', run: async (c) => (await contains(c, c.args.slice(2))).map((b) => (b ? 1 : 0)) },
+  { name: 'smembers', arity: 2, flags: ['readonly'], keys: [1, 1, 1], summary: 'every member', run: async (c) => new SetReply((await members(c.store, c.args[1]!)) ?? []) },
+  { name: 'scard', arity: 2, flags: ['readonly', 'fast'], keys: [1, 1, 1], summary: 'number of members', run: async (c) => (await members(c.store, c.args[1]!))?.length ?? 0 },
+  { name: 'spop', arity: -2, flags: ['write', 'fast'], keys: [1, 1, 1], summary: 'remove and answer random members', run: spop },
+  { name: 'srandmember', arity: -2, flags: ['readonly'], keys: [1, 1, 1], summary: 'random members', run: srandmember },
+  { name: 'smove', arity: 4, flags: ['write', 'fast'], keys: [1, 2, 1], summary: 'move a member, atomically', run: smove },
+  { name: 'sinter', arity: -2, flags: ['readonly'], keys: [1, -1, 1], summary: 'intersection', run: async (c) => new SetReply(await algebra(c.store, 'inter', c.args.slice(1))) },
+  { name: 'sunion', arity: -2, flags: ['readonly'], keys: [1, -1, 1], summary: 'union', run: async (c) => new SetReply(await algebra(c.store, 'union', c.args.slice(1))) },
+  { name: 'sdiff', arity: -2, flags: ['readonly'], keys: [1, -1, 1], summary: 'difference', run: async (c) => new SetReply(await algebra(c.store, 'diff', c.args.slice(1))) },
+  { name: 'sinterstore', arity: -3, flags: ['write', 'denyoom'], keys: [1, -1, 1], summary: 'intersection into a key', run: (c) => store(c, 'inter') },
+  { name: 'sunionstore', arity: -3, flags: ['write', 'denyoom'], keys: [1, -1, 1], summary: 'union into a key', run: (c) => store(c, 'union') },
+  { name: 'sdiffstore', arity: -3, flags: ['write', 'denyoom'], keys: [1, -1, 1], summary: 'difference into a key', run: (c) => store(c, 'diff') },
+  { name: 'sintercard', arity: -3, flags: ['readonly'], keys: [0, 0, 0], summary: 'size of the intersection [LIMIT]', run: sintercard },
+  {
+    name: 'sscan',
+    arity: -3,
+    flags: ['readonly'],
+    keys: [1, 1, 1],
+    summary: 'page through members',
+    run: async (c) =>
+      scanPage(
+        c,
+        (await members(c.store, c.args[1]!)) ?? [],
+        (m) => m,
+        (m) => [m],
+      ),
+  },
+];

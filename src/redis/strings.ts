@@ -1,0 +1,343 @@
+/**
+ * Strings and counters over variants (docs/redis.md, "Strings"): a canonical
+ * integer is kept as an integer variant, as Redis's int encoding, anything
+ * else as a string variant; a boolean or double variant made over HTTP reads
+ * as its text. Writes that replace a value of another type (SET over a
+ * list, APPEND to a number) replace it whole, as in Redis.
+ */
+import type { ScalarInput, VType } from '../store/variant.js';
+import type { Store, VersionOut } from '../store/store.js';
+import { type Command, float, int, int64, is, isStoredInteger, notFloat, notInteger, syntaxError, type Call } from './command.js';
+import { assertNotOther, deleteOf, isMissing, keyInfo, TYPES } from './keyspace.js';
+import { ErrorReply, NULL_ARRAY, OK, type Reply } from './resp.js';
+
+/** A string value as Redis shows it, with the variant's type and version. */
+export interface StringValue {
+  text: string;
+  t: VType;
+  version: number;
+}
+
+/** The text of a stored variant (its data JSON, {"variant": v}). */
+export function variantText(data: string): [string, VType] {
+  const v = (JSON.parse(data) as { variant: unknown }).variant;
+  if (typeof v === 'string') return [v, 's'];
+  if (typeof v === 'boolean') return [String(v), 'b'];
+  if (Number.isInteger(v) && !data.includes('.') && !/e-/i.test(data)) return [String(v), 'i'];
+  return [String(v), 'd'];
+}
+
+/** The string at `key`, or undefined when absent; WRONGTYPE when another type holds it. */
+export async function getString(store: Store, key: string, checkType = true): Promise<StringValue | undefined> {
+  const out: VersionOut = { version: 0 };
+  try {
+    const [text, t] = variantText(await store.variants.get(key, out));
+    return { text, t, version: out.version };
+  } catch (err) {
+    if (!isMissing(err)) throw err;
+  }
+  if (checkType) await assertNotOther(store, key, 'string');
+  return undefined;
+}
+
+/** What a text is stored as: an integer variant when canonical and in range, a string variant otherwise. */
+export function inputOf(text: string): ScalarInput {
+  return isStoredInteger(text) ? { value: Number(text), text } : { value: text, text: undefined };
+}
+
+/**
+ * Stores `text` at `key` with `ttl` seconds (0: none), replacing whatever is
+ * there. A new variant makes the key's other kinds go (the key had one
+ * type); replacing a variant leaves nothing else to remove.
+ */
+export async function putString(store: Store, key: string, text: string, ttl: number, ifVersion?: number): Promise<void> {
+  const input = inputOf(text);
+  const pre = ifVersion === undefined ? undefined : ifVersion === 0 ? { ifAbsent: true } : { ifVersion };
+  let created: boolean;
+  try {
+    [created] = await store.variants.put(key, input, ttl, pre);
+  } catch (err) {
+    if ((err as { kind?: unknown }).kind !== 'conflict') throw err;
+    [created] = await store.variants.put(key, input, ttl, pre, true);
+  }
+  if (created) for (const type of TYPES) if (type !== 'string') await deleteOf(store, type, key);
+}
+
+/** Read-modify-write of a string with a version check, retried when another writer got there first. */
+export async function updateString(store: Store, key: string, f: (cur: StringValue | undefined) => { text: string; keepTtlMs?: number | null } | undefined): Promise<string | undefined> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const cur = await getString(store, key);
+    const next = f(cur);
+    if (next === undefined) return undefined;
+    let ttl = 0;
+    if (cur !== undefined) ttl = await remainingTtl(store, key);
+    try {
+      await putString(store, key, next.text, ttl, cur?.version ?? 0);
+      return next.text;
+    } catch (err) {
+      if ((err as { kind?: unknown }).kind !== 'precondition') throw err;
+    }
+  }
+  throw new ErrorReply('ERR the key kept changing under concurrent writes; try again');
+}
+
+/** Seconds left of a key's lifetime (0: none), for writes that keep it. */
+export async function remainingTtl(store: Store, key: string): Promise<number> {
+  const info = await keyInfo(store, key);
+  return info?.ttlMs == null ? 0 : Math.max(info.ttlMs, 1) / 1000;
+}
+
+const OVERFLOW = new ErrorReply('ERR increment or decrement would overflow');
+
+/** INCRBY and friends: the variant's atomic add; a missing key starts from 0. */
+async function incrBy(store: Store, key: string, delta: bigint): Promise<Reply> {
+  if (delta > BigInt(Number.MAX_SAFE_INTEGER) || delta < -BigInt(Number.MAX_SAFE_INTEGER)) throw OVERFLOW;
+  const d = Number(delta);
+  const input: ScalarInput = { value: d, text: String(d) };
+  for (let attempt = 0; attempt < 50; attempt++) {
+    try {
+      const data = await store.variants.increment(key, input, 'i');
+      return Number((JSON.parse(data) as { variant: number }).variant);
+    } catch (err) {
+      const e = err as { kind?: unknown; message?: string };
+      if (e.kind === 'conflict') throw /overflow/.test(e.message ?? '') ? OVERFLOW : notInteger();
+      if (!isMissing(err)) throw err;
+    }
+    await assertNotOther(store, key, 'string');
+    try {
+      await store.variants.put(key, input, 0, { ifAbsent: true });
+      return d;
+    } catch (err) {
+      if ((err as { kind?: unknown }).kind !== 'precondition') throw err;
+    }
+  }
+  throw new ErrorReply('ERR the key kept changing under concurrent writes; try again');
+}
+
+/** Redis's text of an INCRBYFLOAT result: up to 17 significant digits, no exponent, trailing zeros dropped. */
+export function floatText(v: number): string {
+  if (Number.isInteger(v) && Math.abs(v) < 1e21) return String(v);
+  let s = v.toPrecision(17);
+  if (s.includes('e')) s = Number(s).toFixed(20);
+  if (s.includes('.')) s = s.replace(/0+$/, '').replace(/\.$/, '');
+  // Shorter when the 17-digit form only carries a binary rounding tail.
+  const short = String(v);
+  return !short.includes('e') && Number(short) === Number(s) ? short : s;
+}
+
+interface SetOptions {
+  nx: boolean;
+  xx: boolean;
+  get: boolean;
+  keepTtl: boolean;
+  /** Seconds; undefined: no lifetime given. Non-positive: the key expires at once. */
+  ttl: number | undefined;
+}
+
+function setOptions(c: Call, from: number): SetOptions {
+  const o: SetOptions = { nx: false, xx: false, get: false, keepTtl: false, ttl: undefined };
+  const a = c.args;
+  for (let i = from; i < a.length; i++) {
+    const w = a[i]!.toUpperCase();
+    if (w === 'NX' && !o.xx) o.nx = true;
+    else if (w === 'XX' && !o.nx) o.xx = true;
+    else if (w === 'GET') o.get = true;
+    else if (w === 'KEEPTTL' && o.ttl === undefined) o.keepTtl = true;
+    else if ((w === 'EX' || w === 'PX' || w === 'EXAT' || w === 'PXAT') && o.ttl === undefined && !o.keepTtl && i + 1 < a.length) {
+      const n = int(a[++i]!);
+      if (n <= 0) throw new ErrorReply(`ERR invalid expire time in '${c.args[0]!.toLowerCase()}' command`);
+      o.ttl = w === 'EX' ? n : w === 'PX' ? n / 1000 : w === 'EXAT' ? n - Date.now() / 1000 : (n - Date.now()) / 1000;
+    } else throw syntaxError();
+  }
+  return o;
+}
+
+async function set(c: Call): Promise<Reply> {
+  const [, key, value] = c.args as [string, string, string];
+  const o = setOptions(c, 3);
+  if (o.ttl !== undefined && o.ttl > 2147483647) throw new ErrorReply(`ERR invalid expire time in '${c.args[0]!.toLowerCase()}' command`);
+  if (!o.nx && !o.xx && !o.get && !o.keepTtl && o.ttl === undefined) {
+    await putString(c.store, key, value, 0);
+    return OK;
+  }
+  const old = o.get ? await getString(c.store, key) : undefined;
+  if (o.nx || o.xx) {
+    const exists = (await keyInfo(c.store, key)) !== undefined;
+    if ((o.nx && exists) || (o.xx && !exists)) return o.get ? (old?.text ?? null) : null;
+  }
+  let ttl = o.ttl ?? 0;
+  if (o.keepTtl) ttl = await remainingTtl(c.store, key);
+  if (ttl < 0 || (o.ttl !== undefined && ttl === 0)) {
+    // An EXAT / PXAT in the past: the value is set and gone at once, as in Redis.
+    for (const type of TYPES) await deleteOf(c.store, type, key);
+  } else {
+    await putString(c.store, key, value, ttl, o.nx ? 0 : undefined);
+  }
+  return o.get ? (old?.text ?? null) : OK;
+}
+
+async function mset(c: Call, nx: boolean): Promise<Reply> {
+  const a = c.args;
+  if (a.length % 2 === 0) throw new ErrorReply(`ERR wrong number of arguments for '${a[0]!.toLowerCase()}' command`);
+  if (nx) for (let i = 1; i < a.length; i += 2) if ((await keyInfo(c.store, a[i]!)) !== undefined) return 0;
+  for (let i = 1; i < a.length; i += 2) await putString(c.store, a[i]!, a[i + 1]!, 0);
+  return nx ? 1 : OK;
+}
+
+async function getRange(c: Call): Promise<Reply> {
+  let start = int(c.args[2]!);
+  let end = int(c.args[3]!);
+  const s = await getString(c.store, c.args[1]!);
+  if (s === undefined) return '';
+  const b = Buffer.from(s.text);
+  const n = b.length;
+  if (start < 0 && end < 0 && start > end) return '';
+  if (start < 0) start = Math.max(0, n + start);
+  if (end < 0) end = Math.max(0, n + end);
+  if (end >= n) end = n - 1;
+  if (start > end || n === 0) return '';
+  return b.subarray(start, end + 1).toString('utf8');
+}
+
+async function setRange(c: Call): Promise<Reply> {
+  const offset = int(c.args[2]!);
+  if (offset < 0) throw new ErrorReply('ERR offset is out of range');
+  const value = Buffer.from(c.args[3]!);
+  if (offset + value.length > 512 * 1024 * 1024) throw new ErrorReply('ERR string exceeds maximum allowed size (proto-max-bulk-len)');
+  let len = 0;
+  await updateString(c.store, c.args[1]!, (cur) => {
+    const b = Buffer.from(cur?.text ?? '');
+    if (value.length === 0) {
+      len = b.length;
+      return undefined;
+    }
+    const out = Buffer.alloc(Math.max(b.length, offset + value.length));
+    b.copy(out);
+    value.copy(out, offset);
+    len = out.length;
+    return { text: checkUtf8(out) };
+  });
+  return len;
+}
+
+function checkUtf8(b: Buffer): string {
+  const t = b.toString('utf8');
+  if (!Buffer.from(t).equals(b)) throw new ErrorReply('ERR the result is not valid UTF-8, which Pithos cannot store (docs/redis.md, "Binary data")');
+  return t;
+}
+
+async function getex(c: Call): Promise<Reply> {
+  const key = c.args[1]!;
+  const a = c.args;
+  let ttl: number | undefined;
+  let persist = false;
+  for (let i = 2; i < a.length; i++) {
+    const w = a[i]!.toUpperCase();
+    if (w === 'PERSIST' && ttl === undefined && !persist) persist = true;
+    else if ((w === 'EX' || w === 'PX' || w === 'EXAT' || w === 'PXAT') && ttl === undefined && !persist && i + 1 < a.length) {
+      const n = int(a[++i]!);
+      if (n <= 0) throw new ErrorReply(`ERR invalid expire time in 'getex' command`);
+      ttl = w === 'EX' ? n : w === 'PX' ? n / 1000 : w === 'EXAT' ? n - Date.now() / 1000 : (n - Date.now()) / 1000;
+    } else throw syntaxError();
+  }
+  const s = await getString(c.store, key);
+  if (s === undefined) return null;
+  if (ttl !== undefined && ttl <= 0) await deleteOf(c.store, 'string', key);
+  else if (ttl !== undefined) await c.store.variants.expire(key, ttl);
+  else if (persist) await c.store.variants.expire(key, 0);
+  return s.text;
+}
+
+export const STRING_COMMANDS: Command[] = [
+  { name: 'get', arity: 2, flags: ['readonly', 'fast'], keys: [1, 1, 1], summary: 'the string at a key', run: async (c) => (await getString(c.store, c.args[1]!))?.text ?? null },
+  { name: 'set', arity: -3, flags: ['write', 'denyoom'], keys: [1, 1, 1], summary: 'NX, XX, GET, EX, PX, EXAT, PXAT, KEEPTTL', run: set },
+  {
+    name: 'setnx',
+    arity: 3,
+    flags: ['write', 'denyoom', 'fast'],
+    keys: [1, 1, 1],
+    summary: 'set when absent',
+    run: async (c) => ((await set({ ...c, args: [c.args[0]!, c.args[1]!, c.args[2]!, 'NX'] })) === OK ? 1 : 0),
+  },
+  { name: 'setex', arity: 4, flags: ['write', 'denyoom'], keys: [1, 1, 1], summary: 'set with seconds to live', run: (c) => set({ ...c, args: [c.args[0]!, c.args[1]!, c.args[3]!, 'EX', c.args[2]!] }) },
+  { name: 'psetex', arity: 4, flags: ['write', 'denyoom'], keys: [1, 1, 1], summary: 'set with ms to live', run: (c) => set({ ...c, args: [c.args[0]!, c.args[1]!, c.args[3]!, 'PX', c.args[2]!] }) },
+  { name: 'getset', arity: 3, flags: ['write', 'denyoom', 'fast'], keys: [1, 1, 1], summary: 'set, answering the old value', run: (c) => set({ ...c, args: [c.args[0]!, c.args[1]!, c.args[2]!, 'GET'] }) },
+  {
+    name: 'getdel',
+    arity: 2,
+    flags: ['write', 'fast'],
+    keys: [1, 1, 1],
+    summary: 'get, then delete',
+    run: async (c) => {
+      const s = await getString(c.store, c.args[1]!);
+      if (s === undefined) return null;
+      await deleteOf(c.store, 'string', c.args[1]!);
+      return s.text;
+    },
+  },
+  { name: 'getex', arity: -2, flags: ['write', 'fast'], keys: [1, 1, 1], summary: 'get, and set or remove the lifetime', run: getex },
+  {
+    name: 'mget',
+    arity: -2,
+    flags: ['readonly', 'fast'],
+    keys: [1, -1, 1],
+    summary: 'the strings at many keys (nil for others)',
+    run: async (c) => {
+      const out: Reply[] = [];
+      for (const k of c.args.slice(1)) out.push((await getString(c.store, k, false))?.text ?? null);
+      return out;
+    },
+  },
+  { name: 'mset', arity: -3, flags: ['write', 'denyoom'], keys: [1, -1, 2], summary: 'set many (one write each: see the differences)', run: (c) => mset(c, false) },
+  { name: 'msetnx', arity: -3, flags: ['write', 'denyoom'], keys: [1, -1, 2], summary: 'set many when none exists', run: (c) => mset(c, true) },
+  { name: 'incr', arity: 2, flags: ['write', 'denyoom', 'fast'], keys: [1, 1, 1], summary: 'add 1', run: (c) => incrBy(c.store, c.args[1]!, 1n) },
+  { name: 'decr', arity: 2, flags: ['write', 'denyoom', 'fast'], keys: [1, 1, 1], summary: 'subtract 1', run: (c) => incrBy(c.store, c.args[1]!, -1n) },
+  { name: 'incrby', arity: 3, flags: ['write', 'denyoom', 'fast'], keys: [1, 1, 1], summary: 'add n', run: (c) => incrBy(c.store, c.args[1]!, int64(c.args[2]!)) },
+  {
+    name: 'decrby',
+    arity: 3,
+    flags: ['write', 'denyoom', 'fast'],
+    keys: [1, 1, 1],
+    summary: 'subtract n',
+    run: (c) => {
+      const d = int64(c.args[2]!);
+      if (d === -9223372036854775808n) throw new ErrorReply('ERR decrement would overflow');
+      return incrBy(c.store, c.args[1]!, -d);
+    },
+  },
+  {
+    name: 'incrbyfloat',
+    arity: 3,
+    flags: ['write', 'denyoom', 'fast'],
+    keys: [1, 1, 1],
+    summary: 'add a float, kept as its text',
+    run: async (c) => {
+      const d = float(c.args[2]!);
+      if (!Number.isFinite(d)) throw new ErrorReply('ERR increment would produce NaN or Infinity');
+      const out = await updateString(c.store, c.args[1]!, (cur) => {
+        const base = cur === undefined ? 0 : float(cur.text, notFloat);
+        const v = base + d;
+        if (!Number.isFinite(v)) throw new ErrorReply('ERR increment would produce NaN or Infinity');
+        return { text: floatText(v) };
+      });
+      return out ?? null;
+    },
+  },
+  {
+    name: 'append',
+    arity: 3,
+    flags: ['write', 'denyoom', 'fast'],
+    keys: [1, 1, 1],
+    summary: 'append to the string',
+    run: async (c) => {
+      const out = await updateString(c.store, c.args[1]!, (cur) => ({ text: (cur?.text ?? '') + c.args[2]! }));
+      return Buffer.byteLength(out ?? '');
+    },
+  },
+  { name: 'strlen', arity: 2, flags: ['readonly', 'fast'], keys: [1, 1, 1], summary: 'length in bytes', run: async (c) => Buffer.byteLength((await getString(c.store, c.args[1]!))?.text ?? '') },
+  { name: 'getrange', arity: 4, flags: ['readonly'], keys: [1, 1, 1], summary: 'a byte range of the string', run: getRange },
+  { name: 'substr', arity: 4, flags: ['readonly'], keys: [1, 1, 1], summary: 'GETRANGE', run: getRange },
+  { name: 'setrange', arity: 4, flags: ['write', 'denyoom'], keys: [1, 1, 1], summary: 'overwrite part of the string', run: setRange },
+];
+
+export { is, NULL_ARRAY };

@@ -1,0 +1,79 @@
+/**
+ * The one table of Redis commands (docs/redis.md, "Commands"): every family's
+ * declarations, plus the session commands the listener provides, gathered
+ * once. The dispatcher, COMMAND (COUNT, INFO, DOCS, LIST), the role check
+ * and the coverage list in docs/redis.md all read it.
+ */
+import type { Command } from './command.js';
+import { CONNECTION_COMMANDS } from './connection.js';
+import { HASH_COMMANDS } from './hashes.js';
+import { KEY_COMMANDS } from './keys.js';
+import { LIST_COMMANDS } from './lists.js';
+import { ErrorReply, MapReply, type Reply, Simple } from './resp.js';
+import { SET_COMMANDS } from './sets.js';
+import { STRING_COMMANDS } from './strings.js';
+import { ZSET_COMMANDS } from './zsets.js';
+
+/** The families over the Store, in the order docs/redis.md lists them. */
+export const FAMILIES: ReadonlyArray<readonly [string, readonly Command[]]> = [
+  ['Connection and server', CONNECTION_COMMANDS],
+  ['Keys', KEY_COMMANDS],
+  ['Strings', STRING_COMMANDS],
+  ['Lists', LIST_COMMANDS],
+  ['Sets', SET_COMMANDS],
+  ['Sorted sets', ZSET_COMMANDS],
+  ['Hashes', HASH_COMMANDS],
+];
+
+export type CommandTable = ReadonlyMap<string, Command>;
+
+/** The table: the families and `session` (the listener's own: AUTH, HELLO, MULTI, …), each name once. */
+export function buildTable(session: readonly Command[]): CommandTable {
+  const t = new Map<string, Command>();
+  const all = [...FAMILIES.flatMap(([, cs]) => cs), ...session, ...aliases()];
+  for (const c of all) {
+    if (t.has(c.name)) throw new Error(`command '${c.name}' is declared twice`);
+    t.set(c.name, c);
+  }
+  t.set('command', { name: 'command', arity: -1, flags: ['loading', 'stale'], keys: [0, 0, 0], summary: 'COUNT, INFO, DOCS, LIST', run: (c) => command(t, c.args) });
+  return t;
+}
+
+/** Commands that are another under a second name. */
+function aliases(): Command[] {
+  const find = (n: string): Command => KEY_COMMANDS.find((c) => c.name === n) as Command;
+  return [{ ...find('flushdb'), name: 'flushall', summary: 'FLUSHDB (one database)' }];
+}
+
+/** COMMAND INFO's entry of one command (Redis 7's ten fields, the last three empty). */
+function info(c: Command): Reply {
+  return [c.name, c.arity, c.flags.map((f) => new Simple(f)), c.keys[0], c.keys[1], c.keys[2], [], [], [], []];
+}
+
+function command(t: CommandTable, args: readonly string[]): Reply {
+  const sub = args[1]?.toUpperCase();
+  if (sub === undefined) return [...t.values()].map(info);
+  if (sub === 'COUNT') return t.size;
+  if (sub === 'LIST') return [...t.keys()];
+  if (sub === 'INFO') return (args.length === 2 ? [...t.values()] : args.slice(2).map((n) => t.get(n.toLowerCase()))).map((c) => (c === undefined ? null : info(c)));
+  if (sub === 'DOCS') {
+    const cs = args.length === 2 ? [...t.values()] : args.slice(2).flatMap((n) => t.get(n.toLowerCase()) ?? []);
+    return new MapReply(cs.map((c): [Reply, Reply] => [c.name, new MapReply([['summary', c.summary]])]));
+  }
+  if (sub === 'GETKEYS') {
+    const c = t.get((args[2] ?? '').toLowerCase());
+    if (c === undefined) throw new ErrorReply('ERR Invalid command specified');
+    return keysOf(c, args.slice(2));
+  }
+  throw new ErrorReply(`ERR unknown subcommand '${args[1]}'. Try COMMAND HELP.`);
+}
+
+/** The keys a command's arguments name, by its key positions. */
+export function keysOf(c: Command, args: readonly string[]): string[] {
+  const [first, last, step] = c.keys;
+  if (first === 0) return [];
+  const end = last < 0 ? args.length + last : last;
+  const out: string[] = [];
+  for (let i = first; i <= end && i < args.length; i += step) out.push(args[i]!);
+  return out;
+}
