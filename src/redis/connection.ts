@@ -65,7 +65,8 @@ async function info(c: Call): Promise<Reply> {
     );
   if (all || want === 'clients') sections.push(`# Clients\r\nconnected_clients:${v.clients().length}\r\nmaxclients:10000\r\nblocked_clients:0\r\n`);
   if (all || want === 'persistence') sections.push(`# Persistence\r\nloading:0\r\naof_enabled:1\r\npithos_store:${v.storeName}\r\n`);
-  if (all || want === 'stats') sections.push(`# Stats\r\ntotal_connections_received:${v.stats.connections}\r\ntotal_commands_processed:${v.stats.commands}\r\n`);
+  if (all || want === 'stats')
+    sections.push(`# Stats\r\ntotal_connections_received:${v.stats.connections}\r\ntotal_commands_processed:${v.stats.commands}\r\n`);
   if (all || want === 'replication') sections.push('# Replication\r\nrole:master\r\nconnected_slaves:0\r\n');
   if (all || want === 'keyspace') {
     let n = 0;
@@ -94,7 +95,15 @@ function configGet(c: Call): Reply {
   };
   const out: Array<[Reply, Reply]> = [];
   for (const pat of c.args.slice(2)) {
-    const re = new RegExp('^' + pat.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.') + '$', 'i');
+    const re = new RegExp(
+      '^' +
+        pat
+          .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+          .replace(/\*/g, '.*')
+          .replace(/\?/g, '.') +
+        '$',
+      'i',
+    );
     for (const [k, v] of Object.entries(known)) if (re.test(k) && !out.some(([x]) => x === k)) out.push([k, v]);
   }
   return new MapReply(out);

@@ -64,7 +64,7 @@ function pairs(c: Call): Fields {
 
 /** A record field's name must be a usable JSON key: `__proto__` is refused as the HTTP API refuses it. */
 function checkField(f: string): void {
-  if (f === '__proto__') throw new ErrorReply("ERR field name '__proto__' is not allowed (docs/redis.md, \"Hashes\")");
+  if (f === '__proto__') throw new ErrorReply('ERR field name \'__proto__\' is not allowed (docs/redis.md, "Hashes")');
 }
 
 async function hset(c: Call, countNew: boolean): Promise<Reply> {
@@ -175,10 +175,38 @@ export const HASH_COMMANDS: Command[] = [
         return [gone, Object.keys(gone).length];
       }),
   },
-  { name: 'hexists', arity: 3, flags: ['readonly', 'fast'], keys: [1, 1, 1], summary: 'whether a field is there', run: async (c) => (Object.hasOwn((await read(c.store, c.args[1]!)) ?? {}, c.args[2]!) ? 1 : 0) },
-  { name: 'hlen', arity: 2, flags: ['readonly', 'fast'], keys: [1, 1, 1], summary: 'number of fields', run: async (c) => Object.keys((await read(c.store, c.args[1]!)) ?? {}).length },
-  { name: 'hkeys', arity: 2, flags: ['readonly'], keys: [1, 1, 1], summary: 'field names', run: async (c) => Object.keys((await read(c.store, c.args[1]!)) ?? {}) },
-  { name: 'hvals', arity: 2, flags: ['readonly'], keys: [1, 1, 1], summary: 'values', run: async (c) => Object.values((await read(c.store, c.args[1]!)) ?? {}).map(fieldText) },
+  {
+    name: 'hexists',
+    arity: 3,
+    flags: ['readonly', 'fast'],
+    keys: [1, 1, 1],
+    summary: 'whether a field is there',
+    run: async (c) => (Object.hasOwn((await read(c.store, c.args[1]!)) ?? {}, c.args[2]!) ? 1 : 0),
+  },
+  {
+    name: 'hlen',
+    arity: 2,
+    flags: ['readonly', 'fast'],
+    keys: [1, 1, 1],
+    summary: 'number of fields',
+    run: async (c) => Object.keys((await read(c.store, c.args[1]!)) ?? {}).length,
+  },
+  {
+    name: 'hkeys',
+    arity: 2,
+    flags: ['readonly'],
+    keys: [1, 1, 1],
+    summary: 'field names',
+    run: async (c) => Object.keys((await read(c.store, c.args[1]!)) ?? {}),
+  },
+  {
+    name: 'hvals',
+    arity: 2,
+    flags: ['readonly'],
+    keys: [1, 1, 1],
+    summary: 'values',
+    run: async (c) => Object.values((await read(c.store, c.args[1]!)) ?? {}).map(fieldText),
+  },
   {
     name: 'hstrlen',
     arity: 3,

@@ -85,7 +85,11 @@ export async function assertNotOther(store: Store, key: string, want: RType): Pr
  * Every live key whose name starts with `prefix`, by type, in byte order per
  * type, paged through the listings. `each` returns false to stop.
  */
-export async function eachKey(store: Store, prefix: string, each: (name: string, type: RType, ttlMs: number | null) => boolean | Promise<boolean>): Promise<void> {
+export async function eachKey(
+  store: Store,
+  prefix: string,
+  each: (name: string, type: RType, ttlMs: number | null) => boolean | Promise<boolean>,
+): Promise<void> {
   const seen = new Set<string>();
   for (const type of TYPES) {
     let after: string | null = null;

@@ -6,14 +6,13 @@
  * in order; a client that does not read its replies is stopped from reading
  * more (soft bound) and closed past the hard one.
  */
-import { isUtf8 } from 'node:buffer';
 import net from 'node:net';
 import tls from 'node:tls';
 import type { Store } from '../store/store.js';
-import { StoreError } from '../store/errors.js';
 import type { Authenticator } from '../http/auth.js';
 import type { TlsMaterial } from '../tls.js';
 import type { Call, Command, ServerView, Session } from './command.js';
+import { decode, execute, resolve, roleOf } from './dispatch.js';
 import { Multi } from './multi.js';
 import { encode, ErrorReply, MapReply, OK, Parser, ProtocolError, type Reply, Simple } from './resp.js';
 import { buildTable, type CommandTable } from './table.js';
@@ -147,35 +146,17 @@ class Conn implements Session {
 
   /** One command: decoded, checked, run; resolves to its reply (undefined: nothing to send). */
   private async run(raw: Buffer[]): Promise<Reply | undefined> {
-    const t = this.server.table;
-    const name = raw[0]!.toString('latin1').toLowerCase();
-    const cmd = t.get(name);
     this.server.stats.commands++;
-    if (cmd === undefined) {
-      const rest = raw
-        .slice(1, 20)
-        .map((a) => `'${a.toString('latin1').slice(0, 128)}' `)
-        .join('');
-      return this.fail(new ErrorReply(`ERR unknown command '${raw[0]!.toString('latin1').slice(0, 128)}', with args beginning with: ${rest}`));
-    }
-    if ((cmd.arity > 0 && raw.length !== cmd.arity) || raw.length < -cmd.arity) return this.fail(new ErrorReply(`ERR wrong number of arguments for '${name}' command`));
+    const words = decode(raw);
+    if (words instanceof ErrorReply) return this.fail(words);
+    const cmd = resolve(this.server.table, words);
+    if (cmd instanceof ErrorReply) return this.fail(cmd);
     if (this.user === undefined && !cmd.flags.includes('noauth')) return this.fail(NOAUTH);
-    const args: string[] = new Array<string>(raw.length);
-    for (let i = 0; i < raw.length; i++) {
-      const b = raw[i]!;
-      if (!isUtf8(b)) return this.fail(new ErrorReply(`ERR argument ${i} is not valid UTF-8: Pithos keeps keys and values as UTF-8 text (docs/redis.md, "Binary data")`));
-      args[i] = b.toString('utf8');
-    }
-    this.lastCommand = name;
+    this.lastCommand = cmd.name;
     const denied = this.denied(cmd);
     if (denied !== undefined) return this.fail(denied);
-    if (this.multi.active && !Multi.RUNS_NOW.has(name)) return this.multi.queue(cmd, args);
-    const call: Call = { store: this.server.opts.store, args, session: this, server: this.server.view };
-    try {
-      return await cmd.run(call);
-    } catch (err) {
-      return toReply(err, this.server.opts.log);
-    }
+    if (this.multi.active && !Multi.RUNS_NOW.has(cmd.name)) return this.multi.queue(cmd, words);
+    return execute(cmd, { store: this.server.opts.store, args: words, session: this, server: this.server.view }, this.server.opts.log);
   }
 
   /** A command refused before it runs; inside MULTI it also makes EXEC fail, as in Redis. */
@@ -187,7 +168,7 @@ class Conn implements Session {
   /** Why the connection's token may not run `cmd`, if it may not. */
   private denied(cmd: Command): ErrorReply | undefined {
     if (this.token === undefined || cmd.flags.includes('noauth')) return undefined;
-    const need = cmd.flags.includes('admin') ? 'admin' : cmd.flags.includes('write') ? 'write' : 'read';
+    const need = roleOf(cmd);
     const r = this.server.opts.auth.check(this.token, need, 'RESP', cmd.name);
     if (r.ok) return undefined;
     if (r.status === 401) {
@@ -232,7 +213,10 @@ class Conn implements Session {
       } else if (w === 'SETNAME' && i + 1 < args.length) setName = args[++i]!;
       else return new ErrorReply(`ERR Syntax error in HELLO option '${args[i]}'`);
     }
-    if (this.user === undefined) return new ErrorReply('NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time');
+    if (this.user === undefined)
+      return new ErrorReply(
+        'NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time',
+      );
     this.proto = proto;
     if (setName !== undefined) this.name = setName;
     return new MapReply([
@@ -264,25 +248,35 @@ class Conn implements Session {
   }
 }
 
-/** A StoreError as a Redis error; anything else is logged and answered as an internal error. */
-export function toReply(err: unknown, log: RespOptions['log']): ErrorReply {
-  if (err instanceof ErrorReply) return err;
-  if (err instanceof StoreError) {
-    if (err.kind === 'unreachable' || err.kind === 'unavailable') return new ErrorReply(`TRYAGAIN ${err.message}`);
-    return new ErrorReply(`ERR ${err.message}`);
-  }
-  log('error', `RESP command failed: ${String((err as Error)?.stack ?? err)}`);
-  return new ErrorReply('ERR internal error');
-}
-
 const sessionOf = (c: Call): Conn => c.session as Conn;
 
 /** The commands that act on the connection itself. */
 const SESSION_COMMANDS: Command[] = [
-  { name: 'auth', arity: -2, flags: ['noauth', 'fast', 'loading', 'stale'], keys: [0, 0, 0], summary: 'AUTH [name] token', run: (c) => (c.args.length > 3 ? new ErrorReply('ERR syntax error') : sessionOf(c).authenticate(c.args)) },
-  { name: 'hello', arity: -1, flags: ['noauth', 'fast', 'loading', 'stale'], keys: [0, 0, 0], summary: 'HELLO [2|3] [AUTH name token] [SETNAME name]', run: (c) => sessionOf(c).hello(c.args) },
+  {
+    name: 'auth',
+    arity: -2,
+    flags: ['noauth', 'fast', 'loading', 'stale'],
+    keys: [0, 0, 0],
+    summary: 'AUTH [name] token',
+    run: (c) => (c.args.length > 3 ? new ErrorReply('ERR syntax error') : sessionOf(c).authenticate(c.args)),
+  },
+  {
+    name: 'hello',
+    arity: -1,
+    flags: ['noauth', 'fast', 'loading', 'stale'],
+    keys: [0, 0, 0],
+    summary: 'HELLO [2|3] [AUTH name token] [SETNAME name]',
+    run: (c) => sessionOf(c).hello(c.args),
+  },
   { name: 'quit', arity: -1, flags: ['noauth', 'fast', 'loading', 'stale'], keys: [0, 0, 0], summary: 'close the connection', run: (c) => sessionOf(c).quit() },
-  { name: 'reset', arity: 1, flags: ['noauth', 'fast', 'loading', 'stale'], keys: [0, 0, 0], summary: 'back to a new connection state', run: (c) => sessionOf(c).reset() },
+  {
+    name: 'reset',
+    arity: 1,
+    flags: ['noauth', 'fast', 'loading', 'stale'],
+    keys: [0, 0, 0],
+    summary: 'back to a new connection state',
+    run: (c) => sessionOf(c).reset(),
+  },
   ...Multi.commands((c) => sessionOf(c).multi),
 ];
 

@@ -103,7 +103,14 @@ const SLICE_MS = 100;
  * popping `count` from `s` and moving it to `to` when given. Resolves to the
  * key and its items, or undefined on timeout or when the client left.
  */
-async function waitPop(c: Call, keys: string[], s: ListSide, count: number, ms: number, to?: { key: string; side: ListSide }): Promise<[string, unknown[]] | undefined> {
+async function waitPop(
+  c: Call,
+  keys: string[],
+  s: ListSide,
+  count: number,
+  ms: number,
+  to?: { key: string; side: ListSide },
+): Promise<[string, unknown[]] | undefined> {
   const deadline = Date.now() + ms;
   for (;;) {
     for (const key of keys) {
@@ -113,7 +120,14 @@ async function waitPop(c: Call, keys: string[], s: ListSide, count: number, ms: 
     const left = deadline - Date.now();
     if (left <= 0 || c.session.gone.aborted) return undefined;
     const slice = Math.min(left, keys.length > 1 ? SLICE_MS : MAX_WAIT_MS);
-    const got = await popOnce(c, keys[0]!, { side: s, count, waitMs: Math.max(1, Math.floor(slice)), to: to?.key, toSide: to?.side ?? 'left', gone: c.session.gone });
+    const got = await popOnce(c, keys[0]!, {
+      side: s,
+      count,
+      waitMs: Math.max(1, Math.floor(slice)),
+      to: to?.key,
+      toSide: to?.side ?? 'left',
+      gone: c.session.gone,
+    });
     if (got !== undefined) return [keys[0]!, got];
     if (c.session.gone.aborted) return undefined;
   }
@@ -144,7 +158,8 @@ async function bpop(c: Call, s: ListSide): Promise<Reply> {
 async function move(c: Call, from: string, to: string, s: ListSide, toSide: ListSide, ms: number): Promise<Reply> {
   await assertNotOther(c.store, from, 'list');
   await assertNotOther(c.store, to, 'list');
-  const got = ms === 0 ? await popOnce(c, from, { side: s, count: 1, waitMs: 0, to, toSide }) : (await waitPop(c, [from], s, 1, ms, { key: to, side: toSide }))?.[1];
+  const got =
+    ms === 0 ? await popOnce(c, from, { side: s, count: 1, waitMs: 0, to, toSide }) : (await waitPop(c, [from], s, 1, ms, { key: to, side: toSide }))?.[1];
   if (got === undefined) return ms === 0 ? null : NULL_ARRAY;
   return itemText(got[0]);
 }
@@ -205,7 +220,10 @@ async function lpos(c: Call): Promise<Reply> {
     if (i + 1 >= c.args.length) throw syntaxError();
     const v = int(c.args[i + 1]!);
     if (is(w, 'RANK')) {
-      if (v === 0) throw new ErrorReply("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list");
+      if (v === 0)
+        throw new ErrorReply(
+          "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list",
+        );
       rank = v;
     } else if (is(w, 'COUNT')) {
       if (v < 0) throw new ErrorReply("ERR COUNT can't be negative");
@@ -234,11 +252,32 @@ async function lpos(c: Call): Promise<Reply> {
 export const LIST_COMMANDS: Command[] = [
   { name: 'lpush', arity: -3, flags: ['write', 'denyoom', 'fast'], keys: [1, 1, 1], summary: 'push to the head', run: (c) => push(c, 'left', false) },
   { name: 'rpush', arity: -3, flags: ['write', 'denyoom', 'fast'], keys: [1, 1, 1], summary: 'push to the tail', run: (c) => push(c, 'right', false) },
-  { name: 'lpushx', arity: -3, flags: ['write', 'denyoom', 'fast'], keys: [1, 1, 1], summary: 'push to the head of an existing list', run: (c) => push(c, 'left', true) },
-  { name: 'rpushx', arity: -3, flags: ['write', 'denyoom', 'fast'], keys: [1, 1, 1], summary: 'push to the tail of an existing list', run: (c) => push(c, 'right', true) },
+  {
+    name: 'lpushx',
+    arity: -3,
+    flags: ['write', 'denyoom', 'fast'],
+    keys: [1, 1, 1],
+    summary: 'push to the head of an existing list',
+    run: (c) => push(c, 'left', true),
+  },
+  {
+    name: 'rpushx',
+    arity: -3,
+    flags: ['write', 'denyoom', 'fast'],
+    keys: [1, 1, 1],
+    summary: 'push to the tail of an existing list',
+    run: (c) => push(c, 'right', true),
+  },
   { name: 'lpop', arity: -2, flags: ['write', 'fast'], keys: [1, 1, 1], summary: 'pop from the head [count]', run: (c) => pop(c, 'left') },
   { name: 'rpop', arity: -2, flags: ['write', 'fast'], keys: [1, 1, 1], summary: 'pop from the tail [count]', run: (c) => pop(c, 'right') },
-  { name: 'llen', arity: 2, flags: ['readonly', 'fast'], keys: [1, 1, 1], summary: 'length', run: async (c) => (await range(c.store, c.args[1]!, 0, 0))?.length ?? 0 },
+  {
+    name: 'llen',
+    arity: 2,
+    flags: ['readonly', 'fast'],
+    keys: [1, 1, 1],
+    summary: 'length',
+    run: async (c) => (await range(c.store, c.args[1]!, 0, 0))?.length ?? 0,
+  },
   {
     name: 'lrange',
     arity: 4,
@@ -345,7 +384,14 @@ export const LIST_COMMANDS: Command[] = [
     summary: 'pop from one list, push to another',
     run: (c) => move(c, c.args[1]!, c.args[2]!, side(c.args[3]!), side(c.args[4]!), 0),
   },
-  { name: 'rpoplpush', arity: 3, flags: ['write', 'denyoom'], keys: [1, 2, 1], summary: 'LMOVE src dst RIGHT LEFT', run: (c) => move(c, c.args[1]!, c.args[2]!, 'right', 'left', 0) },
+  {
+    name: 'rpoplpush',
+    arity: 3,
+    flags: ['write', 'denyoom'],
+    keys: [1, 2, 1],
+    summary: 'LMOVE src dst RIGHT LEFT',
+    run: (c) => move(c, c.args[1]!, c.args[2]!, 'right', 'left', 0),
+  },
   { name: 'lmpop', arity: -4, flags: ['write'], keys: [0, 0, 0], summary: 'pop from the first non-empty list', run: (c) => mpop(c, 1, 0) },
   { name: 'blpop', arity: -3, flags: ['write', 'blocking'], keys: [1, -2, 1], summary: 'blocking LPOP over keys', run: (c) => bpop(c, 'left') },
   { name: 'brpop', arity: -3, flags: ['write', 'blocking'], keys: [1, -2, 1], summary: 'blocking RPOP over keys', run: (c) => bpop(c, 'right') },
@@ -357,6 +403,13 @@ export const LIST_COMMANDS: Command[] = [
     summary: 'blocking LMOVE',
     run: (c) => move(c, c.args[1]!, c.args[2]!, side(c.args[3]!), side(c.args[4]!), timeoutMs(c.args[5]!)),
   },
-  { name: 'brpoplpush', arity: 4, flags: ['write', 'denyoom', 'blocking'], keys: [1, 2, 1], summary: 'blocking RPOPLPUSH', run: (c) => move(c, c.args[1]!, c.args[2]!, 'right', 'left', timeoutMs(c.args[3]!)) },
+  {
+    name: 'brpoplpush',
+    arity: 4,
+    flags: ['write', 'denyoom', 'blocking'],
+    keys: [1, 2, 1],
+    summary: 'blocking RPOPLPUSH',
+    run: (c) => move(c, c.args[1]!, c.args[2]!, 'right', 'left', timeoutMs(c.args[3]!)),
+  },
   { name: 'blmpop', arity: -5, flags: ['write', 'blocking'], keys: [0, 0, 0], summary: 'blocking LMPOP', run: (c) => mpop(c, 2, timeoutMs(c.args[1]!)) },
 ];

@@ -108,7 +108,14 @@ export class Multi {
           return OK;
         },
       },
-      { name: 'exec', arity: 1, flags: ['noscript', 'loading', 'stale'], keys: [0, 0, 0], summary: 'run the queue (null array when a watched key changed)', run: (c) => of(c).exec(c) },
+      {
+        name: 'exec',
+        arity: 1,
+        flags: ['noscript', 'loading', 'stale'],
+        keys: [0, 0, 0],
+        summary: 'run the queue (null array when a watched key changed)',
+        run: (c) => of(c).exec(c),
+      },
       {
         name: 'discard',
         arity: 1,
@@ -122,7 +129,14 @@ export class Multi {
           return OK;
         },
       },
-      { name: 'watch', arity: -2, flags: ['noscript', 'loading', 'stale', 'fast'], keys: [1, -1, 1], summary: 'abort EXEC if these keys change', run: (c) => of(c).watch(c) },
+      {
+        name: 'watch',
+        arity: -2,
+        flags: ['noscript', 'loading', 'stale', 'fast'],
+        keys: [1, -1, 1],
+        summary: 'abort EXEC if these keys change',
+        run: (c) => of(c).watch(c),
+      },
       {
         name: 'unwatch',
         arity: 1,

@@ -64,7 +64,11 @@ export async function putString(store: Store, key: string, text: string, ttl: nu
 }
 
 /** Read-modify-write of a string with a version check, retried when another writer got there first. */
-export async function updateString(store: Store, key: string, f: (cur: StringValue | undefined) => { text: string; keepTtlMs?: number | null } | undefined): Promise<string | undefined> {
+export async function updateString(
+  store: Store,
+  key: string,
+  f: (cur: StringValue | undefined) => { text: string; keepTtlMs?: number | null } | undefined,
+): Promise<string | undefined> {
   for (let attempt = 0; attempt < 50; attempt++) {
     const cur = await getString(store, key);
     const next = f(cur);
@@ -249,7 +253,14 @@ async function getex(c: Call): Promise<Reply> {
 }
 
 export const STRING_COMMANDS: Command[] = [
-  { name: 'get', arity: 2, flags: ['readonly', 'fast'], keys: [1, 1, 1], summary: 'the string at a key', run: async (c) => (await getString(c.store, c.args[1]!))?.text ?? null },
+  {
+    name: 'get',
+    arity: 2,
+    flags: ['readonly', 'fast'],
+    keys: [1, 1, 1],
+    summary: 'the string at a key',
+    run: async (c) => (await getString(c.store, c.args[1]!))?.text ?? null,
+  },
   { name: 'set', arity: -3, flags: ['write', 'denyoom'], keys: [1, 1, 1], summary: 'NX, XX, GET, EX, PX, EXAT, PXAT, KEEPTTL', run: set },
   {
     name: 'setnx',
@@ -259,9 +270,30 @@ export const STRING_COMMANDS: Command[] = [
     summary: 'set when absent',
     run: async (c) => ((await set({ ...c, args: [c.args[0]!, c.args[1]!, c.args[2]!, 'NX'] })) === OK ? 1 : 0),
   },
-  { name: 'setex', arity: 4, flags: ['write', 'denyoom'], keys: [1, 1, 1], summary: 'set with seconds to live', run: (c) => set({ ...c, args: [c.args[0]!, c.args[1]!, c.args[3]!, 'EX', c.args[2]!] }) },
-  { name: 'psetex', arity: 4, flags: ['write', 'denyoom'], keys: [1, 1, 1], summary: 'set with ms to live', run: (c) => set({ ...c, args: [c.args[0]!, c.args[1]!, c.args[3]!, 'PX', c.args[2]!] }) },
-  { name: 'getset', arity: 3, flags: ['write', 'denyoom', 'fast'], keys: [1, 1, 1], summary: 'set, answering the old value', run: (c) => set({ ...c, args: [c.args[0]!, c.args[1]!, c.args[2]!, 'GET'] }) },
+  {
+    name: 'setex',
+    arity: 4,
+    flags: ['write', 'denyoom'],
+    keys: [1, 1, 1],
+    summary: 'set with seconds to live',
+    run: (c) => set({ ...c, args: [c.args[0]!, c.args[1]!, c.args[3]!, 'EX', c.args[2]!] }),
+  },
+  {
+    name: 'psetex',
+    arity: 4,
+    flags: ['write', 'denyoom'],
+    keys: [1, 1, 1],
+    summary: 'set with ms to live',
+    run: (c) => set({ ...c, args: [c.args[0]!, c.args[1]!, c.args[3]!, 'PX', c.args[2]!] }),
+  },
+  {
+    name: 'getset',
+    arity: 3,
+    flags: ['write', 'denyoom', 'fast'],
+    keys: [1, 1, 1],
+    summary: 'set, answering the old value',
+    run: (c) => set({ ...c, args: [c.args[0]!, c.args[1]!, c.args[2]!, 'GET'] }),
+  },
   {
     name: 'getdel',
     arity: 2,
@@ -288,11 +320,25 @@ export const STRING_COMMANDS: Command[] = [
       return out;
     },
   },
-  { name: 'mset', arity: -3, flags: ['write', 'denyoom'], keys: [1, -1, 2], summary: 'set many (one write each: see the differences)', run: (c) => mset(c, false) },
+  {
+    name: 'mset',
+    arity: -3,
+    flags: ['write', 'denyoom'],
+    keys: [1, -1, 2],
+    summary: 'set many (one write each: see the differences)',
+    run: (c) => mset(c, false),
+  },
   { name: 'msetnx', arity: -3, flags: ['write', 'denyoom'], keys: [1, -1, 2], summary: 'set many when none exists', run: (c) => mset(c, true) },
   { name: 'incr', arity: 2, flags: ['write', 'denyoom', 'fast'], keys: [1, 1, 1], summary: 'add 1', run: (c) => incrBy(c.store, c.args[1]!, 1n) },
   { name: 'decr', arity: 2, flags: ['write', 'denyoom', 'fast'], keys: [1, 1, 1], summary: 'subtract 1', run: (c) => incrBy(c.store, c.args[1]!, -1n) },
-  { name: 'incrby', arity: 3, flags: ['write', 'denyoom', 'fast'], keys: [1, 1, 1], summary: 'add n', run: (c) => incrBy(c.store, c.args[1]!, int64(c.args[2]!)) },
+  {
+    name: 'incrby',
+    arity: 3,
+    flags: ['write', 'denyoom', 'fast'],
+    keys: [1, 1, 1],
+    summary: 'add n',
+    run: (c) => incrBy(c.store, c.args[1]!, int64(c.args[2]!)),
+  },
   {
     name: 'decrby',
     arity: 3,
@@ -334,7 +380,14 @@ export const STRING_COMMANDS: Command[] = [
       return Buffer.byteLength(out ?? '');
     },
   },
-  { name: 'strlen', arity: 2, flags: ['readonly', 'fast'], keys: [1, 1, 1], summary: 'length in bytes', run: async (c) => Buffer.byteLength((await getString(c.store, c.args[1]!))?.text ?? '') },
+  {
+    name: 'strlen',
+    arity: 2,
+    flags: ['readonly', 'fast'],
+    keys: [1, 1, 1],
+    summary: 'length in bytes',
+    run: async (c) => Buffer.byteLength((await getString(c.store, c.args[1]!))?.text ?? ''),
+  },
   { name: 'getrange', arity: 4, flags: ['readonly'], keys: [1, 1, 1], summary: 'a byte range of the string', run: getRange },
   { name: 'substr', arity: 4, flags: ['readonly'], keys: [1, 1, 1], summary: 'GETRANGE', run: getRange },
   { name: 'setrange', arity: 4, flags: ['write', 'denyoom'], keys: [1, 1, 1], summary: 'overwrite part of the string', run: setRange },

@@ -35,7 +35,14 @@ export function buildTable(session: readonly Command[]): CommandTable {
     if (t.has(c.name)) throw new Error(`command '${c.name}' is declared twice`);
     t.set(c.name, c);
   }
-  t.set('command', { name: 'command', arity: -1, flags: ['loading', 'stale'], keys: [0, 0, 0], summary: 'COUNT, INFO, DOCS, LIST', run: (c) => command(t, c.args) });
+  t.set('command', {
+    name: 'command',
+    arity: -1,
+    flags: ['loading', 'stale'],
+    keys: [0, 0, 0],
+    summary: 'COUNT, INFO, DOCS, LIST',
+    run: (c) => command(t, c.args),
+  });
   return t;
 }
 
@@ -55,7 +62,8 @@ function command(t: CommandTable, args: readonly string[]): Reply {
   if (sub === undefined) return [...t.values()].map(info);
   if (sub === 'COUNT') return t.size;
   if (sub === 'LIST') return [...t.keys()];
-  if (sub === 'INFO') return (args.length === 2 ? [...t.values()] : args.slice(2).map((n) => t.get(n.toLowerCase()))).map((c) => (c === undefined ? null : info(c)));
+  if (sub === 'INFO')
+    return (args.length === 2 ? [...t.values()] : args.slice(2).map((n) => t.get(n.toLowerCase()))).map((c) => (c === undefined ? null : info(c)));
   if (sub === 'DOCS') {
     const cs = args.length === 2 ? [...t.values()] : args.slice(2).flatMap((n) => t.get(n.toLowerCase()) ?? []);
     return new MapReply(cs.map((c): [Reply, Reply] => [c.name, new MapReply([['summary', c.summary]])]));

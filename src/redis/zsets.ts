@@ -330,14 +330,30 @@ export const ZSET_COMMANDS: Command[] = [
   },
   { name: 'zrank', arity: -3, flags: ['readonly', 'fast'], keys: [1, 1, 1], summary: 'rank, lowest first [WITHSCORE]', run: (c) => rank(c, false) },
   { name: 'zrevrank', arity: -3, flags: ['readonly', 'fast'], keys: [1, 1, 1], summary: 'rank, highest first [WITHSCORE]', run: (c) => rank(c, true) },
-  { name: 'zcard', arity: 2, flags: ['readonly', 'fast'], keys: [1, 1, 1], summary: 'number of members', run: async (c) => (await allItems(c.store, c.args[1]!))?.length ?? 0 },
+  {
+    name: 'zcard',
+    arity: 2,
+    flags: ['readonly', 'fast'],
+    keys: [1, 1, 1],
+    summary: 'number of members',
+    run: async (c) => (await allItems(c.store, c.args[1]!))?.length ?? 0,
+  },
   {
     name: 'zcount',
     arity: 4,
     flags: ['readonly', 'fast'],
     keys: [1, 1, 1],
     summary: 'members with scores in min..max',
-    run: async (c) => select((await allItems(c.store, c.args[1]!)) ?? [], { by: 'score', rev: false, min: c.args[2]!, max: c.args[3]!, offset: 0, count: -1, withScores: false }).length,
+    run: async (c) =>
+      select((await allItems(c.store, c.args[1]!)) ?? [], {
+        by: 'score',
+        rev: false,
+        min: c.args[2]!,
+        max: c.args[3]!,
+        offset: 0,
+        count: -1,
+        withScores: false,
+      }).length,
   },
   {
     name: 'zlexcount',
@@ -345,7 +361,9 @@ export const ZSET_COMMANDS: Command[] = [
     flags: ['readonly', 'fast'],
     keys: [1, 1, 1],
     summary: 'members in a lexicographic range',
-    run: async (c) => select((await allItems(c.store, c.args[1]!)) ?? [], { by: 'lex', rev: false, min: c.args[2]!, max: c.args[3]!, offset: 0, count: -1, withScores: false }).length,
+    run: async (c) =>
+      select((await allItems(c.store, c.args[1]!)) ?? [], { by: 'lex', rev: false, min: c.args[2]!, max: c.args[3]!, offset: 0, count: -1, withScores: false })
+        .length,
   },
   { name: 'zrange', arity: -4, flags: ['readonly'], keys: [1, 1, 1], summary: 'BYSCORE, BYLEX, REV, LIMIT, WITHSCORES', run: (c) => zrange(c, {}) },
   { name: 'zrevrange', arity: -4, flags: ['readonly'], keys: [1, 1, 1], summary: 'by rank, highest first', run: (c) => zrange(c, { by: 'rank', rev: true }) },
@@ -363,7 +381,12 @@ export const ZSET_COMMANDS: Command[] = [
     flags: ['write'],
     keys: [1, 1, 1],
     summary: 'remove by rank',
-    run: async (c) => (await removeWhere(c, c.args[1]!, (xs) => select(xs, { by: 'rank', rev: false, min: c.args[2]!, max: c.args[3]!, offset: 0, count: -1, withScores: false }))).length,
+    run: async (c) =>
+      (
+        await removeWhere(c, c.args[1]!, (xs) =>
+          select(xs, { by: 'rank', rev: false, min: c.args[2]!, max: c.args[3]!, offset: 0, count: -1, withScores: false }),
+        )
+      ).length,
   },
   {
     name: 'zremrangebyscore',
@@ -371,7 +394,12 @@ export const ZSET_COMMANDS: Command[] = [
     flags: ['write'],
     keys: [1, 1, 1],
     summary: 'remove by score',
-    run: async (c) => (await removeWhere(c, c.args[1]!, (xs) => select(xs, { by: 'score', rev: false, min: c.args[2]!, max: c.args[3]!, offset: 0, count: -1, withScores: false }))).length,
+    run: async (c) =>
+      (
+        await removeWhere(c, c.args[1]!, (xs) =>
+          select(xs, { by: 'score', rev: false, min: c.args[2]!, max: c.args[3]!, offset: 0, count: -1, withScores: false }),
+        )
+      ).length,
   },
   {
     name: 'zscan',
