@@ -306,26 +306,7 @@ async function serve(
   } catch (err) {
     throw listenError(err, cfg.host, cfg.port);
   }
-  let resp: RespServer | undefined;
-  if (cfg.respPort !== undefined) {
-    resp = new RespServer({
-      store: db,
-      auth,
-      tls,
-      maxBulk: cfg.maxBodyBytes,
-      maxConnections: conns.max,
-      version: version(),
-      storeName: shared ? 'postgres' : 'log',
-      log,
-    });
-    try {
-      const port = await resp.listen(cfg.respPort, cfg.host);
-      log('info', `Redis protocol on ${tls !== undefined ? 'rediss' : 'redis'}://${cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host}:${port}`);
-    } catch (err) {
-      await server.shutdown(1000);
-      throw listenError(err, cfg.host, cfg.respPort);
-    }
-  }
+  const resp = await startResp(cfg, db, auth, tls, conns.max, shared, server);
   start.listening = true;
   log(
     'info',
@@ -341,6 +322,37 @@ async function serve(
   onHangup = reloader(cfg, tlsFiles, auth, token, watch, server);
 
   return untilStopped(server, watch, db, resp);
+}
+
+/** The Redis protocol listener when --resp-port is set (docs/redis.md); a port it cannot take stops the start. */
+async function startResp(
+  cfg: Config,
+  db: Store,
+  auth: Authenticator,
+  tls: TlsMaterial | undefined,
+  maxConnections: number,
+  shared: boolean,
+  server: PithosServer,
+): Promise<RespServer | undefined> {
+  if (cfg.respPort === undefined) return undefined;
+  const resp = new RespServer({
+    store: db,
+    auth,
+    tls,
+    maxBulk: cfg.maxBodyBytes,
+    maxConnections,
+    version: version(),
+    storeName: shared ? 'postgres' : 'log',
+    log,
+  });
+  try {
+    const port = await resp.listen(cfg.respPort, cfg.host);
+    log('info', `Redis protocol on ${tls !== undefined ? 'rediss' : 'redis'}://${cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host}:${port}`);
+    return resp;
+  } catch (err) {
+    await server.shutdown(1000);
+    throw listenError(err, cfg.host, cfg.respPort);
+  }
 }
 
 /** The store `cfg` names, and the data directory (made when missing, for the log or the shared store's token file). */

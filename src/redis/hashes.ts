@@ -5,6 +5,7 @@
  * conditional on the version read, retried on a race, so counts (HSET's new
  * fields, HDEL's removed ones) are exact.
  */
+import { StoreError } from '../store/errors.js';
 import type { Store, VersionOut } from '../store/store.js';
 import { type Call, type Command, float, int, int64, notInteger, syntaxError } from './command.js';
 import { assertNotOther, deleteOf, isMissing } from './keyspace.js';
@@ -45,6 +46,9 @@ async function update(c: Call, key: string, f: (cur: Fields) => [Fields, Reply])
       if (out.version === 0) {
         await c.store.records.put(key, changes, 0, { ifAbsent: true });
         for (const t of ['string', 'list', 'set', 'zset'] as const) await deleteOf(c.store, t, key);
+      } else if (Object.keys(cur).every((f) => changes[f] === null) && Object.values(changes).every((v) => v === null)) {
+        // The last fields go: so does the hash, as in Redis, if nothing changed it since it was read.
+        await deleteIfUnchanged(c.store, key, out.version);
       } else await c.store.records.patch(key, changes, { ifVersion: out.version });
       return answer;
     } catch (err) {
@@ -52,6 +56,16 @@ async function update(c: Call, key: string, f: (cur: Fields) => [Fields, Reply])
     }
   }
   throw new ErrorReply('ERR the key kept changing under concurrent writes; try again');
+}
+
+async function deleteIfUnchanged(store: Store, key: string, version: number): Promise<void> {
+  try {
+    await store.transact({ checks: [{ kind: 'record', name: key, version }], mutations: [{ kind: 'record', name: key, op: 'DELETE' }], serializable: true });
+  } catch (err) {
+    // A failed version check is the race a conditional write loses: the caller reads again.
+    if ((err as { kind?: unknown }).kind === 'conflict') throw new StoreError('precondition', `record '${key}' changed`);
+    throw err;
+  }
 }
 
 function pairs(c: Call): Fields {

@@ -41,20 +41,17 @@ function present(type: RType, it: Item): boolean {
   return true;
 }
 
-/** The item of `key` in the kind of `type`, if that kind holds it as a live key. */
-async function lookup(store: Store, type: RType, key: string): Promise<Item | undefined> {
-  const { items } = await page(store, KINDS[type], key, null, 1);
-  const it = items[0];
-  return it !== undefined && it.name === key && present(type, it) ? it : undefined;
-}
-
 /** The key's type and lifetime, or undefined when no visible kind holds it. Hashes that are empty records are absent too. */
-export async function keyInfo(store: Store, key: string, skip?: RType): Promise<KeyInfo | undefined> {
+export async function keyInfo(store: Store, key: string, skip?: RType, empties?: RType[]): Promise<KeyInfo | undefined> {
   for (const type of TYPES) {
     if (type === skip) continue;
-    const it = await lookup(store, type, key);
-    if (it === undefined) continue;
-    if (type === 'hash' && (await hashEmpty(store, key))) continue;
+    const { items } = await page(store, KINDS[type], key, null, 1);
+    const it = items[0];
+    if (it === undefined || it.name !== key) continue;
+    if (!present(type, it) || (type === 'hash' && (await hashEmpty(store, key)))) {
+      empties?.push(type);
+      continue;
+    }
     return { type, ttlMs: it.ttl_ms };
   }
   return undefined;
@@ -71,14 +68,23 @@ async function hashEmpty(store: Store, key: string): Promise<boolean> {
 
 /**
  * Refuses a command on `key` for type `want` when the key holds another type
- * (WRONGTYPE). Called before a write creates `want`'s object, and by reads
- * that found nothing of their own kind, to tell "missing" from "wrong type".
+ * (WRONGTYPE). Called by reads that found nothing of their own kind, to tell
+ * "missing" from "wrong type".
  */
 export async function assertNotOther(store: Store, key: string, want: RType): Promise<void> {
-  const info = await keyInfo(store, key, want);
-  if (info === undefined) return;
-  // A kind earlier in KINDS' order shows first; a later one is wrong too: the name is taken.
-  throw WRONGTYPE;
+  if ((await keyInfo(store, key, want)) !== undefined) throw WRONGTYPE;
+}
+
+/**
+ * Before a write creates `want`'s object at `key`: WRONGTYPE when another
+ * type holds the key; empty objects of other kinds (an emptied list, an
+ * empty record), which Redis would not have, are removed so the key has one
+ * kind again.
+ */
+export async function claim(store: Store, key: string, want: RType): Promise<void> {
+  const empties: RType[] = [];
+  if ((await keyInfo(store, key, want, empties)) !== undefined) throw WRONGTYPE;
+  for (const t of empties) await deleteOf(store, t, key);
 }
 
 /**

@@ -7,7 +7,7 @@
 import { MAX_POP, MAX_WAIT_MS } from '../store/lists.js';
 import type { ListPop, ListSide, Store, VersionOut } from '../store/store.js';
 import { type Call, type Command, float, int, is, syntaxError } from './command.js';
-import { assertNotOther, isMissing } from './keyspace.js';
+import { assertNotOther, claim, isMissing } from './keyspace.js';
 import { remainingTtl } from './strings.js';
 import { ErrorReply, NULL_ARRAY, OK, type Reply } from './resp.js';
 
@@ -40,14 +40,28 @@ async function range(store: Store, key: string, start: number, stop: number, out
 async function push(c: Call, s: ListSide, onlyExisting: boolean): Promise<Reply> {
   const key = c.args[1]!;
   const values = c.args.slice(2);
+  if (onlyExisting) return pushExisting(c, key, values, s);
   try {
     return (JSON.parse(await c.store.lists.push(key, values, s, false)) as { length: number }).length;
   } catch (err) {
     if (!isMissing(err)) throw err;
   }
-  await assertNotOther(c.store, key, 'list');
-  if (onlyExisting) return 0;
+  await claim(c.store, key, 'list');
   return (JSON.parse(await c.store.lists.push(key, values, s, true)) as { length: number }).length;
+}
+
+/** LPUSHX / RPUSHX: only onto a list that holds items (an emptied one is absent), decided on the version read. */
+async function pushExisting(c: Call, key: string, values: string[], s: ListSide): Promise<Reply> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const out: VersionOut = { version: 0 };
+    if ((await range(c.store, key, 0, 0, out)) === undefined) return 0;
+    try {
+      return (JSON.parse(await c.store.lists.push(key, values, s, false, { ifVersion: out.version })) as { length: number }).length;
+    } catch (err) {
+      if ((err as { kind?: unknown }).kind !== 'precondition') throw err;
+    }
+  }
+  throw new ErrorReply('ERR the key kept changing under concurrent writes; try again');
 }
 
 /** Pops up to `count` items (Redis counts may exceed the store's per-call maximum). */
@@ -150,14 +164,16 @@ async function popOnce(c: Call, key: string, p: ListPop): Promise<unknown[] | un
 async function bpop(c: Call, s: ListSide): Promise<Reply> {
   const keys = c.args.slice(1, -1);
   const ms = timeoutMs(c.args[c.args.length - 1]!);
-  for (const k of keys) await assertNotOther(c.store, k, 'list');
+  // Keys are tried in order, each checked for its type as it comes, as in Redis.
   const got = await waitPop(c, keys, s, 1, ms);
   return got === undefined ? NULL_ARRAY : [got[0], itemText(got[1][0])];
 }
 
 async function move(c: Call, from: string, to: string, s: ListSide, toSide: ListSide, ms: number): Promise<Reply> {
+  // Redis's order: a missing source answers nil before the destination's type is checked.
+  if (ms === 0 && (await range(c.store, from, 0, 0)) === undefined) return null;
   await assertNotOther(c.store, from, 'list');
-  await assertNotOther(c.store, to, 'list');
+  await claim(c.store, to, 'list');
   const got =
     ms === 0 ? await popOnce(c, from, { side: s, count: 1, waitMs: 0, to, toSide }) : (await waitPop(c, [from], s, 1, ms, { key: to, side: toSide }))?.[1];
   if (got === undefined) return ms === 0 ? null : NULL_ARRAY;
@@ -178,7 +194,6 @@ async function mpop(c: Call, from: number, ms: number): Promise<Reply> {
     count = int(rest[1]!);
     if (count <= 0) throw new ErrorReply('ERR count should be greater than 0');
   } else if (rest.length !== 0) throw syntaxError();
-  for (const k of keys) await assertNotOther(c.store, k, 'list');
   if (ms === 0) {
     for (const k of keys) {
       const items = await popItems(c.store, k, s, count);

@@ -6,7 +6,7 @@
  */
 import type { Store, VersionOut } from '../store/store.js';
 import { type Call, type Command, int, is, syntaxError } from './command.js';
-import { assertNotOther, deleteKey, isMissing } from './keyspace.js';
+import { assertNotOther, claim, deleteKey, isMissing } from './keyspace.js';
 import { ErrorReply, type Reply, SetReply } from './resp.js';
 
 interface Members {
@@ -34,7 +34,7 @@ async function add(c: Call): Promise<Reply> {
   } catch (err) {
     if (!isMissing(err)) throw err;
   }
-  await assertNotOther(c.store, key, 'set');
+  await claim(c.store, key, 'set');
   return (JSON.parse(await c.store.sets.add(key, ms, true)) as { added: number }).added;
 }
 
@@ -143,7 +143,9 @@ async function srandmember(c: Call): Promise<Reply> {
 
 async function smove(c: Call): Promise<Reply> {
   const [, src, dst, m] = c.args as [string, string, string, string];
-  await assertNotOther(c.store, dst, 'set');
+  // Redis's order: a missing source answers 0 before any type is checked.
+  if ((await members(c.store, src)) === undefined) return 0;
+  await claim(c.store, dst, 'set');
   const has = await contains({ ...c, args: [c.args[0]!, src] }, [m]);
   if (!has[0]) return 0;
   if (src === dst) return 1;

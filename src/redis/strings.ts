@@ -8,7 +8,7 @@
 import type { ScalarInput, VType } from '../store/variant.js';
 import type { Store, VersionOut } from '../store/store.js';
 import { type Command, float, int, int64, is, isStoredInteger, notFloat, notInteger, syntaxError, type Call } from './command.js';
-import { assertNotOther, deleteOf, isMissing, keyInfo, TYPES } from './keyspace.js';
+import { assertNotOther, claim, deleteOf, isMissing, keyInfo, TYPES } from './keyspace.js';
 import { ErrorReply, NULL_ARRAY, OK, type Reply } from './resp.js';
 
 /** A string value as Redis shows it, with the variant's type and version. */
@@ -107,7 +107,7 @@ async function incrBy(store: Store, key: string, delta: bigint): Promise<Reply> 
       if (e.kind === 'conflict') throw /overflow/.test(e.message ?? '') ? OVERFLOW : notInteger();
       if (!isMissing(err)) throw err;
     }
-    await assertNotOther(store, key, 'string');
+    await claim(store, key, 'string');
     try {
       await store.variants.put(key, input, 0, { ifAbsent: true });
       return d;

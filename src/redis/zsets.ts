@@ -7,7 +7,7 @@
 import type { ZMode } from '../store/collection.js';
 import type { Store, VersionOut } from '../store/store.js';
 import { type Call, type Command, float, int, is, syntaxError } from './command.js';
-import { assertNotOther, deleteOf, isMissing } from './keyspace.js';
+import { assertNotOther, claim, deleteOf, isMissing } from './keyspace.js';
 import { Dbl, ErrorReply, NULL_ARRAY, type Reply } from './resp.js';
 import { scanPage } from './sets.js';
 
@@ -53,21 +53,61 @@ async function zadd(c: Call): Promise<Reply> {
   const pairs: Array<[string, number]> = [];
   for (let j = 0; j < rest.length; j += 2) pairs.push([rest[j + 1]!, float(rest[j]!, notFloat)]);
   for (const [, s] of pairs) finite(s);
-  await assertNotOther(c.store, key, 'zset');
+  await claim(c.store, key, 'zset');
   if (o.incr) return zaddIncr(c, key, pairs[0]!, o);
   const mode: ZMode = o.nx ? 'nx' : o.gt ? 'gt' : o.lt ? 'lt' : o.xx ? 'xx' : 'upsert';
+  if (new Set(pairs.map(([m]) => m)).size < pairs.length) return zaddRepeated(c, key, pairs, o);
   let use = pairs;
   let pre: { ifVersion: number } | undefined;
   if (o.xx && mode !== 'xx') {
     // XX with GT or LT: only members already there, decided on the version read.
     const out: VersionOut = { version: 0 };
     const have = new Set((await allItems(c.store, key, out))?.map((x) => x.member) ?? []);
-    use = pairs.filter(([m]) => have.has(m));
+    use = use.filter(([m]) => have.has(m));
     if (use.length === 0) return 0;
     pre = { ifVersion: out.version };
   }
   const r = JSON.parse(await c.store.zsets.add(key, use, mode, true, pre)) as { added: number; updated: number };
   return o.ch ? r.added + r.updated : r.added;
+}
+
+/**
+ * ZADD naming a member more than once: Redis applies the pairs one by one,
+ * counting an add and then an update of one member. Simulated here on the
+ * scores read, then written as one change under the version read.
+ */
+async function zaddRepeated(
+  c: Call,
+  key: string,
+  pairs: Array<[string, number]>,
+  o: { nx: boolean; xx: boolean; gt: boolean; lt: boolean; ch: boolean },
+): Promise<Reply> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const out: VersionOut = { version: 0 };
+    const cur = new Map((await allItems(c.store, key, out))?.map((x): [string, number] => [x.member, x.score]) ?? []);
+    const next = new Map<string, number>();
+    let added = 0;
+    let updated = 0;
+    for (const [m, s] of pairs) {
+      const had = next.get(m) ?? cur.get(m);
+      if (had === undefined) {
+        if (o.xx) continue;
+        added++;
+      } else if (o.nx || s === had || (o.gt && !(s > had)) || (o.lt && !(s < had))) continue;
+      else updated++;
+      next.set(m, s);
+    }
+    if (next.size > 0) {
+      try {
+        await c.store.zsets.add(key, [...next], 'upsert', true, out.version === 0 ? undefined : { ifVersion: out.version });
+      } catch (err) {
+        if ((err as { kind?: unknown }).kind === 'precondition') continue;
+        throw err;
+      }
+    }
+    return o.ch ? added + updated : added;
+  }
+  throw new ErrorReply('ERR the key kept changing under concurrent writes; try again');
 }
 
 async function zaddIncr(c: Call, key: string, [member, delta]: [string, number], o: { nx: boolean; xx: boolean; gt: boolean; lt: boolean }): Promise<Reply> {
@@ -277,7 +317,7 @@ export const ZSET_COMMANDS: Command[] = [
     summary: "add to a member's score",
     run: async (c) => {
       const d = finite(float(c.args[2]!, notFloat));
-      await assertNotOther(c.store, c.args[1]!, 'zset');
+      await claim(c.store, c.args[1]!, 'zset');
       try {
         return new Dbl((JSON.parse(await c.store.zsets.incr(c.args[1]!, c.args[3]!, d, true)) as { score: number }).score);
       } catch (err) {
