@@ -333,7 +333,8 @@ export class Db {
         return `(${col} IS NULL OR ${col} > ${q.now})`;
       },
       expiry(param) {
-        return `(CASE WHEN ${param}::int8 = 0 THEN NULL ELSE ${q.now} + ${param}::int8 * 1000 END)`;
+        // Seconds with a fraction (Redis's PEXPIRE, a kept remaining lifetime), to the millisecond, as the log keeps them.
+        return `(CASE WHEN ${param}::float8 = 0 THEN NULL ELSE ${q.now} + round(${param}::float8 * 1000)::int8 END)`;
       },
     };
     return q;
