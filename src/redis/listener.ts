@@ -187,7 +187,8 @@ class Conn implements Session {
     const latin1 = Buffer.from(token, 'utf8').toString('latin1');
     const r = this.server.opts.auth.check(latin1, 'read', 'RESP', 'AUTH');
     if (!r.ok) return WRONGPASS;
-    if (name !== undefined && name !== r.name && !(name === 'default' && r.name === 'main')) return WRONGPASS;
+    // 'default' is the user clients name when they were given only a password (HELLO's AUTH needs one): any token.
+    if (name !== undefined && name !== 'default' && name !== r.name) return WRONGPASS;
     this.user = r.name;
     this.token = latin1;
     clearTimeout(this.authTimer);

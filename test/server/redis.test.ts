@@ -1,0 +1,195 @@
+/**
+ * The RESP listener, black-box (docs/redis.md): the real server with
+ * `--resp-port`, driven by ioredis and Debian's redis-cli, on the log store
+ * and on PostgreSQL. What the differential test cannot compare with Redis is
+ * here: authentication and roles, RESP3, pipelining, blocking pops, the
+ * change feed and versions seen over HTTP, malformed frames.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import { PithosServer, TOKEN, sleep } from '../helpers/server.js';
+import { rawExchange, respPort, startWithResp } from '../helpers/redis.js';
+
+let srv: PithosServer;
+let port: number;
+const clients: Redis[] = [];
+
+function client(opts: { password?: string; username?: string; protocol?: 2 | 3 } = {}): Redis {
+  const r = new Redis({
+    port,
+    host: '127.0.0.1',
+    password: opts.password ?? TOKEN,
+    username: opts.username,
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+  });
+  clients.push(r);
+  return r;
+}
+
+before(async () => {
+  ({ srv, port } = await startWithResp());
+});
+
+after(async () => {
+  for (const c of clients) c.disconnect();
+  await srv?.close();
+});
+
+test('a command before AUTH answers NOAUTH; a wrong token WRONGPASS; the main secret works', async () => {
+  const raw = await rawExchange(port, '*2\r\n$3\r\nGET\r\n$1\r\nx\r\n*2\r\n$4\r\nAUTH\r\n$5\r\nwrong\r\n', 500);
+  assert.equal(raw.data, '-NOAUTH Authentication required.\r\n-WRONGPASS invalid username-password pair or user is disabled.\r\n');
+  const r = client();
+  await r.connect();
+  assert.equal(await r.ping(), 'PONG');
+  const named = client({ username: 'default' });
+  await named.connect();
+  assert.equal(await named.set('auth:k', 'v'), 'OK');
+});
+
+test('inline commands typed into telnet work, and a malformed frame closes only that connection', async () => {
+  const inline = await rawExchange(port, `AUTH ${TOKEN}\r\nPING\r\nECHO "a b"\r\n`, 500);
+  assert.equal(inline.data, '+OK\r\n+PONG\r\n$3\r\na b\r\n');
+  for (const bad of ['*1\r\n$-5\r\n', '*2\r\n$3\r\nGETxx', '*abc\r\n', '*3000000\r\n', '*1\r\n$999999999999\r\n']) {
+    const r = await rawExchange(port, bad, 2000);
+    assert.match(r.data, /^-ERR Protocol error: /, JSON.stringify(bad));
+    assert.equal(r.closed, true, `connection closed after ${JSON.stringify(bad)}`);
+  }
+  const r = client();
+  await r.connect();
+  assert.equal(await r.ping(), 'PONG', 'the server still answers others');
+});
+
+test('pipelined commands are all answered, in order', async () => {
+  const r = client();
+  await r.connect();
+  const p = r.pipeline();
+  for (let i = 0; i < 500; i++) p.incr('pipe:n');
+  for (let i = 0; i < 10; i++) p.get('pipe:n');
+  const out = (await p.exec()) as Array<[Error | null, unknown]>;
+  assert.equal(out.length, 510);
+  for (let i = 0; i < 500; i++) assert.deepEqual(out[i], [null, i + 1]);
+  for (let i = 500; i < 510; i++) assert.deepEqual(out[i], [null, '500']);
+});
+
+test('RESP3 after HELLO 3: maps, doubles and sets come typed', async () => {
+  const raw = await rawExchange(port, `HELLO 3 AUTH default ${TOKEN}\r\nZADD z3 1.5 m\r\nZSCORE z3 m\r\nHSET h3 f v\r\nHGETALL h3\r\nGET nothing3\r\n`, 800);
+  assert.match(raw.data, /^%7\r\n/);
+  assert.ok(raw.data.endsWith(':1\r\n,1.5\r\n:1\r\n%1\r\n$1\r\nf\r\n$1\r\nv\r\n_\r\n'), raw.data);
+});
+
+test('writes over RESP are versioned objects the HTTP API reads, and HTTP writes show in RESP', async () => {
+  const r = client();
+  await r.connect();
+  await r.set('both:n', '41');
+  await r.incr('both:n');
+  const v = await srv.req('GET', '/variants/both:n');
+  assert.equal(v.status, 200);
+  assert.equal(v.body.data.variant, 42);
+  await r.rpush('both:l', 'a', 'b');
+  const l = await srv.req('GET', '/lists/both:l');
+  assert.deepEqual(l.body.data.items, ['a', 'b']);
+  await r.hset('both:h', 'f', 'v');
+  const h = await srv.req('GET', '/records/both:h');
+  assert.deepEqual(h.body.data, { f: 'v' });
+  const put = await srv.req('PUT', '/records/both:r', { record: { n: 1, s: 'x' } });
+  assert.ok(put.status === 200 || put.status === 201, JSON.stringify(put.body));
+  assert.deepEqual(await r.hgetall('both:r'), { n: '1', s: 'x' });
+  assert.equal(await r.type('both:r'), 'hash');
+});
+
+test('a blocking pop waits for a push from another connection, and times out with nil', async () => {
+  const waiter = client();
+  const pusher = client();
+  await waiter.connect();
+  await pusher.connect();
+  const started = Date.now();
+  const timedOut = await waiter.blpop('block:none', 0.2);
+  assert.equal(timedOut, null);
+  assert.ok(Date.now() - started >= 150, 'waited about its timeout');
+  const pending = waiter.blpop('block:q', 5);
+  await sleep(200);
+  assert.equal(await pusher.rpush('block:q', 'job'), 1);
+  assert.deepEqual(await pending, ['block:q', 'job']);
+  assert.equal(await pusher.llen('block:q'), 0);
+});
+
+test('MULTI/EXEC answers every queued reply; WATCH aborts EXEC when another client changed the key', async () => {
+  const a = client();
+  const b = client();
+  await a.connect();
+  await b.connect();
+  const ok = await a.multi().set('tx:k', '1').incr('tx:k').get('tx:k').exec();
+  assert.deepEqual(ok, [
+    [null, 'OK'],
+    [null, 2],
+    [null, '2'],
+  ]);
+  await a.watch('tx:k');
+  await b.set('tx:k', '100');
+  const aborted = await a.multi().set('tx:k', 'mine').exec();
+  assert.equal(aborted, null);
+  assert.equal(await a.get('tx:k'), '100');
+  const bad = await a
+    .multi()
+    .set('tx:j', '1')
+    .call('NOSUCHCOMMAND')
+    .exec()
+    .catch((e: Error) => e);
+  assert.ok(bad instanceof Error && /EXECABORT/.test(bad.message), String(bad));
+  assert.equal(await a.exists('tx:j'), 0, 'nothing of a discarded transaction applies');
+});
+
+test('a read token may run read commands only', async () => {
+  const file = path.join(srv.dataDir, 'tokens');
+  writeFileSync(file, 'reader read READ-ONLY-token-1\nwriter write WRITE-token-22\n');
+  const s = await startWithResp({ args: ['--tokens-file', file] });
+  try {
+    const rd = new Redis({ port: s.port, host: '127.0.0.1', username: 'reader', password: 'READ-ONLY-token-1', lazyConnect: true, maxRetriesPerRequest: 0 });
+    clients.push(rd);
+    await rd.connect();
+    assert.equal(await rd.get('ro:x'), null);
+    await assert.rejects(rd.set('ro:x', '1'), /NOPERM/);
+    const wr = new Redis({ port: s.port, host: '127.0.0.1', password: 'WRITE-token-22', lazyConnect: true, maxRetriesPerRequest: 0 });
+    clients.push(wr);
+    await wr.connect();
+    assert.equal(await wr.set('ro:x', '1'), 'OK');
+    await assert.rejects(wr.flushdb(), /NOPERM/);
+  } finally {
+    await s.srv.close();
+  }
+});
+
+test('redis-cli works against it', async () => {
+  const cli = (...args: string[]): string =>
+    execFileSync('redis-cli', ['-p', String(port), '-a', TOKEN, '--no-auth-warning', ...args], { encoding: 'utf8' }).trim();
+  assert.equal(cli('SET', 'cli:k', 'hello'), 'OK');
+  assert.equal(cli('GET', 'cli:k'), 'hello');
+  assert.equal(cli('RPUSH', 'cli:l', 'a', 'b', 'c'), '3');
+  assert.equal(cli('LRANGE', 'cli:l', '0', '-1'), 'a\nb\nc');
+  assert.equal(cli('TYPE', 'cli:l'), 'list');
+  assert.match(cli('INFO', 'server'), /redis_version:/);
+  assert.ok(Number(cli('COMMAND', 'COUNT')) > 120);
+});
+
+test('values that are not UTF-8 are refused and change nothing', async () => {
+  const r = client();
+  await r.connect();
+  await assert.rejects(r.set('bin:k', Buffer.from([0xff, 0xfe, 0x00])), /not valid UTF-8/);
+  assert.equal(await r.exists('bin:k'), 0);
+});
+
+test('the RESP port is in the start-up log and --resp-port is off by default', async () => {
+  assert.equal(respPort(srv), port);
+  const plain = await PithosServer.start();
+  try {
+    assert.doesNotMatch(plain.stdout + plain.stderr, /Redis protocol/);
+  } finally {
+    await plain.close();
+  }
+});
