@@ -281,8 +281,11 @@ const SESSION_COMMANDS: Command[] = [
   ...Multi.commands((c) => sessionOf(c).multi),
 ];
 
+/** Every command the listener answers: the families and the session's own. */
+export const COMMANDS: CommandTable = buildTable(SESSION_COMMANDS);
+
 export class RespServer {
-  readonly table: CommandTable = buildTable(SESSION_COMMANDS);
+  readonly table: CommandTable = COMMANDS;
   readonly server: net.Server;
   private readonly conns = new Set<Conn>();
   private nextId = 1;

@@ -85,3 +85,22 @@ export function keysOf(c: Command, args: readonly string[]): string[] {
   for (let i = first; i <= end && i < args.length; i += step) out.push(args[i]!);
   return out;
 }
+
+/** docs/redis.md's list of commands, family by family, as the table declares them (a docs test compares). */
+export function coverage(t: CommandTable): string {
+  const lines: string[] = [];
+  const seen = new Set<string>();
+  const row = (c: Command): string => `| \`${c.name.toUpperCase()}\` | ${c.arity} | ${c.flags.join(', ')} | ${c.summary} |`;
+  for (const [family, cs] of FAMILIES) {
+    lines.push(`**${family}**`, '', '| command | arity | flags | what |', '|---|---:|---|---|');
+    for (const c of cs) {
+      lines.push(row(t.get(c.name) ?? c));
+      seen.add(c.name);
+    }
+    lines.push('');
+  }
+  const rest = [...t.values()].filter((c) => !seen.has(c.name));
+  lines.push('**Session, transactions and introspection**', '', '| command | arity | flags | what |', '|---|---:|---|---|');
+  for (const c of rest) lines.push(row(c));
+  return lines.join('\n') + '\n';
+}
