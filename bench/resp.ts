@@ -1,0 +1,163 @@
+/**
+ * The Redis protocol beside the real Redis (docs/benchmarks.md, "Redis
+ * protocol"): `redis-benchmark` (Debian's redis-tools) against Pithos's RESP
+ * port (log store, --fsync always) and against `redis-server` with
+ * `appendonly yes, appendfsync always`, the two alternated round by round in
+ * one run, 32 connections, without and with 16 commands pipelined. Keys and
+ * members are random (`-r`), so every write changes something and both sides
+ * make it durable before answering.
+ *
+ * Run alone with `npm run bench:redis [-- --rounds N --requests N]`, or as
+ * part of `npm run bench` (its comparisons). Every run is bounded by its
+ * request count and killed after 120 s.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import { loadavg, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startServer } from './proc.js';
+
+export interface RespLine {
+  test: string;
+  pipeline: number;
+  pithos: number[];
+  redis: number[];
+  target: number;
+}
+
+const TESTS: Array<{ t: string; p: number; target: number }> = [
+  { t: 'incr', p: 1, target: 1.0 },
+  { t: 'set', p: 1, target: 1.0 },
+  { t: 'lpush', p: 1, target: 1.0 },
+  { t: 'sadd', p: 1, target: 1.0 },
+  { t: 'zadd', p: 1, target: 1.0 },
+  { t: 'get', p: 1, target: 0.7 },
+  { t: 'incr', p: 16, target: 0.5 },
+  { t: 'get', p: 16, target: 0.5 },
+];
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const p = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(p));
+    });
+  });
+}
+
+async function waitPort(port: number): Promise<void> {
+  const until = Date.now() + 15_000;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const c = net.connect(port, '127.0.0.1');
+      c.once('connect', () => {
+        c.destroy();
+        resolve(true);
+      });
+      c.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > until) throw new Error(`nothing listens on ${port}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** One redis-benchmark run; resolves to requests per second. */
+function bench(port: number, password: string | undefined, test: string, pipeline: number, requests: number): Promise<number> {
+  const args = ['-h', '127.0.0.1', '-p', String(port), '-c', '32', '-n', String(requests), '-r', '100000', '-P', String(pipeline), '-t', test, '--csv'];
+  if (password !== undefined) args.push('-a', password);
+  return new Promise((resolve, reject) => {
+    const child = spawn('redis-benchmark', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
+    child.on('exit', () => {
+      clearTimeout(timer);
+      const m = /^"[^"]+","([\d.]+)"/m.exec(out);
+      if (m === null) reject(new Error(`redis-benchmark ${test} gave no rate:\n${out.slice(-500)}`));
+      else resolve(Number(m[1]));
+    });
+  });
+}
+
+export async function respLines(o: { root: string; server: string; rounds: number; requests: number; log: (s: string) => void }): Promise<RespLine[] | string> {
+  if (spawnSync('sh', ['-c', 'command -v redis-benchmark && command -v redis-server']).status !== 0) return 'redis-benchmark or redis-server not installed (Debian packages redis-tools, redis-server)';
+  const dir = mkdtempSync(join(tmpdir(), 'pithos-resp-bench-'));
+  const token = 'bench-resp-token';
+  const rport = await freePort();
+  const pport = await freePort();
+  const redis = spawn('redis-server', ['--port', String(rport), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', '', '--daemonize', 'no'], {
+    stdio: 'ignore',
+  });
+  const pithos = await startServer('pithos', process.execPath, [
+    join(o.root, o.server),
+    '--port',
+    '0',
+    '--resp-port',
+    String(pport),
+    '--data-dir',
+    join(dir, 'pithos'),
+    '--auth-token',
+    token,
+    '--fsync',
+    'always',
+  ]);
+  try {
+    await waitPort(rport);
+    await waitPort(pport);
+    const lines: RespLine[] = TESTS.map((x) => ({ test: x.t, pipeline: x.p, pithos: [], redis: [], target: x.target }));
+    for (let round = 0; round < o.rounds; round++) {
+      for (const line of lines) {
+        // Alternate which side goes first, so neither always runs on a warmer machine.
+        const sides: Array<'pithos' | 'redis'> = round % 2 === 0 ? ['pithos', 'redis'] : ['redis', 'pithos'];
+        for (const side of sides) {
+          const rate = await bench(side === 'pithos' ? pport : rport, side === 'pithos' ? token : undefined, line.test, line.pipeline, o.requests * line.pipeline);
+          line[side].push(rate);
+        }
+        o.log(`  ${line.test.toUpperCase()} -P ${line.pipeline}: Pithos ${line.pithos.at(-1)?.toFixed(0)}/s, Redis ${line.redis.at(-1)?.toFixed(0)}/s (load ${loadavg()[0]!.toFixed(1)})`);
+      }
+    }
+    return lines;
+  } finally {
+    redis.kill('SIGKILL');
+    await pithos.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+
+export function respTable(lines: RespLine[]): string {
+  const out = ['| command | pipeline | Pithos (median/s) | Redis appendfsync always (median/s) | ratio per round | ratio (medians) | target |', '|---|---:|---:|---:|---|---:|---|'];
+  for (const l of lines) {
+    const per = l.pithos.map((p, i) => (p / (l.redis[i] ?? NaN)).toFixed(2)).join(', ');
+    const ratio = median(l.pithos) / median(l.redis);
+    out.push(
+      `| ${l.test.toUpperCase()} | ${l.pipeline} | ${median(l.pithos).toFixed(0)} | ${median(l.redis).toFixed(0)} | ${per} | ${ratio.toFixed(2)}× | ≥ ${l.target}× ${ratio >= l.target ? 'met' : 'not met'} |`,
+    );
+  }
+  return out.join('\n');
+}
+
+/** `npm run bench:redis [-- --rounds N --requests N]`: this section alone. */
+async function main(): Promise<void> {
+  const arg = (name: string, def: number): number => {
+    const i = process.argv.indexOf(name);
+    return i < 0 ? def : Number(process.argv[i + 1]);
+  };
+  const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+  const lines = await respLines({ root, server: 'bin/pithos', rounds: arg('--rounds', 3), requests: arg('--requests', 20000), log: (s) => process.stderr.write(s + '\n') });
+  process.stdout.write(typeof lines === 'string' ? `skipped: ${lines}\n` : respTable(lines) + '\n');
+}
+
+if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
+  main().catch((err: unknown) => {
+    process.stderr.write(`${String((err as Error)?.stack ?? err)}\n`);
+    process.exit(1);
+  });
+}
