@@ -7,7 +7,9 @@
  */
 import type { Store, VersionOut } from '../store/store.js';
 import type { Call, Command } from './command.js';
+import { StoreError } from '../store/errors.js';
 import { isMissing, keyInfo } from './keyspace.js';
+import { compilable, pins, plan } from './multi-txn.js';
 import { ErrorReply, NULL_ARRAY, OK, QUEUED, type Reply } from './resp.js';
 
 interface Queued {
@@ -45,6 +47,39 @@ async function fingerprint(store: Store, key: string): Promise<string> {
   return `${info.type}:${out.version}`;
 }
 
+async function changed(store: Store, watched: ReadonlyArray<[string, string]>): Promise<boolean> {
+  for (const [key, seen] of watched) if ((await fingerprint(store, key)) !== seen) return true;
+  return false;
+}
+
+/**
+ * The queue as one Store transaction (multi-txn.ts), retried when what it
+ * was planned on changed before it committed; the watched keys' checks come
+ * first, so their failure is told apart (the null array). Undefined when the
+ * queue cannot be one transaction after all.
+ */
+async function atomically(store: Store, words: ReadonlyArray<readonly string[]>, watched: ReadonlyArray<[string, string]>): Promise<Reply | undefined> {
+  for (let attempt = 0; attempt < 8; attempt++) {
+    if (await changed(store, watched)) return NULL_ARRAY;
+    const watchChecks = await pins(
+      store,
+      watched.map(([k]) => k),
+    );
+    const p = await plan(store, words);
+    if (p === undefined || watchChecks === undefined) return undefined;
+    try {
+      const r = await store.transact({ checks: [...watchChecks, ...p.checks], mutations: p.mutations, serializable: true });
+      return p.reply((JSON.parse(r) as { results: unknown[] }).results);
+    } catch (err) {
+      if (!(err instanceof StoreError)) throw err;
+      const m = /^transaction check (\d+) failed/.exec(err.message);
+      if (m === null) return new ErrorReply(`EXECABORT Transaction discarded: ${err.message} (Pithos runs MULTI as one transaction: all or nothing)`);
+      if (Number(m[1]) < watchChecks.length) return NULL_ARRAY;
+    }
+  }
+  return new ErrorReply('EXECABORT Transaction discarded: its keys kept changing under concurrent writes; try again');
+}
+
 export class Multi {
   /** Commands that act at once inside MULTI instead of being queued. */
   static readonly RUNS_NOW = new Set(['exec', 'discard', 'multi', 'watch', 'unwatch', 'quit', 'reset']);
@@ -74,7 +109,11 @@ export class Multi {
     const watched = [...this.watched];
     this.clear();
     if (dirty) return new ErrorReply('EXECABORT Transaction discarded because of previous errors.');
-    for (const [key, seen] of watched) if ((await fingerprint(c.store, key)) !== seen) return NULL_ARRAY;
+    const words = queued.map((q) => q.args);
+    if (compilable(words)) {
+      const r = await atomically(c.store, words, watched);
+      if (r !== undefined) return r;
+    } else if (await changed(c.store, watched)) return NULL_ARRAY;
     const out: Reply[] = [];
     for (const q of queued) {
       try {

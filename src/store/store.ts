@@ -302,7 +302,8 @@ export type Mutation =
   | { kind: 'table'; name: string; op: 'REMOVE_ID'; tId: number }
   | { kind: 'table'; name: string; op: 'REPLACE'; tId: number; values: Row }
   | { kind: 'variant'; name: string; op: 'ADD'; delta: ScalarInput }
-  | { kind: 'variant'; name: string; op: 'SET'; value: ScalarInput; ttl: number }
+  // `retype`: replace a variant of another type too (Redis's SET, inside MULTI/EXEC).
+  | { kind: 'variant'; name: string; op: 'SET'; value: ScalarInput; ttl: number; retype?: boolean }
   | { kind: 'record'; name: string; op: 'PUT'; values: Row; ttl: number }
   | { kind: 'record'; name: string; op: 'DELETE' }
   | { kind: 'list'; name: string; op: 'PUSH'; values: unknown[]; side: ListSide }

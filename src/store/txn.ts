@@ -93,7 +93,7 @@ export interface TxnWriter<R> {
   removeRow(table: string, tId: number): R;
   replaceRow(table: string, tId: number, values: Row): R;
   addVariant(name: string, delta: ScalarInput): R;
-  setVariant(name: string, value: ScalarInput, ttl: number): R;
+  setVariant(name: string, value: ScalarInput, ttl: number, retype: boolean): R;
   putRecord(id: string, values: Row, ttl: number): R;
   deleteRecord(id: string): R;
   push(list: string, values: unknown[], side: ListSide): R;
@@ -125,7 +125,7 @@ export function applyMutation<R>(w: TxnWriter<R>, m: Mutation): R {
       }
       break;
     case 'variant':
-      return m.op === 'ADD' ? w.addVariant(m.name, m.delta) : w.setVariant(m.name, m.value, m.ttl);
+      return m.op === 'ADD' ? w.addVariant(m.name, m.delta) : w.setVariant(m.name, m.value, m.ttl, m.retype === true);
     case 'record':
       return m.op === 'PUT' ? w.putRecord(m.name, m.values, m.ttl) : w.deleteRecord(m.name);
     case 'list':

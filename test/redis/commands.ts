@@ -10,6 +10,8 @@ export type Cmp = 'exact' | 'sorted' | 'pairs' | 'size';
 export interface Gen {
   args: string[];
   cmp: Cmp;
+  /** A MULTI … EXEC block: these commands are queued between them, and EXEC's reply is compared. */
+  block?: string[][];
 }
 
 const KEYS = ['k1', 'k2', 'k3', 'k4', 'k5', 'k6'];
@@ -133,6 +135,21 @@ export function generator(rand: () => number): () => Gen {
     () => e('HSTRLEN', key(), pick(FIELDS)),
     () => e('HMSET', key(), pick(FIELDS), val()),
   ];
+  // Writes a Store transaction holds (one atomic EXEC), and a read that sends EXEC down the queue-at-a-time path.
+  const queued: Array<() => string[]> = [
+    () => ['SET', key(), val()],
+    () => ['INCR', key()],
+    () => ['INCRBY', key(), int(-3, 3)],
+    () => ['RPUSH', key(), val()],
+    () => ['SADD', key(), val(), val()],
+    () => ['SREM', key(), val()],
+    () => ['ZADD', key(), score(), val()],
+    () => ['ZINCRBY', key(), score(), val()],
+    () => ['HSET', key(), pick(FIELDS), val()],
+    () => ['HDEL', key(), pick(FIELDS)],
+    () => ['GET', key()],
+  ];
+  table.push(() => ({ args: ['MULTI'], cmp: 'exact', block: some(() => pick(queued)(), 4) }));
   return () => pick(table)();
 }
 

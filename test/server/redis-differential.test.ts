@@ -48,6 +48,16 @@ async function reply(r: Redis, args: string[]): Promise<unknown> {
   }
 }
 
+/** MULTI, the queued commands (each must answer QUEUED), EXEC: EXEC's reply. */
+async function block(r: Redis, cmds: string[][]): Promise<unknown> {
+  await reply(r, ['MULTI']);
+  for (const c of cmds) {
+    const q = await reply(r, c);
+    if (q !== 'QUEUED') return { queued: q };
+  }
+  return reply(r, ['EXEC']);
+}
+
 test(`${COUNT} random commands answer as redis-server does (seed ${SEED})`, async () => {
   const next = generator(rng(SEED));
   const history: string[] = [];
@@ -55,7 +65,8 @@ test(`${COUNT} random commands answer as redis-server does (seed ${SEED})`, asyn
   for (let i = 0; i < COUNT; i++) {
     const g = next();
     history.push(g.args.join(' '));
-    const [x, y] = await Promise.all([reply(a, g.args), reply(b, g.args)]);
+    const [x, y] = g.block === undefined ? await Promise.all([reply(a, g.args), reply(b, g.args)]) : await Promise.all([block(a, g.block), block(b, g.block)]);
+    if (g.block !== undefined) history.push(...g.block.map((w) => `  ${w.join(' ')}`), 'EXEC');
     const nx = normalise(x, g.cmp);
     const ny = normalise(y, g.cmp);
     compared++;

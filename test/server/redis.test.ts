@@ -145,6 +145,32 @@ test('MULTI/EXEC answers every queued reply; WATCH aborts EXEC when another clie
   assert.equal(await a.exists('tx:j'), 0, 'nothing of a discarded transaction applies');
 });
 
+test('EXEC of writes a Store transaction holds is all or nothing', async () => {
+  const r = client();
+  await r.connect();
+  await r.set('aon:max', String(Number.MAX_SAFE_INTEGER));
+  const failed = await r
+    .multi()
+    .incr('aon:a')
+    .rpush('aon:b', 'x')
+    .hset('aon:h', 'f', 'v')
+    .incr('aon:max')
+    .exec()
+    .catch((e: Error) => e);
+  assert.ok(failed instanceof Error && /EXECABORT/.test(failed.message), String(failed));
+  assert.equal(await r.exists('aon:a', 'aon:b', 'aon:h'), 0, 'none of the writes before the failing one applied');
+  const done = await r.multi().incr('aon:a').rpush('aon:b', 'x', 'y').sadd('aon:s', 'm').zincrby('aon:z', 2, 'm').hset('aon:h', 'f', 'v').exec();
+  assert.deepEqual(done, [
+    [null, 1],
+    [null, 2],
+    [null, 1],
+    [null, '2'],
+    [null, 1],
+  ]);
+  const feed = await srv.req('GET', '/variants/aon:a');
+  assert.equal(feed.body.data.variant, 1);
+});
+
 test('a read token may run read commands only', async () => {
   const file = path.join(srv.dataDir, 'tokens');
   writeFileSync(file, 'reader read READ-ONLY-token-1\nwriter write WRITE-token-22\n');

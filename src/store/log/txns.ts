@@ -66,8 +66,8 @@ function writer(tx: Tx, zix: ZsetIndexes): TxnWriter<string> {
       return results.none;
     },
     addVariant: (name, delta) => addVariant(tx, name, delta).data,
-    setVariant: (name, value, ttl) => {
-      setVariant(tx, name, value, ttl);
+    setVariant: (name, value, ttl, retype) => {
+      setVariant(tx, name, value, ttl, undefined, retype);
       return results.none;
     },
     putRecord: (id, values, ttl) => {

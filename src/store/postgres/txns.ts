@@ -73,8 +73,8 @@ function writer(q: Q): TxnWriter<Promise<string>> {
       return results.none;
     },
     addVariant: async (name, delta) => (await addVariant(q, name, delta)).data,
-    setVariant: async (name, value, ttl) => {
-      await setVariant(q, name, value, ttl);
+    setVariant: async (name, value, ttl, retype) => {
+      await setVariant(q, name, value, ttl, retype ? {} : undefined, retype);
       return results.none;
     },
     putRecord: async (id, values, ttl) => {
