@@ -58,10 +58,11 @@ export function toReply(err: unknown, log: (level: 'error', msg: string) => void
   return new ErrorReply('ERR internal error');
 }
 
-/** Runs a resolved command; a failure becomes its Redis error. */
-export async function execute(cmd: Command, call: Call, log: (level: 'error', msg: string) => void): Promise<Reply | undefined> {
+/** Runs a resolved command; a failure becomes its Redis error. A reply the handler had at once is not wrapped in a promise. */
+export function execute(cmd: Command, call: Call, log: (level: 'error', msg: string) => void): Reply | undefined | Promise<Reply | undefined> {
   try {
-    return await cmd.run(call);
+    const r = cmd.run(call);
+    return r instanceof Promise ? r.catch((err: unknown) => toReply(err, log)) : r;
   } catch (err) {
     return toReply(err, log);
   }

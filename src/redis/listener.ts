@@ -113,9 +113,15 @@ class Conn implements Session {
           return;
         }
         if (args === undefined) break;
-        const reply = await this.run(args);
+        let reply = this.run(args);
+        if (reply instanceof Promise) {
+          // Replies so far go out before waiting, so a pipeline's answers are not held back by a slow command.
+          this.flush();
+          reply = await reply;
+        }
         if (this.closed) return;
-        if (reply !== undefined) this.write(reply);
+        if (reply !== undefined) this.queue(reply);
+        if (this.pendingBytes > 64 * 1024) this.flush();
         if (this.socket.writableLength > LIMITS.hardOutputBytes) {
           this.server.opts.log('warn', `RESP client ${this.addr} closed: ${this.socket.writableLength} bytes of replies unread`);
           this.close();
@@ -130,10 +136,35 @@ class Conn implements Session {
       }
     } finally {
       this.running = false;
+      if (!this.closed) this.flush();
+    }
+  }
+
+  /** Replies encoded and not yet handed to the socket: a pipeline's answers go out in one write. */
+  private pending: Array<string | Buffer> = [];
+  private pendingBytes = 0;
+
+  private queue(r: Reply): void {
+    const before = this.pending.length;
+    encode(r, this.proto, this.pending);
+    for (let i = before; i < this.pending.length; i++) this.pendingBytes += this.pending[i]!.length;
+  }
+
+  private flush(): void {
+    const out = this.pending;
+    if (out.length === 0) return;
+    this.pending = [];
+    this.pendingBytes = 0;
+    if (out.every((x) => typeof x === 'string')) this.socket.write(out.join(''));
+    else {
+      this.socket.cork();
+      for (const x of out) this.socket.write(x);
+      this.socket.uncork();
     }
   }
 
   write(r: Reply): void {
+    this.flush();
     const out: Array<string | Buffer> = [];
     encode(r, this.proto, out);
     if (out.length === 1) this.socket.write(out[0]!);
@@ -145,7 +176,7 @@ class Conn implements Session {
   }
 
   /** One command: decoded, checked, run; resolves to its reply (undefined: nothing to send). */
-  private async run(raw: Buffer[]): Promise<Reply | undefined> {
+  private run(raw: Buffer[]): Reply | undefined | Promise<Reply | undefined> {
     this.server.stats.commands++;
     const words = decode(raw);
     if (words instanceof ErrorReply) return this.fail(words);

@@ -129,6 +129,20 @@ export function floatText(v: number): string {
   return !short.includes('e') && Number(short) === Number(s) ? short : s;
 }
 
+/** GET: answered at once when the store has the value in memory (its measured fast path), else through getString. */
+function get(c: Call): Reply | Promise<Reply> {
+  const key = c.args[1]!;
+  let data: string | Promise<string>;
+  try {
+    data = c.store.variants.get(key);
+  } catch (err) {
+    if (!isMissing(err)) throw err;
+    return getString(c.store, key).then((s) => s?.text ?? null);
+  }
+  if (typeof data === 'string') return variantText(data)[0];
+  return getString(c.store, key).then((s) => s?.text ?? null);
+}
+
 interface SetOptions {
   nx: boolean;
   xx: boolean;
@@ -259,7 +273,7 @@ export const STRING_COMMANDS: Command[] = [
     flags: ['readonly', 'fast'],
     keys: [1, 1, 1],
     summary: 'the string at a key',
-    run: async (c) => (await getString(c.store, c.args[1]!))?.text ?? null,
+    run: get,
   },
   { name: 'set', arity: -3, flags: ['write', 'denyoom'], keys: [1, 1, 1], summary: 'NX, XX, GET, EX, PX, EXAT, PXAT, KEEPTTL', run: set },
   {
