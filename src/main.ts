@@ -319,7 +319,7 @@ async function serve(
   if (testClock) log('warn', 'PITHOS_TEST_CLOCK=1: POST /_test/clock can move the clock; never use this in production');
   const shown = addr.host.includes(':') ? `[${addr.host}]` : addr.host;
   log('info', `listening on ${tls !== undefined ? 'https' : 'http'}://${shown}:${addr.port}`);
-  onHangup = reloader(cfg, tlsFiles, auth, token, watch, server);
+  onHangup = reloader(cfg, tlsFiles, auth, token, watch, server, resp);
 
   return untilStopped(server, watch, db, resp);
 }
@@ -400,7 +400,15 @@ async function openStore(
 }
 
 /** What SIGHUP does: reload the tokens file and the TLS certificate, keeping what is in force when a reload fails. */
-function reloader(cfg: Config, tlsFiles: TlsFiles | undefined, auth: Authenticator, token: string, watch: WatchHub, server: PithosServer): () => void {
+function reloader(
+  cfg: Config,
+  tlsFiles: TlsFiles | undefined,
+  auth: Authenticator,
+  token: string,
+  watch: WatchHub,
+  server: PithosServer,
+  resp: RespServer | undefined,
+): () => void {
   return () => {
     if (cfg.tokensFile === undefined && tlsFiles === undefined) {
       log('info', 'SIGHUP: nothing to reload (no --tokens-file, no --tls-cert)');
@@ -420,6 +428,7 @@ function reloader(cfg: Config, tlsFiles: TlsFiles | undefined, auth: Authenticat
     if (tlsFiles !== undefined) {
       try {
         reloadTls(server.http, tlsFiles);
+        if (resp !== undefined) reloadTls(resp.server, tlsFiles);
         log('info', `SIGHUP: reloaded TLS certificate ${tlsFiles.cert}`);
       } catch (err) {
         log('error', `SIGHUP: kept the TLS certificate in force: ${(err as Error).message}`);

@@ -13,7 +13,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { serverSockets } from '../helpers/proc.js';
-import { PithosServer, STORE, rawRequest, runCli, sleep } from '../helpers/server.js';
+import { Redis } from 'ioredis';
+import { PithosServer, STORE, TOKEN, rawRequest, runCli, sleep } from '../helpers/server.js';
+import { rawExchange, startWithResp } from '../helpers/redis.js';
 
 let tmp: string;
 before(() => {
@@ -135,6 +137,27 @@ test('TLS: HTTPS round trip, plain HTTP refused, SIGHUP reload to a new certific
     assert.equal((await httpsReq(s.port, pemB, 'GET', '/records/tls', s.token)).status, 200);
   } finally {
     await s.close();
+  }
+});
+
+test('TLS: the Redis protocol port serves TLS with the same certificate (rediss://)', async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'pithos-resp-tls-'));
+  const cert = path.join(dir, 'cert.pem');
+  const key = path.join(dir, 'key.pem');
+  const ca = makeCert(cert, key, 'resp');
+  const { srv, port } = await startWithResp({ args: ['--tls-cert', cert, '--tls-key', key] });
+  const r = new Redis({ port, host: '127.0.0.1', password: TOKEN, tls: { ca }, lazyConnect: true, maxRetriesPerRequest: 0 });
+  try {
+    assert.match(srv.stdout + srv.stderr, /Redis protocol on rediss:\/\//);
+    await r.connect();
+    assert.equal(await r.set('tls:k', 'v'), 'OK');
+    assert.equal(await r.get('tls:k'), 'v');
+    const plain = await rawExchange(port, `AUTH ${TOKEN}\r\nPING\r\n`, 1000);
+    assert.doesNotMatch(plain.data, /PONG/, 'plain RESP is not served on a TLS port');
+  } finally {
+    r.disconnect();
+    await srv.close();
+    rmSync(dir, { recursive: true, force: true });
   }
 });
 
