@@ -307,6 +307,7 @@ async function serve(
     throw listenError(err, cfg.host, cfg.port);
   }
   const resp = await startResp(cfg, db, auth, tls, conns.max, shared, server);
+  if (resp !== undefined) metrics.observeRedis({ commands: resp.commands, connections: () => resp.connections });
   start.listening = true;
   log(
     'info',

@@ -28,6 +28,12 @@ import type { Ctx } from './handlers.js';
 import type { Route } from './router.js';
 import { probeOf } from './probes.js';
 
+/** What the Redis protocol listener counts, for /metrics. */
+export interface RedisFigures {
+  readonly commands: ReadonlyMap<string, { calls: number; errors: number }>;
+  connections(): number;
+}
+
 /** What the metrics read from storage (the log store's engine), through the store. */
 export type MetricsSource = StorageMetrics;
 
@@ -240,6 +246,36 @@ export class Metrics {
     this.loop = monitorEventLoopDelay({ resolution: 10 });
     this.loop.enable();
     r.registerMetric(new LoopLag(this.loop));
+  }
+
+  /**
+   * The Redis protocol's figures (docs/redis.md, "Metrics"), read at scrape
+   * time: commands answered and those answered with an error, labelled with
+   * the command table's names, and open connections.
+   */
+  observeRedis(src: RedisFigures): void {
+    const r = this.registry;
+    new Counter({
+      name: 'pithos_redis_commands_total',
+      help: 'Redis protocol commands answered, by command (unknown names as "unknown")',
+      labelNames: ['command'],
+      registers: [r],
+      collect() {
+        this.reset();
+        for (const [command, c] of src.commands) this.inc({ command }, c.calls);
+      },
+    });
+    new Counter({
+      name: 'pithos_redis_command_errors_total',
+      help: 'Redis protocol commands answered with an error reply, by command',
+      labelNames: ['command'],
+      registers: [r],
+      collect() {
+        this.reset();
+        for (const [command, c] of src.commands) if (c.errors > 0) this.inc({ command }, c.errors);
+      },
+    });
+    pulledGauge(r, 'pithos_redis_connections', 'Open Redis protocol connections', () => src.connections());
   }
 
   /** Starts timing every request of `server`; the handler of this server's /metrics serves the figures. */

@@ -181,13 +181,18 @@ class Conn implements Session {
     const words = decode(raw);
     if (words instanceof ErrorReply) return this.fail(words);
     const cmd = resolve(this.server.table, words);
-    if (cmd instanceof ErrorReply) return this.fail(cmd);
+    if (cmd instanceof ErrorReply) {
+      this.server.count('unknown', true);
+      return this.fail(cmd);
+    }
     if (this.user === undefined && !cmd.flags.includes('noauth')) return this.fail(NOAUTH);
     this.lastCommand = cmd.name;
     const denied = this.denied(cmd);
     if (denied !== undefined) return this.fail(denied);
     if (this.multi.active && !Multi.RUNS_NOW.has(cmd.name)) return this.multi.queue(cmd, words);
-    return execute(cmd, { store: this.server.opts.store, args: words, session: this, server: this.server.view }, this.server.opts.log);
+    const r = execute(cmd, { store: this.server.opts.store, args: words, session: this, server: this.server.view }, this.server.opts.log);
+    if (r instanceof Promise) return r.then((x) => this.server.count(cmd.name, x instanceof ErrorReply, x));
+    return this.server.count(cmd.name, r instanceof ErrorReply, r);
   }
 
   /** A command refused before it runs; inside MULTI it also makes EXEC fail, as in Redis. */
@@ -353,6 +358,20 @@ export class RespServer {
       },
       stats: this.stats,
     };
+  }
+
+  /** Commands answered and errors, by the table's names (/metrics); passes `r` through. */
+  readonly commands = new Map<string, { calls: number; errors: number }>();
+  count<R>(name: string, error: boolean, r?: R): R | undefined {
+    let c = this.commands.get(name);
+    if (c === undefined) this.commands.set(name, (c = { calls: 0, errors: 0 }));
+    c.calls++;
+    if (error) c.errors++;
+    return r;
+  }
+
+  get connections(): number {
+    return this.conns.size;
   }
 
   forget(c: Conn): void {

@@ -191,6 +191,20 @@ test('a read token may run read commands only', async () => {
   }
 });
 
+test("/metrics counts RESP commands and errors by the table's names, and open connections", async () => {
+  const r = client();
+  await r.connect();
+  for (let i = 0; i < 7; i++) await r.incr('metrics:n');
+  await r.set('metrics:s', 'x');
+  await assert.rejects(r.incr('metrics:s'), /not an integer/);
+  const m = await srv.req('GET', '/metrics');
+  assert.equal(m.status, 200);
+  const value = (re: RegExp): number => Number(re.exec(m.raw)?.[1] ?? NaN);
+  assert.ok(value(/^pithos_redis_commands_total\{command="incr"\} (\d+)$/m) >= 8, m.raw.slice(0, 200));
+  assert.ok(value(/^pithos_redis_command_errors_total\{command="incr"\} (\d+)$/m) >= 1);
+  assert.ok(value(/^pithos_redis_connections (\d+)$/m) >= 1);
+});
+
 test('redis-cli works against it', async () => {
   const cli = (...args: string[]): string =>
     execFileSync('redis-cli', ['-p', String(port), '-a', TOKEN, '--no-auth-warning', ...args], { encoding: 'utf8' }).trim();
