@@ -6,7 +6,7 @@
  * COMMAND, the role check, the metrics labels and docs/redis.md read.
  */
 import type { Store } from '../store/store.js';
-import { ErrorReply, type Reply } from './resp.js';
+import { ErrorReply, type Issued, type Reply } from './resp.js';
 
 /** Redis's command flags, as COMMAND INFO spells them, for the flags Pithos uses. */
 export type Flag = 'write' | 'readonly' | 'blocking' | 'admin' | 'fast' | 'noauth' | 'loading' | 'stale' | 'denyoom' | 'pubsub' | 'noscript';
@@ -50,7 +50,7 @@ export interface Call {
 }
 
 /** A handler's reply; undefined when the command has answered by itself (QUIT). */
-export type Handler = (c: Call) => Reply | undefined | Promise<Reply | undefined>;
+export type Handler = (c: Call) => Reply | undefined | Promise<Reply | undefined> | Issued;
 
 export interface Command {
   /** Lower case. */

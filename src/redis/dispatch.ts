@@ -8,7 +8,7 @@
 import { isUtf8 } from 'node:buffer';
 import { StoreError } from '../store/errors.js';
 import type { Call, Command } from './command.js';
-import { ErrorReply, type Reply } from './resp.js';
+import { ErrorReply, Issued, type Reply } from './resp.js';
 import type { CommandTable } from './table.js';
 
 export type Role = 'read' | 'write' | 'admin';
@@ -59,9 +59,10 @@ export function toReply(err: unknown, log: (level: 'error', msg: string) => void
 }
 
 /** Runs a resolved command; a failure becomes its Redis error. A reply the handler had at once is not wrapped in a promise. */
-export function execute(cmd: Command, call: Call, log: (level: 'error', msg: string) => void): Reply | undefined | Promise<Reply | undefined> {
+export function execute(cmd: Command, call: Call, log: (level: 'error', msg: string) => void): Reply | undefined | Promise<Reply | undefined> | Issued {
   try {
     const r = cmd.run(call);
+    if (r instanceof Issued) return new Issued(r.reply.catch((err: unknown) => toReply(err, log)));
     return r instanceof Promise ? r.catch((err: unknown) => toReply(err, log)) : r;
   } catch (err) {
     return toReply(err, log);

@@ -163,6 +163,30 @@ export async function expireOf(store: Store, type: RType, key: string, ttl: numb
   }
 }
 
+/**
+ * What a read answers when the store has it in memory now (a `Sync` read
+ * that returned at once); undefined when it would have to wait or failed.
+ * The fast paths of GET, INCR, SET and the pushes decide on it and fall back
+ * to the general path, which reads again and reports any failure.
+ */
+export function ifInMemory<T>(read: () => T | Promise<T>): T | undefined {
+  let r: T | Promise<T>;
+  try {
+    r = read();
+  } catch {
+    return undefined;
+  }
+  if (r instanceof Promise) {
+    r.then(readAgainLater, readAgainLater);
+    return undefined;
+  }
+  return r;
+}
+
+function readAgainLater(): void {
+  // The caller takes the general path, which reads the value again and answers its failure: nothing is lost here.
+}
+
 /** Whether a store failure says the object is not there. */
 export function isMissing(err: unknown): boolean {
   return (err as { kind?: unknown } | null)?.kind === 'not_found';

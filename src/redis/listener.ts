@@ -14,7 +14,7 @@ import type { TlsMaterial } from '../tls.js';
 import type { Call, Command, ServerView, Session } from './command.js';
 import { decode, execute, resolve, roleOf } from './dispatch.js';
 import { Multi } from './multi.js';
-import { encode, ErrorReply, MapReply, OK, Parser, ProtocolError, type Reply, Simple } from './resp.js';
+import { encode, ErrorReply, Issued, MapReply, OK, Parser, ProtocolError, type Reply, Simple } from './resp.js';
 import { buildTable, type CommandTable } from './table.js';
 import { globToRegExp } from './keys.js';
 import { useGlob } from './sets.js';
@@ -44,6 +44,15 @@ export const LIMITS = {
   authTimeoutMs: 10_000,
 } as const;
 
+/** Replies a connection may owe at once (pipelined commands whose durability is pending) before it stops reading. */
+const MAX_IN_FLIGHT = 1024;
+
+interface Slot {
+  done: boolean;
+  value: Reply | undefined;
+  settled: Promise<void>;
+}
+
 const NOAUTH = new ErrorReply('NOAUTH Authentication required.');
 const WRONGPASS = new ErrorReply('WRONGPASS invalid username-password pair or user is disabled.');
 
@@ -65,6 +74,8 @@ class Conn implements Session {
   private readonly parser: Parser;
   private running = false;
   private closed = false;
+  /** QUIT or a protocol error: no more commands; the connection ends once the replies before are out. */
+  private quitting = false;
   private authTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -96,31 +107,38 @@ class Conn implements Session {
     this.server.forget(this);
   }
 
-  /** Runs every whole command received, one at a time; replies go out as each finishes. */
+  /**
+   * Runs every whole command received, in order. A command that must wait
+   * (its store work is not all issued yet) is awaited before the next one
+   * starts; one whose store work is all issued (Issued: it only waits for
+   * durability, as a group commit does) lets the next one start at once, so
+   * a pipeline of them shares the log's group commits. Replies go out in
+   * command order whatever order they complete in.
+   */
   private async drain(): Promise<void> {
     if (this.running) return;
     this.running = true;
     try {
-      for (;;) {
+      while (!this.quitting) {
         let args: Buffer[] | undefined;
         try {
           args = this.parser.next();
         } catch (err) {
           if (!(err instanceof ProtocolError)) throw err;
-          this.write(new ErrorReply(`ERR Protocol error: ${err.message}`));
-          this.socket.end();
-          this.closed = true;
-          return;
+          this.enqueue(new ErrorReply(`ERR Protocol error: ${err.message}`));
+          this.quitting = true;
+          break;
         }
         if (args === undefined) break;
-        let reply = this.run(args);
-        if (reply instanceof Promise) {
-          // Replies so far go out before waiting, so a pipeline's answers are not held back by a slow command.
-          this.flush();
-          reply = await reply;
-        }
+        const reply = this.run(args);
+        if (reply instanceof Issued) {
+          this.enqueue(reply.reply);
+          if (this.slots.length > MAX_IN_FLIGHT) await this.slots[0]!.settled;
+        } else if (reply instanceof Promise) {
+          this.pump(true);
+          await this.enqueue(reply).settled;
+        } else this.enqueue(reply);
         if (this.closed) return;
-        if (reply !== undefined) this.queue(reply);
         if (this.pendingBytes > 64 * 1024) this.flush();
         if (this.socket.writableLength > LIMITS.hardOutputBytes) {
           this.server.opts.log('warn', `RESP client ${this.addr} closed: ${this.socket.writableLength} bytes of replies unread`);
@@ -136,47 +154,72 @@ class Conn implements Session {
       }
     } finally {
       this.running = false;
-      if (!this.closed) this.flush();
+      if (!this.closed) this.pump(true);
     }
   }
 
+  /** Replies in command order, each settled or not yet. */
+  private slots: Slot[] = [];
   /** Replies encoded and not yet handed to the socket: a pipeline's answers go out in one write. */
   private pending: Array<string | Buffer> = [];
   private pendingBytes = 0;
 
-  private queue(r: Reply): void {
-    const before = this.pending.length;
-    encode(r, this.proto, this.pending);
-    for (let i = before; i < this.pending.length; i++) this.pendingBytes += this.pending[i]!.length;
+  private enqueue(r: Reply | undefined | Promise<Reply | undefined>): Slot {
+    const slot: Slot = { done: false, value: undefined, settled: Promise.resolve() };
+    this.slots.push(slot);
+    if (r instanceof Promise) {
+      slot.settled = r.then((v) => {
+        slot.done = true;
+        slot.value = v;
+        // Outside the loop nothing else would send it.
+        if (!this.running) this.pump(true);
+      });
+    } else {
+      slot.done = true;
+      slot.value = r;
+    }
+    return slot;
+  }
+
+  /** Encodes the settled replies at the head of the queue; `send` hands them to the socket. */
+  private pump(send: boolean): void {
+    let i = 0;
+    const slots = this.slots;
+    while (i < slots.length && slots[i]!.done) {
+      const v = slots[i]!.value;
+      if (v !== undefined) {
+        const before = this.pending.length;
+        encode(v, this.proto, this.pending);
+        for (let j = before; j < this.pending.length; j++) this.pendingBytes += this.pending[j]!.length;
+      }
+      i++;
+    }
+    if (i > 0) slots.splice(0, i);
+    if (send) this.flush();
   }
 
   private flush(): void {
+    this.pump(false);
     const out = this.pending;
-    if (out.length === 0) return;
-    this.pending = [];
-    this.pendingBytes = 0;
-    if (out.every((x) => typeof x === 'string')) this.socket.write(out.join(''));
-    else {
-      this.socket.cork();
-      for (const x of out) this.socket.write(x);
-      this.socket.uncork();
+    if (out.length > 0) {
+      this.pending = [];
+      this.pendingBytes = 0;
+      if (out.every((x) => typeof x === 'string')) this.socket.write(out.join(''));
+      else {
+        this.socket.cork();
+        for (const x of out) this.socket.write(x);
+        this.socket.uncork();
+      }
     }
-  }
-
-  write(r: Reply): void {
-    this.flush();
-    const out: Array<string | Buffer> = [];
-    encode(r, this.proto, out);
-    if (out.length === 1) this.socket.write(out[0]!);
-    else {
-      this.socket.cork();
-      for (const x of out) this.socket.write(x);
-      this.socket.uncork();
+    if (this.quitting && this.slots.length === 0 && !this.closed) {
+      this.closed = true;
+      this.socket.end();
+      this.server.forget(this);
     }
   }
 
   /** One command: decoded, checked, run; resolves to its reply (undefined: nothing to send). */
-  private run(raw: Buffer[]): Reply | undefined | Promise<Reply | undefined> {
+  private run(raw: Buffer[]): Reply | undefined | Promise<Reply | undefined> | Issued {
     this.server.stats.commands++;
     const words = decode(raw);
     if (words instanceof ErrorReply) return this.fail(words);
@@ -191,6 +234,7 @@ class Conn implements Session {
     if (denied !== undefined) return this.fail(denied);
     if (this.multi.active && !Multi.RUNS_NOW.has(cmd.name)) return this.multi.queue(cmd, words);
     const r = execute(cmd, { store: this.server.opts.store, args: words, session: this, server: this.server.view }, this.server.opts.log);
+    if (r instanceof Issued) return new Issued(r.reply.then((x) => this.server.count(cmd.name, x instanceof ErrorReply, x) ?? null));
     if (r instanceof Promise) return r.then((x) => this.server.count(cmd.name, x instanceof ErrorReply, x));
     return this.server.count(cmd.name, r instanceof ErrorReply, r);
   }
@@ -276,12 +320,10 @@ class Conn implements Session {
     return new Simple('RESET');
   }
 
-  quit(): undefined {
-    this.write(OK);
-    this.socket.end();
-    this.closed = true;
-    this.server.forget(this);
-    return undefined;
+  /** QUIT: answers OK after every reply before it, then closes. */
+  quit(): Reply {
+    this.quitting = true;
+    return OK;
   }
 }
 

@@ -7,9 +7,9 @@
 import { MAX_POP, MAX_WAIT_MS } from '../store/lists.js';
 import type { ListPop, ListSide, Store, VersionOut } from '../store/store.js';
 import { type Call, type Command, float, int, is, syntaxError } from './command.js';
-import { assertNotOther, claim, isMissing } from './keyspace.js';
+import { assertNotOther, claim, ifInMemory, isMissing } from './keyspace.js';
 import { remainingTtl } from './strings.js';
-import { ErrorReply, NULL_ARRAY, OK, type Reply } from './resp.js';
+import { ErrorReply, Issued, NULL_ARRAY, OK, type Reply } from './resp.js';
 
 /** An item as Redis shows it: a string as itself, anything else an HTTP client stored as its JSON text. */
 export const itemText = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v));
@@ -35,6 +35,19 @@ async function range(store: Store, key: string, start: number, stop: number, out
   }
   await assertNotOther(store, key, 'list');
   return undefined;
+}
+
+/**
+ * LPUSH / RPUSH: onto a list the store holds in memory with items, one push
+ * issued at once (Issued: a pipeline of them shares group commits).
+ */
+function pushCommand(c: Call, s: ListSide): Promise<Reply> | Issued {
+  const key = c.args[1]!;
+  const head = ifInMemory(() => c.store.lists.range(key, 0, 0));
+  if (head !== undefined && (JSON.parse(head) as Range).length > 0) {
+    return new Issued(c.store.lists.push(key, c.args.slice(2), s, false).then((r) => (JSON.parse(r) as { length: number }).length));
+  }
+  return push(c, s, false);
 }
 
 async function push(c: Call, s: ListSide, onlyExisting: boolean): Promise<Reply> {
@@ -265,8 +278,8 @@ async function lpos(c: Call): Promise<Reply> {
 }
 
 export const LIST_COMMANDS: Command[] = [
-  { name: 'lpush', arity: -3, flags: ['write', 'denyoom', 'fast'], keys: [1, 1, 1], summary: 'push to the head', run: (c) => push(c, 'left', false) },
-  { name: 'rpush', arity: -3, flags: ['write', 'denyoom', 'fast'], keys: [1, 1, 1], summary: 'push to the tail', run: (c) => push(c, 'right', false) },
+  { name: 'lpush', arity: -3, flags: ['write', 'denyoom', 'fast'], keys: [1, 1, 1], summary: 'push to the head', run: (c) => pushCommand(c, 'left') },
+  { name: 'rpush', arity: -3, flags: ['write', 'denyoom', 'fast'], keys: [1, 1, 1], summary: 'push to the tail', run: (c) => pushCommand(c, 'right') },
   {
     name: 'lpushx',
     arity: -3,

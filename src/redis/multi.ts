@@ -10,7 +10,7 @@ import type { Call, Command } from './command.js';
 import { StoreError } from '../store/errors.js';
 import { isMissing, keyInfo } from './keyspace.js';
 import { compilable, pins, plan } from './multi-txn.js';
-import { ErrorReply, NULL_ARRAY, OK, QUEUED, type Reply } from './resp.js';
+import { ErrorReply, Issued, NULL_ARRAY, OK, QUEUED, type Reply } from './resp.js';
 
 interface Queued {
   cmd: Command;
@@ -117,7 +117,8 @@ export class Multi {
     const out: Reply[] = [];
     for (const q of queued) {
       try {
-        out.push((await q.cmd.run({ ...c, args: q.args })) ?? null);
+        const r = q.cmd.run({ ...c, args: q.args });
+        out.push((await (r instanceof Issued ? r.reply : r)) ?? null);
       } catch (err) {
         out.push(err instanceof ErrorReply ? err : new ErrorReply(`ERR ${(err as Error).message}`));
       }

@@ -31,6 +31,16 @@ export class SetReply {
 export class Push {
   constructor(readonly items: Reply[]) {}
 }
+/**
+ * A handler's answer when every store operation it makes has been issued and
+ * what is left is waiting for durability: the connection may start its next
+ * command at once (listener.ts), so a pipeline of such commands shares the
+ * log's group commits, and their effects still land in command order.
+ */
+export class Issued {
+  constructor(readonly reply: Promise<Reply>) {}
+}
+
 /** The null array (`*-1` in RESP2): EXEC aborted by WATCH, a blocking pop that timed out. */
 export const NULL_ARRAY = Symbol('null array');
 

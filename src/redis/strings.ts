@@ -8,8 +8,8 @@
 import type { ScalarInput, VType } from '../store/variant.js';
 import type { Store, VersionOut } from '../store/store.js';
 import { type Command, float, int, int64, is, isStoredInteger, notFloat, notInteger, syntaxError, type Call } from './command.js';
-import { assertNotOther, claim, deleteOf, isMissing, keyInfo, TYPES } from './keyspace.js';
-import { ErrorReply, NULL_ARRAY, OK, type Reply } from './resp.js';
+import { assertNotOther, claim, deleteOf, ifInMemory, isMissing, keyInfo, TYPES } from './keyspace.js';
+import { ErrorReply, Issued, NULL_ARRAY, OK, type Reply } from './resp.js';
 
 /** A string value as Redis shows it, with the variant's type and version. */
 export interface StringValue {
@@ -93,19 +93,38 @@ export async function remainingTtl(store: Store, key: string): Promise<number> {
 
 const OVERFLOW = new ErrorReply('ERR increment or decrement would overflow');
 
-/** INCRBY and friends: the variant's atomic add; a missing key starts from 0. */
-async function incrBy(store: Store, key: string, delta: bigint): Promise<Reply> {
+/** The variant's data when the store has it in memory now (its synchronous fast path), else undefined. */
+function inMemory(store: Store, key: string): string | undefined {
+  return ifInMemory(() => store.variants.get(key));
+}
+
+const incrReply = (data: string): number => Number((JSON.parse(data) as { variant: number }).variant);
+const incrError = (err: unknown): never => {
+  const e = err as { kind?: unknown; message?: string };
+  if (e.kind === 'conflict') throw /overflow/.test(e.message ?? '') ? OVERFLOW : notInteger();
+  throw err;
+};
+
+/**
+ * INCRBY and friends: the variant's atomic add; a missing key starts from 0.
+ * An integer the store holds in memory is incremented at once (Issued: a
+ * pipeline of them shares group commits).
+ */
+function incrBy(store: Store, key: string, delta: bigint): Promise<Reply> | Issued {
   if (delta > BigInt(Number.MAX_SAFE_INTEGER) || delta < -BigInt(Number.MAX_SAFE_INTEGER)) throw OVERFLOW;
   const d = Number(delta);
   const input: ScalarInput = { value: d, text: String(d) };
+  const cur = inMemory(store, key);
+  if (cur !== undefined && variantText(cur)[1] === 'i') return new Issued(store.variants.increment(key, input, 'i').then(incrReply, incrError));
+  return incrSlow(store, key, input, d);
+}
+
+async function incrSlow(store: Store, key: string, input: ScalarInput, d: number): Promise<Reply> {
   for (let attempt = 0; attempt < 50; attempt++) {
     try {
-      const data = await store.variants.increment(key, input, 'i');
-      return Number((JSON.parse(data) as { variant: number }).variant);
+      return incrReply(await store.variants.increment(key, input, 'i'));
     } catch (err) {
-      const e = err as { kind?: unknown; message?: string };
-      if (e.kind === 'conflict') throw /overflow/.test(e.message ?? '') ? OVERFLOW : notInteger();
-      if (!isMissing(err)) throw err;
+      if (!isMissing(err)) incrError(err);
     }
     await claim(store, key, 'string');
     try {
@@ -132,14 +151,8 @@ export function floatText(v: number): string {
 /** GET: answered at once when the store has the value in memory (its measured fast path), else through getString. */
 function get(c: Call): Reply | Promise<Reply> {
   const key = c.args[1]!;
-  let data: string | Promise<string>;
-  try {
-    data = c.store.variants.get(key);
-  } catch (err) {
-    if (!isMissing(err)) throw err;
-    return getString(c.store, key).then((s) => s?.text ?? null);
-  }
-  if (typeof data === 'string') return variantText(data)[0];
+  const data = inMemory(c.store, key);
+  if (data !== undefined) return variantText(data)[0];
   return getString(c.store, key).then((s) => s?.text ?? null);
 }
 
@@ -178,6 +191,25 @@ async function set(c: Call): Promise<Reply> {
     await putString(c.store, key, value, 0);
     return OK;
   }
+  return setWith(c, key, value, o);
+}
+
+/**
+ * SET: a plain one over a variant of the same type the store holds in memory
+ * is one put issued at once (Issued: a pipeline of them shares group commits).
+ */
+function setCommand(c: Call): Promise<Reply> | Issued {
+  if (c.args.length === 3) {
+    const key = c.args[1]!;
+    const value = c.args[2]!;
+    const cur = inMemory(c.store, key);
+    if (cur !== undefined && variantText(cur)[1] === (isStoredInteger(value) ? 'i' : 's'))
+      return new Issued(c.store.variants.put(key, inputOf(value), 0).then(() => OK));
+  }
+  return set(c);
+}
+
+async function setWith(c: Call, key: string, value: string, o: SetOptions): Promise<Reply> {
   const old = o.get ? await getString(c.store, key) : undefined;
   if (o.nx || o.xx) {
     const exists = (await keyInfo(c.store, key)) !== undefined;
@@ -275,7 +307,7 @@ export const STRING_COMMANDS: Command[] = [
     summary: 'the string at a key',
     run: get,
   },
-  { name: 'set', arity: -3, flags: ['write', 'denyoom'], keys: [1, 1, 1], summary: 'NX, XX, GET, EX, PX, EXAT, PXAT, KEEPTTL', run: set },
+  { name: 'set', arity: -3, flags: ['write', 'denyoom'], keys: [1, 1, 1], summary: 'NX, XX, GET, EX, PX, EXAT, PXAT, KEEPTTL', run: setCommand },
   {
     name: 'setnx',
     arity: 3,
