@@ -66,6 +66,32 @@ async function hashEmpty(store: Store, key: string): Promise<boolean> {
   }
 }
 
+/** The answer to "is it there" when a kind's listing could not be read without waiting. */
+export const WAIT = Symbol('wait');
+
+/**
+ * keyInfo answered at once, from listings the store serves from memory (the
+ * log store's): WAIT when one of them would have to wait, or the key names
+ * an empty object of some kind, so the caller takes the general path.
+ */
+export function keyInfoNow(store: Store, key: string, skip?: RType): KeyInfo | undefined | typeof WAIT {
+  for (const type of TYPES) {
+    if (type === skip) continue;
+    const text = ifInMemory(() => store.list(KINDS[type], { prefix: key, limit: 1, after: null }));
+    if (text === undefined) return WAIT;
+    const it = (JSON.parse(text) as { items: Item[] }).items[0];
+    if (it === undefined || it.name !== key) continue;
+    // An empty object must go before the key is written (claim): the general path does that.
+    if (!present(type, it)) return WAIT;
+    if (type === 'hash') {
+      const rec = ifInMemory(() => store.records.get(key));
+      if (rec === undefined || rec === '{}') return WAIT;
+    }
+    return { type, ttlMs: it.ttl_ms };
+  }
+  return undefined;
+}
+
 /**
  * Refuses a command on `key` for type `want` when the key holds another type
  * (WRONGTYPE). Called by reads that found nothing of their own kind, to tell

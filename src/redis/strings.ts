@@ -8,7 +8,7 @@
 import type { ScalarInput, VType } from '../store/variant.js';
 import type { Store, VersionOut } from '../store/store.js';
 import { type Command, float, int, int64, is, isStoredInteger, notFloat, notInteger, syntaxError, type Call } from './command.js';
-import { assertNotOther, claim, deleteOf, ifInMemory, isMissing, keyInfo, TYPES } from './keyspace.js';
+import { assertNotOther, claim, deleteOf, ifInMemory, isMissing, keyInfo, keyInfoNow, TYPES, WAIT, WRONGTYPE } from './keyspace.js';
 import { ErrorReply, Issued, NULL_ARRAY, OK, type Reply } from './resp.js';
 
 /** A string value as Redis shows it, with the variant's type and version. */
@@ -98,6 +98,24 @@ function inMemory(store: Store, key: string): string | undefined {
   return ifInMemory(() => store.variants.get(key));
 }
 
+/** Whether the store says at once that it holds no variant `key` (it threw not_found without waiting). */
+function missingNow(store: Store, key: string): boolean {
+  try {
+    const r = store.variants.get(key);
+    if (r instanceof Promise) {
+      r.then(noWait, noWait);
+      return false;
+    }
+    return false;
+  } catch (err) {
+    return isMissing(err);
+  }
+}
+
+function noWait(): void {
+  // Only a synchronous answer decides here; the general path reads again and answers any failure.
+}
+
 const incrReply = (data: string): number => Number((JSON.parse(data) as { variant: number }).variant);
 const incrError = (err: unknown): never => {
   const e = err as { kind?: unknown; message?: string };
@@ -116,10 +134,21 @@ function incrBy(store: Store, key: string, delta: bigint): Promise<Reply> | Issu
   const input: ScalarInput = { value: d, text: String(d) };
   const cur = inMemory(store, key);
   if (cur !== undefined && variantText(cur)[1] === 'i') return new Issued(store.variants.increment(key, input, 'i').then(incrReply, incrError));
+  // A new counter, when the store can tell at once that the key is free: created from the delta.
+  if (cur === undefined && missingNow(store, key) && keyInfoNow(store, key, 'string') === undefined) {
+    return new Issued(
+      store.variants.put(key, input, 0, { ifAbsent: true }).then(
+        () => d,
+        (err: unknown) => incrSlow(store, key, input, d, err),
+      ),
+    );
+  }
   return incrSlow(store, key, input, d);
 }
 
-async function incrSlow(store: Store, key: string, input: ScalarInput, d: number): Promise<Reply> {
+/** The general path of INCRBY; `raced` is a create of the fast path that another writer got ahead of. */
+async function incrSlow(store: Store, key: string, input: ScalarInput, d: number, raced?: unknown): Promise<Reply> {
+  if (raced !== undefined && (raced as { kind?: unknown }).kind !== 'precondition') throw raced;
   for (let attempt = 0; attempt < 50; attempt++) {
     try {
       return incrReply(await store.variants.increment(key, input, 'i'));
@@ -153,6 +182,12 @@ function get(c: Call): Reply | Promise<Reply> {
   const key = c.args[1]!;
   const data = inMemory(c.store, key);
   if (data !== undefined) return variantText(data)[0];
+  // A miss answered at once when no other kind holds the key (the listings are in memory too).
+  if (missingNow(c.store, key)) {
+    const other = keyInfoNow(c.store, key, 'string');
+    if (other === undefined) return null;
+    if (other !== WAIT) throw WRONGTYPE;
+  }
   return getString(c.store, key).then((s) => s?.text ?? null);
 }
 
@@ -205,6 +240,10 @@ function setCommand(c: Call): Promise<Reply> | Issued {
     const cur = inMemory(c.store, key);
     if (cur !== undefined && variantText(cur)[1] === (isStoredInteger(value) ? 'i' : 's'))
       return new Issued(c.store.variants.put(key, inputOf(value), 0).then(() => OK));
+    // A new key no other kind holds, as far as the store can tell at once: one create, nothing to remove.
+    if (cur === undefined && missingNow(c.store, key) && keyInfoNow(c.store, key, 'string') === undefined) {
+      return new Issued(c.store.variants.put(key, inputOf(value), 0, undefined, true).then(() => OK));
+    }
   }
   return set(c);
 }
