@@ -13,6 +13,7 @@ import * as c from './collections.js';
 import * as nt from './numtext.js';
 import type { Args, Ctx, Handler } from './handlers.js';
 import type { ServerResponse } from 'node:http';
+import type { Kind } from '../store/kinds.js';
 import { serveMetrics } from './metrics.js';
 import { serveOpenApi } from './openapi.js';
 
@@ -27,7 +28,7 @@ export interface RouteDef {
   handler: Handler;
   role: Role;
   /** What the `{name}` parameter names, for its error messages ("table name must …"). */
-  names?: 'table' | 'record' | 'variant' | 'lock' | 'list' | 'set' | 'zset';
+  names?: Kind;
   /** What a second `{…}` parameter names (an index's field, a row's t_id, a sorted set's member). */
   subNames?: 'field' | 't_id' | 'member';
   /**
