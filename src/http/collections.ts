@@ -19,7 +19,7 @@ import {
   type ZMode,
   type ZRange,
 } from '../store/collection.js';
-import { invalid, StoreError } from '../store/errors.js';
+import { invalid } from '../store/errors.js';
 import type { SetStore, VersionOut, ZsetStore } from '../store/store.js';
 import { checkName } from '../store/validate.js';
 import type { Body } from './body.js';
@@ -50,12 +50,10 @@ const A = {
 const MAX_SET_PAGE = 1000;
 
 function sets(ctx: Ctx): SetStore {
-  if (ctx.store.sets === undefined) throw new StoreError('unavailable', 'this store does not keep sets');
   return ctx.store.sets;
 }
 
 function zsets(ctx: Ctx): ZsetStore {
-  if (ctx.store.zsets === undefined) throw new StoreError('unavailable', 'this store does not keep sorted sets');
   return ctx.store.zsets;
 }
 

@@ -25,7 +25,6 @@ const A = {
 };
 
 function listsOf(store: Store): ListStore {
-  if (store.lists === undefined) throw new StoreError('unavailable', 'this store does not hold lists');
   return store.lists;
 }
 

@@ -353,7 +353,7 @@ export class PithosServer {
   async shutdown(graceMs: number): Promise<void> {
     const deadline = Date.now() + graceMs;
     this.shuttingDown = true;
-    this.ctx.store.lists?.stopWaiting();
+    this.ctx.store.lists.stopWaiting();
     // Stop accepting, but leave open connections alone for now: node:http's own
     // close() also destroys every connection whose response has been ended,
     // even when its bytes are still queued for a slow reader. Keep-alive clients

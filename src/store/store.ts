@@ -374,11 +374,11 @@ export interface Store {
   readonly records: RecordStore;
   readonly variants: VariantStore;
   readonly locks: LockStore;
-  /** Lists (docs/api.md "Lists"); a store without them answers their routes with 503. */
-  readonly lists?: ListStore;
-  /** Sets and sorted sets; a store without them answers their endpoints with 503. */
-  readonly sets?: SetStore;
-  readonly zsets?: ZsetStore;
+  /** Lists (docs/api.md "Lists"). */
+  readonly lists: ListStore;
+  /** Sets and sorted sets (docs/api.md "Sets", "Sorted sets"). */
+  readonly sets: SetStore;
+  readonly zsets: ZsetStore;
   /**
    * Runs every check on the state before the first mutation, then every
    * mutation in order on one view; all of it is one atomic write, or nothing.
