@@ -13,7 +13,7 @@ import type { Body } from './body.js';
 import type * as b from './bodies.js';
 import type { BodyOf } from './fields.js';
 import { Answer, send, sendTagged } from './envelope.js';
-import { type Args, type Ctx, preconditionOf } from './handlers.js';
+import { type Args, type Ctx, preconditionOf } from './context.js';
 
 const A = {
   created: new Answer('list created successfully'),

@@ -27,7 +27,7 @@ import {
 } from './connections.js';
 import { errorHeaders, toStatus } from './errors.js';
 import { sendError } from './envelope.js';
-import type { Args, Ctx } from './handlers.js';
+import type { Args, Ctx } from './context.js';
 import { HttpError } from './errors.js';
 import { type Match, type Route, route } from './router.js';
 import { Authenticator } from './auth.js';
