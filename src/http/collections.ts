@@ -22,8 +22,8 @@ import {
 import { invalid } from '../store/errors.js';
 import type { SetStore, VersionOut, ZsetStore } from '../store/store.js';
 import { checkName } from '../store/validate.js';
-import type { Body } from './body.js';
-import type * as b from './bodies.js';
+import type { Body } from './request-body.js';
+import type * as b from './body-fields.js';
 import type { BodyOf } from './fields.js';
 import { Answer, send, sendTagged } from './envelope.js';
 import { type Args, type Ctx, preconditionOf } from './context.js';

@@ -10,7 +10,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Precondition, Store, Sync, Text, VersionOut } from '../store/store.js';
 import { invalid } from '../store/errors.js';
-import type { Body } from './body.js';
+import type { Body } from './request-body.js';
 import { type Answer, sendTagged, sendText } from './envelope.js';
 import type { Health } from '../health.js';
 import type { WatchHub } from './watch.js';

@@ -5,8 +5,8 @@
  */
 import type { ServerResponse } from 'node:http';
 import { invalid, StoreError } from '../store/errors.js';
-import type { Body } from './body.js';
-import type * as b from './bodies.js';
+import type { Body } from './request-body.js';
+import type * as b from './body-fields.js';
 import type { BodyOf } from './fields.js';
 import { Answer, drained, send } from './envelope.js';
 import type { Ctx } from './context.js';

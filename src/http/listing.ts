@@ -5,7 +5,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { ListKind } from '../store/store.js';
-import type { Body } from './body.js';
+import type { Body } from './request-body.js';
 import { Answer, send } from './envelope.js';
 import { type Args, type Ctx, sendLater } from './context.js';
 import { listOptionsOf } from './query-body.js';

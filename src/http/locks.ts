@@ -2,8 +2,8 @@
  * The endpoints of lease locks (docs/api.md, "Locks").
  */
 import type { ServerResponse } from 'node:http';
-import type { Body } from './body.js';
-import type * as b from './bodies.js';
+import type { Body } from './request-body.js';
+import type * as b from './body-fields.js';
 import type { BodyOf } from './fields.js';
 import { Answer, send } from './envelope.js';
 import { type Ctx, ttlOf } from './context.js';

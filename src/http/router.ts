@@ -9,7 +9,7 @@ import { StoreError } from '../store/errors.js';
 import { checkName, MAX_NAME_BYTES } from '../store/validate.js';
 import { checkMember } from '../store/collection.js';
 import { checkBody } from './fields.js';
-import type { Body } from './body.js';
+import type { Body } from './request-body.js';
 import { ROUTES, type RouteDef, servedRoutes } from './routes.js';
 
 /** A route ready to serve: its definition plus what the router and the body check need, computed once. */

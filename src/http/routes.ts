@@ -6,7 +6,7 @@
  * and the typed client, so none of them can drift from what the server does.
  */
 import type { BodyOf, Fields } from './fields.js';
-import * as b from './bodies.js';
+import * as b from './body-fields.js';
 import * as h from './handlers.js';
 import * as tb from './tables.js';
 import * as rec from './records.js';
@@ -30,7 +30,7 @@ const listing = {
   after: "the previous page's next",
 } as const;
 
-/** A handler that reads its body as its route declares it (bodies.ts). */
+/** A handler that reads its body as its route declares it (body-fields.ts). */
 type TypedHandler<F extends Fields> = (ctx: Ctx, name: string, body: BodyOf<F>, res: ServerResponse, raw: string, args: Args) => void | Promise<void>;
 
 /**

@@ -10,7 +10,7 @@ import * as https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import * as net from 'node:net';
-import { type Body, decodeBody, hasBody, parseBody, refuseBody, tooLarge } from './body.js';
+import { type Body, decodeBody, hasBody, parseBody, refuseBody, tooLarge } from './request-body.js';
 import {
   answerLast,
   conn,
@@ -260,7 +260,7 @@ export class PithosServer {
       return sendError(res, who.status, who.message);
     }
     if (m === undefined) return this.fail(res, miss);
-    // A public route is served to anyone: it must not read a body (body.ts, refuseBody).
+    // A public route is served to anyone: it must not read a body (request-body.ts, refuseBody).
     if (m.route.def.role === 'public' && hasBody(req)) return refuseBody(req, res);
     req.route = m.route;
     req.name = m.name;

@@ -11,7 +11,7 @@ import { elementNumberTexts } from '../store/json.js';
 import { isRowId, MAX_ROW_ID } from '../store/rows.js';
 import { MAX_POP } from '../store/lists.js';
 import { checkName, isPlainObject, isVersion, MAX_TTL } from '../store/validate.js';
-import type * as b from './bodies.js';
+import type * as b from './body-fields.js';
 import type { BodyOf } from './fields.js';
 import { checkMember, checkScore, membersOf, scoresOf, Z_MODES } from '../store/collection.js';
 import { wordList, type TxnKind } from '../store/kinds.js';
