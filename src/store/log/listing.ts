@@ -5,7 +5,7 @@
  */
 import type { ListKind, ListOptions, Sync } from '../store.js';
 import type { Atomic } from './atomic.js';
-import { rowGroup } from './keys.js';
+import { listPrefix, nameOfTop, rowGroup } from './keys.js';
 import { leaseDecoder } from './locks.js';
 import type { NameView } from './names.js';
 import { metaDecoder } from './tables.js';
@@ -21,10 +21,8 @@ import { type Header, headerDecoder } from './collections.js';
  */
 const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 
-const NS: Record<ListKind, string> = { tables: 'T/', records: 'R/', variants: 'V/', locks: 'L/', lists: 'Q/', sets: 'S/', zsets: 'Z/' };
-
 export function list(engine: Engine, atomic: Atomic, names: NameView, kind: ListKind, opts: ListOptions): Sync<string> {
-  const ns = NS[kind];
+  const ns = listPrefix(kind);
   return atomic.readNow((tx) => {
     // A read decision writes nothing, so the engine's expiry of each name is the decision's.
     const { keys, exps, more } = names.page(ns + opts.prefix, opts.after === null ? null : ns + opts.after, opts.limit, tx.now);
@@ -42,14 +40,14 @@ export function list(engine: Engine, atomic: Atomic, names: NameView, kind: List
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i];
       const exp = exps[i];
-      const name = key.slice(2);
+      const name = nameOfTop(key);
       let item =
         (i === 0 ? '{"name":' : ',{"name":') +
         (PLAIN.test(name) ? '"' + name + '"' : JSON.stringify(name)) +
         (exp === 0 ? ',"ttl_ms":null' : ',"ttl_ms":' + Math.max(0, exp - tx.now));
       if (kind === 'tables') {
         const m = extra?.[i] as { inc: number } | undefined;
-        item += `,"rows":${m === undefined ? 0 : engine.groupSize(rowGroup(key.slice(2), m.inc))}`;
+        item += `,"rows":${m === undefined ? 0 : engine.groupSize(rowGroup(name, m.inc))}`;
       } else if (kind === 'lists') {
         const h = extra?.[i] as { head: number; tail: number } | undefined;
         item += `,"length":${h === undefined ? 0 : h.tail - h.head}`;
@@ -61,7 +59,7 @@ export function list(engine: Engine, atomic: Atomic, names: NameView, kind: List
       }
       out += item + '}';
     }
-    const next = more && keys.length > 0 ? JSON.stringify(keys[keys.length - 1].slice(2)) : 'null';
+    const next = more && keys.length > 0 ? JSON.stringify(nameOfTop(keys[keys.length - 1])) : 'null';
     return `${out}],"next":${next}}`;
   });
 }
