@@ -104,9 +104,6 @@ export type TxnKind = { [K in Kind]: Table[K]['txn'] extends true ? K : never }[
 /** Every kind, in the table's order. */
 export const KIND_NAMES = Object.keys(KINDS) as Kind[];
 
-/** The kind a listing names. */
-export const KIND_OF_LIST = Object.fromEntries(KIND_NAMES.map((k) => [KINDS[k].plural, k])) as Record<ListKind, Kind>;
-
 /** `'a', 'b' or 'c'` (or, with `quote` '', `a, b or c`): a list of kinds as error messages name them. */
 export function wordList(words: readonly string[], quote = "'"): string {
   const q = words.map((w) => quote + w + quote);

@@ -29,10 +29,6 @@ const KIND_OF_LETTER = new Map<number, Kind>(Object.entries(KINDS).map(([k, d]) 
 
 // ---- top-level keys ------------------------------------------------------------
 
-/** The top-level key of object `name` of `kind`. */
-export const topKey = (kind: Kind, name: string): string => TOP[kind] + name;
-/** What every top-level key of `kind` starts with (listing pages by it). */
-export const topPrefix = (kind: Kind): string => TOP[kind];
 /** The prefix of the top-level keys a listing pages through. */
 export const listPrefix = (kind: ListKind): string => LIST_PREFIX[kind];
 const LIST_PREFIX = Object.fromEntries(Object.values(KINDS).map((d) => [d.plural, d.log.top])) as Record<ListKind, string>;
@@ -123,8 +119,7 @@ export const entryGroup = (table: string, inc: number, field: string): string =>
  * occurs in it), then U+0001 and the t_id.
  */
 export const ENTRY_VALUE = 0x76; /* v: a string, number, boolean or null, its JSON in the key */
-export const ENTRY_OTHER = 0x6f; /* o: an array or object */
-export const ENTRY_LONG = 0x6c; /* l: a value whose JSON is too long to sit in a key (the row is read) */
+export const ENTRY_OTHER = 0x6f; /* o: an array or object; `l` (longEntryKey) is a value too long to sit in a key, whose row is read */
 export const valueEntryKey = (group: string, json: string, id: number): string => `${group}v${json}${INDEX_SEP}${id}`;
 export const otherEntryKey = (group: string, id: number): string => `${group}o${INDEX_SEP}${id}`;
 export const longEntryKey = (group: string, id: number): string => `${group}l${INDEX_SEP}${id}`;
