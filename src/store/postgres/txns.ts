@@ -21,7 +21,7 @@ import { liveCount } from './collections.js';
 import { setAdd, setHas, setRemove } from './sets.js';
 import { zsetAdd, zsetIncr, zsetRemove, zsetScore } from './zsets.js';
 import { NOT_HERE, oneTrip } from './batch.js';
-import { type ElementKind, isElementKind, type TxnKind } from '../kinds.js';
+import { type ElementKind, isElementKind, KINDS, type TxnKind } from '../kinds.js';
 
 /**
  * What check `c` reads, from the transaction (so from the state before the first mutation).
@@ -111,9 +111,9 @@ function writer(q: Q): TxnWriter<Promise<string>> {
 
 /** The header of a list, set or sorted set, and the columns of a placeholder (op ''): locked, no change in the feed (collections.ts). */
 const PLACEHOLDERS: Record<ElementKind, string> = {
-  list: `pithos_lists AS x (name, head, tail, expires_at, version, op) SELECT n, 0, 0, NULL, nextval('pithos_seq'), ''`,
-  set: `pithos_sets AS x (name, count, expires_at, version, op) SELECT n, 0, NULL, nextval('pithos_seq'), ''`,
-  zset: `pithos_zsets AS x (name, count, expires_at, version, op) SELECT n, 0, NULL, nextval('pithos_seq'), ''`,
+  list: `${KINDS.list.pg.objects} AS x (name, head, tail, expires_at, version, op) SELECT n, 0, 0, NULL, nextval('pithos_seq'), ''`,
+  set: `${KINDS.set.pg.objects} AS x (name, count, expires_at, version, op) SELECT n, 0, NULL, nextval('pithos_seq'), ''`,
+  zset: `${KINDS.zset.pg.objects} AS x (name, count, expires_at, version, op) SELECT n, 0, NULL, nextval('pithos_seq'), ''`,
 };
 
 /** Keys of the placeholders lockInOrder inserted: collections that do not exist yet. */
