@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Entry, ShardedMap } from '../src/engine/keydir.js';
-import { LogStore } from '../src/store/log/index.js';
+import { LogStore } from '../src/store/log/log-store.js';
 
 const N = Number(process.argv[2] ?? '1000000');
 const CACHE_MB = Number(process.argv[3] ?? '256');
@@ -100,7 +100,7 @@ function parts(): void {
     }
     return cons;
   });
-  // What a group holds per member since it keeps member keys (the key without its prefix; group.ts).
+  // What a group holds per member since it keeps member keys (the key without its prefix; chunked-group.ts).
   part(`member key (${member(0).length} chars, flat) + array slot`, () =>
     Array.from({ length: N }, (_, i) => Buffer.from(member(i), 'latin1').toString('latin1')),
   );

@@ -10,7 +10,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LogStore } from '../src/store/log/index.js';
+import { LogStore } from '../src/store/log/log-store.js';
 
 const N = Number(process.argv[2] ?? '200000');
 const K = Number(process.argv[3] ?? '4000');

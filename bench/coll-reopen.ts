@@ -10,7 +10,7 @@
  * see where the time goes. Nothing is written by `open` beyond what an open
  * writes (hints of segments that had none).
  */
-import { LogStore } from '../src/store/log/index.js';
+import { LogStore } from '../src/store/log/log-store.js';
 
 const [cmd, dir, n] = process.argv.slice(2);
 const N = Number(n ?? '1000000');

@@ -35,7 +35,7 @@ import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { LogStore } from '../src/store/log/index.js';
+import { LogStore } from '../src/store/log/log-store.js';
 import { startServer, type Server } from './proc.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');

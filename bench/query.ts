@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { Engine } from '../src/engine/index.js';
-import { LogStore } from '../src/store/log/index.js';
+import { LogStore } from '../src/store/log/log-store.js';
 import type { Mutation } from '../src/store/store.js';
 import { textOf } from '../src/store/stream.js';
 

@@ -41,7 +41,9 @@ export interface Wheres {
   [field: string]: WhereValue | Wheres[] | Wheres | undefined;
 }
 export type VariantValue = string | boolean | number;
-export type Kind = 'table' | 'record' | 'variant' | 'lock' | 'list' | 'set' | 'zset';
+/** Every kind of named object, in the server's order (src/store/kinds.ts; test/client/kinds.test.ts keeps the two equal). */
+export const KINDS = ['table', 'record', 'variant', 'lock', 'list', 'set', 'zset'] as const;
+export type Kind = (typeof KINDS)[number];
 /** A kind as the listing calls take it: singular (`'record'`) or plural as in the paths (`'records'`). */
 export type ListKind = Kind | `${Kind}s`;
 
@@ -487,7 +489,7 @@ export async function* parseSSE(stream: ReadableStream<Uint8Array>): AsyncGenera
 // ---------------------------------------------------------------------------------------
 // The client
 
-const LIST_OPERATIONS = {
+const LIST_OPERATIONS: { readonly [K in Kind]: `list${Capitalize<K>}s` } = {
   table: 'listTables',
   record: 'listRecords',
   variant: 'listVariants',
@@ -497,13 +499,15 @@ const LIST_OPERATIONS = {
   zset: 'listZsets',
 } as const;
 
+const KINDS_TEXT = `${KINDS.slice(0, -1)
+  .map((k) => `'${k}'`)
+  .join(', ')} or '${KINDS[KINDS.length - 1]}'`;
+
 /** The listing call of a kind, either spelling; a bad kind (from JavaScript) is a TypeError naming the good ones. */
 function listOperation(kind: ListKind): (typeof LIST_OPERATIONS)[Kind] {
   const k: string = typeof kind === 'string' && kind.endsWith('s') ? kind.slice(0, -1) : kind;
   if (typeof k !== 'string' || !Object.prototype.hasOwnProperty.call(LIST_OPERATIONS, k)) {
-    throw new TypeError(
-      `kind must be 'table', 'record', 'variant', 'lock', 'list', 'set' or 'zset' (or the plural), got ${typeof kind === 'string' ? `'${kind}'` : String(kind)}`,
-    );
+    throw new TypeError(`kind must be ${KINDS_TEXT} (or the plural), got ${typeof kind === 'string' ? `'${kind}'` : String(kind)}`);
   }
   return LIST_OPERATIONS[k as Kind];
 }

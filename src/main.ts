@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BlockList, createServer } from 'node:net';
 import { type Config, ConfigError, effectiveConfig, parseConfig, parseSubnet, usage } from './config.js';
-import { LogStore } from './store/log/index.js';
+import { LogStore } from './store/log/log-store.js';
 import { PgStore } from './store/postgres/index.js';
 import type { Store } from './store/store.js';
 import { PithosServer } from './http/server.js';

@@ -3,12 +3,13 @@
  * (web/build.mjs), served by Pithos at /console. The hash picks the view:
  * #/<section>[/<name>]. The token is kept in sessionStorage only.
  */
-import { render } from 'preact';
+import { type JSX, render } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { Pithos } from '../client/index.js';
 import { ConfirmHost } from './components/Confirm.js';
 import { TOKEN_KEY, makeClient, onUnauthorized } from './lib/api.js';
 import { useHash } from './lib/hooks.js';
+import { SECTIONS as KIND_SECTIONS } from './lib/kinds.js';
 import { Dashboard } from './views/Dashboard.js';
 import { Feed } from './views/Feed.js';
 import { ListView } from './views/List.js';
@@ -22,18 +23,26 @@ import { Txn } from './views/Txn.js';
 import { VariantView } from './views/Variant.js';
 import { ZsetView } from './views/Zset.js';
 
-const SECTIONS: { path: string; title: string; key: string }[] = [
+// One section per kind (lib/kinds.ts), between the dashboard and the two views over all kinds.
+const NAV: { path: string; title: string; key: string }[] = [
   { path: '', title: 'Dashboard', key: '1' },
-  { path: 'tables', title: 'Tables', key: '2' },
-  { path: 'records', title: 'Records', key: '3' },
-  { path: 'variants', title: 'Variants', key: '4' },
-  { path: 'locks', title: 'Locks', key: '5' },
-  { path: 'lists', title: 'Lists', key: '6' },
-  { path: 'sets', title: 'Sets', key: '7' },
-  { path: 'zsets', title: 'Sorted sets', key: '8' },
+  ...Object.entries(KIND_SECTIONS).map(([path, s], i) => ({ path, title: s.title, key: String(i + 2) })),
   { path: 'feed', title: 'Change feed', key: '9' },
   { path: 'txn', title: 'Transactions', key: '0' },
 ];
+
+/** The view of one object of each kind. */
+const OBJECT_VIEWS: Record<Section, (db: Pithos, name: string) => JSX.Element> = {
+  tables: (db, name) => <TableView db={db} name={name} />,
+  records: (db, name) => <RecordView db={db} id={name} />,
+  variants: (db, name) => <VariantView db={db} name={name} />,
+  locks: (db, name) => <LockView db={db} name={name} />,
+  lists: (db, name) => <ListView db={db} name={name} />,
+  sets: (db, name) => <SetView db={db} name={name} />,
+  zsets: (db, name) => <ZsetView db={db} name={name} />,
+};
+
+const isSection = (s: string): s is Section => Object.hasOwn(KIND_SECTIONS, s);
 
 function parse(hash: string): { section: string; name: string | undefined } {
   const parts = hash.replace(/^#\/?/, '').split('/');
@@ -47,35 +56,8 @@ function parse(hash: string): { section: string; name: string | undefined } {
 }
 
 function View({ db, section, name }: { db: Pithos; section: string; name: string | undefined }) {
-  if (name !== undefined) {
-    switch (section) {
-      case 'tables':
-        return <TableView db={db} name={name} />;
-      case 'records':
-        return <RecordView db={db} id={name} />;
-      case 'variants':
-        return <VariantView db={db} name={name} />;
-      case 'locks':
-        return <LockView db={db} name={name} />;
-      case 'lists':
-        return <ListView db={db} name={name} />;
-      case 'sets':
-        return <SetView db={db} name={name} />;
-      case 'zsets':
-        return <ZsetView db={db} name={name} />;
-      default:
-        break;
-    }
-  }
+  if (isSection(section)) return name !== undefined ? OBJECT_VIEWS[section](db, name) : <Names db={db} section={section} />;
   switch (section) {
-    case 'tables':
-    case 'records':
-    case 'variants':
-    case 'locks':
-    case 'lists':
-    case 'sets':
-    case 'zsets':
-      return <Names db={db} section={section as Section} />;
     case 'feed':
       return <Feed db={db} />;
     case 'txn':
@@ -128,7 +110,7 @@ function App() {
     const onKey = (e: KeyboardEvent): void => {
       const t = e.target as HTMLElement;
       if (!db || e.ctrlKey || e.metaKey || e.altKey || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName) || document.querySelector('dialog[open]')) return;
-      const s = SECTIONS.find((x) => x.key === e.key);
+      const s = NAV.find((x) => x.key === e.key);
       if (s) {
         e.preventDefault();
         location.hash = `#/${s.path}`;
@@ -179,7 +161,7 @@ function App() {
         <span class="brand">Pithos</span>
         <nav id="nav" aria-label="Sections">
           <ul>
-            {SECTIONS.map((s) => (
+            {NAV.map((s) => (
               <li key={s.path}>
                 <a href={`#/${s.path}`} data-key={s.key} aria-current={s.path === section ? 'page' : undefined}>
                   {s.title}

@@ -4,7 +4,7 @@
  * flags and arguments, each failing as a UsageError (exit 2).
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import type { Kind } from '../../client/index.js';
+import { KINDS, type Kind } from '../../client/index.js';
 
 export class UsageError extends Error {}
 
@@ -160,27 +160,13 @@ export function positionals(p: Parsed, cmd: string, min: number, max: number): s
   return p.pos;
 }
 
-const KINDS: Record<string, Kind> = {
-  table: 'table',
-  tables: 'table',
-  record: 'record',
-  records: 'record',
-  variant: 'variant',
-  variants: 'variant',
-  lock: 'lock',
-  locks: 'lock',
-  list: 'list',
-  lists: 'list',
-  set: 'set',
-  sets: 'set',
-  zset: 'zset',
-  zsets: 'zset',
-};
-export function kindOf(word: string | undefined, cmd: string, allowed: Kind[]): Kind {
-  const k = word === undefined ? undefined : KINDS[word];
-  if (k === undefined || !allowed.includes(k)) {
+/** Each kind by its singular and its plural (the path's) spelling. */
+const KIND_WORDS: Record<string, Kind> = Object.fromEntries(KINDS.flatMap((k) => [[k, k] as const, [`${k}s`, k] as const]));
+export function kindOf<K extends Kind>(word: string | undefined, cmd: string, allowed: readonly K[]): K {
+  const k = word === undefined ? undefined : KIND_WORDS[word];
+  if (k === undefined || !(allowed as readonly Kind[]).includes(k)) {
     const what = cmd.includes(' --') ? cmd.slice(cmd.indexOf(' --') + 1) : 'the first argument';
     throw new UsageError(`${what} must be one of ${allowed.join(', ')}${word ? `, got '${word}'` : ''}`);
   }
-  return k;
+  return k as K;
 }

@@ -82,7 +82,7 @@ export async function restore(p: Parsed, io: Io): Promise<number> {
     io.err(`pithos restore: usage: pithos restore --from FILE --data-dir DIR [--encryption-key-file FILE] (see pithos help restore)\n`);
     return 2;
   }
-  const { restoreBackup, loadKeyring } = await import('../store/log/index.js');
+  const { restoreBackup, loadKeyring } = await import('../store/log/log-store.js');
   try {
     // An encrypted backup needs the store's key, as the server would (docs/operations.md, "Encryption at rest").
     const keyring = loadKeyring({

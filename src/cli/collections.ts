@@ -10,11 +10,16 @@
  * records and rows (`patch --list`, `--set`, `--zset`); `combine` is the
  * server's set operation, which reads several sets and may write one.
  */
+import { type Kind, KINDS } from '../../client/index.js';
 import { flag, has, intFlag, onlyFlags, type Parsed, positionals, UsageError } from './args.js';
 import { call, type Ctx, msg, writeOpts } from './context.js';
 import { JSON_NUMBER, show, type Shown } from './show.js';
 
-export type Collection = 'list' | 'set' | 'zset';
+/** Which kinds are collections (lists, sets, sorted sets), the kinds these commands serve. */
+const IS_COLLECTION = { table: false, record: false, variant: false, lock: false, list: true, set: true, zset: true } as const satisfies Record<Kind, boolean>;
+export type Collection = { [K in Kind]: (typeof IS_COLLECTION)[K] extends true ? K : never }[Kind];
+export const isCollection = (k: Kind): k is Collection => IS_COLLECTION[k];
+export const COLLECTIONS: readonly Collection[] = KINDS.filter(isCollection);
 
 /** Start and stop may be negative: they count from the end, as in Redis. */
 const ANY = Number.MIN_SAFE_INTEGER;

@@ -9,11 +9,23 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Answer, Pithos, PithosError } from '../../client/index.js';
+import { type Answer, type Kind, KINDS, Pithos, PithosError } from '../../client/index.js';
 import { call, type Ctx, type Io, msg, readJsonArg, readObjectArg, writeOpts } from './context.js';
 import { flag, has, intFlag, isClientLine, kindOf, onlyFlags, parse, type Parsed, positionals, UsageError } from './args.js';
 import { cmdBackup, restore } from './backup.js';
-import { cmdAdd, cmdCombine, cmdPop, cmdPush, cmdRemove, getCollection, patchCollection, putCollection, zincr } from './collections.js';
+import {
+  cmdAdd,
+  cmdCombine,
+  cmdPop,
+  cmdPush,
+  cmdRemove,
+  COLLECTIONS,
+  getCollection,
+  isCollection,
+  patchCollection,
+  putCollection,
+  zincr,
+} from './collections.js';
 import { HELP, OVERVIEW } from './help.js';
 import { cut, grid, JSON_NUMBER, show, type Shown, showVariant, withNumber } from './show.js';
 
@@ -54,36 +66,50 @@ async function cmdGet(c: Ctx): Promise<void> {
     return;
   }
   const [kw, name] = positionals(p, 'get', 2, 2);
-  const kind = kindOf(kw, 'get', ['table', 'record', 'variant', 'lock', 'list', 'set', 'zset']);
-  if (kind === 'list' || kind === 'set' || kind === 'zset') {
-    await getCollection(c, kind, name!);
-  } else if (kind === 'table') {
-    onlyFlags(p, 'get table', ['limit', 'after']);
-    await call<Record<string, Record<string, unknown>>>(c, 'getTable', [name!], { query: { limit: intFlag(p, 'limit', 1), after: intFlag(p, 'after') } }, (a) =>
-      grid(Object.entries(a.data).map(([id, row]) => ({ id, row }))),
-    );
-  } else if (kind === 'record') {
-    onlyFlags(p, 'get record', ['column']);
-    const column = flag(p, 'column');
-    if (column !== undefined) {
-      await call<unknown[]>(c, 'searchRecord', [name!], { body: { column } }, (a) => (a.data.length ? show(a.data[0]) : { out: '', note: '(no such field)' }));
-    } else {
-      await call(c, 'getRecord', [name!], {}, (a) => {
-        const out = JSON.stringify(a.data, null, 2);
-        return a.version === undefined ? out : { out, note: `(version ${a.version})` };
-      });
+  const kind = kindOf(kw, 'get', KINDS);
+  if (isCollection(kind)) return getCollection(c, kind, name!);
+  switch (kind) {
+    case 'table':
+      onlyFlags(p, 'get table', ['limit', 'after']);
+      await call<Record<string, Record<string, unknown>>>(
+        c,
+        'getTable',
+        [name!],
+        { query: { limit: intFlag(p, 'limit', 1), after: intFlag(p, 'after') } },
+        (a) => grid(Object.entries(a.data).map(([id, row]) => ({ id, row }))),
+      );
+      return;
+    case 'record': {
+      onlyFlags(p, 'get record', ['column']);
+      const column = flag(p, 'column');
+      if (column !== undefined) {
+        await call<unknown[]>(c, 'searchRecord', [name!], { body: { column } }, (a) =>
+          a.data.length ? show(a.data[0]) : { out: '', note: '(no such field)' },
+        );
+      } else {
+        await call(c, 'getRecord', [name!], {}, (a) => {
+          const out = JSON.stringify(a.data, null, 2);
+          return a.version === undefined ? out : { out, note: `(version ${a.version})` };
+        });
+      }
+      return;
     }
-  } else if (kind === 'variant') {
-    onlyFlags(p, 'get variant', []);
-    await call<{ variant: unknown }>(c, 'getVariant', [name!], {}, showVariant);
-  } else {
-    onlyFlags(p, 'get lock', []);
-    await call<{ holder: string | null; fence: number; expires_in_ms: number; ttl: number; acquired_at: string }>(c, 'getLock', [name!], {}, (a) => {
-      const d = a.data;
-      return `held by ${d.holder ?? '(no holder name)'}, fence ${d.fence}, expires in ${(d.expires_in_ms / 1000).toFixed(1)} s (lease ${d.ttl} s, acquired ${d.acquired_at})`;
-    });
+    case 'variant':
+      onlyFlags(p, 'get variant', []);
+      await call<{ variant: unknown }>(c, 'getVariant', [name!], {}, showVariant);
+      return;
+    case 'lock':
+      onlyFlags(p, 'get lock', []);
+      await call<{ holder: string | null; fence: number; expires_in_ms: number; ttl: number; acquired_at: string }>(c, 'getLock', [name!], {}, (a) => {
+        const d = a.data;
+        return `held by ${d.holder ?? '(no holder name)'}, fence ${d.fence}, expires in ${(d.expires_in_ms / 1000).toFixed(1)} s (lease ${d.ttl} s, acquired ${d.acquired_at})`;
+      });
   }
 }
+
+/** The kinds `put` and `del` take: all but locks, which `lock` and `unlock` acquire and release. */
+type PutKind = Exclude<Kind, 'lock'>;
+const PUT_KINDS: readonly PutKind[] = KINDS.filter((k): k is PutKind => k !== 'lock');
 
 async function cmdPut(c: Ctx): Promise<void> {
   const { p } = c;
@@ -94,32 +120,38 @@ async function cmdPut(c: Ctx): Promise<void> {
     await call(c, 'replaceRow', [table!, id!], { body: { rows, ...rowCondition(p) } }, msg);
     return;
   }
-  const kind = kindOf(p.pos[0], 'put', ['table', 'record', 'variant', 'list', 'set', 'zset']);
-  if (kind === 'list' || kind === 'set' || kind === 'zset') {
-    await putCollection(c, kind);
-  } else if (kind === 'table') {
-    onlyFlags(p, 'put table', ['ttl']);
-    const [, name] = positionals(p, 'put table', 2, 2);
-    await call(c, 'createTable', [name!], { body: writeOpts(p) }, msg);
-  } else if (kind === 'record') {
-    onlyFlags(p, 'put record', ['ttl', 'if-version', 'if-absent']);
-    const [, id, value] = positionals(p, 'put record', 3, 3);
-    const record = await readObjectArg(value, 'the record', c.io);
-    await call(c, 'putRecord', [id!], { body: { record, ...writeOpts(p) } }, (a) => (a.status === 201 ? 'created' : 'replaced'));
-  } else {
-    onlyFlags(p, 'put variant', ['ttl', 'if-version', 'if-absent', 'string']);
-    const [, name, raw] = positionals(p, 'put variant', 3, 3);
-    let variant: unknown = raw;
-    if (!has(p, 'string')) {
-      try {
-        variant = JSON.parse(raw!);
-      } catch {
-        variant = raw; // not JSON: a string
-      }
+  const kind = kindOf(p.pos[0], 'put', PUT_KINDS);
+  if (isCollection(kind)) return putCollection(c, kind);
+  switch (kind) {
+    case 'table': {
+      onlyFlags(p, 'put table', ['ttl']);
+      const [, name] = positionals(p, 'put table', 2, 2);
+      await call(c, 'createTable', [name!], { body: writeOpts(p) }, msg);
+      return;
     }
-    // A number goes as written: `3.0` makes a double, `3` an integer (docs/api.md, "Variants").
-    const body = typeof variant === 'number' && JSON_NUMBER.test(raw!.trim()) ? withNumber('variant', raw!.trim(), writeOpts(p)) : { variant, ...writeOpts(p) };
-    await call<{ variant: unknown }>(c, 'putVariant', [name!], { body }, showVariant);
+    case 'record': {
+      onlyFlags(p, 'put record', ['ttl', 'if-version', 'if-absent']);
+      const [, id, value] = positionals(p, 'put record', 3, 3);
+      const record = await readObjectArg(value, 'the record', c.io);
+      await call(c, 'putRecord', [id!], { body: { record, ...writeOpts(p) } }, (a) => (a.status === 201 ? 'created' : 'replaced'));
+      return;
+    }
+    case 'variant': {
+      onlyFlags(p, 'put variant', ['ttl', 'if-version', 'if-absent', 'string']);
+      const [, name, raw] = positionals(p, 'put variant', 3, 3);
+      let variant: unknown = raw;
+      if (!has(p, 'string')) {
+        try {
+          variant = JSON.parse(raw!);
+        } catch {
+          variant = raw; // not JSON: a string
+        }
+      }
+      // A number goes as written: `3.0` makes a double, `3` an integer (docs/api.md, "Variants").
+      const body =
+        typeof variant === 'number' && JSON_NUMBER.test(raw!.trim()) ? withNumber('variant', raw!.trim(), writeOpts(p)) : { variant, ...writeOpts(p) };
+      await call<{ variant: unknown }>(c, 'putVariant', [name!], { body }, showVariant);
+    }
   }
 }
 
@@ -138,12 +170,19 @@ async function cmdDel(c: Ctx): Promise<void> {
     await call(c, 'deleteRow', [table!, id!], { body: rowCondition(p) }, msg);
     return;
   }
-  const kind = kindOf(p.pos[0], 'del', ['table', 'record', 'variant', 'list', 'set', 'zset']);
+  const kind = kindOf(p.pos[0], 'del', PUT_KINDS);
   // A list, set or sorted set takes a condition on its delete (docs/api.md); the other kinds' deletes take none.
-  onlyFlags(p, `del ${kind}`, kind === 'list' || kind === 'set' || kind === 'zset' ? ['if-version'] : []);
+  onlyFlags(p, `del ${kind}`, isCollection(kind) ? ['if-version'] : []);
   const [, name] = positionals(p, 'del', 2, 2);
-  const ops = { table: 'dropTable', record: 'deleteRecord', variant: 'deleteVariant', list: 'deleteList', set: 'deleteSet', zset: 'deleteZset' } as const;
-  const op = ops[kind as keyof typeof ops];
+  const ops = {
+    table: 'dropTable',
+    record: 'deleteRecord',
+    variant: 'deleteVariant',
+    list: 'deleteList',
+    set: 'deleteSet',
+    zset: 'deleteZset',
+  } as const satisfies Record<PutKind, string>;
+  const op = ops[kind];
   const condition = rowCondition(p);
   await call(c, op, [name!], condition.if_version === undefined ? {} : { body: condition }, msg);
 }
@@ -228,7 +267,7 @@ async function cmdPatch(c: Ctx): Promise<void> {
     await call(c, 'patchRecord', [id!], { body }, msg);
     return;
   }
-  for (const kind of ['list', 'set', 'zset'] as const) if (has(p, kind)) return patchCollection(c, kind);
+  for (const kind of COLLECTIONS) if (has(p, kind)) return patchCollection(c, kind);
   if (has(p, 'row')) {
     onlyFlags(p, 'patch --row', ['row', 'unset', 'if-version']);
     const [table, id, s] = positionals(p, 'patch --row', 2, 3);
@@ -281,9 +320,17 @@ async function cmdLs(c: Ctx): Promise<void> {
   const { p } = c;
   onlyFlags(p, 'ls', ['prefix', 'limit', 'after', 'all']);
   const [kw] = positionals(p, 'ls', 0, 1);
-  const kind = kw === undefined ? 'table' : kindOf(kw, 'ls', ['table', 'record', 'variant', 'lock', 'list', 'set', 'zset']);
+  const kind = kw === undefined ? 'table' : kindOf(kw, 'ls', KINDS);
   const op = (
-    { table: 'listTables', record: 'listRecords', variant: 'listVariants', lock: 'listLocks', list: 'listLists', set: 'listSets', zset: 'listZsets' } as const
+    {
+      table: 'listTables',
+      record: 'listRecords',
+      variant: 'listVariants',
+      lock: 'listLocks',
+      list: 'listLists',
+      set: 'listSets',
+      zset: 'listZsets',
+    } as const satisfies Record<Kind, string>
   )[kind];
   let after = flag(p, 'after');
   const limit = intFlag(p, 'limit', 1);
@@ -318,7 +365,7 @@ async function cmdWatch(c: Ctx): Promise<void> {
   const { p } = c;
   onlyFlags(p, 'watch', ['kind', 'prefix', 'since', 'values', 'count-events']);
   positionals(p, 'watch', 0, 0);
-  const kinds = (p.flags.get('kind') ?? []).map((k) => kindOf(k, 'watch --kind', ['table', 'record', 'variant', 'lock', 'list', 'set', 'zset']));
+  const kinds = (p.flags.get('kind') ?? []).map((k) => kindOf(k, 'watch --kind', KINDS));
   const max = intFlag(p, 'count-events', 1);
   const since = intFlag(p, 'since');
   const ac = new AbortController();

@@ -9,7 +9,7 @@ import type { Entry } from './entry.js';
 
 export interface ExpiryItem {
   exp: number;
-  /** The key, or for a key of a group its member key (the string the group holds; group.ts). */
+  /** The key, or for a key of a group its member key (the string the group holds; chunked-group.ts). */
   key: string;
   entry: Entry;
   /** The group's prefix when `key` is a member key, else ''. */

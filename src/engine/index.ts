@@ -8,5 +8,6 @@ export { makeDirectory, nodeFileOps, writeFileDurably } from './fileops.js';
 export { assertHoldsData } from './segment.js';
 export { LOCK_FILE, lockDirectory, unlockDirectory } from './lockfile.js';
 export type { GroupSnapshot } from './snapshot.js';
+export { groupOf } from './chunked-group.js';
 export { DataKey, KeyFileError, Keyring, loadKeyring } from './keyring.js';
 export { KeyMismatchError, segmentKeys } from './seal.js';

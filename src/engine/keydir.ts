@@ -7,7 +7,7 @@
  * the other (no single insert may stall the event loop for long), so the
  * directory is 256 hash shards rather than one Map (sharded-map.ts). Keys that
  * contain U+0000 belong to a *group* (the prefix up to and including the
- * last U+0000), kept in key order in chunks (group.ts), so the log store can
+ * last U+0000), kept in key order in chunks (chunked-group.ts), so the log store can
  * iterate a table's rows without touching the rest of the directory. A grouped
  * key lives in its group only, not also in the shards: a second map slot per
  * row or collection element cost 29-39 bytes and a second hash insert (at
@@ -19,14 +19,14 @@
  */
 import { type Decoder, type Entry, FLAG_CURRENT, FLAG_QUEUED, FLAG_REF } from './entry.js';
 import { ShardedMap } from './sharded-map.js';
-import { CHUNK_MAX, Group } from './group.js';
+import { CHUNK_MAX, Group } from './chunked-group.js';
 import { ValueCache } from './value-cache.js';
 import { ExpiryHeap, itemKey } from './expiry-heap.js';
 import type { Segment } from './segment.js';
 
 export { type Decoder, Entry, FLAG_CURRENT, FLAG_REF } from './entry.js';
 export { ShardedMap, shardOf } from './sharded-map.js';
-export { CHUNK_MAX, groupOf } from './group.js';
+export { CHUNK_MAX, groupOf } from './chunked-group.js';
 
 /**
  * Index of the last U+0000 of `key` (its group ends there), or -1 for a key

@@ -51,7 +51,7 @@ export class GroupSnapshot<T> {
 
   /**
    * `members` and `versions` are parallel: the members' keys without the
-   * group's prefix `group` (as the directory holds them, group.ts), in key
+   * group's prefix `group` (as the directory holds them, chunked-group.ts), in key
    * order, and their current versions.
    */
   constructor(

@@ -19,14 +19,14 @@ import {
   type ZMode,
   type ZRange,
 } from '../store/collection.js';
-import { invalid, StoreError } from '../store/errors.js';
+import { invalid } from '../store/errors.js';
 import type { SetStore, VersionOut, ZsetStore } from '../store/store.js';
 import { checkName } from '../store/validate.js';
-import type { Body } from './body.js';
-import type * as b from './bodies.js';
+import type { Body } from './request-body.js';
+import type * as b from './body-fields.js';
 import type { BodyOf } from './fields.js';
 import { Answer, send, sendTagged } from './envelope.js';
-import { type Args, type Ctx, preconditionOf } from './handlers.js';
+import { type Args, type Ctx, preconditionOf } from './context.js';
 import { intParam } from './query-body.js';
 
 const A = {
@@ -50,12 +50,10 @@ const A = {
 const MAX_SET_PAGE = 1000;
 
 function sets(ctx: Ctx): SetStore {
-  if (ctx.store.sets === undefined) throw new StoreError('unavailable', 'this store does not keep sets');
   return ctx.store.sets;
 }
 
 function zsets(ctx: Ctx): ZsetStore {
-  if (ctx.store.zsets === undefined) throw new StoreError('unavailable', 'this store does not keep sorted sets');
   return ctx.store.zsets;
 }
 

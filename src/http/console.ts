@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { hasBody, refuseBody } from './body.js';
+import { hasBody, refuseBody } from './request-body.js';
 import { sendError } from './envelope.js';
 
 /** dist/src/http/console.js → dist/console */

@@ -8,7 +8,7 @@
  * browser is told no.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { hasBody } from './body.js';
+import { hasBody } from './request-body.js';
 
 const METHODS = 'GET, HEAD, PUT, POST, PATCH, DELETE';
 /** What browser code may send: the token, JSON, the conditional headers and the feed's resume point (docs/api.md). */

@@ -6,7 +6,7 @@
  */
 import { invalid } from '../store/errors.js';
 import { checkHolder, isPlainObject, isVersion, MAX_TTL } from '../store/validate.js';
-import type { Body } from './body.js';
+import type { Body } from './request-body.js';
 
 export type FieldType =
   | 'object'
@@ -62,7 +62,7 @@ type OptionalFields<F extends Fields> = { [K in keyof F as F[K] extends { requir
  * `F`: each declared field typed as its check guarantees (absent when not
  * required), anything else unknown (non-strict endpoints ignore extra fields).
  * Handlers take their body as this type of their route's declaration
- * (bodies.ts), so that a field's type lives in one place.
+ * (body-fields.ts), so that a field's type lives in one place.
  */
 export type BodyOf<F extends Fields> = RequiredFields<F> & OptionalFields<F> & Body;
 

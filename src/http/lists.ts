@@ -9,11 +9,11 @@ import { invalid, StoreError } from '../store/errors.js';
 import { checkSide, MAX_POP, MAX_WAIT_MS } from '../store/lists.js';
 import type { ListPatch, ListPop, ListStore, Store, VersionOut } from '../store/store.js';
 import { checkName } from '../store/validate.js';
-import type { Body } from './body.js';
-import type * as b from './bodies.js';
+import type { Body } from './request-body.js';
+import type * as b from './body-fields.js';
 import type { BodyOf } from './fields.js';
 import { Answer, send, sendTagged } from './envelope.js';
-import { type Args, type Ctx, preconditionOf } from './handlers.js';
+import { type Args, type Ctx, preconditionOf } from './context.js';
 
 const A = {
   created: new Answer('list created successfully'),
@@ -25,7 +25,6 @@ const A = {
 };
 
 function listsOf(store: Store): ListStore {
-  if (store.lists === undefined) throw new StoreError('unavailable', 'this store does not hold lists');
   return store.lists;
 }
 

@@ -24,9 +24,9 @@ import { timingSafeEqual } from 'node:crypto';
 import { Counter, Gauge, Histogram, Registry, Summary, collectDefaultMetrics } from 'prom-client';
 import type { StorageMetrics, StorageObserver, StorageStats } from '../store/store.js';
 import type { StoreAvailability } from '../store/store.js';
-import type { Ctx } from './handlers.js';
-import type { Route } from './router.js';
+import type { Ctx } from './context.js';
 import { probeOf } from './probes.js';
+import type { RouteDef } from './route-def.js';
 
 /** What the Redis protocol listener counts, for /metrics. */
 export interface RedisFigures {
@@ -52,7 +52,8 @@ const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.
 const IO_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 const START = Symbol('pithos.metrics.start');
 
-type Timed = IncomingMessage & { [START]?: number; route?: Route };
+/** A request as the server marks it: when it started, and the route it matched (router.ts), of which only the template and method are read. */
+type Timed = IncomingMessage & { [START]?: number; route?: { readonly def: Pick<RouteDef, 'path' | 'method'> } };
 
 /** Storage figures counted as plain numbers; exported as counters when scraped. */
 class StorageCounts implements StorageObserver {

@@ -12,11 +12,11 @@ import { conflict, invalid } from '../store/errors.js';
 import { numberText } from '../store/json.js';
 import type { VersionOut } from '../store/store.js';
 import { isIntegerLiteral, TYPE_NAMES, type VType } from '../store/variant.js';
-import type { Body } from './body.js';
-import type * as b from './bodies.js';
+import type { Body } from './request-body.js';
+import type * as b from './body-fields.js';
 import type { BodyOf } from './fields.js';
 import { Answer, send, sendTagged } from './envelope.js';
-import { type Ctx, preconditionOf } from './handlers.js';
+import { type Ctx, preconditionOf, ttlOf } from './context.js';
 
 const A = {
   created: new Answer('variant created successfully'),
@@ -25,8 +25,6 @@ const A = {
   queried: new Answer('variant queried successfully'),
   deleted: new Answer('variant deleted successfully'),
 };
-
-const ttlOf = (body: { ttl?: number }): number => body.ttl ?? 0;
 
 /** The value's JSON inside a variant's data `{"variant":<v>}`. */
 const valueOf = (data: string): string => data.slice(11, -1);

@@ -10,9 +10,8 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ServerResponse } from 'node:http';
 import type { Field, FieldType } from './fields.js';
-import type { RouteDef } from './routes.js';
-import { servedRoutes } from './router.js';
-import type { Ctx } from './handlers.js';
+import type { RouteDef } from './route-def.js';
+import type { Ctx, Handler } from './context.js';
 import { MAX_TTL } from '../store/validate.js';
 
 type Json = Record<string, unknown>;
@@ -181,10 +180,10 @@ function probe(p: { path: string; summary: string }): Json {
   };
 }
 
-/** The whole document for the routes the server serves (test routes only when the test clock is on). */
-export function openApiDocument(testClock: boolean): Json {
+/** The whole document for `routes`, the routes the server serves. */
+export function openApiDocument(routes: readonly RouteDef[]): Json {
   const paths: Record<string, Json> = {};
-  for (const r of servedRoutes(testClock)) {
+  for (const r of routes) {
     (paths[r.path] ??= {})[r.method.toLowerCase()] = operation(r);
   }
   for (const p of PROBES) paths[p.path] = { get: probe(p) };
@@ -233,12 +232,18 @@ export function openApiDocument(testClock: boolean): Json {
   };
 }
 
-const cached: Array<Buffer | undefined> = [undefined, undefined];
-
-/** GET /openapi.json. The document itself, not wrapped in the envelope, so OpenAPI tools can load it. */
-export function serveOpenApi(ctx: Ctx, _name: string, _body: unknown, res: ServerResponse): void {
-  const testClock = ctx.advanceClock !== undefined;
-  const body = (cached[testClock ? 1 : 0] ??= Buffer.from(JSON.stringify(openApiDocument(testClock))));
-  res.writeHead(200, ['Content-Type', 'application/json; charset=utf-8', 'Content-Length', String(body.length)]);
-  res.end(body);
+/**
+ * GET /openapi.json over `served` (routes.ts servedRoutes: with the test
+ * clock's routes or without), which the route table hands in rather than
+ * this module importing the table back. The document itself, not wrapped
+ * in the envelope, so OpenAPI tools can load it.
+ */
+export function openApiHandler(served: (testClock: boolean) => readonly RouteDef[]): Handler {
+  const cached: Array<Buffer | undefined> = [undefined, undefined];
+  return (ctx: Ctx, _name: string, _body: unknown, res: ServerResponse): void => {
+    const testClock = ctx.advanceClock !== undefined;
+    const body = (cached[testClock ? 1 : 0] ??= Buffer.from(JSON.stringify(openApiDocument(served(testClock)))));
+    res.writeHead(200, ['Content-Type', 'application/json; charset=utf-8', 'Content-Length', String(body.length)]);
+    res.end(body);
+  };
 }

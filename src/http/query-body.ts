@@ -6,8 +6,8 @@
 import { invalid } from '../store/errors.js';
 import type { ListOptions, OrderKey, RowQuery } from '../store/store.js';
 import { isPlainObject, MAX_TTL } from '../store/validate.js';
-import type { Body } from './body.js';
-import type * as b from './bodies.js';
+import type { Body } from './request-body.js';
+import type * as b from './body-fields.js';
 import type { BodyOf } from './fields.js';
 
 const MAX_ORDER_KEYS = 16;

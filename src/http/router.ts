@@ -9,8 +9,8 @@ import { StoreError } from '../store/errors.js';
 import { checkName, MAX_NAME_BYTES } from '../store/validate.js';
 import { checkMember } from '../store/collection.js';
 import { checkBody } from './fields.js';
-import type { Body } from './body.js';
-import { ROUTES, type RouteDef } from './routes.js';
+import type { Body } from './request-body.js';
+import { ROUTES, type RouteDef, servedRoutes } from './routes.js';
 
 /** A route ready to serve: its definition plus what the router and the body check need, computed once. */
 export class Route {
@@ -239,7 +239,4 @@ function slashHint(method: string, seg: string[], testClock: boolean): string {
   return '';
 }
 
-/** Every route the server serves (test clock included when asked): for documents derived from the table. */
-export function servedRoutes(testClock: boolean): RouteDef[] {
-  return ROUTES.filter((r) => testClock || r.testOnly !== true);
-}
+export { servedRoutes };

@@ -6,46 +6,23 @@
  * and the typed client, so none of them can drift from what the server does.
  */
 import type { BodyOf, Fields } from './fields.js';
-import * as b from './bodies.js';
+import * as b from './body-fields.js';
 import * as h from './handlers.js';
+import * as tb from './tables.js';
+import * as rec from './records.js';
+import * as v from './variants.js';
+import * as lk from './locks.js';
+import * as ls from './listing.js';
 import * as lists from './lists.js';
 import * as c from './collections.js';
 import * as nt from './numtext.js';
-import type { Args, Ctx, Handler } from './handlers.js';
+import type { Args, Ctx } from './context.js';
+import type { Method, Role, RouteDef } from './route-def.js';
 import type { ServerResponse } from 'node:http';
 import { serveMetrics } from './metrics.js';
-import { serveOpenApi } from './openapi.js';
+import { openApiHandler } from './openapi.js';
 
-/** `public`: no token; `read`: reads (and the POST query alias); `write`: data changes; `admin`: everything. */
-export type Role = 'public' | 'read' | 'write' | 'admin';
-export type Method = 'GET' | 'PUT' | 'POST' | 'PATCH' | 'DELETE';
-
-export interface RouteDef {
-  method: Method;
-  /** Literal segments and `{name}` parameters, e.g. `/tables/{name}/rows`. */
-  path: string;
-  handler: Handler;
-  role: Role;
-  /** What the `{name}` parameter names, for its error messages ("table name must …"). */
-  names?: 'table' | 'record' | 'variant' | 'lock' | 'list' | 'set' | 'zset';
-  /** What a second `{…}` parameter names (an index's field, a row's t_id, a sorted set's member). */
-  subNames?: 'field' | 't_id' | 'member';
-  /**
-   * Query-string parameters the endpoint takes (name → doc). When declared,
-   * any other parameter is refused (400 naming it); the lenient endpoints of docs/api.md
-   * "Transport" declare none and ignore query strings.
-   */
-  query?: Readonly<Record<string, string>>;
-  summary: string;
-  body?: Fields;
-  /** Undeclared body fields are refused (the strict endpoints of docs/api.md "Transport"); the others ignore them, as their clients expect. */
-  strict?: boolean;
-  /** Success status(es) and message, for documentation. */
-  /** `type`: set when the answer is not the JSON envelope (a stream, a text format); `message` then describes it. */
-  ok: { status: number[]; message: string; type?: string };
-  /** Served only with PITHOS_TEST_CLOCK=1. */
-  testOnly?: boolean;
-}
+export type { Method, Role, RouteDef };
 
 const listing = {
   prefix: 'only names that start with this',
@@ -53,7 +30,7 @@ const listing = {
   after: "the previous page's next",
 } as const;
 
-/** A handler that reads its body as its route declares it (bodies.ts). */
+/** A handler that reads its body as its route declares it (body-fields.ts). */
 type TypedHandler<F extends Fields> = (ctx: Ctx, name: string, body: BodyOf<F>, res: ServerResponse, raw: string, args: Args) => void | Promise<void>;
 
 /**
@@ -74,93 +51,93 @@ export const ROUTES: readonly RouteDef[] = [
     ok: { status: [200], message: 'server is healthy' } }),
 
   // ---- tables
-  route({ method: 'PUT', path: '/tables/{name}', handler: h.createTable, role: 'write', names: 'table', summary: 'Create a table',
+  route({ method: 'PUT', path: '/tables/{name}', handler: tb.createTable, role: 'write', names: 'table', summary: 'Create a table',
     body: b.createTable, ok: { status: [201], message: 'table created successfully' } }),
-  route({ method: 'GET', path: '/tables', handler: h.listTables, role: 'read', summary: 'Tables in byte order, a page at a time', strict: true,
+  route({ method: 'GET', path: '/tables', handler: ls.listTables, role: 'read', summary: 'Tables in byte order, a page at a time', strict: true,
     query: listing, ok: { status: [200], message: 'tables listed successfully' } }),
-  route({ method: 'GET', path: '/tables/{name}', handler: h.queryTable, role: 'read', names: 'table', summary: 'Every row, by t_id',
+  route({ method: 'GET', path: '/tables/{name}', handler: tb.queryTable, role: 'read', names: 'table', summary: 'Every row, by t_id',
     query: { limit: 'at most this many rows', after: 'only rows with a greater t_id' },
     ok: { status: [200], message: 'table queried successfully' } }),
   // Two forms (the handler requires wheres and sets unless ttl comes alone; mixing is 400).
-  route({ method: 'PATCH', path: '/tables/{name}', handler: h.patchRows, role: 'write', names: 'table',
+  route({ method: 'PATCH', path: '/tables/{name}', handler: tb.patchRows, role: 'write', names: 'table',
     summary: 'Set fields of matching rows (wheres + sets), or the table\'s lifetime (ttl alone)',
     body: b.patchRows,
     ok: { status: [200], message: 'table rows patched successfully' } }),
-  route({ method: 'DELETE', path: '/tables/{name}', handler: h.dropTable, role: 'write', names: 'table', summary: 'Drop a table and its rows',
+  route({ method: 'DELETE', path: '/tables/{name}', handler: tb.dropTable, role: 'write', names: 'table', summary: 'Drop a table and its rows',
     ok: { status: [200], message: 'table deleted successfully' } }),
-  route({ method: 'POST', path: '/tables/{name}/rows', handler: h.insertRow, role: 'write', names: 'table', summary: 'Insert a row',
+  route({ method: 'POST', path: '/tables/{name}/rows', handler: tb.insertRow, role: 'write', names: 'table', summary: 'Insert a row',
     body: b.insertRow, ok: { status: [201], message: 'table rows insert successfully' } }),
-  route({ method: 'GET', path: '/tables/{name}/rows', handler: h.queryRows, role: 'read', names: 'table', summary: 'Matching rows, in t_id order',
+  route({ method: 'GET', path: '/tables/{name}/rows', handler: tb.queryRows, role: 'read', names: 'table', summary: 'Matching rows, in t_id order',
     body: b.rowQuery, strict: true, query: {}, ok: { status: [200], message: 'table queried rows successfully' } }),
-  route({ method: 'DELETE', path: '/tables/{name}/rows', handler: h.deleteRows, role: 'write', names: 'table', summary: 'Delete matching rows',
+  route({ method: 'DELETE', path: '/tables/{name}/rows', handler: tb.deleteRows, role: 'write', names: 'table', summary: 'Delete matching rows',
     body: b.deleteRows, ok: { status: [200], message: 'table rows remove successfully' } }),
-  route({ method: 'POST', path: '/tables/{name}/query', handler: h.queryRows, role: 'read', names: 'table',
+  route({ method: 'POST', path: '/tables/{name}/query', handler: tb.queryRows, role: 'read', names: 'table',
     summary: 'Matching rows (POST alias of GET …/rows for clients that cannot send a GET body)',
     body: b.rowQuery, strict: true, query: {}, ok: { status: [200], message: 'table queried rows successfully' } }),
   // One row by t_id (docs/api.md "One row by t_id"): 400 for a t_id that is not a positive decimal integer.
-  route({ method: 'GET', path: '/tables/{name}/rows/{t_id}', handler: h.getRow, role: 'read', names: 'table', subNames: 't_id',
+  route({ method: 'GET', path: '/tables/{name}/rows/{t_id}', handler: tb.getRow, role: 'read', names: 'table', subNames: 't_id',
     summary: 'One row by its t_id (ETag: its version)', strict: true, query: {},
     ok: { status: [200], message: 'table row queried successfully' } }),
-  route({ method: 'PUT', path: '/tables/{name}/rows/{t_id}', handler: h.replaceRow, role: 'write', names: 'table', subNames: 't_id',
+  route({ method: 'PUT', path: '/tables/{name}/rows/{t_id}', handler: tb.replaceRow, role: 'write', names: 'table', subNames: 't_id',
     summary: 'Replace one row whole (never creates a row)', strict: true, query: {},
     body: b.replaceRow,
     ok: { status: [200], message: 'table row replaced successfully' } }),
-  route({ method: 'PATCH', path: '/tables/{name}/rows/{t_id}', handler: h.patchRow, role: 'write', names: 'table', subNames: 't_id',
+  route({ method: 'PATCH', path: '/tables/{name}/rows/{t_id}', handler: tb.patchRow, role: 'write', names: 'table', subNames: 't_id',
     summary: 'Set fields of one row (sets) and remove others (unset)', strict: true, query: {},
     body: b.patchRow,
     ok: { status: [200], message: 'table row patched successfully' } }),
-  route({ method: 'DELETE', path: '/tables/{name}/rows/{t_id}', handler: h.deleteRow, role: 'write', names: 'table', subNames: 't_id',
+  route({ method: 'DELETE', path: '/tables/{name}/rows/{t_id}', handler: tb.deleteRow, role: 'write', names: 'table', subNames: 't_id',
     summary: 'Delete one row by its t_id', strict: true, query: {}, body: b.onlyIfVersion,
     ok: { status: [200], message: 'table row removed successfully' } }),
-  route({ method: 'PUT', path: '/tables/{name}/indexes/{field}', handler: h.createIndex, role: 'write', names: 'table', subNames: 'field',
+  route({ method: 'PUT', path: '/tables/{name}/indexes/{field}', handler: tb.createIndex, role: 'write', names: 'table', subNames: 'field',
     summary: 'Index a field or dotted path (built in the background)', strict: true,
     ok: { status: [201], message: 'index created successfully' } }),
-  route({ method: 'GET', path: '/tables/{name}/indexes', handler: h.listIndexes, role: 'read', names: 'table', summary: "The table's indexes",
+  route({ method: 'GET', path: '/tables/{name}/indexes', handler: tb.listIndexes, role: 'read', names: 'table', summary: "The table's indexes",
     strict: true, query: {}, ok: { status: [200], message: 'indexes listed successfully' } }),
-  route({ method: 'DELETE', path: '/tables/{name}/indexes/{field}', handler: h.dropIndex, role: 'write', names: 'table', subNames: 'field',
+  route({ method: 'DELETE', path: '/tables/{name}/indexes/{field}', handler: tb.dropIndex, role: 'write', names: 'table', subNames: 'field',
     summary: 'Drop an index', strict: true, ok: { status: [200], message: 'index deleted successfully' } }),
 
   // ---- records, and the quick-start spelling /table/<key>
-  route({ method: 'GET', path: '/records', handler: h.listRecords, role: 'read', summary: 'Records in byte order, a page at a time', strict: true,
+  route({ method: 'GET', path: '/records', handler: ls.listRecords, role: 'read', summary: 'Records in byte order, a page at a time', strict: true,
     query: listing, ok: { status: [200], message: 'records listed successfully' } }),
-  route({ method: 'PUT', path: '/records/{name}', handler: h.putRecord, role: 'write', names: 'record', summary: 'Create or replace a record',
+  route({ method: 'PUT', path: '/records/{name}', handler: rec.putRecord, role: 'write', names: 'record', summary: 'Create or replace a record',
     body: b.putRecord,
     ok: { status: [201, 200], message: 'record created successfully' } }),
-  route({ method: 'PATCH', path: '/records/{name}', handler: h.patchRecord, role: 'write', names: 'record', strict: true,
+  route({ method: 'PATCH', path: '/records/{name}', handler: rec.patchRecord, role: 'write', names: 'record', strict: true,
     summary: 'Merge fields into a record (null deletes one), or set its lifetime',
     body: b.patchRecord,
     ok: { status: [200], message: 'record patched successfully' } }),
-  route({ method: 'GET', path: '/records/{name}', handler: h.getRecord, role: 'read', names: 'record', summary: 'Read a record',
+  route({ method: 'GET', path: '/records/{name}', handler: rec.getRecord, role: 'read', names: 'record', summary: 'Read a record',
     ok: { status: [200], message: 'record queried successfully' } }),
-  route({ method: 'POST', path: '/records/{name}', handler: h.searchRecord, role: 'write', names: 'record', summary: "One field's value",
+  route({ method: 'POST', path: '/records/{name}', handler: rec.searchRecord, role: 'write', names: 'record', summary: "One field's value",
     body: b.searchRecord,
     ok: { status: [200], message: 'search completed successfully' } }),
-  route({ method: 'DELETE', path: '/records/{name}', handler: h.deleteRecord, role: 'write', names: 'record', summary: 'Delete a record',
+  route({ method: 'DELETE', path: '/records/{name}', handler: rec.deleteRecord, role: 'write', names: 'record', summary: 'Delete a record',
     ok: { status: [200], message: 'record deleted successfully' } }),
-  route({ method: 'PUT', path: '/table/{name}', handler: h.putQuick, role: 'write', names: 'record', summary: 'Quick-start spelling of PUT /records',
+  route({ method: 'PUT', path: '/table/{name}', handler: rec.putQuick, role: 'write', names: 'record', summary: 'Quick-start spelling of PUT /records',
     body: b.putQuick,
     ok: { status: [201, 200], message: 'record created successfully' } }),
-  route({ method: 'GET', path: '/table/{name}', handler: h.getRecord, role: 'read', names: 'record', summary: 'Quick-start spelling of GET /records',
+  route({ method: 'GET', path: '/table/{name}', handler: rec.getRecord, role: 'read', names: 'record', summary: 'Quick-start spelling of GET /records',
     ok: { status: [200], message: 'record queried successfully' } }),
-  route({ method: 'DELETE', path: '/table/{name}', handler: h.deleteRecord, role: 'write', names: 'record', summary: 'Quick-start spelling of DELETE /records',
+  route({ method: 'DELETE', path: '/table/{name}', handler: rec.deleteRecord, role: 'write', names: 'record', summary: 'Quick-start spelling of DELETE /records',
     ok: { status: [200], message: 'record deleted successfully' } }),
 
   // ---- variants
-  route({ method: 'GET', path: '/variants', handler: h.listVariants, role: 'read', summary: 'Variants in byte order, a page at a time', strict: true,
+  route({ method: 'GET', path: '/variants', handler: ls.listVariants, role: 'read', summary: 'Variants in byte order, a page at a time', strict: true,
     query: listing, ok: { status: [200], message: 'variants listed successfully' } }),
-  route({ method: 'PUT', path: '/variants/{name}', handler: h.putVariant, role: 'write', names: 'variant', summary: 'Create or replace a variant',
+  route({ method: 'PUT', path: '/variants/{name}', handler: v.putVariant, role: 'write', names: 'variant', summary: 'Create or replace a variant',
     body: b.putVariant,
     ok: { status: [201, 200], message: 'variant created successfully' } }),
-  route({ method: 'PATCH', path: '/variants/{name}', handler: h.patchVariant, role: 'write', names: 'variant', strict: true,
+  route({ method: 'PATCH', path: '/variants/{name}', handler: v.patchVariant, role: 'write', names: 'variant', strict: true,
     summary: 'Set the remaining lifetime of a variant',
     body: b.patchVariant,
     ok: { status: [200], message: 'variant patched successfully' } }),
-  route({ method: 'POST', path: '/variants/{name}', handler: h.incrementVariant, role: 'write', names: 'variant',
+  route({ method: 'POST', path: '/variants/{name}', handler: v.incrementVariant, role: 'write', names: 'variant',
     summary: 'Add to a numeric variant, or append to a string variant', body: b.incrementVariant,
     ok: { status: [200], message: 'variant incremented successfully (append: variant appended successfully)' } }),
-  route({ method: 'GET', path: '/variants/{name}', handler: h.getVariant, role: 'read', names: 'variant', summary: 'Read a variant',
+  route({ method: 'GET', path: '/variants/{name}', handler: v.getVariant, role: 'read', names: 'variant', summary: 'Read a variant',
     ok: { status: [200], message: 'variant queried successfully' } }),
-  route({ method: 'DELETE', path: '/variants/{name}', handler: h.deleteVariant, role: 'write', names: 'variant', summary: 'Delete a variant',
+  route({ method: 'DELETE', path: '/variants/{name}', handler: v.deleteVariant, role: 'write', names: 'variant', summary: 'Delete a variant',
     ok: { status: [200], message: 'variant deleted successfully' } }),
 
   // ---- the quick-start spellings /number/<key> (an integer variant) and /text/<key> (a string variant)
@@ -182,21 +159,21 @@ export const ROUTES: readonly RouteDef[] = [
     strict: true, query: {}, ok: { status: [200], message: 'variant deleted successfully' } }),
 
   // ---- locks
-  route({ method: 'GET', path: '/locks', handler: h.listLocks, role: 'read', summary: 'Held locks in byte order, a page at a time', strict: true,
+  route({ method: 'GET', path: '/locks', handler: ls.listLocks, role: 'read', summary: 'Held locks in byte order, a page at a time', strict: true,
     query: listing, ok: { status: [200], message: 'locks listed successfully' } }),
-  route({ method: 'PUT', path: '/locks/{name}', handler: h.acquireLock, role: 'write', names: 'lock', summary: 'Acquire a lease lock',
+  route({ method: 'PUT', path: '/locks/{name}', handler: lk.acquireLock, role: 'write', names: 'lock', summary: 'Acquire a lease lock',
     body: b.acquireLock,
     ok: { status: [201], message: 'lock created successfully' } }),
-  route({ method: 'PATCH', path: '/locks/{name}', handler: h.renewLock, role: 'write', names: 'lock', summary: 'Renew a lease',
+  route({ method: 'PATCH', path: '/locks/{name}', handler: lk.renewLock, role: 'write', names: 'lock', summary: 'Renew a lease',
     body: b.renewLock,
     ok: { status: [200], message: 'lease acquired successfully' } }),
-  route({ method: 'DELETE', path: '/locks/{name}', handler: h.releaseLock, role: 'write', names: 'lock', summary: 'Release a lock',
+  route({ method: 'DELETE', path: '/locks/{name}', handler: lk.releaseLock, role: 'write', names: 'lock', summary: 'Release a lock',
     body: b.releaseLock, ok: { status: [200], message: 'lock deleted successfully' } }),
-  route({ method: 'GET', path: '/locks/{name}', handler: h.queryLock, role: 'read', names: 'lock', summary: 'Who holds a lock',
+  route({ method: 'GET', path: '/locks/{name}', handler: lk.queryLock, role: 'read', names: 'lock', summary: 'Who holds a lock',
     ok: { status: [200], message: 'lock queried successfully' } }),
 
   // ---- lists (docs/api.md "Lists"), and the quick-start spelling /list/<key>
-  route({ method: 'GET', path: '/lists', handler: h.listLists, role: 'read', summary: 'Lists in byte order, a page at a time', strict: true,
+  route({ method: 'GET', path: '/lists', handler: ls.listLists, role: 'read', summary: 'Lists in byte order, a page at a time', strict: true,
     query: listing, ok: { status: [200], message: 'lists listed successfully' } }),
   route({ method: 'PUT', path: '/lists/{name}', handler: lists.putList, role: 'write', names: 'list', summary: 'Create or replace a list',
     body: b.putList,
@@ -227,7 +204,7 @@ export const ROUTES: readonly RouteDef[] = [
     body: b.onlyIfVersion, strict: true, query: {}, ok: { status: [200], message: 'list deleted successfully' } }),
 
   // ---- sets (docs/api.md "Sets"), and the quick-start spelling /set/<key>
-  route({ method: 'GET', path: '/sets', handler: h.listSets, role: 'read', summary: 'Sets in byte order, a page at a time', strict: true,
+  route({ method: 'GET', path: '/sets', handler: ls.listSets, role: 'read', summary: 'Sets in byte order, a page at a time', strict: true,
     query: listing, ok: { status: [200], message: 'sets listed successfully' } }),
   route({ method: 'PUT', path: '/sets/{name}', handler: c.putSet, role: 'write', names: 'set', summary: 'Create or replace a set', strict: true,
     body: b.putSet, ok: { status: [201, 200], message: 'set created successfully' } }),
@@ -256,7 +233,7 @@ export const ROUTES: readonly RouteDef[] = [
     query: {}, body: b.onlyIfVersion, ok: { status: [200], message: 'set deleted successfully' } }),
 
   // ---- sorted sets (docs/api.md "Sorted sets"), and the quick-start spelling /zset/<key>
-  route({ method: 'GET', path: '/zsets', handler: h.listZsets, role: 'read', summary: 'Sorted sets in byte order, a page at a time', strict: true,
+  route({ method: 'GET', path: '/zsets', handler: ls.listZsets, role: 'read', summary: 'Sorted sets in byte order, a page at a time', strict: true,
     query: listing, ok: { status: [200], message: 'zsets listed successfully' } }),
   route({ method: 'PUT', path: '/zsets/{name}', handler: c.putZset, role: 'write', names: 'zset', summary: 'Create or replace a sorted set', strict: true,
     query: {}, body: b.putZset,
@@ -304,7 +281,7 @@ export const ROUTES: readonly RouteDef[] = [
   route({ method: 'GET', path: '/metrics', handler: serveMetrics, role: 'admin', query: {},
     summary: 'Prometheus metrics (text format, not the envelope); also with Authorization: Bearer <--metrics-token>',
     ok: { status: [200], message: 'Prometheus text exposition format 0.0.4', type: 'text/plain; version=0.0.4' } }),
-  route({ method: 'GET', path: '/openapi.json', handler: serveOpenApi, role: 'public', query: {},
+  route({ method: 'GET', path: '/openapi.json', handler: openApiHandler(servedRoutes), role: 'public', query: {},
     summary: 'This OpenAPI 3.1 document (not wrapped in the envelope); no token needed',
     ok: { status: [200], message: 'the OpenAPI document', type: 'application/json' } }),
   route({ method: 'GET', path: '/backup', handler: h.backup, role: 'admin', query: {},
@@ -314,3 +291,8 @@ export const ROUTES: readonly RouteDef[] = [
   route({ method: 'POST', path: '/_test/clock', handler: h.advanceClock, role: 'admin', summary: 'Move the test clock', testOnly: true,
     ok: { status: [200], message: 'clock advanced' } }),
 ];
+
+/** Every route the server serves (test clock included when asked): for documents derived from the table. */
+export function servedRoutes(testClock: boolean): RouteDef[] {
+  return ROUTES.filter((r) => testClock || r.testOnly !== true);
+}

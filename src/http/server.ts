@@ -10,7 +10,7 @@ import * as https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import * as net from 'node:net';
-import { type Body, decodeBody, hasBody, parseBody, refuseBody, tooLarge } from './body.js';
+import { type Body, decodeBody, hasBody, parseBody, refuseBody, tooLarge } from './request-body.js';
 import {
   answerLast,
   conn,
@@ -27,7 +27,7 @@ import {
 } from './connections.js';
 import { errorHeaders, toStatus } from './errors.js';
 import { sendError } from './envelope.js';
-import type { Args, Ctx } from './handlers.js';
+import type { Args, Ctx } from './context.js';
 import { HttpError } from './errors.js';
 import { type Match, type Route, route } from './router.js';
 import { Authenticator } from './auth.js';
@@ -260,7 +260,7 @@ export class PithosServer {
       return sendError(res, who.status, who.message);
     }
     if (m === undefined) return this.fail(res, miss);
-    // A public route is served to anyone: it must not read a body (body.ts, refuseBody).
+    // A public route is served to anyone: it must not read a body (request-body.ts, refuseBody).
     if (m.route.def.role === 'public' && hasBody(req)) return refuseBody(req, res);
     req.route = m.route;
     req.name = m.name;
@@ -353,7 +353,7 @@ export class PithosServer {
   async shutdown(graceMs: number): Promise<void> {
     const deadline = Date.now() + graceMs;
     this.shuttingDown = true;
-    this.ctx.store.lists?.stopWaiting();
+    this.ctx.store.lists.stopWaiting();
     // Stop accepting, but leave open connections alone for now: node:http's own
     // close() also destroys every connection whose response has been ended,
     // even when its bytes are still queued for a slow reader. Keep-alive clients

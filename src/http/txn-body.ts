@@ -11,9 +11,10 @@ import { elementNumberTexts } from '../store/json.js';
 import { isRowId, MAX_ROW_ID } from '../store/rows.js';
 import { MAX_POP } from '../store/lists.js';
 import { checkName, isPlainObject, isVersion, MAX_TTL } from '../store/validate.js';
-import type * as b from './bodies.js';
+import type * as b from './body-fields.js';
 import type { BodyOf } from './fields.js';
 import { checkMember, checkScore, membersOf, scoresOf, Z_MODES } from '../store/collection.js';
+import { wordList, type TxnKind } from '../store/kinds.js';
 
 export const MAX_TXN_ITEMS = 1000;
 
@@ -70,9 +71,11 @@ function nameOf(o: Obj, kind: string, where: string): string {
   return v;
 }
 
-type Kind = 'table' | 'variant' | 'record' | 'list' | 'set' | 'zset';
-const KINDS: readonly Kind[] = ['table', 'variant', 'record', 'list', 'set', 'zset'];
-const KINDS_TEXT = "'table', 'variant', 'record', 'list', 'set' or 'zset'";
+type Kind = TxnKind;
+/** The kinds in the order the 400 for a bad 'kind' names them, which is not the kinds table's order. */
+const KIND_ORDER: Record<Kind, null> = { table: null, variant: null, record: null, list: null, set: null, zset: null };
+const KINDS = Object.keys(KIND_ORDER) as Kind[];
+const KINDS_TEXT = wordList(KINDS);
 
 /** Whether `v` is one of `options`, as a type guard. */
 function oneOf<T extends string>(options: readonly T[], v: unknown): v is T {

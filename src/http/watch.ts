@@ -21,6 +21,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Change, ChangeFeed, ChangeKind } from '../store/store.js';
+import { wordList } from '../store/kinds.js';
 import { invalid, StoreError } from '../store/errors.js';
 
 /** Bytes a watcher may leave unread before it is cut off with `overflow`. */
@@ -43,7 +44,8 @@ const HEARTBEAT_MS = 15_000;
 const OVERFLOW_GRACE_MS = 10_000;
 
 const KIND_BITS: Record<ChangeKind, number> = { table: 1, record: 2, variant: 4, lock: 8, list: 16, set: 32, zset: 64 };
-const ALL_KINDS = 127;
+const ALL_KINDS = Object.values(KIND_BITS).reduce((all, bit) => all | bit, 0);
+const KINDS_TEXT = wordList(Object.keys(KIND_BITS), '');
 const PARAMS = new Set(['kind', 'prefix', 'since', 'values']);
 
 /** Stops a replay whose watcher went away or overflowed. */
@@ -146,7 +148,7 @@ export class WatchHub {
       if (k === 'kind') {
         // Own keys only: an index such as `constructor` or `__proto__` would find Object.prototype's members.
         const bit = Object.hasOwn(KIND_BITS, v) ? (KIND_BITS as Record<string, number>)[v] : undefined;
-        if (bit === undefined) throw invalid(`query parameter 'kind' must be table, record, variant, lock, list, set or zset, not '${v}'`);
+        if (bit === undefined) throw invalid(`query parameter 'kind' must be ${KINDS_TEXT}, not '${v}'`);
         kinds |= bit;
       } else if (k === 'prefix') {
         prefix = v;

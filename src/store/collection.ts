@@ -8,9 +8,9 @@
 import { invalid, type StoreError } from './errors.js';
 import { missing } from './messages.js';
 import { isPlainObject } from './validate.js';
+import type { CollectionKind } from './kinds.js';
 
-/** The collection kinds that are kept as many keys (one per element): sets and sorted sets. */
-export type CollectionKind = 'set' | 'zset';
+export type { CollectionKind };
 
 /** A member is a string of at most this many bytes of UTF-8 (docs/api.md, "Sets"). */
 export const MAX_MEMBER_BYTES = 4096;

@@ -4,9 +4,9 @@
  * alike (docs/api.md gives these messages).
  */
 import { notFound, type StoreError } from './errors.js';
+import type { ObjectKind } from './kinds.js';
 
-/** Every kind of named object the contract has. */
-export type ObjectKind = 'table' | 'record' | 'variant' | 'lock' | 'list' | 'set' | 'zset';
+export type { ObjectKind };
 
 /** 404: `<kind> '<name>' does not exist`. */
 export const missing = (kind: ObjectKind, name: string): StoreError => notFound(`${kind} '${name}' does not exist`);

@@ -14,6 +14,7 @@
 import type { ScalarInput, VType } from './variant.js';
 import type { SetOp, ZMode, ZRange } from './collection.js';
 import type { Row } from './wheres.js';
+import type { ChangeKind, ListKind } from './kinds.js';
 
 export type Sync<T> = T | Promise<T>;
 /**
@@ -133,7 +134,8 @@ export interface RowQuery {
   withIds?: boolean;
 }
 
-export type ListKind = 'tables' | 'records' | 'variants' | 'locks' | 'lists' | 'sets' | 'zsets';
+/** The kinds and their unions are declared with their table (kinds.ts). */
+export type { ChangeKind, ListKind };
 
 /** A listing request (docs/api.md "List names"): names in byte order. */
 export interface ListOptions {
@@ -323,8 +325,6 @@ export interface Transaction {
 
 // ---- change feed (docs/api.md "Change feed") --------------------------------------
 
-export type ChangeKind = 'table' | 'record' | 'variant' | 'lock' | 'list' | 'set' | 'zset';
-
 /** One change of one object, as the change feed reports it. */
 export interface Change {
   readonly type: 'put' | 'delete' | 'expire';
@@ -379,9 +379,9 @@ export interface Store {
   readonly records: RecordStore;
   readonly variants: VariantStore;
   readonly locks: LockStore;
-  /** Lists (docs/api.md "Lists"); a store without them answers their routes with 503. */
+  /** Lists (docs/api.md "Lists"). */
   readonly lists: ListStore;
-  /** Sets and sorted sets; a store without them answers their endpoints with 503. */
+  /** Sets and sorted sets (docs/api.md "Sets", "Sorted sets"). */
   readonly sets: SetStore;
   readonly zsets: ZsetStore;
   /**

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { nodeFileOps } from '../../src/engine/index.js';
-import { restoreBackup } from '../../src/store/log/index.js';
+import { restoreBackup } from '../../src/store/log/log-store.js';
 import { PithosServer, STORE, expectError, expectSuccess, rawRequest, runCli, uniq, untilCount } from '../helpers/server.js';
 
 let srv: PithosServer;

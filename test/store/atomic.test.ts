@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { Atomic } from '../../src/store/log/atomic.js';
-import { LogStore } from '../../src/store/log/index.js';
+import { LogStore } from '../../src/store/log/log-store.js';
 import type { Engine } from '../../src/engine/index.js';
 
 const quiet = { sweepIntervalMs: 0, compactIntervalMs: 0, log: () => {} };

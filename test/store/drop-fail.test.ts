@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { type FileOps, nodeFileOps } from '../../src/engine/index.js';
-import { LogStore } from '../../src/store/log/index.js';
+import { LogStore } from '../../src/store/log/log-store.js';
 import { textOf } from '../../src/store/stream.js';
 
 interface Faults {

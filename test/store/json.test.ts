@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { deepEqual, exceedsDepth, mergeFields } from '../../src/store/json.js';
-import { parseBody } from '../../src/http/body.js';
+import { parseBody } from '../../src/http/request-body.js';
 import { HttpError } from '../../src/http/errors.js';
 
 test('nesting depth is counted outside strings only', () => {

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { LogStore } from '../../src/store/log/index.js';
+import { LogStore } from '../../src/store/log/log-store.js';
 import type { ListPop } from '../../src/store/store.js';
 
 const quiet = { sweepIntervalMs: 0, compactIntervalMs: 0, log: () => {} };

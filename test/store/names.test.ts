@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { nodeFileOps, type FileOps } from '../../src/engine/index.js';
-import { LogStore } from '../../src/store/log/index.js';
+import { LogStore } from '../../src/store/log/log-store.js';
 import type { ListKind } from '../../src/store/store.js';
 
 const dirs: string[] = [];

@@ -18,7 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
-import { LogStore } from '../../src/store/log/index.js';
+import { LogStore } from '../../src/store/log/log-store.js';
 import { PgStore } from '../../src/store/postgres/index.js';
 import type { OrderKey, RowQuery, Store } from '../../src/store/store.js';
 import { textOf } from '../../src/store/stream.js';

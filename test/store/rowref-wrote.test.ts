@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import type { Atomic } from '../../src/store/log/atomic.js';
-import { LogStore } from '../../src/store/log/index.js';
+import { LogStore } from '../../src/store/log/log-store.js';
 import { updateRows } from '../../src/store/log/tables.js';
 import { compileWheres } from '../../src/store/wheres.js';
 

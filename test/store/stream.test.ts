@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { LogStore } from '../../src/store/log/index.js';
+import { LogStore } from '../../src/store/log/log-store.js';
 import type { RowQuery, Text } from '../../src/store/store.js';
 import { sortInSlices, STREAM_ROWS, textOf } from '../../src/store/stream.js';
 

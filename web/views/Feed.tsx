@@ -9,8 +9,8 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { type Kind, type Pithos, PithosError, type WatchEvent, parseSSE } from '../../client/index.js';
 import { Field } from '../components/Field.js';
 import { CONSOLE_HEADER, errorText } from '../lib/api.js';
+import { FEED_KINDS } from '../lib/kinds.js';
 
-const KINDS: Kind[] = ['table', 'record', 'variant', 'lock', 'list', 'set', 'zset'];
 const KEEP = 500;
 
 interface Shown {
@@ -157,7 +157,7 @@ export function Feed({ db }: { db: Pithos }) {
         <h2 id="filters-title">Filters</h2>
         <fieldset class="kinds">
           <legend>Kinds (none ticked: all)</legend>
-          {KINDS.map((k) => (
+          {FEED_KINDS.map((k) => (
             <label class="check-label" key={k}>
               <input type="checkbox" name="kind" value={k} checked={form.kinds.includes(k)} onChange={() => toggle(k)} /> {k}
             </label>

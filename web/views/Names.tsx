@@ -9,21 +9,12 @@ import { Field } from '../components/Field.js';
 import { parseJson } from '../components/JsonEditor.js';
 import { Status } from '../components/Status.js';
 import { enc, errorText } from '../lib/api.js';
+import { type Section, SECTIONS } from '../lib/kinds.js';
 import { duration, plural } from '../lib/format.js';
 import { useAction, useCursor, useInterval } from '../lib/hooks.js';
 import { type VariantType, literalFor, typeOfLiteral, variantLiteral } from '../lib/variant.js';
 
-export type Section = 'tables' | 'records' | 'variants' | 'locks' | 'lists' | 'sets' | 'zsets';
-
-const KINDS: Record<Section, { kind: 'table' | 'record' | 'variant' | 'lock' | 'list' | 'set' | 'zset'; one: string; title: string }> = {
-  tables: { kind: 'table', one: 'table', title: 'Tables' },
-  records: { kind: 'record', one: 'record', title: 'Records' },
-  variants: { kind: 'variant', one: 'variant', title: 'Variants' },
-  locks: { kind: 'lock', one: 'lock', title: 'Locks' },
-  lists: { kind: 'list', one: 'list', title: 'Lists' },
-  sets: { kind: 'set', one: 'set', title: 'Sets' },
-  zsets: { kind: 'zset', one: 'sorted set', title: 'Sorted sets' },
-};
+export type { Section };
 
 interface Item extends ListItem {
   length?: number;
@@ -34,7 +25,7 @@ interface Item extends ListItem {
 }
 
 export function Names({ db, section }: { db: Pithos; section: Section }) {
-  const k = KINDS[section];
+  const k = SECTIONS[section];
   const [prefix, setPrefix] = useState('');
   const [applied, setApplied] = useState('');
   const [limit, setLimit] = useState(25);

@@ -12,9 +12,12 @@
  * decision is thrown away (nothing was written) and run again once the value
  * is there. Nothing else in the log store calls engine.write.
  */
-import { type Decoder, type Engine, type GroupSnapshot, MISS, Op, type VersionRef, type WriteOp } from '../../engine/index.js';
+import { type Decoder, type Engine, groupOf, type GroupSnapshot, MISS, Op, type VersionRef, type WriteOp } from '../../engine/index.js';
 import { StoreError } from '../errors.js';
 import { fromEngine } from './errors.js';
+import { type RowMemo, RowWrites } from './row-writes.js';
+
+export type { RowMemo };
 
 /**
  * Thrown inside `decide` when a value must be read from disk first.
@@ -79,13 +82,6 @@ interface Slot {
   exp: number;
 }
 
-/** One row: the decoded object and its JSON text (what answers are built from). */
-export interface RowMemo {
-  id: number;
-  obj: Record<string, unknown>;
-  json: string;
-}
-
 /**
  * A decision's view of the store: the engine's state plus the writes queued
  * so far in this decision, so a later step sees the effect of an earlier one
@@ -94,10 +90,10 @@ export interface RowMemo {
 export class Tx {
   readonly ops: WriteOp[] = [];
   private keys: Map<string, Slot | null> | undefined;
-  /** Rows written in this decision, by group and t_id; null = removed. */
-  private groups: Map<string, Map<number, RowMemo | null>> | undefined;
-  /** The stored version of each row this decision changed (absent for rows it inserted), for index upkeep. */
-  private olds: Map<string, Map<number, Record<string, unknown>>> | undefined;
+  /** The table rows this decision wrote (row-writes.ts); allocated by its first row write or group drop. */
+  private rowWrites: RowWrites | undefined;
+  /** The groups this decision's ops write into, and how many ops were looked at for them (groupKeys). */
+  private written: { groups: Set<string>; upTo: number } | undefined;
 
   /** Run right after this decision's batch enters the engine (see CommitObserver). */
   commitHooks: Array<(written: Promise<void>) => void> | undefined;
@@ -222,29 +218,20 @@ export class Tx {
   /** Deletes every key of a group (a table incarnation's rows) in one entry. */
   dropGroup(group: string): void {
     this.ops.push({ op: Op.DropGroup, key: group, value: undefined, expiresAt: 0 });
-    (this.groups ??= new Map()).set(group, new Map());
+    (this.rowWrites ??= new RowWrites()).dropGroup(group);
   }
+
+  // ---- table rows: queued here, remembered by RowWrites so later steps see them
 
   /** `old` is the row as stored before this decision (absent for an insert). */
   putRow(group: string, key: string, memo: RowMemo, decoder: Decoder<RowMemo>, exp: number, old?: Record<string, unknown>): void {
     this.ops.push({ op: Op.Put, key, value: Buffer.from(memo.json), expiresAt: exp, memo, decoder: decoder as Decoder<unknown> });
-    const slots = this.rowSlots(group);
-    if (old !== undefined && !slots.has(memo.id)) this.rememberOld(group, memo.id, old);
-    slots.set(memo.id, memo);
+    (this.rowWrites ??= new RowWrites()).put(group, memo, old);
   }
 
   delRow(group: string, key: string, id: number, old: Record<string, unknown>): void {
     this.ops.push({ op: Op.Del, key, value: undefined, expiresAt: 0 });
-    const slots = this.rowSlots(group);
-    if (!slots.has(id)) this.rememberOld(group, id, old);
-    slots.set(id, null);
-  }
-
-  private rememberOld(group: string, id: number, old: Record<string, unknown>): void {
-    const os = (this.olds ??= new Map());
-    let m = os.get(group);
-    if (m === undefined) os.set(group, (m = new Map()));
-    m.set(id, old);
+    (this.rowWrites ??= new RowWrites()).del(group, id, old);
   }
 
   /**
@@ -252,44 +239,55 @@ export class Tx {
    * decision sees it: a row it wrote or removed first, else the stored one.
    */
   row(group: string, key: string, id: number, dec: Decoder<RowMemo>): RowMemo | undefined {
-    const o = this.groups?.get(group)?.get(id);
+    const o = this.rowWrites?.slot(group, id);
     if (o !== undefined) return o === null ? undefined : o;
     return this.get(key, dec);
   }
 
   /** The version of one row as this decision sees it (as `version` does for a key); undefined when absent. */
   rowVersion(group: string, key: string, id: number): number | undefined {
-    const o = this.groups?.get(group)?.get(id);
+    const o = this.rowWrites?.slot(group, id);
     if (o !== undefined) return o === null ? undefined : this.seq;
     return this.engine.versionOf(key, this.now);
   }
 
   /** Rows this decision changed, by group: t_id → new version (null = removed). Undefined when none. */
   get rowChanges(): ReadonlyMap<string, ReadonlyMap<number, RowMemo | null>> | undefined {
-    return this.groups;
+    return this.rowWrites?.changes;
   }
 
   /** The stored version of a row this decision changed; undefined when it inserted the row. */
   oldRow(group: string, id: number): Record<string, unknown> | undefined {
-    return this.olds?.get(group)?.get(id);
-  }
-
-  private rowSlots(group: string): Map<number, RowMemo | null> {
-    const gs = (this.groups ??= new Map());
-    let m = gs.get(group);
-    if (m === undefined) gs.set(group, (m = new Map()));
-    return m;
+    return this.rowWrites?.oldRow(group, id);
   }
 
   /**
    * Live stored keys of a group above `after` ('' = from the first), at most
    * `limit`, in key order: a collection's members (collections.ts). Only
-   * what is stored: this decision's own writes are not seen, so a decision
-   * that lists members does so before it writes any. `bare`: the keys
-   * without the group's prefix (the member keys the engine holds).
+   * what is stored, so it refuses (throws) once this decision has written
+   * into the group: a listing that silently left out the decision's own
+   * writes would be wrong. A decision lists a group before it writes to it;
+   * writes to other keys first are fine. `bare`: the keys without the
+   * group's prefix (the member keys the engine holds).
    */
   groupKeys(group: string, after: string, limit: number, bare = false): string[] {
+    if (this.ops.length > 0 && this.wroteInto(group)) throw new Error(`a decision listed group ${JSON.stringify(group)} after writing into it`);
     return this.engine.groupKeys(group, after, limit, this.now, bare);
+  }
+
+  /**
+   * Whether an op of this decision writes into `group` (a key of it, or a
+   * drop of it). The ops are looked at once each, however many listings
+   * ask, and only by a decision that lists after writing.
+   */
+  private wroteInto(group: string): boolean {
+    const w = (this.written ??= { groups: new Set(), upTo: 0 });
+    for (; w.upTo < this.ops.length; w.upTo++) {
+      const op = this.ops[w.upTo];
+      const g = op.op === Op.DropGroup ? op.key : groupOf(op.key);
+      if (g !== undefined) w.groups.add(g);
+    }
+    return w.groups.has(group);
   }
 
   /** Keys in a group (expired-but-unswept ones included): decides whether an answer is large. */
@@ -323,18 +321,7 @@ export class Tx {
       if (scanned instanceof Promise) throw this.fetched.need(group, scanned);
       base = scanned;
     }
-    const over = this.groups?.get(group);
-    if (over === undefined || over.size === 0) return base;
-    const out: RowMemo[] = [];
-    for (const r of base) {
-      const o = over.get(r.id);
-      if (o === undefined) out.push(r);
-      else if (o !== null) out.push(o);
-    }
-    // Rows this decision inserted have ids above every stored one; Map order is insertion (id) order.
-    const top = base.length === 0 ? 0 : base[base.length - 1].id;
-    for (const [id, o] of over) if (id > top && o !== null) out.push(o);
-    return out;
+    return this.rowWrites === undefined ? base : this.rowWrites.over(group, base);
   }
 }
 

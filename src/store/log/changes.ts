@@ -10,15 +10,14 @@ import type { Engine } from '../../engine/index.js';
 import { Op } from '../../engine/index.js';
 import type { Change, ChangeFeed, ChangeKind } from '../store.js';
 import { variantValue } from '../variant.js';
-import { HEADER_KINDS, opOfHeader } from './collections.js';
+import { opOfHeader } from './collections.js';
+import { kindOfTop, listGroup, nameOfTop, rowOfKey } from './keys.js';
 
 interface EntryLike {
   op: Op;
   key: string;
   value: Buffer | undefined;
 }
-
-const ROW_ID_WIDTH = 16;
 
 class LogChange implements Change {
   private text: string | undefined = undefined;
@@ -48,23 +47,10 @@ class LogChange implements Change {
 
 /** kind, name and t_id of a key; undefined for keys that are no object of their own. */
 function objectOf(key: string): [ChangeKind, string, number | undefined] | undefined {
-  const c = key.charCodeAt(0);
-  if (key.charCodeAt(1) === 0x2f /* / */) {
-    const name = key.slice(2);
-    if (c === 0x52 /* R */) return ['record', name, undefined];
-    if (c === 0x56 /* V */) return ['variant', name, undefined];
-    if (c === 0x4c /* L */) return ['lock', name, undefined];
-    if (c === 0x54 /* T */) return ['table', name, undefined];
-    if (c === 0x51 /* Q */) return ['list', name, undefined];
-    const coll = HEADER_KINDS.get(c);
-    if (coll !== undefined) return [coll, name, undefined];
-    return undefined;
-  }
-  // A row: t\0<table>\0<incarnation>\0<16-digit t_id>
-  if (c !== 0x74 /* t */ || key.charCodeAt(1) !== 0) return undefined;
-  const end = key.indexOf('\u0000', 2);
-  if (end < 0 || key.length !== key.lastIndexOf('\u0000') + 1 + ROW_ID_WIDTH) return undefined;
-  return ['table', key.slice(2, end), Number(key.slice(-ROW_ID_WIDTH))];
+  const kind = kindOfTop(key);
+  if (kind !== undefined) return [kind, nameOfTop(key), undefined];
+  const row = rowOfKey(key);
+  return row === undefined ? undefined : ['table', row[0], row[1]];
 }
 
 /** The incarnation at the start of a table's metadata value (`<inc> <next>`, tables.ts). */
@@ -122,7 +108,7 @@ function listChange(seq: number, name: string, v: Buffer, entries: readonly Entr
   if (nl < 0 || nl === v.length - 1) return new LogChange('put', 'list', name, seq, undefined, '', undefined);
   const sp = v.indexOf(0x20, nl);
   if (sp < 0) {
-    const group = `q\u0000${name}\u0000${v.toString('latin1', 0, v.indexOf(0x20))}\u0000`;
+    const group = listGroup(name, Number(v.toString('latin1', 0, v.indexOf(0x20))));
     const items: Buffer[] = [Buffer.from('[')];
     for (const e of entries) {
       if (e.op !== Op.Put || !e.key.startsWith(group)) continue;

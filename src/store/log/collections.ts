@@ -21,6 +21,7 @@ import type { Precondition } from '../store.js';
 import { expiryOf } from '../validate.js';
 import { checkPrecondition } from '../versions.js';
 import type { Tx } from './atomic.js';
+import { elementGroup, headerKey } from './keys.js';
 
 export interface Header {
   /** The sequence number of the batch that created this incarnation: names its element group. */
@@ -29,17 +30,8 @@ export interface Header {
   count: number;
 }
 
-const HEADER_PREFIX: Record<CollectionKind, string> = { set: 'S/', zset: 'Z/' };
-const GROUP_LETTER: Record<CollectionKind, string> = { set: 's', zset: 'z' };
-
-export const headerKey = (kind: CollectionKind, name: string): string => HEADER_PREFIX[kind] + name;
-export const elementGroup = (kind: CollectionKind, name: string, inc: number): string => `${GROUP_LETTER[kind]}\u0000${name}\u0000${inc}\u0000`;
-
-/** Header keys by their first character, for the change feed and listing. */
-export const HEADER_KINDS: ReadonlyMap<number, CollectionKind> = new Map([
-  [0x53 /* S */, 'set'],
-  [0x5a /* Z */, 'zset'],
-]);
+/** The header's and the elements' keys (keys.ts has the whole map). */
+export { elementGroup, headerKey } from './keys.js';
 
 /** `inc count` then, for an element operation, ` op json`. */
 export const headerDecoder: Decoder<Header> = (buf) => {

@@ -28,8 +28,23 @@ import { indexMissing } from '../messages.js';
 import { SortedList } from '../sorted.js';
 import { lookup, MISSING, type Row } from '../wheres.js';
 import type { Atomic, Tx } from './atomic.js';
-import { rowGroup, rowKey, tableKey } from './keys.js';
-import { cmpEntry, entryGroup, isPrim, type IxEntry, type Prim, SecondaryIndex, sortedEntries, TableIndexes } from './secondary.js';
+import {
+  DEF_GROUP,
+  defKey,
+  ENTRY_OTHER,
+  ENTRY_PREFIX,
+  ENTRY_VALUE,
+  entryCut,
+  entrySep,
+  longEntryKey,
+  otherEntryKey,
+  entryGroup,
+  rowGroup,
+  rowKey,
+  tableKey,
+  valueEntryKey,
+} from './keys.js';
+import { cmpEntry, isPrim, type IxEntry, type Prim, SecondaryIndex, sortedEntries, TableIndexes } from './secondary.js';
 
 /** An index being filled from its keys: values and t_ids of its entries, t_ids of rows read instead. */
 interface Fill {
@@ -48,10 +63,9 @@ const EMPTY = Buffer.alloc(0);
 /** The key of a row's entry, or undefined when the row has no value at the path. */
 function entryKey(group: string, v: unknown, id: number): string | undefined {
   if (v === MISSING) return undefined;
-  if (!isPrim(v)) return `${group}o\u0001${id}`;
-  // JSON escapes every control character, so U+0000 (groups) and U+0001 (the separator) cannot occur in it.
+  if (!isPrim(v)) return otherEntryKey(group, id);
   const j = JSON.stringify(v);
-  return j.length > MAX_KEY_VALUE ? `${group}l\u0001${id}` : `${group}v${j}\u0001${id}`;
+  return j.length > MAX_KEY_VALUE ? longEntryKey(group, id) : valueEntryKey(group, j, id);
 }
 
 interface Def {
@@ -62,8 +76,7 @@ interface Def {
   ready: boolean;
 }
 
-const DEF_GROUP = 'x\u0000';
-export const defKey = (table: string, field: string): string => `${DEF_GROUP}${table}\u0001${field}`;
+export { defKey };
 const defDecoder: Decoder<Def> = (buf) => JSON.parse(buf.toString('utf8')) as Def;
 
 /** The stored definition keys of a table's indexes (those of any incarnation), in a decision. */
@@ -146,22 +159,22 @@ export class IndexRegistry {
     if (ixs.length === 0) return;
     const byGroup = new Map<string, Fill>();
     for (const ix of ixs) byGroup.set(ix.group, { ix, vals: [], ids: [], long: [] });
-    const keys = this.entryKeys ?? this.engine.keys('i\u0000');
+    const keys = this.entryKeys ?? this.engine.keys(ENTRY_PREFIX);
     this.entryKeys = undefined;
     for (const k of keys) {
-      const cut = k.lastIndexOf('\u0000') + 1;
+      const cut = entryCut(k);
       const slot = byGroup.get(k.slice(0, cut));
       if (slot === undefined) continue;
-      const sep = k.lastIndexOf('\u0001');
+      const sep = entrySep(k);
       const id = Number(k.slice(sep + 1));
       const kind = k.charCodeAt(cut);
-      if (kind === 118 /* v */) {
+      if (kind === ENTRY_VALUE) {
         // A JSON number is also what Number() reads, to the same value; the rest is JSON.parse's.
         const c = k.charCodeAt(cut + 1);
         const text = k.slice(cut + 1, sep);
         slot.vals.push(c === 45 /* - */ || (c >= 48 && c <= 57) ? Number(text) : (JSON.parse(text) as Prim));
         slot.ids.push(id);
-      } else if (kind === 111 /* o */) slot.ix.other.add(id);
+      } else if (kind === ENTRY_OTHER) slot.ix.other.add(id);
       else slot.long.push(id);
     }
     for (const { ix, vals, ids, long } of byGroup.values()) {

@@ -1,16 +1,17 @@
 /**
  * Listing (docs/api.md "List names"): a page of names from the ordered view
  * (names.ts), then what each item shows, read in one decision: remaining
- * lifetime for all, the row count for tables, the holder for locks.
+ * lifetime for all, and each kind's own fields (EXTRAS): the row count for
+ * tables, the holder for locks, a list's length, a set's member count.
  */
 import type { ListKind, ListOptions, Sync } from '../store.js';
 import type { Atomic } from './atomic.js';
-import { rowGroup } from './keys.js';
+import { listPrefix, nameOfTop, rowGroup } from './keys.js';
 import { leaseDecoder } from './locks.js';
 import type { NameView } from './names.js';
 import { metaDecoder } from './tables.js';
 import { headDecoder } from './lists.js';
-import type { Engine } from '../../engine/index.js';
+import type { Decoder, Engine } from '../../engine/index.js';
 import { type Header, headerDecoder } from './collections.js';
 
 /**
@@ -21,47 +22,50 @@ import { type Header, headerDecoder } from './collections.js';
  */
 const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 
-const NS: Record<ListKind, string> = { tables: 'T/', records: 'R/', variants: 'V/', locks: 'L/', lists: 'Q/', sets: 'S/', zsets: 'Z/' };
+/**
+ * What an item of each kind shows beside its name and lifetime (the kinds
+ * table's `listing` fields): the value read for it, and those fields as JSON
+ * text from it (undefined: the name's value is gone since the page was read).
+ */
+interface Extra<T> {
+  dec: Decoder<T>;
+  fields(v: T | undefined, name: string, engine: Engine): string;
+}
+const extra = <T>(e: Extra<T>): Extra<unknown> => e as unknown as Extra<unknown>;
+const counted = extra({ dec: headerDecoder, fields: (h: Header | undefined) => `,"count":${h?.count ?? 0}` });
+const EXTRAS: Record<ListKind, Extra<unknown> | undefined> = {
+  tables: extra({
+    dec: metaDecoder,
+    fields: (m: { inc: number } | undefined, name, engine) => `,"rows":${m === undefined ? 0 : engine.groupSize(rowGroup(name, m.inc))}`,
+  }),
+  records: undefined,
+  variants: undefined,
+  locks: extra({ dec: leaseDecoder, fields: (l: { holder: string | null } | undefined) => `,"held":true,"holder":${JSON.stringify(l?.holder ?? null)}` }),
+  lists: extra({ dec: headDecoder, fields: (h: { head: number; tail: number } | undefined) => `,"length":${h === undefined ? 0 : h.tail - h.head}` }),
+  sets: counted,
+  zsets: counted,
+};
 
 export function list(engine: Engine, atomic: Atomic, names: NameView, kind: ListKind, opts: ListOptions): Sync<string> {
-  const ns = NS[kind];
+  const ns = listPrefix(kind);
+  const ex = EXTRAS[kind];
   return atomic.readNow((tx) => {
     // A read decision writes nothing, so the engine's expiry of each name is the decision's.
     const { keys, exps, more } = names.page(ns + opts.prefix, opts.after === null ? null : ns + opts.after, opts.limit, tx.now);
-    const extra =
-      kind === 'tables'
-        ? tx.getMany(keys, metaDecoder)
-        : kind === 'locks'
-          ? tx.getMany(keys, leaseDecoder)
-          : kind === 'lists'
-            ? tx.getMany(keys, headDecoder)
-            : kind === 'sets' || kind === 'zsets'
-              ? tx.getMany(keys, headerDecoder)
-              : undefined;
+    const values = ex === undefined ? undefined : tx.getMany(keys, ex.dec);
     let out = '{"items":[';
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i];
       const exp = exps[i];
-      const name = key.slice(2);
+      const name = nameOfTop(key);
       let item =
         (i === 0 ? '{"name":' : ',{"name":') +
         (PLAIN.test(name) ? '"' + name + '"' : JSON.stringify(name)) +
         (exp === 0 ? ',"ttl_ms":null' : ',"ttl_ms":' + Math.max(0, exp - tx.now));
-      if (kind === 'tables') {
-        const m = extra?.[i] as { inc: number } | undefined;
-        item += `,"rows":${m === undefined ? 0 : engine.groupSize(rowGroup(key.slice(2), m.inc))}`;
-      } else if (kind === 'lists') {
-        const h = extra?.[i] as { head: number; tail: number } | undefined;
-        item += `,"length":${h === undefined ? 0 : h.tail - h.head}`;
-      } else if (kind === 'locks') {
-        const l = extra?.[i] as { holder: string | null } | undefined;
-        item += `,"held":true,"holder":${JSON.stringify(l?.holder ?? null)}`;
-      } else if (kind === 'sets' || kind === 'zsets') {
-        item += `,"count":${(extra?.[i] as Header | undefined)?.count ?? 0}`;
-      }
+      if (ex !== undefined) item += ex.fields(values?.[i], name, engine);
       out += item + '}';
     }
-    const next = more && keys.length > 0 ? JSON.stringify(keys[keys.length - 1].slice(2)) : 'null';
+    const next = more && keys.length > 0 ? JSON.stringify(nameOfTop(keys[keys.length - 1])) : 'null';
     return `${out}],"next":${next}}`;
   });
 }

@@ -22,7 +22,7 @@ import type { ListPatch, ListPop, ListSide, ListStore, Precondition, Sync, Versi
 import { expiryOf } from '../validate.js';
 import { checkPrecondition } from '../versions.js';
 import type { Atomic, Tx } from './atomic.js';
-import { itemKey, listGroup, listKey } from './keys.js';
+import { isListKey, itemKey, listGroup, listKey, nameOfTop } from './keys.js';
 
 export interface ListHead {
   /** Sequence number of the batch that created this incarnation: names its item group. */
@@ -248,8 +248,8 @@ export class LogLists implements ListStore {
     const ops = tx.ops;
     for (let i = 0; i < ops.length; i++) {
       const o = ops[i];
-      if (o.op !== Op.Put || o.key.charCodeAt(0) !== 81 /* Q */ || o.key.charCodeAt(1) !== 47) continue;
-      const name = o.key.slice(2);
+      if (o.op !== Op.Put || !isListKey(o.key)) continue;
+      const name = nameOfTop(o.key);
       if (this.waiting.has(name)) queueMicrotask(() => this.serve(name));
     }
   };

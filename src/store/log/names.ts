@@ -20,9 +20,7 @@
 import { type Engine, Op } from '../../engine/index.js';
 import { codePointCompare, SortedList } from '../sorted.js';
 import type { Tx } from './atomic.js';
-
-/** Top-level keys are `X/name`; row and index keys start with a lower-case letter and U+0000. */
-export const isTopLevel = (key: string): boolean => key.charCodeAt(1) === 47; /* / */
+import { isTopLevel, namespaceOf } from './keys.js';
 
 /** A page of names: live keys, their absolute expiries (0 = never), whether more may follow. */
 export interface Page {
@@ -58,7 +56,7 @@ export class NameView {
   }
 
   private doubtOf(key: string): Doubt {
-    const ns = key.charCodeAt(0);
+    const ns = namespaceOf(key);
     let d = this.doubt.get(ns);
     if (d === undefined) this.doubt.set(ns, (d = { sticky: this.anyExpiring, deletes: 0 }));
     return d;
@@ -66,7 +64,7 @@ export class NameView {
 
   /** Whether every name of the namespace of `key` in the view is live with no expiry. */
   private certain(key: string): boolean {
-    const d = this.doubt.get(key.charCodeAt(0));
+    const d = this.doubt.get(namespaceOf(key));
     return d === undefined ? !this.anyExpiring : !d.sticky && d.deletes === 0;
   }
 

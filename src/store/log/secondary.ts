@@ -9,6 +9,7 @@ import type { VersionRef } from '../../engine/index.js';
 import { compareValues } from '../query.js';
 import { SortedList } from '../sorted.js';
 import { lookup, MISSING, pathOf, type Row } from '../wheres.js';
+import { entryGroup } from './keys.js';
 
 export type Prim = string | number | boolean | null;
 export interface IxEntry {
@@ -77,9 +78,6 @@ export function sortedEntries(vals: readonly Prim[], ids: readonly number[]): Ix
   for (let i = 0; i < n; i++) out[i] = ixEntry(vals[i], ids[i]);
   return out.sort(cmpEntry);
 }
-
-/** The engine group of an index's entries. */
-export const entryGroup = (table: string, inc: number, field: string): string => `i\u0000${table}\u0000${inc}\u0000${field}\u0000`;
 
 export class SecondaryIndex {
   readonly path: string[];

@@ -19,6 +19,7 @@
  * whole-object write), which the change feed's trigger publishes (schema.ts).
  */
 import { type CollectionKind, collectionMissing } from '../collection.js';
+import { KINDS } from '../kinds.js';
 import { StoreError } from '../errors.js';
 import type { Precondition } from '../store.js';
 import { checkPrecondition } from '../versions.js';
@@ -28,8 +29,8 @@ export const NEXT = "nextval('pithos_seq')";
 /** Members one INSERT statement writes at most (a whole-object write of more takes several). */
 export const INSERT_STEP = 10_000;
 
-export const HEADERS: Record<CollectionKind, string> = { set: 'pithos_sets', zset: 'pithos_zsets' };
-export const MEMBERS: Record<CollectionKind, string> = { set: 'pithos_set_members', zset: 'pithos_zset_members' };
+export const HEADERS: Record<CollectionKind, string> = { set: KINDS.set.pg.objects, zset: KINDS.zset.pg.objects };
+export const MEMBERS: Record<CollectionKind, string> = { set: KINDS.set.pg.elements, zset: KINDS.zset.pg.elements };
 
 /** A member as the database keeps it: its UTF-8 bytes. */
 export const memberBytes = (m: string): Buffer => Buffer.from(m, 'utf8');

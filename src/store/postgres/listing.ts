@@ -16,17 +16,18 @@
  */
 import type { ListKind, ListOptions } from '../store.js';
 import type { Q } from './sql.js';
-import { StoreError } from '../errors.js';
+import { KINDS } from '../kinds.js';
 import { rowCount } from './tids.js';
 
-const SOURCES: Partial<Record<ListKind, { table: string; name: string; extra: string }>> = {
-  tables: { table: 'pithos_tables', name: 'name', extra: `, ${rowCount('pithos_tables')} AS row_count` },
-  records: { table: 'pithos_records', name: 'id', extra: '' },
-  variants: { table: 'pithos_variants', name: 'name', extra: '' },
-  locks: { table: 'pithos_locks', name: 'name', extra: ', holder' },
-  lists: { table: 'pithos_lists', name: 'name', extra: ', tail - head AS length' },
-  sets: { table: 'pithos_sets', name: 'name', extra: ', count' },
-  zsets: { table: 'pithos_zsets', name: 'name', extra: ', count' },
+/** What each kind's listing reads beside the name and expiry: its table, key column and the columns of its extra fields (KINDS' `listing`). */
+const SOURCES: Record<ListKind, { table: string; name: string; extra: string }> = {
+  tables: { table: KINDS.table.pg.objects, name: 'name', extra: `, ${rowCount(KINDS.table.pg.objects)} AS row_count` },
+  records: { table: KINDS.record.pg.objects, name: 'id', extra: '' },
+  variants: { table: KINDS.variant.pg.objects, name: 'name', extra: '' },
+  locks: { table: KINDS.lock.pg.objects, name: 'name', extra: ', holder' },
+  lists: { table: KINDS.list.pg.objects, name: 'name', extra: ', tail - head AS length' },
+  sets: { table: KINDS.set.pg.objects, name: 'name', extra: ', count' },
+  zsets: { table: KINDS.zset.pg.objects, name: 'name', extra: ', count' },
 };
 
 const MAX_CODE_POINT = 0x10ffff;
@@ -50,7 +51,6 @@ export function successor(prefix: string): string | undefined {
 
 export async function list(q: Q, kind: ListKind, opts: ListOptions): Promise<string> {
   const src = SOURCES[kind];
-  if (src === undefined) throw new StoreError('unavailable', `this store does not keep ${kind}`);
   const col = `(${src.name} COLLATE "C")`;
   // No name holds a control character, and the database's text cannot hold U+0000:
   // a prefix with U+0000 matches nothing; an `after` with one is cut there

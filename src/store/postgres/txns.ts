@@ -21,13 +21,14 @@ import { liveCount } from './collections.js';
 import { setAdd, setHas, setRemove } from './sets.js';
 import { zsetAdd, zsetIncr, zsetRemove, zsetScore } from './zsets.js';
 import { NOT_HERE, oneTrip } from './batch.js';
+import { type ElementKind, isElementKind, KINDS, type TxnKind } from '../kinds.js';
 
 /**
  * What check `c` reads, from the transaction (so from the state before the first mutation).
  * `missing`: the collections whose header is only this transaction's placeholder (lockInOrder).
  */
 async function factsOf(q: Q, c: Check, missing: Set<string>): Promise<CheckFacts> {
-  if ((c.kind === 'list' || c.kind === 'set' || c.kind === 'zset') && missing.has(placeholderKey(c.kind, c.name))) return { present: false };
+  if (isElementKind(c.kind) && missing.has(placeholderKey(c.kind, c.name))) return { present: false };
   switch (c.kind) {
     case 'variant': {
       const cur = await currentVariant(q, c.name);
@@ -109,14 +110,14 @@ function writer(q: Q): TxnWriter<Promise<string>> {
 }
 
 /** The header of a list, set or sorted set, and the columns of a placeholder (op ''): locked, no change in the feed (collections.ts). */
-const PLACEHOLDERS = {
-  list: `pithos_lists AS x (name, head, tail, expires_at, version, op) SELECT n, 0, 0, NULL, nextval('pithos_seq'), ''`,
-  set: `pithos_sets AS x (name, count, expires_at, version, op) SELECT n, 0, NULL, nextval('pithos_seq'), ''`,
-  zset: `pithos_zsets AS x (name, count, expires_at, version, op) SELECT n, 0, NULL, nextval('pithos_seq'), ''`,
-} as const;
+const PLACEHOLDERS: Record<ElementKind, string> = {
+  list: `${KINDS.list.pg.objects} AS x (name, head, tail, expires_at, version, op) SELECT n, 0, 0, NULL, nextval('pithos_seq'), ''`,
+  set: `${KINDS.set.pg.objects} AS x (name, count, expires_at, version, op) SELECT n, 0, NULL, nextval('pithos_seq'), ''`,
+  zset: `${KINDS.zset.pg.objects} AS x (name, count, expires_at, version, op) SELECT n, 0, NULL, nextval('pithos_seq'), ''`,
+};
 
 /** Keys of the placeholders lockInOrder inserted: collections that do not exist yet. */
-const placeholderKey = (kind: 'list' | 'set' | 'zset', name: string): string => `${kind} ${name}`;
+const placeholderKey = (kind: ElementKind, name: string): string => `${kind} ${name}`;
 
 /**
  * Locks every table, variant, record, list, set and sorted set the mutations write, each kind in
@@ -139,8 +140,7 @@ const placeholderKey = (kind: 'list' | 'set' | 'zset', name: string): string => 
  * remove) finds it missing and the transaction rolls back, placeholder and all.
  */
 async function lockInOrder(q: Q, txn: Transaction): Promise<Set<string>> {
-  type Locked = 'table' | 'variant' | 'record' | 'list' | 'set' | 'zset';
-  const names: Record<Locked, Set<string>> = { table: new Set(), variant: new Set(), record: new Set(), list: new Set(), set: new Set(), zset: new Set() };
+  const names: Record<TxnKind, Set<string>> = { table: new Set(), variant: new Set(), record: new Set(), list: new Set(), set: new Set(), zset: new Set() };
   for (const m of txn.mutations) names[m.kind].add(m.name);
   for (const c of txn.checks) if (c.kind === 'record' && c.version !== undefined) names.record.add(c.name);
   const sql: Record<'table' | 'variant' | 'record', string> = {
@@ -154,7 +154,7 @@ async function lockInOrder(q: Q, txn: Transaction): Promise<Set<string>> {
     if (names[kind].size > 0) await q.query(sql[kind], [[...names[kind]].sort()]);
   }
   const inserted = new Set<string>();
-  for (const kind of ['list', 'set', 'zset'] as const) {
+  for (const kind of Object.keys(PLACEHOLDERS) as ElementKind[]) {
     if (names[kind].size === 0) continue;
     const r = await q.query(
       `INSERT INTO ${PLACEHOLDERS[kind]} FROM unnest($1::text[]) AS t(n) ORDER BY n

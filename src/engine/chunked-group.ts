@@ -3,6 +3,8 @@
  * last U+0000: a table's rows, a collection's elements): a list of chunks,
  * each a key range in one small Map. The chunks hold each member's key
  * without the group's prefix (its *member key*): the group knows it.
+ * (Group commit, the writer's batching of appends, is writer.ts; a group
+ * here is a set of keys, not a set of writes.)
  */
 import type { Entry } from './entry.js';
 

@@ -4,6 +4,7 @@
  * router checks it (fields.ts), and the handler types its `body` parameter
  * as BodyOf<typeof …> of the same declaration: a field's type is written
  * once, and a handler cannot read a field its route does not declare.
+ * Reading and parsing the body itself is request-body.ts.
  */
 import { rowsHint } from './hints.js';
 

@@ -2,6 +2,8 @@
  * Request bodies: read on every method (GET and DELETE carry `wheres` and
  * `token`), bounded in size, parsed as JSON whatever the Content-Type, and
  * bounded in nesting before JSON.parse so nothing later can recurse deeply.
+ * What each endpoint's body may hold is declared in body-fields.ts and
+ * checked by fields.ts, after this has parsed it.
  */
 import { exceedsDepth, MAX_DEPTH } from '../store/json.js';
 import { isPlainObject } from '../store/validate.js';

@@ -8,7 +8,8 @@ import { Atomic } from './atomic.js';
 import { backupStream } from './backup.js';
 import { IndexRegistry } from './indexes.js';
 import { list } from './listing.js';
-import { isTopLevel, NameView } from './names.js';
+import { NameView } from './names.js';
+import { ENTRY_PREFIX, isTopLevel } from './keys.js';
 import { LogLocks } from './locks.js';
 import { LogRecords } from './records.js';
 import { LogTables, rowDecoder, tableMeta } from './tables.js';
@@ -68,7 +69,7 @@ export class LogStore implements Store {
     // and the index entries (the groups `i\0…`), not the rows and collection elements.
     const topLevel: string[] = [];
     for (const k of engine.topKeys()) if (isTopLevel(k)) topLevel.push(k);
-    const entries = Array.from(engine.keys('i\u0000'));
+    const entries = Array.from(engine.keys(ENTRY_PREFIX));
     const s = new LogStore(engine, opts.now, topLevel, opts.log ?? noLog);
     await s.indexes.load(entries);
     return s;
