@@ -1,9 +1,9 @@
 /**
  * Typed client for Pithos (every endpoint of docs/api.md). ESM, no dependencies and no
- * node: imports: it needs only `fetch`, `TextDecoder` and web streams, so the same file
- * runs in Node >= 20 and in browsers (the web console uses it).
+ * node: imports: it needs only `fetch`, `TextDecoder` and web streams, so the same code
+ * runs in Node >= 18, Deno, Bun, browsers (the web console uses it) and edge runtimes.
  *
- *   import { Pithos } from 'pithos/client';
+ *   import { Pithos } from 'pithos-client'; // the package client/package.json builds
  *   const db = new Pithos({ url: 'http://127.0.0.1:2668', token: 'SECRET' });
  *   await db.createTable('users');
  *   const { t_id } = await db.insertRow('users', { name: 'ann', age: 31 });

@@ -1,0 +1,214 @@
+// `npm run check:package` (CI runs it from .ci/run): proves that the two packages install
+// and work the way a user installs them, away from this checkout.
+//
+// 1. `npm pack` of the server (its `prepare` builds it) and of the client (client/), and a
+//    check of what each tarball holds: only built code, types and the console, no tests,
+//    benchmarks, sources or source maps, and a packed size under its budget.
+// 2. A fresh project in a temporary directory installs the client tarball (and the server
+//    tarball, for `pithos/client`), then TypeScript and @types/node at the versions this
+//    checkout pins (from npm's cache when it has them: nothing is fetched from outside the
+//    npm registry).
+// 3. `npm install -g` of the server tarball into a temporary prefix; its `pithos` starts a
+//    server that serves the console, and its CLI answers.
+// 4. The client against that server from plain ESM, from CommonJS, from TypeScript
+//    (`strict`, `nodenext`, both module formats) and through `pithos/client`; the types
+//    also compile for a browser (DOM lib, no Node types).
+// 5. With --git: the same installs from git URLs of this checkout's HEAD
+//    (`git+file://…` and `…::path:client`), which run each package's `prepare`.
+//
+// Any failed step exits non-zero. --keep leaves the temporary directory for a look.
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const args = new Set(process.argv.slice(2));
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'pithos-package-'));
+const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+const started = Date.now();
+
+/** Packed-size budgets in bytes: a jump past one means something got in that should not. */
+const BUDGET = { pithos: 600_000, 'pithos-client': 40_000 };
+/** Paths no tarball may hold: tests, benchmarks, TypeScript sources (not .d.ts), maps. */
+const REFUSED = [/(^|\/)(test|tests|bench)\//, /\.map$/, /(?<!\.d)\.ts$/, /\.tsx$/, /(^|\/)tsconfig[^/]*\.json$/];
+const NEEDED = {
+  pithos: [
+    'bin/pithos',
+    'dist/src/main.js',
+    'dist/src/cli/main.js',
+    'dist/client/index.js',
+    'dist/console/index.html',
+    'dist/console/app.js',
+    'client/dist/esm/index.d.ts',
+    'client/dist/cjs/index.js',
+  ],
+  'pithos-client': ['README.md', 'dist/esm/index.js', 'dist/esm/index.d.ts', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'dist/cjs/package.json'],
+};
+
+function step(what) {
+  console.log(`package-check: ${what} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+}
+
+function run(cmd, argv, cwd, env = {}) {
+  return execFileSync(cmd, argv, { cwd, env: { ...process.env, ...env }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+}
+
+/** Packs dir into tmp (running its prepare) and checks the tarball; returns its path. */
+function pack(dir) {
+  const [info] = JSON.parse(run(npm, ['pack', '--json', '--pack-destination', tmp], dir).replace(/^[^[]*/s, ''));
+  const files = info.files.map((f) => f.path);
+  const refused = files.filter((f) => REFUSED.some((re) => re.test(f)));
+  const missing = NEEDED[info.name].filter((f) => !files.includes(f));
+  console.log(`  ${info.filename}: ${info.size} bytes packed, ${info.unpackedSize} unpacked, ${files.length} files`);
+  if (refused.length > 0) throw new Error(`${info.filename} holds what a user does not need: ${refused.join(', ')}`);
+  if (missing.length > 0) throw new Error(`${info.filename} lacks ${missing.join(', ')}`);
+  if (info.size > BUDGET[info.name]) throw new Error(`${info.filename} is ${info.size} bytes packed, over its budget of ${BUDGET[info.name]}`);
+  return path.join(tmp, info.filename);
+}
+
+const devVersion = (name) => JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).devDependencies[name];
+
+/** The ESM, CommonJS and TypeScript files that use the client; each prints one line. */
+function writeProject(app) {
+  mkdirSync(app, { recursive: true });
+  writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'smoke', version: '1.0.0', private: true }, null, 2));
+  const use = (Pithos, PithosError, label) => `
+const db = new ${Pithos}({ url: process.env.PITHOS_URL ?? '', token: process.env.PITHOS_TOKEN });
+const table = '${label}';
+await db.createTable(table);
+const { t_id } = await db.insertRow(table, { name: 'ann', age: 31 });
+const rows = await db.queryRows(table, { age: { $gte: 18 } });
+if (t_id !== 1 || JSON.stringify(rows) !== '[{"name":"ann","age":31}]') throw new Error('${label}: unexpected ' + JSON.stringify(rows));
+const missing = await db.getRecord('missing').then(() => 0, (err) => (err instanceof ${PithosError} ? err.status : -1));
+if (missing !== 404) throw new Error('${label}: a missing record gave ' + missing);
+console.log('  ${label}: ok');`;
+  writeFileSync(path.join(app, 'esm.mjs'), `import { Pithos, PithosError } from 'pithos-client';\n${use('Pithos', 'PithosError', 'esm')}\n`);
+  writeFileSync(
+    path.join(app, 'server-client.mjs'),
+    `import { Pithos, PithosError } from 'pithos/client';\n${use('Pithos', 'PithosError', 'pithos_client')}\n`,
+  );
+  writeFileSync(
+    path.join(app, 'cjs.cjs'),
+    `const { Pithos, PithosError } = require('pithos-client');\n(async () => {${use('Pithos', 'PithosError', 'cjs')}\n})().catch((err) => { console.error(err); process.exit(1); });\n`,
+  );
+  mkdirSync(path.join(app, 'ts'));
+  writeFileSync(
+    path.join(app, 'ts', 'esm.mts'),
+    `import { Pithos, PithosError, type Row } from 'pithos-client';\n${use('Pithos', 'PithosError', 'ts_esm')}\nconst typed: Row[] = rows;\nvoid typed;\n`,
+  );
+  writeFileSync(
+    path.join(app, 'ts', 'cjs.cts'),
+    `import { Pithos, PithosError } from 'pithos-client';\n(async () => {${use('Pithos', 'PithosError', 'ts_cjs')}\n})().catch((err: unknown) => { console.error(err); process.exit(1); });\n`,
+  );
+  const strict = { strict: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', skipLibCheck: false, noEmitOnError: true };
+  writeFileSync(path.join(app, 'tsconfig.json'), JSON.stringify({ compilerOptions: { ...strict, types: ['node'], outDir: 'out' }, include: ['ts'] }, null, 2));
+  mkdirSync(path.join(app, 'browser'));
+  writeFileSync(
+    path.join(app, 'browser', 'page.mts'),
+    "import { Pithos, parseSSE } from 'pithos-client';\nconst db = new Pithos({ url: '' });\nconst n: number = await db.incr('visits');\nfor await (const e of db.watch({ kind: 'variant' })) document.title = `${n} ${e.event}`;\nvoid parseSSE;\n",
+  );
+  writeFileSync(
+    path.join(app, 'tsconfig.browser.json'),
+    JSON.stringify({ compilerOptions: { ...strict, types: [], lib: ['es2022', 'dom', 'dom.iterable'], noEmit: true }, include: ['browser'] }, null, 2),
+  );
+}
+
+/** Starts the installed `pithos`; resolves with its URL once it listens. */
+function startServer(bin, dataDir, token) {
+  const child = spawn(bin, ['--port', '0', '--data-dir', dataDir, '--auth-token', token], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  const url = new Promise((resolve, reject) => {
+    const seen = (chunk) => {
+      log += chunk;
+      const m = /listening on (http:\/\/[^\s"]+)/.exec(log);
+      if (m) resolve(m[1]);
+    };
+    child.stdout.on('data', seen);
+    child.stderr.on('data', seen);
+    child.on('exit', (code) => reject(new Error(`the installed pithos exited (${code}) before it listened:\n${log}`)));
+    setTimeout(() => reject(new Error(`the installed pithos did not listen within 30 s:\n${log}`)), 30_000).unref();
+  });
+  return { child, url };
+}
+
+async function expectPage(url, type) {
+  const res = await fetch(url);
+  const body = await res.text();
+  if (res.status !== 200 || !res.headers.get('content-type')?.startsWith(type) || body.length === 0) {
+    throw new Error(`GET ${url}: ${res.status} ${res.headers.get('content-type')}, ${body.length} bytes`);
+  }
+}
+
+async function smokeInstalled(app, prefix, env) {
+  step('the installed server serves the console');
+  await expectPage(`${env.PITHOS_URL}/console/`, 'text/html');
+  await expectPage(`${env.PITHOS_URL}/console/app.js`, 'text/javascript');
+  step('the installed CLI');
+  const health = run(path.join(prefix, 'bin', 'pithos'), ['health', '-o', 'json'], app, env);
+  if (!/"status":"success"/.test(health)) throw new Error(`pithos health: ${health}`);
+  console.log('  pithos health: ok');
+  step('the client from ESM, CommonJS and pithos/client');
+  for (const f of ['esm.mjs', 'cjs.cjs', 'server-client.mjs']) process.stdout.write(run(process.execPath, [f], app, env));
+  step('the client from TypeScript (strict, nodenext) and for a browser');
+  const tsc = path.join(app, 'node_modules', 'typescript', 'bin', 'tsc');
+  run(process.execPath, [tsc, '-p', 'tsconfig.json'], app);
+  run(process.execPath, [tsc, '-p', 'tsconfig.browser.json'], app);
+  for (const f of ['out/esm.mjs', 'out/cjs.cjs']) process.stdout.write(run(process.execPath, [f], app, env));
+}
+
+/** Installs this checkout's HEAD from git URLs into a second project and imports both. */
+function fromGit(env) {
+  const head = run('git', ['rev-parse', 'HEAD'], root).trim();
+  if (run('git', ['status', '--porcelain'], root).trim() !== '') console.log('  (the checkout has uncommitted changes: git installs use HEAD)');
+  const app = path.join(tmp, 'git-app');
+  mkdirSync(app);
+  writeFileSync(
+    path.join(app, 'package.json'),
+    JSON.stringify({ name: 'git-smoke', version: '1.0.0', private: true, allowScripts: { pithos: true, 'pithos-client': true } }),
+  );
+  const repo = `git+file://${root}#${head}`;
+  run(npm, ['install', '--no-audit', '--no-fund', '--prefer-offline', repo, `${repo}::path:client`], app);
+  const check =
+    "const { Pithos } = await import('pithos-client'); const s = await import('pithos/client'); const db = new Pithos({ url: process.env.PITHOS_URL, token: process.env.PITHOS_TOKEN }); const h = await new s.Pithos({ url: process.env.PITHOS_URL, token: process.env.PITHOS_TOKEN }).health(); await db.health(); console.log('  git installs: ok, ' + h.key_count + ' keys');";
+  process.stdout.write(run(process.execPath, ['--input-type=module', '-e', check], app, env));
+  run(process.execPath, [path.join(app, 'node_modules', 'pithos', 'bin', 'pithos'), 'health'], app, env);
+}
+
+async function main() {
+  step('pack the server and the client');
+  const server = pack(root);
+  const client = pack(path.join(root, 'client'));
+  step('install the tarballs into a fresh project');
+  const app = path.join(tmp, 'app');
+  writeProject(app);
+  const quiet = ['--no-audit', '--no-fund', '--prefer-offline'];
+  run(npm, ['install', ...quiet, client, server, `typescript@${devVersion('typescript')}`, `@types/node@${devVersion('@types/node')}`], app);
+  const prefix = path.join(tmp, 'global');
+  run(npm, ['install', '-g', ...quiet, '--prefix', prefix, server], app);
+  step('start the installed server');
+  const token = 'package-check-token';
+  const { child, url } = startServer(path.join(prefix, 'bin', 'pithos'), path.join(tmp, 'data'), token);
+  try {
+    const env = { PITHOS_URL: await url, PITHOS_TOKEN: token };
+    await smokeInstalled(app, prefix, env);
+    if (args.has('--git')) {
+      step('install both from git URLs of HEAD');
+      fromGit(env);
+    }
+  } finally {
+    child.kill('SIGTERM');
+  }
+  step('every step passed');
+}
+
+try {
+  await main();
+} catch (err) {
+  console.error(`package-check: FAILED: ${err instanceof Error ? err.message : String(err)}`);
+  process.exitCode = 1;
+} finally {
+  if (args.has('--keep')) console.log(`package-check: left ${tmp}`);
+  else rmSync(tmp, { recursive: true, force: true });
+}
