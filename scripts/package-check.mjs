@@ -149,6 +149,10 @@ async function smokeInstalled(app, prefix, env) {
   const health = run(path.join(prefix, 'bin', 'pithos'), ['health', '-o', 'json'], app, env);
   if (!/"status":"success"/.test(health)) throw new Error(`pithos health: ${health}`);
   console.log('  pithos health: ok');
+  const version = run(path.join(prefix, 'bin', 'pithos'), ['version'], app, env).trim();
+  const packed = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).version;
+  if (!version.includes(packed)) throw new Error(`pithos version printed ${version}, not ${packed}`);
+  console.log(`  pithos version: ${version}`);
   step('the client from ESM, CommonJS and pithos/client');
   for (const f of ['esm.mjs', 'cjs.cjs', 'server-client.mjs']) process.stdout.write(run(process.execPath, [f], app, env));
   step('the client from TypeScript (strict, nodenext) and for a browser');
