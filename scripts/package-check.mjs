@@ -1,8 +1,8 @@
 // `npm run check:package` (CI runs it from .ci/run): proves that the two packages install
 // and work the way a user installs them, away from this checkout.
 //
-// 1. `npm pack` of the server (its `prepare` builds it) and of the client (client/), and a
-//    check of what each tarball holds: only built code, types and the console, no tests,
+// 1. `npm pack` of the server (its `prepare` builds it; with --built, the checkout's build
+//    is current and packed as it is) and of the client (client/), and a check of what each tarball holds: only built code, types and the console, no tests,
 //    benchmarks, sources or source maps, and a packed size under its budget.
 // 2. A fresh project in a temporary directory installs the client tarball (and the server
 //    tarball, for `pithos/client`), then TypeScript and @types/node at the versions this
@@ -13,8 +13,11 @@
 // 4. The client against that server from plain ESM, from CommonJS, from TypeScript
 //    (`strict`, `nodenext`, both module formats) and through `pithos/client`; the types
 //    also compile for a browser (DOM lib, no Node types).
-// 5. With --git: the same installs from git URLs of this checkout's HEAD
-//    (`git+file://…` and `…::path:client`), which run each package's `prepare`.
+// 5. With --git: a second fresh project installs the client from a git URL of this
+//    checkout's HEAD (`git+file://…#<sha>::path:client`, which runs its `prepare`) and uses
+//    it from ESM, CommonJS and TypeScript again. --git-server also installs the server
+//    from git (`pithos/client` and its CLI); that costs a clone's full `npm install` and
+//    two builds, so CI leaves it out.
 //
 // Any failed step exits non-zero. --keep leaves the temporary directory for a look.
 import { execFileSync, spawn } from 'node:child_process';
@@ -57,7 +60,8 @@ function run(cmd, argv, cwd, env = {}) {
 
 /** Packs dir into tmp (running its prepare) and checks the tarball; returns its path. */
 function pack(dir) {
-  const [info] = JSON.parse(run(npm, ['pack', '--json', '--pack-destination', tmp], dir).replace(/^[^[]*/s, ''));
+  const scripts = args.has('--built') ? ['--ignore-scripts'] : [];
+  const [info] = JSON.parse(run(npm, ['pack', '--json', ...scripts, '--pack-destination', tmp], dir).replace(/^[^[]*/s, ''));
   const files = info.files.map((f) => f.path);
   const refused = files.filter((f) => REFUSED.some((re) => re.test(f)));
   const missing = NEEDED[info.name].filter((f) => !files.includes(f));
@@ -153,8 +157,13 @@ async function smokeInstalled(app, prefix, env) {
   const packed = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).version;
   if (!version.includes(packed)) throw new Error(`pithos version printed ${version}, not ${packed}`);
   console.log(`  pithos version: ${version}`);
-  step('the client from ESM, CommonJS and pithos/client');
-  for (const f of ['esm.mjs', 'cjs.cjs', 'server-client.mjs']) process.stdout.write(run(process.execPath, [f], app, env));
+  useClient(app, env, ['server-client.mjs']);
+}
+
+/** Runs the client from ESM, CommonJS (and the extra files given), then from TypeScript. */
+function useClient(app, env, extra = []) {
+  step(`the client from ESM, CommonJS${extra.length > 0 ? ' and pithos/client' : ''}`);
+  for (const f of ['esm.mjs', 'cjs.cjs', ...extra]) process.stdout.write(run(process.execPath, [f], app, env));
   step('the client from TypeScript (strict, nodenext) and for a browser');
   const tsc = path.join(app, 'node_modules', 'typescript', 'bin', 'tsc');
   run(process.execPath, [tsc, '-p', 'tsconfig.json'], app);
@@ -162,22 +171,17 @@ async function smokeInstalled(app, prefix, env) {
   for (const f of ['out/esm.mjs', 'out/cjs.cjs']) process.stdout.write(run(process.execPath, [f], app, env));
 }
 
-/** Installs this checkout's HEAD from git URLs into a second project and imports both. */
-function fromGit(env) {
+/** Installs the client (and with --git-server the server) from git URLs of HEAD into a fresh project and uses it. */
+function fromGit(env, tools) {
   const head = run('git', ['rev-parse', 'HEAD'], root).trim();
   if (run('git', ['status', '--porcelain'], root).trim() !== '') console.log('  (the checkout has uncommitted changes: git installs use HEAD)');
   const app = path.join(tmp, 'git-app');
-  mkdirSync(app);
-  writeFileSync(
-    path.join(app, 'package.json'),
-    JSON.stringify({ name: 'git-smoke', version: '1.0.0', private: true, allowScripts: { pithos: true, 'pithos-client': true } }),
-  );
+  writeProject(app);
   const repo = `git+file://${root}#${head}`;
-  run(npm, ['install', '--no-audit', '--no-fund', '--prefer-offline', repo, `${repo}::path:client`], app);
-  const check =
-    "const { Pithos } = await import('pithos-client'); const s = await import('pithos/client'); const db = new Pithos({ url: process.env.PITHOS_URL, token: process.env.PITHOS_TOKEN }); const h = await new s.Pithos({ url: process.env.PITHOS_URL, token: process.env.PITHOS_TOKEN }).health(); await db.health(); console.log('  git installs: ok, ' + h.key_count + ' keys');";
-  process.stdout.write(run(process.execPath, ['--input-type=module', '-e', check], app, env));
-  run(process.execPath, [path.join(app, 'node_modules', 'pithos', 'bin', 'pithos'), 'health'], app, env);
+  const server = args.has('--git-server');
+  run(npm, ['install', '--no-audit', '--no-fund', '--prefer-offline', `${repo}::path:client`, ...(server ? [repo] : []), ...tools], app);
+  useClient(app, env, server ? ['server-client.mjs'] : []);
+  if (server) process.stdout.write(run(process.execPath, [path.join(app, 'node_modules', 'pithos', 'bin', 'pithos'), 'version'], app, env));
 }
 
 async function main() {
@@ -188,7 +192,8 @@ async function main() {
   const app = path.join(tmp, 'app');
   writeProject(app);
   const quiet = ['--no-audit', '--no-fund', '--prefer-offline'];
-  run(npm, ['install', ...quiet, client, server, `typescript@${devVersion('typescript')}`, `@types/node@${devVersion('@types/node')}`], app);
+  const tools = [`typescript@${devVersion('typescript')}`, `@types/node@${devVersion('@types/node')}`];
+  run(npm, ['install', ...quiet, client, server, ...tools], app);
   const prefix = path.join(tmp, 'global');
   run(npm, ['install', '-g', ...quiet, '--prefix', prefix, server], app);
   step('start the installed server');
@@ -197,9 +202,9 @@ async function main() {
   try {
     const env = { PITHOS_URL: await url, PITHOS_TOKEN: token };
     await smokeInstalled(app, prefix, env);
-    if (args.has('--git')) {
-      step('install both from git URLs of HEAD');
-      fromGit(env);
+    if (args.has('--git') || args.has('--git-server')) {
+      step(`install the client${args.has('--git-server') ? ' and the server' : ''} from a git URL of HEAD`);
+      fromGit(env, tools);
     }
   } finally {
     child.kill('SIGTERM');
