@@ -58,7 +58,7 @@ function run(cmd, argv, cwd, env = {}) {
   return execFileSync(cmd, argv, { cwd, env: { ...process.env, ...env }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
 }
 
-/** Packs dir into tmp (running its prepare) and checks the tarball; returns its path. */
+/** Packs dir into tmp (running its prepare, unless --built) and checks the tarball; returns its path. */
 function pack(dir) {
   const scripts = args.has('--built') ? ['--ignore-scripts'] : [];
   const [info] = JSON.parse(run(npm, ['pack', '--json', ...scripts, '--pack-destination', tmp], dir).replace(/^[^[]*/s, ''));
