@@ -12,7 +12,8 @@
 //    server that serves the console, and its CLI answers.
 // 4. The client against that server from plain ESM, from CommonJS, from TypeScript
 //    (`strict`, `nodenext`, both module formats) and through `pithos/client`; the types
-//    also compile for a browser (DOM lib, no Node types).
+//    also compile for a browser (DOM lib, no Node types). The example in client/README.md
+//    runs as written, against that server.
 // 5. With --git: a second fresh project installs the client from a git URL of this
 //    checkout's HEAD (`git+file://…#<sha>::path:client`, which runs its `prepare`) and uses
 //    it from ESM, CommonJS and TypeScript again. --git-server also installs the server
@@ -165,6 +166,15 @@ async function smokeInstalled(app, prefix, env) {
   if (!version.includes(packed)) throw new Error(`pithos version printed ${version}, not ${packed}`);
   console.log(`  pithos version: ${version}`);
   useClient(app, env, ['server-client.mjs']);
+  step("the example in the client's README");
+  const readme = readFileSync(path.join(root, 'client', 'README.md'), 'utf8');
+  const example = /```ts\n([\s\S]*?)```/.exec(readme)?.[1];
+  if (example === undefined) throw new Error('client/README.md has no ```ts example');
+  // As written, but pointed at the check's server instead of the default port.
+  writeFileSync(path.join(app, 'readme.mjs'), example.replace("'http://127.0.0.1:2668'", 'process.env.PITHOS_URL'));
+  const said = run(process.execPath, ['readme.mjs'], app, env);
+  if (said.trim() !== "record 'missing' does not exist") throw new Error(`the README's example printed ${said}`);
+  console.log('  README example: ok');
 }
 
 /** Runs the client from ESM, CommonJS (and the extra files given), then from TypeScript. */
