@@ -3,7 +3,7 @@
  * (docs/scaling.md, "Large answers"): peak RSS growth over a GET of a whole
  * table, an unindexed query over it, and the GET again. Numbers only.
  *
- *   npm run build && node dist/test/helpers/postgres.js node dist/bench/pgmem.js [rows]
+ *   npm run build:all && node dist/test/helpers/postgres.js node dist/bench/pgmem.js [rows]
  *
  * (the helper starts a throw-away PostgreSQL and sets PITHOS_TEST_STORE).
  */

@@ -86,14 +86,19 @@ function bench(port: number, password: string | undefined, test: string, pipelin
 }
 
 export async function respLines(o: { root: string; server: string; rounds: number; requests: number; log: (s: string) => void }): Promise<RespLine[] | string> {
-  if (spawnSync('sh', ['-c', 'command -v redis-benchmark && command -v redis-server']).status !== 0) return 'redis-benchmark or redis-server not installed (Debian packages redis-tools, redis-server)';
+  if (spawnSync('sh', ['-c', 'command -v redis-benchmark && command -v redis-server']).status !== 0)
+    return 'redis-benchmark or redis-server not installed (Debian packages redis-tools, redis-server)';
   const dir = mkdtempSync(join(tmpdir(), 'pithos-resp-bench-'));
   const token = 'bench-resp-token';
   const rport = await freePort();
   const pport = await freePort();
-  const redis = spawn('redis-server', ['--port', String(rport), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', '', '--daemonize', 'no'], {
-    stdio: 'ignore',
-  });
+  const redis = spawn(
+    'redis-server',
+    ['--port', String(rport), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', '', '--daemonize', 'no'],
+    {
+      stdio: 'ignore',
+    },
+  );
   const pithos = await startServer('pithos', process.execPath, [
     join(o.root, o.server),
     '--port',
@@ -116,10 +121,18 @@ export async function respLines(o: { root: string; server: string; rounds: numbe
         // Alternate which side goes first, so neither always runs on a warmer machine.
         const sides: Array<'pithos' | 'redis'> = round % 2 === 0 ? ['pithos', 'redis'] : ['redis', 'pithos'];
         for (const side of sides) {
-          const rate = await bench(side === 'pithos' ? pport : rport, side === 'pithos' ? token : undefined, line.test, line.pipeline, o.requests * line.pipeline);
+          const rate = await bench(
+            side === 'pithos' ? pport : rport,
+            side === 'pithos' ? token : undefined,
+            line.test,
+            line.pipeline,
+            o.requests * line.pipeline,
+          );
           line[side].push(rate);
         }
-        o.log(`  ${line.test.toUpperCase()} -P ${line.pipeline}: Pithos ${line.pithos.at(-1)?.toFixed(0)}/s, Redis ${line.redis.at(-1)?.toFixed(0)}/s (load ${loadavg()[0]!.toFixed(1)})`);
+        o.log(
+          `  ${line.test.toUpperCase()} -P ${line.pipeline}: Pithos ${line.pithos.at(-1)?.toFixed(0)}/s, Redis ${line.redis.at(-1)?.toFixed(0)}/s (load ${loadavg()[0]!.toFixed(1)})`,
+        );
       }
     }
     return lines;
@@ -133,7 +146,10 @@ export async function respLines(o: { root: string; server: string; rounds: numbe
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
 
 export function respTable(lines: RespLine[]): string {
-  const out = ['| command | pipeline | Pithos (median/s) | Redis appendfsync always (median/s) | ratio per round | ratio (medians) | target |', '|---|---:|---:|---:|---|---:|---|'];
+  const out = [
+    '| command | pipeline | Pithos (median/s) | Redis appendfsync always (median/s) | ratio per round | ratio (medians) | target |',
+    '|---|---:|---:|---:|---|---:|---|',
+  ];
   for (const l of lines) {
     const per = l.pithos.map((p, i) => (p / (l.redis[i] ?? NaN)).toFixed(2)).join(', ');
     const ratio = median(l.pithos) / median(l.redis);
@@ -151,7 +167,13 @@ async function main(): Promise<void> {
     return i < 0 ? def : Number(process.argv[i + 1]);
   };
   const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-  const lines = await respLines({ root, server: 'bin/pithos', rounds: arg('--rounds', 3), requests: arg('--requests', 20000), log: (s) => process.stderr.write(s + '\n') });
+  const lines = await respLines({
+    root,
+    server: 'bin/pithos',
+    rounds: arg('--rounds', 3),
+    requests: arg('--requests', 20000),
+    log: (s) => process.stderr.write(s + '\n'),
+  });
   process.stdout.write(typeof lines === 'string' ? `skipped: ${lines}\n` : respTable(lines) + '\n');
 }
 

@@ -8,7 +8,7 @@
 #
 #   bash bench/sustained-put.sh [pairs (4)] [seconds per run (75)]
 #
-# Needs wrk (bench/install-wrk.sh) and a build (npm run build). Binds 127.0.0.1:7411 only.
+# Needs wrk (bench/install-wrk.sh) and a build (npm run build:all). Binds 127.0.0.1:7411 only.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PAIRS=${1:-4}

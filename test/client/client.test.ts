@@ -164,7 +164,11 @@ test('the client and the server route table (src/http/routes.ts) list the same e
   assert.deepEqual(missingOnServer, [], 'endpoints the route table lacks');
   const known = new Set(client.map(key));
   const missingInClient = [...server].filter((k) => !known.has(k));
-  assert.deepEqual(missingInClient, [], 'routes the client has no call for: add them to client/index.ts ENDPOINTS');
+  assert.deepEqual(
+    missingInClient,
+    [],
+    'routes the client has no call for: add them to ENDPOINTS in client/endpoints.ts and a call to the class of their kind',
+  );
 });
 
 test('part-two calls: listing, transactions, metrics, row-query options', async () => {

@@ -1,5 +1,5 @@
 /**
- * The console's connection to its own server: the typed client (client/index.ts) with the
+ * The console's connection to its own server: the typed client (client/, entry client/index.ts) with the
  * token from sessionStorage, and every request marked with X-Pithos-Console so that the
  * server's metrics can tell the console's own polling from the load it shows.
  */
