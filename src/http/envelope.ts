@@ -51,10 +51,18 @@ const SLICE_CHARS = 64 * 1024;
  */
 export function sendText(res: ServerResponse, status: number, answer: Answer, data: Text): void | Promise<void> {
   if (typeof data === 'string') return send(res, status, answer, data);
-  return sendPieces(res, status, answer, data);
+  return sendPieces(res, status, answer, data, NO_HEADERS);
 }
 
-async function sendPieces(res: ServerResponse, status: number, answer: Answer, data: AsyncIterable<string>): Promise<void> {
+/** sendText with the object's version as its ETag (sendTagged's header), for a collection read in pieces. */
+export function sendTaggedText(res: ServerResponse, status: number, answer: Answer, data: Text, version: number): void | Promise<void> {
+  if (typeof data === 'string') return sendTagged(res, status, answer, data, version);
+  return sendPieces(res, status, answer, data, ['ETag', `"${version}"`]);
+}
+
+const NO_HEADERS: readonly string[] = [];
+
+async function sendPieces(res: ServerResponse, status: number, answer: Answer, data: AsyncIterable<string>, extra: readonly string[]): Promise<void> {
   const it = data[Symbol.asyncIterator]();
   let out = answer.prefix;
   let started = false;
@@ -62,7 +70,7 @@ async function sendPieces(res: ServerResponse, status: number, answer: Answer, d
     if (res.req.method === 'HEAD') {
       // HEAD is answered wherever GET is: the same headers, and no reading of rows
       // that would be thrown away (the finally below releases what the answer holds).
-      res.writeHead(status, ['Content-Type', CONTENT_TYPE]);
+      res.writeHead(status, ['Content-Type', CONTENT_TYPE, ...extra]);
       res.end();
       return;
     }
@@ -73,7 +81,7 @@ async function sendPieces(res: ServerResponse, status: number, answer: Answer, d
       out += r.value;
       if (out.length >= SLICE_CHARS) {
         if (!started) {
-          res.writeHead(status, ['Content-Type', CONTENT_TYPE]);
+          res.writeHead(status, ['Content-Type', CONTENT_TYPE, ...extra]);
           started = true;
         }
         const more = res.write(out);
@@ -84,7 +92,7 @@ async function sendPieces(res: ServerResponse, status: number, answer: Answer, d
     }
     out += '}';
     if (res.destroyed) return;
-    if (!started) res.writeHead(status, ['Content-Type', CONTENT_TYPE, 'Content-Length', String(Buffer.byteLength(out))]);
+    if (!started) res.writeHead(status, ['Content-Type', CONTENT_TYPE, 'Content-Length', String(Buffer.byteLength(out)), ...extra]);
     res.end(out);
   } finally {
     // Releases what the answer holds when it stopped early (client gone, an error); a no-op after the end.

@@ -8,8 +8,9 @@
  * The functions taking a Tx are the decisions; transactions (txns.ts) reuse them.
  */
 import type { Decoder } from '../../engine/index.js';
-import { collectionMissing, type SetOp } from '../collection.js';
-import type { Precondition, SetStore, VersionOut } from '../store.js';
+import { collectionMissing, combineLimit, type SetOp } from '../collection.js';
+import { batchesOf, keyBatches, mergeBatches } from '../elements.js';
+import type { Batches, Elements, Precondition, SetStore, VersionOut } from '../store.js';
 import { results } from '../txn.js';
 import type { Atomic, Tx } from './atomic.js';
 import {
@@ -97,6 +98,15 @@ function allMembers(tx: Tx, name: string): string[] {
   return out;
 }
 
+/** The member keys (without the group's prefix) of a set, in byte order: pointers the directory holds, copied at this instant. */
+function memberKeys(tx: Tx, name: string): string[] {
+  const h = readHeader(tx, 'set', name);
+  if (h === undefined) return [];
+  return tx.groupKeys(elementGroup('set', name, h.inc), '', Number.MAX_SAFE_INTEGER, true);
+}
+
+const decodeKey = (k: string): string => memberOfKey('', k);
+
 /**
  * union / inter / diff of `name` with `others`, in byte order. A missing set
  * counts as empty. Reads only stored state, so it runs before any write of
@@ -148,6 +158,30 @@ export class LogSets implements SetStore {
     });
   }
 
+  /**
+   * The member keys are copied in the decision (one instant, a pointer per
+   * member) and decoded a batch per step after it: writes after the
+   * decision do not show in the answer (docs/query.md, "Large collections").
+   */
+  members(name: string): Promise<Elements<string[]>> {
+    return this.atomic.read((tx) => {
+      const h = readHeader(tx, 'set', name);
+      if (h === undefined) throw collectionMissing('set', name);
+      const version = tx.version(headerKey('set', name)) ?? 0;
+      const keys = tx.groupKeys(elementGroup('set', name, h.inc), '', Number.MAX_SAFE_INTEGER, true);
+      return { count: h.count, version, ...batchesOf(keyBatches(keys, decodeKey), []) };
+    });
+  }
+
+  /** The inputs' member keys copied at one instant, then merged a batch per step (elements.ts). */
+  combineMembers(name: string, op: SetOp, others: readonly string[]): Promise<Batches<string[]>> {
+    return this.atomic.read((tx) => {
+      const first = memberKeys(tx, name);
+      const rest = others.map((o) => memberKeys(tx, o));
+      return batchesOf(mergeBatches(op, first, rest, decodeKey), []);
+    });
+  }
+
   async add(name: string, members: readonly string[], create: boolean, pre?: Precondition): Promise<string> {
     const [added, count] = await this.atomic.atomically(undefined, (tx) => setAdd(tx, name, members, create, pre));
     return results.added(added, count);
@@ -177,6 +211,11 @@ export class LogSets implements SetStore {
     }
     // Inputs read and target replaced in one decision: one atomic step. The target keeps no expiry.
     return this.atomic.atomically(undefined, (tx) => {
+      const names = [name, ...others];
+      combineLimit(
+        names,
+        names.map((n) => readHeader(tx, 'set', n)?.count ?? 0),
+      );
       const ms = setCombine(tx, name, op, others);
       setPut(tx, store, ms, 0, pre);
       return `{"count":${ms.length}}`;
