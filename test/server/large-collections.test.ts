@@ -234,50 +234,64 @@ async function rest(p: { res: http.IncomingMessage; chunks: Buffer[] }): Promise
   return Buffer.concat(p.chunks).toString('utf8');
 }
 
+/**
+ * Elements of the collections that are read while paused: 100,000 of about
+ * 120 bytes, so each answer (12-15 MB) is far larger than what loopback's
+ * socket buffers take (a 2.6 MB answer to a paused client was written whole:
+ * about 2 MB in the server's send buffer, 0.35 MB in the client's).
+ */
+const W = 100_000;
+const wide = (i: number): string => `${member(i)}-${'w'.repeat(100)}`;
+const wideMembers = Array.from({ length: W }, (_, i) => wide(i));
+/** A wide set the bound test below reads (the test here writes it first). */
+let wideSet = '';
+
 test('writes while large collection answers are being sent do not tear them: each is its collection of one instant', async () => {
   const l = uniq('tlist');
   const s = uniq('tset');
   const z = uniq('tzset');
-  const items = Array.from({ length: N }, (_, i) => i);
-  assert.equal((await srv.req('PUT', `/lists/${l}`, { list: items })).status, 201);
-  assert.equal((await srv.req('PUT', `/sets/${s}`, { set: members })).status, 201);
+  assert.equal((await srv.req('PUT', `/lists/${l}`, { list: wideMembers })).status, 201);
+  assert.equal((await srv.req('PUT', `/sets/${s}`, { set: wideMembers })).status, 201);
   const zs: Record<string, number> = {};
-  for (let i = 0; i < N; i++) zs[member(i)] = i;
+  for (let i = 0; i < W; i++) zs[wide(i)] = i;
   assert.equal((await srv.req('PUT', `/zsets/${z}`, { zset: zs })).status, 201);
+  wideSet = s;
 
   const pl = await paused(`/lists/${l}`);
   const ps = await paused(`/sets/${s}`);
   const pz = await paused(`/zsets/${z}`);
   // Changes all over each collection, while their answers wait on the clients.
-  const last = member(N - 1);
+  const last = wide(W - 1);
   assert.equal((await srv.req('POST', `/lists/${l}/push`, { values: ['new'], side: 'left' })).status, 200);
   assert.equal((await srv.req('PATCH', `/lists/${l}`, { set: { index: -1, value: 'changed' } })).status, 200);
   assert.equal((await srv.req('POST', `/sets/${s}/add`, { members: ['aaa-new', 'zzz-new'] })).status, 200);
-  assert.equal((await srv.req('POST', `/sets/${s}/remove`, { members: [last, member(1)] })).status, 200);
-  assert.equal((await srv.req('POST', `/zsets/${z}/add`, { members: { 'aaa-new': -1, 'zzz-new': N + 5 } })).status, 200);
-  assert.equal((await srv.req('POST', `/zsets/${z}/remove`, { members: [last, member(1)] })).status, 200);
-  assert.equal((await srv.req('POST', `/zsets/${z}/incr`, { member: member(2), delta: N * 2 })).status, 200);
+  assert.equal((await srv.req('POST', `/sets/${s}/remove`, { members: [last, wide(1)] })).status, 200);
+  assert.equal((await srv.req('POST', `/zsets/${z}/add`, { members: { 'aaa-new': -1, 'zzz-new': W + 5 } })).status, 200);
+  assert.equal((await srv.req('POST', `/zsets/${z}/remove`, { members: [last, wide(1)] })).status, 200);
+  assert.equal((await srv.req('POST', `/zsets/${z}/incr`, { member: wide(2), delta: W * 2 })).status, 200);
 
   const gl = JSON.parse(await rest(pl)) as { data: { items: unknown[]; length: number } };
-  assert.deepEqual(gl.data, { items, length: N });
+  assert.equal(gl.data.length, W);
+  assert.deepEqual(gl.data.items, wideMembers);
   const gs = JSON.parse(await rest(ps)) as { data: { members: string[]; count: number } };
-  assert.equal(gs.data.count, N);
-  assert.deepEqual(gs.data.members, members);
+  assert.equal(gs.data.count, W);
+  assert.deepEqual(gs.data.members, wideMembers);
   const gz = JSON.parse(await rest(pz)) as { data: { items: Array<{ member: string; score: number }>; count: number } };
-  assert.equal(gz.data.count, N);
+  assert.equal(gz.data.count, W);
   assert.deepEqual(
     gz.data.items.map((x) => x.member),
-    members,
+    wideMembers,
   );
   assert.ok(gz.data.items.every((x, i) => x.score === i));
   // The changes themselves are there for the next read.
   const after = JSON.parse((await big('GET', `/sets/${s}`)).body) as { data: { count: number; members: string[] } };
-  assert.equal(after.data.count, N);
+  assert.equal(after.data.count, W);
   assert.equal(after.data.members[0], 'aaa-new');
 });
 
 test('a client that goes away in the middle of a large answer stops it; the server answers on', async () => {
-  const p = await paused(`/sets/${set}`);
+  assert.ok(wideSet !== '');
+  const p = await paused(`/sets/${wideSet}`);
   p.res.destroy();
   await sleep(50);
   const r = await srv.req('GET', `/variants/${variant}`);
@@ -306,4 +320,33 @@ test('combine with store over more than 200,000 input members is refused up fron
   const ok = await srv.req('POST', `/sets/${small}/combine`, { op: 'union', with: [target], store: target });
   assert.equal(ok.status, 200, ok.raw);
   assert.deepEqual((ok.body as { data: unknown }).data, { count: 3 });
+});
+
+test('large answers under way are bounded server-wide: one more is answered 503 with Retry-After, and answers go on once they end', async () => {
+  const open: Array<{ res: http.IncomingMessage; chunks: Buffer[] }> = [];
+  let refused: { res: http.IncomingMessage; chunks: Buffer[] } | undefined;
+  try {
+    // 32 answers at once on the log store (envelope.ts); half the database pool on PostgreSQL (sql.ts).
+    assert.ok(wideSet !== '');
+    for (let i = 0; i < 40 && refused === undefined; i++) {
+      const p = await paused(`/sets/${wideSet}`);
+      if (p.res.statusCode === 503) refused = p;
+      else {
+        assert.equal(p.res.statusCode, 200);
+        open.push(p);
+      }
+    }
+    assert.ok(refused !== undefined, `40 large answers at once were all accepted`);
+    assert.equal(refused.res.headers['retry-after'], '1');
+    assert.match(await rest(refused), /large answers are being (sent|read from the database) already \(at most \d+/);
+    assert.ok(open.length >= 1, 'at least one large answer is served');
+    // Small requests are still served meanwhile.
+    assert.equal((await srv.req('GET', `/variants/${variant}`)).status, 200);
+  } finally {
+    for (const p of open) p.res.destroy();
+  }
+  await sleep(200);
+  const again = await big('GET', `/sets/${set}`);
+  assert.equal(again.status, 200);
+  assert.equal((JSON.parse(again.body) as { data: { count: number } }).data.count, N);
 });
