@@ -289,6 +289,47 @@ test('writes while large collection answers are being sent do not tear them: eac
   assert.equal(after.data.members[0], 'aaa-new');
 });
 
+test('whole-set reads and combines while pairs of members are added are each one instant of the sets', async () => {
+  const s = uniq('cset');
+  assert.equal((await srv.req('PUT', `/sets/${s}`, { set: members })).status, 201);
+  // Each add puts one member before every other and one after: a copy torn by an add shows one without the other.
+  let stop = false;
+  let k = 0;
+  const writer = (async () => {
+    while (!stop) {
+      assert.equal((await srv.req('POST', `/sets/${s}/add`, { members: [`aaa-${k}`, `zzz-${k}`] })).status, 200);
+      k++;
+    }
+  })();
+  const seen: number[] = [];
+  try {
+    for (let r = 0; r < 6; r++) {
+      const read = r % 2 === 0 ? await big('GET', `/sets/${s}`) : await big('POST', `/sets/${s}/combine`, { op: 'union', with: [s] });
+      assert.equal(read.status, 200, read.body.slice(0, 200));
+      const got = (JSON.parse(read.body) as { data: { members: string[]; count: number } }).data;
+      assert.equal(got.count, got.members.length);
+      const a = got.members.filter((m) => m.startsWith('aaa-')).map((m) => Number(m.slice(4)));
+      const z = got.members.filter((m) => m.startsWith('zzz-')).map((m) => Number(m.slice(4)));
+      a.sort((x, y) => x - y);
+      z.sort((x, y) => x - y);
+      assert.deepEqual(a, z, 'every pair whole or absent');
+      assert.deepEqual(
+        a,
+        a.map((_, i) => i),
+        'the adds up to one instant',
+      );
+      assert.equal(got.count, N + 2 * a.length);
+      seen.push(a.length);
+    }
+  } finally {
+    stop = true;
+    await writer;
+  }
+  // The writes did land while the reads ran.
+  assert.ok(k >= 3, `only ${k} adds during the reads`);
+  console.log(`# ${STORE}: reads saw ${seen.join(', ')} of ${k} pairs`);
+});
+
 test('a client that goes away in the middle of a large answer stops it; the server answers on', async () => {
   assert.ok(wideSet !== '');
   const p = await paused(`/sets/${wideSet}`);

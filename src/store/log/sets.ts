@@ -12,6 +12,7 @@ import { collectionMissing, combineLimit, type SetOp } from '../collection.js';
 import { batchesOf, keyBatches, mergeBatches } from '../elements.js';
 import type { Batches, Elements, Precondition, SetStore, VersionOut } from '../store.js';
 import { results } from '../txn.js';
+import { copyMembers } from './member-copy.js';
 import type { Atomic, Tx } from './atomic.js';
 import {
   dropCollection,
@@ -98,13 +99,6 @@ function allMembers(tx: Tx, name: string): string[] {
   return out;
 }
 
-/** The member keys (without the group's prefix) of a set, in byte order: pointers the directory holds, copied at this instant. */
-function memberKeys(tx: Tx, name: string): string[] {
-  const h = readHeader(tx, 'set', name);
-  if (h === undefined) return [];
-  return tx.groupKeys(elementGroup('set', name, h.inc), '', Number.MAX_SAFE_INTEGER, true);
-}
-
 const decodeKey = (k: string): string => memberOfKey('', k);
 
 /**
@@ -159,27 +153,22 @@ export class LogSets implements SetStore {
   }
 
   /**
-   * The member keys are copied in the decision (one instant, a pointer per
-   * member) and decoded a batch per step after it: writes after the
-   * decision do not show in the answer (docs/query.md, "Large collections").
+   * The member keys are copied at one instant (member-copy.ts: in steps,
+   * checked against the header's version) and decoded a batch per step
+   * after: writes after that instant do not show in the answer
+   * (docs/query.md, "Large collections").
    */
-  members(name: string): Promise<Elements<string[]>> {
-    return this.atomic.read((tx) => {
-      const h = readHeader(tx, 'set', name);
-      if (h === undefined) throw collectionMissing('set', name);
-      const version = tx.version(headerKey('set', name)) ?? 0;
-      const keys = tx.groupKeys(elementGroup('set', name, h.inc), '', Number.MAX_SAFE_INTEGER, true);
-      return { count: h.count, version, ...batchesOf(keyBatches(keys, decodeKey), []) };
-    });
+  async members(name: string): Promise<Elements<string[]>> {
+    const c = await copyMembers(this.atomic, [name]);
+    const h = c.heads[0];
+    if (h === undefined) throw collectionMissing('set', name);
+    return { count: h.count, version: h.version, ...batchesOf(keyBatches(c.keys[0], decodeKey), []) };
   }
 
   /** The inputs' member keys copied at one instant, then merged a batch per step (elements.ts). */
-  combineMembers(name: string, op: SetOp, others: readonly string[]): Promise<Batches<string[]>> {
-    return this.atomic.read((tx) => {
-      const first = memberKeys(tx, name);
-      const rest = others.map((o) => memberKeys(tx, o));
-      return batchesOf(mergeBatches(op, first, rest, decodeKey), []);
-    });
+  async combineMembers(name: string, op: SetOp, others: readonly string[]): Promise<Batches<string[]>> {
+    const c = await copyMembers(this.atomic, [name, ...others]);
+    return batchesOf(mergeBatches(op, c.keys[0], c.keys.slice(1), decodeKey), []);
   }
 
   async add(name: string, members: readonly string[], create: boolean, pre?: Precondition): Promise<string> {
