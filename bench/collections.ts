@@ -25,6 +25,9 @@
  *    `node dist/test/helpers/postgres.js sh -c 'PITHOS_BENCH_STORE=$PITHOS_TEST_STORE node dist/bench/collections.js'`
  *    on a throw-away cluster.
  *
+ * 5. Large collections (bench/large.ts): probes during whole-collection
+ *    requests of a million elements; PITHOS_BENCH_LARGE=0 skips it.
+ *
  * Environment: PITHOS_BENCH_SERVER (the server's bin/pithos, default this
  * build's), PITHOS_BENCH_MEMBERS (default 1,000,000), PITHOS_BENCH_N
  * (sequential requests per operation, default 2,000), PITHOS_BENCH_SECONDS
@@ -36,6 +39,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LogStore } from '../src/store/log/log-store.js';
+import { largeCollections } from './large.js';
 import { startServer, type Server } from './proc.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -275,3 +279,7 @@ await heapPerMember();
 await overHttp();
 if (PG_STORE !== undefined) await overHttp(PG_STORE);
 agent.destroy();
+if (process.env.PITHOS_BENCH_LARGE !== '0') {
+  await largeCollections();
+  if (PG_STORE !== undefined) await largeCollections(PG_STORE);
+}

@@ -180,6 +180,9 @@ const L = {
   queryScan: { mode: 'template', method: 'GET', path: '/tables/bench_big/rows', body: '{"wheres":{"alt":{{i}}}}', keys: 100_000 },
   // a 100-name page of BIG_ROWS records, from a cursor spread over the whole namespace
   listRecords: { mode: 'template', method: 'GET', path: '/records?prefix=bl-&limit=100&after=bl-{{k}}', body: '', keys: 1000 },
+  // Small collections, whole: 10 items / 10 members each (docs/query.md, "Large collections": the path that stays one string)
+  getList: { mode: 'template', method: 'GET', path: '/lists/bq-{{k}}', body: '', keys: 1000 },
+  getSet: { mode: 'template', method: 'GET', path: '/sets/bm-{{k}}', body: '', keys: 1000 },
   // A transfer between two counters of one pair, a ledger row and a receipt record: 4 mutations and a check.
   txn: {
     mode: 'template',
@@ -459,5 +462,43 @@ export const OPS: OpSpec[] = [
     capture: captureTemplate(L.listRecords, [200], (d) =>
       isObj(d) && Array.isArray(d['items']) && d['items'].length === 100 && typeof d['next'] === 'string' ? null : 'expected 100 items and a next cursor',
     ),
+  },
+  {
+    id: 'get-list',
+    label: 'GET list (10 items)',
+    kind: 'read',
+    modes: ['always'],
+    unit: 'req/s',
+    lua: L.getList,
+    expect: '"data":{"items":["item-0","item-1",',
+    ratioTarget: {},
+    p99TargetMs: 5,
+    prepare: (ctx) =>
+      fill(
+        ctx,
+        1000,
+        (i) => ['PUT', instantiate(L.getList.path, 1000, i, ''), JSON.stringify({ list: Array.from({ length: 10 }, (_, j) => `item-${j}`) })],
+        [201],
+      ),
+    capture: captureTemplate(L.getList, [200], (d) => (isObj(d) && Array.isArray(d['items']) && d['items'].length === 10 ? null : 'expected 10 items')),
+  },
+  {
+    id: 'get-set',
+    label: 'GET set (10 members)',
+    kind: 'read',
+    modes: ['always'],
+    unit: 'req/s',
+    lua: L.getSet,
+    expect: '"data":{"members":["member-0","member-1",',
+    ratioTarget: {},
+    p99TargetMs: 5,
+    prepare: (ctx) =>
+      fill(
+        ctx,
+        1000,
+        (i) => ['PUT', instantiate(L.getSet.path, 1000, i, ''), JSON.stringify({ set: Array.from({ length: 10 }, (_, j) => `member-${j}`) })],
+        [201],
+      ),
+    capture: captureTemplate(L.getSet, [200], (d) => (isObj(d) && Array.isArray(d['members']) && d['members'].length === 10 ? null : 'expected 10 members')),
   },
 ];

@@ -25,7 +25,8 @@ import { checkName } from '../store/validate.js';
 import type { Body } from './request-body.js';
 import type * as b from './body-fields.js';
 import type { BodyOf } from './fields.js';
-import { Answer, send, sendTagged } from './envelope.js';
+import { Answer, send, sendTagged, sendTaggedText, sendText } from './envelope.js';
+import { combinedText, quickSetText, quickZsetText, setText, zsetText } from './elements.js';
 import { type Args, type Ctx, preconditionOf } from './context.js';
 import { intParam } from './query-body.js';
 
@@ -76,6 +77,11 @@ export async function putSet(ctx: Ctx, name: string, body: BodyOf<typeof b.putSe
 export async function getSet(ctx: Ctx, name: string, _body: Body, res: ServerResponse, _raw: string, args: Args): Promise<void> {
   const limit = intParam('limit', args.query.limit, 1, MAX_SET_PAGE);
   const after = args.query.after === undefined ? undefined : checkMember(`query parameter 'after'`, args.query.after);
+  if (limit === undefined && after === undefined) {
+    // Every member: in batches, streamed when there are many (docs/query.md, "Large collections").
+    const e = await sets(ctx).members(name);
+    return sendTaggedText(res, 200, A.setQueried, setText(e, e.count), e.version);
+  }
   const out: VersionOut = { version: 0 };
   const data = await sets(ctx).get(name, limit, after, out);
   sendTagged(res, 200, A.setQueried, data, out.version);
@@ -113,6 +119,7 @@ export async function combineSets(ctx: Ctx, name: string, body: BodyOf<typeof b.
   if (pre !== undefined && body.store === undefined) {
     throw invalid(`a condition (if_version, if_absent, If-Match or If-None-Match) applies to the set that 'store' replaces: give 'store'`);
   }
+  if (body.store === undefined) return sendText(res, 200, A.setCombined, combinedText(await sets(ctx).combineMembers(name, op, names)));
   send(res, 200, A.setCombined, await sets(ctx).combine(name, op, names, body.store, pre));
 }
 
@@ -131,11 +138,8 @@ export const putSetQuick = putSet;
 
 /** GET /set/<key>: {"set": [every member, in byte order]}. */
 export async function getSetQuick(ctx: Ctx, name: string, _body: Body, res: ServerResponse): Promise<void> {
-  const out: VersionOut = { version: 0 };
-  const data = await sets(ctx).get(name, undefined, undefined, out);
-  // The members array is the first field of the store's answer: cut it out rather than parse it.
-  const end = data.lastIndexOf('],"count":');
-  sendTagged(res, 200, A.setQueried, `{"set":${data.slice('{"members":'.length, end + 1)}}`, out.version);
+  const e = await sets(ctx).members(name);
+  return sendTaggedText(res, 200, A.setQueried, quickSetText(e), e.version);
 }
 
 // ---- sorted sets -----------------------------------------------------------------------
@@ -200,10 +204,8 @@ export function zrangeOf(q: Readonly<Record<string, string>>): ZRange {
 }
 
 export async function getZset(ctx: Ctx, name: string, _body: Body, res: ServerResponse, _raw: string, args: Args): Promise<void> {
-  const q = zrangeOf(args.query);
-  const out: VersionOut = { version: 0 };
-  const data = await zsets(ctx).range(name, q, out);
-  sendTagged(res, 200, A.zsetQueried, data, out.version);
+  const e = await zsets(ctx).items(name, zrangeOf(args.query));
+  return sendTaggedText(res, 200, A.zsetQueried, zsetText(e, e.count), e.version);
 }
 
 export async function getZsetMember(ctx: Ctx, name: string, _body: Body, res: ServerResponse, _raw: string, args: Args): Promise<void> {
@@ -224,10 +226,6 @@ export const putZsetQuick = putZset;
 
 /** GET /zset/<key>: {"zset": {member: score, …}} in sorted-set order. */
 export async function getZsetQuick(ctx: Ctx, name: string, _body: Body, res: ServerResponse): Promise<void> {
-  const out: VersionOut = { version: 0 };
-  const data = await zsets(ctx).range(name, { by: 'rank', start: 0, stop: -1, rev: false }, out);
-  const { items } = JSON.parse(data) as { items: Array<{ member: string; score: number }> };
-  let text = '{"zset":{';
-  for (let i = 0; i < items.length; i++) text += (i === 0 ? '' : ',') + JSON.stringify(items[i].member) + ':' + String(items[i].score);
-  sendTagged(res, 200, A.zsetQueried, text + '}}', out.version);
+  const e = await zsets(ctx).items(name, { by: 'rank', start: 0, stop: -1, rev: false });
+  return sendTaggedText(res, 200, A.zsetQueried, quickZsetText(e), e.version);
 }

@@ -6,6 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Text } from '../store/store.js';
 import { nextTurn } from '../store/stream.js';
+import { RETRY_AFTER_S } from './errors.js';
 
 const CONTENT_TYPE = 'application/json; charset=utf-8';
 
@@ -51,21 +52,47 @@ const SLICE_CHARS = 64 * 1024;
  */
 export function sendText(res: ServerResponse, status: number, answer: Answer, data: Text): void | Promise<void> {
   if (typeof data === 'string') return send(res, status, answer, data);
-  return sendPieces(res, status, answer, data);
+  return sendPieces(res, status, answer, data, NO_HEADERS);
 }
 
-async function sendPieces(res: ServerResponse, status: number, answer: Answer, data: AsyncIterable<string>): Promise<void> {
+/** sendText with the object's version as its ETag (sendTagged's header), for a collection read in pieces. */
+export function sendTaggedText(res: ServerResponse, status: number, answer: Answer, data: Text, version: number): void | Promise<void> {
+  if (typeof data === 'string') return sendTagged(res, status, answer, data, version);
+  return sendPieces(res, status, answer, data, ['ETag', `"${version}"`]);
+}
+
+const NO_HEADERS: readonly string[] = [];
+
+/**
+ * Answers written in pieces at once, server-wide. Each holds at most one
+ * slice (SLICE_CHARS) and what its socket buffers beyond the store's view of
+ * its instant, and a connection runs one answer at a time (connections.ts):
+ * so answer bytes pending in this process stay below about MAX_STREAMING ×
+ * (64 KiB + the socket's buffer) however many clients ask (docs/query.md,
+ * "Large collections"). One more is answered 503 with Retry-After.
+ */
+export const MAX_STREAMING = 32;
+let streaming = 0;
+
+async function sendPieces(res: ServerResponse, status: number, answer: Answer, data: AsyncIterable<string>, extra: readonly string[]): Promise<void> {
   const it = data[Symbol.asyncIterator]();
   let out = answer.prefix;
   let started = false;
+  let counted = false;
   try {
     if (res.req.method === 'HEAD') {
       // HEAD is answered wherever GET is: the same headers, and no reading of rows
       // that would be thrown away (the finally below releases what the answer holds).
-      res.writeHead(status, ['Content-Type', CONTENT_TYPE]);
+      res.writeHead(status, ['Content-Type', CONTENT_TYPE, ...extra]);
       res.end();
       return;
     }
+    if (streaming >= MAX_STREAMING) {
+      sendError(res, 503, `${streaming} large answers are being sent already (at most ${MAX_STREAMING}); try again`, ['Retry-After', String(RETRY_AFTER_S)]);
+      return;
+    }
+    streaming++;
+    counted = true;
     for (;;) {
       if (res.destroyed) return; // the client went away: stop reading rows
       const r = await it.next();
@@ -73,7 +100,7 @@ async function sendPieces(res: ServerResponse, status: number, answer: Answer, d
       out += r.value;
       if (out.length >= SLICE_CHARS) {
         if (!started) {
-          res.writeHead(status, ['Content-Type', CONTENT_TYPE]);
+          res.writeHead(status, ['Content-Type', CONTENT_TYPE, ...extra]);
           started = true;
         }
         const more = res.write(out);
@@ -84,9 +111,10 @@ async function sendPieces(res: ServerResponse, status: number, answer: Answer, d
     }
     out += '}';
     if (res.destroyed) return;
-    if (!started) res.writeHead(status, ['Content-Type', CONTENT_TYPE, 'Content-Length', String(Buffer.byteLength(out))]);
+    if (!started) res.writeHead(status, ['Content-Type', CONTENT_TYPE, 'Content-Length', String(Buffer.byteLength(out)), ...extra]);
     res.end(out);
   } finally {
+    if (counted) streaming--;
     // Releases what the answer holds when it stopped early (client gone, an error); a no-op after the end.
     await it.return?.();
   }

@@ -5,7 +5,7 @@
  * Anything else is a 500: the client gets a generic message and the details
  * go to the server log.
  */
-import { StoreError, type StoreErrorKind } from '../store/errors.js';
+import { BusyError, StoreError, type StoreErrorKind } from '../store/errors.js';
 
 const STATUS: Record<StoreErrorKind, number> = {
   invalid: 400,
@@ -51,6 +51,7 @@ export const INTERNAL_MESSAGE = 'internal error';
 export function errorHeaders(err: unknown): string[] | undefined {
   if (err instanceof HttpError) return err.headers;
   if (err instanceof StoreError && err.kind === 'unreachable') return ['Retry-After', String(RETRY_AFTER_S)];
+  if (err instanceof BusyError) return ['Retry-After', String(RETRY_AFTER_S)];
   return undefined;
 }
 

@@ -12,7 +12,8 @@ import { checkName } from '../store/validate.js';
 import type { Body } from './request-body.js';
 import type * as b from './body-fields.js';
 import type { BodyOf } from './fields.js';
-import { Answer, send, sendTagged } from './envelope.js';
+import { Answer, send, sendTaggedText } from './envelope.js';
+import { listText, quickListText } from './elements.js';
 import { type Args, type Ctx, preconditionOf } from './context.js';
 
 const A = {
@@ -65,32 +66,13 @@ export async function putList(ctx: Ctx, name: string, body: BodyOf<typeof b.putL
   send(res, created ? 201 : 200, A.created);
 }
 
-const VERSION: VersionOut = { version: 0 };
-
 export function getList(ctx: Ctx, name: string, _body: Body, res: ServerResponse, _raw: string, args: Args): void | Promise<void> {
   const start = indexParam('start', args.query.start, 0);
   const stop = indexParam('stop', args.query.stop, -1);
-  const lists = listsOf(ctx.store);
-  const data = lists.range(name, start, stop, VERSION);
-  if (typeof data === 'string') return sendTagged(res, 200, A.queried, data, VERSION.version);
-  return later(lists, name, start, stop, res, data, (t) => t);
-}
-
-/** The value was not in memory: read again with a version holder of its own (the shared one serves other requests meanwhile). */
-async function later(
-  lists: ListStore,
-  name: string,
-  start: number,
-  stop: number,
-  res: ServerResponse,
-  first: Promise<string>,
-  shape: (text: string) => string,
-): Promise<void> {
-  // Superseded: the read below answers, and reports its own failure.
-  first.catch(superseded);
-  const out: VersionOut = { version: 0 };
-  const data = await lists.range(name, start, stop, out);
-  sendTagged(res, 200, A.queried, shape(data), out.version);
+  const e = listsOf(ctx.store).items(name, start, stop);
+  // Served from memory (the common case): answered in this call, with no promise.
+  if (!(e instanceof Promise)) return sendTaggedText(res, 200, A.queried, listText(e, e.count), e.version);
+  return e.then((v) => sendTaggedText(res, 200, A.queried, listText(v, v.count), v.version));
 }
 
 export async function pushList(ctx: Ctx, name: string, body: BodyOf<typeof b.pushList>, res: ServerResponse): Promise<void> {
@@ -161,16 +143,8 @@ export async function deleteList(ctx: Ctx, name: string, body: BodyOf<typeof b.o
 
 // ---- the quick-start spelling /list/<key> (docs/api.md, "Numbers, texts, and the quick-start spellings")
 
-/** `{"items": [...], "length": n}` (ListStore.range's fixed shape) as `{"list": [...]}`. */
-const asQuick = (text: string): string => '{"list":' + text.slice('{"items":'.length, text.lastIndexOf(',"length":')) + '}';
-
 export function getQuickList(ctx: Ctx, name: string, _body: Body, res: ServerResponse): void | Promise<void> {
-  const lists = listsOf(ctx.store);
-  const data = lists.range(name, 0, -1, VERSION);
-  if (typeof data === 'string') return sendTagged(res, 200, A.queried, asQuick(data), VERSION.version);
-  return later(lists, name, 0, -1, res, data, asQuick);
-}
-
-function superseded(): void {
-  // The first read of a versioned GET, dropped for one with its own holder: that read answers, and reports its own failure.
+  const e = listsOf(ctx.store).items(name, 0, -1);
+  if (!(e instanceof Promise)) return sendTaggedText(res, 200, A.queried, quickListText(e), e.version);
+  return e.then((v) => sendTaggedText(res, 200, A.queried, quickListText(v), v.version));
 }

@@ -5,7 +5,7 @@
  * everything here is decided from the request alone, the same way whichever
  * store answers.
  */
-import { invalid, type StoreError } from './errors.js';
+import { invalid, StoreError } from './errors.js';
 import { missing } from './messages.js';
 import { isPlainObject } from './validate.js';
 import type { CollectionKind } from './kinds.js';
@@ -18,6 +18,26 @@ export const MAX_MEMBER_BYTES = 4096;
 export const MAX_MEMBERS = 1000;
 /** Sets one combine reads besides its own. */
 export const MAX_COMBINE = 16;
+
+/**
+ * Members a `combine` with `store` may read in all, its own set's and the
+ * others' counted together (docs/api.md, "Sets"): its result is written in
+ * one atomic batch, and a batch's cost grows with its members, so a larger
+ * one is refused before any work is done rather than hold the server.
+ */
+export const MAX_COMBINE_STORE = 200_000;
+
+/** 413 with the figures when the inputs of a `combine` with `store` hold more than MAX_COMBINE_STORE members. */
+export function combineLimit(names: readonly string[], counts: readonly number[]): void {
+  let total = 0;
+  for (const c of counts) total += c;
+  if (total <= MAX_COMBINE_STORE) return;
+  const each = names.map((n, i) => `'${n}' ${counts[i]}`).join(', ');
+  throw new StoreError(
+    'too_large',
+    `combine with 'store' reads at most ${MAX_COMBINE_STORE} members in all; these sets hold ${total} (${each}); combine without 'store' streams any size`,
+  );
+}
 
 const isWellFormed = (String.prototype as unknown as { isWellFormed: (this: string) => boolean }).isWellFormed;
 

@@ -24,6 +24,17 @@ export class StoreError extends Error {
   }
 }
 
+/**
+ * Work refused for now to keep memory or database connections bounded (too
+ * many large answers under way): 'unavailable', and the client may ask again
+ * shortly (the HTTP answer carries Retry-After).
+ */
+export class BusyError extends StoreError {
+  constructor(message: string) {
+    super('unavailable', message);
+  }
+}
+
 export const invalid = (message: string): StoreError => new StoreError('invalid', message);
 export const notFound = (message: string): StoreError => new StoreError('not_found', message);
 export const conflict = (message: string): StoreError => new StoreError('conflict', message);

@@ -16,6 +16,8 @@ const CHUNK = 512;
 interface Chunk {
   s: number[];
   m: string[];
+  /** The structure's `gen` when this chunk was made: one made before the last snapshot is shared with it. */
+  g: number;
 }
 
 /**
@@ -93,13 +95,44 @@ export class RankedPairs {
   /** Fenwick tree (1-based) over chunk sizes. */
   private tree: number[] = [0];
   size = 0;
+  /**
+   * Bumped by each snapshot: a chunk whose `g` differs is shared with a
+   * snapshot and copied before it is changed (copy on write, one chunk of at
+   * most CHUNK pairs at a time). A snapshot's own `gen` is -1: it owns none.
+   */
+  private gen = 0;
+
+  /**
+   * The pairs as they are now, for reading in slices while this structure
+   * goes on changing (docs/query.md, "Large collections"): it copies the
+   * list of chunks and the tree (a pointer per CHUNK/2 to CHUNK pairs), not
+   * the pairs; a later change copies the one chunk it touches.
+   */
+  snapshot(): RankedPairs {
+    const r = new RankedPairs();
+    r.chunks = this.chunks.slice();
+    r.tree = this.tree.slice();
+    r.size = this.size;
+    r.gen = -1;
+    this.gen++;
+    return r;
+  }
+
+  /** Chunk `ci`, copied first when a snapshot shares it. */
+  private own(ci: number): Chunk {
+    const c = this.chunks[ci];
+    if (c.g === this.gen) return c;
+    const copy = { s: c.s.slice(), m: c.m.slice(), g: this.gen };
+    this.chunks[ci] = copy;
+    return copy;
+  }
 
   /** Builds from pairs already in order and free of duplicate members. */
   static fromSorted(scores: readonly number[], members: readonly string[]): RankedPairs {
     const r = new RankedPairs();
     const step = CHUNK / 2;
     for (let i = 0; i < scores.length; i += step) {
-      r.chunks.push({ s: scores.slice(i, i + step), m: members.slice(i, i + step) });
+      r.chunks.push({ s: scores.slice(i, i + step), m: members.slice(i, i + step), g: 0 });
     }
     r.size = scores.length;
     r.rebuild();
@@ -157,20 +190,20 @@ export class RankedPairs {
 
   add(s: number, m: string): void {
     if (this.chunks.length === 0) {
-      this.chunks.push({ s: [s], m: [m] });
+      this.chunks.push({ s: [s], m: [m], g: this.gen });
       this.size = 1;
       this.rebuild();
       return;
     }
     const ci = this.chunkOf(s, m);
-    const c = this.chunks[ci];
+    const c = this.own(ci);
     const i = RankedPairs.lower(c, s, m);
     c.s.splice(i, 0, s);
     c.m.splice(i, 0, m);
     this.size++;
     if (c.s.length > CHUNK) {
       const half = CHUNK / 2;
-      this.chunks.splice(ci + 1, 0, { s: c.s.splice(half), m: c.m.splice(half) });
+      this.chunks.splice(ci + 1, 0, { s: c.s.splice(half), m: c.m.splice(half), g: this.gen });
       this.rebuild();
     } else {
       this.bump(ci, 1);
@@ -181,9 +214,10 @@ export class RankedPairs {
   delete(s: number, m: string): boolean {
     if (this.size === 0) return false;
     const ci = this.chunkOf(s, m);
-    const c = this.chunks[ci];
-    const i = RankedPairs.lower(c, s, m);
-    if (i >= c.s.length || c.s[i] !== s || c.m[i] !== m) return false;
+    const i = RankedPairs.lower(this.chunks[ci], s, m);
+    const found = this.chunks[ci];
+    if (i >= found.s.length || found.s[i] !== s || found.m[i] !== m) return false;
+    const c = this.own(ci);
     c.s.splice(i, 1);
     c.m.splice(i, 1);
     this.size--;

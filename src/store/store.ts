@@ -223,11 +223,42 @@ export interface ListPatch {
   ttl?: number;
 }
 
+/**
+ * A whole collection, or a range of it, read at one instant and handed over a
+ * batch at a time (docs/query.md, "Large collections"): how every transport
+ * answers a read of millions of elements without holding the event loop or
+ * building the answer in one piece. `first` is read in the same step as
+ * `count` and `version`; when it holds every element asked for, `rest` is
+ * undefined (the small, common case: no iteration at all). Otherwise each
+ * step of `rest` does a bounded amount of work and gives the next batch, in
+ * order, of the same instant; a consumer that stops early calls `return()`
+ * so the store lets go of its view (a snapshot, a database transaction).
+ */
+export interface Batches<B> {
+  readonly first: B;
+  readonly rest: AsyncIterable<B> | undefined;
+}
+
+export interface Elements<B> extends Batches<B> {
+  /** The collection's size at that instant: a list's length, a set's or sorted set's count. */
+  readonly count: number;
+  /** Its version at that instant. */
+  readonly version: number;
+}
+
+/** A batch of a sorted set's items: parallel arrays, in the order asked for. */
+export interface ZBatch {
+  members: string[];
+  scores: number[];
+}
+
 export interface ListStore {
   /** Creates or replaces with these items; resolves to true when the list is new. */
   put(name: string, items: unknown[], ttl: number, pre?: Precondition): Promise<boolean>;
   /** JSON text {"items": [...], "length": n} of the inclusive range (Redis LRANGE indexes); `out` receives the version. */
   range(name: string, start: number, stop: number, out?: VersionOut): Sync<string>;
+  /** The items of the same range as JSON texts, in batches (synchronously when served from memory); `count` is the length. */
+  items(name: string, start: number, stop: number): Sync<Elements<string[]>>;
   /** Pushes one at a time in the order given; resolves to the JSON text {"length": n}. */
   push(name: string, values: unknown[], side: ListSide, create: boolean, pre?: Precondition): Promise<string>;
   /** Resolves to the JSON text {"items": [...]} once the pop (and move) is durable. */
@@ -252,6 +283,8 @@ export interface SetStore {
   put(name: string, members: readonly string[], ttl: number, pre?: Precondition): Promise<boolean>;
   /** {"members", "count", "next"}: members in byte order after `after`, at most `limit` (all when undefined); `out` receives the version. */
   get(name: string, limit: number | undefined, after: string | undefined, out?: VersionOut): Promise<string>;
+  /** Every member in byte order, in batches. */
+  members(name: string): Promise<Elements<string[]>>;
   /** {"added", "count"}; `create` false: 404 when the set does not exist. */
   add(name: string, members: readonly string[], create: boolean, pre?: Precondition): Promise<string>;
   /** {"removed", "count"}. */
@@ -261,6 +294,8 @@ export interface SetStore {
   /** {"members", "count"}, or {"count"} when the result replaced the set `store` in the same atomic step. */
   /** With `store`, `pre` is the condition on that set, which the result replaces (as a PUT's). */
   combine(name: string, op: SetOp, others: readonly string[], store: string | undefined, pre?: Precondition): Promise<string>;
+  /** `combine` without `store`: the result's members in byte order, in batches. */
+  combineMembers(name: string, op: SetOp, others: readonly string[]): Promise<Batches<string[]>>;
   /** Sets the remaining lifetime (0 = none) of the set and its members. */
   expire(name: string, ttl: number, pre?: Precondition): Promise<void>;
   delete(name: string, pre?: Precondition): Promise<void>;
@@ -277,6 +312,8 @@ export interface ZsetStore {
   remove(name: string, members: readonly string[], pre?: Precondition): Promise<string>;
   /** {"items": [{"member", "score"}], "count"}; `out` receives the version. */
   range(name: string, q: ZRange, out?: VersionOut): Promise<string>;
+  /** The items of the same range, in batches. */
+  items(name: string, q: ZRange): Promise<Elements<ZBatch>>;
   /** {"score", "rank", "rev_rank"}; 404 when not a member. */
   member(name: string, member: string): Promise<string>;
   expire(name: string, ttl: number, pre?: Precondition): Promise<void>;

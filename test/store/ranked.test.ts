@@ -75,6 +75,33 @@ test('fromSorted builds what the same pairs added one by one build', () => {
   check(r, withNew, rand);
 });
 
+test('a snapshot keeps the pairs of its instant while the structure goes on changing (copy on write), through splits and emptied chunks', () => {
+  const rand = rng(31);
+  const r = new RankedPairs();
+  let model: Pair[] = [];
+  const live = new Map<string, number>();
+  const snaps: Array<[RankedPairs, Pair[]]> = [];
+  for (let step = 0; step < 8000; step++) {
+    const m = `m${Math.floor(rand() * 2500)}`;
+    const cur = live.get(m);
+    if (cur !== undefined) {
+      r.delete(cur, m);
+      live.delete(m);
+      model = model.filter((p) => p[1] !== m);
+    } else {
+      const s = Math.floor(rand() * 40);
+      r.add(s, m);
+      live.set(m, s);
+      model.push([s, m]);
+      model.sort(cmp);
+    }
+    if (step % 900 === 0) snaps.push([r.snapshot(), model.slice()]);
+  }
+  check(r, model, rand);
+  // Every snapshot still answers as the model of its instant did, whatever changed after it.
+  for (const [snap, then] of snaps) check(snap, then, rand);
+});
+
 test('scoreOrder is a stable ascending sort by score: negatives, -0, ties, extremes, and every radix digit', () => {
   const rand = rng(17);
   const special = [0, -0, 1, -1, 0.5, -0.5, Number.MIN_VALUE, -Number.MIN_VALUE, Number.MAX_VALUE, -Number.MAX_VALUE, 2 ** 52, -(2 ** 53), 1e-300, -1e300];

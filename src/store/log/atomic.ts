@@ -109,6 +109,11 @@ export class Tx {
     (this.commitHooks ??= []).push(fn);
   }
 
+  /** Writes the engine has undone so far: with versions, tells a reader across several decisions that nothing changed. */
+  get rollbacks(): number {
+    return this.engine.rollbacks;
+  }
+
   /** The sequence number the batch of this decision will get (fences, table incarnations). */
   get seq(): number {
     return this.engine.upcomingSeq;

@@ -18,11 +18,13 @@
 import { type Decoder, Op } from '../../engine/index.js';
 import { NO_ITEMS, shuttingDown, type Waiter, WaitingPops } from '../list-waiters.js';
 import { indexOf, listMissing, rangeOf, removals } from '../lists.js';
-import type { ListPatch, ListPop, ListSide, ListStore, Precondition, Sync, VersionOut } from '../store.js';
+import { ELEMENT_BATCH } from '../elements.js';
+import type { Elements, ListPatch, ListPop, ListSide, ListStore, Precondition, Sync, VersionOut } from '../store.js';
 import { expiryOf } from '../validate.js';
 import { checkPrecondition } from '../versions.js';
 import type { Atomic, Tx } from './atomic.js';
 import { isListKey, itemKey, listGroup, listKey, nameOfTop } from './keys.js';
+import { snapshotBatches } from './snapshot-batches.js';
 
 export interface ListHead {
   /** Sequence number of the batch that created this incarnation: names its item group. */
@@ -164,6 +166,26 @@ export function rangeText(tx: Tx, name: string, start: number, stop: number): st
   return `{"items":[${itemsAt(tx, name, h, from, to).join(',')}],"length":${len}}`;
 }
 
+/**
+ * The range as batches of item texts: a range of at most ELEMENT_BATCH items
+ * is read in the decision, as `rangeText` reads it; a longer one from a
+ * snapshot of the item group taken as the decision's last step (one instant;
+ * docs/query.md, "Large collections"), a batch per step after it.
+ */
+export function rangeItems(tx: Tx, name: string, start: number, stop: number): Elements<string[]> {
+  const h = existing(tx, name);
+  const len = h.tail - h.head;
+  const version = tx.version(listKey(name)) ?? 0;
+  const { from, to } = rangeOf(len, start, stop);
+  if (to - from < ELEMENT_BATCH) return { count: len, version, first: itemsAt(tx, name, h, from, to), rest: undefined };
+  const snap = tx.snapshot(listGroup(name, h.inc), itemDecoder);
+  if (snap.length !== len) {
+    snap.release();
+    throw new Error(`list '${name}' has ${snap.length} item keys for its length ${len}`);
+  }
+  return { count: len, version, first: [], rest: snapshotBatches(snap, from, to) };
+}
+
 /** set / trim / remove and/or ttl in one batch; resolves to the new length. */
 export function patchList(tx: Tx, name: string, p: ListPatch, pre: Precondition | undefined): number {
   checkList(tx, name, pre);
@@ -257,6 +279,10 @@ export class LogLists implements ListStore {
   put(name: string, items: unknown[], ttl: number, pre?: Precondition): Promise<boolean> {
     const texts = items.map((v) => JSON.stringify(v));
     return this.atomic.atomically(undefined, (tx) => putList(tx, name, texts, ttl, pre));
+  }
+
+  items(name: string, start: number, stop: number): Sync<Elements<string[]>> {
+    return this.atomic.readNow((tx) => rangeItems(tx, name, start, stop));
   }
 
   range(name: string, start: number, stop: number, out?: VersionOut): Sync<string> {

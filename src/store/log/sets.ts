@@ -8,9 +8,11 @@
  * The functions taking a Tx are the decisions; transactions (txns.ts) reuse them.
  */
 import type { Decoder } from '../../engine/index.js';
-import { collectionMissing, type SetOp } from '../collection.js';
-import type { Precondition, SetStore, VersionOut } from '../store.js';
+import { collectionMissing, combineLimit, type SetOp } from '../collection.js';
+import { batchesOf, keyBatches, mergeBatches } from '../elements.js';
+import type { Batches, Elements, Precondition, SetStore, VersionOut } from '../store.js';
 import { results } from '../txn.js';
+import { copyMembers } from './member-copy.js';
 import type { Atomic, Tx } from './atomic.js';
 import {
   dropCollection,
@@ -97,6 +99,8 @@ function allMembers(tx: Tx, name: string): string[] {
   return out;
 }
 
+const decodeKey = (k: string): string => memberOfKey('', k);
+
 /**
  * union / inter / diff of `name` with `others`, in byte order. A missing set
  * counts as empty. Reads only stored state, so it runs before any write of
@@ -148,6 +152,25 @@ export class LogSets implements SetStore {
     });
   }
 
+  /**
+   * The member keys are copied at one instant (member-copy.ts: in steps,
+   * checked against the header's version) and decoded a batch per step
+   * after: writes after that instant do not show in the answer
+   * (docs/query.md, "Large collections").
+   */
+  async members(name: string): Promise<Elements<string[]>> {
+    const c = await copyMembers(this.atomic, [name]);
+    const h = c.heads[0];
+    if (h === undefined) throw collectionMissing('set', name);
+    return { count: h.count, version: h.version, ...batchesOf(keyBatches(c.keys[0], decodeKey), []) };
+  }
+
+  /** The inputs' member keys copied at one instant, then merged a batch per step (elements.ts). */
+  async combineMembers(name: string, op: SetOp, others: readonly string[]): Promise<Batches<string[]>> {
+    const c = await copyMembers(this.atomic, [name, ...others]);
+    return batchesOf(mergeBatches(op, c.keys[0], c.keys.slice(1), decodeKey), []);
+  }
+
   async add(name: string, members: readonly string[], create: boolean, pre?: Precondition): Promise<string> {
     const [added, count] = await this.atomic.atomically(undefined, (tx) => setAdd(tx, name, members, create, pre));
     return results.added(added, count);
@@ -177,6 +200,11 @@ export class LogSets implements SetStore {
     }
     // Inputs read and target replaced in one decision: one atomic step. The target keeps no expiry.
     return this.atomic.atomically(undefined, (tx) => {
+      const names = [name, ...others];
+      combineLimit(
+        names,
+        names.map((n) => readHeader(tx, 'set', n)?.count ?? 0),
+      );
       const ms = setCombine(tx, name, op, others);
       setPut(tx, store, ms, 0, pre);
       return `{"count":${ms.length}}`;

@@ -26,7 +26,8 @@ import { collectionMissing, memberCompare, scoreText, type ZMode, type ZRange, z
 import { results } from '../txn.js';
 import { incremented, memberAnswer, memberItem, notMember, zsetEvents } from '../zsets.js';
 import { RankedPairs, scoreOrder } from '../ranked.js';
-import type { Precondition, VersionOut, ZsetStore } from '../store.js';
+import { batchesOf, ELEMENT_BATCH } from '../elements.js';
+import type { Elements, Precondition, VersionOut, ZBatch, ZsetStore } from '../store.js';
 import type { Atomic, Tx } from './atomic.js';
 import {
   dropCollection,
@@ -345,31 +346,32 @@ export class LogZsets implements ZsetStore {
       if (h === undefined) throw collectionMissing('zset', name);
       if (out !== undefined) out.version = tx.version(headerKey('zset', name)) ?? 0;
       const order = this.indexes.order(tx, name, h);
-      const n = order.size;
       let text = '{"items":[';
       let first = true;
-      const visit = (s: number, m: string): void => {
-        text += (first ? '' : ',') + memberItem(s, decodeMember(m));
+      const [from, to, desc] = windowOf(order, q);
+      order.slice(from, to, desc, (sc: number, m: string): void => {
+        text += (first ? '' : ',') + memberItem(sc, decodeMember(m));
         first = false;
-      };
-      if (q.by === 'rank') {
-        let start = q.start < 0 ? q.start + n : q.start;
-        let stop = q.stop < 0 ? q.stop + n : q.stop;
-        if (start < 0) start = 0;
-        if (stop >= n) stop = n - 1;
-        // With rev, ranks count from the highest: rank i is ascending position n - 1 - i.
-        if (start <= stop) {
-          if (q.rev) order.slice(n - 1 - stop, n - 1 - start, true, visit);
-          else order.slice(start, stop, false, visit);
-        }
-      } else {
-        const lo = order.countBelow(q.min.score, q.min.open);
-        const hi = order.countBelow(q.max.score, !q.max.open); // ranks lo .. hi - 1 are in range
-        const limit = q.limit ?? Number.MAX_SAFE_INTEGER;
-        if (q.rev) order.slice(Math.max(lo, hi - q.offset - limit), hi - 1 - q.offset, true, visit);
-        else order.slice(lo + q.offset, Math.min(hi - 1, lo + q.offset + limit - 1), false, visit);
-      }
+      });
       return `${text}],"count":${h.count}}`;
+    });
+  }
+
+  /**
+   * The range in batches: at most ELEMENT_BATCH items are copied in the
+   * decision; a longer range is read from a snapshot of the order taken in
+   * it (RankedPairs.snapshot: copy on write, one instant), a batch per step.
+   */
+  async items(name: string, q: ZRange): Promise<Elements<ZBatch>> {
+    await this.indexes.prepare(this.atomic, name);
+    return this.atomic.read((tx) => {
+      const h = readHeader(tx, 'zset', name);
+      if (h === undefined) throw collectionMissing('zset', name);
+      const version = tx.version(headerKey('zset', name)) ?? 0;
+      const order = this.indexes.order(tx, name, h);
+      const [from, to, desc] = windowOf(order, q);
+      const view = to - from < ELEMENT_BATCH ? order : order.snapshot();
+      return { count: h.count, version, ...batchesOf(zsetBatches(view, from, to, desc), { members: [], scores: [] }) };
     });
   }
 
@@ -408,3 +410,46 @@ export class LogZsets implements ZsetStore {
 }
 
 export { memberCompare };
+
+/** Ranks from..to (ascending positions, inclusive) and direction of a range query over `order`. */
+function windowOf(order: RankedPairs, q: ZRange): [number, number, boolean] {
+  const [from, to, desc] = unclamped(order, q);
+  const a = Math.max(0, from);
+  const b = Math.min(order.size - 1, to);
+  return a > b ? [0, -1, false] : [a, b, desc];
+}
+
+function unclamped(order: RankedPairs, q: ZRange): [number, number, boolean] {
+  const n = order.size;
+  if (q.by === 'rank') {
+    let start = q.start < 0 ? q.start + n : q.start;
+    let stop = q.stop < 0 ? q.stop + n : q.stop;
+    if (start < 0) start = 0;
+    if (stop >= n) stop = n - 1;
+    if (start > stop) return [0, -1, false];
+    // With rev, ranks count from the highest: rank i is ascending position n - 1 - i.
+    return q.rev ? [n - 1 - stop, n - 1 - start, true] : [start, stop, false];
+  }
+  const lo = order.countBelow(q.min.score, q.min.open);
+  const hi = order.countBelow(q.max.score, !q.max.open); // ranks lo .. hi - 1 are in range
+  const limit = q.limit ?? Number.MAX_SAFE_INTEGER;
+  if (q.rev) return [Math.max(lo, hi - q.offset - limit), hi - 1 - q.offset, true];
+  return [lo + q.offset, Math.min(hi - 1, lo + q.offset + limit - 1), false];
+}
+
+/** Positions from..to of `order` (descending from `to` when `desc`), decoded, ELEMENT_BATCH per batch. */
+function* zsetBatches(order: RankedPairs, from: number, to: number, desc: boolean): Generator<ZBatch, undefined> {
+  for (let done = 0; done <= to - from; done += ELEMENT_BATCH) {
+    const k = Math.min(ELEMENT_BATCH, to - from + 1 - done);
+    const members: string[] = [];
+    const scores: number[] = [];
+    const visit = (sc: number, m: string): void => {
+      scores.push(sc);
+      members.push(decodeMember(m));
+    };
+    if (desc) order.slice(to - done - k + 1, to - done, true, visit);
+    else order.slice(from + done, from + done + k - 1, false, visit);
+    yield { members, scores };
+  }
+  return undefined;
+}

@@ -23,8 +23,11 @@ import pg from 'pg';
 import { StoreError } from '../errors.js';
 import { shuttingDown, WaitingPops } from '../list-waiters.js';
 import { indexOf, listMissing, rangeOf, removals } from '../lists.js';
-import type { ListPatch, ListPop, ListSide, ListStore, Precondition, VersionOut } from '../store.js';
+import { ELEMENT_BATCH } from '../elements.js';
+import type { Elements, ListPatch, ListPop, ListSide, ListStore, Precondition, VersionOut } from '../store.js';
 import { checkPrecondition } from '../versions.js';
+import { listPages } from './list-pages.js';
+import { withReader } from './pages.js';
 import type { Db, Q } from './sql.js';
 
 const NEXT = "nextval('pithos_seq')";
@@ -208,6 +211,37 @@ export class PgLists implements ListStore {
     if (r.length === 0) throw listMissing(name);
     if (out !== undefined) out.version = Number(r[0].version);
     return `{"items":[${(r[0].items as string | null) ?? ''}],"length":${Number(r[0].tail) - Number(r[0].head)}}`;
+  }
+
+  /**
+   * A range of at most ELEMENT_BATCH items in one statement, as `range`; a
+   * longer one a page per step in a read-only REPEATABLE READ transaction
+   * (list-pages.ts), its ends read in the same transaction: one instant.
+   */
+  async items(name: string, start: number, stop: number): Promise<Elements<string[]>> {
+    const q = this.db.q;
+    const len = '(l.tail - l.head)';
+    const from = `GREATEST(CASE WHEN $2::int8 < 0 THEN ${len} + $2::int8 ELSE $2::int8 END, 0)`;
+    const to = `LEAST(CASE WHEN $3::int8 < 0 THEN ${len} + $3::int8 ELSE $3::int8 END, ${len} - 1)`;
+    const r = await q.query(
+      `SELECT l.head, l.tail, l.version,
+        ARRAY(SELECT i.v FROM pithos_list_items i
+          WHERE i.name = l.name AND i.pos >= l.head + ${from} AND i.pos <= l.head + ${to} ORDER BY i.pos LIMIT $4) AS items
+      FROM pithos_lists l WHERE l.name = $1 AND ${q.live('l.expires_at')}`,
+      [name, start, stop, ELEMENT_BATCH],
+    );
+    if (r.length === 0) throw listMissing(name);
+    const n = Number(r[0].tail) - Number(r[0].head);
+    const range = rangeOf(n, start, stop);
+    if (range.to - range.from < ELEMENT_BATCH) return { count: n, version: Number(r[0].version), first: r[0].items as string[], rest: undefined };
+    return withReader(this.db, async (rd) => {
+      const h = await rd.q.query(`SELECT head, tail, version FROM pithos_lists WHERE name = $1 AND ${rd.q.live()}`, [name]);
+      if (h.length === 0) throw listMissing(name);
+      const head = Number(h[0].head);
+      const count = Number(h[0].tail) - head;
+      const { from: a, to: b } = rangeOf(count, start, stop);
+      return { count, version: Number(h[0].version), first: [], rest: listPages(rd, name, head + a, head + b) };
+    });
   }
 
   async push(name: string, values: unknown[], side: ListSide, create: boolean, pre?: Precondition): Promise<string> {

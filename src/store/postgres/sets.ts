@@ -7,8 +7,9 @@
  *
  * The functions taking a Q are the decisions; transactions (txns.ts) reuse them.
  */
-import { collectionMissing, type SetOp } from '../collection.js';
-import type { Precondition, SetStore, VersionOut } from '../store.js';
+import { collectionMissing, combineLimit, type SetOp } from '../collection.js';
+import { ELEMENT_BATCH } from '../elements.js';
+import type { Batches, Elements, Precondition, SetStore, VersionOut } from '../store.js';
 import { results } from '../txn.js';
 import {
   dropCollection,
@@ -23,7 +24,8 @@ import {
   replaceHeader,
   writeHeader,
 } from './collections.js';
-import type { Db, Q } from './sql.js';
+import { cursorRest, declare, fetchRows, MEMBER_FETCH, withReader } from './pages.js';
+import type { Db, Q, Reader } from './sql.js';
 
 const LIVE_HEADER = (q: Q): string => `pithos_sets h WHERE h.name = $1 AND ${q.live('h.expires_at')}`;
 
@@ -85,28 +87,38 @@ export const setCount = (q: Q, name: string): Promise<number | undefined> => liv
  * union / inter / diff of `name` with `others` in byte order, in one
  * statement; a missing (or expired) set counts as empty.
  */
-export async function setCombine(q: Q, name: string, op: SetOp, others: readonly string[]): Promise<string[]> {
+function combineSql(q: Q, name: string, op: SetOp, others: readonly string[]): [string, unknown[]] {
   const live = q.live('h.expires_at');
   const from = `pithos_set_members m JOIN pithos_sets h ON h.name = m.name AND ${live}`;
-  let sql: string;
-  let params: unknown[];
-  if (op === 'union') {
-    sql = `SELECT DISTINCT m.member FROM ${from} WHERE m.name = ANY($1::text[]) ORDER BY m.member`;
-    params = [[name, ...others]];
-  } else if (op === 'inter') {
+  if (op === 'union') return [`SELECT DISTINCT m.member FROM ${from} WHERE m.name = ANY($1::text[]) ORDER BY m.member`, [[name, ...others]]];
+  if (op === 'inter') {
     // Each (set, member) is one row: a member is in every set when it is in as many rows as there are sets.
     const names = [...new Set([name, ...others])];
-    sql = `SELECT m.member FROM ${from} WHERE m.name = ANY($1::text[]) GROUP BY m.member HAVING count(*) = $2 ORDER BY m.member`;
-    params = [names, names.length];
-  } else {
-    sql = `SELECT m.member FROM ${from} WHERE m.name = $1 AND NOT EXISTS (
+    return [`SELECT m.member FROM ${from} WHERE m.name = ANY($1::text[]) GROUP BY m.member HAVING count(*) = $2 ORDER BY m.member`, [names, names.length]];
+  }
+  const sql = `SELECT m.member FROM ${from} WHERE m.name = $1 AND NOT EXISTS (
         SELECT 1 FROM pithos_set_members o JOIN pithos_sets oh ON oh.name = o.name AND ${q.live('oh.expires_at')}
         WHERE o.name = ANY($2::text[]) AND o.member = m.member)
       ORDER BY m.member`;
-    params = [name, others];
-  }
+  return [sql, [name, others]];
+}
+
+export async function setCombine(q: Q, name: string, op: SetOp, others: readonly string[]): Promise<string[]> {
+  const [sql, params] = combineSql(q, name, op, others);
   const r = await q.query(sql, params);
   return r.map((x) => memberOf(x.member));
+}
+
+const membersOf = (rows: Record<string, unknown>[]): string[] => rows.map((x) => memberOf(x.member));
+
+/** The first FETCH of a members cursor declared in `r`, and the rest when it came back full. */
+async function memberBatches(r: Reader): Promise<Batches<string[]>> {
+  const rows = await fetchRows(r.q);
+  if (rows.length < MEMBER_FETCH) {
+    r.close();
+    return { first: membersOf(rows), rest: undefined };
+  }
+  return { first: membersOf(rows), rest: cursorRest(r, membersOf) };
 }
 
 export class PgSets implements SetStore {
@@ -147,6 +159,41 @@ export class PgSets implements SetStore {
     return `${text}],"count":${Number(r[0].count)},"next":${next}}`;
   }
 
+  /**
+   * A set of at most ELEMENT_BATCH members in one statement, as `get`; a
+   * larger one through a cursor in a read-only REPEATABLE READ transaction
+   * (pages.ts), its header read in the same transaction: one instant.
+   */
+  async members(name: string): Promise<Elements<string[]>> {
+    const q = this.db.q;
+    const r = await q.query(
+      `SELECT h.count, h.version, p.member FROM pithos_sets h
+      LEFT JOIN LATERAL (SELECT m.member FROM pithos_set_members m WHERE m.name = h.name ORDER BY m.member LIMIT $2) p ON true
+      WHERE h.name = $1 AND ${q.live('h.expires_at')} ORDER BY p.member`,
+      [name, ELEMENT_BATCH + 1],
+    );
+    if (r.length === 0) throw collectionMissing('set', name);
+    if (r.length <= ELEMENT_BATCH) {
+      const first = r[0].member === null ? [] : membersOf(r);
+      return { count: Number(r[0].count), version: Number(r[0].version), first, rest: undefined };
+    }
+    return withReader(this.db, async (rd) => {
+      const h = await rd.q.query(`SELECT h.count, h.version FROM ${LIVE_HEADER(rd.q)}`, [name]);
+      if (h.length === 0) throw collectionMissing('set', name);
+      await declare(rd.q, 'SELECT member FROM pithos_set_members WHERE name = $1 ORDER BY member', [name]);
+      return { count: Number(h[0].count), version: Number(h[0].version), ...(await memberBatches(rd)) };
+    });
+  }
+
+  /** The statement of `combine` through a cursor, in a read-only REPEATABLE READ transaction. */
+  combineMembers(name: string, op: SetOp, others: readonly string[]): Promise<Batches<string[]>> {
+    return withReader(this.db, async (rd) => {
+      const [sql, params] = combineSql(rd.q, name, op, others);
+      await declare(rd.q, sql, params);
+      return memberBatches(rd);
+    });
+  }
+
   async add(name: string, members: readonly string[], create: boolean, pre?: Precondition): Promise<string> {
     const [added, count] = await this.db.run((q) => setAdd(q, name, members, create, pre));
     return results.added(added, count);
@@ -178,6 +225,13 @@ export class PgSets implements SetStore {
     // The target keeps no expiry.
     const n = await this.db.run(async (q) => {
       await lockAll(q, 'set', [name, ...others, store]);
+      const names = [name, ...others];
+      const counts = await q.query(`SELECT h.name, h.count FROM pithos_sets h WHERE h.name = ANY($1::text[]) AND ${q.live('h.expires_at')}`, [names]);
+      const byName = new Map(counts.map((c) => [c.name as string, Number(c.count)]));
+      combineLimit(
+        names,
+        names.map((n) => byName.get(n) ?? 0),
+      );
       const ms = await setCombine(q, name, op, others);
       await setPut(q, store, ms, 0, pre);
       return ms.length;

@@ -10,7 +10,7 @@
  * offset (PITHOS_TEST_CLOCK), an integer inlined into the SQL.
  */
 import pg from 'pg';
-import { StoreError, storageFull } from '../errors.js';
+import { BusyError, StoreError, storageFull } from '../errors.js';
 import { Operations } from './deadline.js';
 import { ENDPOINT, Locator, WrongRoleError, clientClass, parsePgUrl, type Endpoint } from './hosts.js';
 import { Primary } from './primary.js';
@@ -258,6 +258,9 @@ export class Db {
   private gen = 0;
   private readonly gens = new WeakMap<object, number>();
 
+  /** Readers open (reader()): each holds a connection of the pool. */
+  private readers = 0;
+
   constructor(readonly opts: PgOptions) {
     const t = parsePgUrl(opts.url, opts.hosts, opts.targetSessionAttrs);
     this.loc = new Locator(t.hosts, t.target);
@@ -432,11 +435,25 @@ export class Db {
    * operation answered has its own (the reading follows the client's pace).
    */
   async reader(): Promise<Reader> {
-    const c = await this.checkout('reader');
+    // A reader keeps its connection while the client reads the answer, at the client's pace:
+    // beyond half the pool, statements of other requests would wait for connections.
+    const max = Math.max(1, Math.floor(this.opts.poolSize / 2));
+    if (this.readers >= max) {
+      throw new BusyError(`${this.readers} large answers are being read from the database already (at most ${max}: half of --pg-pool-size); try again`);
+    }
+    this.readers++;
+    let c: Conn;
+    try {
+      c = await this.checkout('reader');
+    } catch (err) {
+      this.readers--;
+      throw err;
+    }
     let open = true;
     const close = (): void => {
       if (!open) return;
       open = false;
+      this.readers--;
       void c.finish();
     };
     try {

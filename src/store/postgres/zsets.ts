@@ -19,7 +19,8 @@
 import { collectionMissing, type ZMode, type ZRange, zaddEffect } from '../collection.js';
 import { results } from '../txn.js';
 import { incremented, memberAnswer, memberItem, notMember, zsetEvents } from '../zsets.js';
-import type { Precondition, VersionOut, ZsetStore } from '../store.js';
+import { ELEMENT_BATCH } from '../elements.js';
+import type { Elements, Precondition, VersionOut, ZBatch, ZsetStore } from '../store.js';
 import {
   dropCollection,
   expireHeader,
@@ -34,6 +35,7 @@ import {
   unlockUnchanged,
   writeHeader,
 } from './collections.js';
+import { cursorRest, declare, fetchRows, MEMBER_FETCH, withReader } from './pages.js';
 import type { Db, Q } from './sql.js';
 
 const LIVE_HEADER = (q: Q): string => `pithos_zsets h WHERE h.name = $1 AND ${q.live('h.expires_at')}`;
@@ -139,6 +141,51 @@ export async function zsetScore(q: Q, name: string, member: string): Promise<num
 
 export const zsetCount = (q: Q, name: string): Promise<number | undefined> => liveCount(q, 'zset', name);
 
+/**
+ * The live header's count and version with the items of a range, one row
+ * per item (one row with a null member when the range is empty), in the
+ * range's order; `cap`: at most that many items.
+ */
+function rangeSql(q: Q, name: string, zr: ZRange, cap: number | undefined): [string, unknown[]] {
+  const dir = zr.rev ? 'DESC' : 'ASC';
+  const params: unknown[] = [name];
+  const p = (v: unknown): string => {
+    params.push(v);
+    return `$${params.length}`;
+  };
+  let where = '';
+  let window: string;
+  if (zr.by === 'rank') {
+    const from = `GREATEST(CASE WHEN ${p(zr.start)}::int8 < 0 THEN h.count + $2::int8 ELSE $2::int8 END, 0)`;
+    const to = `LEAST(CASE WHEN ${p(zr.stop)}::int8 < 0 THEN h.count + $3::int8 ELSE $3::int8 END, h.count - 1)`;
+    window = `OFFSET ${from} LIMIT GREATEST(${to} - ${from} + 1, 0)`;
+  } else {
+    // An infinite bound that includes its end is no bound (every score is finite).
+    if (zr.min.score !== -Infinity || zr.min.open) where += ` AND z.score ${zr.min.open ? '>' : '>='} ${p(zr.min.score)}::float8`;
+    if (zr.max.score !== Infinity || zr.max.open) where += ` AND z.score ${zr.max.open ? '<' : '<='} ${p(zr.max.score)}::float8`;
+    window = `OFFSET ${p(zr.offset)}::int8${zr.limit === undefined ? '' : ` LIMIT ${p(zr.limit)}::int8`}`;
+  }
+  let items = `SELECT z.member, z.score FROM pithos_zset_members z WHERE z.name = h.name${where} ORDER BY z.score ${dir}, z.member ${dir} ${window}`;
+  if (cap !== undefined) items = `SELECT * FROM (${items}) w LIMIT ${p(cap)}::int8`;
+  const sql = `SELECT h.count, h.version, i.member, i.score FROM pithos_zsets h
+      LEFT JOIN LATERAL (${items}) i ON true
+      WHERE h.name = $1 AND ${q.live('h.expires_at')} ORDER BY i.score ${dir}, i.member ${dir}`;
+  return [sql, params];
+}
+
+/** Rows of rangeSql as a batch (none for the one row of an empty range). */
+function zbatch(rows: Record<string, unknown>[]): ZBatch {
+  const members: string[] = [];
+  const scores: number[] = [];
+  if (rows.length > 0 && rows[0].member !== null) {
+    for (const r of rows) {
+      members.push(memberOf(r.member));
+      scores.push(Number(r.score));
+    }
+  }
+  return { members, scores };
+}
+
 export class PgZsets implements ZsetStore {
   constructor(private readonly db: Db) {}
 
@@ -167,36 +214,37 @@ export class PgZsets implements ZsetStore {
    */
   async range(name: string, zr: ZRange, out?: VersionOut): Promise<string> {
     const q = this.db.q;
-    const dir = zr.rev ? 'DESC' : 'ASC';
-    const params: unknown[] = [name];
-    const p = (v: unknown): string => {
-      params.push(v);
-      return `$${params.length}`;
-    };
-    let where = '';
-    let window: string;
-    if (zr.by === 'rank') {
-      const from = `GREATEST(CASE WHEN ${p(zr.start)}::int8 < 0 THEN h.count + $2::int8 ELSE $2::int8 END, 0)`;
-      const to = `LEAST(CASE WHEN ${p(zr.stop)}::int8 < 0 THEN h.count + $3::int8 ELSE $3::int8 END, h.count - 1)`;
-      window = `OFFSET ${from} LIMIT GREATEST(${to} - ${from} + 1, 0)`;
-    } else {
-      // An infinite bound that includes its end is no bound (every score is finite).
-      if (zr.min.score !== -Infinity || zr.min.open) where += ` AND z.score ${zr.min.open ? '>' : '>='} ${p(zr.min.score)}::float8`;
-      if (zr.max.score !== Infinity || zr.max.open) where += ` AND z.score ${zr.max.open ? '<' : '<='} ${p(zr.max.score)}::float8`;
-      window = `OFFSET ${p(zr.offset)}::int8${zr.limit === undefined ? '' : ` LIMIT ${p(zr.limit)}::int8`}`;
-    }
-    const r = await q.query(
-      `SELECT h.count, h.version, i.member, i.score FROM pithos_zsets h
-      LEFT JOIN LATERAL (SELECT z.member, z.score FROM pithos_zset_members z WHERE z.name = h.name${where}
-        ORDER BY z.score ${dir}, z.member ${dir} ${window}) i ON true
-      WHERE h.name = $1 AND ${q.live('h.expires_at')} ORDER BY i.score ${dir}, i.member ${dir}`,
-      params,
-    );
+    const r = await q.query(...rangeSql(q, name, zr, undefined));
     if (r.length === 0) throw collectionMissing('zset', name);
     if (out !== undefined) out.version = Number(r[0].version);
     let text = '{"items":[';
     if (r[0].member !== null) for (let i = 0; i < r.length; i++) text += (i === 0 ? '' : ',') + memberItem(Number(r[i].score), memberOf(r[i].member));
     return `${text}],"count":${Number(r[0].count)}}`;
+  }
+
+  /**
+   * A range of at most ELEMENT_BATCH items in one statement, as `range`; a
+   * longer one through a cursor over the same statement, in a read-only
+   * REPEATABLE READ transaction (pages.ts): one instant, a FETCH per step.
+   */
+  async items(name: string, zr: ZRange): Promise<Elements<ZBatch>> {
+    const q = this.db.q;
+    const r = await q.query(...rangeSql(q, name, zr, ELEMENT_BATCH + 1));
+    if (r.length === 0) throw collectionMissing('zset', name);
+    const count = Number(r[0].count);
+    const version = Number(r[0].version);
+    if (r.length <= ELEMENT_BATCH) return { count, version, first: zbatch(r), rest: undefined };
+    return withReader(this.db, async (rd) => {
+      await declare(rd.q, ...rangeSql(rd.q, name, zr, undefined));
+      const rows = await fetchRows(rd.q);
+      if (rows.length === 0) throw collectionMissing('zset', name);
+      const e = { count: Number(rows[0].count), version: Number(rows[0].version), first: zbatch(rows) };
+      if (rows.length < MEMBER_FETCH) {
+        rd.close();
+        return { ...e, rest: undefined };
+      }
+      return { ...e, rest: cursorRest(rd, zbatch) };
+    });
   }
 
   /** One statement: the score, and the rank as the count of members before it in the index. */
