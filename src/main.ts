@@ -25,6 +25,7 @@ import { ROUTES } from './http/routes.js';
 import { AccessLog } from './http/access.js';
 import { loadTls, reloadTls, type TlsFiles, type TlsMaterial } from './tls.js';
 import { RespServer } from './redis/listener.js';
+import { RestRunner } from './redis/upstash.js';
 
 const TOKEN_FILE = 'auth-token';
 /** The role an open /watch stream must keep through a reload of the tokens file: the route's own. */
@@ -251,6 +252,37 @@ interface StartState {
   listening: boolean;
 }
 
+/** The RESP listener when --resp-port is set (docs/redis.md); a port it cannot bind stops the HTTP server too. */
+async function listenResp(
+  cfg: Config,
+  db: Store,
+  auth: Authenticator,
+  tls: TlsMaterial | undefined,
+  maxConnections: number,
+  shared: boolean,
+  server: PithosServer,
+): Promise<RespServer | undefined> {
+  if (cfg.respPort === undefined) return undefined;
+  const resp = new RespServer({
+    store: db,
+    auth,
+    tls,
+    maxBulk: cfg.maxBodyBytes,
+    maxConnections,
+    version: version(),
+    storeName: shared ? 'postgres' : 'log',
+    log,
+  });
+  try {
+    const port = await resp.listen(cfg.respPort, cfg.host);
+    log('info', `Redis protocol on ${tls !== undefined ? 'rediss' : 'redis'}://${cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host}:${port}`);
+  } catch (err) {
+    await server.shutdown(1000);
+    throw listenError(err, cfg.host, cfg.respPort);
+  }
+  return resp;
+}
+
 /** Opens the store and serves; resolves with the exit code once stopped. `start` records what to undo meanwhile. */
 async function serve(
   cfg: Config,
@@ -285,8 +317,11 @@ async function serve(
   }
   const watch = new WatchHub(db.changes);
   const metrics = new Metrics(db.storageMetrics?.(), () => watch.size, db.availability?.bind(db));
+  let httpPort = 0;
+  // Upstash's REST protocol under /redis (docs/redis-rest.md): the command table, over HTTP.
+  const runner = new RestRunner({ store: db, auth, version: version(), storeName: shared ? 'postgres' : 'log', port: () => httpPort, log });
   const server = new PithosServer({
-    ctx: { store: db, health: new Health(dataDir, db), advanceClock: testClock ? (ms) => (offset += ms) : undefined, watch },
+    ctx: { store: db, health: new Health(dataDir, db), advanceClock: testClock ? (ms) => (offset += ms) : undefined, watch, redis: { runner, auth } },
     authToken: token,
     auth,
     cors: cfg.corsOrigin.length > 0 ? new Cors(cfg.corsOrigin, cfg.accessLog) : undefined,
@@ -303,29 +338,11 @@ async function serve(
   let addr: { port: number; host: string };
   try {
     addr = await server.listen(cfg.port, cfg.host);
+    httpPort = addr.port;
   } catch (err) {
     throw listenError(err, cfg.host, cfg.port);
   }
-  let resp: RespServer | undefined;
-  if (cfg.respPort !== undefined) {
-    resp = new RespServer({
-      store: db,
-      auth,
-      tls,
-      maxBulk: cfg.maxBodyBytes,
-      maxConnections: conns.max,
-      version: version(),
-      storeName: shared ? 'postgres' : 'log',
-      log,
-    });
-    try {
-      const port = await resp.listen(cfg.respPort, cfg.host);
-      log('info', `Redis protocol on ${tls !== undefined ? 'rediss' : 'redis'}://${cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host}:${port}`);
-    } catch (err) {
-      await server.shutdown(1000);
-      throw listenError(err, cfg.host, cfg.respPort);
-    }
-  }
+  const resp = await listenResp(cfg, db, auth, tls, conns.max, shared, server);
   start.listening = true;
   log(
     'info',

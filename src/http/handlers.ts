@@ -20,6 +20,7 @@ import { indexFieldOf, intParam, isPlainQuery, listOptionsOf, rowQueryOf } from 
 import type { ListKind } from '../store/store.js';
 import type { WatchHub } from './watch.js';
 import { appendIfAsked } from './numtext.js';
+import type { RedisRest } from './redis-rest.js';
 
 export interface Ctx {
   store: Store;
@@ -28,6 +29,8 @@ export interface Ctx {
   advanceClock: ((ms: number) => void) | undefined;
   /** The change feed's fan-out (watch.ts); absent: GET /watch answers 503. */
   watch?: WatchHub;
+  /** The Upstash REST routes' runner and secrets (redis-rest.ts); absent: they answer 503. */
+  redis?: RedisRest;
 }
 
 /** What the path and query string add beyond the name (routes.ts `subNames`, `query`). */

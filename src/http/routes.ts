@@ -15,6 +15,7 @@ import type { Args, Ctx, Handler } from './handlers.js';
 import type { ServerResponse } from 'node:http';
 import { serveMetrics } from './metrics.js';
 import { serveOpenApi } from './openapi.js';
+import * as redis from './redis-rest.js';
 
 /** `public`: no token; `read`: reads (and the POST query alias); `write`: data changes; `admin`: everything. */
 export type Role = 'public' | 'read' | 'write' | 'admin';
@@ -26,8 +27,11 @@ export interface RouteDef {
   path: string;
   handler: Handler;
   role: Role;
-  /** What the `{name}` parameter names, for its error messages ("table name must …"). */
-  names?: 'table' | 'record' | 'variant' | 'lock' | 'list' | 'set' | 'zset';
+  /**
+   * What the `{name}` parameter names, for its error messages ("table name must …").
+   * `words`: the rest of the path, slashes included, handed over undecoded (the Upstash path form).
+   */
+  names?: 'table' | 'record' | 'variant' | 'lock' | 'list' | 'set' | 'zset' | 'words';
   /** What a second `{…}` parameter names (an index's field, a row's t_id, a sorted set's member). */
   subNames?: 'field' | 't_id' | 'member';
   /**
@@ -45,6 +49,12 @@ export interface RouteDef {
   ok: { status: number[]; message: string; type?: string };
   /** Served only with PITHOS_TEST_CLOCK=1. */
   testOnly?: boolean;
+  /**
+   * Upstash's wire format (redis-rest.ts): the body is handed over as text, not
+   * parsed as an object; `Authorization: Bearer <token>` counts as the token;
+   * refusals are `{"error": …}`, not the envelope.
+   */
+  upstash?: true;
 }
 
 const listing = {
@@ -299,6 +309,23 @@ export const ROUTES: readonly RouteDef[] = [
   // ---- change feed (query parameters kind, prefix, since, values; unknown ones are 400)
   route({ method: 'GET', path: '/watch', handler: h.watch, role: 'read', summary: 'Changes as Server-Sent Events', strict: true,
     ok: { status: [200], message: 'a stream of Server-Sent Events (docs/api.md, "Change feed")', type: 'text/event-stream' } }),
+
+  // ---- Redis over HTTP, Upstash's REST protocol (docs/redis-rest.md); the route admits a read token, each command checks its own role
+  route({ method: 'POST', path: '/redis', handler: redis.redisCommand, role: 'read', upstash: true,
+    summary: 'One Redis command as a JSON array, ["SET","k","v"]: {"result": …} or {"error": "ERR …"} (Upstash\'s format, not the envelope)',
+    ok: { status: [200], message: '{"result": the reply in RESP2 shapes}', type: 'application/json' } }),
+  route({ method: 'POST', path: '/redis/pipeline', handler: redis.redisPipeline, role: 'read', upstash: true,
+    summary: 'Redis commands, each on its own, in order: [{"result"} | {"error"}, …]',
+    ok: { status: [200], message: 'one {"result"} or {"error"} per command, in order', type: 'application/json' } }),
+  route({ method: 'POST', path: '/redis/multi-exec', handler: redis.redisMultiExec, role: 'read', upstash: true,
+    summary: 'Redis commands as one MULTI/EXEC block: [{"result"} | {"error"}, …]',
+    ok: { status: [200], message: 'one {"result"} or {"error"} per command, in order', type: 'application/json' } }),
+  route({ method: 'GET', path: '/redis/{command}', handler: redis.redisPath, role: 'read', upstash: true, names: 'words',
+    summary: 'One Redis command in the path, /redis/set/k/v: {"result": …} or {"error": "ERR …"}',
+    ok: { status: [200], message: '{"result": the reply in RESP2 shapes}', type: 'application/json' } }),
+  route({ method: 'POST', path: '/redis/{command}', handler: redis.redisPath, role: 'read', upstash: true, names: 'words',
+    summary: 'One Redis command in the path; the body, if any, is its last argument',
+    ok: { status: [200], message: '{"result": the reply in RESP2 shapes}', type: 'application/json' } }),
 
   // ---- operations (docs/operations.md, "Metrics" and "Backups")
   route({ method: 'GET', path: '/metrics', handler: serveMetrics, role: 'admin', query: {},
