@@ -104,7 +104,9 @@ function operation(r: RouteDef): Json {
         name: 'command',
         in: 'path',
         required: true,
-        description: 'the command and its arguments, each one percent-encoded path segment: /redis/set/k/v (docs/redis-rest.md)',
+        description: r.path.startsWith('/redis/{')
+          ? 'the command and its arguments, each one percent-encoded path segment: /redis/set/k/v (docs/redis-rest.md)'
+          : 'the channels (or patterns), each one percent-encoded path segment (docs/redis-rest.md)',
         schema: { type: 'string', minLength: 1 },
       },
     ];
@@ -137,7 +139,7 @@ function operation(r: RouteDef): Json {
   for (const st of r.ok.status) {
     if (r.ok.type !== undefined) {
       const schema =
-        r.upstash === true
+        r.upstash === true && r.ok.type === 'application/json'
           ? { type: ['object', 'array'], description: "Upstash's format (docs/redis-rest.md), not the envelope" }
           : r.ok.type === 'application/octet-stream'
             ? { type: 'string', contentMediaType: r.ok.type }

@@ -13,6 +13,7 @@ import type { Authenticator } from './auth.js';
 import { closeIfBodyPending } from './envelope.js';
 import type { Ctx } from './handlers.js';
 import { encode, ErrorReply, type Reply } from '../redis/resp.js';
+import { HUB, type Subscriber } from '../redis/pubsub.js';
 import { type Caller, commandOf, commandsOf, entryJson, NoPerm, replyJson, RestRequestError, type RestRunner } from '../redis/upstash.js';
 
 /** What the REST routes need beside the store: the runner over the command table and the secrets. */
@@ -21,7 +22,7 @@ export interface RedisRest {
   auth: Authenticator;
 }
 
-const JSON_TYPE = 'application/json';
+const JSON_TYPE = 'application/json; charset=utf-8';
 const RESP_TYPE = 'application/octet-stream';
 
 /** `{"error": message}` with `status`; what every refusal on these routes looks like (server.ts uses it too). */
@@ -197,4 +198,67 @@ export function redisMultiExec(ctx: Ctx, _name: string, _body: unknown, res: Ser
     if (f.resp2) return send(res, 200, respBytes([r]), RESP_TYPE);
     sendEntries(res, r, f);
   });
+}
+
+// ---- pub/sub as Server-Sent Events (docs/redis-rest.md, "Pub/sub") ------------------
+
+/** Unread bytes past which a subscriber's stream is closed (Redis's pubsub client-output-buffer-limit); writers never wait for it. */
+const MAX_UNREAD = 32 * 1024 * 1024;
+/** A comment line this often keeps proxies from closing a quiet stream. */
+const HEARTBEAT_MS = 15_000;
+
+/** One SSE stream: each message is one event, `data: message,<channel>,<text>` as @upstash/redis reads it. */
+class SseSubscriber implements Subscriber {
+  constructor(private readonly res: ServerResponse) {}
+  deliver(kind: 'message' | 'pmessage', channel: string, message: string, pattern?: string): void {
+    this.event(kind === 'message' ? `message,${channel},${message}` : `pmessage,${pattern},${channel},${message}`);
+  }
+  /** A multi-line text is several `data:` lines of one event, as SSE has it. */
+  event(text: string): void {
+    const res = this.res;
+    if (res.destroyed) return;
+    if (res.writableLength > MAX_UNREAD) {
+      res.destroy();
+      return;
+    }
+    res.write(`data: ${text.includes('\n') ? text.split('\n').join('\ndata: ') : text}\n\n`);
+  }
+}
+
+function stream(ctx: Ctx, path: string, res: ServerResponse, patterns: boolean): void {
+  if (ctx.redis === undefined) return sendUpstashError(res, 503, 'ERR the Redis REST protocol is not served by this server');
+  let names: string[];
+  try {
+    names = path.split('/').map(segment);
+  } catch (err) {
+    if (!(err instanceof RestRequestError)) throw err;
+    return sendUpstashError(res, 400, err.message);
+  }
+  if (names.some((n) => n === '')) return sendUpstashError(res, 400, `ERR an empty ${patterns ? 'pattern' : 'channel'} name in the path`);
+  res.writeHead(200, ['Content-Type', 'text/event-stream; charset=utf-8', 'Cache-Control', 'no-cache']);
+  const sub = new SseSubscriber(res);
+  const kind = patterns ? 'psubscribe' : 'subscribe';
+  names.forEach((n, i) => {
+    if (patterns) HUB.psubscribe(sub, n);
+    else HUB.subscribe(sub, n);
+    sub.event(`${kind},${n},${i + 1}`);
+  });
+  const beat = setInterval(() => res.write(':\n\n'), HEARTBEAT_MS);
+  res.once('close', () => {
+    clearInterval(beat);
+    for (const n of names) {
+      if (patterns) HUB.punsubscribe(sub, n);
+      else HUB.unsubscribe(sub, n);
+    }
+  });
+}
+
+/** POST /redis/subscribe/<channel>/…: a text/event-stream of the channels' messages until the client leaves. */
+export function redisSubscribe(ctx: Ctx, path: string, _body: unknown, res: ServerResponse): void {
+  stream(ctx, path, res, false);
+}
+
+/** POST /redis/psubscribe/<pattern>/…: the same for glob patterns (`pmessage,<pattern>,<channel>,<text>`). */
+export function redisPSubscribe(ctx: Ctx, path: string, _body: unknown, res: ServerResponse): void {
+  stream(ctx, path, res, true);
 }

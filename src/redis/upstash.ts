@@ -31,6 +31,10 @@ const CONNECTION_ONLY: Readonly<Record<string, string>> = {
   auth: 'send the token as Authorization: Bearer <token>',
   hello: 'every answer is JSON in RESP2 shapes',
   quit: 'each request is its own exchange',
+  subscribe: 'POST /redis/subscribe/<channel> answers a stream of its messages',
+  psubscribe: 'POST /redis/psubscribe/<pattern> answers a stream of its messages',
+  unsubscribe: 'close the stream of POST /redis/subscribe/<channel>',
+  punsubscribe: 'close the stream of POST /redis/psubscribe/<pattern>',
   reset: 'each request is its own exchange',
 };
 
