@@ -225,7 +225,7 @@ class SseSubscriber implements Subscriber {
   }
 }
 
-function stream(ctx: Ctx, path: string, res: ServerResponse, patterns: boolean): void {
+async function stream(ctx: Ctx, path: string, res: ServerResponse, patterns: boolean): Promise<void> {
   if (ctx.redis === undefined) return sendUpstashError(res, 503, 'ERR the Redis REST protocol is not served by this server');
   let names: string[];
   try {
@@ -235,30 +235,37 @@ function stream(ctx: Ctx, path: string, res: ServerResponse, patterns: boolean):
     return sendUpstashError(res, 400, err.message);
   }
   if (names.some((n) => n === '')) return sendUpstashError(res, 400, `ERR an empty ${patterns ? 'pattern' : 'channel'} name in the path`);
-  res.writeHead(200, ['Content-Type', 'text/event-stream; charset=utf-8', 'Cache-Control', 'no-cache']);
+  let gone = false;
+  let beat: NodeJS.Timeout | undefined;
   const sub = new SseSubscriber(res);
-  const kind = patterns ? 'psubscribe' : 'subscribe';
-  names.forEach((n, i) => {
-    if (patterns) HUB.psubscribe(sub, n);
-    else HUB.subscribe(sub, n);
-    sub.event(`${kind},${n},${i + 1}`);
-  });
-  const beat = setInterval(() => res.write(':\n\n'), HEARTBEAT_MS);
   res.once('close', () => {
+    gone = true;
     clearInterval(beat);
     for (const n of names) {
       if (patterns) HUB.punsubscribe(sub, n);
       else HUB.unsubscribe(sub, n);
     }
   });
+  // Confirmed only once messages from every node will arrive: a client that waits for the confirmation misses none.
+  await HUB.ready();
+  if (gone) return;
+  // From here to the confirmations nothing yields, so no message can come before the headers.
+  for (const n of names) {
+    if (patterns) HUB.psubscribe(sub, n);
+    else HUB.subscribe(sub, n);
+  }
+  res.writeHead(200, ['Content-Type', 'text/event-stream; charset=utf-8', 'Cache-Control', 'no-cache']);
+  const kind = patterns ? 'psubscribe' : 'subscribe';
+  names.forEach((n, i) => sub.event(`${kind},${n},${i + 1}`));
+  beat = setInterval(() => res.write(':\n\n'), HEARTBEAT_MS);
 }
 
 /** POST /redis/subscribe/<channel>/…: a text/event-stream of the channels' messages until the client leaves. */
-export function redisSubscribe(ctx: Ctx, path: string, _body: unknown, res: ServerResponse): void {
-  stream(ctx, path, res, false);
+export function redisSubscribe(ctx: Ctx, path: string, _body: unknown, res: ServerResponse): Promise<void> {
+  return stream(ctx, path, res, false);
 }
 
 /** POST /redis/psubscribe/<pattern>/…: the same for glob patterns (`pmessage,<pattern>,<channel>,<text>`). */
-export function redisPSubscribe(ctx: Ctx, path: string, _body: unknown, res: ServerResponse): void {
-  stream(ctx, path, res, true);
+export function redisPSubscribe(ctx: Ctx, path: string, _body: unknown, res: ServerResponse): Promise<void> {
+  return stream(ctx, path, res, true);
 }

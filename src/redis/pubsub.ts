@@ -6,6 +6,7 @@
  * either transport reaches the subscribers of both. Delivery is at most
  * once, as in Redis: a subscriber that is gone or too slow misses messages.
  */
+import type { MessageBus } from '../store/bus.js';
 import type { Command } from './command.js';
 import { globToRegExp } from './keys.js';
 import { ErrorReply, MapReply, type Reply } from './resp.js';
@@ -45,8 +46,32 @@ export class PubSub {
     if (p.subs.size === 0) this.patterns.delete(pattern);
   }
 
+  private bus: MessageBus | undefined;
+
+  /** The shared store's bus: messages published on other nodes are delivered here too. */
+  attach(bus: MessageBus): void {
+    this.bus = bus;
+    bus.onMessage((channel, message) => this.deliver(channel, message));
+  }
+
+  /** Resolves once messages published on any node from now on will reach this node's subscribers. */
+  ready(): Promise<void> {
+    return this.bus === undefined ? Promise.resolve() : this.bus.listen();
+  }
+
+  /**
+   * Sends the message to the other nodes first (a message the bus refuses,
+   * too large for it, reaches no one), then to this node's subscribers.
+   * Answers how many of this node's subscribers took it, as PUBLISH does in
+   * a Redis cluster.
+   */
+  async publish(channel: string, message: string): Promise<number> {
+    if (this.bus !== undefined) await this.bus.publish(channel, message);
+    return this.deliver(channel, message);
+  }
+
   /** Hands the message to every subscriber of the channel and of every matching pattern; how many took it. */
-  publish(channel: string, message: string): number {
+  private deliver(channel: string, message: string): number {
     let n = 0;
     const set = this.channels.get(channel);
     if (set !== undefined)
