@@ -27,6 +27,7 @@ import { loadTls, reloadTls, type TlsFiles, type TlsMaterial } from './tls.js';
 import { RespServer } from './redis/listener.js';
 import { RestRunner } from './redis/upstash.js';
 import { HUB } from './redis/pubsub.js';
+import { KEYSPACE } from './redis/keyspace-events.js';
 
 const TOKEN_FILE = 'auth-token';
 /** The role an open /watch stream must keep through a reload of the tokens file: the route's own. */
@@ -320,6 +321,7 @@ async function serve(
   const metrics = new Metrics(db.storageMetrics?.(), () => watch.size, db.availability?.bind(db));
   // Pub/sub across the nodes of a shared store (docs/redis-rest.md, "Pub/sub").
   if (db.messages !== undefined) HUB.attach(db.messages);
+  KEYSPACE.attach(db.changes);
   let httpPort = 0;
   // Upstash's REST protocol under /redis (docs/redis-rest.md): the command table, over HTTP.
   const runner = new RestRunner({ store: db, auth, version: version(), storeName: shared ? 'postgres' : 'log', port: () => httpPort, log });

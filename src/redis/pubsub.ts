@@ -70,6 +70,11 @@ export class PubSub {
     return this.deliver(channel, message);
   }
 
+  /** To this node's subscribers only (keyspace notifications: every node's own feed reports every node's writes). */
+  publishLocal(channel: string, message: string): number {
+    return this.deliver(channel, message);
+  }
+
   /** Hands the message to every subscriber of the channel and of every matching pattern; how many took it. */
   private deliver(channel: string, message: string): number {
     let n = 0;
