@@ -26,8 +26,10 @@ function eventOf(c: Change): [string, string] | undefined {
     case 'record':
       return ['hset', 'h'];
     case 'list': {
+      // Without an op the whole list was written, or its lifetime changed: the feed does not tell which.
+      if (c.op === undefined) return ['set', 'l'];
       const left = sideOf(c) === 'left';
-      const op = c.op ?? 'push';
+      const op = c.op;
       if (op === 'push') return [left ? 'lpush' : 'rpush', 'l'];
       if (op === 'pop') return [left ? 'lpop' : 'rpop', 'l'];
       if (op === 'set') return ['lset', 'l'];
@@ -35,9 +37,9 @@ function eventOf(c: Change): [string, string] | undefined {
       return ['lrem', 'l'];
     }
     case 'set':
-      return [c.op === 'remove' ? 'srem' : c.op === 'pop' ? 'spop' : 'sadd', 's'];
+      return [c.op === undefined ? 'set' : c.op === 'remove' ? 'srem' : c.op === 'pop' ? 'spop' : 'sadd', 's'];
     case 'zset':
-      return [c.op === 'remove' ? 'zrem' : c.op === 'incr' ? 'zincr' : 'zadd', 'z'];
+      return [c.op === undefined ? 'set' : c.op === 'remove' ? 'zrem' : c.op === 'incr' ? 'zincr' : 'zadd', 'z'];
   }
 }
 

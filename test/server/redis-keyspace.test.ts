@@ -66,7 +66,11 @@ test('every write the change feed records, on __keyevent@0__ and __keyspace@0__,
     await rest('SADD', 'ks:s', 'm');
     await rest('ZADD', 'ks:z', 1, 'm');
     await cmd.del('ks:k');
-    const want = ['set ks:k', 'hset ks:h', 'set ks:http', 'rpush ks:l', 'lpop ks:l', 'sadd ks:s', 'zadd ks:z', 'del ks:k'];
+    // An expiry, on the test clock: the store reports it once it notices (here: the read).
+    await cmd.set('ks:e', 'v', 'EX', 1);
+    await srv.advance(3000);
+    assert.equal(await cmd.get('ks:e'), null);
+    const want = ['set ks:k', 'hset ks:h', 'set ks:http', 'rpush ks:l', 'lpop ks:l', 'sadd ks:s', 'zadd ks:z', 'del ks:k', 'set ks:e', 'expired ks:e'];
     await until(`${want.length} events`, () => events.length >= want.length);
     await new Promise((r) => setTimeout(r, 200));
     assert.deepEqual(events, want);
