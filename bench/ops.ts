@@ -175,6 +175,14 @@ const L = {
   queryRows: { mode: 'template', method: 'GET', path: '/tables/bench_q/rows', body: '{"wheres":{"group":{{i}}}}', keys: 250 },
   lock: { mode: 'lock', method: 'PUT', path: '/locks/bl-{{r}}-{{n}}', body: '{"ttl":60}', keys: 1 },
   health: { mode: 'template', method: 'GET', path: '/health', body: '', keys: 1 },
+  redisIncr: { mode: 'template', method: 'POST', path: '/redis', body: '["INCR","bu-{{k}}"]', keys: KEYS },
+  redisPipeline: {
+    mode: 'template',
+    method: 'POST',
+    path: '/redis/pipeline',
+    body: `[${[...Array(16).keys()].map((j) => `["INCR","bp-{{k}}-${j}"]`).join(',')}]`,
+    keys: KEYS,
+  },
   // BIG_ROWS rows, `grp` = seq % BIG_GROUPS (indexed) and `alt` = the same value (not indexed): 10 rows per value
   queryIndexed: { mode: 'template', method: 'GET', path: '/tables/bench_big/rows', body: '{"wheres":{"grp":{{i}}}}', keys: 100_000 },
   queryScan: { mode: 'template', method: 'GET', path: '/tables/bench_big/rows', body: '{"wheres":{"alt":{{i}}}}', keys: 100_000 },
@@ -501,4 +509,53 @@ export const OPS: OpSpec[] = [
       ),
     capture: captureTemplate(L.getSet, [200], (d) => (isObj(d) && Array.isArray(d['members']) && d['members'].length === 10 ? null : 'expected 10 members')),
   },
+  // Upstash's REST protocol (docs/redis-rest.md): the same increment as incr-variant, as @upstash/redis sends it.
+  {
+    id: 'redis-incr',
+    label: 'POST /redis ["INCR",k] (Upstash REST)',
+    kind: 'write',
+    modes: ['always', 'never'],
+    unit: 'req/s',
+    lua: L.redisIncr,
+    expect: '{"result":',
+    ratioTarget: { always: 0.6, never: 0.75 },
+    p99TargetMs: 10,
+    prepare: (ctx) => fill(ctx, KEYS, (i) => ['PUT', `/variants/bu-${instantiate('{{k}}', KEYS, i, '')}`, '{"variant":0}'], [201]),
+    capture: captureUpstash(L.redisIncr, (v) => (isObj(v) && Number.isInteger(v['result']) ? null : 'expected {"result":<int>}')),
+  },
+  {
+    id: 'redis-pipeline',
+    label: 'POST /redis/pipeline, 16 INCRs (Upstash REST)',
+    kind: 'write',
+    modes: ['always', 'never'],
+    unit: 'req/s',
+    lua: L.redisPipeline,
+    expect: '[{"result":',
+    ratioTarget: {},
+    p99TargetMs: 50,
+    prepare: () => Promise.resolve(),
+    capture: captureUpstash(L.redisPipeline, (v) =>
+      Array.isArray(v) && v.length === 16 && v.every((e) => isObj(e) && Number.isInteger(e['result'])) ? null : 'expected 16 {"result":<int>}',
+    ),
+  },
 ];
+
+/** Capture of an Upstash REST request: its answer is Upstash's JSON, not the envelope. */
+function captureUpstash(lua: LuaRequest, validate: (v: unknown) => string | null) {
+  return async (ctx: Ctx, runId: string): Promise<BaselineConfig> => {
+    const path = instantiate(lua.path, lua.keys, 0, runId);
+    const body = instantiate(lua.body, lua.keys, 0, runId);
+    const req = `${lua.method} ${path} ${body.slice(0, 200)}`;
+    const a = await http(ctx.server, ctx.token, lua.method, path, body);
+    check(a.status === 200, 'expected 200', req, a);
+    let v: unknown;
+    try {
+      v = JSON.parse(a.body);
+    } catch {
+      v = undefined;
+    }
+    const problem = validate(v);
+    check(problem === null, problem ?? '', req, a);
+    return { default: canned(a) };
+  };
+}

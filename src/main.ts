@@ -25,6 +25,9 @@ import { ROUTES } from './http/routes.js';
 import { AccessLog } from './http/access.js';
 import { loadTls, reloadTls, type TlsFiles, type TlsMaterial } from './tls.js';
 import { RespServer } from './redis/listener.js';
+import { RestRunner } from './redis/upstash.js';
+import { HUB } from './redis/pubsub.js';
+import { KEYSPACE } from './redis/keyspace-events.js';
 
 const TOKEN_FILE = 'auth-token';
 /** The role an open /watch stream must keep through a reload of the tokens file: the route's own. */
@@ -285,8 +288,14 @@ async function serve(
   }
   const watch = new WatchHub(db.changes);
   const metrics = new Metrics(db.storageMetrics?.(), () => watch.size, db.availability?.bind(db));
+  // Pub/sub across the nodes of a shared store (docs/redis-rest.md, "Pub/sub").
+  if (db.messages !== undefined) HUB.attach(db.messages);
+  KEYSPACE.attach(db.changes);
+  let httpPort = 0;
+  // Upstash's REST protocol under /redis (docs/redis-rest.md): the command table, over HTTP.
+  const runner = new RestRunner({ store: db, auth, version: version(), storeName: shared ? 'postgres' : 'log', port: () => httpPort, log });
   const server = new PithosServer({
-    ctx: { store: db, health: new Health(dataDir, db), advanceClock: testClock ? (ms) => (offset += ms) : undefined, watch },
+    ctx: { store: db, health: new Health(dataDir, db), advanceClock: testClock ? (ms) => (offset += ms) : undefined, watch, redis: { runner, auth } },
     authToken: token,
     auth,
     cors: cfg.corsOrigin.length > 0 ? new Cors(cfg.corsOrigin, cfg.accessLog) : undefined,
@@ -303,6 +312,7 @@ async function serve(
   let addr: { port: number; host: string };
   try {
     addr = await server.listen(cfg.port, cfg.host);
+    httpPort = addr.port;
   } catch (err) {
     throw listenError(err, cfg.host, cfg.port);
   }

@@ -7,6 +7,7 @@
  * locks.ts, lists.ts, collections.ts, listing.ts; handlers.ts holds those
  * of no one kind.
  */
+import type { RedisRest } from './redis-rest.js';
 import type { ServerResponse } from 'node:http';
 import type { Precondition, Store, Sync, Text, VersionOut } from '../store/store.js';
 import { invalid } from '../store/errors.js';
@@ -22,6 +23,8 @@ export interface Ctx {
   advanceClock: ((ms: number) => void) | undefined;
   /** The change feed's fan-out (watch.ts); absent: GET /watch answers 503. */
   watch?: WatchHub;
+  /** The Upstash REST routes' runner and secrets (redis-rest.ts); absent: they answer 503. */
+  redis?: RedisRest;
 }
 
 /** What the path and query string add beyond the name (routes.ts `subNames`, `query`). */

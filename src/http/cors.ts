@@ -11,8 +11,13 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { hasBody } from './request-body.js';
 
 const METHODS = 'GET, HEAD, PUT, POST, PATCH, DELETE';
-/** What browser code may send: the token, JSON, the conditional headers and the feed's resume point (docs/api.md). */
-const HEADERS = 'Auth-Token, Content-Type, If-Match, If-None-Match, Last-Event-ID';
+/**
+ * What browser code may send: the token, JSON, the conditional headers and the feed's resume point (docs/api.md);
+ * and what @upstash/redis sends to /redis (docs/redis-rest.md).
+ */
+const HEADERS =
+  'Auth-Token, Content-Type, If-Match, If-None-Match, Last-Event-ID, Authorization, Upstash-Encoding, Upstash-Response-Format, Upstash-Sync-Token, ' +
+  'Upstash-Telemetry-Runtime, Upstash-Telemetry-Platform, Upstash-Telemetry-Sdk, Upstash-Telemetry-Retry';
 /** How long a browser may cache a preflight answer, in seconds. */
 const MAX_AGE = '600';
 

@@ -155,7 +155,7 @@ const DRAIN_LIMIT = 64 * 1024;
  * answer (with a lingering close, docs/operations.md) instead of waiting for
  * a body that may never come (docs/api.md, "413").
  */
-function closeIfBodyPending(res: ServerResponse): void {
+export function closeIfBodyPending(res: ServerResponse): void {
   const req = res.req as IncomingMessage | undefined;
   if (req === undefined || req.complete) return;
   const h = req.headers;

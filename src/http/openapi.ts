@@ -64,7 +64,7 @@ const ERRORS: Record<number, string> = {
 export function errorStatuses(r: RouteDef): number[] {
   const s = new Set<number>([400, 403, 413, 500, 503]);
   if (r.role !== 'public') s.add(401);
-  if (r.names !== undefined) s.add(404);
+  if (r.names !== undefined && r.names !== 'words') s.add(404);
   if (r.role === 'write') s.add(507);
   const ns = r.names;
   if ((ns === 'table' && r.method === 'PUT') || (ns === 'variant' && (r.method === 'PUT' || r.method === 'POST'))) s.add(409);
@@ -97,6 +97,19 @@ function operation(r: RouteDef): Json {
       },
     ];
   }
+  if (r.names === 'words') {
+    op.parameters = [
+      {
+        name: 'command',
+        in: 'path',
+        required: true,
+        description: r.path.startsWith('/redis/{')
+          ? 'the command and its arguments, each one percent-encoded path segment: /redis/set/k/v (docs/redis-rest.md)'
+          : 'the channels (or patterns), each one percent-encoded path segment (docs/redis-rest.md)',
+        schema: { type: 'string', minLength: 1 },
+      },
+    ];
+  }
   if (r.subNames === 't_id') {
     (op.parameters as Json[]).push({
       name: 't_id',
@@ -124,7 +137,12 @@ function operation(r: RouteDef): Json {
   const responses: Json = {};
   for (const st of r.ok.status) {
     if (r.ok.type !== undefined) {
-      const schema = r.ok.type === 'application/octet-stream' ? { type: 'string', contentMediaType: r.ok.type } : { type: 'string' };
+      const schema =
+        r.upstash === true && r.ok.type === 'application/json'
+          ? { type: ['object', 'array'], description: "Upstash's format (docs/redis-rest.md), not the envelope" }
+          : r.ok.type === 'application/octet-stream'
+            ? { type: 'string', contentMediaType: r.ok.type }
+            : { type: 'string' };
       responses[String(st)] = { description: r.ok.message, content: { [r.ok.type.split(';')[0]!]: { schema } } };
       continue;
     }

@@ -19,7 +19,8 @@ export interface RouteDef {
   handler: Handler;
   role: Role;
   /** What the `{name}` parameter names, for its error messages ("table name must …"). */
-  names?: Kind;
+  /** `words`: the rest of the path, slashes included, handed over undecoded (the Upstash path form). */
+  names?: Kind | 'words';
   /** What a second `{…}` parameter names (an index's field, a row's t_id, a sorted set's member). */
   subNames?: 'field' | 't_id' | 'member';
   /**
@@ -37,4 +38,10 @@ export interface RouteDef {
   ok: { status: number[]; message: string; type?: string };
   /** Served only with PITHOS_TEST_CLOCK=1. */
   testOnly?: boolean;
+  /**
+   * Upstash's wire format (redis-rest.ts): the body is handed over as text, not
+   * parsed as an object; `Authorization: Bearer <token>` counts as the token;
+   * refusals are `{"error": …}`, not the envelope.
+   */
+  upstash?: true;
 }

@@ -132,6 +132,7 @@ function plainName(seg: string): string | undefined {
 
 function decodeName(seg: string, what: string): string {
   if (what === 'member') return decodeMember(seg);
+  if (what === 'words') return seg;
   const plain = plainName(seg);
   if (plain !== undefined) return plain;
   let name: string;
@@ -186,6 +187,12 @@ export function route(method: string, url: string, testClock: boolean): Match {
       n = lit;
     } else if (n.param !== undefined) {
       n = n.param;
+      if (n.names === 'words') {
+        // The rest of the path is one parameter (the Upstash path form, /redis/set/k/v).
+        param = seg.slice(i).join('/');
+        names = 'words';
+        break;
+      }
       if (param === undefined) {
         param = seg[i];
         names = n.names ?? 'object';

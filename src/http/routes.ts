@@ -23,6 +23,7 @@ import { serveMetrics } from './metrics.js';
 import { openApiHandler } from './openapi.js';
 
 export type { Method, Role, RouteDef };
+import * as redis from './redis-rest.js';
 
 const listing = {
   prefix: 'only names that start with this',
@@ -276,6 +277,29 @@ export const ROUTES: readonly RouteDef[] = [
   // ---- change feed (query parameters kind, prefix, since, values; unknown ones are 400)
   route({ method: 'GET', path: '/watch', handler: h.watch, role: 'read', summary: 'Changes as Server-Sent Events', strict: true,
     ok: { status: [200], message: 'a stream of Server-Sent Events (docs/api.md, "Change feed")', type: 'text/event-stream' } }),
+
+  // ---- Redis over HTTP, Upstash's REST protocol (docs/redis-rest.md); the route admits a read token, each command checks its own role
+  route({ method: 'POST', path: '/redis', handler: redis.redisCommand, role: 'read', upstash: true,
+    summary: 'One Redis command as a JSON array, ["SET","k","v"]: {"result": …} or {"error": "ERR …"} (Upstash\'s format, not the envelope)',
+    ok: { status: [200], message: '{"result": the reply in RESP2 shapes}', type: 'application/json' } }),
+  route({ method: 'POST', path: '/redis/pipeline', handler: redis.redisPipeline, role: 'read', upstash: true,
+    summary: 'Redis commands, each on its own, in order: [{"result"} | {"error"}, …]',
+    ok: { status: [200], message: 'one {"result"} or {"error"} per command, in order', type: 'application/json' } }),
+  route({ method: 'POST', path: '/redis/multi-exec', handler: redis.redisMultiExec, role: 'read', upstash: true,
+    summary: 'Redis commands as one MULTI/EXEC block: [{"result"} | {"error"}, …]',
+    ok: { status: [200], message: 'one {"result"} or {"error"} per command, in order', type: 'application/json' } }),
+  route({ method: 'POST', path: '/redis/subscribe/{command}', handler: redis.redisSubscribe, role: 'read', upstash: true, names: 'words',
+    summary: 'Subscribe to channels (the path\'s segments): their messages as Server-Sent Events until the client leaves',
+    ok: { status: [200], message: 'a stream of Server-Sent Events, data: message,<channel>,<text> (docs/redis-rest.md, "Pub/sub")', type: 'text/event-stream' } }),
+  route({ method: 'POST', path: '/redis/psubscribe/{command}', handler: redis.redisPSubscribe, role: 'read', upstash: true, names: 'words',
+    summary: 'Subscribe to glob patterns: messages of every matching channel as Server-Sent Events',
+    ok: { status: [200], message: 'a stream of Server-Sent Events, data: pmessage,<pattern>,<channel>,<text>', type: 'text/event-stream' } }),
+  route({ method: 'GET', path: '/redis/{command}', handler: redis.redisPath, role: 'read', upstash: true, names: 'words',
+    summary: 'One Redis command in the path, /redis/set/k/v: {"result": …} or {"error": "ERR …"}',
+    ok: { status: [200], message: '{"result": the reply in RESP2 shapes}', type: 'application/json' } }),
+  route({ method: 'POST', path: '/redis/{command}', handler: redis.redisPath, role: 'read', upstash: true, names: 'words',
+    summary: 'One Redis command in the path; the body, if any, is its last argument',
+    ok: { status: [200], message: '{"result": the reply in RESP2 shapes}', type: 'application/json' } }),
 
   // ---- operations (docs/operations.md, "Metrics" and "Backups")
   route({ method: 'GET', path: '/metrics', handler: serveMetrics, role: 'admin', query: {},

@@ -36,6 +36,7 @@ import type { AccessLog } from './access.js';
 import { answerProbe, probeOf } from './probes.js';
 import type { TlsMaterial } from '../tls.js';
 import { serveConsole } from './console.js';
+import { refuseUpstash, restToken, sendUpstashError } from './redis-rest.js';
 
 export interface ServerOptions {
   ctx: Ctx;
@@ -82,6 +83,8 @@ class PithosRequest extends http.IncomingMessage {
     if (c !== undefined) c.pending++;
   }
 }
+
+const EMPTY_BODY: Body = Object.freeze(Object.create(null) as Body);
 
 const NO_ARGS: Args = { sub: '', query: Object.freeze(Object.create(null) as Record<string, string>) };
 
@@ -244,7 +247,9 @@ export class PithosServer {
     } catch (err) {
       miss = err;
     }
-    const who = this.auth.check(req.headers['auth-token'], m === undefined ? 'read' : m.route.def.role, req.method, req.url);
+    const upstash = m?.route.def.upstash === true;
+    const who = this.auth.check(upstash ? restToken(req) : req.headers['auth-token'], m === undefined ? 'read' : m.route.def.role, req.method, req.url);
+    if (who.ok !== true && upstash) return refuseUpstash(res, who.status, who.message);
     if (who.ok !== true && this.opts.altAuth?.(req) !== true) {
       // A scraper's Authorization header that did not match is a wrong token, not a missing
       // one; on /metrics only, the one route that takes it (elsewhere Auth-Token is missing).
@@ -317,6 +322,7 @@ export class PithosServer {
     // Refused because the server is stopping (a blocking pop cut short, a store
     // already closing): the next request on this connection would be refused too.
     if (this.shuttingDown && status === 503) res.shouldKeepAlive = false;
+    if ((res.req as PithosRequest).route?.def.upstash === true) return sendUpstashError(res, status, `ERR ${message}`, errorHeaders(err));
     sendError(res, status, message, errorHeaders(err));
   }
 
@@ -532,7 +538,8 @@ function onEnd(this: PithosRequest): void {
     // A chunked body may turn out empty: no chunk ever arrived.
     text = c === undefined ? '' : decodeBody(c.length === 1 ? c[0] : Buffer.concat(c, this.size));
     this.chunks = undefined;
-    body = parseBody(text);
+    // Upstash's routes take a JSON array or a path form's last argument: their handler reads the text.
+    body = this.route.def.upstash === true ? EMPTY_BODY : parseBody(text);
   } catch (err) {
     return this.server.fail(res, err);
   }

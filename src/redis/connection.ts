@@ -7,6 +7,7 @@
  */
 import { type Call, type Command, int, is, syntaxError } from './command.js';
 import { eachKey } from './keyspace.js';
+import { KEYSPACE } from './keyspace-events.js';
 import { ErrorReply, MapReply, OK, type Reply, Simple } from './resp.js';
 
 function clientInfo(c: Call, s = c.session): string {
@@ -89,7 +90,7 @@ function configGet(c: Call): Reply {
     maxmemory: '0',
     'maxmemory-policy': 'noeviction',
     timeout: '0',
-    'notify-keyspace-events': '',
+    'notify-keyspace-events': KEYSPACE.get(),
     'proto-max-bulk-len': String(512 * 1024 * 1024),
     port: String(c.server.port),
   };
@@ -130,10 +131,15 @@ export const CONNECTION_COMMANDS: Command[] = [
     arity: -2,
     flags: ['admin', 'loading', 'stale'],
     keys: [0, 0, 0],
-    summary: 'GET of the settings clients probe; SET refused',
+    summary: 'GET of the settings clients probe; SET notify-keyspace-events only',
     run: (c) => {
       if (is(c.args[1], 'GET') && c.args.length >= 3) return configGet(c);
       if (is(c.args[1], 'RESETSTAT')) return OK;
+      // Keyspace notifications (keyspace-events.ts) are the one setting CONFIG SET changes.
+      if (is(c.args[1], 'SET') && c.args.length === 4 && c.args[2]!.toLowerCase() === 'notify-keyspace-events') {
+        KEYSPACE.set(c.args[3]!);
+        return OK;
+      }
       throw new ErrorReply(`ERR CONFIG ${c.args[1]} is not supported by Pithos (docs/redis.md)`);
     },
   },

@@ -58,6 +58,11 @@ export function toReply(err: unknown, log: (level: 'error', msg: string) => void
   return new ErrorReply('ERR internal error');
 }
 
+/** The reply of what `execute` answered, once it is there (an Issued command's included). */
+export async function settle(r: Reply | undefined | Promise<Reply | undefined> | Issued): Promise<Reply | undefined> {
+  return r instanceof Issued ? r.reply : r;
+}
+
 /** Runs a resolved command; a failure becomes its Redis error. A reply the handler had at once is not wrapped in a promise. */
 export function execute(cmd: Command, call: Call, log: (level: 'error', msg: string) => void): Reply | undefined | Promise<Reply | undefined> | Issued {
   try {

@@ -14,6 +14,7 @@ import type { TlsMaterial } from '../tls.js';
 import type { Call, Command, ServerView, Session } from './command.js';
 import { decode, execute, resolve, roleOf } from './dispatch.js';
 import { Multi } from './multi.js';
+import { ConnSubscriptions, pubsubCommands } from './resp-pubsub.js';
 import { encode, ErrorReply, Issued, MapReply, OK, Parser, ProtocolError, type Reply, Simple } from './resp.js';
 import { buildTable, type CommandTable } from './table.js';
 import { globToRegExp } from './keys.js';
@@ -71,6 +72,12 @@ class Conn implements Session {
   readonly gone = this.abort.signal;
   lastCommand = 'NULL';
   readonly multi = new Multi();
+  /** Pub/sub (resp-pubsub.ts): messages are written as they come, past the hard output bound the connection closes. */
+  readonly pubsub = new ConnSubscriptions(
+    (r) => this.write(r),
+    () => this.socket.writableLength > LIMITS.hardOutputBytes,
+    () => this.close(),
+  );
   private readonly parser: Parser;
   private running = false;
   private closed = false;
@@ -102,6 +109,7 @@ class Conn implements Session {
     if (this.closed) return;
     this.closed = true;
     clearTimeout(this.authTimer);
+    this.pubsub.clear();
     this.abort.abort();
     this.socket.destroy();
     this.server.forget(this);
@@ -198,6 +206,15 @@ class Conn implements Session {
     if (send) this.flush();
   }
 
+  /** An out-of-band reply (a pub/sub message): after the replies already settled, before those still owed. */
+  write(r: Reply): void {
+    this.pump(false);
+    const before = this.pending.length;
+    encode(r, this.proto, this.pending);
+    for (let j = before; j < this.pending.length; j++) this.pendingBytes += this.pending[j]!.length;
+    this.flush();
+  }
+
   private flush(): void {
     this.pump(false);
     const out = this.pending;
@@ -230,7 +247,7 @@ class Conn implements Session {
     }
     if (this.user === undefined && !cmd.flags.includes('noauth')) return this.fail(NOAUTH);
     this.lastCommand = cmd.name;
-    const denied = this.denied(cmd);
+    const denied = this.denied(cmd) ?? this.pubsub.refusal(cmd.name, this.proto);
     if (denied !== undefined) return this.fail(denied);
     if (this.multi.active && !Multi.RUNS_NOW.has(cmd.name)) return this.multi.queue(cmd, words);
     const r = execute(cmd, { store: this.server.opts.store, args: words, session: this, server: this.server.view }, this.server.opts.log);
@@ -317,6 +334,7 @@ class Conn implements Session {
     this.user = undefined;
     this.token = undefined;
     this.multi.clear();
+    this.pubsub.clear();
     return new Simple('RESET');
   }
 
@@ -357,6 +375,7 @@ const SESSION_COMMANDS: Command[] = [
     run: (c) => sessionOf(c).reset(),
   },
   ...Multi.commands((c) => sessionOf(c).multi),
+  ...pubsubCommands((c) => sessionOf(c).pubsub),
 ];
 
 /** Every command the listener answers: the families and the session's own. */

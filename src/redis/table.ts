@@ -9,6 +9,7 @@ import { CONNECTION_COMMANDS } from './connection.js';
 import { HASH_COMMANDS } from './hashes.js';
 import { KEY_COMMANDS } from './keys.js';
 import { LIST_COMMANDS } from './lists.js';
+import { PUBSUB_COMMANDS } from './pubsub.js';
 import { ErrorReply, MapReply, type Reply, Simple } from './resp.js';
 import { SET_COMMANDS } from './sets.js';
 import { STRING_COMMANDS } from './strings.js';
@@ -23,6 +24,7 @@ export const FAMILIES: ReadonlyArray<readonly [string, readonly Command[]]> = [
   ['Sets', SET_COMMANDS],
   ['Sorted sets', ZSET_COMMANDS],
   ['Hashes', HASH_COMMANDS],
+  ['Pub/sub', PUBSUB_COMMANDS],
 ];
 
 export type CommandTable = ReadonlyMap<string, Command>;

@@ -11,6 +11,7 @@
  * serve from memory may return their text synchronously (`Sync<T>`): that is
  * the measured fast path of GET (docs/benchmarks.md), worth one union type.
  */
+import type { MessageBus } from './bus.js';
 import type { ScalarInput, VType } from './variant.js';
 import type { SetOp, ZMode, ZRange } from './collection.js';
 import type { Row } from './wheres.js';
@@ -436,6 +437,8 @@ export interface Store {
   list(kind: ListKind, opts: ListOptions): Sync<string>;
   /** The change feed; a store without one answers GET /watch with 503. */
   readonly changes?: ChangeFeed;
+  /** Messages between nodes (pub/sub); a store of one node has none. */
+  readonly messages?: MessageBus;
   stats(): Promise<StoreStats>;
   /**
    * A consistent snapshot of the whole data set as a byte stream (every write

@@ -17,6 +17,7 @@ import { PgIndexes } from './indexes.js';
 import { list } from './listing.js';
 import { PgLocks } from './locks.js';
 import { PgLists } from './lists.js';
+import { PgMessages } from './bus.js';
 import { PgRecords } from './records.js';
 import { PgSets } from './sets.js';
 import { PgTables } from './tables.js';
@@ -44,6 +45,7 @@ export class PgStore implements Store {
   readonly lists: PgLists;
   readonly sets: PgSets;
   readonly zsets: PgZsets;
+  readonly messages: PgMessages;
   /** The change feed; absent on a database without it (not PostgreSQL 13+: docs/scaling.md). */
   changes: PgChanges | undefined = undefined;
   private gcState: 0 | 1 | 2 = 0;
@@ -61,6 +63,7 @@ export class PgStore implements Store {
     this.lists = db.ops.bound(new PgLists(db));
     this.sets = db.ops.bound(new PgSets(db));
     this.zsets = db.ops.bound(new PgZsets(db));
+    this.messages = new PgMessages(db);
   }
 
   /**
@@ -211,6 +214,7 @@ export class PgStore implements Store {
     clearTimeout(this.sweeper);
     this.changes?.close();
     this.lists.stopWaiting();
+    this.messages.close();
     this.indexes.close();
     await this.db.close();
   }
