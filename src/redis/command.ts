@@ -39,6 +39,8 @@ export interface ServerView {
   /** Closes connections matching `pred` (CLIENT KILL); returns how many. */
   kill(pred: (s: Session) => boolean): number;
   readonly stats: { commands: number; connections: number };
+  /** The longest value a command may make (APPEND, SETRANGE): the largest bulk the listener takes (--max-body-bytes). */
+  readonly maxValueBytes?: number;
 }
 
 /** One call of a command: the store, its arguments as text (args[0] is the name as sent), and the caller. */
@@ -47,6 +49,8 @@ export interface Call {
   readonly args: readonly string[];
   readonly session: Session;
   readonly server: ServerView;
+  /** Inside EXEC: a blocking command does not wait, as in Redis (it answers as its timeout would). */
+  readonly nonBlocking?: boolean;
 }
 
 /** A handler's reply; undefined when the command has answered by itself (QUIT). */

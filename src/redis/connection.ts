@@ -32,8 +32,10 @@ function client(c: Call): Reply {
     case 'INFO':
       return clientInfo(c) + '\n';
     case 'LIST':
+      // Other tokens' connections are theirs to see: an admin token sees all, others their own.
       return c.server
         .clients()
+        .filter((s) => c.session.role === 'admin' || s.user === c.session.user)
         .map((s) => clientInfo(c, s) + '\n')
         .join('');
     case 'KILL': {
@@ -69,7 +71,8 @@ async function info(c: Call): Promise<Reply> {
   if (all || want === 'stats')
     sections.push(`# Stats\r\ntotal_connections_received:${v.stats.connections}\r\ntotal_commands_processed:${v.stats.commands}\r\n`);
   if (all || want === 'replication') sections.push('# Replication\r\nrole:master\r\nconnected_slaves:0\r\n');
-  if (all || want === 'keyspace') {
+  // Counting keys walks the whole keyspace: only when asked by name (clients send plain INFO on every connect).
+  if (want === 'keyspace' || want === 'all' || want === 'everything') {
     let n = 0;
     await eachKey(c.store, '', () => {
       n++;

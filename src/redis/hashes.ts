@@ -8,10 +8,10 @@
 import { StoreError } from '../store/errors.js';
 import type { Store, VersionOut } from '../store/store.js';
 import { type Call, type Command, float, int, int64, notInteger, syntaxError } from './command.js';
-import { assertNotOther, deleteOf, isMissing } from './keyspace.js';
+import { assertNotOther, claim, isMissing } from './keyspace.js';
 import { ErrorReply, MapReply, OK, type Reply } from './resp.js';
 import { floatText } from './strings.js';
-import { scanPage } from './sets.js';
+import { MAX_RANDOM, scanPage } from './sets.js';
 
 type Fields = Record<string, unknown>;
 
@@ -44,8 +44,9 @@ async function update(c: Call, key: string, f: (cur: Fields) => [Fields, Reply])
     if (Object.keys(changes).length === 0) return answer;
     try {
       if (out.version === 0) {
+        // Empty leftovers of other kinds go first; another type that appeared meanwhile is WRONGTYPE, never deleted.
+        await claim(c.store, key, 'hash');
         await c.store.records.put(key, changes, 0, { ifAbsent: true });
-        for (const t of ['string', 'list', 'set', 'zset'] as const) await deleteOf(c.store, t, key);
       } else if (Object.keys(cur).every((f) => changes[f] === null) && Object.values(changes).every((v) => v === null)) {
         // The last fields go: so does the hash, as in Redis, if nothing changed it since it was read.
         await deleteIfUnchanged(c.store, key, out.version);
@@ -121,6 +122,7 @@ async function hrandfield(c: Call): Promise<Reply> {
   const keys = Object.keys(h);
   if (c.args.length === 2) return keys.length === 0 ? null : keys[Math.floor(Math.random() * keys.length)]!;
   const n = int(c.args[2]!);
+  if (n < -MAX_RANDOM) throw new ErrorReply(`ERR value is out of range: Pithos answers at most ${MAX_RANDOM} random fields (docs/redis.md)`);
   const withValues = c.args.length === 4;
   if (c.args.length > 4 || (withValues && c.args[3]!.toUpperCase() !== 'WITHVALUES')) throw syntaxError();
   let chosen: string[];

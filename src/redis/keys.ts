@@ -2,35 +2,13 @@
  * Commands over the whole keyspace (docs/redis.md, "Keys"): they see the
  * union of the five visible kinds, through keyspace.ts.
  */
+import { glob, type Glob } from './glob.js';
 import { type Call, type Command, int, is, syntaxError } from './command.js';
 import { deleteKey, eachKey, expireOf, keyInfo, type RType, TYPES } from './keyspace.js';
 import { ErrorReply, OK, type Reply } from './resp.js';
 
-/** Redis's glob (stringmatchlen): *, ?, [abc], [^a-z], \x. */
-export function globToRegExp(pattern: string): RegExp {
-  let re = '^';
-  for (let i = 0; i < pattern.length; i++) {
-    const ch = pattern[i]!;
-    if (ch === '*') re += '[\\s\\S]*';
-    else if (ch === '?') re += '[\\s\\S]';
-    else if (ch === '\\' && i + 1 < pattern.length) re += escape(pattern[++i]!);
-    else if (ch === '[') {
-      const end = pattern.indexOf(']', i + 1);
-      if (end < 0) {
-        re += '\\[';
-        continue;
-      }
-      let body = pattern.slice(i + 1, end);
-      const neg = body.startsWith('^');
-      if (neg) body = body.slice(1);
-      re += `[${neg ? '^' : ''}${body.replace(/[\]\\]/g, '\\$&')}]`;
-      i = end;
-    } else re += escape(ch);
-  }
-  return new RegExp(re + '$', 's');
-}
-
-const escape = (ch: string): string => ch.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+/** Redis's glob: glob.ts (kept under this name for its callers). */
+export const globToRegExp = glob;
 
 /** The literal part a glob starts with, which narrows the listings read. */
 function literalPrefix(pattern: string): string {
@@ -83,7 +61,7 @@ async function ttl(c: Call, unit: 's' | 'ms'): Promise<Reply> {
 async function scan(c: Call): Promise<Reply> {
   const cursor = c.args[1]!;
   if (!/^\d+$/.test(cursor)) throw new ErrorReply('ERR invalid cursor');
-  let match: RegExp | undefined;
+  let match: Glob | undefined;
   let prefix = '';
   let count = 10;
   let type: string | undefined;

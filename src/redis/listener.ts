@@ -17,10 +17,6 @@ import { Multi } from './multi.js';
 import { ConnSubscriptions, pubsubCommands } from './resp-pubsub.js';
 import { encode, ErrorReply, Issued, MapReply, OK, Parser, ProtocolError, type Reply, Simple } from './resp.js';
 import { buildTable, type CommandTable } from './table.js';
-import { globToRegExp } from './keys.js';
-import { useGlob } from './sets.js';
-
-useGlob(globToRegExp);
 
 export interface RespOptions {
   store: Store;
@@ -43,7 +39,12 @@ export const LIMITS = {
   hardOutputBytes: 256 * 1024 * 1024,
   /** A connection that has not authenticated within this long is closed. */
   authTimeoutMs: 10_000,
+  /** Input received without a whole command in it: past this (or 2 × --max-body-bytes + 1 MiB if larger) the connection is closed (Redis's client-query-buffer-limit). */
+  queryBytes: 64 * 1024 * 1024,
 } as const;
+
+/** Input waiting while a command runs: past this the socket is not read until the commands before have run. */
+const INPUT_PAUSE_BYTES = 1024 * 1024;
 
 /** Replies a connection may owe at once (pipelined commands whose durability is pending) before it stops reading. */
 const MAX_IN_FLIGHT = 1024;
@@ -94,15 +95,36 @@ class Conn implements Session {
     this.addr = `${socket.remoteAddress}:${socket.remotePort}`;
     this.parser = new Parser({ maxArgs: LIMITS.maxArgs, maxBulk: server.opts.maxBulk });
     socket.setNoDelay(true);
-    socket.on('data', (chunk: Buffer) => {
-      this.parser.push(chunk);
-      void this.drain();
-    });
+    socket.on('data', (chunk: Buffer) => this.received(chunk));
     socket.on('close', () => this.close());
     socket.on('error', () => this.close());
     this.authTimer = setTimeout(() => {
       if (this.user === undefined) socket.destroy();
     }, LIMITS.authTimeoutMs);
+  }
+
+  /**
+   * Bytes from the client: parsed and run in order. While a command is
+   * running, more than INPUT_PAUSE_BYTES waiting stops reading the socket
+   * until the commands before have run; more than LIMITS.queryBytes of one
+   * unfinished frame closes the connection (Redis's client-query-buffer-limit).
+   */
+  private received(chunk: Buffer): void {
+    if (this.quitting || this.closed) return;
+    this.parser.push(chunk);
+    const limit = Math.max(LIMITS.queryBytes, 2 * this.server.opts.maxBulk + INPUT_PAUSE_BYTES);
+    if (this.parser.pending > limit) {
+      this.server.opts.log('warn', `RESP client ${this.addr} closed: ${this.parser.pending} bytes of input without a whole command`);
+      this.enqueue(new ErrorReply(`ERR Protocol error: more than ${limit} bytes of input without a whole command`));
+      this.quitting = true;
+      this.pump(true);
+      return;
+    }
+    if (this.running && this.parser.pending > INPUT_PAUSE_BYTES) this.socket.pause();
+    this.drain().catch((err: unknown) => {
+      this.server.opts.log('error', `RESP connection ${this.addr} closed after an unexpected failure: ${String((err as Error)?.stack ?? err)}`);
+      this.close();
+    });
   }
 
   close(): void {
@@ -162,7 +184,12 @@ class Conn implements Session {
       }
     } finally {
       this.running = false;
-      if (!this.closed) this.pump(true);
+      if (!this.closed) {
+        this.pump(true);
+        // Stopped reading while commands ran (received) or for good (QUIT, a protocol error).
+        if (this.quitting) this.socket.pause();
+        else this.socket.resume();
+      }
     }
   }
 
@@ -288,6 +315,8 @@ class Conn implements Session {
     if (name !== undefined && name !== 'default' && name !== r.name) return WRONGPASS;
     this.user = r.name;
     this.token = latin1;
+    const auth = this.server.opts.auth;
+    this.role = auth.check(latin1, 'admin', 'RESP', 'AUTH').ok ? 'admin' : auth.check(latin1, 'write', 'RESP', 'AUTH').ok ? 'write' : 'read';
     clearTimeout(this.authTimer);
     return OK;
   }
@@ -333,6 +362,11 @@ class Conn implements Session {
     this.name = '';
     this.user = undefined;
     this.token = undefined;
+    // Unauthenticated again: bounded as a new connection is.
+    clearTimeout(this.authTimer);
+    this.authTimer = setTimeout(() => {
+      if (this.user === undefined) this.socket.destroy();
+    }, LIMITS.authTimeoutMs);
     this.multi.clear();
     this.pubsub.clear();
     return new Simple('RESET');
@@ -407,6 +441,7 @@ export class RespServer {
       version: opts.version,
       storeName: opts.storeName,
       maxBlockMs: Infinity,
+      maxValueBytes: opts.maxBulk,
       clients: () => [...this.conns],
       kill: (pred) => {
         let n = 0;

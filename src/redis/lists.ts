@@ -122,6 +122,12 @@ function timeoutMs(text: string): number {
   return t === 0 ? Infinity : Math.max(1, Math.round(t * 1000));
 }
 
+/** A blocking command's wait: its timeout, or none inside EXEC. */
+function wait(c: Call, text: string): number {
+  const ms = timeoutMs(text);
+  return c.nonBlocking === true ? 0 : ms;
+}
+
 /** Slice of a wait on the first key while the command also watches others (docs/redis.md, "Blocking commands"). */
 const SLICE_MS = 100;
 
@@ -176,7 +182,7 @@ async function popOnce(c: Call, key: string, p: ListPop): Promise<unknown[] | un
 
 async function bpop(c: Call, s: ListSide): Promise<Reply> {
   const keys = c.args.slice(1, -1);
-  const ms = timeoutMs(c.args[c.args.length - 1]!);
+  const ms = c.nonBlocking === true ? 0 : timeoutMs(c.args[c.args.length - 1]!);
   // Keys are tried in order, each checked for its type as it comes, as in Redis.
   const got = await waitPop(c, keys, s, 1, ms);
   return got === undefined ? NULL_ARRAY : [got[0], itemText(got[1][0])];
@@ -429,7 +435,7 @@ export const LIST_COMMANDS: Command[] = [
     flags: ['write', 'denyoom', 'blocking'],
     keys: [1, 2, 1],
     summary: 'blocking LMOVE',
-    run: (c) => move(c, c.args[1]!, c.args[2]!, side(c.args[3]!), side(c.args[4]!), timeoutMs(c.args[5]!)),
+    run: (c) => move(c, c.args[1]!, c.args[2]!, side(c.args[3]!), side(c.args[4]!), wait(c, c.args[5]!)),
   },
   {
     name: 'brpoplpush',
@@ -437,7 +443,7 @@ export const LIST_COMMANDS: Command[] = [
     flags: ['write', 'denyoom', 'blocking'],
     keys: [1, 2, 1],
     summary: 'blocking RPOPLPUSH',
-    run: (c) => move(c, c.args[1]!, c.args[2]!, 'right', 'left', timeoutMs(c.args[3]!)),
+    run: (c) => move(c, c.args[1]!, c.args[2]!, 'right', 'left', wait(c, c.args[3]!)),
   },
-  { name: 'blmpop', arity: -5, flags: ['write', 'blocking'], keys: [0, 0, 0], summary: 'blocking LMPOP', run: (c) => mpop(c, 2, timeoutMs(c.args[1]!)) },
+  { name: 'blmpop', arity: -5, flags: ['write', 'blocking'], keys: [0, 0, 0], summary: 'blocking LMPOP', run: (c) => mpop(c, 2, wait(c, c.args[1]!)) },
 ];

@@ -117,7 +117,7 @@ export class Multi {
     const out: Reply[] = [];
     for (const q of queued) {
       try {
-        const r = q.cmd.run({ ...c, args: q.args });
+        const r = q.cmd.run({ ...c, args: q.args, nonBlocking: true });
         out.push((await (r instanceof Issued ? r.reply : r)) ?? null);
       } catch (err) {
         out.push(err instanceof ErrorReply ? err : new ErrorReply(`ERR ${(err as Error).message}`));

@@ -8,7 +8,7 @@
  */
 import type { MessageBus } from '../store/bus.js';
 import type { Command } from './command.js';
-import { globToRegExp } from './keys.js';
+import { glob, type Glob } from './glob.js';
 import { ErrorReply, MapReply, type Reply } from './resp.js';
 
 /** Takes one message: `['message', channel, text]` or `['pmessage', pattern, channel, text]`. */
@@ -18,7 +18,7 @@ export interface Subscriber {
 
 export class PubSub {
   private readonly channels = new Map<string, Set<Subscriber>>();
-  private readonly patterns = new Map<string, { re: RegExp; subs: Set<Subscriber> }>();
+  private readonly patterns = new Map<string, { re: Glob; subs: Set<Subscriber> }>();
 
   subscribe(s: Subscriber, channel: string): void {
     let set = this.channels.get(channel);
@@ -35,7 +35,7 @@ export class PubSub {
 
   psubscribe(s: Subscriber, pattern: string): void {
     let p = this.patterns.get(pattern);
-    if (p === undefined) this.patterns.set(pattern, (p = { re: globToRegExp(pattern), subs: new Set() }));
+    if (p === undefined) this.patterns.set(pattern, (p = { re: glob(pattern), subs: new Set() }));
     p.subs.add(s);
   }
 
@@ -96,7 +96,7 @@ export class PubSub {
 
   /** Channels with at least one subscriber, matching `pattern` when given (PUBSUB CHANNELS). */
   activeChannels(pattern?: string): string[] {
-    const re = pattern === undefined ? undefined : globToRegExp(pattern);
+    const re = pattern === undefined ? undefined : glob(pattern);
     return [...this.channels.keys()].filter((c) => re === undefined || re.test(c));
   }
 

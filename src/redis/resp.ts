@@ -110,6 +110,8 @@ export interface ParseLimits {
 /** An inline command's longest line, as Redis's PROTO_INLINE_MAX_SIZE. */
 export const MAX_INLINE = 64 * 1024;
 
+const SKIP = Symbol('empty command');
+
 /** A malformed frame: the connection answers `-ERR Protocol error: …` and closes. */
 export class ProtocolError extends Error {}
 
@@ -121,26 +123,51 @@ export class ProtocolError extends Error {}
 export class Parser {
   private buf: Buffer = Buffer.alloc(0);
   private pos = 0;
+  /** Chunks received after `buf`, joined only once a command can be whole (so a large bulk is copied once, not per chunk). */
+  private chunks: Buffer[] = [];
+  private chunkBytes = 0;
+  /** Bytes that must be pending before parsing is worth trying again. */
+  private need = 1;
+  /** Set by parseOne when it knows how many bytes the command it stopped in needs. */
+  private hint = 0;
 
   constructor(private readonly limits: ParseLimits) {}
 
   /** Bytes received and not yet parsed into a command. */
   get pending(): number {
-    return this.buf.length - this.pos;
+    return this.buf.length - this.pos + this.chunkBytes;
   }
 
   push(chunk: Buffer): void {
-    if (this.pos >= this.buf.length) {
-      this.buf = chunk;
-      this.pos = 0;
-    } else {
-      this.buf = Buffer.concat([this.buf.subarray(this.pos), chunk]);
-      this.pos = 0;
-    }
+    this.chunks.push(chunk);
+    this.chunkBytes += chunk.length;
   }
 
   /** The next whole command, or undefined when more bytes are needed. Throws ProtocolError. */
   next(): Buffer[] | undefined {
+    for (;;) {
+      const avail = this.pending;
+      if (avail < this.need) return undefined;
+      if (this.chunkBytes > 0) {
+        this.buf = this.pos >= this.buf.length && this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat([this.buf.subarray(this.pos), ...this.chunks]);
+        this.pos = 0;
+        this.chunks = [];
+        this.chunkBytes = 0;
+      }
+      this.hint = 0;
+      const r = this.parseOne();
+      // An empty command (`*0`, a blank line) is skipped in this loop, never by recursion: a flood of them must not grow the stack.
+      if (r === SKIP) continue;
+      if (r === undefined) {
+        this.need = Math.max(this.hint, avail + 1);
+        return undefined;
+      }
+      this.need = 1;
+      return r;
+    }
+  }
+
+  private parseOne(): Buffer[] | undefined | typeof SKIP {
     const buf = this.buf;
     let p = this.pos;
     if (p >= buf.length) return undefined;
@@ -155,7 +182,7 @@ export class Parser {
     p = lineEnd + 2;
     if (n <= 0) {
       this.pos = p;
-      return this.next();
+      return SKIP;
     }
     const args: Buffer[] = new Array<Buffer>(n);
     for (let i = 0; i < n; i++) {
@@ -169,7 +196,10 @@ export class Parser {
       const len = this.integer(p + 1, e, 'invalid bulk length');
       if (len < 0 || len > this.limits.maxBulk) throw new ProtocolError('invalid bulk length');
       const start = e + 2;
-      if (start + len + 2 > buf.length) return undefined;
+      if (start + len + 2 > buf.length) {
+        this.hint = start + len + 2 - this.pos;
+        return undefined;
+      }
       if (buf[start + len] !== 0x0d || buf[start + len + 1] !== 0x0a) throw new ProtocolError('expected CRLF after a bulk string');
       args[i] = buf.subarray(start, start + len);
       p = start + len + 2;
@@ -206,7 +236,7 @@ export class Parser {
   }
 
   /** An inline command: one line of words, split on spaces, with Redis's quoting. */
-  private inline(): Buffer[] | undefined {
+  private inline(): Buffer[] | undefined | typeof SKIP {
     const buf = this.buf;
     const nl = buf.indexOf(0x0a, this.pos);
     if (nl < 0) {
@@ -219,7 +249,7 @@ export class Parser {
     this.pos = nl + 1;
     const words = splitArgs(line);
     if (words === undefined) throw new ProtocolError('unbalanced quotes in request');
-    if (words.length === 0) return this.next();
+    if (words.length === 0) return SKIP;
     return words.map((w) => Buffer.from(w, 'latin1'));
   }
 }

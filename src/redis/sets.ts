@@ -4,6 +4,7 @@
  * does; the STORE forms replace the target in one atomic write. SPOP and
  * SMOVE are conditional writes on the version read, retried on a race.
  */
+import { glob, type Glob } from './glob.js';
 import type { Store, VersionOut } from '../store/store.js';
 import { type Call, type Command, int, is, syntaxError } from './command.js';
 import { assertNotOther, claim, deleteKey, isMissing } from './keyspace.js';
@@ -100,6 +101,9 @@ async function assertGone(s: Store, key: string, t: 'string' | 'hash' | 'list' |
   await deleteOf(s, t, key);
 }
 
+/** The most members a negative SRANDMEMBER (or fields a negative HRANDFIELD) count may ask for: its reply is built whole. */
+export const MAX_RANDOM = 1_000_000;
+
 /** Picks `n` distinct members at random (all of them when n ≥ size). */
 function pick(ms: string[], n: number): string[] {
   const a = [...ms];
@@ -136,6 +140,7 @@ async function srandmember(c: Call): Promise<Reply> {
   const ms = (await members(c.store, c.args[1]!)) ?? [];
   if (c.args.length === 2) return ms.length === 0 ? null : ms[Math.floor(Math.random() * ms.length)]!;
   const n = int(c.args[2]!);
+  if (n < -MAX_RANDOM) throw new ErrorReply(`ERR value is out of range: Pithos answers at most ${MAX_RANDOM} random members (docs/redis.md)`);
   if (n >= 0) return pick(ms, n);
   if (ms.length === 0) return [];
   return Array.from({ length: -n }, () => ms[Math.floor(Math.random() * ms.length)]!);
@@ -185,24 +190,19 @@ export function scanPage<T>(c: Call, items: T[], text: (t: T) => string, flat: (
   const cursor = c.args[2]!;
   if (!/^\d+$/.test(cursor)) throw new ErrorReply('ERR invalid cursor');
   let count = 10;
-  let re: RegExp | undefined;
+  let re: Glob | undefined;
   for (let i = 3; i < c.args.length; i += 2) {
     if (i + 1 >= c.args.length) throw syntaxError();
     if (is(c.args[i], 'COUNT')) {
       count = int(c.args[i + 1]!);
       if (count < 1) throw syntaxError();
-    } else if (is(c.args[i], 'MATCH')) re = globRe(c.args[i + 1]!);
+    } else if (is(c.args[i], 'MATCH')) re = glob(c.args[i + 1]!);
     else throw syntaxError();
   }
   const from = Number(cursor);
   const page = items.slice(from, from + count);
   const next = from + count >= items.length ? 0 : from + count;
   return [String(next), page.filter((t) => re === undefined || re.test(text(t))).flatMap(flat)];
-}
-
-let globRe: (p: string) => RegExp = () => /^/;
-export function useGlob(f: (p: string) => RegExp): void {
-  globRe = f;
 }
 
 export const SET_COMMANDS: Command[] = [

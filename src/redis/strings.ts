@@ -8,7 +8,7 @@
 import type { ScalarInput, VType } from '../store/variant.js';
 import type { Store, VersionOut } from '../store/store.js';
 import { type Command, float, int, int64, is, isStoredInteger, notFloat, notInteger, syntaxError, type Call } from './command.js';
-import { assertNotOther, claim, deleteOf, ifInMemory, isMissing, keyInfo, keyInfoNow, TYPES, WAIT, WRONGTYPE } from './keyspace.js';
+import { assertNotOther, claim, deleteOf, ifInMemory, isMissing, keyInfo, keyInfoNow, type RType, TYPES, WAIT, WRONGTYPE } from './keyspace.js';
 import { ErrorReply, Issued, NULL_ARRAY, OK, type Reply } from './resp.js';
 
 /** A string value as Redis shows it, with the variant's type and version. */
@@ -50,7 +50,7 @@ export function inputOf(text: string): ScalarInput {
  * there. A new variant makes the key's other kinds go (the key had one
  * type); replacing a variant leaves nothing else to remove.
  */
-export async function putString(store: Store, key: string, text: string, ttl: number, ifVersion?: number): Promise<void> {
+export async function putString(store: Store, key: string, text: string, ttl: number, ifVersion?: number, replace = true): Promise<void> {
   const input = inputOf(text);
   const pre = ifVersion === undefined ? undefined : ifVersion === 0 ? { ifAbsent: true } : { ifVersion };
   let created: boolean;
@@ -60,7 +60,12 @@ export async function putString(store: Store, key: string, text: string, ttl: nu
     if ((err as { kind?: unknown }).kind !== 'conflict') throw err;
     [created] = await store.variants.put(key, input, ttl, pre, true);
   }
-  if (created) for (const type of TYPES) if (type !== 'string') await deleteOf(store, type, key);
+  if (!created) return;
+  // SET replaces whatever the key held; a write that only creates (APPEND to nothing) removes empty leftovers only,
+  // never another client's write that raced it.
+  const empties: RType[] = [];
+  if (!replace) await keyInfo(store, key, 'string', empties);
+  for (const type of replace ? TYPES : empties) if (type !== 'string') await deleteOf(store, type, key);
 }
 
 /** Read-modify-write of a string with a version check, retried when another writer got there first. */
@@ -76,7 +81,7 @@ export async function updateString(
     let ttl = 0;
     if (cur !== undefined) ttl = await remainingTtl(store, key);
     try {
-      await putString(store, key, next.text, ttl, cur?.version ?? 0);
+      await putString(store, key, next.text, ttl, cur?.version ?? 0, false);
       return next.text;
     } catch (err) {
       if ((err as { kind?: unknown }).kind !== 'precondition') throw err;
@@ -92,6 +97,8 @@ export async function remainingTtl(store: Store, key: string): Promise<number> {
 }
 
 const OVERFLOW = new ErrorReply('ERR increment or decrement would overflow');
+const TOO_BIG = new ErrorReply('ERR string exceeds maximum allowed size (--max-body-bytes, docs/redis.md "Limits")');
+const maxValue = (c: Call): number => c.server.maxValueBytes ?? 16 * 1024 * 1024;
 
 /** The variant's data when the store has it in memory now (its synchronous fast path), else undefined. */
 function inMemory(store: Store, key: string): string | undefined {
@@ -260,7 +267,13 @@ async function setWith(c: Call, key: string, value: string, o: SetOptions): Prom
     // An EXAT / PXAT in the past: the value is set and gone at once, as in Redis.
     for (const type of TYPES) await deleteOf(c.store, type, key);
   } else {
-    await putString(c.store, key, value, ttl, o.nx ? 0 : undefined);
+    try {
+      await putString(c.store, key, value, ttl, o.nx ? 0 : undefined);
+    } catch (err) {
+      // NX lost a race with another writer: the key exists after all, which NX answers with nil.
+      if (o.nx && (err as { kind?: unknown }).kind === 'precondition') return o.get ? (old?.text ?? null) : null;
+      throw err;
+    }
   }
   return o.get ? (old?.text ?? null) : OK;
 }
@@ -285,14 +298,15 @@ async function getRange(c: Call): Promise<Reply> {
   if (end < 0) end = Math.max(0, n + end);
   if (end >= n) end = n - 1;
   if (start > end || n === 0) return '';
-  return b.subarray(start, end + 1).toString('utf8');
+  // The bytes as they are: a range may cut a multi-byte character, as Redis's may.
+  return b.subarray(start, end + 1);
 }
 
 async function setRange(c: Call): Promise<Reply> {
   const offset = int(c.args[2]!);
   if (offset < 0) throw new ErrorReply('ERR offset is out of range');
   const value = Buffer.from(c.args[3]!);
-  if (offset + value.length > 512 * 1024 * 1024) throw new ErrorReply('ERR string exceeds maximum allowed size (proto-max-bulk-len)');
+  if (offset + value.length > maxValue(c)) throw TOO_BIG;
   let len = 0;
   await updateString(c.store, c.args[1]!, (cur) => {
     const b = Buffer.from(cur?.text ?? '');
@@ -461,7 +475,11 @@ export const STRING_COMMANDS: Command[] = [
     keys: [1, 1, 1],
     summary: 'append to the string',
     run: async (c) => {
-      const out = await updateString(c.store, c.args[1]!, (cur) => ({ text: (cur?.text ?? '') + c.args[2]! }));
+      const out = await updateString(c.store, c.args[1]!, (cur) => {
+        const text = (cur?.text ?? '') + c.args[2]!;
+        if (Buffer.byteLength(text) > maxValue(c)) throw TOO_BIG;
+        return { text };
+      });
       return Buffer.byteLength(out ?? '');
     },
   },

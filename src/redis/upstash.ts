@@ -10,13 +10,9 @@ import type { Authenticator } from '../http/auth.js';
 import type { Store } from '../store/store.js';
 import type { Call, Command, ServerView, Session } from './command.js';
 import { execute, resolve, roleOf, settle } from './dispatch.js';
-import { globToRegExp } from './keys.js';
 import { Multi } from './multi.js';
 import { Dbl, doubleText, ErrorReply, MapReply, NULL_ARRAY, type Reply, SetReply, Simple } from './resp.js';
-import { useGlob } from './sets.js';
 import { buildTable, type CommandTable } from './table.js';
-
-useGlob(globToRegExp);
 
 /** Longest a blocking command (BLPOP …) waits over REST: an HTTP request is no place to wait for minutes. */
 export const REST_MAX_BLOCK_MS = 30_000;

@@ -278,7 +278,7 @@ async function bzpop(c: Call, max: boolean): Promise<Reply> {
   const keys = c.args.slice(1, -1);
   const t = float(c.args[c.args.length - 1]!, () => new ErrorReply('ERR timeout is not a float or out of range'));
   if (t < 0) throw new ErrorReply('ERR timeout is negative');
-  const deadline = t === 0 ? Infinity : Date.now() + t * 1000;
+  const deadline = c.nonBlocking === true ? 0 : t === 0 ? Infinity : Date.now() + t * 1000;
   for (;;) {
     for (const k of keys) {
       const gone = await removeWhere(c, k, (xs) => (max ? [...xs].reverse() : xs).slice(0, 1));

@@ -93,6 +93,40 @@ test('a client that sends without reading is stopped from growing the server', a
   assert.ok(during - before < 200, `RSS grew by ${during - before} MiB (from ${before}) for an unread client`);
 });
 
+test('a flood of empty commands before AUTH does not crash the server', async () => {
+  const r = await rawExchange(port, Buffer.concat([Buffer.alloc(100_000, '\n'), Buffer.from('*0\r\n'.repeat(20_000)), Buffer.from('PING\r\n')]), 1500);
+  assert.match(r.data, /NOAUTH/);
+  assert.equal(srv.child?.exitCode, null, 'the server is running');
+  assert.equal(await healthy.ping(), 'PONG');
+});
+
+test('a pattern made to backtrack answers at once (KEYS, SSCAN MATCH)', async () => {
+  await healthy.set('a'.repeat(60), 'x');
+  await healthy.sadd('globset', 'a'.repeat(60));
+  const started = Date.now();
+  assert.deepEqual(await healthy.keys('*a*a*a*a*a*a*a*a*a*a*a*a*b'), []);
+  assert.deepEqual(await healthy.sscan('globset', 0, 'MATCH', '*a*a*a*a*a*a*a*a*a*a*a*a*b'), ['0', []]);
+  assert.ok(Date.now() - started < 1000, `took ${Date.now() - started} ms`);
+  assert.deepEqual(await healthy.keys('a*a'), ['a'.repeat(60)]);
+});
+
+test('huge counts and values are refused, not built: SRANDMEMBER -n, HRANDFIELD -n, SETRANGE, APPEND', async () => {
+  await healthy.sadd('rs', 'a', 'b');
+  await healthy.hset('rh', 'f', 'v');
+  await assert.rejects(healthy.srandmember('rs', -2_000_000_000), /out of range/);
+  await assert.rejects(healthy.hrandfield('rh', -2_000_000_000), /out of range/);
+  await assert.rejects(healthy.setrange('rbig', 200_000_000, 'x'), /maximum allowed size/);
+  assert.equal(await healthy.exists('rbig'), 0);
+  assert.equal((await healthy.srandmember('rs', -5))?.length, 5);
+});
+
+test('a blocking command inside MULTI does not wait (as in Redis)', async () => {
+  const started = Date.now();
+  const out = await healthy.multi().blpop('nothing-here', 0).exec();
+  assert.deepEqual(out, [[null, null]]);
+  assert.ok(Date.now() - started < 2000);
+});
+
 test('an oversized bulk is refused before it is read', async () => {
   const r = await rawExchange(port, cmd('AUTH', TOKEN) + `*3\r\n$3\r\nSET\r\n$2\r\nfz\r\n$${64 * 1024 * 1024}\r\n`, 1000);
   assert.match(r.data, /-ERR Protocol error: invalid bulk length/);
