@@ -105,6 +105,20 @@ function inMemory(store: Store, key: string): string | undefined {
   return ifInMemory(() => store.variants.get(key));
 }
 
+const MISSING = Symbol('missing');
+
+/** The variant's data, MISSING when the store says at once it has none, undefined when it would have to wait: one read. */
+function probe(store: Store, key: string): string | typeof MISSING | undefined {
+  try {
+    const r = store.variants.get(key);
+    if (typeof r === 'string') return r;
+    r.then(noWait, noWait);
+    return undefined;
+  } catch (err) {
+    return isMissing(err) ? MISSING : undefined;
+  }
+}
+
 /** Whether the store says at once that it holds no variant `key` (it threw not_found without waiting). */
 function missingNow(store: Store, key: string): boolean {
   try {
@@ -187,10 +201,10 @@ export function floatText(v: number): string {
 /** GET: answered at once when the store has the value in memory (its measured fast path), else through getString. */
 function get(c: Call): Reply | Promise<Reply> {
   const key = c.args[1]!;
-  const data = inMemory(c.store, key);
-  if (data !== undefined) return variantText(data)[0];
+  const data = probe(c.store, key);
+  if (typeof data === 'string') return variantText(data)[0];
   // A miss answered at once when no other kind holds the key (the listings are in memory too).
-  if (missingNow(c.store, key)) {
+  if (data === MISSING) {
     const other = keyInfoNow(c.store, key, 'string');
     if (other === undefined) return null;
     if (other !== WAIT) throw WRONGTYPE;

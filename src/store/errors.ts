@@ -20,7 +20,12 @@ export class StoreError extends Error {
     readonly kind: StoreErrorKind,
     message: string,
   ) {
+    // An expected outcome (a missing key, a failed condition), answered by its kind and never
+    // logged with a stack: capturing one cost about a third of a GET miss over RESP (measured).
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message);
+    Error.stackTraceLimit = limit;
   }
 }
 
