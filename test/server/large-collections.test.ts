@@ -22,6 +22,7 @@ import { PithosServer, STORE, TOKEN, uniq } from '../helpers/server.js';
 
 /** Elements per collection: enough for a stall of hundreds of ms before streaming, few enough for the suite's time. */
 const N = 150_000;
+const FAST_MS = 50;
 const PG_BOUND_MS = 250;
 const member = (i: number): string => `member-${String(i).padStart(7, '0')}`;
 const scoreOf = (i: number): number => (i * 7919) % 1000;
@@ -204,6 +205,9 @@ for (const c of CASES) {
       );
       console.log(`# ${STORE}: ${tries[tries.length - 1]}`);
       if (lat.length >= 5 && max < (STORE === 'postgres' ? PG_BOUND_MS : result.ms / 3)) return;
+      // An answer done in under 50 ms leaves too few probes to measure by, and cannot have held one
+      // longer than itself: it passes when no probe took 50 ms (the bench's p99 target) either.
+      if (result.ms < FAST_MS && max < FAST_MS) return;
     }
     assert.fail(`small requests waited for a large part of the big answer:\n${tries.join('\n')}`);
   });
