@@ -187,15 +187,18 @@ async function incrSlow(store: Store, key: string, input: ScalarInput, d: number
   throw new ErrorReply('ERR the key kept changing under concurrent writes; try again');
 }
 
-/** Redis's text of an INCRBYFLOAT result: up to 17 significant digits, no exponent, trailing zeros dropped. */
+/**
+ * Redis's text of an INCRBYFLOAT result: no exponent, trailing zeros dropped.
+ * Redis adds in long double, so -0.2542 + 0.5 prints 0.2458 where a double
+ * sum carries a binary tail (0.24580000000000002): 15 significant digits,
+ * what a double holds exactly, drop that tail (a differential test found it).
+ */
 export function floatText(v: number): string {
   if (Number.isInteger(v) && Math.abs(v) < 1e21) return String(v);
-  let s = v.toPrecision(17);
-  if (s.includes('e')) s = Number(s).toFixed(20);
-  if (s.includes('.')) s = s.replace(/0+$/, '').replace(/\.$/, '');
-  // Shorter when the 17-digit form only carries a binary rounding tail.
-  const short = String(v);
-  return !short.includes('e') && Number(short) === Number(s) ? short : s;
+  const r = Number(v.toPrecision(15));
+  const s = String(r);
+  if (!s.includes('e')) return s;
+  return r.toFixed(20).replace(/0+$/, '').replace(/\.$/, '');
 }
 
 /** GET: answered at once when the store has the value in memory (its measured fast path), else through getString. */
