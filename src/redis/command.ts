@@ -102,10 +102,12 @@ export function float(text: string, err: () => ErrorReply = notFloat): number {
   return Number(t);
 }
 
-/** Whether `text` is a canonical integer that Pithos keeps as an integer variant (±(2^53−1)). */
+/** Whether `text` is a canonical signed 64-bit integer, which Pithos keeps as an integer variant (as Redis's int encoding). */
 export function isStoredInteger(text: string): boolean {
-  if (text.length > 17 || !INT.test(text) || text === '-0') return false;
-  return Math.abs(Number(text)) <= Number.MAX_SAFE_INTEGER;
+  if (text.length > 20 || !INT.test(text) || text === '-0') return false;
+  if (text.length < 19) return true;
+  const v = BigInt(text);
+  return v <= 9223372036854775807n && v >= -9223372036854775808n;
 }
 
 /** Case-insensitive option match. */

@@ -277,6 +277,8 @@ class Conn implements Session {
     const denied = this.denied(cmd) ?? this.pubsub.refusal(cmd.name, this.proto);
     if (denied !== undefined) return this.fail(denied);
     if (this.multi.active && !Multi.RUNS_NOW.has(cmd.name)) return this.multi.queue(cmd, words);
+    const pong = cmd.name === 'ping' ? this.pubsub.subscribedPing(words, this.proto) : undefined;
+    if (pong !== undefined) return this.server.count(cmd.name, false, pong);
     const r = execute(cmd, { store: this.server.opts.store, args: words, session: this, server: this.server.view }, this.server.opts.log);
     if (r instanceof Issued) return new Issued(r.reply.then((x) => this.server.count(cmd.name, x instanceof ErrorReply, x) ?? null));
     if (r instanceof Promise) return r.then((x) => this.server.count(cmd.name, x instanceof ErrorReply, x));

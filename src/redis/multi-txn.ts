@@ -39,19 +39,28 @@ export interface Plan {
 
 type Compile = (args: readonly string[], s: KeyState, key: string) => Part | undefined;
 
-const variantNumber = (r: unknown): number => (r as { variant: number }).variant;
+/** An increment's reply from its result; past 2^53 results() has kept its digits as a string. */
+const variantNumber = (r: unknown): number | bigint => {
+  const v = (r as { variant: number | string }).variant;
+  return typeof v === 'string' ? BigInt(v) : v;
+};
+
+/**
+ * The transaction's results, parsed; an integer variant's value past 2^53
+ * stays its digits (as a JSON string), which JSON.parse would round. In JSON
+ * text `"variant":` can only be a key: a quote inside a string is escaped.
+ */
+export const results = (text: string): unknown[] => (JSON.parse(text.replace(/"variant":(-?\d{16,})/g, '"variant":"$1"')) as { results: unknown[] }).results;
 
 function incr(delta: (args: readonly string[]) => bigint): Compile {
   return (args, s, key) => {
     const d = delta(args);
-    if (d > BigInt(Number.MAX_SAFE_INTEGER) || d < -BigInt(Number.MAX_SAFE_INTEGER)) return undefined;
-    const n = Number(d);
-    if (s.type === 'string' && s.int)
-      return { mutations: [{ kind: 'variant', name: key, op: 'ADD', delta: { value: n, text: String(n) } }], reply: ([r]) => variantNumber(r) };
+    const n = { value: Number(d), text: String(d) };
+    if (s.type === 'string' && s.int) return { mutations: [{ kind: 'variant', name: key, op: 'ADD', delta: n }], reply: ([r]) => variantNumber(r) };
     if (s.type !== 'none') return undefined;
     s.type = 'string';
     s.int = true;
-    return { mutations: [{ kind: 'variant', name: key, op: 'SET', value: { value: n, text: String(n) }, ttl: 0 }], reply: () => n };
+    return { mutations: [{ kind: 'variant', name: key, op: 'SET', value: n, ttl: 0 }], reply: () => d };
   };
 }
 
@@ -173,6 +182,8 @@ async function readKey(store: Store, key: string): Promise<[KeyState, Check[]]> 
   if (info.type === 'string') {
     const v = (JSON.parse(await store.variants.get(key)) as { variant: unknown }).variant;
     s.int = typeof v === 'number' && Number.isInteger(v);
+    // Past 2^53 JSON.parse has rounded v, and the check compares it as rounded:
+    // enough to pin that the key still holds an integer, all this plan relies on.
     return [s, [{ kind: 'variant', name: key, exists: true, value: v, hasValue: true }]];
   }
   if (info.type === 'hash') {

@@ -9,7 +9,7 @@ import type { Store, VersionOut } from '../store/store.js';
 import type { Call, Command } from './command.js';
 import { StoreError } from '../store/errors.js';
 import { isMissing, keyInfo } from './keyspace.js';
-import { compilable, pins, plan } from './multi-txn.js';
+import { compilable, pins, plan, results } from './multi-txn.js';
 import { ErrorReply, Issued, NULL_ARRAY, OK, QUEUED, type Reply } from './resp.js';
 
 interface Queued {
@@ -69,7 +69,7 @@ async function atomically(store: Store, words: ReadonlyArray<readonly string[]>,
     if (p === undefined || watchChecks === undefined) return undefined;
     try {
       const r = await store.transact({ checks: [...watchChecks, ...p.checks], mutations: p.mutations, serializable: true });
-      return p.reply((JSON.parse(r) as { results: unknown[] }).results);
+      return p.reply(results(r));
     } catch (err) {
       if (!(err instanceof StoreError)) throw err;
       const m = /^transaction check (\d+) failed/.exec(err.message);

@@ -50,6 +50,12 @@ export class ConnSubscriptions implements Subscriber {
     return new ErrorReply(`ERR Can't execute '${name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context`);
   }
 
+  /** PING on a RESP2 connection in subscribed mode answers as a message does, `["pong", message or ""]` (Redis's own); undefined elsewhere. */
+  subscribedPing(words: readonly string[], proto: 2 | 3): Reply | undefined {
+    if (proto === 3 || this.count === 0 || words.length > 2) return undefined;
+    return ['pong', words[1] ?? ''];
+  }
+
   async subscribe(names: readonly string[], patterns: boolean, kind: string): Promise<undefined> {
     // Confirmed once this node hears every node's messages (the shared store's LISTEN).
     await HUB.ready();

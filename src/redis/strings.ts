@@ -20,11 +20,14 @@ export interface StringValue {
 
 /** The text of a stored variant (its data JSON, {"variant": v}). */
 export function variantText(data: string): [string, VType] {
-  const v = (JSON.parse(data) as { variant: unknown }).variant;
-  if (typeof v === 'string') return [v, 's'];
-  if (typeof v === 'boolean') return [String(v), 'b'];
-  if (Number.isInteger(v) && !data.includes('.') && !/e-/i.test(data)) return [String(v), 'i'];
-  return [String(v), 'd'];
+  // data is {"variant":<value>} (store/variant.ts makeVariant): read the value's text, exactly.
+  const raw = data.slice(11, -1);
+  const c = raw.charCodeAt(0);
+  if (c === 34 /* " */) return [JSON.parse(raw) as string, 's'];
+  if (c === 116 /* t */ || c === 102 /* f */) return [raw, 'b'];
+  // A double always prints with a fraction; an integer, digit for digit, never does.
+  if (raw.indexOf('.') < 0) return [raw, 'i'];
+  return [String(Number(raw)), 'd'];
 }
 
 /** The string at `key`, or undefined when absent; WRONGTYPE when another type holds it. */
@@ -137,7 +140,9 @@ function noWait(): void {
   // Only a synchronous answer decides here; the general path reads again and answers any failure.
 }
 
-const incrReply = (data: string): number => Number((JSON.parse(data) as { variant: number }).variant);
+/** An integer variant's value as a reply: a number while exact, else the bigint. */
+const intReply = (text: string): number | bigint => (text.length <= 15 || Number.isSafeInteger(Number(text)) ? Number(text) : BigInt(text));
+const incrReply = (data: string): number | bigint => intReply(variantText(data)[0]);
 const incrError = (err: unknown): never => {
   const e = err as { kind?: unknown; message?: string };
   if (e.kind === 'conflict') throw /overflow/.test(e.message ?? '') ? OVERFLOW : notInteger();
@@ -150,9 +155,8 @@ const incrError = (err: unknown): never => {
  * pipeline of them shares group commits).
  */
 function incrBy(store: Store, key: string, delta: bigint): Promise<Reply> | Issued {
-  if (delta > BigInt(Number.MAX_SAFE_INTEGER) || delta < -BigInt(Number.MAX_SAFE_INTEGER)) throw OVERFLOW;
-  const d = Number(delta);
-  const input: ScalarInput = { value: d, text: String(d) };
+  const d = intReply(String(delta));
+  const input: ScalarInput = { value: Number(delta), text: String(delta) };
   const cur = inMemory(store, key);
   if (cur !== undefined && variantText(cur)[1] === 'i') return new Issued(store.variants.increment(key, input, 'i').then(incrReply, incrError));
   // A new counter, when the store can tell at once that the key is free: created from the delta.
@@ -168,7 +172,7 @@ function incrBy(store: Store, key: string, delta: bigint): Promise<Reply> | Issu
 }
 
 /** The general path of INCRBY; `raced` is a create of the fast path that another writer got ahead of. */
-async function incrSlow(store: Store, key: string, input: ScalarInput, d: number, raced?: unknown): Promise<Reply> {
+async function incrSlow(store: Store, key: string, input: ScalarInput, d: number | bigint, raced?: unknown): Promise<Reply> {
   if (raced !== undefined && (raced as { kind?: unknown }).kind !== 'precondition') throw raced;
   for (let attempt = 0; attempt < 50; attempt++) {
     try {

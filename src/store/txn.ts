@@ -45,6 +45,8 @@ export function checkFailure(c: Check, f: CheckFacts): string | undefined {
     case 'variant':
       if (!c.hasValue) return undefined;
       if (!f.present) return `${what} does not exist`;
+      // A check's own numbers came through JSON.parse: an integer beyond 2^53 compares as the double it rounds to.
+      if (typeof f.value === 'bigint') f.value = Number(f.value);
       if (!satisfies(f.value, c.value)) return `${what} is ${JSON.stringify(f.value)}, which does not match ${JSON.stringify(c.value)}`;
       return undefined;
     case 'record':

@@ -6,7 +6,12 @@
 import { conflict, invalid } from './errors.js';
 
 export type VType = 'i' | 'd' | 's' | 'b';
-export type Scalar = number | string | boolean;
+/**
+ * An integer variant's value is a number while it is a safe integer and a
+ * bigint beyond, up to the signed 64-bit range (Redis's integers); every
+ * other type's value is a number, string or boolean.
+ */
+export type Scalar = number | bigint | string | boolean;
 
 export interface Variant {
   t: VType;
@@ -22,26 +27,47 @@ export interface ScalarInput {
 }
 
 export const TYPE_NAMES: Record<VType, string> = { i: 'an integer', d: 'a double', s: 'a string', b: 'a boolean' };
-const LIMIT = Number.MAX_SAFE_INTEGER;
-const LIMIT_BIG = BigInt(LIMIT);
+const INT64_MAX = 9223372036854775807n;
+const INT64_MIN = -9223372036854775808n;
+const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** An exact integer as a variant holds it: a number while safe, else the bigint. */
+const narrow = (v: bigint): number | bigint => (v >= -SAFE && v <= SAFE ? Number(v) : v);
+const inInt64 = (v: bigint): boolean => v >= INT64_MIN && v <= INT64_MAX;
 
 /**
  * JSON for a value. A double always shows a fraction (`3.0`, `1.0e+300`), so
  * a client can see its type and writing it back keeps it a double.
  */
 export function render(t: VType, v: Scalar): string {
+  // Digit for digit, beyond 2^53 too: JSON has no integer limit, only JS's parser has.
+  if (t === 'i') return String(v);
   const s = JSON.stringify(v);
   if (t !== 'd' || s.includes('.')) return s;
   const e = s.indexOf('e');
   return e < 0 ? `${s}.0` : `${s.slice(0, e)}.0${s.slice(e)}`;
 }
 
+/** The JSON text both stores keep for a value (the log after its type letter, PostgreSQL in column `v`). */
+export const storedJson = (x: Variant): string => (x.t === 'i' ? String(x.v) : JSON.stringify(x.v));
+
+/** A value back from its stored JSON; an integer exactly, which JSON.parse would round beyond 2^53. */
+export function parseStored(t: VType, json: string): Scalar {
+  if (t !== 'i') return JSON.parse(json) as Scalar;
+  // Up to 15 digits a double holds exactly.
+  return json.length <= 15 ? Number(json) : narrow(BigInt(json));
+}
+
+/** A variant as it is stored: its type letter, then its JSON. */
+export const decodeStored = (stored: string): Variant => makeVariant(stored[0] as VType, parseStored(stored[0] as VType, stored.slice(1)));
+
 /** A variant's value as GET shows it, from its stored form: a type letter, then JSON. */
-export const variantValue = (stored: string): string => render(stored[0] as VType, JSON.parse(stored.slice(1)) as Scalar);
+export const variantValue = (stored: string): string =>
+  stored[0] === 'i' ? stored.slice(1) : render(stored[0] as VType, parseStored(stored[0] as VType, stored.slice(1)));
 
 export const makeVariant = (t: VType, v: Scalar): Variant => ({ t, v, data: `{"variant":${render(t, v)}}` });
 
-const overflow = (name: string) => conflict(`variant '${name}' would overflow: the result is outside ±(2^53−1)`);
+const overflow = (name: string) => conflict(`variant '${name}' would overflow: the result is outside the signed 64-bit range (−2^63 to 2^63−1)`);
 
 const NUMBER_PARTS = /^-?(\d+)(\.\d+)?(?:[eE]([+-]?\d+))?$/;
 
@@ -68,18 +94,24 @@ export function isIntegerLiteral(v: number, text: string | undefined): boolean {
   return true;
 }
 
-/** The exact value of an integer literal (isIntegerLiteral holds) whose magnitude is below 2^55. */
-function exactInteger(text: string): bigint {
+/**
+ * The exact value of an integer literal (isIntegerLiteral holds), or
+ * undefined when it is outside the signed 64-bit range: decided on its digit
+ * count first, so `1e999999` costs nothing.
+ */
+function exactInteger(text: string): bigint | undefined {
   const m = NUMBER_PARTS.exec(text) as RegExpExecArray;
-  let digits = m[1];
+  let digits = m[1].replace(/^0+(?=\d)/, '');
   let exp = m[3] === undefined ? 0 : Number(m[3]);
   if (exp < 0) {
-    // Drop the zeros the exponent consumes first, so BigInt only sees the ~17 digits that matter.
+    // Drop the zeros the exponent consumes first, so BigInt only sees the digits that matter.
     digits = /^0+$/.test(digits) ? '0' : digits.slice(0, digits.length + exp);
     exp = 0;
   }
+  if (digits !== '0' && digits.length + exp > 19) return undefined;
   const v = BigInt(digits) * 10n ** BigInt(exp);
-  return text.charCodeAt(0) === 45 /* - */ ? -v : v;
+  const signed = text.charCodeAt(0) === 45 /* - */ ? -v : v;
+  return inInt64(signed) ? signed : undefined;
 }
 
 /**
@@ -96,8 +128,11 @@ export function variantOf(input: ScalarInput, field = 'variant'): Variant {
     case 'number':
       if (!Number.isFinite(v)) throw invalid(`field '${field}' must be a finite number`);
       if (isIntegerLiteral(v, input.text)) {
-        if (Math.abs(v) > LIMIT) throw invalid(`field '${field}' is an integer outside ±(2^53−1)`);
-        return makeVariant('i', v);
+        if (Number.isSafeInteger(v)) return makeVariant('i', v);
+        // JSON.parse has rounded it: the text as written is the value.
+        const exact = input.text === undefined ? (Number.isInteger(v) ? BigInt(v) : undefined) : exactInteger(input.text);
+        if (exact === undefined || !inInt64(exact)) throw invalid(`field '${field}' is an integer outside the signed 64-bit range (−2^63 to 2^63−1)`);
+        return makeVariant('i', narrow(exact));
       }
       return makeVariant('d', v);
     default:
@@ -122,24 +157,21 @@ export function checkDelta(delta: unknown): asserts delta is number {
 /** `cur + delta`, exactly, or a conflict. `text` is the delta as written (see isIntegerLiteral). */
 export function addDelta(name: string, cur: Variant, delta: number, text: string | undefined): Variant {
   if (cur.t === 's' || cur.t === 'b') throw conflict(`variant '${name}' holds ${TYPE_NAMES[cur.t]}; only numbers can be incremented`);
-  let next: number;
   if (cur.t === 'i') {
     if (!isIntegerLiteral(delta, text)) throw conflict(`variant '${name}' holds an integer; delta must be an integer`);
-    if (Number.isSafeInteger(delta)) {
-      next = (cur.v as number) + delta;
-    } else {
-      // JSON.parse has rounded a delta this large, so add the one that was
-      // written, exactly: -2 + 9007199254740993 is 9007199254740991, in range.
-      // Beyond 2^55 no current value can bring the result back into range.
-      if (text === undefined || Math.abs(delta) > 2 ** 55) throw overflow(name);
-      const exact = BigInt(cur.v as number) + exactInteger(text);
-      if (exact > LIMIT_BIG || exact < -LIMIT_BIG) throw overflow(name);
-      next = Number(exact);
+    if (typeof cur.v === 'number' && Number.isSafeInteger(delta)) {
+      const next = cur.v + delta;
+      if (Number.isSafeInteger(next)) return makeVariant('i', next);
     }
-  } else {
-    next = (cur.v as number) + delta;
+    // Past 2^53 a double is not exact: add the delta as written, in bigints.
+    const d = Number.isSafeInteger(delta) ? BigInt(delta) : text === undefined ? undefined : exactInteger(text);
+    if (d === undefined) throw overflow(name);
+    const exact = BigInt(cur.v as number | bigint) + d;
+    if (!inInt64(exact)) throw overflow(name);
+    return makeVariant('i', narrow(exact));
   }
-  if (!(Math.abs(next) <= LIMIT)) throw overflow(name);
+  const next = (cur.v as number) + delta;
+  if (!Number.isFinite(next)) throw conflict(`variant '${name}' would overflow: the result is not a finite double`);
   return makeVariant(cur.t, next);
 }
 

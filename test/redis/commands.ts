@@ -17,6 +17,7 @@ export interface Gen {
 const KEYS = ['k1', 'k2', 'k3', 'k4', 'k5', 'k6'];
 const VALUES = ['a', 'b', 'c', 'x y', '10', '-3', '007', '0', '42', 'hello', '3.5'];
 const FIELDS = ['f1', 'f2', 'f3', 'f4'];
+const BIG = ['9223372036854775806', '-9223372036854775807', '9007199254740993', '4611686018427387904', '-4611686018427387904', '9223372036854775808', '0'];
 const SCORES = ['1', '2', '-1', '0', '2.5', '10', '(1', '-inf', '+inf', '100'];
 
 export function generator(rand: () => number): () => Gen {
@@ -39,6 +40,10 @@ export function generator(rand: () => number): () => Gen {
     () => e('DECR', key()),
     () => e('DECRBY', key(), int(-5, 5)),
     () => e('INCRBYFLOAT', key(), pick(['1.5', '-0.25', '2', '0.5'])),
+    // A counter of its own near the ends of 64 bits and past 2^53, where a double is not exact.
+    () => e('SET', 'big', pick(BIG)),
+    () => e(pick(['INCRBY', 'DECRBY']), 'big', pick([...BIG, '1', '-1', '2'])),
+    () => e(pick(['INCR', 'DECR', 'GET', 'STRLEN']), 'big'),
     () => e('APPEND', key(), val()),
     () => e('STRLEN', key()),
     () => e('GETRANGE', key(), int(-4, 3), int(-3, 6)),

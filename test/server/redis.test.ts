@@ -18,8 +18,9 @@ let srv: PithosServer;
 let port: number;
 const clients: Redis[] = [];
 
-function client(opts: { password?: string; username?: string; protocol?: 2 | 3 } = {}): Redis {
+function client(opts: { password?: string; username?: string; protocol?: 2 | 3; stringNumbers?: boolean } = {}): Redis {
   const r = new Redis({
+    stringNumbers: opts.stringNumbers ?? false,
     port,
     host: '127.0.0.1',
     password: opts.password ?? TOKEN,
@@ -103,6 +104,40 @@ test('writes over RESP are versioned objects the HTTP API reads, and HTTP writes
   assert.equal(await r.type('both:r'), 'hash');
 });
 
+test('integers are signed 64-bit: INCR is exact past 2^53 up to 2^63−1 and refuses to overflow; HTTP reads them digit for digit', async () => {
+  // Integer replies as strings: a JS number would round them past 2^53.
+  const r = client({ stringNumbers: true });
+  await r.connect();
+  await r.set('i64:a', '9007199254740992');
+  assert.equal(await r.call('INCR', 'i64:a'), '9007199254740993');
+  assert.equal(await r.get('i64:a'), '9007199254740993');
+  assert.match((await srv.req('GET', '/variants/i64:a')).raw, /"data":\{"variant":9007199254740993\}/);
+  await r.set('i64:b', '9223372036854775806');
+  assert.equal(await r.call('INCR', 'i64:b'), '9223372036854775807');
+  await assert.rejects(r.call('INCR', 'i64:b'), /ERR increment or decrement would overflow/);
+  await assert.rejects(r.call('INCRBY', 'i64:b', '9223372036854775808'), /ERR value is not an integer or out of range/);
+  assert.equal(await r.get('i64:b'), '9223372036854775807');
+  await r.set('i64:c', '-9223372036854775807');
+  assert.equal(await r.call('DECRBY', 'i64:c', '1'), '-9223372036854775808');
+  await assert.rejects(r.call('DECR', 'i64:c'), /ERR increment or decrement would overflow/);
+  assert.equal(await r.get('i64:c'), '-9223372036854775808');
+  // Over HTTP the same counter is an integer variant that takes 64-bit deltas exactly.
+  const inc = await srv.req('POST', '/variants/i64:c', '{"delta":9223372036854775807}');
+  assert.match(inc.raw, /"data":\{"variant":-1\}/, inc.raw);
+  // Inside MULTI too (one Store transaction), replies exact.
+  await r.set('i64:d', '9007199254740990');
+  const res = await r.multi().incrby('i64:d', 5).get('i64:d').exec();
+  assert.deepEqual(res, [
+    [null, '9007199254740995'],
+    [null, '9007199254740995'],
+  ]);
+  const cli = (...args: string[]): string =>
+    execFileSync('redis-cli', ['-p', String(port), '-a', TOKEN, '--no-auth-warning', ...args], { encoding: 'utf8' }).trim();
+  assert.match(cli('INCRBY', 'i64:d', '9223372036854775000'), /ERR increment or decrement would overflow/);
+  assert.equal(cli('INCRBY', 'i64:d', '9214364837600034000'), '9223372036854774995');
+  assert.equal(cli('GET', 'i64:d'), '9223372036854774995');
+});
+
 test('a blocking pop waits for a push from another connection, and times out with nil', async () => {
   const waiter = client();
   const pusher = client();
@@ -148,7 +183,7 @@ test('MULTI/EXEC answers every queued reply; WATCH aborts EXEC when another clie
 test('EXEC of writes a Store transaction holds is all or nothing', async () => {
   const r = client();
   await r.connect();
-  await r.set('aon:max', String(Number.MAX_SAFE_INTEGER));
+  await r.set('aon:max', '9223372036854775807');
   const failed = await r
     .multi()
     .incr('aon:a')

@@ -169,7 +169,11 @@ test('a failing mutation names its index, keeps its status, and nothing of the t
       409,
       `mutation 3: variant '${s}' holds a string; cannot store an integer (delete it first to change its type)`,
     ],
-    [{ kind: 'variant', name: a, operation: 'ADD', delta: 2 ** 53 }, 409, `mutation 3: variant '${a}' would overflow: the result is outside ±(2^53−1)`],
+    [
+      { kind: 'variant', name: a, operation: 'ADD', delta: 2 ** 63 },
+      409,
+      `mutation 3: variant '${a}' would overflow: the result is outside the signed 64-bit range (−2^63 to 2^63−1)`,
+    ],
     [{ kind: 'record', name: 'no-such-r', operation: 'DELETE' }, 404, "mutation 3: record 'no-such-r' does not exist"],
     [{ name: log, operation: 'UPDATE', where: { a: { $bogus: 1 } }, values: {} }, 400, "mutation 3: unknown operator '$bogus' in wheres field 'a'"],
     [{ name: log, operation: 'DROP' }, 400, "mutation 3: field 'operation' must be one of INSERT, UPDATE, REMOVE, REPLACE for a table, not 'DROP'"],

@@ -138,12 +138,41 @@ test('an integer delta beyond 2^53 is added exactly as written: only a result ou
   expectSuccess(await inc('-9007199254740993'), 200, 'variant incremented successfully', { variant: -9007199254740988 });
   await put('-2');
   expectSuccess(await inc('900719925474099300e-2'), 200, 'variant incremented successfully', { variant: MAX }); // = 9007199254740993
+  // Beyond 2^53 the value itself is exact, digit for digit, up to the signed 64-bit range.
+  await put('9007199254740991');
+  assert.equal((await inc('2')).status, 200);
+  assert.match((await srv.req('GET', V(n))).raw, /"data":\{"variant":9007199254740993\}/);
+  await put('9223372036854775806');
+  const top = await inc('1');
+  assert.match(top.raw, /"data":\{"variant":9223372036854775807\}/, top.raw);
   // Results out of range: 409, nothing changes.
-  await put('-2');
-  for (const d of ['9007199254740994', '1e300', '-9007199254740993', '36028797018963968']) {
-    expectError(await inc(d), 409, `variant '${n}' would overflow: the result is outside ±(2^53−1)`);
+  for (const d of ['1', '9223372036854775807', '1e300', '36028797018963968e3']) {
+    expectError(await inc(d), 409, `variant '${n}' would overflow: the result is outside the signed 64-bit range (−2^63 to 2^63−1)`);
   }
-  assert.equal(await get(n), -2, 'nothing changed');
+  assert.match((await srv.req('GET', V(n))).raw, /"data":\{"variant":9223372036854775807\}/, 'nothing changed');
+  await put('-9223372036854775807');
+  const bottom = await inc('-1');
+  assert.match(bottom.raw, /"data":\{"variant":-9223372036854775808\}/, bottom.raw);
+  expectError(await inc('-1'), 409, `variant '${n}' would overflow: the result is outside the signed 64-bit range (−2^63 to 2^63−1)`);
+  assert.match((await srv.req('GET', V(n))).raw, /"data":\{"variant":-9223372036854775808\}/, 'nothing changed');
+  // Back from the far end to exact small numbers.
+  expectSuccess(await inc('9223372036854775807'), 200, 'variant incremented successfully', { variant: -1 });
+  // A delta outside 64 bits is refused whatever the value.
+  expectError(await inc('9223372036854775808'), 409);
+  expectSuccess(await inc('1'), 200, 'variant incremented successfully', { variant: 0 });
+});
+
+test('an integer outside 64 bits cannot be stored; one inside is kept exactly', async () => {
+  const n = uniq('int64');
+  for (const v of ['9223372036854775808', '-9223372036854775809', '1e19', '1e300', '123456789012345678901234567890']) {
+    expectError(await srv.req('PUT', V(n), `{"variant":${v}}`), 400, "field 'variant' is an integer outside the signed 64-bit range (−2^63 to 2^63−1)");
+  }
+  expectError(await srv.req('GET', V(n)), 404);
+  const r = await srv.req('PUT', V(n), '{"variant":9223372036854775807}');
+  assert.equal(r.status, 201, r.raw);
+  assert.match(r.raw, /"data":\{"variant":9223372036854775807\}/);
+  const e = await srv.req('PUT', V(n), '{"variant":12e17}');
+  assert.match(e.raw, /"data":\{"variant":1200000000000000000\}/, e.raw);
 });
 
 test('integer or double is decided exactly from the text: 1e-400 is a double, 100e-2 an integer', async () => {
@@ -173,35 +202,37 @@ test('a double prints with a fraction in every form, so it reads back (and write
   assert.match(t.raw, /"data":\{"variant":1\.0e-7\}/);
 });
 
-test('overflow beyond ±(2^53−1) → 409, no effect', async () => {
+test('overflow beyond the signed 64-bit range → 409, no effect', async () => {
   const n = uniq('ovf');
-  expectSuccess(await srv.req('PUT', V(n), { variant: MAX - 1 }), 201, 'variant created successfully', { variant: MAX - 1 });
-  expectSuccess(await srv.req('POST', V(n), { delta: 1 }), 200, 'variant incremented successfully', { variant: MAX });
+  const raw = async (name: string): Promise<string> => /"data":\{"variant":(-?\d+)\}/.exec((await srv.req('GET', V(name))).raw)?.[1] ?? '';
+  assert.equal((await srv.req('PUT', V(n), '{"variant":9223372036854775806}')).status, 201);
+  assert.equal((await srv.req('POST', V(n), { delta: 1 })).status, 200);
+  assert.equal(await raw(n), '9223372036854775807');
   let r = await srv.req('POST', V(n), { delta: 1 });
   expectError(r, 409);
-  assert.equal(await get(n), MAX);
+  assert.equal(await raw(n), '9223372036854775807');
   r = await srv.req('POST', V(n), { delta: MAX });
   expectError(r, 409);
-  assert.equal(await get(n), MAX);
+  assert.equal(await raw(n), '9223372036854775807');
 
   const m = uniq('ovfneg');
-  expectSuccess(await srv.req('PUT', V(m), { variant: -MAX }), 201, 'variant created successfully', { variant: -MAX });
+  assert.equal((await srv.req('PUT', V(m), '{"variant":-9223372036854775808}')).status, 201);
   expectError(await srv.req('POST', V(m), { delta: -1 }), 409);
-  assert.equal(await get(m), -MAX);
-  expectSuccess(await srv.req('POST', V(m), { delta: MAX }), 200, 'variant incremented successfully', { variant: 0 });
+  assert.equal(await raw(m), '-9223372036854775808');
+  expectSuccess(await srv.req('POST', V(m), '{"delta":9223372036854775807}'), 200, 'variant incremented successfully', { variant: -1 });
 
-  // a delta itself beyond the safe range
+  // a delta itself beyond 64 bits
   const k = uniq('ovfdelta');
   expectSuccess(await srv.req('PUT', V(k), { variant: 0 }), 201, 'variant created successfully', { variant: 0 });
-  r = await srv.req('POST', V(k), '{"delta":9007199254740993}');
-  assert.ok(r.status === 409 || r.status === 400, `delta 2^53+1: ${r.status} ${r.raw}`);
+  expectError(await srv.req('POST', V(k), '{"delta":9223372036854775808}'), 409);
   assert.equal(await get(k), 0);
 
-  // doubles are bounded too
+  // a double's result must be finite
   const d = uniq('ovfdbl');
-  expectSuccess(await srv.req('PUT', V(d), { variant: 0.5 }), 201, 'variant created successfully', { variant: 0.5 });
-  expectError(await srv.req('POST', V(d), { delta: MAX }), 409);
-  assert.equal(await get(d), 0.5);
+  expectSuccess(await srv.req('PUT', V(d), '{"variant":1.0e308}'), 201, 'variant created successfully', { variant: 1e308 });
+  expectError(await srv.req('POST', V(d), { delta: 1e308 }), 409, `variant '${d}' would overflow: the result is not a finite double`);
+  assert.equal(await get(d), 1e308);
+  expectSuccess(await srv.req('POST', V(d), { delta: MAX }), 200, 'variant incremented successfully', { variant: 1e308 + MAX });
 });
 
 test('null, object, array or missing variant → 400, nothing created or changed', async () => {
@@ -289,9 +320,14 @@ test('variants (type included) survive a restart', async () => {
   expectSuccess(await srv.req('POST', V(i), { delta: 1 }), 200, 'variant incremented successfully', { variant: 42 });
   expectSuccess(await srv.req('PUT', V(d), { variant: 0.5 }), 201, 'variant created successfully', { variant: 0.5 });
   expectSuccess(await srv.req('POST', V(d), { delta: 0.5 }), 200, 'variant incremented successfully', { variant: 1 });
+  const big = uniq('pbig');
+  assert.equal((await srv.req('PUT', V(big), '{"variant":-9223372036854775807}')).status, 201);
+  assert.equal((await srv.req('POST', V(big), '{"delta":-1}')).status, 200);
   await srv.restart('SIGKILL');
   assert.equal(await get(i), 42);
   assert.equal(await get(d), 1);
+  assert.match((await srv.req('GET', V(big))).raw, /"data":\{"variant":-9223372036854775808\}/, 'exact after a restart');
+  expectSuccess(await srv.req('POST', V(big), '{"delta":9223372036854775807}'), 200, 'variant incremented successfully', { variant: -1 });
   // the double stayed a double (integral value), the integer stayed an integer
   expectSuccess(await srv.req('POST', V(d), { delta: 0.25 }), 200, 'variant incremented successfully', { variant: 1.25 });
   const r = await srv.req('POST', V(i), { delta: 0.5 });

@@ -16,8 +16,9 @@ import {
   checkDelta,
   checkSameType,
   checkType,
-  makeVariant,
+  decodeStored,
   type ScalarInput,
+  storedJson,
   type Variant,
   type VType,
   variantOf,
@@ -26,11 +27,8 @@ import type { Atomic, Tx } from './atomic.js';
 import { rethrowFromEngine } from './errors.js';
 import { variantKey } from './keys.js';
 
-export const variantDecoder: Decoder<Variant> = (buf) => {
-  const s = buf.toString('utf8');
-  return makeVariant(s[0] as VType, JSON.parse(s.slice(1)) as number | string | boolean);
-};
-const encode = (x: Variant): Buffer => Buffer.from(x.t + JSON.stringify(x.v), 'utf8');
+export const variantDecoder: Decoder<Variant> = (buf) => decodeStored(buf.toString('utf8'));
+const encode = (x: Variant): Buffer => Buffer.from(x.t + storedJson(x), 'utf8');
 
 const missing = (name: string): StoreError => missingObject('variant', name);
 

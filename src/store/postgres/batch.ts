@@ -16,7 +16,7 @@
  * So this path only ever answers success, exactly as the general path would.
  */
 import type { Check, Mutation, Transaction } from '../store.js';
-import { isIntegerLiteral, makeVariant, variantOf } from '../variant.js';
+import { isIntegerLiteral, makeVariant, parseStored, storedJson, variantOf } from '../variant.js';
 import { literal, type Q } from './sql.js';
 import { insertSql } from './tids.js';
 
@@ -41,11 +41,11 @@ function plan(q: Q, m: Mutation): Planned | undefined {
     if (typeof d !== 'number' || !Number.isSafeInteger(d) || !isIntegerLiteral(d, m.delta.text)) return undefined;
     const n = literal(m.name);
     return {
-      // The increment of variants.ts: an integer, live, the sum a safe integer.
+      // The increment of variants.ts: an integer, live, the sum within 64 bits.
       sql: `WITH u AS (UPDATE pithos_variants SET v = (v::int8 + ${int(d)})::text, version = nextval('pithos_seq')
-             WHERE name = ${n} AND t = 'i' AND ${q.live()} AND abs(v::int8 + ${int(d)}) <= 9007199254740991 RETURNING v)
+             WHERE name = ${n} AND t = 'i' AND ${q.live()} AND v::numeric + ${int(d)} BETWEEN -9223372036854775808 AND 9223372036854775807 RETURNING v)
             SELECT (SELECT v FROM u) AS v, ${needs('u')}`,
-      result: (rows) => makeVariant('i', Number(rows[0].v)).data,
+      result: (rows) => makeVariant('i', parseStored('i', rows[0].v as string)).data,
     };
   }
   if (m.kind === 'variant' && m.op === 'SET') {
@@ -53,7 +53,7 @@ function plan(q: Q, m: Mutation): Planned | undefined {
     const x = variantOf(m.value);
     // Creates, replaces a live one of the same type, or replaces an expired one (any type).
     return {
-      sql: `WITH u AS (INSERT INTO pithos_variants AS x (name, t, v, expires_at) VALUES (${literal(m.name)}, ${literal(x.t)}, ${literal(JSON.stringify(x.v))}, ${q.expiry(int(m.ttl))})
+      sql: `WITH u AS (INSERT INTO pithos_variants AS x (name, t, v, expires_at) VALUES (${literal(m.name)}, ${literal(x.t)}, ${literal(storedJson(x))}, ${q.expiry(int(m.ttl))})
              ON CONFLICT (name) DO UPDATE SET t = excluded.t, v = excluded.v, expires_at = excluded.expires_at, version = nextval('pithos_seq')
              WHERE x.t = excluded.t OR NOT ${q.live('x.expires_at')} RETURNING 1)
             SELECT ${needs('u')}`,

@@ -25,7 +25,9 @@ import {
   checkType,
   isIntegerLiteral,
   makeVariant,
+  parseStored,
   type ScalarInput,
+  storedJson,
   type Variant,
   type VType,
   variantOf,
@@ -34,7 +36,7 @@ import type { Db, Named, Q } from './sql.js';
 
 const missing = (name: string): StoreError => missingObject('variant', name);
 const NEXT = "nextval('pithos_seq')";
-const decode = (r: Record<string, unknown>): Variant => makeVariant(r.t as VType, JSON.parse(r.v as string) as number | string | boolean);
+const decode = (r: Record<string, unknown>): Variant => makeVariant(r.t as VType, parseStored(r.t as VType, r.v as string));
 
 /**
  * The integer increment, prepared once per connection (sql.ts, Named): the
@@ -46,7 +48,7 @@ const INCREMENT: Named = {
   name: 'pithos_increment',
   text: `UPDATE pithos_variants SET v = (v::int8 + $2::int8)::text, version = ${NEXT}
   WHERE name = $1 AND t = 'i' AND (expires_at IS NULL OR expires_at > floor(extract(epoch from now()) * 1000)::int8 + $3::int8)
-    AND abs(v::int8 + $2::int8) <= 9007199254740991 RETURNING v`,
+    AND v::numeric + $2::numeric BETWEEN -9223372036854775808 AND 9223372036854775807 RETURNING v`,
 };
 
 export async function currentVariant(q: Q, name: string, lock = false): Promise<Variant | undefined> {
@@ -62,7 +64,7 @@ export async function currentVariant(q: Q, name: string, lock = false): Promise<
  */
 export async function setVariant(q: Q, name: string, value: ScalarInput, ttl: number, pre?: Precondition, retype = false): Promise<[boolean, Variant]> {
   const x = variantOf(value);
-  const v = JSON.stringify(x.v);
+  const v = storedJson(x);
   for (let i = 0; i < 8; i++) {
     if (pre !== undefined) {
       const r = await q.query(`SELECT t, v, version, ${q.live()} AS live FROM pithos_variants WHERE name = $1 FOR UPDATE`, [name]);
@@ -106,7 +108,7 @@ export async function addVariant(q: Q, name: string, delta: ScalarInput, type?: 
   if (cur === undefined) throw missing(name);
   checkType(name, cur, type);
   const x = addDelta(name, cur, delta.value, delta.text);
-  await q.query(`UPDATE pithos_variants SET v = $2, version = ${NEXT} WHERE name = $1`, [name, JSON.stringify(x.v)]);
+  await q.query(`UPDATE pithos_variants SET v = $2, version = ${NEXT} WHERE name = $1`, [name, storedJson(x)]);
   return x;
 }
 
@@ -121,7 +123,7 @@ export async function appendVariant(q: Q, name: string, text: string, pre?: Prec
   if (r.length === 0) throw missing(name);
   checkPrecondition(`variant '${name}'`, Number(r[0].version), pre);
   const x = appendText(name, decode(r[0]), text);
-  await q.query(`UPDATE pithos_variants SET v = $2, version = ${NEXT} WHERE name = $1`, [name, JSON.stringify(x.v)]);
+  await q.query(`UPDATE pithos_variants SET v = $2, version = ${NEXT} WHERE name = $1`, [name, storedJson(x)]);
   return x;
 }
 
@@ -138,7 +140,7 @@ export class PgVariants implements VariantStore {
     // A condition that holds is one statement; otherwise the transaction decides, with the message.
     const x = variantOf(value);
     const q = this.db.q;
-    const params = [name, x.t, JSON.stringify(x.v), ttl];
+    const params = [name, x.t, storedJson(x), ttl];
     if (pre.ifAbsent === true && pre.ifVersion === undefined) {
       const r = await q.query(
         `INSERT INTO pithos_variants AS x (name, t, v, expires_at, version) VALUES ($1, $2, $3, ${q.expiry('$4')}, ${NEXT})
@@ -164,7 +166,7 @@ export class PgVariants implements VariantStore {
     const d = delta.value;
     if (Number.isSafeInteger(d) && isIntegerLiteral(d, delta.text)) {
       const r = await this.db.q.query(INCREMENT, [name, d, Math.trunc(this.db.opts.offsetMs())]);
-      if (r.length > 0) return makeVariant('i', Number(r[0].v)).data;
+      if (r.length > 0) return makeVariant('i', parseStored('i', r[0].v as string)).data;
       // Missing, another type, or overflow: the general path finds out which.
     }
     return this.db.run(async (q) => (await addVariant(q, name, delta, type)).data);
