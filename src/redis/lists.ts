@@ -169,7 +169,10 @@ async function waitPop(
 async function popOnce(c: Call, key: string, p: ListPop): Promise<unknown[] | undefined> {
   try {
     const { items } = JSON.parse(await c.store.lists.pop(key, p)) as { items: unknown[] };
-    return items.length > 0 ? items : undefined;
+    if (items.length > 0) return items;
+    // An empty list is an absent key, which another kind may hold.
+    await assertNotOther(c.store, key, 'list');
+    return undefined;
   } catch (err) {
     if (!isMissing(err)) throw err;
     await assertNotOther(c.store, key, 'list');

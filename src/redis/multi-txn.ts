@@ -175,7 +175,11 @@ export function compilable(queue: ReadonlyArray<readonly string[]>): boolean {
 
 /** Reads a key once: its type, whether a string is an integer, a hash's fields; and the check that pins what was read. */
 async function readKey(store: Store, key: string): Promise<[KeyState, Check[]]> {
-  const info = await keyInfo(store, key);
+  const empties: RType[] = [];
+  const info = await keyInfo(store, key, undefined, empties);
+  // Empty objects of other kinds must go before a write makes the key one
+  // kind again (keyspace.ts claim): left to the command-at-a-time path.
+  if (info === undefined && empties.length > 0) throw new NotPlanned();
   const s: KeyState = { type: info?.type ?? 'none', int: false, fields: {} };
   if (info === undefined) return [s, [{ kind: 'variant', name: key, exists: false, hasValue: false }]];
   if (info.ttlMs !== null) throw new NotPlanned();
@@ -209,7 +213,7 @@ export async function pins(store: Store, keys: readonly string[]): Promise<Check
   return out;
 }
 
-/** A key with a lifetime is left to the queue-at-a-time path: a PUT in a transaction would drop the lifetime. */
+/** A key the transaction cannot write as planned (one with a lifetime: a PUT would drop it; one with empty objects of other kinds) is left to the queue-at-a-time path. */
 class NotPlanned extends Error {}
 
 /** The transaction for `queue`, or undefined when it cannot be one (docs/redis.md lists when). */
