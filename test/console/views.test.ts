@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { statSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { AXE, axeProblems, go, page, pageErrors, sentSince, server, SHOTS, signIn, start, stop } from './browser.js';
+import { AXE, axeProblems, clippedControls, go, page, pageErrors, sentSince, server, SHOTS, signIn, start, stop } from './browser.js';
 
 before(async () => {
   await start();
@@ -115,6 +115,7 @@ test('every view: axe-core finds no serious or critical violation (light and dar
         if (w === 390) {
           const wide = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
           if (wide > 0) problems.push(`${v.name} (${scheme}): ${wide}px wider than a 390 px screen`);
+          for (const c of await clippedControls()) problems.push(`${v.name} (${scheme}) at 390 px: ${c}`);
         } else {
           for (const f of await axeProblems()) problems.push(`${v.name} (${scheme}): ${f}`);
         }
@@ -134,6 +135,8 @@ test('every view: axe-core finds no serious or critical violation (light and dar
   await page.emulateMedia({ colorScheme: 'light' });
   await page.setViewportSize({ width: 1280, height: 800 });
   for (const f of ['dashboard-1280-light', 'table-390-dark']) assert.ok(statSync(path.join(SHOTS, `${f}.png`)).size > 5000, `${f}.png is suspiciously small`);
+  // The assertion's diff leaves lines out of a long list: every problem is printed whole first.
+  for (const p of problems) console.log(`problem: ${p}`);
   assert.deepEqual(problems, []);
 });
 
