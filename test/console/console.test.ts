@@ -97,6 +97,23 @@ test('dashboard: health in words and units; charts with axes; the request rate l
   assert.match((await page.locator('[data-figure="live_data"]').textContent()) ?? '', /^\d+(\.\d+)? (B|KiB|MiB|GiB)$/);
   // uPlot draws the axes: tick labels with units, and a time axis.
   await page.locator('#chart-disk .u-axis').first().waitFor();
+  // The disk's value axis: 3 to 5 round ticks from 0 to just above what is used, not the disk's size.
+  await page.locator('#chart-disk[data-ticks]').waitFor();
+  const diskTicks = ((await page.locator('#chart-disk').getAttribute('data-ticks')) ?? '').split(' | ');
+  assert.ok(diskTicks.length >= 3 && diskTicks.length <= 5, `disk ticks: ${diskTicks.join(', ')}`);
+  assert.equal(diskTicks[0], '0');
+  const sizes = diskTicks.slice(1).map((t) => /^(\d+(?:\.\d+)?) (B|KiB|MiB|GiB|TiB)$/.exec(t));
+  assert.ok(
+    sizes.every((m) => m !== null && m[2] === sizes[0]![2]),
+    `disk ticks in one unit: ${diskTicks.join(', ')}`,
+  );
+  const inBytes = (t: string): number => {
+    const [n, u] = t.split(' ');
+    return Number(n) * 1024 ** ['B', 'KiB', 'MiB', 'GiB', 'TiB'].indexOf(u!);
+  };
+  const used = inBytes((await page.locator('[data-figure="disk_used"]').textContent()) ?? '');
+  const top = inBytes(diskTicks.at(-1)!);
+  assert.ok(top >= used * 0.99 && top < used * 2, `the top tick ${diskTicks.at(-1)} is just above the ${used} bytes used`);
   assert.equal(await page.locator('#chart-rate canvas').count(), 1);
 
   // Every console request carries the header the server counts apart.
