@@ -517,6 +517,9 @@ test('lists: create, range view, push at both ends, pop, move, set by index, tri
   assert.deepEqual(await items('jobs'), ['x', 'y', 'elsewhere', 'mine']);
 
   await versionShown('/lists/jobs');
+  // Deleting is apart from push and pop: in the Danger card, the last card of the view.
+  assert.equal(await page.locator('#push-title').locator('xpath=ancestor::form[1]').locator('#delete-list').count(), 0);
+  assert.equal(await page.locator('main .card').last().locator('#danger-title + p + #delete-list').count(), 1);
   await page.click('#delete-list');
   await answerDialog(/^Delete list 'jobs' with its 4 items\?$/, true);
   await page.waitForURL(/#\/lists$/);
@@ -662,7 +665,7 @@ test('sorted sets: leaderboard by rank and by score, set and increment scores, r
   await err('#zset-status', /^412: zset 'board' changed/);
   await page.click('#delete-zset');
   await answerDialog(/^Delete sorted set 'board' with its 3 members\?$/, true);
-  await err('#zset-status', /^412: zset 'board' changed/);
+  await err('#danger-status', /^412: zset 'board' changed/);
   assert.deepEqual(await data('/zset/board'), { zset: { dee: 6, ann: 30, bob: 32.5 } });
   await page.click('#refresh');
   await guardOn('/zsets/board');
@@ -690,6 +693,15 @@ test('change feed: receives, filters by kind and prefix, pauses and resumes with
   // The value, on demand.
   await rowFor('feed-a').locator('summary').click();
   assert.deepEqual(JSON.parse((await rowFor('feed-a').locator('pre').textContent()) ?? ''), { v: 1 });
+  // The object's name leads to its view, and back.
+  assert.equal(await rowFor('feed-a').locator('a').getAttribute('href'), '#/records/feed-a');
+  await rowFor('feed-a').locator('a').click();
+  await page.waitForURL(/#\/records\/feed-a$/);
+  await page.locator('#record-ttl').waitFor();
+  await page.goBack();
+  await page.locator('#feed-state', { hasText: 'following' }).waitFor();
+  assert.equal((await server.req('PUT', '/records/feed-a', { record: { v: 2 } })).status, 200);
+  await rowFor('feed-a').waitFor();
 
   // Only variants whose name starts with "f-".
   await page.check('input[name=kind][value=variant]');
