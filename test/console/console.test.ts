@@ -253,6 +253,16 @@ test('rows by t_id: edit with field removal, replace, delete exactly one; a conc
   await page.fill('#insert-json', '[1]');
   await page.click('#insert-row');
   await err('#insert-status', 'must be a JSON object');
+
+  // Dropping the table is in the Danger card, apart from the bulk patch and delete; cancel keeps it.
+  assert.equal(await page.locator('#bulk-title').locator('xpath=ancestor::form[1]').locator('#drop-table').count(), 0);
+  await page.click('.danger-zone #drop-table');
+  await answerDialog(/^Drop table 'twins' with all its rows\?$/, false);
+  assert.equal((await server.req('GET', '/tables/twins')).status, 200);
+  await page.click('#drop-table');
+  await answerDialog(/^Drop table 'twins' with all its rows\?$/, true);
+  await page.waitForURL(/#\/tables$/);
+  assert.equal((await server.req('GET', '/tables/twins')).status, 404);
 });
 
 test('records: New, edit with If-Match (a concurrent change refused), invalid JSON kept in the page, delete', async () => {
@@ -373,7 +383,8 @@ test('variants: the list shows type, value, version and ttl; editing keeps the t
   await page.locator('#variant-type', { hasText: 'double' }).waitFor();
   await page.click('#delete-variant');
   await answerDialog(/^Delete variant 'pi'\?$/, true);
-  await ok('#set-status', "variant 'pi' deleted");
+  await ok('#danger-status', "variant 'pi' deleted");
+  assert.ok(await page.locator('#delete-variant').isDisabled(), 'nothing left to delete');
   assert.equal((await server.req('GET', '/variants/pi')).status, 404);
 });
 

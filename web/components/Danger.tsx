@@ -16,7 +16,10 @@ export function DangerZone(props: {
   hint: string;
   /** The confirmation's question. */
   question: string;
-  act: () => Promise<void>;
+  /** Does it; a sentence to show here when the view stays (a variant's), nothing when it moves away. */
+  act: () => Promise<string | void>;
+  /** Nothing left to delete (the view stays after deleting, so the card and its outcome stay). */
+  disabled?: boolean;
 }) {
   const a = useAction();
   return (
@@ -27,10 +30,10 @@ export function DangerZone(props: {
         type="button"
         class="danger"
         id={props.id}
-        disabled={a.busy}
+        disabled={a.busy || props.disabled === true}
         onClick={() =>
           void a.run(async () => {
-            if (await confirmAction(props.question)) await props.act();
+            if (await confirmAction(props.question)) return props.act();
           })
         }
       >
