@@ -75,7 +75,10 @@ function App() {
   const [notice, setNotice] = useState('');
   const hash = useHash();
   const { section, name } = parse(hash);
+  const current = (NAV.find((s) => s.path === section) ?? NAV[0]!).title;
   const first = useRef(true);
+  // On a phone the sections are a menu that this button opens (style.css); wider, they are all in the bar.
+  const [menu, setMenu] = useState(false);
 
   const signOut = (why = ''): void => {
     sessionStorage.removeItem(TOKEN_KEY);
@@ -87,8 +90,7 @@ function App() {
   // After a navigation, focus goes to the new view's heading (not the whole page), so
   // screen readers announce it and Tab continues from there.
   useEffect(() => {
-    // On a phone the navigation scrolls sideways: keep the current section in sight.
-    document.querySelector('nav [aria-current="page"]')?.scrollIntoView({ block: 'nearest', inline: 'nearest' });
+    setMenu(false);
     if (first.current) {
       first.current = false;
       return;
@@ -101,14 +103,13 @@ function App() {
   }, [hash]);
 
   useEffect(() => {
-    const keep = (): void => document.querySelector('nav [aria-current="page"]')?.scrollIntoView({ block: 'nearest', inline: 'nearest' });
-    window.addEventListener('resize', keep);
-    return () => window.removeEventListener('resize', keep);
-  }, []);
-
-  useEffect(() => {
     const onKey = (e: KeyboardEvent): void => {
       const t = e.target as HTMLElement;
+      if (e.key === 'Escape' && document.getElementById('nav')?.classList.contains('open')) {
+        setMenu(false);
+        document.getElementById('nav-toggle')?.focus();
+        return;
+      }
       if (!db || e.ctrlKey || e.metaKey || e.altKey || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName) || document.querySelector('dialog[open]')) return;
       const s = NAV.find((x) => x.key === e.key);
       if (s) {
@@ -159,11 +160,16 @@ function App() {
       </a>
       <header class="top">
         <span class="brand">Pithos</span>
-        <nav id="nav" aria-label="Sections">
+        <button type="button" id="nav-toggle" aria-expanded={menu} aria-controls="nav" onClick={() => setMenu(!menu)}>
+          <span class="sr-only">Sections; now </span>
+          {current}
+          <span aria-hidden="true"> {menu ? '▴' : '▾'}</span>
+        </button>
+        <nav id="nav" aria-label="Sections" class={menu ? 'open' : undefined}>
           <ul>
             {NAV.map((s) => (
               <li key={s.path}>
-                <a href={`#/${s.path}`} data-key={s.key} aria-current={s.path === section ? 'page' : undefined}>
+                <a href={`#/${s.path}`} data-key={s.key} onClick={() => setMenu(false)} aria-current={s.path === section ? 'page' : undefined}>
                   {s.title}
                 </a>
               </li>

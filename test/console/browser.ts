@@ -121,3 +121,42 @@ export async function axeProblems(): Promise<string[]> {
       );
   });
 }
+
+/**
+ * The controls (buttons, links, fields, summaries) on the page that a user cannot reach whole
+ * without scrolling sideways: each one's box must lie within the window's width and within
+ * every ancestor that clips or scrolls (overflow other than visible), in both directions.
+ * Controls not drawn (display: none, a closed dialog or menu) are left out, and so is the
+ * skip link, which sits off-screen on purpose until it has focus.
+ */
+export async function clippedControls(): Promise<string[]> {
+  return page.evaluate(() => {
+    const out: string[] = [];
+    const name = (e: Element): string => {
+      const label = (e.getAttribute('aria-label') ?? e.textContent ?? '').trim().replace(/\s+/g, ' ').slice(0, 30);
+      return `${e.tagName.toLowerCase()}${e.id ? `#${e.id}` : ''}${label ? ` "${label}"` : ''}`;
+    };
+    const slack = 0.5;
+    for (const el of document.querySelectorAll('button, a[href], input, select, textarea, summary')) {
+      if (el.matches('.skip:not(:focus)')) continue;
+      const r = el.getBoundingClientRect();
+      if ((r.width === 0 && r.height === 0) || getComputedStyle(el).visibility === 'hidden') continue;
+      let cut = false;
+      for (let a = el.parentElement; !cut && a && a !== document.body && a !== document.documentElement; a = a.parentElement) {
+        const s = getComputedStyle(a);
+        if (s.overflowX === 'visible' && s.overflowY === 'visible') continue;
+        const b = a.getBoundingClientRect();
+        const cutX = s.overflowX !== 'visible' && (r.left < b.left - slack || r.right > b.right + slack);
+        const cutY = s.overflowY !== 'visible' && (r.top < b.top - slack || r.bottom > b.bottom + slack);
+        cut = cutX || cutY;
+        if (cut)
+          out.push(
+            `${name(el)} (x ${Math.round(r.left)}–${Math.round(r.right)}) is cut by ${name(a).split(' ')[0]} (x ${Math.round(b.left)}–${Math.round(b.right)}, overflow ${s.overflowX}/${s.overflowY})`,
+          );
+      }
+      if (!cut && (r.left < -slack || r.right > window.innerWidth + slack))
+        out.push(`${name(el)} spans x ${Math.round(r.left)}–${Math.round(r.right)} in a ${window.innerWidth} px window`);
+    }
+    return out;
+  });
+}

@@ -97,6 +97,23 @@ test('dashboard: health in words and units; charts with axes; the request rate l
   assert.match((await page.locator('[data-figure="live_data"]').textContent()) ?? '', /^\d+(\.\d+)? (B|KiB|MiB|GiB)$/);
   // uPlot draws the axes: tick labels with units, and a time axis.
   await page.locator('#chart-disk .u-axis').first().waitFor();
+  // The disk's value axis: 3 to 5 round ticks from 0 to just above what is used, not the disk's size.
+  await page.locator('#chart-disk[data-ticks]').waitFor();
+  const diskTicks = ((await page.locator('#chart-disk').getAttribute('data-ticks')) ?? '').split(' | ');
+  assert.ok(diskTicks.length >= 3 && diskTicks.length <= 5, `disk ticks: ${diskTicks.join(', ')}`);
+  assert.equal(diskTicks[0], '0');
+  const sizes = diskTicks.slice(1).map((t) => /^(\d+(?:\.\d+)?) (B|KiB|MiB|GiB|TiB)$/.exec(t));
+  assert.ok(
+    sizes.every((m) => m !== null && m[2] === sizes[0]![2]),
+    `disk ticks in one unit: ${diskTicks.join(', ')}`,
+  );
+  const inBytes = (t: string): number => {
+    const [n, u] = t.split(' ');
+    return Number(n) * 1024 ** ['B', 'KiB', 'MiB', 'GiB', 'TiB'].indexOf(u!);
+  };
+  const used = inBytes((await page.locator('[data-figure="disk_used"]').textContent()) ?? '');
+  const top = inBytes(diskTicks.at(-1)!);
+  assert.ok(top >= used * 0.99 && top < used * 2, `the top tick ${diskTicks.at(-1)} is just above the ${used} bytes used`);
   assert.equal(await page.locator('#chart-rate canvas').count(), 1);
 
   // Every console request carries the header the server counts apart.
@@ -236,6 +253,16 @@ test('rows by t_id: edit with field removal, replace, delete exactly one; a conc
   await page.fill('#insert-json', '[1]');
   await page.click('#insert-row');
   await err('#insert-status', 'must be a JSON object');
+
+  // Dropping the table is in the Danger card, apart from the bulk patch and delete; cancel keeps it.
+  assert.equal(await page.locator('#bulk-title').locator('xpath=ancestor::form[1]').locator('#drop-table').count(), 0);
+  await page.click('.danger-zone #drop-table');
+  await answerDialog(/^Drop table 'twins' with all its rows\?$/, false);
+  assert.equal((await server.req('GET', '/tables/twins')).status, 200);
+  await page.click('#drop-table');
+  await answerDialog(/^Drop table 'twins' with all its rows\?$/, true);
+  await page.waitForURL(/#\/tables$/);
+  assert.equal((await server.req('GET', '/tables/twins')).status, 404);
 });
 
 test('records: New, edit with If-Match (a concurrent change refused), invalid JSON kept in the page, delete', async () => {
@@ -356,7 +383,8 @@ test('variants: the list shows type, value, version and ttl; editing keeps the t
   await page.locator('#variant-type', { hasText: 'double' }).waitFor();
   await page.click('#delete-variant');
   await answerDialog(/^Delete variant 'pi'\?$/, true);
-  await ok('#set-status', "variant 'pi' deleted");
+  await ok('#danger-status', "variant 'pi' deleted");
+  assert.ok(await page.locator('#delete-variant').isDisabled(), 'nothing left to delete');
   assert.equal((await server.req('GET', '/variants/pi')).status, 404);
 });
 
@@ -500,6 +528,9 @@ test('lists: create, range view, push at both ends, pop, move, set by index, tri
   assert.deepEqual(await items('jobs'), ['x', 'y', 'elsewhere', 'mine']);
 
   await versionShown('/lists/jobs');
+  // Deleting is apart from push and pop: in the Danger card, the last card of the view.
+  assert.equal(await page.locator('#push-title').locator('xpath=ancestor::form[1]').locator('#delete-list').count(), 0);
+  assert.equal(await page.locator('main .card').last().locator('#danger-title + p + #delete-list').count(), 1);
   await page.click('#delete-list');
   await answerDialog(/^Delete list 'jobs' with its 4 items\?$/, true);
   await page.waitForURL(/#\/lists$/);
@@ -645,7 +676,7 @@ test('sorted sets: leaderboard by rank and by score, set and increment scores, r
   await err('#zset-status', /^412: zset 'board' changed/);
   await page.click('#delete-zset');
   await answerDialog(/^Delete sorted set 'board' with its 3 members\?$/, true);
-  await err('#zset-status', /^412: zset 'board' changed/);
+  await err('#danger-status', /^412: zset 'board' changed/);
   assert.deepEqual(await data('/zset/board'), { zset: { dee: 6, ann: 30, bob: 32.5 } });
   await page.click('#refresh');
   await guardOn('/zsets/board');
@@ -673,6 +704,15 @@ test('change feed: receives, filters by kind and prefix, pauses and resumes with
   // The value, on demand.
   await rowFor('feed-a').locator('summary').click();
   assert.deepEqual(JSON.parse((await rowFor('feed-a').locator('pre').textContent()) ?? ''), { v: 1 });
+  // The object's name leads to its view, and back.
+  assert.equal(await rowFor('feed-a').locator('a').getAttribute('href'), '#/records/feed-a');
+  await rowFor('feed-a').locator('a').click();
+  await page.waitForURL(/#\/records\/feed-a$/);
+  await page.locator('#record-ttl').waitFor();
+  await page.goBack();
+  await page.locator('#feed-state', { hasText: 'following' }).waitFor();
+  assert.equal((await server.req('PUT', '/records/feed-a', { record: { v: 2 } })).status, 200);
+  await rowFor('feed-a').waitFor();
 
   // Only variants whose name starts with "f-".
   await page.check('input[name=kind][value=variant]');

@@ -1,10 +1,13 @@
 /**
  * A time-series chart (uPlot): a time axis, a value axis in the series' unit, and a value
- * scale that starts at zero (and reaches at least `floor`), so a small change looks small.
- * Colours come from the page's CSS variables and follow light/dark.
+ * scale that starts at zero (and reaches at least `floor`), so a small change looks small,
+ * with 3 to 5 round ticks up to just above the data (lib/ticks.ts). Colours come from the
+ * page's CSS variables and follow light/dark.
  */
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
+import { bytesIn } from '../lib/format.js';
+import { roundTicks, type Ticks } from '../lib/ticks.js';
 
 export interface Series {
   /** Unix seconds. */
@@ -12,25 +15,15 @@ export interface Series {
   v: (number | null)[];
 }
 
-/** Tick steps for sizes in bytes: powers of two, so that ticks fall on 256 MiB, 64 GiB… */
-const BINARY = Array.from({ length: 51 }, (_, i) => 2 ** i);
-
-export function Chart(props: {
-  id: string;
-  title: string;
-  series: Series;
-  format: (v: number) => string;
-  floor?: number;
-  max?: number;
-  windowS: number;
-  binary?: boolean;
-}) {
+export function Chart(props: { id: string; title: string; series: Series; format: (v: number) => string; floor?: number; windowS: number; binary?: boolean }) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
   const fmt = useRef(props.format);
   fmt.current = props.format;
-  const limits = useRef({ floor: props.floor ?? 1, max: props.max });
-  limits.current = { floor: props.floor ?? 1, max: props.max };
+  const limits = useRef({ floor: props.floor ?? 1, binary: props.binary === true });
+  limits.current = { floor: props.floor ?? 1, binary: props.binary === true };
+  // The ticks of the value scale last computed: its range is worked out before its axis.
+  const ticks = useRef<Ticks>(roundTicks(limits.current.floor, limits.current.binary));
   const span = useRef(props.windowS);
   span.current = props.windowS;
 
@@ -58,9 +51,27 @@ export function Chart(props: {
                 return [now - span.current, now];
               },
             },
-            y: { range: (_u, _min, max) => [0, limits.current.max ?? Math.max((max ?? 0) * 1.15, limits.current.floor)] },
+            y: {
+              range: (_u, _min, max) => {
+                ticks.current = roundTicks(Math.max((max ?? 0) * 1.05, limits.current.floor), limits.current.binary);
+                return [0, ticks.current.top];
+              },
+            },
           },
-          axes: [axis, { ...axis, size: 72, values: (_u, vals) => vals.map((v) => fmt.current(v)), ...(props.binary ? { incrs: BINARY } : {}) }],
+          axes: [
+            axis,
+            {
+              ...axis,
+              size: 72,
+              splits: () => ticks.current.values,
+              values: (_u, vals) => {
+                const labels = vals.map((v) => (limits.current.binary ? bytesIn(v, ticks.current.unit) : fmt.current(v)));
+                // uPlot draws the labels on its canvas: the figure carries them in text too (the browser tests read them).
+                el.parentElement?.setAttribute('data-ticks', labels.join(' | '));
+                return labels;
+              },
+            },
+          ],
           series: [{}, { stroke: accent, width: 2, fill: `${accent}22`, points: { show: false } }],
         },
         [props.series.t, props.series.v],

@@ -1,11 +1,15 @@
 /**
  * A data table for one page of a server listing. Paging is the server's (limit/after, see
- * Pager); the table never sorts or slices what it is given.
+ * Pager); the table never sorts or slices what it is given. On a phone its rows reflow
+ * (style.css, `table.grid.stack`): each cell on its own with its column's name before it
+ * (`data-label`), so no column and no button is off-screen.
  */
 import type { ComponentChildren } from 'preact';
 
 export interface Column<R> {
   label: string;
+  /** A shorter name, said before each cell where rows reflow on a phone; the label if none. */
+  short?: string;
   /** 'num' right-aligns with tabular figures; 'code' for JSON text. */
   cls?: 'num' | 'code' | 'nowrap' | 'actions';
   render: (r: R) => ComponentChildren;
@@ -29,7 +33,7 @@ export function DataTable<R>(props: {
     );
   return (
     <div class="gridwrap" tabIndex={0} role="region" aria-label={props.caption}>
-      <table class="grid" id={props.id}>
+      <table class="grid stack" id={props.id}>
         <caption class="sr-only">{props.caption}</caption>
         <thead>
           <tr>
@@ -44,7 +48,7 @@ export function DataTable<R>(props: {
           {props.rows.map((r) => (
             <tr key={props.keyOf(r)} {...(props.rowAttrs?.(r) ?? {})}>
               {props.columns.map((c) => (
-                <td class={c.cls} title={c.title?.(r)}>
+                <td class={c.cls} title={c.title?.(r)} data-label={c.short ?? c.label}>
                   {c.render(r)}
                 </td>
               ))}

@@ -15,6 +15,13 @@ export function bytes(n: number): string {
   return `${n < 0 ? '-' : ''}${s} ${UNITS[i]}`;
 }
 
+/** A size in a given binary unit (a power of 1024), without trailing zeros: a chart's tick, "2.5 GiB". */
+export function bytesIn(n: number, unit: number): string {
+  if (n === 0) return '0';
+  const i = Math.min(UNITS.length - 1, Math.round(Math.log2(unit) / 10));
+  return `${Number((n / 1024 ** i).toPrecision(6))} ${UNITS[i]}`;
+}
+
 /** /health's "12.34GB" (GB = 2^30 bytes there, docs/api.md "Health") → bytes. */
 export function healthBytes(s: unknown): number {
   if (typeof s !== 'string') return NaN;

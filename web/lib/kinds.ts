@@ -30,3 +30,9 @@ export const SECTIONS = Object.fromEntries(KINDS.map((kind) => [`${kind}s`, { ki
 
 /** The kinds the change feed's filter offers, in the client's order. */
 export const FEED_KINDS: readonly Kind[] = KINDS;
+
+/** The hash of an object's view (#/<section>/<name>), or undefined for a kind the console has no section for. */
+export function objectHref(kind: string, name: string): string | undefined {
+  const section = `${kind}s`;
+  return Object.hasOwn(SECTIONS, section) ? `#/${section}/${encodeURIComponent(name)}` : undefined;
+}

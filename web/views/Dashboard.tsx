@@ -164,10 +164,10 @@ export function Dashboard({ db }: { db: Pithos }) {
         <Chart id="chart-live" title="Live data" series={charts.live} format={bytes} floor={1024 * 1024} windowS={WINDOW_S} binary />
         <Chart
           id="chart-disk"
-          title="Disk used"
+          title={Number.isFinite(diskTotal) ? `Disk used, of ${bytes(diskTotal)}` : 'Disk used'}
           series={charts.disk}
           format={bytes}
-          max={Number.isFinite(diskTotal) ? diskTotal : undefined}
+          floor={1024 * 1024}
           windowS={WINDOW_S}
           binary
         />

@@ -9,7 +9,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { type Kind, type Pithos, PithosError, type WatchEvent, parseSSE } from '../../client/index.js';
 import { Field } from '../components/Field.js';
 import { CONSOLE_HEADER, errorText } from '../lib/api.js';
-import { FEED_KINDS } from '../lib/kinds.js';
+import { FEED_KINDS, objectHref } from '../lib/kinds.js';
 
 const KEEP = 500;
 
@@ -34,6 +34,12 @@ interface Filters {
 }
 
 let seq = 0;
+
+/** An event's object as a link to its view (a table's for a row event), so a change can be looked at from here. */
+function Named({ kind, name }: { kind: string; name: string }) {
+  const href = objectHref(kind, name);
+  return href ? <a href={href}>{name}</a> : <>{name}</>;
+}
 
 export function Feed({ db }: { db: Pithos }) {
   const [form, setForm] = useState<Filters>({ kinds: [], prefix: '', values: true });
@@ -202,7 +208,7 @@ export function Feed({ db }: { db: Pithos }) {
           </p>
         ) : (
           <div class="gridwrap" tabIndex={0} role="region" aria-label="Events, newest first">
-            <table class="grid" id="feed-events">
+            <table class="grid stack" id="feed-events">
               <caption class="sr-only">Events, newest first</caption>
               <thead>
                 <tr>
@@ -223,16 +229,20 @@ export function Feed({ db }: { db: Pithos }) {
               <tbody>
                 {events.map((e) => (
                   <tr key={e.seq} data-id={e.id ?? ''} data-name={e.name}>
-                    <td class="num">{e.id ?? '—'}</td>
-                    <td>{e.event}</td>
-                    <td>{e.kind}</td>
-                    <td>
-                      {e.name}
+                    <td data-label="id" class="num">
+                      {e.id ?? '—'}
+                    </td>
+                    <td data-label="event">{e.event}</td>
+                    <td data-label="kind">{e.kind}</td>
+                    <td data-label="name">
+                      <Named kind={e.kind} name={e.name} />
                       {e.tId !== undefined ? ` · row ${e.tId}` : ''}
                     </td>
-                    <td class="num">{e.version ?? ''}</td>
-                    <td>{e.op ?? ''}</td>
-                    <td class="code">
+                    <td data-label="version" class="num">
+                      {e.version ?? ''}
+                    </td>
+                    <td data-label="op">{e.op ?? ''}</td>
+                    <td data-label="value" class="code">
                       {e.hasValue ? (
                         <details>
                           <summary>show</summary>
@@ -242,7 +252,9 @@ export function Feed({ db }: { db: Pithos }) {
                         '—'
                       )}
                     </td>
-                    <td class="nowrap muted">{e.at}</td>
+                    <td data-label="seen" class="nowrap muted">
+                      {e.at}
+                    </td>
                   </tr>
                 ))}
               </tbody>

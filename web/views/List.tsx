@@ -7,6 +7,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { Json, Pithos } from '../../client/index.js';
 import { type Guard, useGuard, VersionCard } from '../components/Collection.js';
 import { confirmAction } from '../components/Confirm.js';
+import { DangerZone } from '../components/Danger.js';
 import { type Column, DataTable } from '../components/DataTable.js';
 import { Field } from '../components/Field.js';
 import { parseJson } from '../components/JsonEditor.js';
@@ -138,22 +139,6 @@ export function ListView({ db, name }: { db: Pithos; name: string }) {
           <button type="button" id="pop-right" disabled={a.busy || !data} onClick={() => pop('right')}>
             Pop right
           </button>
-          {data ? (
-            <button
-              type="button"
-              class="danger"
-              id="delete-list"
-              onClick={() =>
-                void a.run(async () => {
-                  if (!(await confirmAction(`Delete list '${name}' with its ${data.length} items?`))) return;
-                  await db.deleteList(name, guard.cond());
-                  location.hash = '#/lists';
-                })
-              }
-            >
-              Delete list
-            </button>
-          ) : null}
         </div>
         <Status a={a} id="list-status" />
         {popped && popped.length ? (
@@ -167,6 +152,18 @@ export function ListView({ db, name }: { db: Pithos; name: string }) {
           <MoveItem db={db} name={name} guard={guard} onMoved={refresh} />
           <EditItems db={db} name={name} length={data.length} guard={guard} onChanged={refresh} />
         </>
+      ) : null}
+      {data ? (
+        <DangerZone
+          id="delete-list"
+          label="Delete list"
+          hint="Deletes the list with all its items; it cannot be undone."
+          question={`Delete list '${name}' with its ${data.length} items?`}
+          act={async () => {
+            await db.deleteList(name, guard.cond());
+            location.hash = '#/lists';
+          }}
+        />
       ) : null}
       <p>
         <a href="#/lists">All lists</a>

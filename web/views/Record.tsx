@@ -4,7 +4,7 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import type { Pithos } from '../../client/index.js';
-import { confirmAction } from '../components/Confirm.js';
+import { DangerZone } from '../components/Danger.js';
 import { JsonEditor, parseObject } from '../components/JsonEditor.js';
 import { Status } from '../components/Status.js';
 import { isNotFound, keepTtl, lifeLeft, lifeText } from '../lib/api.js';
@@ -82,25 +82,21 @@ export function RecordView({ db, id }: { db: Pithos; id: string }) {
           >
             Reload
           </button>
-          {state?.exists ? (
-            <button
-              type="button"
-              class="danger"
-              id="delete-record"
-              onClick={() =>
-                void a.run(async () => {
-                  if (!(await confirmAction(`Delete record '${id}'?`))) return;
-                  await db.deleteRecord(id);
-                  location.hash = '#/records';
-                })
-              }
-            >
-              Delete
-            </button>
-          ) : null}
         </div>
         <Status a={a} id="record-status" />
       </section>
+      {state?.exists ? (
+        <DangerZone
+          id="delete-record"
+          label="Delete record"
+          hint="Deletes the record; it cannot be undone."
+          question={`Delete record '${id}'?`}
+          act={async () => {
+            await db.deleteRecord(id);
+            location.hash = '#/records';
+          }}
+        />
+      ) : null}
       <p>
         <a href="#/records">All records</a>
       </p>

@@ -7,6 +7,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { Pithos } from '../../client/index.js';
 import { useGuard, VersionCard } from '../components/Collection.js';
 import { confirmAction } from '../components/Confirm.js';
+import { DangerZone } from '../components/Danger.js';
 import { type Column, DataTable, Pager } from '../components/DataTable.js';
 import { Field } from '../components/Field.js';
 import { Status } from '../components/Status.js';
@@ -139,22 +140,6 @@ export function SetView({ db, name }: { db: Pithos; name: string }) {
           <button type="submit" class="primary" id="set-add-submit" disabled={a.busy}>
             Add
           </button>
-          {data ? (
-            <button
-              type="button"
-              class="danger"
-              id="delete-set"
-              onClick={() =>
-                void a.run(async () => {
-                  if (!(await confirmAction(`Delete set '${name}' with its ${plural(data.count, 'member')}?`))) return;
-                  await deleteCollection(db, 'set', name, guard.cond());
-                  location.hash = '#/sets';
-                })
-              }
-            >
-              Delete set
-            </button>
-          ) : null}
         </div>
         <Status a={a} id="set-status" />
       </form>
@@ -190,6 +175,18 @@ export function SetView({ db, name }: { db: Pithos; name: string }) {
           if (into === name) refresh();
         }}
       />
+      {data ? (
+        <DangerZone
+          id="delete-set"
+          label="Delete set"
+          hint="Deletes the set with all its members; it cannot be undone."
+          question={`Delete set '${name}' with its ${plural(data.count, 'member')}?`}
+          act={async () => {
+            await deleteCollection(db, 'set', name, guard.cond());
+            location.hash = '#/sets';
+          }}
+        />
+      ) : null}
       <p>
         <a href="#/sets">All sets</a>
       </p>

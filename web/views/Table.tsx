@@ -6,6 +6,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { Json, JsonObject, Pithos, Row, RowWithId, Wheres } from '../../client/index.js';
 import { confirmAction } from '../components/Confirm.js';
+import { DangerZone } from '../components/Danger.js';
 import { type Column, DataTable } from '../components/DataTable.js';
 import { Field } from '../components/Field.js';
 import { JsonEditor, looseValue, parseObject } from '../components/JsonEditor.js';
@@ -375,6 +376,16 @@ export function TableView({ db, name }: { db: Pithos; name: string }) {
 
       <InsertRow db={db} table={name} onInserted={refresh} />
       <Bulk db={db} table={name} wheresText={wheresText} onChanged={refresh} />
+      <DangerZone
+        id="drop-table"
+        label="Drop table"
+        hint="Drops the table with all its rows; it cannot be undone."
+        question={`Drop table '${name}' with all its rows?`}
+        act={async () => {
+          await db.dropTable(name);
+          location.hash = '#/tables';
+        }}
+      />
     </>
   );
 }
@@ -519,20 +530,6 @@ function Bulk({ db, table, wheresText, onChanged }: { db: Pithos; table: string;
           }
         >
           Delete matching rows
-        </button>
-        <button
-          type="button"
-          class="danger"
-          id="drop-table"
-          onClick={() =>
-            void a.run(async () => {
-              if (!(await confirmAction(`Drop table '${table}' with all its rows?`))) return;
-              await db.dropTable(table);
-              location.hash = '#/tables';
-            })
-          }
-        >
-          Drop table
         </button>
       </div>
       <Status a={a} id="bulk-status" />

@@ -5,7 +5,7 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import { JsonText, type Pithos } from '../../client/index.js';
-import { confirmAction } from '../components/Confirm.js';
+import { DangerZone } from '../components/Danger.js';
 import { Field } from '../components/Field.js';
 import { Status } from '../components/Status.js';
 import { isNotFound, keepTtl, lifeLeft, lifeText } from '../lib/api.js';
@@ -127,23 +127,6 @@ export function VariantView({ db, name }: { db: Pithos; name: string }) {
           <button type="submit" class="primary" id="set-variant" disabled={set.busy || loading}>
             Set
           </button>
-          {cur ? (
-            <button
-              type="button"
-              class="danger"
-              id="delete-variant"
-              onClick={() =>
-                void set.run(async () => {
-                  if (!(await confirmAction(`Delete variant '${name}'?`))) return;
-                  await db.deleteVariant(name);
-                  await read();
-                  return `variant '${name}' deleted`;
-                })
-              }
-            >
-              Delete
-            </button>
-          ) : null}
         </div>
         <Status a={set} id="set-status" />
       </form>
@@ -172,6 +155,20 @@ export function VariantView({ db, name }: { db: Pithos; name: string }) {
           </div>
           <Status a={inc} id="incr-status" />
         </form>
+      ) : null}
+      {cur !== undefined ? (
+        <DangerZone
+          id="delete-variant"
+          label="Delete variant"
+          hint="Deletes the variant; it cannot be undone."
+          question={`Delete variant '${name}'?`}
+          disabled={cur === null}
+          act={async () => {
+            await db.deleteVariant(name);
+            await read();
+            return `variant '${name}' deleted`;
+          }}
+        />
       ) : null}
       <p>
         <a href="#/variants">All variants</a>

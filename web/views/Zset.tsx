@@ -7,6 +7,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { Pithos, ZItem } from '../../client/index.js';
 import { useGuard, VersionCard } from '../components/Collection.js';
 import { confirmAction } from '../components/Confirm.js';
+import { DangerZone } from '../components/Danger.js';
 import { type Column, DataTable } from '../components/DataTable.js';
 import { Field } from '../components/Field.js';
 import { Status } from '../components/Status.js';
@@ -58,7 +59,12 @@ export function ZsetView({ db, name }: { db: Pithos; name: string }) {
   const more = data ? data.items.length > size : false;
   const rows = items.map((it, i) => ({ ...it, pos: offset + i }));
   const cols: Column<ZItem & { pos: number }>[] = [
-    { label: view.by === 'rank' ? (view.rev ? 'place (highest first)' : 'place (lowest first)') : '#', cls: 'num', render: (r) => String(r.pos + 1) },
+    {
+      label: view.by === 'rank' ? (view.rev ? 'place (highest first)' : 'place (lowest first)') : '#',
+      short: view.by === 'rank' ? 'place' : '#',
+      cls: 'num',
+      render: (r) => String(r.pos + 1),
+    },
     { label: 'member', render: (r) => r.member, title: (r) => r.member },
     { label: 'score', cls: 'num', render: (r) => String(r.score) },
     {
@@ -205,22 +211,6 @@ export function ZsetView({ db, name }: { db: Pithos; name: string }) {
           >
             Increment by it
           </button>
-          {data ? (
-            <button
-              type="button"
-              class="danger"
-              id="delete-zset"
-              onClick={() =>
-                void a.run(async () => {
-                  if (!(await confirmAction(`Delete sorted set '${name}' with its ${plural(data.count, 'member')}?`))) return;
-                  await deleteCollection(db, 'zset', name, guard.cond());
-                  location.hash = '#/zsets';
-                })
-              }
-            >
-              Delete sorted set
-            </button>
-          ) : null}
         </div>
         <Status a={a} id="zset-status" />
       </form>
@@ -254,6 +244,18 @@ export function ZsetView({ db, name }: { db: Pithos; name: string }) {
         </div>
         <Status a={l} />
       </form>
+      {data ? (
+        <DangerZone
+          id="delete-zset"
+          label="Delete sorted set"
+          hint="Deletes the sorted set with all its members and scores; it cannot be undone."
+          question={`Delete sorted set '${name}' with its ${plural(data.count, 'member')}?`}
+          act={async () => {
+            await deleteCollection(db, 'zset', name, guard.cond());
+            location.hash = '#/zsets';
+          }}
+        />
+      ) : null}
       <p>
         <a href="#/zsets">All sorted sets</a>
       </p>
