@@ -5,7 +5,7 @@
  * (possible through the HTTP API, whose namespaces are separate) shows the
  * first in KINDS' order; an empty collection behaves as absent.
  */
-import type { ListKind, Store } from '../store/store.js';
+import type { Check, ListKind, Store } from '../store/store.js';
 import { ErrorReply } from './resp.js';
 
 export type RType = 'string' | 'hash' | 'list' | 'set' | 'zset';
@@ -217,3 +217,15 @@ function readAgainLater(): void {
 export function isMissing(err: unknown): boolean {
   return (err as { kind?: unknown } | null)?.kind === 'not_found';
 }
+
+/** A check that `name` still has `version` in the kind holding `type` (or, with `exists`, is or is not there). */
+export const CHECK_OF: Record<RType, (name: string, version: number | undefined, exists?: boolean) => Check> = {
+  string: (name, version, exists) => ({ kind: 'variant', name, hasValue: false, version, exists }),
+  hash: (name, version, exists) => ({ kind: 'record', name, version, exists }),
+  list: (name, version, exists) => ({ kind: 'list', name, hasLength: false, version, exists }),
+  set: (name, version, exists) => ({ kind: 'set', name, hasCount: false, version, exists }),
+  zset: (name, version, exists) => ({ kind: 'zset', name, hasScore: false, hasCount: false, version, exists }),
+};
+
+/** Checks that `key` is absent in every kind Redis's keyspace spans. */
+export const absentChecks = (key: string): Check[] => (Object.keys(CHECK_OF) as RType[]).map((t) => CHECK_OF[t](key, undefined, false));

@@ -11,7 +11,7 @@
  */
 import type { Check, Mutation, Store } from '../store/store.js';
 import { float, int64, isStoredInteger } from './command.js';
-import { keyInfo, type RType } from './keyspace.js';
+import { absentChecks, CHECK_OF, keyInfo, type RType } from './keyspace.js';
 import { Dbl, ErrorReply, OK, type Reply } from './resp.js';
 import { inputOf } from './strings.js';
 
@@ -201,14 +201,25 @@ async function readKey(store: Store, key: string): Promise<[KeyState, Check[]]> 
   return [s, [{ kind: 'zset', name: key, exists: true, hasScore: false, hasCount: false }]];
 }
 
-/** The checks that pin what `keys` hold now (WATCH's part inside the transaction). */
-export async function pins(store: Store, keys: readonly string[]): Promise<Check[] | undefined> {
+/**
+ * The checks that keep watched keys as WATCH saw them, from its
+ * fingerprints (`<type>:<version>` or `none`), so a write between WATCH and
+ * the commit fails the transaction whatever node made it: a present key by
+ * its version, an absent one by being absent in every kind. Undefined when
+ * an absent key has empty objects (keyInfo), which those checks would call
+ * present: that queue runs one command at a time.
+ */
+export async function watchPins(store: Store, watched: ReadonlyArray<[string, string]>): Promise<Check[] | undefined> {
   const out: Check[] = [];
-  try {
-    for (const k of keys) out.push(...(await readKey(store, k))[1]);
-  } catch (err) {
-    if (err instanceof NotPlanned) return undefined;
-    throw err;
+  for (const [key, seen] of watched) {
+    if (seen !== 'none') {
+      const i = seen.lastIndexOf(':');
+      out.push(CHECK_OF[seen.slice(0, i) as RType](key, Number(seen.slice(i + 1))));
+      continue;
+    }
+    const empties: RType[] = [];
+    if ((await keyInfo(store, key, undefined, empties)) === undefined && empties.length > 0) return undefined;
+    out.push(...absentChecks(key));
   }
   return out;
 }

@@ -9,7 +9,7 @@ import type { Store, VersionOut } from '../store/store.js';
 import type { Call, Command } from './command.js';
 import { StoreError } from '../store/errors.js';
 import { isMissing, keyInfo } from './keyspace.js';
-import { compilable, pins, plan, results } from './multi-txn.js';
+import { compilable, plan, results, watchPins } from './multi-txn.js';
 import { ErrorReply, Issued, NULL_ARRAY, OK, QUEUED, type Reply } from './resp.js';
 
 interface Queued {
@@ -60,11 +60,7 @@ async function changed(store: Store, watched: ReadonlyArray<[string, string]>): 
  */
 async function atomically(store: Store, words: ReadonlyArray<readonly string[]>, watched: ReadonlyArray<[string, string]>): Promise<Reply | undefined> {
   for (let attempt = 0; attempt < 8; attempt++) {
-    if (await changed(store, watched)) return NULL_ARRAY;
-    const watchChecks = await pins(
-      store,
-      watched.map(([k]) => k),
-    );
+    const watchChecks = await watchPins(store, watched);
     const p = await plan(store, words);
     if (p === undefined || watchChecks === undefined) return undefined;
     try {
@@ -113,7 +109,8 @@ export class Multi {
     if (compilable(words)) {
       const r = await atomically(c.store, words, watched);
       if (r !== undefined) return r;
-    } else if (await changed(c.store, watched)) return NULL_ARRAY;
+    }
+    if (await changed(c.store, watched)) return NULL_ARRAY;
     const out: Reply[] = [];
     for (const q of queued) {
       try {

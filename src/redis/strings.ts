@@ -6,9 +6,10 @@
  * list, APPEND to a number) replace it whole, as in Redis.
  */
 import type { ScalarInput, VType } from '../store/variant.js';
-import type { Store, VersionOut } from '../store/store.js';
+import type { Mutation, Store, VersionOut } from '../store/store.js';
+import { StoreError } from '../store/errors.js';
 import { type Command, float, int, int64, is, isStoredInteger, notFloat, notInteger, syntaxError, type Call } from './command.js';
-import { assertNotOther, claim, deleteOf, ifInMemory, isMissing, keyInfo, keyInfoNow, type RType, TYPES, WAIT, WRONGTYPE } from './keyspace.js';
+import { absentChecks, assertNotOther, claim, deleteOf, ifInMemory, isMissing, keyInfo, keyInfoNow, type RType, TYPES, WAIT, WRONGTYPE } from './keyspace.js';
 import { ErrorReply, Issued, NULL_ARRAY, OK, type Reply } from './resp.js';
 
 /** A string value as Redis shows it, with the variant's type and version. */
@@ -100,6 +101,7 @@ export async function remainingTtl(store: Store, key: string): Promise<number> {
 }
 
 const OVERFLOW = new ErrorReply('ERR increment or decrement would overflow');
+const KEPT_CHANGING = new ErrorReply('ERR the key kept changing under concurrent writes; try again');
 const TOO_BIG = new ErrorReply('ERR string exceeds maximum allowed size (--max-body-bytes, docs/redis.md "Limits")');
 const maxValue = (c: Call): number => c.server.maxValueBytes ?? 16 * 1024 * 1024;
 
@@ -277,7 +279,17 @@ function setCommand(c: Call): Promise<Reply> | Issued {
 }
 
 async function setWith(c: Call, key: string, value: string, o: SetOptions): Promise<Reply> {
-  const old = o.get ? await getString(c.store, key) : undefined;
+  // SET … GET answers the value it replaced: the write holds only while the version read is current (RACED: retried).
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const r = await setWithOnce(c, key, value, o, o.get ? await getString(c.store, key) : undefined);
+    if (r !== RACED) return r;
+  }
+  throw KEPT_CHANGING;
+}
+
+const RACED = Symbol('raced');
+
+async function setWithOnce(c: Call, key: string, value: string, o: SetOptions, old?: StringValue): Promise<Reply | typeof RACED> {
   if (o.nx || o.xx) {
     const exists = (await keyInfo(c.store, key)) !== undefined;
     if ((o.nx && exists) || (o.xx && !exists)) return o.get ? (old?.text ?? null) : null;
@@ -289,11 +301,12 @@ async function setWith(c: Call, key: string, value: string, o: SetOptions): Prom
     for (const type of TYPES) await deleteOf(c.store, type, key);
   } else {
     try {
-      await putString(c.store, key, value, ttl, o.nx ? 0 : undefined);
+      await putString(c.store, key, value, ttl, o.nx ? 0 : o.get ? (old?.version ?? 0) : undefined);
     } catch (err) {
+      if ((err as { kind?: unknown }).kind !== 'precondition') throw err;
       // NX lost a race with another writer: the key exists after all, which NX answers with nil.
-      if (o.nx && (err as { kind?: unknown }).kind === 'precondition') return o.get ? (old?.text ?? null) : null;
-      throw err;
+      if (o.nx) return o.get ? (old?.text ?? null) : null;
+      return RACED;
     }
   }
   return o.get ? (old?.text ?? null) : OK;
@@ -302,9 +315,38 @@ async function setWith(c: Call, key: string, value: string, o: SetOptions): Prom
 async function mset(c: Call, nx: boolean): Promise<Reply> {
   const a = c.args;
   if (a.length % 2 === 0) throw new ErrorReply(`ERR wrong number of arguments for '${a[0]!.toLowerCase()}' command`);
-  if (nx) for (let i = 1; i < a.length; i += 2) if ((await keyInfo(c.store, a[i]!)) !== undefined) return 0;
+  if (nx) return msetnx(c.store, a);
   for (let i = 1; i < a.length; i += 2) await putString(c.store, a[i]!, a[i + 1]!, 0);
-  return nx ? 1 : OK;
+  return OK;
+}
+
+/**
+ * MSETNX: one Store transaction that sets every key while each is still
+ * absent in every kind, so two overlapping ones cannot both answer 1. Empty
+ * objects (absent to Redis, present to those checks) are removed first.
+ */
+async function msetnx(store: Store, a: readonly string[]): Promise<Reply> {
+  const keys: string[] = [];
+  const mutations: Mutation[] = [];
+  for (let i = 1; i < a.length; i += 2) {
+    keys.push(a[i]!);
+    mutations.push({ kind: 'variant', name: a[i]!, op: 'SET', value: inputOf(a[i + 1]!), ttl: 0, retype: true });
+  }
+  for (let attempt = 0; attempt < 50; attempt++) {
+    for (const k of keys) {
+      const empties: RType[] = [];
+      if ((await keyInfo(store, k, undefined, empties)) !== undefined) return 0;
+      for (const t of empties) await deleteOf(store, t, k);
+    }
+    try {
+      await store.transact({ checks: keys.flatMap(absentChecks), mutations, serializable: true });
+      return 1;
+    } catch (err) {
+      // A check failed: some key appeared meanwhile (answered 0 above next time), or an empty object did.
+      if (!(err instanceof StoreError) || !/^transaction check \d+ failed/.test(err.message)) throw err;
+    }
+  }
+  throw KEPT_CHANGING;
 }
 
 async function getRange(c: Call): Promise<Reply> {
@@ -421,10 +463,18 @@ export const STRING_COMMANDS: Command[] = [
     keys: [1, 1, 1],
     summary: 'get, then delete',
     run: async (c) => {
-      const s = await getString(c.store, c.args[1]!);
-      if (s === undefined) return null;
-      await deleteOf(c.store, 'string', c.args[1]!);
-      return s.text;
+      // The delete holds only while the version read is current: nothing another client writes in between is lost unseen.
+      for (let attempt = 0; attempt < 50; attempt++) {
+        const s = await getString(c.store, c.args[1]!);
+        if (s === undefined) return null;
+        try {
+          await c.store.variants.delete(c.args[1]!, undefined, { ifVersion: s.version });
+          return s.text;
+        } catch (err) {
+          if ((err as { kind?: unknown }).kind !== 'precondition' && !isMissing(err)) throw err;
+        }
+      }
+      throw KEPT_CHANGING;
     },
   },
   { name: 'getex', arity: -2, flags: ['write', 'fast'], keys: [1, 1, 1], summary: 'get, and set or remove the lifetime', run: getex },

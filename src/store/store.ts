@@ -185,7 +185,8 @@ export interface VariantStore {
   /** Sets the remaining lifetime (0 = none) without changing the value. */
   expire(name: string, ttl: number): Promise<void>;
   /** `type`: only a variant of that type is deleted (409 otherwise). */
-  delete(name: string, type?: VType): Promise<void>;
+  /** `pre`: deletes only while the condition holds (412 otherwise), as a collection's delete. */
+  delete(name: string, type?: VType, pre?: Precondition): Promise<void>;
 }
 
 export interface LockStore {
@@ -323,15 +324,16 @@ export interface ZsetStore {
 
 // ---- transactions (docs/api.md "Transactions") ----------------------------------
 
+/** `version`, on every kind but tables: the object's version must be this one (a missing object fails it), as an ETag's If-Match. */
 export type Check =
-  | { kind: 'variant'; name: string; exists?: boolean; value?: unknown; hasValue: boolean }
+  | { kind: 'variant'; name: string; exists?: boolean; value?: unknown; hasValue: boolean; version?: number }
   | { kind: 'record'; name: string; exists?: boolean; version?: number }
   | { kind: 'table'; name: string; exists?: boolean; where?: Wheres; count?: unknown }
   /** `length`: a where-value the list's length must satisfy (a missing list fails it). */
-  | { kind: 'list'; name: string; exists?: boolean; length?: unknown; hasLength: boolean }
+  | { kind: 'list'; name: string; exists?: boolean; length?: unknown; hasLength: boolean; version?: number }
   // Sets and sorted sets: `count` and `score` are where-values; `contains` a member that must be in the set.
-  | { kind: 'set'; name: string; exists?: boolean; contains?: string; count?: unknown; hasCount: boolean }
-  | { kind: 'zset'; name: string; exists?: boolean; member?: string; score?: unknown; hasScore: boolean; count?: unknown; hasCount: boolean };
+  | { kind: 'set'; name: string; exists?: boolean; contains?: string; count?: unknown; hasCount: boolean; version?: number }
+  | { kind: 'zset'; name: string; exists?: boolean; member?: string; score?: unknown; hasScore: boolean; count?: unknown; hasCount: boolean; version?: number };
 
 export type Mutation =
   | { kind: 'table'; name: string; op: 'INSERT'; values: Row }

@@ -41,6 +41,9 @@ const exists = (yes: boolean): string => (yes ? 'exists' : 'does not exist');
 export function checkFailure(c: Check, f: CheckFacts): string | undefined {
   const what = `${c.kind} '${c.name}'`;
   if (c.exists !== undefined && c.exists !== f.present) return `${what} ${exists(f.present)}`;
+  if (c.kind !== 'record' && c.kind !== 'table' && c.version !== undefined && c.version !== f.version) {
+    return f.present ? `${what} has version ${f.version}, not ${c.version}` : `${what} does not exist`;
+  }
   switch (c.kind) {
     case 'variant':
       if (!c.hasValue) return undefined;

@@ -124,10 +124,13 @@ test('integers are signed 64-bit: INCR is exact past 2^53 up to 2^63−1 and ref
   // Over HTTP the same counter is an integer variant that takes 64-bit deltas exactly.
   const inc = await srv.req('POST', '/variants/i64:c', '{"delta":9223372036854775807}');
   assert.match(inc.raw, /"data":\{"variant":-1\}/, inc.raw);
-  // Inside MULTI too (one Store transaction), replies exact.
+  // Inside MULTI too, as one Store transaction (writes only) and one command at a time (with a read): replies exact.
   await r.set('i64:d', '9007199254740990');
-  const res = await r.multi().incrby('i64:d', 5).get('i64:d').exec();
-  assert.deepEqual(res, [
+  assert.deepEqual(await r.multi().incrby('i64:d', 2).incr('i64:d').exec(), [
+    [null, '9007199254740992'],
+    [null, '9007199254740993'],
+  ]);
+  assert.deepEqual(await r.multi().incrby('i64:d', 2).get('i64:d').exec(), [
     [null, '9007199254740995'],
     [null, '9007199254740995'],
   ]);
@@ -178,6 +181,39 @@ test('MULTI/EXEC answers every queued reply; WATCH aborts EXEC when another clie
     .catch((e: Error) => e);
   assert.ok(bad instanceof Error && /EXECABORT/.test(bad.message), String(bad));
   assert.equal(await a.exists('tx:j'), 0, 'nothing of a discarded transaction applies');
+});
+
+test('WATCH of a list, a set, a sorted set, a hash, a string and an absent key: a write by another client aborts an EXEC of writes', async () => {
+  const a = client();
+  const b = client();
+  await a.connect();
+  await b.connect();
+  await a.rpush('w:l', 'x');
+  await a.sadd('w:s', 'x');
+  await a.zadd('w:z', 1, 'x');
+  await a.hset('w:h', 'f', 'x');
+  await a.set('w:n', '5');
+  const writes: Array<[string, () => Promise<unknown>]> = [
+    ['w:l', () => b.rpush('w:l', 'y')],
+    ['w:s', () => b.sadd('w:s', 'y')],
+    ['w:z', () => b.zincrby('w:z', 1, 'x')],
+    ['w:h', () => b.hset('w:h', 'g', 'y')],
+    ['w:n', () => b.incr('w:n')],
+    ['w:absent', () => b.rpush('w:absent', 'y')],
+  ];
+  for (const [key, write] of writes) {
+    await a.watch(key);
+    await write();
+    // A queue of writes only: one Store transaction, whose checks carry what WATCH saw.
+    assert.equal(await a.multi().incr('w:count').sadd('w:log', key).exec(), null, `EXEC after a write to the watched ${key}`);
+    assert.equal(await a.exists('w:count'), 0, `nothing ran after ${key} changed`);
+  }
+  // Unchanged, the same transaction runs.
+  await a.watch('w:l', 'w:s', 'w:z', 'w:h', 'w:n', 'w:absent', 'w:other');
+  assert.deepEqual(await a.multi().incr('w:count').sadd('w:log', 'ok').exec(), [
+    [null, 1],
+    [null, 1],
+  ]);
 });
 
 test('EXEC of writes a Store transaction holds is all or nothing', async () => {

@@ -16,11 +16,22 @@ import { countRows, insertRow, removeRowById, removeRows, replaceRow, tableExist
 import { addVariant, currentVariant, setVariant } from './variants.js';
 import { listHead, popItems, pushItems } from './lists.js';
 import { readHeader } from './collections.js';
+import { headerKey, listKey, variantKey } from './keys.js';
 import { setAdd, setHas, setRemove } from './sets.js';
 import { type ZsetIndexes, zsetAdd, zsetIncr, zsetRemove, zsetScore } from './zsets.js';
 
 /** What check `c` reads, from the Tx (so from the state before the first mutation). */
 function factsOf(tx: Tx, c: Check): CheckFacts {
+  const f = factsWithoutVersion(tx, c);
+  if (c.kind !== 'record' && c.kind !== 'table' && c.version !== undefined && f.present) f.version = tx.version(objectKey(c.kind, c.name));
+  return f;
+}
+
+/** The key whose version is the object's (what GET reports as its ETag). */
+const objectKey = (kind: 'variant' | 'list' | 'set' | 'zset', name: string): string =>
+  kind === 'variant' ? variantKey(name) : kind === 'list' ? listKey(name) : headerKey(kind, name);
+
+function factsWithoutVersion(tx: Tx, c: Check): CheckFacts {
   switch (c.kind) {
     case 'variant': {
       const cur = currentVariant(tx, c.name);

@@ -127,9 +127,10 @@ export class LogVariants implements VariantStore {
     return this.atomic.atomically(undefined, (tx) => expireVariant(tx, name, ttl));
   }
 
-  delete(name: string, type?: VType): Promise<void> {
+  delete(name: string, type?: VType, pre?: Precondition): Promise<void> {
     return this.atomic.atomically(undefined, (tx) => {
       const key = variantKey(name);
+      if (pre !== undefined) checkPrecondition(`variant '${name}'`, tx.version(key), pre);
       if (!tx.has(key)) throw missing(name);
       if (type !== undefined) checkType(name, currentVariant(tx, name) as Variant, type);
       tx.del(key);

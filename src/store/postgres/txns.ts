@@ -29,6 +29,15 @@ import { type ElementKind, isElementKind, KINDS, type TxnKind } from '../kinds.j
  */
 async function factsOf(q: Q, c: Check, missing: Set<string>): Promise<CheckFacts> {
   if (isElementKind(c.kind) && missing.has(placeholderKey(c.kind, c.name))) return { present: false };
+  const f = await factsWithoutVersion(q, c);
+  if (c.kind !== 'record' && c.kind !== 'table' && c.version !== undefined && f.present) {
+    const r = await q.query(`SELECT version FROM ${KINDS[c.kind].pg.objects} WHERE name = $1`, [c.name]);
+    f.version = r.length === 0 ? undefined : Number(r[0].version);
+  }
+  return f;
+}
+
+async function factsWithoutVersion(q: Q, c: Check): Promise<CheckFacts> {
   switch (c.kind) {
     case 'variant': {
       const cur = await currentVariant(q, c.name);

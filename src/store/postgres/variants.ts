@@ -196,7 +196,17 @@ export class PgVariants implements VariantStore {
     if (r.length === 0) throw missing(name);
   }
 
-  async delete(name: string, type?: VType): Promise<void> {
+  async delete(name: string, type?: VType, pre?: Precondition): Promise<void> {
+    if (pre !== undefined) {
+      // The row locked, the condition checked, then the delete: one transaction.
+      return this.db.run(async (tx) => {
+        const r = await tx.query(`SELECT t, version FROM pithos_variants WHERE name = $1 AND ${tx.live()} FOR UPDATE`, [name]);
+        checkPrecondition(`variant '${name}'`, r.length === 0 ? undefined : Number(r[0].version), pre);
+        if (r.length === 0) throw missing(name);
+        if (type !== undefined && r[0].t !== type) checkType(name, makeVariant(r[0].t as VType, ''), type);
+        await tx.query('DELETE FROM pithos_variants WHERE name = $1', [name]);
+      });
+    }
     const q = this.db.q;
     if (type === undefined) {
       const r = await q.query(`DELETE FROM pithos_variants WHERE name = $1 AND ${q.live()} RETURNING 1`, [name]);
