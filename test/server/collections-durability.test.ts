@@ -11,6 +11,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
+import { fetchBackup } from '../helpers/backup.js';
 import { PithosServer, expectError, expectSuccess, onlyLog, rawRequest, runCli, uniq, untilCount, untilTrue, type Res } from '../helpers/server.js';
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'pithos-coll-'));
@@ -29,21 +30,6 @@ function segments(dir: string): string[] {
 async function snapshot(s: PithosServer, p: string): Promise<{ status: number; data: unknown; etag: unknown }> {
   const r = await s.req('GET', p);
   return { status: r.status, data: r.body?.data, etag: r.headers.etag };
-}
-
-/** GET /backup into memory; `headersAt` is when the answer's headers arrived (the snapshot is older). */
-function fetchBackup(s: PithosServer): Promise<{ status: number; body: Buffer; headersAt: number }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port: s.port, path: '/backup', headers: { 'Auth-Token': s.token } }, (res) => {
-      const headersAt = performance.now();
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks), headersAt }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
 }
 
 const byteOrder = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
