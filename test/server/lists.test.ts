@@ -366,7 +366,7 @@ test('bad input: 400 naming the field, and nothing changes', async () => {
     ['POST', '/push', { values: [1], create: 'no' }, `field 'create' must be true or false`],
     ['POST', '/push', { values: [1], value: 2 }, `unknown field 'value' (allowed: values, side, create, if_version)`],
     ['POST', '/pop', { count: 0 }, `field 'count' must be an integer ≥ 1 and ≤ 1000`],
-    ['POST', '/pop', { count: 1001 }, `field 'count' must be an integer ≥ 1 and ≤ 1000`],
+    ['POST', '/pop', { count: 1001 }, `field 'count' asks for 1001 elements; one request takes at most 1000`],
     ['POST', '/pop', { count: 1.5 }, `field 'count' must be an integer ≥ 1 and ≤ 1000`],
     ['POST', '/pop', { count: '2' }, `field 'count' must be a number`],
     ['POST', '/pop', { wait_ms: -1 }, `field 'wait_ms' must be an integer ≥ 0 and ≤ 30000`],

@@ -143,7 +143,7 @@ test('bad input is 400 naming the field, and changes nothing', async () => {
     ['POST', 'add', { members: ['a', 7] }, `field 'members' item 1 must be a string`],
     ['POST', 'add', { members: [long] }, `field 'members' item 0 must be at most 4096 bytes of UTF-8`],
     ['POST', 'add', { members: ['ok', longUtf8] }, `field 'members' item 1 must be at most 4096 bytes of UTF-8`],
-    ['POST', 'add', { members: Array.from({ length: 1001 }, (_, i) => `m${i}`) }, `field 'members' must hold at most 1000 members`],
+    ['POST', 'add', { members: Array.from({ length: 1001 }, (_, i) => `m${i}`) }, `field 'members' holds 1001 elements; one request takes at most 1000`],
     ['POST', 'add', { members: ['a'], create: 'yes' }, `field 'create' must be true or false`],
     ['POST', 'add', { members: ['a'], extra: 1 }, /^unknown field 'extra' \(allowed: members, create, if_version\)$/],
     ['POST', 'remove', { members: [null] }, `field 'members' item 0 must be a string`],

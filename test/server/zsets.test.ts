@@ -176,7 +176,12 @@ test('bad input is 400 naming the field, and changes nothing', async () => {
     ['POST', 'add', { members: ['a'] }, `field 'members' must be an object`],
     ['POST', 'add', { members: { a: null } }, `field 'members' member "a" must be a finite number`],
     ['POST', 'add', '{"members":{"a":-1e999}}', `field 'members' member "a" must be a finite number`],
-    ['POST', 'add', { members: Object.fromEntries(Array.from({ length: 1001 }, (_, i) => [`m${i}`, i])) }, `field 'members' must hold at most 1000 members`],
+    [
+      'POST',
+      'add',
+      { members: Object.fromEntries(Array.from({ length: 1001 }, (_, i) => [`m${i}`, i])) },
+      `field 'members' holds 1001 elements; one request takes at most 1000`,
+    ],
     ['POST', 'add', { members: { a: 1 }, mode: 'ch' }, `field 'mode' must be upsert, nx, xx, gt or lt, not "ch"`],
     ['POST', 'add', { members: { a: 1 }, mode: 1 }, `field 'mode' must be a string`],
     ['POST', 'add', { members: { a: 1 }, score: 1 }, /^unknown field 'score'/],
