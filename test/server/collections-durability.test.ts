@@ -13,6 +13,7 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import { fetchBackup } from '../helpers/backup.js';
 import { PithosServer, expectError, expectSuccess, onlyLog, rawRequest, runCli, uniq, untilCount, untilTrue, type Res } from '../helpers/server.js';
+import { byteOrder } from '../helpers/order.js';
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'pithos-coll-'));
 after(() => {
@@ -31,8 +32,6 @@ async function snapshot(s: PithosServer, p: string): Promise<{ status: number; d
   const r = await s.req('GET', p);
   return { status: r.status, data: r.body?.data, etag: r.headers.etag };
 }
-
-const byteOrder = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
 test(
   'compaction of segments holding list, set and sorted-set elements keeps exactly the live ones, before and after a restart',

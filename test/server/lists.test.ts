@@ -11,7 +11,7 @@ import http from 'node:http';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import { tcpQueues } from '../helpers/proc.js';
-import { PithosServer, expectError, expectSuccess, pool, sleep, uniq, untilTrue, type Res } from '../helpers/server.js';
+import { PithosServer, etag, expectError, expectSuccess, pool, sleep, uniq, untilTrue, type Res } from '../helpers/server.js';
 import { watch } from '../helpers/sse.js';
 
 let srv: PithosServer;
@@ -28,7 +28,6 @@ const items = async (n: string): Promise<unknown[]> => {
   assert.equal(r.status, 200, r.raw);
   return r.body.data.items;
 };
-const etag = (r: Res): number => Number(String(r.headers.etag).slice(1, -1));
 const push = (n: string, body: Record<string, unknown>): Promise<Res> => srv.req('POST', `/lists/${n}/push`, body);
 const pop = (n: string, body: Record<string, unknown> = {}): Promise<Res> => srv.req('POST', `/lists/${n}/pop`, body);
 

@@ -11,6 +11,7 @@ import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import { PithosServer, expectError, expectSuccess, pool, seg, uniq, etag } from '../helpers/server.js';
 import { watch } from '../helpers/sse.js';
+import { byteOrder } from '../helpers/order.js';
 
 let srv: PithosServer;
 before(async () => {
@@ -19,9 +20,6 @@ before(async () => {
 after(async () => {
   await srv?.close();
 });
-
-/** UTF-8 byte order, which is the order a set lists its members in. */
-const byteOrder = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
 test('PUT takes an array or an object of member → true; GET lists every member in byte order', async () => {
   const s = uniq('s');

@@ -11,6 +11,7 @@ import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import { PithosServer, expectError, expectSuccess, pool, seg, uniq, etag } from '../helpers/server.js';
 import { watch } from '../helpers/sse.js';
+import { byteOrder } from '../helpers/order.js';
 
 let srv: PithosServer;
 before(async () => {
@@ -20,7 +21,6 @@ after(async () => {
   await srv?.close();
 });
 
-const byteOrder = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
 /** Redis order: score ascending, ties by member in byte order. */
 const zorder = (a: [string, number], b: [string, number]): number => a[1] - b[1] || byteOrder(a[0], b[0]);
 const items = (pairs: Array<[string, number]>) => pairs.map(([member, score]) => ({ member, score }));
