@@ -1,6 +1,6 @@
 /**
  * Heap per element of a list, a set and a sorted set on the log store, and
- * where it goes (docs/benchmarks.md, "Collections: heap per element and reopen").
+ * where it goes (docs/benchmarks-history.md, "Collections: heap per element and reopen").
  *
  *   node --expose-gc dist/bench/coll-heap.js [N] [cacheMiB]
  *

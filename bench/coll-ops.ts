@@ -1,6 +1,6 @@
 /**
  * CPU time per collection operation on the log store, in process (no HTTP),
- * against collections of N elements (docs/benchmarks.md, "Collections: heap per
+ * against collections of N elements (docs/benchmarks-history.md, "Collections: heap per
  * element and reopen"): process.cpuUsage() around K sequential operations of each
  * kind, five rounds, the least round reported: CPU time holds under a loaded
  * machine where wall time does not, and interference only adds to it.

@@ -1,6 +1,6 @@
 /**
  * Reopen time of a data directory holding a list, a set and a sorted set of
- * N elements each (docs/benchmarks.md, "Collections: heap per element and reopen").
+ * N elements each (docs/benchmarks-history.md, "Collections: heap per element and reopen").
  *
  *   node dist/bench/coll-reopen.js fill <dir> [N]   # writes the directory (hints built at each rotation)
  *   node dist/bench/coll-reopen.js open <dir>       # opens it: wall and CPU time of LogStore.open

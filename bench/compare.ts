@@ -17,13 +17,13 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { http, parallel, startServer, type Server } from './proc.js';
 import { instantiate, SMALL_RECORD, type LuaRequest } from './ops.js';
 import { mergeResults, okCount, errorSummary, percentile, runWrk, type WrkResult } from './wrk.js';
 import { PgCluster, pgBinDir } from '../test/helpers/postgres.js';
+import { freePort, waitPort } from '../test/helpers/net.js';
 
 export interface CompareOptions {
   root: string;
@@ -58,36 +58,6 @@ const onPath = (cmd: string): string | undefined => {
   const r = spawnSync('sh', ['-c', `command -v ${cmd}`], { encoding: 'utf8' });
   return r.status === 0 ? r.stdout.trim() : undefined;
 };
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-/** Waits until something accepts TCP connections on the port (at most `ms`). */
-async function waitPort(port: number, ms: number, child: ChildProcess, name: string): Promise<void> {
-  const until = Date.now() + ms;
-  for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited (${child.exitCode ?? child.signalCode}) before listening`);
-    const ok = await new Promise<boolean>((resolve) => {
-      const c = net.connect(port, '127.0.0.1');
-      c.once('connect', () => {
-        c.destroy();
-        resolve(true);
-      });
-      c.once('error', () => resolve(false));
-    });
-    if (ok) return;
-    if (Date.now() > until) throw new Error(`${name} did not listen on port ${port} within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 function kill(child: ChildProcess | undefined): Promise<void> {
   if (child === undefined || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
@@ -190,7 +160,7 @@ export async function redisLines(o: CompareOptions, pithosIncr: number | undefin
       ],
       { stdio: 'ignore' },
     );
-    await waitPort(rport, 10_000, rs, 'redis-server');
+    await waitPort(rport, { ms: 10_000, child: rs, name: 'redis-server' });
     const wport = await freePort();
     writeFileSync(
       join(dir, 'webdis.json'),
@@ -208,7 +178,7 @@ export async function redisLines(o: CompareOptions, pithosIncr: number | undefin
       }),
     );
     wd = spawn(webdis, [join(dir, 'webdis.json')], { stdio: 'ignore', cwd: dir });
-    await waitPort(wport, 10_000, wd, 'webdis');
+    await waitPort(wport, { ms: 10_000, child: wd, name: 'webdis' });
     const url = `http://127.0.0.1:${wport}`;
     const incr: LuaRequest = { mode: 'template', method: 'GET', path: '/INCR/bench-{{k}}', body: '', keys: 1000 };
     const set: LuaRequest = { mode: 'template', method: 'PUT', path: '/SET/bs-{{k}}', body: SMALL_RECORD, keys: 1000 };

@@ -1,5 +1,5 @@
 /**
- * Codec choice for value compression (docs/benchmarks.md, "Compression"):
+ * Codec choice for value compression (docs/benchmarks-history.md, "Compression"):
  * ratio and CPU per document of node:zlib's codecs on repetitive JSON
  * documents of 1-4 KiB, the shape of records an application stores (same
  * field names, enumerated values, repeated sub-objects, some free text).

@@ -1,5 +1,5 @@
 /**
- * Large collections (docs/benchmarks.md, "Large collections"; docs/query.md,
+ * Large collections (docs/benchmarks-history.md, "Large collections"; docs/query.md,
  * "Large collections"): how other requests fare while a whole-collection
  * request of a million elements runs. One server (log store, or `--store`
  * given), holding a 1,000,000-item list, a 1,000,000-member set and sorted

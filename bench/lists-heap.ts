@@ -1,5 +1,5 @@
 /**
- * Heap per list item on the log store (docs/benchmarks.md, "Lists"): the
+ * Heap per list item on the log store (docs/benchmarks-history.md, "Lists"): the
  * heap after a GC, before and after pushing N 16-byte strings onto one
  * list (1,000 per push), in this process, through LogStore directly.
  *

@@ -1,5 +1,5 @@
 /**
- * List figures (docs/benchmarks.md, "Lists"), a closed-loop load from this
+ * List figures (docs/benchmarks-history.md, "Lists"), a closed-loop load from this
  * process over keep-alive HTTP, not wrk: a push + pop pair against the
  * durable variant increment in the same run and mode, and the wake-up
  * latency of a blocking pop (push sent → pop answered).

@@ -13,11 +13,11 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer } from './proc.js';
+import { freePort, waitPort } from '../test/helpers/net.js';
 
 export interface RespLine {
   test: string;
@@ -37,34 +37,6 @@ const TESTS: Array<{ t: string; p: number; target: number }> = [
   { t: 'incr', p: 16, target: 0.5 },
   { t: 'get', p: 16, target: 0.5 },
 ];
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
-
-async function waitPort(port: number): Promise<void> {
-  const until = Date.now() + 15_000;
-  for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const c = net.connect(port, '127.0.0.1');
-      c.once('connect', () => {
-        c.destroy();
-        resolve(true);
-      });
-      c.once('error', () => resolve(false));
-    });
-    if (ok) return;
-    if (Date.now() > until) throw new Error(`nothing listens on ${port}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /** One redis-benchmark run; resolves to requests per second. */
 function bench(port: number, password: string | undefined, test: string, pipeline: number, requests: number): Promise<number> {

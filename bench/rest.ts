@@ -1,6 +1,6 @@
 /**
  * Data at rest: what encryption and compression cost the engine
- * (docs/benchmarks.md, "Encryption and compression at rest"). Variants are
+ * (docs/benchmarks-history.md, "Encryption and compression at rest"). Variants are
  * run alternately (plain, sealed, compressed, sealed + compressed, and again)
  * so a machine whose load drifts hurts all of them alike:
  *   - durable batches (one 1 KiB put each, 64 writers, fdatasync): batches/s,

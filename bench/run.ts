@@ -534,7 +534,7 @@ async function main(): Promise<void> {
             TOKEN,
             '--fsync',
             mode,
-            // Room for the million-row table of the query lines in cache (docs/benchmarks.md, "Listing and indexes").
+            // Room for the million-row table of the query lines in cache (docs/benchmarks-history.md, "Listing and indexes").
             '--cache-mb',
             String(CACHE_MB),
           ],

@@ -1,5 +1,5 @@
 /**
- * Large answers and cold tables (docs/benchmarks.md, "Large answers"; numbers
+ * Large answers and cold tables (docs/benchmarks-history.md, "Large answers"; numbers
  * only, no assertions).
  *
  *   npm run bench:stream -- [--server path/to/bin/pithos] [--rows 100000]

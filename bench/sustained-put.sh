@@ -2,7 +2,7 @@
 # Sustained durable PUTs of new ~1 KiB order-like records (bench/wrk/order.json; {{n}} makes
 # every key and tracking number new, so every value lives on and segments get rewritten),
 # plain and --compression alternated, a fresh server and data directory per run: the
-# compression write-cost measurement of docs/benchmarks.md ("Encryption and compression at
+# compression write-cost measurement of docs/benchmarks-history.md ("Encryption and compression at
 # rest"). Prints one line per run: requests and duration (µs), server CPU ticks (1/100 s),
 # data directory MB at the end of the run and after a clean stop, status counts.
 #

@@ -1,6 +1,6 @@
 /**
  * Write throughput with 0, 10 and 1,000 change-feed watchers attached, and
- * the server memory of idle watchers (docs/benchmarks.md, "Change feed").
+ * the server memory of idle watchers (docs/benchmarks-history.md, "Versions, conditional writes and the change feed").
  *
  *   node dist/bench/watch.js [--watchers 0,10,1000] [--seconds 5] [--fsync always] [--conns 16]
  *

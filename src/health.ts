@@ -58,6 +58,6 @@ export class Health {
         ? ''
         : `,"store":{"ready":${a.ready},"state":"${a.state}","primary":${JSON.stringify(a.primary ?? null)},` +
           `"failovers":${a.failovers},"unavailable":${a.unavailable}}`;
-    return `{"key_count":${s.keyCount},"gc_state":${s.gcState},${f.disk},"space_total":"${gb(s.liveBytes)}"${store}}`;
+    return `{"key_count":${s.keyCount},"gc_state":${s.gcState},${f.disk},"space_total":"${gb(s.liveBytes)}","space_bytes":${s.liveBytes}${store}}`;
   }
 }

@@ -80,6 +80,13 @@ const OPTIONS: Options = Object.fromEntries([
   ...VALUED.map((n) => [n, { type: 'string' as const, ...(SHORT[n] ? { short: SHORT[n] } : {}) }]),
   ...BOOLEAN.map((n) => [n, { type: 'boolean' as const, ...(SHORT[n] ? { short: SHORT[n] } : {}) }]),
 ]);
+/**
+ * Commands with one count, which `--count <n>` gives as well as its long name
+ * (`pop --count 5` is `pop --pop-count 5`): for them `--count` takes a value,
+ * for `query` it is a switch.
+ */
+const COUNTED = new Set(['pop', 'patch']);
+const COUNTED_OPTIONS: Options = { ...OPTIONS, count: { type: 'string' } };
 /** The connection and output options, which may also come before the command (`pithos --url U health`). */
 const LEADING: Options = Object.fromEntries(['url', 'token', 'output', 'timeout', 'retries'].map((n) => [n, OPTIONS[n]!]));
 
@@ -91,8 +98,13 @@ const LEADING: Options = Object.fromEntries(['url', 'token', 'output', 'timeout'
  * words; `problem` is the first one found.
  */
 export function parse(argv: readonly string[]): Parsed & { problem?: string } {
+  const first = parseWith(argv, OPTIONS);
+  return COUNTED.has(first.pos[0] ?? '') ? parseWith(argv, COUNTED_OPTIONS) : first;
+}
+
+function parseWith(argv: readonly string[], options: Options): Parsed & { problem?: string } {
   const args = [...argv];
-  const { tokens } = parseArgs({ args, options: OPTIONS, strict: false, allowPositionals: true, tokens: true });
+  const { tokens } = parseArgs({ args, options, strict: false, allowPositionals: true, tokens: true });
   const pos: string[] = [];
   const flags = new Map<string, string[]>();
   let problem: string | undefined;
@@ -100,7 +112,7 @@ export function parse(argv: readonly string[]): Parsed & { problem?: string } {
   for (const t of tokens) {
     if (t.kind === 'positional') pos.push(t.value);
     if (t.kind !== 'option') continue;
-    const known = Object.prototype.hasOwnProperty.call(OPTIONS, t.name) && (t.rawName.startsWith('--') || SHORT[t.name] === t.rawName.slice(1));
+    const known = Object.prototype.hasOwnProperty.call(options, t.name) && (t.rawName.startsWith('--') || SHORT[t.name] === t.rawName.slice(1));
     if (!known && !t.rawName.startsWith('--')) {
       // One arg like `-1.5` comes back as several short options with the same index.
       if (t.index !== lastIndex) pos.push(args[t.index]!);
@@ -109,7 +121,7 @@ export function parse(argv: readonly string[]): Parsed & { problem?: string } {
     }
     let value: string | undefined;
     if (!known) problem ??= `unknown option '${args[t.index]}'`;
-    else if (OPTIONS[t.name]!.type === 'string') {
+    else if (options[t.name]!.type === 'string') {
       value = t.value;
       if (value === undefined) problem ??= t.rawName === '-o' ? '-o needs a value (json or human)' : `${t.rawName} needs a value`;
     } else if (t.value !== undefined) problem ??= `${t.rawName} takes no value`;
@@ -147,6 +159,15 @@ export function intFlag(p: Parsed, name: string, min = 0): number | undefined {
     throw new UsageError(`--${name} must be an integer ≥ ${min}, got '${v}'`);
   }
   return Number(v);
+}
+
+/**
+ * A command's one count, given as `--count` or by its long name (`--pop-count`);
+ * both at once is a usage error.
+ */
+export function countFlag(p: Parsed, long: string, min: number): number | undefined {
+  if (has(p, 'count') && has(p, long)) throw new UsageError(`--count and --${long} are the same option: give one`);
+  return intFlag(p, has(p, 'count') ? 'count' : long, min);
 }
 
 export function onlyFlags(p: Parsed, cmd: string, allowed: string[]): void {

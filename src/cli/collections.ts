@@ -11,7 +11,7 @@
  * server's set operation, which reads several sets and may write one.
  */
 import { type Kind, KINDS } from '../../client/index.js';
-import { flag, has, intFlag, onlyFlags, type Parsed, positionals, UsageError } from './args.js';
+import { countFlag, flag, has, intFlag, onlyFlags, type Parsed, positionals, UsageError } from './args.js';
 import { call, type Ctx, msg, writeOpts } from './context.js';
 import { JSON_NUMBER, show, type Shown } from './show.js';
 
@@ -165,13 +165,13 @@ export async function cmdPush(c: Ctx): Promise<void> {
   await call<{ length: number }>(c, 'pushList', [name!], { body }, (a) => `length ${a.data.length}`);
 }
 
-/** `pithos pop <list> [--right] [--pop-count n] [--wait ms] [--to list [--to-side left|right]]`: one item per line. */
+/** `pithos pop <list> [--right] [--count n] [--wait ms] [--to list [--to-side left|right]]`: one item per line (`--pop-count` is `--count`). */
 export async function cmdPop(c: Ctx): Promise<void> {
   const { p } = c;
-  onlyFlags(p, 'pop', ['left', 'right', 'pop-count', 'wait', 'to', 'to-side', 'if-version']);
+  onlyFlags(p, 'pop', ['left', 'right', 'count', 'pop-count', 'wait', 'to', 'to-side', 'if-version']);
   const [name] = positionals(p, 'pop', 1, 1);
   const body: Record<string, unknown> = { side: has(p, 'right') ? 'right' : 'left', ...writeOpts(p) };
-  const count = intFlag(p, 'pop-count', 1);
+  const count = countFlag(p, 'pop-count', 1);
   if (count !== undefined) body.count = count;
   const wait = intFlag(p, 'wait', 0);
   if (wait !== undefined) body.wait_ms = wait;
@@ -200,7 +200,7 @@ export async function cmdCombine(c: Ctx): Promise<void> {
 
 /**
  * `patch --list <name>` with one of `--index i <value>` (set one item), `--start i --stop j`
- * (trim: keep only that inclusive range) or `--remove <value> [--remove-count n]`, and/or
+ * (trim: keep only that inclusive range) or `--remove <value> [--count n]` (`--remove-count` is `--count`), and/or
  * `--ttl s`; `patch --set|--zset <name> --ttl s`. Every form takes `--if-version v`.
  */
 export async function patchCollection(c: Ctx, kind: Collection): Promise<void> {
@@ -212,7 +212,7 @@ export async function patchCollection(c: Ctx, kind: Collection): Promise<void> {
     await call(c, kind === 'set' ? 'setSetTtl' : 'setZsetTtl', [name!], { body: writeOpts(p) }, msg);
     return;
   }
-  onlyFlags(p, 'patch --list', ['list', 'index', 'start', 'stop', 'remove', 'remove-count', 'ttl', 'if-version']);
+  onlyFlags(p, 'patch --list', ['list', 'index', 'start', 'stop', 'remove', 'count', 'remove-count', 'ttl', 'if-version']);
   const [name, raw] = positionals(p, 'patch --list', 1, 2);
   const body: Record<string, unknown> = writeOpts(p);
   const ops: string[] = [];
@@ -228,9 +228,9 @@ export async function patchCollection(c: Ctx, kind: Collection): Promise<void> {
   }
   const removed = flag(p, 'remove');
   if (removed !== undefined) {
-    body.remove = { value: jsonOrString(removed), count: intFlag(p, 'remove-count', ANY) ?? 0 };
+    body.remove = { value: jsonOrString(removed), count: countFlag(p, 'remove-count', ANY) ?? 0 };
     ops.push('--remove');
-  } else if (has(p, 'remove-count')) throw new UsageError('--remove-count goes with --remove <value>');
+  } else if (has(p, 'remove-count') || has(p, 'count')) throw new UsageError(`--${has(p, 'count') ? 'count' : 'remove-count'} goes with --remove <value>`);
   if (ops.length > 1) throw new UsageError(`give one of --index, --start/--stop or --remove, not ${ops.join(' and ')}`);
   if (ops.length === 0 && body.ttl === undefined) throw new UsageError('patch --list: give --index i <value>, --start/--stop, --remove <value> or --ttl s');
   await call<{ length: number }>(c, 'patchList', [name!], { body }, (a) => `length ${a.data.length}`);

@@ -24,7 +24,7 @@ Client:
   incr <variant> [delta]                atomic add (default 1); incr --zset <zset> <member> [delta]
   append <variant> <text>               atomic append to a string variant; prints its length in bytes
   push <list> <value>... [--left]       push values onto a list (right end by default)
-  pop <list> [--right] [--wait ms]      pop items (--pop-count n, --to list to move them)
+  pop <list> [--right] [--wait ms]      pop items (--count n, --to list to move them)
   add set|zset <name> <member>...       add members to a set, or <member> <score> pairs to a zset
   remove set|zset <name> <member>...    remove members
   combine <set> union|inter|diff <set>...   set operations (--store s writes the result to set s)
@@ -90,8 +90,9 @@ one at a time, as Redis LPUSH); creates the list when missing (--no-create: a mi
 exits 1, 404); prints the new length.
 
 ${COMMON}`,
-  pop: `usage: pithos pop <list> [--right] [--pop-count n] [--wait ms] [--to list [--to-side left|right]]
-Removes and prints up to n items (default 1) from the left end (--right: the right end).
+  pop: `usage: pithos pop <list> [--right] [--count n] [--wait ms] [--to list [--to-side left|right]]
+Removes and prints up to n items (default 1) from the left end (--right: the right end);
+--pop-count n is the same as --count n.
 --wait ms waits up to ms milliseconds (≤ 30000) for an item when there is none; --to moves
 the items onto another list atomically (Redis LMOVE).
 
@@ -146,9 +147,10 @@ ${COMMON}`,
        pithos patch --row <table> <t_id> [sets] [--unset <field>]... [--if-version v]
        pithos patch --list <list> --index i <value>            replace the item at index i
        pithos patch --list <list> --start i --stop j           trim: keep only items i..j (inclusive)
-       pithos patch --list <list> --remove <value> [--remove-count n]
+       pithos patch --list <list> --remove <value> [--count n]
                                                                remove the first n items equal to value
-                                                               (negative n: from the right; default 0: all)
+                                                               (negative n: from the right; default 0: all;
+                                                               --remove-count n is the same)
        pithos patch --list|--set|--zset <name> --ttl s         set the remaining lifetime (0: none)
 Writes the fields of sets into every matching row (or merges them into the record;
 null deletes a field; needs a server that has PATCH, docs/api.md). With --row, into

@@ -402,11 +402,26 @@ async function cmdWatch(c: Ctx): Promise<void> {
 async function cmdHealth(c: Ctx): Promise<void> {
   onlyFlags(c.p, 'health', []);
   positionals(c.p, 'health', 0, 0);
-  await call<Record<string, unknown>>(c, 'health', [], {}, (a) =>
-    Object.entries(a.data)
-      .map(([k, v]) => `${k.padEnd(13)} ${show(v)}`)
-      .join('\n'),
-  );
+  await call<Record<string, unknown>>(c, 'health', [], {}, (a) => {
+    // space_total is in GB with two decimals (the seed-compatible form), 0.00GB for any small
+    // store: shown from space_bytes in a unit that shows the figure, when the server sends it.
+    const bytes = a.data.space_bytes;
+    return Object.entries(a.data)
+      .filter(([k]) => k !== 'space_bytes' || typeof bytes !== 'number')
+      .map(([k, v]) => `${k.padEnd(13)} ${k === 'space_total' && typeof bytes === 'number' ? byteSize(bytes) : show(v)}`)
+      .join('\n');
+  });
+}
+
+const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+/** `512 B`, `1.50 KiB`, `3.20 GiB`: binary units, two decimals above bytes. */
+function byteSize(n: number): string {
+  let i = 0;
+  while (n >= 1024 && i < BYTE_UNITS.length - 1) {
+    n /= 1024;
+    i++;
+  }
+  return i === 0 ? `${n} B` : `${n.toFixed(2)} ${BYTE_UNITS[i]}`;
 }
 
 const RUN: Record<string, (c: Ctx) => Promise<void>> = {

@@ -416,7 +416,7 @@ export class HintWriter {
    * The file's bytes, as the chunks they were built in (the footer last).
    * Not joined into one buffer: a hint of a full segment is tens of MB, and
    * copying it into fresh memory took 40-110 ms in one step on the event
-   * loop (docs/benchmarks.md, "Latency tail").
+   * loop (docs/benchmarks-history.md, "Latency tail").
    */
   finish(segmentSize: number, maxSeq: number): Buffer[] {
     const last = this.cur.subarray(0, this.pos);

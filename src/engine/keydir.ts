@@ -85,6 +85,13 @@ export class KeyDir {
     return this.top.size;
   }
 
+  /** Keys inside groups, by the first character of their group's name, most first. */
+  groupedSizes(): Array<[string, number]> {
+    const by = new Map<string, number>();
+    for (const g of this.groups.values()) by.set(g.name[0], (by.get(g.name[0]) ?? 0) + g.size);
+    return [...by].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+  }
+
   get(key: string): Entry | undefined {
     const cut = groupCut(key);
     if (cut < 0) return this.top.get(key);

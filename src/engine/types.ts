@@ -50,6 +50,12 @@ export interface EngineOptions {
    */
   compression?: boolean;
   log?: Logger;
+  /**
+   * What the keys of the groups whose names start with `letter` are, plural
+   * ("table rows"), for the counts the open logs (Engine.describeKeys); the
+   * store that lays the keys out knows, the engine does not.
+   */
+  groupNoun?: (letter: string) => string;
   fileOps?: FileOps;
 }
 

@@ -145,13 +145,13 @@ export async function getSetQuick(ctx: Ctx, name: string, _body: Body, res: Serv
 // ---- sorted sets -----------------------------------------------------------------------
 
 export async function putZset(ctx: Ctx, name: string, body: BodyOf<typeof b.putZset>, res: ServerResponse): Promise<void> {
-  const pairs = scoresOf('zset', body.zset, 0, Number.MAX_SAFE_INTEGER);
+  const pairs = scoresOf('zset', body.zset, false);
   const created = await zsets(ctx).put(name, pairs, ttlOf(body), preconditionOf(body, res));
   send(res, created ? 201 : 200, A.zsetCreated);
 }
 
 export async function addToZset(ctx: Ctx, name: string, body: BodyOf<typeof b.addToZset>, res: ServerResponse): Promise<void> {
-  const pairs = scoresOf('members', body.members, 1, 1000);
+  const pairs = scoresOf('members', body.members, true);
   const mode = body.mode ?? 'upsert';
   if (!oneOf<ZMode>(Z_MODES, mode)) throw invalid(`field 'mode' must be upsert, nx, xx, gt or lt, not ${JSON.stringify(mode)}`);
   send(res, 200, A.zsetAdded, await zsets(ctx).add(name, pairs, mode, createOf(body), preconditionOf(body, res)));

@@ -35,7 +35,7 @@ export class HttpError extends Error {
     super(message);
   }
 
-  /** `hint`, when given, follows the message (router.ts, slashHint). */
+  /** `hint`, when given, follows the message (path-hints.ts). */
   static notFound(method: string, path: string, hint = ''): HttpError {
     return new HttpError('not_found', `no endpoint at ${method} ${path}${hint}`);
   }

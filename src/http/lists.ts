@@ -6,7 +6,8 @@
  */
 import type { ServerResponse } from 'node:http';
 import { invalid, StoreError } from '../store/errors.js';
-import { checkSide, MAX_POP, MAX_WAIT_MS } from '../store/lists.js';
+import { checkSide, MAX_WAIT_MS } from '../store/lists.js';
+import { popCountOf, valuesOf } from '../store/collection.js';
 import type { ListPatch, ListPop, ListStore, Store, VersionOut } from '../store/store.js';
 import { checkName } from '../store/validate.js';
 import type { Body } from './request-body.js';
@@ -76,8 +77,7 @@ export function getList(ctx: Ctx, name: string, _body: Body, res: ServerResponse
 }
 
 export async function pushList(ctx: Ctx, name: string, body: BodyOf<typeof b.pushList>, res: ServerResponse): Promise<void> {
-  const values = body.values;
-  if (values.length === 0) throw invalid(`field 'values' must not be empty`);
+  const values = valuesOf('values', body.values);
   const side = body.side === undefined ? 'right' : checkSide(body.side, 'side');
   const create = body.create !== false;
   send(res, 200, A.pushed, await listsOf(ctx.store).push(name, values, side, create, preconditionOf(body, res)));
@@ -86,7 +86,7 @@ export async function pushList(ctx: Ctx, name: string, body: BodyOf<typeof b.pus
 export async function popList(ctx: Ctx, name: string, body: BodyOf<typeof b.popList>, res: ServerResponse): Promise<void> {
   const p: ListPop = {
     side: body.side === undefined ? 'left' : checkSide(body.side, 'side'),
-    count: body.count === undefined ? 1 : int(body.count, 'count', 1, MAX_POP),
+    count: body.count === undefined ? 1 : popCountOf('count', body.count),
     waitMs: body.wait_ms === undefined ? 0 : int(body.wait_ms, 'wait_ms', 0, MAX_WAIT_MS),
     toSide: body.to_side === undefined ? 'left' : checkSide(body.to_side, 'to_side'),
   };

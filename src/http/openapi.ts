@@ -13,6 +13,7 @@ import type { Field, FieldType } from './fields.js';
 import type { RouteDef } from './route-def.js';
 import type { Ctx, Handler } from './context.js';
 import { MAX_TTL } from '../store/validate.js';
+import { KIND_NAMES, KINDS } from '../store/kinds.js';
 
 type Json = Record<string, unknown>;
 
@@ -199,6 +200,9 @@ function probe(p: { path: string; summary: string }): Json {
 }
 
 /** The whole document for `routes`, the routes the server serves. */
+/** `/tables, /records, …`: every kind's path, from the table of kinds. */
+const KIND_PATHS = KIND_NAMES.map((k) => `/${KINDS[k].plural}`).join(', ');
+
 export function openApiDocument(routes: readonly RouteDef[]): Json {
   const paths: Record<string, Json> = {};
   for (const r of routes) {
@@ -215,7 +219,7 @@ export function openApiDocument(routes: readonly RouteDef[]): Json {
       title: 'Pithos',
       version: version(),
       description:
-        'Tables, records, variants and lease locks over HTTP + JSON (docs/api.md). Every answer is the envelope ' +
+        `Named objects of ${KIND_NAMES.length} kinds over HTTP + JSON (docs/api.md), each under its own path: ${KIND_PATHS}. Every answer is the envelope ` +
         '{status, message, data}; data is present only when there is something to return, and errors never carry it. ' +
         'Any method a path does not list is answered 405 with an Allow header; an unknown path is 404. ' +
         'Generated from the route table (src/http/routes.ts).',

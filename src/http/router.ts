@@ -11,6 +11,7 @@ import { checkMember } from '../store/collection.js';
 import { checkBody } from './fields.js';
 import type { Body } from './request-body.js';
 import { ROUTES, type RouteDef, servedRoutes } from './routes.js';
+import { notFoundHint } from './path-hints.js';
 
 /** A route ready to serve: its definition plus what the router and the body check need, computed once. */
 export class Route {
@@ -204,7 +205,7 @@ export function route(method: string, url: string, testClock: boolean): Match {
       n = undefined;
     }
   }
-  if (n === undefined || n.byMethod === undefined) throw HttpError.notFound(method, path, slashHint(method, seg, testClock));
+  if (n === undefined || n.byMethod === undefined) throw HttpError.notFound(method, path, notFoundHint(method, seg, tree(testClock)));
   const r = n.byMethod[method] ?? (method === 'HEAD' ? n.byMethod.GET : undefined);
   if (r === undefined) throw HttpError.methodNotAllowed(method, path, n.allow);
   return {
@@ -212,38 +213,6 @@ export function route(method: string, url: string, testClock: boolean): Match {
     name: param === undefined ? '' : decodeName(param, names),
     sub: sub === undefined ? '' : subNames === 't_id' ? decodeRowId(sub) : decodeName(sub, subNames),
   };
-}
-
-/** Segments a path may have for slashHint to look at it (the hint is for a name with a few '/'s, not for any path). */
-const HINT_MAX_SEGMENTS = 12;
-
-/**
- * A path that matches no route but would, were some of its segments one
- * name: most likely a name with a '/' that was not percent-encoded
- * (`PUT /records/a/b` for the record `a/b`). Returns the hint to append to
- * the 404, or ''. Segments joined must not be route words (`rows`, `query`,
- * `indexes` after a table's name): `GET /tables/t/rows/7` is not a table `t/rows/7`.
- * Only on the 404 path, so the cost does not matter.
- */
-function slashHint(method: string, seg: string[], testClock: boolean): string {
-  if (seg.length > HINT_MAX_SEGMENTS || seg[0] !== '') return '';
-  const root = tree(testClock);
-  for (let i = 1; i < seg.length - 1; i++) {
-    // Walk to segment i; it must land on a parameter.
-    let n: Node | undefined = root;
-    for (let k = 1; k < i && n !== undefined; k++) n = n.literal.get(seg[k]) ?? n.param;
-    if (n === undefined || n.literal.has(seg[i]) || n.param === undefined || seg[i] === '') continue;
-    const at: Node = n.param;
-    for (let j = i + 1; j < seg.length; j++) {
-      if (seg[j] === '' || at.literal.has(seg[j])) break;
-      let m: Node | undefined = at;
-      for (let k = j + 1; k < seg.length && m !== undefined; k++) m = m.literal.get(seg[k]) ?? m.param;
-      if (m?.byMethod === undefined) continue;
-      const fixed = [...seg.slice(0, i), seg.slice(i, j + 1).join('%2F'), ...seg.slice(j + 1)].join('/');
-      return ` (a '/' inside a name must be percent-encoded as %2F: ${method} ${fixed})`;
-    }
-  }
-  return '';
 }
 
 export { servedRoutes };

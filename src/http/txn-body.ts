@@ -9,11 +9,10 @@ import { invalid } from '../store/errors.js';
 import type { Check, Mutation, Transaction } from '../store/store.js';
 import { elementNumberTexts } from '../store/json.js';
 import { isRowId, MAX_ROW_ID } from '../store/rows.js';
-import { MAX_POP } from '../store/lists.js';
 import { checkName, isPlainObject, isVersion, MAX_TTL } from '../store/validate.js';
 import type * as b from './body-fields.js';
 import type { BodyOf } from './fields.js';
-import { checkMember, checkScore, membersOf, scoresOf, Z_MODES } from '../store/collection.js';
+import { checkMember, checkScore, membersOf, popCountOf, scoresOf, valuesOf, Z_MODES } from '../store/collection.js';
 import { wordList, type TxnKind } from '../store/kinds.js';
 
 export const MAX_TXN_ITEMS = 1000;
@@ -211,17 +210,12 @@ function listMutation(m: Obj, op: string, name: string, where: string): Mutation
   switch (op) {
     case 'PUSH': {
       allowOnly(m, ['kind', 'name', 'operation', 'values', 'side'], where);
-      const values = m.values;
-      if (!Array.isArray(values)) throw invalid(`${where}: field 'values' ${values === undefined ? 'is required (an array)' : 'must be an array'}`);
-      if (values.length === 0) throw invalid(`${where}: field 'values' must not be empty`);
+      const values = within(where, () => valuesOf('values', m.values));
       return { kind: 'list', name, op: 'PUSH', values, side: m.side === undefined ? 'right' : sideOf(m.side, where) };
     }
     case 'POP': {
       allowOnly(m, ['kind', 'name', 'operation', 'side', 'count'], where);
-      const c = m.count ?? 1;
-      if (typeof c !== 'number' || !Number.isInteger(c) || c < 1 || c > MAX_POP) {
-        throw invalid(`${where}: field 'count' must be an integer ≥ 1 and ≤ ${MAX_POP}`);
-      }
+      const c = within(where, () => popCountOf('count', m.count ?? 1));
       return { kind: 'list', name, op: 'POP', side: m.side === undefined ? 'left' : sideOf(m.side, where), count: c };
     }
     default:
@@ -254,7 +248,7 @@ function collectionMutation(m: Obj, kind: 'set' | 'zset', op: string, name: stri
       allowOnly(m, ['kind', 'name', 'operation', 'members', 'mode'], where);
       const mode = m.mode ?? 'upsert';
       if (!oneOf(Z_MODES, mode)) throw invalid(`${where}: field 'mode' must be upsert, nx, xx, gt or lt`);
-      return { kind: 'zset', name, op: 'ADD', members: within(where, () => scoresOf('members', m.members, 1, 1000)), mode };
+      return { kind: 'zset', name, op: 'ADD', members: within(where, () => scoresOf('members', m.members, true)), mode };
     }
     case 'zset INCR': {
       allowOnly(m, ['kind', 'name', 'operation', 'member', 'delta'], where);

@@ -14,8 +14,38 @@ export type { CollectionKind };
 
 /** A member is a string of at most this many bytes of UTF-8 (docs/api.md, "Sets"). */
 export const MAX_MEMBER_BYTES = 4096;
-/** Members one add, remove or contains names at most. */
-export const MAX_MEMBERS = 1000;
+/**
+ * Elements one request may push, pop, add, remove or ask about, and one
+ * mutation of a transaction too (docs/api.md, "Element bounds"): a list push's
+ * values, a pop's count, the members of a set's or sorted set's add, remove
+ * or contains. Every element operation refuses more with the same message
+ * (`tooManyElements`). A whole content (PUT) is bounded by the body size only.
+ */
+export const MAX_ELEMENTS = 1000;
+
+/**
+ * The one refusal of an element operation over MAX_ELEMENTS: `field 'values'
+ * holds 1001 elements; one request takes at most 1000`. `asks` for a count
+ * (a pop's), where the request names a number rather than the elements.
+ */
+export function tooManyElements(field: string, n: number, asks = false): StoreError {
+  return invalid(`field '${field}' ${asks ? 'asks for' : 'holds'} ${n} elements; one request takes at most ${MAX_ELEMENTS}`);
+}
+
+/** A list push's values: 1 to MAX_ELEMENTS of any JSON. */
+export function valuesOf(field: string, v: unknown): unknown[] {
+  if (!Array.isArray(v)) throw invalid(`field '${field}' ${v === undefined ? 'is required (an array)' : 'must be an array'}`);
+  if (v.length === 0) throw invalid(`field '${field}' must not be empty`);
+  if (v.length > MAX_ELEMENTS) throw tooManyElements(field, v.length);
+  return v;
+}
+
+/** A pop's count: an integer ≥ 1, at most MAX_ELEMENTS. */
+export function popCountOf(field: string, v: unknown): number {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) throw invalid(`field '${field}' must be an integer ≥ 1 and ≤ ${MAX_ELEMENTS}`);
+  if (v > MAX_ELEMENTS) throw tooManyElements(field, v, true);
+  return v;
+}
 /** Sets one combine reads besides its own. */
 export const MAX_COMBINE = 16;
 
@@ -55,14 +85,14 @@ export function checkMember(where: string, v: unknown): string {
 }
 
 /**
- * An array of members (`members` of add, remove, contains): 1 to `max`
- * strings. Duplicates are kept: each answer counts a member once (an add of
+ * An array of members (`members` of add, remove, contains): 1 to
+ * MAX_ELEMENTS strings. Duplicates are kept: each answer counts a member once (an add of
  * ["a", "a"] adds one member) and `contains` answers every position.
  */
-export function membersOf(field: string, v: unknown, max = MAX_MEMBERS): string[] {
+export function membersOf(field: string, v: unknown): string[] {
   if (!Array.isArray(v)) throw invalid(`field '${field}' must be an array of strings`);
   if (v.length === 0) throw invalid(`field '${field}' must not be empty`);
-  if (v.length > max) throw invalid(`field '${field}' must hold at most ${max} members`);
+  if (v.length > MAX_ELEMENTS) throw tooManyElements(field, v.length);
   for (let i = 0; i < v.length; i++) checkMember(`field '${field}' item ${i}`, v[i]);
   return v as string[];
 }
@@ -92,12 +122,16 @@ export function checkScore(where: string, v: unknown): number {
   return v + 0;
 }
 
-/** Members with scores (`zset` of PUT, `members` of add): an object member → score; `min`..`max` members. */
-export function scoresOf(field: string, v: unknown, min: number, max: number): Array<[string, number]> {
+/**
+ * Members with scores: an object member → score. `element` (the `members` of
+ * an add): 1 to MAX_ELEMENTS of them; otherwise (the `zset` of a PUT, a whole
+ * content) any number, none included.
+ */
+export function scoresOf(field: string, v: unknown, element: boolean): Array<[string, number]> {
   if (!isPlainObject(v)) throw invalid(`field '${field}' must be an object of member → score`);
   const keys = Object.keys(v);
-  if (keys.length < min) throw invalid(`field '${field}' must not be empty`);
-  if (keys.length > max) throw invalid(`field '${field}' must hold at most ${max} members`);
+  if (element && keys.length === 0) throw invalid(`field '${field}' must not be empty`);
+  if (element && keys.length > MAX_ELEMENTS) throw tooManyElements(field, keys.length);
   const out: Array<[string, number]> = new Array(keys.length);
   for (let i = 0; i < keys.length; i++) {
     const m = checkMember(`field '${field}' member ${JSON.stringify(keys[i])}`, keys[i]);

@@ -8,7 +8,10 @@ import { invalid, type StoreError } from './errors.js';
 import { missing } from './messages.js';
 import { deepEqual } from './json.js';
 
-export const MAX_POP = 1000;
+import { MAX_ELEMENTS } from './collection.js';
+
+/** Items one pop takes at most: the bound of every element operation. */
+export const MAX_POP = MAX_ELEMENTS;
 export const MAX_WAIT_MS = 30_000;
 
 export const listMissing = (name: string): StoreError => missing('list', name);

@@ -325,6 +325,14 @@ test('health; auth failures and unreachable servers exit 1; --url/--token beat t
   assert.match(h.stdout, /^key_count\s+\d+$/m);
   assert.match(h.stdout, /^disk_total\s+\d+\.\d\dGB$/m);
   assert.ok(Number.isInteger(json(hj).data.key_count));
+  // space_total in a unit that shows the figure (a test database is far below 0.01 GB), from space_bytes.
+  const bytes = json(hj).data.space_bytes as number;
+  assert.ok(Number.isSafeInteger(bytes) && bytes > 0, `space_bytes ${bytes}`);
+  const m = /^space_total\s+(\d+(?:\.\d\d)?) (B|KiB|MiB)$/m.exec(h.stdout);
+  assert.ok(m, h.stdout);
+  const scale = { B: 1, KiB: 1024, MiB: 1024 ** 2 }[m[2] as 'B' | 'KiB' | 'MiB'];
+  assert.ok(Number(m[1]) >= 1 && Number(m[1]) < 1024 && Math.abs(Number(m[1]) * scale - bytes) <= scale * 0.05, `${m[0]} for ${bytes} bytes`);
+  assert.doesNotMatch(h.stdout, /^space_bytes/m, 'space_bytes is shown as space_total');
   exits(wrong, 1, 'wrong token', /401 .*check --token/);
   ok(flagWins, '--token wins');
   ok(fallback, 'PITHOS_AUTH_TOKEN as fallback');
@@ -441,7 +449,7 @@ test('`pithos serve` and server flags still start the server', async () => {
   }
 });
 
-test('lists: push (right, --left), pop (--right, --pop-count, --to, --wait), ls lists', async () => {
+test('lists: push (right, --left), pop (--right, --count, --pop-count, --to, --wait), ls lists', async () => {
   assert.equal((await cli(['push', 'q', '1', '"two"', 'three'])).stdout, 'length 3\n');
   assert.equal((await cli(['push', 'q', '0', '--left'])).stdout, 'length 4\n');
   assert.equal((await cli(['pop', 'q'])).stdout, '0\n');
@@ -452,6 +460,18 @@ test('lists: push (right, --left), pop (--right, --pop-count, --to, --wait), ls 
   assert.match((await cli(['ls', 'lists'])).stdout, /^done\t2 items\nq\t0 items\n$/);
   exits(await cli(['pop', 'missing']), 1, 'pop of a missing list', /404 list 'missing' does not exist/);
   exits(await cli(['pop', 'q', '--pop-count', '0']), 2, 'bad count', /--pop-count must be an integer ≥ 1/);
+  // --count is the one count of pop (and of patch --list --remove), beside the long names.
+  assert.equal((await cli(['push', 'c', 'a', 'b', 'c', 'd'])).stdout, 'length 4\n');
+  assert.equal((await cli(['pop', 'c', '--count', '2'])).stdout, 'a\nb\n');
+  assert.equal((await cli(['pop', 'c', '--right', '--pop-count', '1'])).stdout, 'd\n');
+  exits(await cli(['pop', 'c', '--count', '0']), 2, 'bad --count', /--count must be an integer ≥ 1/);
+  exits(await cli(['pop', 'c', '--count', '1', '--pop-count', '1']), 2, 'both spellings', /--count and --pop-count are the same option/);
+  assert.equal((await cli(['push', 'c', 'x', 'c', 'x'])).stdout, 'length 4\n');
+  assert.equal((await cli(['patch', '--list', 'c', '--remove', 'x', '--count', '1'])).stdout, 'length 3\n');
+  assert.equal((await cli(['patch', '--list', 'c', '--remove', 'x', '--remove-count', '1'])).stdout, 'length 2\n');
+  assert.deepEqual((await server.req('GET', '/lists/c')).body.data.items, ['c', 'c']);
+  // query's --count stays a switch.
+  assert.match((await cli(['query', 'no-such-table', '{}', '--count'])).stderr, /table 'no-such-table' does not exist/);
   exits(await cli(['push', 'q']), 2, 'push without values', /missing argument/);
 });
 

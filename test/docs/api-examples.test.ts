@@ -199,6 +199,7 @@ const DYNAMIC: Array<{ re: RegExp; kind: 'bind' | 'fence' | 'version' | 'any' }>
   { re: /(?<="ttl_ms":)\d+/g, kind: 'any' },
   { re: /(?<="(?:disk_free|disk_used|disk_total|mem_free|mem_total|space_total)":")\d+\.\d\dGB/g, kind: 'any' },
   { re: /(?<="disk_percent":")\d+\.\d\d%/g, kind: 'any' },
+  { re: /(?<="space_bytes":)\d+/g, kind: 'any' },
   { re: /(?<="gc_state":)[012]/g, kind: 'any' },
   { re: /(?<=^Date: ).*$/gm, kind: 'any' },
 ];

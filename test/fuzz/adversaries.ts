@@ -16,14 +16,14 @@
  *
  * Both are seeded, bounded in time, and aimed at 127.0.0.1 only.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import https from 'node:https';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseAnswers } from '../helpers/raw.js';
 import { rng } from '../helpers/rng.js';
+import { makeCert } from '../helpers/tls.js';
 
 /** A connection to the TLS port must have finished its handshake this long after the accept (connections.ts, HANDSHAKE_MS). */
 export const HANDSHAKE_LIMIT_MS = 10_000;
@@ -333,28 +333,5 @@ export function selfSigned(): [string, string, string, string] {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'pithos-fuzz-tls-'));
   const cert = path.join(dir, 'cert.pem');
   const key = path.join(dir, 'key.pem');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-      '-days',
-      '1',
-      '-subj',
-      '/CN=pithos-fuzz',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    ],
-    { stdio: 'ignore' },
-  );
-  return [cert, key, readFileSync(cert, 'utf8'), dir];
+  return [cert, key, makeCert(cert, key, 'pithos-fuzz'), dir];
 }

@@ -14,6 +14,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { parseAnswers, type RawAnswer } from '../helpers/raw.js';
 import { rng } from '../helpers/rng.js';
+import { byteOrder } from '../helpers/order.js';
 
 export interface FuzzOptions {
   port: number;
@@ -903,10 +904,6 @@ function routeKinds(r: Built): string[] {
   if (text.includes('"if_version":')) out.push('if_version');
   if (text.includes('"append":')) out.push('append');
   return out;
-}
-
-function byteOrder(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
 }
 
 /** The status the contract gives, and a listing page's shape: prefix, page size, byte order, the cursor. */

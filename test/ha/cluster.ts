@@ -10,10 +10,10 @@
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { pgBinDir } from '../helpers/postgres.js';
+import { freePort } from '../helpers/net.js';
 
 /**
  * The settings that decide the outage (docs/scaling.md, "Running highly
@@ -45,17 +45,6 @@ const owner = asRoot
       gid: Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim()),
     }
   : undefined;
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 

@@ -12,11 +12,11 @@
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { freePort } from './net.js';
 
 export function pgBinDir(): string | undefined {
   const base = '/usr/lib/postgresql';
@@ -28,17 +28,6 @@ export function pgBinDir(): string | undefined {
   }
   const r = spawnSync('sh', ['-c', 'command -v initdb'], { encoding: 'utf8' });
   return r.status === 0 ? path.dirname(r.stdout.trim()) : undefined;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;

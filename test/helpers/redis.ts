@@ -10,6 +10,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { PithosServer, type StartOptions } from './server.js';
+import { freePort } from './net.js';
 
 /** The RESP port a started server logged ("Redis protocol on redis://host:port"). */
 export function respPort(srv: PithosServer): number {
@@ -22,17 +23,6 @@ export function respPort(srv: PithosServer): number {
 export async function startWithResp(opts: StartOptions = {}): Promise<{ srv: PithosServer; port: number }> {
   const srv = await PithosServer.start({ ...opts, args: [...(opts.args ?? []), '--resp-port', '0'] });
   return { srv, port: respPort(srv) };
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
 }
 
 export const REDIS_SERVER = '/usr/bin/redis-server';

@@ -10,15 +10,9 @@ import { test } from 'node:test';
 import pg from 'pg';
 import { MIGRATIONS } from '../../src/store/postgres/schema.js';
 import { freshSchema } from '../helpers/postgres.js';
-import { PG_URL, PithosServer, expectError, expectSuccess } from '../helpers/server.js';
+import { PG_URL, PithosServer, etag, expectError, expectSuccess } from '../helpers/server.js';
 
 const skip = PG_URL === undefined ? 'needs PITHOS_TEST_STORE (the PostgreSQL pass of npm test)' : false;
-
-const etag = (r: { headers: Record<string, unknown> }): number => {
-  const t = String(r.headers.etag);
-  assert.match(t, /^"\d+"$/, `ETag ${t}`);
-  return Number(t.slice(1, -1));
-};
 
 test('a schema at migration 1 with data: 3 nodes at once migrate it once; old objects get distinct versions', { skip }, async () => {
   const url = await freshSchema(PG_URL as string, `upgrade${process.pid}`);

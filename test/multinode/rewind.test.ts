@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { adminQuery, freshSchema } from '../helpers/postgres.js';
-import { PG_URL, PithosServer, expectSuccess, sleep } from '../helpers/server.js';
+import { PG_URL, PithosServer, etag, expectSuccess, sleep } from '../helpers/server.js';
 import { watch } from '../helpers/sse.js';
 
 const skip = PG_URL === undefined ? 'needs PITHOS_TEST_STORE (the PostgreSQL pass of npm test)' : false;
@@ -25,8 +25,6 @@ before(async () => {
 after(async () => {
   await node?.close();
 });
-
-const etag = (r: { headers: Record<string, unknown> }): number => Number(String(r.headers.etag).slice(1, -1));
 
 test(
   'history set back (changes deleted, sequence rewound): watchers get reset, versions and fences re-based above everything published',

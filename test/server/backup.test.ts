@@ -12,6 +12,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { nodeFileOps } from '../../src/engine/index.js';
 import { restoreBackup } from '../../src/store/log/log-store.js';
+import { fetchBackup } from '../helpers/backup.js';
 import { PithosServer, STORE, expectError, expectSuccess, rawRequest, runCli, uniq, untilCount } from '../helpers/server.js';
 
 let srv: PithosServer;
@@ -23,21 +24,6 @@ before(async () => {
 after(async () => {
   await srv?.close();
 });
-
-/** GET /backup into memory; `headersAt` is when the answer's headers arrived (the snapshot is older). */
-function fetchBackup(): Promise<{ status: number; type: string | undefined; body: Buffer; headersAt: number }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port: srv.port, path: '/backup', headers: { 'Auth-Token': srv.token } }, (res) => {
-      const headersAt = performance.now();
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, type: res.headers['content-type'], body: Buffer.concat(chunks), headersAt }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 test(
   'a backup under concurrent writes holds exactly what was acknowledged before it began',
@@ -80,7 +66,7 @@ test(
     const ended = Promise.all(workers);
     await untilCount('writes acknowledged before the backup', () => writes.filter((w) => w.ackedAt !== undefined).length, 60, { ended });
     const began = performance.now();
-    const b = await fetchBackup();
+    const b = await fetchBackup(srv);
     await untilCount('writes sent after the backup answered', () => writes.filter((w) => w.sentAt > b.headersAt).length, 60, { ended });
     stop = true;
     await Promise.all(workers);

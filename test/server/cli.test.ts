@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { fetchBackup } from '../helpers/backup.js';
 import { PithosServer, expectError, expectSuccess, onlyLog, runCli } from '../helpers/server.js';
 
 let tmp: string;
@@ -352,7 +353,7 @@ test(
 );
 
 test(
-  'the recovery log line counts keys with correct plurals and names the /health key_count among them',
+  'the recovery log line counts keys with correct plurals, names the /health key_count among them and what the others are',
   { skip: onlyLog("the recovery line is the log's") },
   async () => {
     const s = await PithosServer.start({ testClock: false });
@@ -361,7 +362,7 @@ test(
       await s.restart('SIGTERM');
       assert.match(
         s.stdout,
-        /recovered 1 key from 1 segment in \d+ ms: 1 top-level key \(what \/health reports as key_count\) and 0 keys inside groups \(table rows\)/,
+        /recovered 1 segment in \d+ ms, holding 1 key: 1 top-level key, one per object \(what \/health reports as key_count\), and 0 inside groups\n/,
       );
       assert.equal((await s.req('GET', '/health')).body.data.key_count, 1);
       expectSuccess(await s.req('PUT', '/tables/people'), 201, 'table created successfully');
@@ -370,13 +371,31 @@ test(
       }
       await s.restart('SIGTERM');
       const m =
-        /recovered (\d+) keys from \d+ segments? in \d+ ms: (\d+) top-level keys \(what \/health reports as key_count\) and 2 keys inside groups \(table rows\)/.exec(
+        /recovered \d+ segments? in \d+ ms, holding (\d+) keys: (\d+) top-level keys, one per object \(what \/health reports as key_count\), and 2 inside groups \(2 table rows\)\n/.exec(
           s.stdout,
         );
       assert.ok(m, `no recovery line in:\n${s.stdout}`);
       const keyCount = (await s.req('GET', '/health')).body.data.key_count as number;
       assert.equal(Number(m[2]), keyCount, 'top-level count differs from /health key_count');
       assert.equal(Number(m[1]), keyCount + 2);
+      // Lists and sets: their elements are named, most first; a restore of a backup says the same.
+      expectSuccess(await s.req('PUT', '/lists/q', { list: [1, 2, 3] }), 201, 'list created successfully');
+      expectSuccess(await s.req('PUT', '/sets/s', { set: ['a', 'b'] }), 201, 'set created successfully');
+      await s.restart('SIGTERM');
+      const held = `holding ${keyCount + 2 + 7} keys: ${keyCount + 2} top-level keys, one per object (what /health reports as key_count), and 7 inside groups (3 list items, 2 set members, 2 table rows)`;
+      assert.ok(s.stdout.includes(`ms, ${held}\n`), `no recovery line with "${held}" in:\n${s.stdout}`);
+      assert.equal((await s.req('GET', '/health')).body.data.key_count, keyCount + 2);
+      const b = await fetchBackup(s);
+      assert.equal(b.status, 200);
+      const tmp = mkdtempSync(path.join(os.tmpdir(), 'pithos-restore-count-'));
+      try {
+        writeFileSync(path.join(tmp, 'b'), b.body);
+        const r = await runCli(['restore', '--from', path.join(tmp, 'b'), '--data-dir', path.join(tmp, 'd')]);
+        assert.equal(r.code, 0, r.stderr);
+        assert.ok(r.stdout.endsWith(`: ${held.slice('holding '.length)}\n`), r.stdout);
+      } finally {
+        rmSync(tmp, { recursive: true, force: true });
+      }
     } finally {
       await s.close();
     }

@@ -11,7 +11,9 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
+import { fetchBackup } from '../helpers/backup.js';
 import { PithosServer, expectError, expectSuccess, onlyLog, rawRequest, runCli, uniq, untilCount, untilTrue, type Res } from '../helpers/server.js';
+import { byteOrder } from '../helpers/order.js';
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'pithos-coll-'));
 after(() => {
@@ -30,23 +32,6 @@ async function snapshot(s: PithosServer, p: string): Promise<{ status: number; d
   const r = await s.req('GET', p);
   return { status: r.status, data: r.body?.data, etag: r.headers.etag };
 }
-
-/** GET /backup into memory; `headersAt` is when the answer's headers arrived (the snapshot is older). */
-function fetchBackup(s: PithosServer): Promise<{ status: number; body: Buffer; headersAt: number }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port: s.port, path: '/backup', headers: { 'Auth-Token': s.token } }, (res) => {
-      const headersAt = performance.now();
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks), headersAt }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-const byteOrder = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
 test(
   'compaction of segments holding list, set and sorted-set elements keeps exactly the live ones, before and after a restart',

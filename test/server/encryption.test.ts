@@ -10,10 +10,10 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
+import { fetchBackup } from '../helpers/backup.js';
 import { PithosServer, expectSuccess, onlyLog, runCli } from '../helpers/server.js';
 
 const skip = onlyLog('encryption at rest is a feature of the log store; PostgreSQL encrypts with its own means (docs/scaling.md)');
@@ -136,18 +136,6 @@ test('the UrnaDB-style config keys encryptor.enable and encryptor.secret are acc
   assert.match(r.stderr, /'encryptor.enable' is false but a key is given/);
 });
 
-function fetchBackup(srv: PithosServer): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    http
-      .get({ host: '127.0.0.1', port: srv.port, path: '/backup', headers: { 'Auth-Token': srv.token } }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => (res.statusCode === 200 ? resolve(Buffer.concat(chunks)) : reject(new Error(`status ${res.statusCode}`))));
-      })
-      .on('error', reject);
-  });
-}
-
 test('backups stay encrypted, restore needs the key, and a rotated key can be dropped after rekey', { skip }, async () => {
   const keyA = keyFile('rot-a.key');
   const keyB = keyFile('rot-b.key');
@@ -155,7 +143,9 @@ test('backups stay encrypted, restore needs the key, and a rotated key can be dr
   const srv = await PithosServer.start({ dataDir, args: ['--encryption-key-file', keyA] });
   try {
     await fill(srv, 30);
-    const backup = await fetchBackup(srv);
+    const fetched = await fetchBackup(srv);
+    assert.equal(fetched.status, 200, fetched.body.toString('utf8', 0, 300));
+    const backup = fetched.body;
     assert.equal(backup.includes(MARKER), false, 'the backup holds the marker in clear');
     const file = path.join(tmp, 'enc.backup');
     fs.writeFileSync(file, backup);

@@ -451,3 +451,36 @@ test("a path that matches a route once some segments are one name: the 404 says 
   // Nothing was written under either spelling.
   expectError(await srv.req('GET', '/records/a%2Fb'), 404, "record 'a/b' does not exist");
 });
+
+test('an operation asked of a kind that lacks it, or of a quick-start spelling: the 404 says where the operation is', async () => {
+  const nf = (m: string, p: string, hint: string) => `no endpoint at ${m} ${p} (${hint})`;
+  const q = uniq('q');
+  expectError(
+    await srv.req('POST', '/sets/post1/pop', '{}'),
+    404,
+    nf('POST', '/sets/post1/pop', "sets have no 'pop', only add, remove, contains, combine; 'pop' is under /lists/<name>/pop: POST /lists/post1/pop"),
+  );
+  expectError(
+    await srv.req('POST', `/list/${q}/push`, '{"values":[1]}'),
+    404,
+    nf('POST', `/list/${q}/push`, `/list/<name> is the quick-start spelling of /lists/<name>; 'push' is under /lists/<name>: POST /lists/${q}/push`),
+  );
+  expectError(
+    await srv.req('POST', '/zset/lb/add', '{}'),
+    404,
+    nf('POST', '/zset/lb/add', "/zset/<name> is the quick-start spelling of /zsets/<name>; 'add' is under /zsets/<name>: POST /zsets/lb/add"),
+  );
+  // An operation two kinds have is pointed at both; one no kind has is no operation, so a split name is the likelier mistake.
+  expectError(
+    await srv.req('POST', '/lists/l/remove', '{}'),
+    404,
+    nf(
+      'POST',
+      '/lists/l/remove',
+      "lists have no 'remove', only push, pop; 'remove' is under /sets/<name>/remove and /zsets/<name>/remove: POST /sets/l/remove",
+    ),
+  );
+  expectError(await srv.req('GET', '/sets/a/b'), 404, nf('GET', '/sets/a/b', "a '/' inside a name must be percent-encoded as %2F: GET /sets/a%2Fb"));
+  // The push under the quick-start spelling wrote nothing.
+  expectError(await srv.req('GET', `/lists/${q}`), 404);
+});

@@ -625,8 +625,10 @@ test('health: 200 "server is healthy" with the nine fields in the exact formats 
   expectSuccess(r, 200, 'server is healthy', r.body?.data);
   const d = r.body.data;
   const nine = ['disk_free', 'disk_percent', 'disk_total', 'disk_used', 'gc_state', 'key_count', 'mem_free', 'mem_total', 'space_total'];
-  // The shared store adds what it knows of its database (docs/scaling.md, "Running highly available").
-  assert.deepEqual(Object.keys(d).sort(), STORE === 'postgres' ? [...nine, 'store'] : nine);
+  // Beside the contract's nine, space_total in bytes; the shared store adds what it knows of its
+  // database (docs/scaling.md, "Running highly available").
+  const fields = [...nine, 'space_bytes', ...(STORE === 'postgres' ? ['store'] : [])].sort();
+  assert.deepEqual(Object.keys(d).sort(), fields);
   assert.ok(Number.isInteger(d.key_count) && d.key_count >= 0, `key_count ${d.key_count}`);
   assert.ok([0, 1, 2].includes(d.gc_state), `gc_state ${d.gc_state}`);
   for (const f of ['disk_free', 'disk_used', 'disk_total', 'mem_free', 'mem_total', 'space_total']) {
@@ -645,6 +647,8 @@ test('health: 200 "server is healthy" with the nine fields in the exact formats 
   assert.ok(Math.abs(num(d.mem_total) - memGB) <= 0.011, `mem_total ${d.mem_total} vs os.totalmem ${memGB.toFixed(3)}GB`);
   assert.ok(num(d.mem_free) <= num(d.mem_total), JSON.stringify(d));
   assert.ok(num(d.space_total) < 1, `space_total ${d.space_total} for a tiny test database`);
+  assert.ok(Number.isSafeInteger(d.space_bytes) && d.space_bytes >= 0, `space_bytes ${d.space_bytes}`);
+  assert.equal((d.space_bytes / 2 ** 30).toFixed(2) + 'GB', d.space_total, 'space_total is space_bytes in GB');
 });
 
 test('health key_count counts tables + records + variants + held locks (rows do not count)', async () => {

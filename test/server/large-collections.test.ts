@@ -19,6 +19,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, test } from 'node:test';
 import { PithosServer, STORE, TOKEN, uniq } from '../helpers/server.js';
+import { bigRequest } from '../helpers/big.js';
 
 /** Elements per collection: enough for a stall of hundreds of ms before streaming, few enough for the suite's time. */
 const N = 150_000;
@@ -54,40 +55,11 @@ after(async () => {
   await srv?.close();
 });
 
-interface Big {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: string;
-  ms: number;
-}
-
-/** A request whose body is only collected, so the test's own event loop stays free for the probes. */
-function big(method: string, path: string, body?: unknown): Promise<Big> {
-  const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-  const start = performance.now();
-  return new Promise((resolve, reject) => {
-    const r = http.request(
-      {
-        host: '127.0.0.1',
-        port: srv.port,
-        method,
-        path,
-        agent: false,
-        headers: { 'Auth-Token': TOKEN, ...(payload ? { 'Content-Type': 'application/json', 'Content-Length': payload.length } : {}) },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('error', reject);
-        res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8'), ms: performance.now() - start }),
-        );
-      },
-    );
-    r.on('error', reject);
-    r.end(payload);
-  });
-}
+/** A request whose body is only collected, so the test's own event loop stays free for the probes (the body as text). */
+const big = async (method: string, path: string, body?: unknown) => {
+  const r = await bigRequest(srv, method, path, body);
+  return { ...r, body: r.body.toString('utf8') };
+};
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 

@@ -11,7 +11,7 @@ import http from 'node:http';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import { tcpQueues } from '../helpers/proc.js';
-import { PithosServer, expectError, expectSuccess, pool, sleep, uniq, untilTrue, type Res } from '../helpers/server.js';
+import { PithosServer, etag, expectError, expectSuccess, pool, sleep, uniq, untilTrue, type Res } from '../helpers/server.js';
 import { watch } from '../helpers/sse.js';
 
 let srv: PithosServer;
@@ -28,7 +28,6 @@ const items = async (n: string): Promise<unknown[]> => {
   assert.equal(r.status, 200, r.raw);
   return r.body.data.items;
 };
-const etag = (r: Res): number => Number(String(r.headers.etag).slice(1, -1));
 const push = (n: string, body: Record<string, unknown>): Promise<Res> => srv.req('POST', `/lists/${n}/push`, body);
 const pop = (n: string, body: Record<string, unknown> = {}): Promise<Res> => srv.req('POST', `/lists/${n}/pop`, body);
 
@@ -366,7 +365,7 @@ test('bad input: 400 naming the field, and nothing changes', async () => {
     ['POST', '/push', { values: [1], create: 'no' }, `field 'create' must be true or false`],
     ['POST', '/push', { values: [1], value: 2 }, `unknown field 'value' (allowed: values, side, create, if_version)`],
     ['POST', '/pop', { count: 0 }, `field 'count' must be an integer ≥ 1 and ≤ 1000`],
-    ['POST', '/pop', { count: 1001 }, `field 'count' must be an integer ≥ 1 and ≤ 1000`],
+    ['POST', '/pop', { count: 1001 }, `field 'count' asks for 1001 elements; one request takes at most 1000`],
     ['POST', '/pop', { count: 1.5 }, `field 'count' must be an integer ≥ 1 and ≤ 1000`],
     ['POST', '/pop', { count: '2' }, `field 'count' must be a number`],
     ['POST', '/pop', { wait_ms: -1 }, `field 'wait_ms' must be an integer ≥ 0 and ≤ 30000`],

@@ -10,6 +10,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { ROUTES } from '../../src/http/routes.js';
 import { servedRoutes } from '../../src/http/router.js';
 import { PROBES } from '../../src/http/openapi.js';
+import { KIND_NAMES, KINDS } from '../../src/store/kinds.js';
 import http from 'node:http';
 import { PithosServer, expectError } from '../helpers/server.js';
 
@@ -42,6 +43,13 @@ test('the validator is not a rubber stamp: a broken copy is refused', async () =
   broken.paths['/health'].get.responses = 'none';
   const res = await new Validator().validate(broken);
   assert.equal(res.valid, false);
+});
+
+test('the description names every kind of the table of kinds, each by its path', () => {
+  const d = doc.info.description as string;
+  assert.match(d, new RegExp(`^Named objects of ${KIND_NAMES.length} kinds `));
+  for (const k of KIND_NAMES) assert.ok(d.includes(`/${KINDS[k].plural}`), `${k} missing from: ${d}`);
+  assert.ok(d.includes('/zsets') && d.includes('/lists'), d);
 });
 
 test('every route the server serves is documented, and nothing else', () => {

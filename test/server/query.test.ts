@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { PithosServer, expectError, expectSuccess, uniq, type Res } from '../helpers/server.js';
+import { byteOrder } from '../helpers/order.js';
 
 let srv: PithosServer;
 before(async () => {
@@ -50,7 +51,6 @@ async function mkTable(rowsIn: unknown[]): Promise<string> {
   for (const r of rowsIn) assert.equal((await srv.req('POST', `/tables/${t}/rows`, { rows: r })).status, 201);
   return t;
 }
-const byteOrder = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
 // ---- listing --------------------------------------------------------------------
 

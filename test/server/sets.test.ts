@@ -11,6 +11,7 @@ import { after, before, test } from 'node:test';
 import fc from 'fast-check';
 import { PithosServer, expectError, expectSuccess, pool, seg, uniq, etag } from '../helpers/server.js';
 import { watch } from '../helpers/sse.js';
+import { byteOrder } from '../helpers/order.js';
 
 let srv: PithosServer;
 before(async () => {
@@ -19,9 +20,6 @@ before(async () => {
 after(async () => {
   await srv?.close();
 });
-
-/** UTF-8 byte order, which is the order a set lists its members in. */
-const byteOrder = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
 test('PUT takes an array or an object of member → true; GET lists every member in byte order', async () => {
   const s = uniq('s');
@@ -143,7 +141,7 @@ test('bad input is 400 naming the field, and changes nothing', async () => {
     ['POST', 'add', { members: ['a', 7] }, `field 'members' item 1 must be a string`],
     ['POST', 'add', { members: [long] }, `field 'members' item 0 must be at most 4096 bytes of UTF-8`],
     ['POST', 'add', { members: ['ok', longUtf8] }, `field 'members' item 1 must be at most 4096 bytes of UTF-8`],
-    ['POST', 'add', { members: Array.from({ length: 1001 }, (_, i) => `m${i}`) }, `field 'members' must hold at most 1000 members`],
+    ['POST', 'add', { members: Array.from({ length: 1001 }, (_, i) => `m${i}`) }, `field 'members' holds 1001 elements; one request takes at most 1000`],
     ['POST', 'add', { members: ['a'], create: 'yes' }, `field 'create' must be true or false`],
     ['POST', 'add', { members: ['a'], extra: 1 }, /^unknown field 'extra' \(allowed: members, create, if_version\)$/],
     ['POST', 'remove', { members: [null] }, `field 'members' item 0 must be a string`],

@@ -14,6 +14,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { after, before, test } from 'node:test';
 import { onlyLog, PithosServer, STORE, TOKEN, uniq } from '../helpers/server.js';
+import { bigRequest, type Big } from '../helpers/big.js';
 
 /** Rows of the big table: ~74 bytes of JSON each, so 100k rows are ~7.4 MB (the issue's table). */
 const N = STORE === 'postgres' ? 30_000 : 100_000;
@@ -51,38 +52,7 @@ after(async () => {
   await srv?.close();
 });
 
-interface Big {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: Buffer;
-  ms: number;
-}
-
-/** A request whose body is only collected (parsed later), so the test's own event loop stays free while probes run. */
-function big(method: string, path: string, body?: unknown): Promise<Big> {
-  const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-  const start = performance.now();
-  return new Promise((resolve, reject) => {
-    const r = http.request(
-      {
-        host: '127.0.0.1',
-        port: srv.port,
-        method,
-        path,
-        agent: false,
-        headers: { 'Auth-Token': TOKEN, ...(payload ? { 'Content-Type': 'application/json', 'Content-Length': payload.length } : {}) },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('error', reject);
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), ms: performance.now() - start }));
-      },
-    );
-    r.on('error', reject);
-    r.end(payload);
-  });
-}
+const big = (method: string, path: string, body?: unknown): Promise<Big> => bigRequest(srv, method, path, body);
 
 /**
  * Runs `work` while small GETs of a variant go one after another on their

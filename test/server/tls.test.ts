@@ -4,9 +4,8 @@
  * connection sees the new certificate; a bad pair on reload keeps the one in force.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import net from 'node:net';
 import os from 'node:os';
@@ -16,6 +15,7 @@ import { serverSockets } from '../helpers/proc.js';
 import { Redis } from 'ioredis';
 import { PithosServer, STORE, TOKEN, rawRequest, runCli, sleep } from '../helpers/server.js';
 import { rawExchange, startWithResp } from '../helpers/redis.js';
+import { makeCert } from '../helpers/tls.js';
 
 let tmp: string;
 before(() => {
@@ -24,34 +24,6 @@ before(() => {
 after(() => {
   rmSync(tmp, { recursive: true, force: true });
 });
-
-/** A self-signed P-256 certificate for 127.0.0.1, written to cert/key; returns the PEM certificate. */
-function makeCert(cert: string, key: string, cn: string): string {
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-      '-days',
-      '1',
-      '-subj',
-      `/CN=${cn}`,
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    ],
-    { stdio: 'ignore' },
-  );
-  return readFileSync(cert, 'utf8');
-}
 
 interface TlsRes {
   status: number;

@@ -30,6 +30,7 @@ import {
   writeFileDurably,
 } from '../../engine/index.js';
 import type { Logger } from '../../log.js';
+import { groupNoun } from './keys.js';
 
 const MAGIC = 'PITHOS-BACKUP 1\n';
 /**
@@ -149,7 +150,7 @@ export async function restoreBackup(file: string, dataDir: string, log: Logger, 
     let engine: Engine;
     try {
       // Takes the lock this process already holds (lockDirectory allows that).
-      engine = await Engine.open({ dir: dataDir, log, sweepIntervalMs: 0, compactIntervalMs: 0, keyring });
+      engine = await Engine.open({ dir: dataDir, log, sweepIntervalMs: 0, compactIntervalMs: 0, keyring, groupNoun });
     } catch (err) {
       if (err instanceof KeyMismatchError) {
         // The failed open released the lock: hold it again while removing what this restore wrote.
@@ -159,9 +160,9 @@ export async function restoreBackup(file: string, dataDir: string, log: Logger, 
       }
       throw err;
     }
-    const keys = engine.stats().keys;
+    const keys = engine.describeKeys();
     await engine.close();
-    return `restored ${header.files.length} segment file(s) (${pos - start} bytes, up to sequence ${header.seq}, taken ${header.created}) into ${dataDir}: ${keys} keys`;
+    return `restored ${header.files.length} segment file(s) (${pos - start} bytes, up to sequence ${header.seq}, taken ${header.created}) into ${dataDir}: ${keys}`;
   } finally {
     // A no-op once the engine's close released it, and for a lock another process holds.
     unlockDirectory(dataDir);

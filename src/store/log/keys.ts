@@ -77,6 +77,18 @@ export const elementGroup = (kind: CollectionKind, name: string, inc: number): s
 
 /** Digits of a row's t_id and of a list item's position in their keys. */
 export const ROW_ID_WIDTH = 16;
+/** What one key of each kind's element groups is, for the counts the open logs. */
+type GroupedKind = { [K in Kind]: (typeof KINDS)[K]['log']['group'] extends string ? K : never }[Kind];
+const ELEMENT_NOUN: Record<GroupedKind, string> = { table: 'table rows', list: 'list items', set: 'set members', zset: 'sorted-set members' };
+const GROUP_NOUN = new Map<string, string>(Object.entries(ELEMENT_NOUN).map(([k, noun]) => [KINDS[k as GroupedKind].log.group, noun]));
+
+/** What the keys of the groups whose names start with `letter` are (the engine's `groupNoun`). */
+export function groupNoun(letter: string): string {
+  if (letter === DEF_GROUP[0]) return 'index definitions';
+  if (letter === ENTRY_PREFIX[0]) return 'index entries';
+  return GROUP_NOUN.get(letter) ?? `keys in groups '${letter}'`;
+}
+
 /** Fixed-width ids make the engine's key order the t_id order. */
 export const rowKey = (group: string, id: number): string => group + String(id).padStart(ROW_ID_WIDTH, '0');
 export const rowIdOf = (key: string): number => Number(key.slice(-ROW_ID_WIDTH));

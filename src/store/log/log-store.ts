@@ -9,7 +9,7 @@ import { backupStream } from './backup.js';
 import { IndexRegistry } from './indexes.js';
 import { list } from './listing.js';
 import { NameView } from './names.js';
-import { ENTRY_PREFIX, isTopLevel } from './keys.js';
+import { ENTRY_PREFIX, groupNoun, isTopLevel } from './keys.js';
 import { LogLocks } from './locks.js';
 import { LogRecords } from './records.js';
 import { LogTables, rowDecoder, tableMeta } from './tables.js';
@@ -64,7 +64,7 @@ export class LogStore implements Store {
   }
 
   static async open(opts: EngineOptions & { now: () => number }): Promise<LogStore> {
-    const engine = await Engine.open(opts);
+    const engine = await Engine.open({ groupNoun, ...opts });
     // The views kept beside the directory (docs/query.md) need the top-level keys
     // and the index entries (the groups `i\0…`), not the rows and collection elements.
     const topLevel: string[] = [];
