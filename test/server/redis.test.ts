@@ -216,6 +216,41 @@ test('WATCH of a list, a set, a sorted set, a hash, a string and an absent key: 
   ]);
 });
 
+test('GETSET, GETDEL and MSETNX are atomic under concurrent clients: each old value answered once, one MSETNX wins', async () => {
+  const cs = Array.from({ length: 8 }, () => client());
+  await Promise.all(cs.map((x) => x.connect()));
+  await cs[0]!.set('atom:g', 'start');
+  // Every GETSET answers the value it replaced: the values form one chain, none answered twice.
+  const olds = await Promise.all(cs.flatMap((x, i) => Array.from({ length: 10 }, (_, j) => x.getset('atom:g', `v${i}-${j}`))));
+  const final = await cs[0]!.get('atom:g');
+  const seen = [...olds, final];
+  assert.equal(new Set(seen).size, seen.length, `a value answered twice: ${JSON.stringify(seen)}`);
+  assert.ok(seen.includes('start'));
+  // GETDEL: of concurrent ones, exactly one gets the value.
+  for (let round = 0; round < 5; round++) {
+    await cs[0]!.set('atom:d', `x${round}`);
+    const got = await Promise.all(cs.map((x) => x.getdel('atom:d')));
+    assert.deepEqual(
+      got.filter((v) => v !== null),
+      [`x${round}`],
+      `round ${round}: ${JSON.stringify(got)}`,
+    );
+  }
+  // MSETNX over overlapping keys: one wins each round, and both its values are there.
+  for (let round = 0; round < 5; round++) {
+    const keys = ['atom:m1', 'atom:m2', 'atom:m3'].map((k) => `${k}:${round}`);
+    const won = await Promise.all(cs.map((x, i) => x.msetnx(keys[i % 3]!, `c${i}`, keys[(i + 1) % 3]!, `c${i}`)));
+    // Any two of these key pairs share a key: exactly one may win.
+    assert.equal(won.filter((w) => w === 1).length, 1, `round ${round}: ${JSON.stringify(won)}`);
+    const winners = won.flatMap((w, i) => (w === 1 ? [i] : []));
+    const values = await cs[0]!.mget(...keys);
+    for (const i of winners) {
+      assert.equal(values[i % 3], `c${i}`, `round ${round}: winner ${i} holds ${keys[i % 3]}: ${JSON.stringify(values)}`);
+      assert.equal(values[(i + 1) % 3], `c${i}`, `round ${round}: winner ${i} holds ${keys[(i + 1) % 3]}: ${JSON.stringify(values)}`);
+    }
+  }
+});
+
 test('EXEC of writes a Store transaction holds is all or nothing', async () => {
   const r = client();
   await r.connect();
