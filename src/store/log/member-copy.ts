@@ -14,7 +14,7 @@ import type { Atomic, Tx } from './atomic.js';
 import { elementGroup, headerKey, readHeader } from './collections.js';
 
 /** Keys per decision: a few ms of copying here. */
-const COPY_STEP = 16_384;
+const COPY_STEP = 4096;
 const MAX_TRIES = 3;
 
 export interface MemberCopy {
