@@ -174,7 +174,7 @@ async function largeWrites(s: Server): Promise<void> {
 export async function largeCollections(store?: string): Promise<void> {
   console.log(`  large collections, ${fmt(MEMBERS)} elements (${store === undefined ? 'log store' : 'PostgreSQL'}):`);
   const data = mkdtempSync(join(tmpdir(), 'pithos-bench-large-'));
-  const dir = store === undefined ? ['--data-dir', data, '--fsync', 'never', '--cache-mb', '1024'] : ['--store', store];
+  const dir = store === undefined ? ['--data-dir', data, '--fsync', 'never', '--cache-mb', '1024'] : ['--store', store, '--pg-statement-timeout-ms', '300000'];
   const s = await startServer('pithos', process.execPath, [SERVER, '--port', '0', '--auth-token', TOKEN, '--max-body-bytes', String(256 << 20), ...dir], {
     timeoutMs: 120_000,
   });
