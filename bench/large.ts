@@ -22,6 +22,8 @@ import { startServer, type Server } from './proc.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const MEMBERS = Number(process.env.PITHOS_BENCH_LARGE_MEMBERS ?? 1_000_000);
+/** PITHOS_BENCH_LARGE_ONLY=writes: only the probed large writes (after the fill). */
+const ONLY = process.env.PITHOS_BENCH_LARGE_ONLY;
 const SERVER = process.env.PITHOS_BENCH_SERVER ?? join(ROOT, 'bin', 'pithos');
 const TOKEN = 'SECRET';
 const fmt = (n: number, d = 0): string => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
@@ -61,6 +63,9 @@ async function ok(s: Server, method: string, path: string, body?: string): Promi
   if (r.status !== 200 && r.status !== 201) throw new Error(`${method} ${path}: ${r.status} ${r.body.slice(0, 200)}`);
 }
 
+/** Probes whose connection failed (each also counted with its wait in the latencies). */
+let probeErrors = 0;
+
 const pct = (xs: number[], p: number): number => xs[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))];
 
 /** Runs `work` while a GET of a small variant starts every 10 ms on its own connection. */
@@ -72,7 +77,10 @@ async function probed<T>(s: Server, work: () => Promise<T>): Promise<{ result: T
   const loop = (async () => {
     while (!done) {
       const t = performance.now();
-      await call(s, 'GET', '/variants/probe', undefined, agent);
+      // A server held long enough drops the probe's connection (seen before large writes were sliced): counted as its wait.
+      await call(s, 'GET', '/variants/probe', undefined, agent).catch(() => {
+        probeErrors++;
+      });
       const ms = performance.now() - t;
       lat.push(ms);
       if (ms < 10) await new Promise((r) => setTimeout(r, 10 - ms));
@@ -91,7 +99,9 @@ async function probed<T>(s: Server, work: () => Promise<T>): Promise<{ result: T
 
 function probeLine(lat: number[]): string {
   const t = [...lat].sort((a, b) => a - b);
-  return `probe n ${lat.length}, p50 ${fmt(pct(t, 50), 1)} / p99 ${fmt(pct(t, 99), 1)} / max ${fmt(t[t.length - 1], 1)} ms`;
+  const errors = probeErrors > 0 ? ` (${probeErrors} failed)` : '';
+  probeErrors = 0;
+  return `probe n ${lat.length}${errors}, p50 ${fmt(pct(t, 50), 1)} / p99 ${fmt(pct(t, 99), 1)} / max ${fmt(t[t.length - 1], 1)} ms`;
 }
 
 function rssMb(pid: number | undefined): number {
@@ -123,14 +133,56 @@ async function fill(s: Server): Promise<void> {
   console.log(`    filled (PUT of each whole) in ${fmt((performance.now() - t) / 1000, 1)} s`);
 }
 
+/**
+ * Whole PUTs of a million members, and a combine with `store` at its input
+ * limit (2 × 100,000), each probed: other requests while a large write is
+ * parsed, checked and applied.
+ */
+async function largeWrites(s: Server): Promise<void> {
+  const set: string[] = [];
+  const zset: string[] = [];
+  const mid: string[] = [];
+  const mid2: string[] = [];
+  for (let i = 0; i < MEMBERS; i++) {
+    const m = JSON.stringify(member(MEMBERS - i));
+    set.push(m);
+    zset.push(`${m}:${i % 1000}`);
+    if (i < MEMBERS / 10) {
+      mid.push(JSON.stringify(member(2 * i)));
+      mid2.push(JSON.stringify(member(2 * i + 1)));
+    }
+  }
+  await ok(s, 'PUT', '/sets/mid', `{"set":[${mid.join(',')}]}`);
+  await ok(s, 'PUT', '/sets/mid2', `{"set":[${mid2.join(',')}]}`);
+  const writes: Array<[string, string, string, string]> = [
+    ['PUT /sets/w (1M members, replacing)', 'PUT', '/sets/w', `{"set":[${set.join(',')}]}`],
+    ['PUT /zsets/w (1M members, replacing)', 'PUT', '/zsets/w', `{"zset":{${zset.join(',')}}}`],
+    ['combine union 2 × 100K with store', 'POST', '/sets/mid/combine', '{"op":"union","with":["mid2"],"store":"u"}'],
+  ];
+  // Each target holds a value first: the PUT replaces it, as the crash tests' PUTs do.
+  await ok(s, 'PUT', '/sets/w', '{"set":["old"]}');
+  await ok(s, 'PUT', '/zsets/w', '{"zset":{"old":1}}');
+  for (const [what, method, path, body] of writes) {
+    const { result, lat, ms } = await probed(s, () => call(s, method, path, body, false, true));
+    if (result.status !== 200 && result.status !== 201) throw new Error(`${what}: ${result.status} ${result.body.slice(0, 200)}`);
+    console.log(
+      `    ${what.padEnd(40)} ${fmt(ms).padStart(6)} ms, ${fmt(Buffer.byteLength(body) / 1e6, 1).padStart(5)} MB in; ${probeLine(lat)} (target p99 ≤ 50, max ≤ 200)`,
+    );
+  }
+}
+
 export async function largeCollections(store?: string): Promise<void> {
   console.log(`  large collections, ${fmt(MEMBERS)} elements (${store === undefined ? 'log store' : 'PostgreSQL'}):`);
   const data = mkdtempSync(join(tmpdir(), 'pithos-bench-large-'));
-  const dir = store === undefined ? ['--data-dir', data, '--fsync', 'never', '--cache-mb', '1024'] : ['--store', store];
+  const dir = store === undefined ? ['--data-dir', data, '--fsync', 'never', '--cache-mb', '1024'] : ['--store', store, '--pg-statement-timeout-ms', '300000'];
   const s = await startServer('pithos', process.execPath, [SERVER, '--port', '0', '--auth-token', TOKEN, '--max-body-bytes', String(256 << 20), ...dir], {
     timeoutMs: 120_000,
   });
   try {
+    if (ONLY === 'writes') {
+      await ok(s, 'PUT', '/variants/probe', '{"variant":1}');
+      return await largeWrites(s);
+    }
     await fill(s);
     const reads: Array<[string, string, string, string | undefined]> = [
       ['GET /lists/big (every item)', 'GET', '/lists/big', undefined],
@@ -146,6 +198,7 @@ export async function largeCollections(store?: string): Promise<void> {
         `    ${what.padEnd(40)} ${fmt(ms).padStart(6)} ms, ${fmt(result.bytes / 1e6, 1).padStart(5)} MB; ${probeLine(lat)} (target p99 ≤ 50, max ≤ 200)`,
       );
     }
+    await largeWrites(s);
     const before = rssMb(s.child.pid);
     let peak = before;
     const sampler = setInterval(() => (peak = Math.max(peak, rssMb(s.child.pid))), 50);

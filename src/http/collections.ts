@@ -6,20 +6,9 @@
  * contract's; each lives in one Answer.
  */
 import type { ServerResponse } from 'node:http';
-import {
-  checkMember,
-  MAX_COMBINE,
-  membersOf,
-  parseBound,
-  SET_OPS,
-  type SetOp,
-  scoresOf,
-  setContentOf,
-  Z_MODES,
-  type ZMode,
-  type ZRange,
-} from '../store/collection.js';
+import { checkMember, MAX_COMBINE, membersOf, parseBound, SET_OPS, type SetOp, scoresOf, Z_MODES, type ZMode, type ZRange } from '../store/collection.js';
 import { invalid } from '../store/errors.js';
+import { scoresInSlices, setContentInSlices } from '../store/large-input.js';
 import type { SetStore, VersionOut, ZsetStore } from '../store/store.js';
 import { checkName } from '../store/validate.js';
 import type { Body } from './request-body.js';
@@ -69,7 +58,7 @@ function oneOf<T extends string>(options: readonly T[], v: string): v is T {
 // ---- sets ---------------------------------------------------------------------------
 
 export async function putSet(ctx: Ctx, name: string, body: BodyOf<typeof b.putSet>, res: ServerResponse): Promise<void> {
-  const members = setContentOf('set', body.set);
+  const members = await setContentInSlices('set', body.set);
   const created = await sets(ctx).put(name, members, ttlOf(body), preconditionOf(body, res));
   send(res, created ? 201 : 200, A.setCreated);
 }
@@ -145,7 +134,7 @@ export async function getSetQuick(ctx: Ctx, name: string, _body: Body, res: Serv
 // ---- sorted sets -----------------------------------------------------------------------
 
 export async function putZset(ctx: Ctx, name: string, body: BodyOf<typeof b.putZset>, res: ServerResponse): Promise<void> {
-  const pairs = scoresOf('zset', body.zset, false);
+  const pairs = await scoresInSlices('zset', body.zset);
   const created = await zsets(ctx).put(name, pairs, ttlOf(body), preconditionOf(body, res));
   send(res, created ? 201 : 200, A.zsetCreated);
 }

@@ -11,6 +11,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import * as net from 'node:net';
 import { type Body, decodeBody, hasBody, parseBody, refuseBody, tooLarge } from './request-body.js';
+import { decodeInSlices, LARGE_BODY, parseInSlices, slicedField } from './large-body.js';
 import {
   answerLast,
   conn,
@@ -531,6 +532,8 @@ function onData(this: PithosRequest, chunk: Buffer): void {
 function onEnd(this: PithosRequest): void {
   if (this.failed) return;
   const res = this.response;
+  const field = this.size > LARGE_BODY ? slicedField(this.route.def) : undefined;
+  if (field !== undefined && this.chunks !== undefined) return largeEnd(this, this.chunks, field);
   let body: Body;
   let text: string;
   try {
@@ -544,4 +547,13 @@ function onEnd(this: PithosRequest): void {
     return this.server.fail(res, err);
   }
   this.server.dispatch(this.route, this.name, body, res, text, this.sub);
+}
+
+/** A large PUT of a collection: decoded and parsed in slices (large-body.ts), then dispatched as any body. */
+function largeEnd(req: PithosRequest, chunks: Buffer[], field: string): void {
+  req.chunks = undefined;
+  const { server, route, name, sub, response: res } = req;
+  decodeInSlices(chunks)
+    .then(async (text) => server.dispatch(route, name, await parseInSlices(text, field), res, '', sub))
+    .catch((err: unknown) => server.fail(res, err));
 }

@@ -1,7 +1,7 @@
 /**
  * Sets (docs/redis.md, "Sets") over the set store. Set algebra reads each
  * set's members and computes here, treating a missing set as empty as Redis
- * does; the STORE forms replace the target in one atomic write. SPOP and
+ * does; the STORE forms are the store's combine with `store`. SPOP and
  * SMOVE are conditional writes on the version read, retried on a race.
  */
 import { glob, type Glob } from './glob.js';
@@ -79,11 +79,33 @@ async function algebra(store: Store, op: 'union' | 'inter' | 'diff', keys: reado
   return [...first];
 }
 
+/** Whether a set with members is at `key` (one member read; an empty set is absent, as in Redis). */
+async function hasMembers(store: Store, key: string): Promise<boolean> {
+  try {
+    return (JSON.parse(await store.sets.get(key, 1, undefined)) as Members).count > 0;
+  } catch (err) {
+    if (!isMissing(err)) throw err;
+    return false;
+  }
+}
+
+/**
+ * SINTERSTORE, SUNIONSTORE, SDIFFSTORE: the set store's combine with
+ * `store` (docs/api.md, "Sets"), which computes the result in slices and
+ * replaces the target in one atomic step, refusing inputs of more than
+ * MAX_COMBINE_STORE members in all, as POST /sets/<name>/combine does.
+ * Before it, a source of another type is WRONGTYPE and nothing is written;
+ * after it, the target's other types go and an empty result removes the
+ * key, as Redis's *STORE replaces whatever the key held.
+ */
 async function store(c: Call, op: 'union' | 'inter' | 'diff'): Promise<Reply> {
   const dest = c.args[1]!;
-  const result = await algebra(c.store, op, c.args.slice(2));
-  await replaceSet(c.store, dest, result);
-  return result.length;
+  const keys = c.args.slice(2);
+  for (const k of new Set(keys)) if (!(await hasMembers(c.store, k))) await assertNotOther(c.store, k, 'set');
+  const { count } = JSON.parse(await c.store.sets.combine(keys[0]!, op, keys.slice(1), dest)) as { count: number };
+  if (count === 0) await deleteKey(c.store, dest);
+  else for (const t of ['string', 'hash', 'list', 'zset'] as const) await assertGone(c.store, dest, t);
+  return count;
 }
 
 /** Replaces whatever `key` holds with a set of `ms` (none: the key goes), as Redis's *STORE commands do. */

@@ -277,6 +277,32 @@ test('EXEC of writes a Store transaction holds is all or nothing', async () => {
   assert.equal(feed.body.data.variant, 1);
 });
 
+test('SUNIONSTORE and friends are the store combine with store: large results stored whole, replies as Redis gives them, the input limit refused', async () => {
+  const r = client();
+  await r.connect();
+  const many = (from: number, n: number): string[] => Array.from({ length: n }, (_, i) => `m${String(from + i).padStart(7, '0')}`);
+  // 30,000 + 30,000 members (half shared): a staged combine on the log store.
+  assert.equal((await srv.req('PUT', '/sets/st:a', { set: many(0, 30_000) })).status, 201);
+  assert.equal((await srv.req('PUT', '/sets/st:b', { set: many(15_000, 30_000) })).status, 201);
+  await r.rpush('st:dest', 'was a list');
+  assert.equal(await r.sunionstore('st:dest', 'st:a', 'st:b'), 45_000);
+  assert.equal(await r.type('st:dest'), 'set');
+  assert.equal(await r.scard('st:dest'), 45_000);
+  assert.equal(await r.sinterstore('st:i', 'st:a', 'st:b', 'st:missing'), 0);
+  assert.equal(await r.exists('st:i'), 0);
+  assert.equal(await r.sdiffstore('st:d', 'st:a', 'st:b'), 15_000);
+  assert.deepEqual((await r.smembers('st:d')).sort(), many(0, 15_000));
+  await r.set('st:str', 'x');
+  await assert.rejects(r.sunionstore('st:d', 'st:a', 'st:str'), /WRONGTYPE/);
+  assert.equal(await r.scard('st:d'), 15_000);
+  // 4 × 60,000 named: over the 200,000 the store's combine with store reads at most.
+  await assert.rejects(
+    r.sunionstore('st:d', 'st:a', 'st:b', 'st:a', 'st:b', 'st:a', 'st:b', 'st:a', 'st:b'),
+    /ERR combine with 'store' reads at most 200000 members in all/,
+  );
+  assert.equal(await r.scard('st:d'), 15_000);
+});
+
 test('a read token may run read commands only', async () => {
   const file = path.join(srv.dataDir, 'tokens');
   writeFileSync(file, 'reader read READ-ONLY-token-1\nwriter write WRITE-token-22\n');

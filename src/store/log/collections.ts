@@ -150,7 +150,8 @@ export function writeHeader(tx: Tx, kind: CollectionKind, name: string, h: Heade
  * Starts a new incarnation holding `count` elements (the caller writes them
  * into the returned group with the returned expiry): a whole-object write.
  * The old incarnation's elements go in the same batch. Returns whether the
- * collection is new.
+ * collection is new. `staged`: the incarnation whose elements a staged
+ * write (staged.ts) has written already, and their expiry.
  */
 export function replaceCollection(
   tx: Tx,
@@ -159,15 +160,21 @@ export function replaceCollection(
   count: number,
   ttl: number,
   pre: Precondition | undefined,
+  staged?: { inc: number; exp: number },
 ): { created: boolean; group: string; exp: number } {
   const key = headerKey(kind, name);
   if (pre !== undefined) checkPrecondition(`${kind} '${name}'`, tx.version(key), pre);
   const old = tx.get(key, headerDecoder);
   if (old !== undefined) tx.dropGroup(elementGroup(kind, name, old.inc));
-  const h: Header = { inc: tx.seq, count };
-  const exp = expiryOf(ttl, tx.now);
+  const h: Header = { inc: staged?.inc ?? tx.seq, count };
+  const exp = staged?.exp ?? expiryOf(ttl, tx.now);
   tx.put(key, encodeHeader(h, undefined), h, headerDecoder, exp);
   return { created: old === undefined, group: elementGroup(kind, name, h.inc), exp };
+}
+
+/** Refuses a whole-object write whose condition fails on what is stored. */
+export function checkCollection(tx: Tx, kind: CollectionKind, name: string, pre: Precondition | undefined): void {
+  if (pre !== undefined) checkPrecondition(`${kind} '${name}'`, tx.version(headerKey(kind, name)), pre);
 }
 
 export function dropCollection(tx: Tx, kind: CollectionKind, name: string, pre: Precondition | undefined): void {

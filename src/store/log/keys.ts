@@ -139,3 +139,16 @@ export const longEntryKey = (group: string, id: number): string => `${group}l${I
 export const entryCut = (key: string): number => key.lastIndexOf(GROUP_END) + 1;
 /** Where an entry key's value ends (the index of its separator); the t_id follows. */
 export const entrySep = (key: string): number => key.lastIndexOf(INDEX_SEP);
+
+// ---- whole-collection writes under way (staged.ts) ---------------------------------
+
+/**
+ * The group of the markers of whole-collection writes under way: one key per
+ * element group being filled, `w\0` then the group's name with U+0001 for
+ * its U+0000s (names hold no control characters, so the marker stays in
+ * this one group and names its element group exactly).
+ */
+export const STAGED_PREFIX = 'w' + GROUP_END;
+export const stagedKey = (elements: string): string => STAGED_PREFIX + elements.replaceAll(GROUP_END, INDEX_SEP);
+/** The element group a marker names. */
+export const stagedGroup = (key: string): string => key.slice(STAGED_PREFIX.length).replaceAll(INDEX_SEP, GROUP_END);

@@ -25,6 +25,7 @@ import { checkPrecondition } from '../versions.js';
 import type { Atomic, Tx } from './atomic.js';
 import { isListKey, itemKey, listGroup, listKey, nameOfTop } from './keys.js';
 import { snapshotBatches } from './snapshot-batches.js';
+import { fillFrom, STAGE_STEP, stagedWrite } from './staged.js';
 
 export interface ListHead {
   /** Sequence number of the batch that created this incarnation: names its item group. */
@@ -276,9 +277,25 @@ export class LogLists implements ListStore {
     }
   };
 
+  /** A list of more than STAGE_STEP items is written in slices and switched to in one batch (staged.ts). */
   put(name: string, items: unknown[], ttl: number, pre?: Precondition): Promise<boolean> {
-    const texts = items.map((v) => JSON.stringify(v));
-    return this.atomic.atomically(undefined, (tx) => putList(tx, name, texts, ttl, pre));
+    if (items.length <= STAGE_STEP) {
+      const texts = items.map((v) => JSON.stringify(v));
+      return this.atomic.atomically(undefined, (tx) => putList(tx, name, texts, ttl, pre));
+    }
+    return stagedWrite(this.atomic, {
+      groupOf: (inc) => listGroup(name, inc),
+      ttl,
+      check: (tx) => checkList(tx, name, pre),
+      fill: fillFrom(items.length, (tx, s, i) => putItem(tx, s.group, i, JSON.stringify(items[i]), s.exp)),
+      commit: (tx, s) => {
+        checkList(tx, name, pre);
+        const old = listHead(tx, name);
+        if (old !== undefined) tx.dropGroup(listGroup(name, old.inc));
+        writeHead(tx, name, { inc: s.inc, head: 0, tail: items.length }, s.exp, 'put');
+        return old === undefined;
+      },
+    });
   }
 
   items(name: string, start: number, stop: number): Sync<Elements<string[]>> {

@@ -9,7 +9,8 @@ import { backupStream } from './backup.js';
 import { IndexRegistry } from './indexes.js';
 import { list } from './listing.js';
 import { NameView } from './names.js';
-import { ENTRY_PREFIX, groupNoun, isTopLevel } from './keys.js';
+import { ENTRY_PREFIX, groupNoun, isTopLevel, STAGED_PREFIX } from './keys.js';
+import { dropUnfinished } from './staged.js';
 import { LogLocks } from './locks.js';
 import { LogRecords } from './records.js';
 import { LogTables, rowDecoder, tableMeta } from './tables.js';
@@ -72,6 +73,9 @@ export class LogStore implements Store {
     const entries = Array.from(engine.keys(ENTRY_PREFIX));
     const s = new LogStore(engine, opts.now, topLevel, opts.log ?? noLog);
     await s.indexes.load(entries);
+    // Whole-collection writes the last process did not finish (staged.ts): their partial elements go.
+    const dropped = await dropUnfinished(s.atomic, Array.from(engine.keys(STAGED_PREFIX)));
+    if (dropped > 0) (opts.log ?? noLog)('info', `dropped the partial elements of ${dropped} whole-collection write(s) not finished before the last stop`);
     return s;
   }
 

@@ -14,7 +14,7 @@ import type { Atomic, Tx } from './atomic.js';
 import { elementGroup, headerKey, readHeader } from './collections.js';
 
 /** Keys per decision: a few ms of copying here. */
-const COPY_STEP = 16_384;
+const COPY_STEP = 4096;
 const MAX_TRIES = 3;
 
 export interface MemberCopy {
@@ -22,12 +22,21 @@ export interface MemberCopy {
   heads: Array<{ count: number; version: number } | undefined>;
   /** Per set: its member keys without the group's prefix, in byte order ([] when it does not exist). */
   keys: string[][];
+  /** The engine's rollback count at that instant (with the versions: whether the sets are still those of the copy). */
+  rollbacks: number;
 }
 
 interface Start {
   heads: MemberCopy['heads'];
   groups: Array<string | undefined>;
   rollbacks: number;
+}
+
+/** Whether the sets `names` are still those of the instant `s` was read at (a copy's, or a step's start). */
+export function unchanged(tx: Tx, names: readonly string[], s: { heads: MemberCopy['heads']; rollbacks: number }): boolean {
+  if (tx.rollbacks !== s.rollbacks) return false;
+  for (let i = 0; i < names.length; i++) if ((tx.version(headerKey('set', names[i])) ?? undefined) !== s.heads[i]?.version) return false;
+  return true;
 }
 
 function start(tx: Tx, names: readonly string[]): Start {
@@ -41,12 +50,6 @@ function start(tx: Tx, names: readonly string[]): Start {
   return { heads, groups, rollbacks: tx.rollbacks };
 }
 
-function unchanged(tx: Tx, names: readonly string[], s: Start): boolean {
-  if (tx.rollbacks !== s.rollbacks) return false;
-  for (let i = 0; i < names.length; i++) if ((tx.version(headerKey('set', names[i])) ?? undefined) !== s.heads[i]?.version) return false;
-  return true;
-}
-
 const all = (tx: Tx, group: string | undefined): string[] => (group === undefined ? [] : tx.groupKeys(group, '', Number.MAX_SAFE_INTEGER, true));
 
 export async function copyMembers(atomic: Atomic, names: readonly string[]): Promise<MemberCopy> {
@@ -58,7 +61,7 @@ export async function copyMembers(atomic: Atomic, names: readonly string[]): Pro
       // Small enough for one step: copied in this decision, as before.
       return total <= COPY_STEP ? { s, keys: s.groups.map((g) => all(tx, g)) } : { s, keys: undefined };
     });
-    if (first.keys !== undefined) return { heads: first.s.heads, keys: first.keys };
+    if (first.keys !== undefined) return { heads: first.s.heads, keys: first.keys, rollbacks: first.s.rollbacks };
     const s = first.s;
     const keys: string[][] = names.map(() => []);
     let same = true;
@@ -78,10 +81,10 @@ export async function copyMembers(atomic: Atomic, names: readonly string[]): Pro
         after = group + page[page.length - 1];
       }
     }
-    if (same && (await atomic.read((tx) => unchanged(tx, names, s)))) return { heads: s.heads, keys };
+    if (same && (await atomic.read((tx) => unchanged(tx, names, s)))) return { heads: s.heads, keys, rollbacks: s.rollbacks };
   }
   return atomic.read((tx) => {
     const s = start(tx, names);
-    return { heads: s.heads, keys: s.groups.map((g) => all(tx, g)) };
+    return { heads: s.heads, keys: s.groups.map((g) => all(tx, g)), rollbacks: s.rollbacks };
   });
 }

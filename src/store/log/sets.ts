@@ -12,9 +12,11 @@ import { collectionMissing, combineLimit, type SetOp } from '../collection.js';
 import { batchesOf, keyBatches, mergeBatches } from '../elements.js';
 import type { Batches, Elements, Precondition, SetStore, VersionOut } from '../store.js';
 import { results } from '../txn.js';
-import { copyMembers } from './member-copy.js';
+import { copyMembers, unchanged } from './member-copy.js';
 import type { Atomic, Tx } from './atomic.js';
+import { fillFrom, STAGE_STEP, stagedWrite } from './staged.js';
 import {
+  checkCollection,
   dropCollection,
   elementGroup,
   existingHeader,
@@ -30,6 +32,10 @@ import {
 } from './collections.js';
 
 const EMPTY = Buffer.alloc(0);
+/** Staged combines that may see their inputs change before the last is made in one decision. */
+const MAX_TRIES = 3;
+/** Thrown by a staged combine's switch when an input changed since the copy: its group is dropped and it starts again. */
+const INPUTS_CHANGED = new Error('the sets a combine read changed while its result was written');
 /** A member's value is empty: the key is the member. */
 const memberDecoder: Decoder<true> = () => true;
 
@@ -130,8 +136,16 @@ export function setCombine(tx: Tx, name: string, op: SetOp, others: readonly str
 export class LogSets implements SetStore {
   constructor(private readonly atomic: Atomic) {}
 
+  /** A set of more than STAGE_STEP members is written in slices and switched to in one batch (staged.ts). */
   put(name: string, members: readonly string[], ttl: number, pre?: Precondition): Promise<boolean> {
-    return this.atomic.atomically(undefined, (tx) => setPut(tx, name, members, ttl, pre));
+    if (members.length <= STAGE_STEP) return this.atomic.atomically(undefined, (tx) => setPut(tx, name, members, ttl, pre));
+    return stagedWrite(this.atomic, {
+      groupOf: (inc) => elementGroup('set', name, inc),
+      ttl,
+      check: (tx) => checkCollection(tx, 'set', name, pre),
+      fill: fillFrom(members.length, (tx, s, i) => tx.put(memberKey(s.group, members[i]), EMPTY, true, memberDecoder, s.exp)),
+      commit: (tx, s) => replaceCollection(tx, 'set', name, members.length, ttl, pre, s).created,
+    });
   }
 
   get(name: string, limit: number | undefined, after: string | undefined, out?: VersionOut): Promise<string> {
@@ -198,13 +212,57 @@ export class LogSets implements SetStore {
         return `{"members":${jsonList(ms)},"count":${ms.length}}`;
       });
     }
-    // Inputs read and target replaced in one decision: one atomic step. The target keeps no expiry.
-    return this.atomic.atomically(undefined, (tx) => {
-      const names = [name, ...others];
+    return this.combineStore(name, op, others, store, pre);
+  }
+
+  /**
+   * The result replaces `store` as if inputs and target were one decision:
+   * the inputs are copied at one instant (member-copy.ts), merged a batch
+   * per slice into a staged incarnation of the target (staged.ts), and the
+   * switch happens only if no input changed since the copy; a combine that
+   * sees a change starts again, and after MAX_TRIES is made in one decision,
+   * which the limit on its inputs keeps bounded. The target keeps no expiry.
+   */
+  private async combineStore(name: string, op: SetOp, others: readonly string[], store: string, pre?: Precondition): Promise<string> {
+    const names = [name, ...others];
+    const total = (tx: Tx): number => {
+      const counts = names.map((n) => readHeader(tx, 'set', n)?.count ?? 0);
+      combineLimit(names, counts);
+      return counts.reduce((a, b) => a + b, 0);
+    };
+    for (let attempt = 0; attempt < MAX_TRIES && (await this.atomic.read(total)) > STAGE_STEP; attempt++) {
+      const c = await copyMembers(this.atomic, names);
       combineLimit(
         names,
-        names.map((n) => readHeader(tx, 'set', n)?.count ?? 0),
+        c.heads.map((h) => h?.count ?? 0),
       );
+      const merged = mergeBatches(op, c.keys[0], c.keys.slice(1), (k) => k);
+      let count = 0;
+      try {
+        return await stagedWrite(this.atomic, {
+          groupOf: (inc) => elementGroup('set', store, inc),
+          ttl: 0,
+          check: (tx) => checkCollection(tx, 'set', store, pre),
+          fill: (tx, s) => {
+            const r = merged.next();
+            if (r.done === true) return false;
+            for (const k of r.value) tx.put(s.group + k, EMPTY, true, memberDecoder, s.exp);
+            count += r.value.length;
+            return true;
+          },
+          commit: (tx, s) => {
+            if (!unchanged(tx, names, c)) throw INPUTS_CHANGED;
+            replaceCollection(tx, 'set', store, count, 0, pre, s);
+            return `{"count":${count}}`;
+          },
+        });
+      } catch (err) {
+        if (err !== INPUTS_CHANGED) throw err;
+      }
+    }
+    // Small inputs, or inputs written without pause: inputs read and target replaced in one decision.
+    return this.atomic.atomically(undefined, (tx) => {
+      total(tx);
       const ms = setCombine(tx, name, op, others);
       setPut(tx, store, ms, 0, pre);
       return `{"count":${ms.length}}`;

@@ -29,7 +29,9 @@ import { RankedPairs, scoreOrder } from '../ranked.js';
 import { batchesOf, ELEMENT_BATCH } from '../elements.js';
 import type { Elements, Precondition, VersionOut, ZBatch, ZsetStore } from '../store.js';
 import type { Atomic, Tx } from './atomic.js';
+import { fillFrom, STAGE_STEP, stagedWrite } from './staged.js';
 import {
+  checkCollection,
   dropCollection,
   elementGroup,
   existingHeader,
@@ -320,8 +322,22 @@ export class LogZsets implements ZsetStore {
     this.indexes = new ZsetIndexes(engine);
   }
 
+  /** A sorted set of more than STAGE_STEP members is written in slices and switched to in one batch (staged.ts). */
   put(name: string, pairs: ReadonlyArray<[string, number]>, ttl: number, pre?: Precondition): Promise<boolean> {
-    return this.atomic.atomically(undefined, (tx) => zsetPut(this.indexes, tx, name, pairs, ttl, pre));
+    if (pairs.length <= STAGE_STEP) return this.atomic.atomically(undefined, (tx) => zsetPut(this.indexes, tx, name, pairs, ttl, pre));
+    return stagedWrite(this.atomic, {
+      groupOf: (inc) => elementGroup('zset', name, inc),
+      ttl,
+      check: (tx) => checkCollection(tx, 'zset', name, pre),
+      fill: fillFrom(pairs.length, (tx, st, i) => {
+        const [m, s] = pairs[i];
+        tx.put(st.group + encodeMember(m), scoreBytes(s), s, scoreDecoder, st.exp);
+      }),
+      commit: (tx, st) => {
+        this.indexes.track(tx, name).reset = true;
+        return replaceCollection(tx, 'zset', name, pairs.length, ttl, pre, st).created;
+      },
+    });
   }
 
   async add(name: string, pairs: ReadonlyArray<[string, number]>, mode: ZMode, create: boolean, pre?: Precondition): Promise<string> {
