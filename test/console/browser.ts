@@ -6,10 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { freePort } from '../helpers/net.js';
 import { PithosServer, ROOT } from '../helpers/server.js';
 
 const CHROMIUM = process.env.PITHOS_CHROMIUM ?? '/usr/bin/chromium';
@@ -26,17 +26,6 @@ export const queries: Record<string, unknown>[] = [];
 /** When the page sent each API request (not its own files): the console's load on the server. */
 const apiRequests: number[] = [];
 export const sentSince = (t0: number): number => apiRequests.filter((t) => t >= t0).length;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address() as net.AddressInfo;
-      s.close(() => resolve(a.port));
-    });
-  });
-}
 
 export async function start(): Promise<void> {
   assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does this)`);
