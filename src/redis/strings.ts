@@ -326,12 +326,13 @@ async function mset(c: Call, nx: boolean): Promise<Reply> {
  * objects (absent to Redis, present to those checks) are removed first.
  */
 async function msetnx(store: Store, a: readonly string[]): Promise<Reply> {
-  const keys: string[] = [];
-  const mutations: Mutation[] = [];
-  for (let i = 1; i < a.length; i += 2) {
-    keys.push(a[i]!);
-    mutations.push({ kind: 'variant', name: a[i]!, op: 'SET', value: inputOf(a[i + 1]!), ttl: 0, retype: true });
-  }
+  // The last value of a key named twice, as Redis keeps; the keys in one order for every
+  // MSETNX, so that overlapping ones, each creating its keys in that order, queue on the
+  // first key they share instead of deadlocking on PostgreSQL.
+  const values = new Map<string, string>();
+  for (let i = 1; i < a.length; i += 2) values.set(a[i]!, a[i + 1]!);
+  const keys = [...values.keys()].sort();
+  const mutations: Mutation[] = keys.map((k) => ({ kind: 'variant', name: k, op: 'SET', value: inputOf(values.get(k)!), ttl: 0, retype: true }));
   for (let attempt = 0; attempt < 50; attempt++) {
     for (const k of keys) {
       const empties: RType[] = [];
