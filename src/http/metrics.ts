@@ -113,6 +113,26 @@ function pulledGauge(registry: Registry, name: string, help: string, get: () => 
   });
 }
 
+/** The shared store's group commit (docs/operations.md, "Metrics"), observed once per batch: prom-client's cost is shared by the batch's writes. */
+function batchHistograms(r: Registry, batches: (o: BatchObserver) => void): void {
+  const size = new Histogram({
+    name: 'pithos_store_batch_writes',
+    help: 'Writes sent to the shared database together in one batch (group commit; 1: a write sent alone)',
+    buckets: [1, 2, 4, 8, 16, 32, 64],
+    registers: [r],
+  });
+  const rtt = new Histogram({
+    name: 'pithos_store_batch_duration_seconds',
+    help: "Time from sending one batch of writes to the shared database to its answer (the batch's round trip and commit)",
+    buckets: IO_BUCKETS,
+    registers: [r],
+  });
+  batches((ops, seconds) => {
+    size.observe(ops);
+    rtt.observe(seconds);
+  });
+}
+
 /** monitorEventLoopDelay samples every 10 ms and records how late each sample came, plus these 10 ms. */
 const LOOP_RESOLUTION_S = 0.01;
 
@@ -247,25 +267,7 @@ export class Metrics {
         () => store().unavailable,
       );
     }
-    if (batches !== undefined) {
-      // Observed once per batch (not per request): prom-client's cost is shared by the batch's writes.
-      const size = new Histogram({
-        name: 'pithos_store_batch_writes',
-        help: 'Writes sent to the shared database together in one batch (group commit; 1: a write sent alone)',
-        buckets: [1, 2, 4, 8, 16, 32, 64],
-        registers: [r],
-      });
-      const rtt = new Histogram({
-        name: 'pithos_store_batch_duration_seconds',
-        help: "Time from sending one batch of writes to the shared database to its answer (the batch's round trip and commit)",
-        buckets: IO_BUCKETS,
-        registers: [r],
-      });
-      batches((ops, seconds) => {
-        size.observe(ops);
-        rtt.observe(seconds);
-      });
-    }
+    if (batches !== undefined) batchHistograms(r, batches);
     this.loop = monitorEventLoopDelay({ resolution: 10 });
     this.loop.enable();
     r.registerMetric(new LoopLag(this.loop));
