@@ -8,6 +8,7 @@
  *   {"k":"i","n":name,"d":delta}                    variant increment of an integer by a safe integer (64-bit sum)
  *   {"k":"v","n":name,"t":type,"v":json,"ttl":s}    variant put (no condition, same type or new)
  *   {"k":"r","n":id,"b":json,"ttl":s}               record put (no condition)
+ *   {"k":"d","n":id}                                record delete
  *   {"k":"p","n":name,"s":side,"c":create,"vals":[json texts]}  list push (no condition)
  * The answer is an array of {"i": the op's place in `ops` (1-based), "r": its
  * result} or {"i", "f": true}: the op found nothing it may do here (a missing
@@ -32,7 +33,7 @@ DECLARE
   exp int8; x text; h record; hd int8; tl int8; vals text[]; cnt int8;
 BEGIN
   FOR o, i IN SELECT e.o, e.i FROM jsonb_array_elements(ops) WITH ORDINALITY AS e(o, i)
-      ORDER BY CASE e.o->>'k' WHEN 'r' THEN 2 WHEN 'p' THEN 3 ELSE 1 END, e.o->>'n', e.i LOOP
+      ORDER BY CASE e.o->>'k' WHEN 'r' THEN 2 WHEN 'd' THEN 2 WHEN 'p' THEN 3 ELSE 1 END, e.o->>'n', e.i LOOP
     n := o->>'n'; k := o->>'k'; res := NULL;
     exp := CASE WHEN coalesce((o->>'ttl')::float8, 0) = 0 THEN NULL ELSE now_ms + round((o->>'ttl')::float8 * 1000)::int8 END;
     BEGIN
@@ -61,6 +62,9 @@ BEGIN
             WHERE y.expires_at IS NOT NULL AND y.expires_at <= now_ms;
           IF FOUND THEN res := 'true'::jsonb; END IF;
         END IF;
+      ELSIF k = 'd' THEN
+        DELETE FROM pithos_records WHERE id = n AND (expires_at IS NULL OR expires_at > now_ms);
+        IF FOUND THEN res := 'true'::jsonb; END IF;
       ELSIF k = 'p' THEN
         vals := ARRAY(SELECT jsonb_array_elements_text(o->'vals'));
         SELECT l.head, l.tail, (l.expires_at IS NULL OR l.expires_at > now_ms) AS live, l.op IS NOT DISTINCT FROM '' AS placeholder

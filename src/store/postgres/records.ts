@@ -224,6 +224,9 @@ export class PgRecords implements RecordStore {
   }
 
   delete(id: string): Promise<void> {
-    return deleteRecord(this.db.q, id);
+    const alone = (): Promise<void> => deleteRecord(this.db.q, id);
+    if (this.group === undefined) return alone();
+    // A missing record is the batch's "run it alone": deleteRecord then answers 404.
+    return this.group.submit({ k: 'd', n: id }, () => undefined, alone);
   }
 }
