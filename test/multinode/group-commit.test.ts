@@ -166,3 +166,54 @@ test('64 writers over two nodes, backends terminated and PostgreSQL restarted: c
   }
   for (const n of nodes) assert.equal(n.child?.exitCode ?? null, null);
 });
+
+test('writes refused on their own terms inside batches fail alone with the answer they get alone; the others commit', { skip }, async () => {
+  const ctr = uniq('gcok');
+  const str = uniq('gcstr');
+  const none = uniq('gcnone');
+  expectSuccess(await nodes[0].req('PUT', `/variants/${ctr}`, { variant: 0 }), 201, 'variant created successfully', { variant: 0 });
+  expectSuccess(await nodes[0].req('PUT', `/variants/${str}`, { variant: 'abc' }), 201, 'variant created successfully', { variant: 'abc' });
+  // The answers each refused write gets when it is alone (a lone write takes the general path).
+  const alone = {
+    incr: await nodes[0].req('POST', `/variants/${str}`, { delta: 1 }),
+    push: await nodes[0].req('POST', `/lists/${none}/push`, { values: [1], create: false }),
+    del: await nodes[0].req('DELETE', `/records/${none}`),
+  };
+  assert.deepEqual([alone.incr.status, alone.push.status, alone.del.status], [409, 404, 404]);
+  const before = (await batchesOfMany(nodes[0])) + (await batchesOfMany(nodes[1]));
+  const answers = await Promise.all(
+    Array.from({ length: 400 }, async (_, i) => {
+      const n = nodes[i % 2];
+      switch (i % 5) {
+        case 0:
+          return { kind: 'incr' as const, r: await n.req('POST', `/variants/${str}`, { delta: 1 }) };
+        case 1:
+          return { kind: 'push' as const, r: await n.req('POST', `/lists/${none}/push`, { values: [i], create: false }) };
+        case 2:
+          return { kind: 'del' as const, r: await n.req('DELETE', `/records/${none}`) };
+        case 3:
+          return { kind: 'put' as const, r: await n.req('PUT', `/records/${ctr}-${i}`, { record: { i } }) };
+        default:
+          return { kind: 'ok' as const, r: await n.req('POST', `/variants/${ctr}`, { delta: 1 }) };
+      }
+    }),
+  );
+  const after = (await batchesOfMany(nodes[0])) + (await batchesOfMany(nodes[1]));
+  assert.ok(after > before, 'no batch of several writes was sent during the burst');
+  let ok = 0;
+  for (const { kind, r } of answers) {
+    if (kind === 'ok') {
+      assert.equal(r.status, 200, r.raw);
+      ok++;
+    } else if (kind === 'put') {
+      assert.equal(r.status, 201, r.raw);
+    } else {
+      assert.equal(r.status, alone[kind].status, r.raw);
+      assert.equal(r.body.message, alone[kind].body.message);
+    }
+  }
+  expectSuccess(await nodes[1].req('GET', `/variants/${ctr}`), 200, 'variant queried successfully', { variant: ok });
+  expectSuccess(await nodes[1].req('GET', `/variants/${str}`), 200, 'variant queried successfully', { variant: 'abc' });
+  assert.equal((await nodes[1].req('GET', `/lists/${none}`)).status, 404);
+  for (let i = 3; i < 400; i += 5) assert.equal((await nodes[(i + 1) % 2].req('GET', `/records/${ctr}-${i}`)).body.data.i, i);
+});
