@@ -2,7 +2,7 @@
  * The shared store's single-object writes, A/B and beside pgbench
  * (docs/benchmarks.md, "Group commit on the shared store"):
  *
- *   node dist/bench/group-commit.js [--base OTHER/bin/pithos] [--connections 32]
+ *   npm run bench:group -- [--base OTHER/bin/pithos] [--connections 32]
  *        [--duration 8] [--rounds 2] [--pool 10] [--pgbench-clients 10]
  *
  * One throw-away PostgreSQL cluster; this build's server and, with --base,
