@@ -171,19 +171,33 @@ test('writes refused on their own terms inside batches fail alone with the answe
   const ctr = uniq('gcok');
   const str = uniq('gcstr');
   const none = uniq('gcnone');
+  const big = uniq('gcbig');
+  const top = uniq('gctop');
   expectSuccess(await nodes[0].req('PUT', `/variants/${ctr}`, { variant: 0 }), 201, 'variant created successfully', { variant: 0 });
   expectSuccess(await nodes[0].req('PUT', `/variants/${str}`, { variant: 'abc' }), 201, 'variant created successfully', { variant: 'abc' });
+  // 64-bit integers: a sum past 2^53 stays exact in a batch; one past 2^63 - 1 is refused alone.
+  const put = async (name: string, digits: string): Promise<void> => {
+    const r = await nodes[0].req('PUT', `/variants/${name}`, `{"variant":${digits}}`, { 'content-type': 'application/json' });
+    assert.equal(r.status, 201, r.raw);
+  };
+  await put(big, '9223372036854775000');
+  await put(top, '9223372036854775807');
   // The answers each refused write gets when it is alone (a lone write takes the general path).
   const alone = {
+    over: await nodes[0].req('POST', `/variants/${top}`, { delta: 1 }),
     incr: await nodes[0].req('POST', `/variants/${str}`, { delta: 1 }),
     push: await nodes[0].req('POST', `/lists/${none}/push`, { values: [1], create: false }),
     del: await nodes[0].req('DELETE', `/records/${none}`),
   };
-  assert.deepEqual([alone.incr.status, alone.push.status, alone.del.status], [409, 404, 404]);
+  assert.deepEqual([alone.over.status, alone.incr.status, alone.push.status, alone.del.status], [409, 409, 404, 404]);
   const before = (await batchesOfMany(nodes[0])) + (await batchesOfMany(nodes[1]));
   const answers = await Promise.all(
-    Array.from({ length: 400 }, async (_, i) => {
+    Array.from({ length: 480 }, async (_, i) => {
       const n = nodes[i % 2];
+      if (i >= 400) {
+        if (i % 2 === 0) return { kind: 'big' as const, r: await n.req('POST', `/variants/${big}`, { delta: 1 }) };
+        return { kind: 'over' as const, r: await n.req('POST', `/variants/${top}`, { delta: 1 }) };
+      }
       switch (i % 5) {
         case 0:
           return { kind: 'incr' as const, r: await n.req('POST', `/variants/${str}`, { delta: 1 }) };
@@ -205,6 +219,8 @@ test('writes refused on their own terms inside batches fail alone with the answe
     if (kind === 'ok') {
       assert.equal(r.status, 200, r.raw);
       ok++;
+    } else if (kind === 'big') {
+      assert.equal(r.status, 200, r.raw);
     } else if (kind === 'put') {
       assert.equal(r.status, 201, r.raw);
     } else {
@@ -213,6 +229,9 @@ test('writes refused on their own terms inside batches fail alone with the answe
     }
   }
   expectSuccess(await nodes[1].req('GET', `/variants/${ctr}`), 200, 'variant queried successfully', { variant: ok });
+  // 40 increments of 9223372036854775000, digit for digit.
+  assert.match((await nodes[1].req('GET', `/variants/${big}`)).raw, /"variant":9223372036854775040\b/);
+  assert.match((await nodes[1].req('GET', `/variants/${top}`)).raw, /"variant":9223372036854775807\b/);
   expectSuccess(await nodes[1].req('GET', `/variants/${str}`), 200, 'variant queried successfully', { variant: 'abc' });
   assert.equal((await nodes[1].req('GET', `/lists/${none}`)).status, 404);
   for (let i = 3; i < 400; i += 5) assert.equal((await nodes[(i + 1) % 2].req('GET', `/records/${ctr}-${i}`)).body.data.i, i);
