@@ -173,6 +173,7 @@ test('writes refused on their own terms inside batches fail alone with the answe
   const none = uniq('gcnone');
   const big = uniq('gcbig');
   const top = uniq('gctop');
+  const set = uniq('gcset');
   expectSuccess(await nodes[0].req('PUT', `/variants/${ctr}`, { variant: 0 }), 201, 'variant created successfully', { variant: 0 });
   expectSuccess(await nodes[0].req('PUT', `/variants/${str}`, { variant: 'abc' }), 201, 'variant created successfully', { variant: 'abc' });
   // 64-bit integers: a sum past 2^53 stays exact in a batch; one past 2^63 - 1 is refused alone.
@@ -192,8 +193,13 @@ test('writes refused on their own terms inside batches fail alone with the answe
   assert.deepEqual([alone.over.status, alone.incr.status, alone.push.status, alone.del.status], [409, 409, 404, 404]);
   const before = (await batchesOfMany(nodes[0])) + (await batchesOfMany(nodes[1]));
   const answers = await Promise.all(
-    Array.from({ length: 480 }, async (_, i) => {
+    Array.from({ length: 520 }, async (_, i) => {
       const n = nodes[i % 2];
+      if (i >= 480) {
+        // Overlapping members, one with U+0000, some repeated within the request.
+        const members = [`m${i % 7}`, `x${i}`, `x${i}`, `z\u0000${i % 3}`];
+        return { kind: 'sadd' as const, r: await n.req('POST', `/sets/${set}/add`, { members }) };
+      }
       if (i >= 400) {
         if (i % 2 === 0) return { kind: 'big' as const, r: await n.req('POST', `/variants/${big}`, { delta: 1 }) };
         return { kind: 'over' as const, r: await n.req('POST', `/variants/${top}`, { delta: 1 }) };
@@ -215,10 +221,14 @@ test('writes refused on their own terms inside batches fail alone with the answe
   const after = (await batchesOfMany(nodes[0])) + (await batchesOfMany(nodes[1]));
   assert.ok(after > before, 'no batch of several writes was sent during the burst');
   let ok = 0;
+  let added = 0;
   for (const { kind, r } of answers) {
     if (kind === 'ok') {
       assert.equal(r.status, 200, r.raw);
       ok++;
+    } else if (kind === 'sadd') {
+      assert.equal(r.status, 200, r.raw);
+      added += r.body.data.added as number;
     } else if (kind === 'big') {
       assert.equal(r.status, 200, r.raw);
     } else if (kind === 'put') {
@@ -229,6 +239,9 @@ test('writes refused on their own terms inside batches fail alone with the answe
     }
   }
   expectSuccess(await nodes[1].req('GET', `/variants/${ctr}`), 200, 'variant queried successfully', { variant: ok });
+  // 40 adds: 7 shared members, 40 of their own, 3 with U+0000; each added once.
+  assert.equal(added, 50);
+  assert.equal((await nodes[0].req('GET', `/sets/${set}`)).body.data.count, 50);
   // 40 increments of 9223372036854775000, digit for digit.
   assert.match((await nodes[1].req('GET', `/variants/${big}`)).raw, /"variant":9223372036854775040\b/);
   assert.match((await nodes[1].req('GET', `/variants/${top}`)).raw, /"variant":9223372036854775807\b/);

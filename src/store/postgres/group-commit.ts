@@ -51,7 +51,8 @@ export type GroupOp =
   | { k: 'v'; n: string; t: string; v: string; ttl: number }
   | { k: 'r'; n: string; b: string; ttl: number }
   | { k: 'd'; n: string }
-  | { k: 'p'; n: string; s: 'left' | 'right'; c: boolean; vals: string[] };
+  | { k: 'p'; n: string; s: 'left' | 'right'; c: boolean; vals: string[] }
+  | { k: 'sa'; n: string; c: boolean; m: string; hex: string[] };
 
 /** The write must run alone, on the general path (it changed nothing). */
 const ALONE = Symbol('alone');

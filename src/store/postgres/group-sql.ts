@@ -10,6 +10,7 @@
  *   {"k":"r","n":id,"b":json,"ttl":s}               record put (no condition)
  *   {"k":"d","n":id}                                record delete
  *   {"k":"p","n":name,"s":side,"c":create,"vals":[json texts]}  list push (no condition)
+ *   {"k":"sa","n":name,"c":create,"m":members as JSON,"hex":[members' UTF-8 in hex]}  set add (no condition)
  * The answer is an array of {"i": the op's place in `ops` (1-based), "r": its
  * result} or {"i", "f": true}: the op found nothing it may do here (a missing
  * object, another type, an overflow, a value the statement refused) and
@@ -19,7 +20,7 @@
  * alone; any other error (serialization, deadlock, cancel, read-only, lost
  * connection) fails the whole call and nothing of the batch is applied.
  *
- * Ops are applied ordered by (table, name), variants then records then lists
+ * Ops are applied ordered by (table, name), variants, records, lists, then sets
  * as /txns lock them (txns.ts), and by arrival within one object: row locks
  * are taken in one global order, so batches from several nodes queue on each
  * other instead of deadlocking. The statements are those of variants.ts,
@@ -30,11 +31,11 @@ export const GROUP_FUNCTION = `CREATE OR REPLACE FUNCTION pithos_group(ops jsonb
 DECLARE
   o jsonb; i int8; n text; k text; res jsonb; acc jsonb := '[]'::jsonb;
   now_ms int8 := floor(extract(epoch from now()) * 1000)::int8 + off;
-  exp int8; x text; h record; hd int8; tl int8; vals text[]; cnt int8;
+  exp int8; x text; h record; hd int8; tl int8; ex bool; vals text[]; cnt int8;
 BEGIN
   FOR o, i IN SELECT e.o, e.i FROM jsonb_array_elements(ops) WITH ORDINALITY AS e(o, i)
-      ORDER BY CASE e.o->>'k' WHEN 'r' THEN 2 WHEN 'd' THEN 2 WHEN 'p' THEN 3 ELSE 1 END, e.o->>'n', e.i LOOP
-    n := o->>'n'; k := o->>'k'; res := NULL;
+      ORDER BY CASE e.o->>'k' WHEN 'r' THEN 2 WHEN 'd' THEN 2 WHEN 'p' THEN 3 WHEN 'sa' THEN 4 ELSE 1 END, e.o->>'n', e.i LOOP
+    n := o->>'n'; k := o->>'k'; res := NULL; hd := NULL; tl := NULL;
     exp := CASE WHEN coalesce((o->>'ttl')::float8, 0) = 0 THEN NULL ELSE now_ms + round((o->>'ttl')::float8 * 1000)::int8 END;
     BEGIN
       IF k = 'i' THEN
@@ -65,6 +66,36 @@ BEGIN
       ELSIF k = 'd' THEN
         DELETE FROM pithos_records WHERE id = n AND (expires_at IS NULL OR expires_at > now_ms);
         IF FOUND THEN res := 'true'::jsonb; END IF;
+      ELSIF k = 'sa' THEN
+        -- setAdd (src/store/postgres/sets.ts) with lockHeader's cases: live, expired (emptied), none (a header to lock).
+        SELECT s.count, (s.expires_at IS NULL OR s.expires_at > now_ms) AS live, s.op IS NOT DISTINCT FROM '' AS placeholder
+          INTO h FROM pithos_sets s WHERE s.name = n FOR UPDATE;
+        IF NOT FOUND THEN
+          IF (o->>'c')::bool THEN
+            INSERT INTO pithos_sets (name, count, expires_at, version, op) VALUES (n, 0, NULL, nextval('pithos_seq'), '')
+              ON CONFLICT (name) DO NOTHING;
+            IF FOUND THEN hd := 0; ex := false; END IF;
+          END IF;
+        ELSIF h.placeholder THEN
+          IF (o->>'c')::bool THEN hd := 0; ex := false; END IF;
+        ELSIF h.live THEN
+          hd := h.count; ex := true;
+        ELSIF (o->>'c')::bool THEN
+          DELETE FROM pithos_set_members WHERE name = n;
+          hd := 0; ex := false;
+        END IF;
+        IF hd IS NOT NULL THEN
+          INSERT INTO pithos_set_members (name, member) SELECT n, decode(t.m, 'hex') FROM jsonb_array_elements_text(o->'hex') AS t(m)
+            ON CONFLICT (name, member) DO NOTHING;
+          GET DIAGNOSTICS cnt = ROW_COUNT;
+          IF cnt > 0 THEN
+            UPDATE pithos_sets SET count = hd + cnt, version = nextval('pithos_seq'), op = 'add',
+                op_data = '{"members":' || (o->>'m') || ',"added":' || cnt || ',"count":' || (hd + cnt) || '}',
+                expires_at = CASE WHEN ex THEN expires_at END
+              WHERE name = n;
+          END IF;
+          res := jsonb_build_array(cnt, hd + cnt);
+        END IF;
       ELSIF k = 'p' THEN
         vals := ARRAY(SELECT jsonb_array_elements_text(o->'vals'));
         SELECT l.head, l.tail, (l.expires_at IS NULL OR l.expires_at > now_ms) AS live, l.op IS NOT DISTINCT FROM '' AS placeholder
@@ -98,7 +129,6 @@ BEGIN
           PERFORM pg_notify('pithos_lists', n);
           res := to_jsonb(tl - hd);
         END IF;
-        hd := NULL; tl := NULL;
       END IF;
     EXCEPTION WHEN data_exception OR integrity_constraint_violation THEN
       res := NULL;

@@ -65,7 +65,7 @@ export class PgStore implements Store {
     this.variants = db.ops.bound(new PgVariants(db, group));
     this.locks = db.ops.bound(new PgLocks(db));
     this.lists = db.ops.bound(new PgLists(db, group));
-    this.sets = db.ops.bound(new PgSets(db));
+    this.sets = db.ops.bound(new PgSets(db, group));
     this.zsets = db.ops.bound(new PgZsets(db));
     this.messages = new PgMessages(db);
   }
