@@ -287,7 +287,7 @@ async function serve(
     log('warn', `open-file limit is ${conns.limitedBy}: at most ${conns.max} connections (raise it with ulimit -n, or set --max-connections)`);
   }
   const watch = new WatchHub(db.changes);
-  const metrics = new Metrics(db.storageMetrics?.(), () => watch.size, db.availability?.bind(db));
+  const metrics = new Metrics(db.storageMetrics?.(), () => watch.size, db.availability?.bind(db), db.observeBatches?.bind(db));
   // Pub/sub across the nodes of a shared store (docs/redis-rest.md, "Pub/sub").
   if (db.messages !== undefined) HUB.attach(db.messages);
   KEYSPACE.attach(db.changes);

@@ -23,7 +23,7 @@ import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { timingSafeEqual } from 'node:crypto';
 import { Counter, Gauge, Histogram, Registry, Summary, collectDefaultMetrics } from 'prom-client';
 import type { StorageMetrics, StorageObserver, StorageStats } from '../store/store.js';
-import type { StoreAvailability } from '../store/store.js';
+import type { BatchObserver, StoreAvailability } from '../store/store.js';
 import type { Ctx } from './context.js';
 import { probeOf } from './probes.js';
 import type { RouteDef } from './route-def.js';
@@ -113,6 +113,26 @@ function pulledGauge(registry: Registry, name: string, help: string, get: () => 
   });
 }
 
+/** The shared store's group commit (docs/operations.md, "Metrics"), observed once per batch: prom-client's cost is shared by the batch's writes. */
+function batchHistograms(r: Registry, batches: (o: BatchObserver) => void): void {
+  const size = new Histogram({
+    name: 'pithos_store_batch_writes',
+    help: 'Writes sent to the shared database together in one batch (group commit; 1: a write sent alone)',
+    buckets: [1, 2, 4, 8, 16, 32, 64],
+    registers: [r],
+  });
+  const rtt = new Histogram({
+    name: 'pithos_store_batch_duration_seconds',
+    help: "Time from sending one batch of writes to the shared database to its answer (the batch's round trip and commit)",
+    buckets: IO_BUCKETS,
+    registers: [r],
+  });
+  batches((ops, seconds) => {
+    size.observe(ops);
+    rtt.observe(seconds);
+  });
+}
+
 /** monitorEventLoopDelay samples every 10 ms and records how late each sample came, plus these 10 ms. */
 const LOOP_RESOLUTION_S = 0.01;
 
@@ -169,8 +189,11 @@ export class Metrics {
   private source: MetricsSource | undefined;
   private stats: StorageStats | undefined;
 
-  /** `watchers`: open change-feed subscriptions (the watch hub's size); `store`: a database store's availability. */
-  constructor(source: MetricsSource | undefined, watchers: () => number = () => 0, store?: () => StoreAvailability) {
+  /**
+   * `watchers`: open change-feed subscriptions (the watch hub's size); `store`: a database store's availability;
+   * `batches`: where a store that batches its writes (the shared store's group commit) reports each batch.
+   */
+  constructor(source: MetricsSource | undefined, watchers: () => number = () => 0, store?: () => StoreAvailability, batches?: (o: BatchObserver) => void) {
     const r = this.registry;
     collectDefaultMetrics({ register: r });
     // Gauges named _total (each the sum of its nodejs_active_*{type} family):
@@ -244,6 +267,7 @@ export class Metrics {
         () => store().unavailable,
       );
     }
+    if (batches !== undefined) batchHistograms(r, batches);
     this.loop = monitorEventLoopDelay({ resolution: 10 });
     this.loop.enable();
     r.registerMetric(new LoopLag(this.loop));

@@ -456,8 +456,13 @@ export interface Store {
    * and /metrics reports only what every store has (docs/operations.md, "Metrics").
    */
   storageMetrics?(): StorageMetrics;
+  /** A store that batches writes to its database (the shared store's group commit) reports each batch here, for /metrics. */
+  observeBatches?(o: BatchObserver): void;
   close(): Promise<void>;
 }
+
+/** One batch of writes sent to the database: the writes in it, and the seconds from sending it to its answer. */
+export type BatchObserver = (ops: number, seconds: number) => void;
 
 /** What a store over a database server knows of it, without asking it (docs/scaling.md, "Running highly available"). */
 export interface StoreAvailability {

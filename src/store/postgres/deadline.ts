@@ -55,6 +55,14 @@ export class Operations {
     ) as T;
   }
 
+  /** Runs `fn` as one operation that must end by `until` (ms since the epoch): a batch of several operations' writes (group-commit.ts). */
+  until<T>(until: number, fn: () => Promise<T>): Promise<T> {
+    const b = new Budget(until);
+    return this.als.run(b, fn).finally(() => {
+      b.open = false;
+    });
+  }
+
   /** Runs `fn` outside any operation: work that waits on purpose (a blocking pop), whose database steps are bounded one by one. */
   apart<T>(fn: () => T): T {
     return this.als.exit(fn);

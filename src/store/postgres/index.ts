@@ -9,9 +9,10 @@
  * it every SWEEP_MS (it is idempotent, so no election is needed); until it
  * runs, expired objects are already invisible.
  */
-import type { ListKind, ListOptions, Store, StoreAvailability, StoreStats, Transaction } from '../store.js';
+import type { BatchObserver, ListKind, ListOptions, Store, StoreAvailability, StoreStats, Transaction } from '../store.js';
 import { PgChanges } from './changes.js';
-import { hasFeed, MIGRATIONS, migrate, schemaVersion } from './schema.js';
+import { GroupCommit } from './group-commit.js';
+import { hasFeed, hasGroup, MIGRATIONS, migrate, schemaVersion } from './schema.js';
 import { Db, isUnavailable, type PgOptions } from './sql.js';
 import { PgIndexes } from './indexes.js';
 import { list } from './listing.js';
@@ -53,15 +54,18 @@ export class PgStore implements Store {
   private nextSweep = Date.now() + SWEEP_MS * (0.5 + Math.random());
   private closed = false;
 
-  private constructor(private readonly db: Db) {
+  private constructor(
+    private readonly db: Db,
+    private readonly group: GroupCommit | undefined,
+  ) {
     this.indexes = new PgIndexes(db);
     // Each call from the HTTP layer is one operation with one deadline for all its database work (deadline.ts); stats() is one statement.
     this.tables = db.ops.bound(new PgTables(db, this.indexes));
-    this.records = db.ops.bound(new PgRecords(db));
-    this.variants = db.ops.bound(new PgVariants(db));
+    this.records = db.ops.bound(new PgRecords(db, group));
+    this.variants = db.ops.bound(new PgVariants(db, group));
     this.locks = db.ops.bound(new PgLocks(db));
-    this.lists = db.ops.bound(new PgLists(db));
-    this.sets = db.ops.bound(new PgSets(db));
+    this.lists = db.ops.bound(new PgLists(db, group));
+    this.sets = db.ops.bound(new PgSets(db, group));
     this.zsets = db.ops.bound(new PgZsets(db));
     this.messages = new PgMessages(db);
   }
@@ -91,7 +95,8 @@ export class PgStore implements Store {
         await new Promise((r) => setTimeout(r, 1000));
       }
     }
-    const s = new PgStore(db);
+    // Group commit needs pithos_group (PostgreSQL only); elsewhere every write goes alone.
+    const s = new PgStore(db, (await hasGroup(db.pool)) ? new GroupCommit(db) : undefined);
     await s.indexes.init();
     if (await hasFeed(db.pool)) s.changes = await PgChanges.start(db);
     else opts.log('warn', 'shared store: the database has no change feed (it needs PostgreSQL 13 or newer); GET /watch answers 503');
@@ -174,6 +179,11 @@ export class PgStore implements Store {
   /** Whether a writable primary answered lately, and the counts behind /health and /metrics (cached, no query). */
   availability(): StoreAvailability {
     return this.db.primary.availability();
+  }
+
+  /** Group commit's batches, for /metrics (none without pithos_group). */
+  observeBatches(o: BatchObserver): void {
+    this.group?.observe(o);
   }
 
   list(kind: ListKind, opts: ListOptions): Promise<string> {

@@ -28,6 +28,7 @@ import type { Elements, ListPatch, ListPop, ListSide, ListStore, Precondition, V
 import { checkPrecondition } from '../versions.js';
 import { listPages } from './list-pages.js';
 import { withReader } from './pages.js';
+import type { GroupCommit } from './group-commit.js';
 import type { Db, Q } from './sql.js';
 
 const NEXT = "nextval('pithos_seq')";
@@ -159,7 +160,11 @@ export class PgLists implements ListStore {
   private listening: Promise<void> | undefined;
   private recheck: NodeJS.Timeout | undefined;
 
-  constructor(private readonly db: Db) {}
+  /** `group`: batches the unconditional push with other writes (group-commit.ts); absent, each goes alone. */
+  constructor(
+    private readonly db: Db,
+    private readonly group?: GroupCommit,
+  ) {}
 
   async put(name: string, items: unknown[], ttl: number, pre?: Precondition): Promise<boolean> {
     const texts = items.map((v) => JSON.stringify(v));
@@ -246,7 +251,10 @@ export class PgLists implements ListStore {
 
   async push(name: string, values: unknown[], side: ListSide, create: boolean, pre?: Precondition): Promise<string> {
     const texts = values.map((v) => JSON.stringify(v));
-    return `{"length":${await this.db.run((q) => pushItems(q, name, texts, side, create, pre))}}`;
+    const alone = async (): Promise<string> => `{"length":${await this.db.run((q) => pushItems(q, name, texts, side, create, pre))}}`;
+    if (this.group === undefined || pre !== undefined) return alone();
+    // pithos_group does what pushItems does, NOTIFY included.
+    return this.group.submit({ k: 'p', n: name, s: side, c: create, vals: texts }, (r) => `{"length":${Number(r)}}`, alone);
   }
 
   async patch(name: string, p: ListPatch, pre?: Precondition): Promise<string> {

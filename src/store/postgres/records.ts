@@ -26,6 +26,7 @@ import { hasField, mergeFields } from '../json.js';
 import type { Precondition, RecordStore, VersionOut } from '../store.js';
 import { checkPrecondition } from '../versions.js';
 import type { Row } from '../wheres.js';
+import type { GroupCommit } from './group-commit.js';
 import type { Db, Q } from './sql.js';
 
 const missing = (id: string): StoreError => missingObject('record', id);
@@ -108,10 +109,18 @@ export class PgRecords implements RecordStore {
   /** Records this node saw written by several at once, until when (bounded: cleared when full). */
   private readonly contended = new Map<string, number>();
 
-  constructor(private readonly db: Db) {}
+  /** `group`: batches the plain put with other writes (group-commit.ts); absent, each goes alone. */
+  constructor(
+    private readonly db: Db,
+    private readonly group?: GroupCommit,
+  ) {}
 
   async put(id: string, record: Row, ttl: number, pre?: Precondition): Promise<boolean> {
-    if (pre === undefined) return putRecord(this.db.q, id, record, ttl);
+    if (pre === undefined) {
+      const alone = (): Promise<boolean> => putRecord(this.db.q, id, record, ttl);
+      if (this.group === undefined || !Number.isFinite(ttl)) return alone();
+      return this.group.submit({ k: 'r', n: id, b: JSON.stringify(record), ttl }, (r) => r === true, alone);
+    }
     const q = this.db.q;
     const json = JSON.stringify(record);
     if (pre.ifAbsent === true && pre.ifVersion === undefined) {
@@ -215,6 +224,9 @@ export class PgRecords implements RecordStore {
   }
 
   delete(id: string): Promise<void> {
-    return deleteRecord(this.db.q, id);
+    const alone = (): Promise<void> => deleteRecord(this.db.q, id);
+    if (this.group === undefined) return alone();
+    // A missing record is the batch's "run it alone": deleteRecord then answers 404.
+    return this.group.submit({ k: 'd', n: id }, () => undefined, alone);
   }
 }

@@ -15,6 +15,7 @@
  * expires_at NULL = no expiry.
  */
 import type pg from 'pg';
+import { GROUP_FUNCTION } from './group-sql.js';
 
 /** SQL over pithos_seq: the highest value drawn so far (a new sequence has drawn none). */
 export const DRAWN = 'CASE WHEN is_called THEN last_value ELSE last_value - 1 END';
@@ -327,6 +328,13 @@ export const MIGRATIONS: readonly Migration[] = [
       'INSERT INTO pithos_row_counts (tname, inc, slot, n) SELECT name, inc, 0, row_count FROM pithos_tables ON CONFLICT (tname, inc, slot) DO NOTHING',
     ],
   },
+  {
+    version: 11,
+    name: 'group commit: pithos_group, a batch of single-object writes in one statement',
+    // src/store/postgres/group-sql.ts; without it (not PostgreSQL) every write goes alone.
+    statements: [GROUP_FUNCTION],
+    postgresOnly: true,
+  },
 ];
 
 // 42710: a concurrent CREATE TABLE IF NOT EXISTS can fail on the table's row type ('type … already exists').
@@ -404,5 +412,11 @@ async function isPostgres(c: pg.ClientBase): Promise<boolean> {
 /** Whether the change feed's capture is installed (migration 5 ran, on PostgreSQL). */
 export async function hasFeed(pool: pg.Pool): Promise<boolean> {
   const r = await pool.query("SELECT to_regclass('pithos_changes') IS NOT NULL AS ok");
+  return r.rows[0].ok === true;
+}
+
+/** Whether group commit's function is installed (migration 11 ran, on PostgreSQL). */
+export async function hasGroup(pool: pg.Pool): Promise<boolean> {
+  const r = await pool.query("SELECT to_regproc('pithos_group') IS NOT NULL AS ok");
   return r.rows[0].ok === true;
 }

@@ -25,7 +25,11 @@ import {
   writeHeader,
 } from './collections.js';
 import { cursorRest, declare, fetchRows, MEMBER_FETCH, withReader } from './pages.js';
+import type { GroupCommit } from './group-commit.js';
 import type { Db, Q, Reader } from './sql.js';
+
+/** Set adds of at most this many members ride in group commit's batches; larger ones go alone. */
+const GROUP_MEMBERS = 64;
 
 const LIVE_HEADER = (q: Q): string => `pithos_sets h WHERE h.name = $1 AND ${q.live('h.expires_at')}`;
 
@@ -122,7 +126,11 @@ async function memberBatches(r: Reader): Promise<Batches<string[]>> {
 }
 
 export class PgSets implements SetStore {
-  constructor(private readonly db: Db) {}
+  /** `group`: batches the unconditional add of a few members with other writes (group-commit.ts); absent, each goes alone. */
+  constructor(
+    private readonly db: Db,
+    private readonly group?: GroupCommit,
+  ) {}
 
   put(name: string, members: readonly string[], ttl: number, pre?: Precondition): Promise<boolean> {
     return this.db.run((q) => setPut(q, name, members, ttl, pre));
@@ -195,8 +203,14 @@ export class PgSets implements SetStore {
   }
 
   async add(name: string, members: readonly string[], create: boolean, pre?: Precondition): Promise<string> {
-    const [added, count] = await this.db.run((q) => setAdd(q, name, members, create, pre));
-    return results.added(added, count);
+    const alone = async (): Promise<string> => {
+      const [added, count] = await this.db.run((q) => setAdd(q, name, members, create, pre));
+      return results.added(added, count);
+    };
+    if (this.group === undefined || pre !== undefined || members.length === 0 || members.length > GROUP_MEMBERS) return alone();
+    // pithos_group does what setAdd does; the members go as hex (a member may hold U+0000, which text cannot).
+    const op = { k: 'sa' as const, n: name, c: create, m: JSON.stringify(members), hex: members.map((m) => memberBytes(m).toString('hex')) };
+    return this.group.submit(op, (r) => results.added(...(r as [number, number])), alone);
   }
 
   async remove(name: string, members: readonly string[], pre?: Precondition): Promise<string> {

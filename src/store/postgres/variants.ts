@@ -32,6 +32,7 @@ import {
   type VType,
   variantOf,
 } from '../variant.js';
+import type { GroupCommit } from './group-commit.js';
 import type { Db, Named, Q } from './sql.js';
 
 const missing = (name: string): StoreError => missingObject('variant', name);
@@ -128,7 +129,11 @@ export async function appendVariant(q: Q, name: string, text: string, pre?: Prec
 }
 
 export class PgVariants implements VariantStore {
-  constructor(private readonly db: Db) {}
+  /** `group`: batches the plain put and the integer increment with other writes (group-commit.ts); absent, each goes alone. */
+  constructor(
+    private readonly db: Db,
+    private readonly group?: GroupCommit,
+  ) {}
 
   async put(name: string, value: ScalarInput, ttl: number, pre?: Precondition, retype = false): Promise<[boolean, string]> {
     if (retype) {
@@ -136,7 +141,12 @@ export class PgVariants implements VariantStore {
       const [created, y] = await this.db.run((tx) => setVariant(tx, name, value, ttl, pre ?? {}, true));
       return [created, y.data];
     }
-    if (pre === undefined) return setVariant(this.db.q, name, value, ttl).then(([created, x]) => [created, x.data]);
+    if (pre === undefined) {
+      const alone = (): Promise<[boolean, string]> => setVariant(this.db.q, name, value, ttl).then(([created, x]) => [created, x.data]);
+      if (this.group === undefined || !Number.isFinite(ttl)) return alone();
+      const x = variantOf(value);
+      return this.group.submit({ k: 'v', n: name, t: x.t, v: storedJson(x), ttl }, (r) => [r === true, x.data], alone);
+    }
     // A condition that holds is one statement; otherwise the transaction decides, with the message.
     const x = variantOf(value);
     const q = this.db.q;
@@ -164,12 +174,19 @@ export class PgVariants implements VariantStore {
   async increment(name: string, delta: ScalarInput, type?: VType): Promise<string> {
     checkDelta(delta.value);
     const d = delta.value;
+    const general = (): Promise<string> => this.db.run(async (q) => (await addVariant(q, name, delta, type)).data);
     if (Number.isSafeInteger(d) && isIntegerLiteral(d, delta.text)) {
-      const r = await this.db.q.query(INCREMENT, [name, d, Math.trunc(this.db.opts.offsetMs())]);
-      if (r.length > 0) return makeVariant('i', parseStored('i', r[0].v as string)).data;
-      // Missing, another type, or overflow: the general path finds out which.
+      const alone = async (): Promise<string> => {
+        const r = await this.db.q.query(INCREMENT, [name, d, Math.trunc(this.db.opts.offsetMs())]);
+        if (r.length > 0) return makeVariant('i', parseStored('i', r[0].v as string)).data;
+        // Missing, another type, or overflow: the general path finds out which.
+        return general();
+      };
+      if (this.group === undefined) return alone();
+      // The batch's increment is INCREMENT's statement (its sum as text); what it cannot apply runs alone.
+      return this.group.submit({ k: 'i', n: name, d }, (r) => makeVariant('i', parseStored('i', r as string)).data, alone);
     }
-    return this.db.run(async (q) => (await addVariant(q, name, delta, type)).data);
+    return general();
   }
 
   async append(name: string, text: string, pre?: Precondition): Promise<number> {

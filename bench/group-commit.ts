@@ -1,0 +1,213 @@
+/**
+ * The shared store's single-object writes, A/B and beside pgbench
+ * (docs/benchmarks.md, "Group commit on the shared store"):
+ *
+ *   npm run bench:group -- [--base OTHER/bin/pithos] [--connections 32]
+ *        [--duration 8] [--rounds 2] [--pool 10] [--pgbench-clients 10]
+ *
+ * One throw-away PostgreSQL cluster; this build's server and, with --base,
+ * another build's, both over the same database (the older one ignores
+ * pithos_group). For each write (the increment over 64 counters, a 100-byte
+ * record PUT, a list push of one value) wrk drives each server and pgbench
+ * runs the statements one such write costs without group commit (the
+ * increment's UPDATE prepared; the record PUT's statement; the push's
+ * transaction), alternately (a b c, c b a, …), so a busy machine's drift
+ * falls on all of them. Every run is bounded: wrk and pgbench get a
+ * duration and are killed 30 s past it.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { http, parallel, startServer, type Server } from './proc.js';
+import { SMALL_RECORD } from './ops.js';
+import { okCount, runWrk, errorSummary } from './wrk.js';
+import { PgCluster, pgBinDir } from '../test/helpers/postgres.js';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const TOKEN = 'bench-token-group-commit';
+const KEYS = 64;
+
+interface Options {
+  base?: string;
+  connections: number;
+  durationS: number;
+  rounds: number;
+  pool: number;
+  pgbenchClients: number;
+}
+
+function options(argv: string[]): Options {
+  const o: Options = { connections: 32, durationS: 8, rounds: 2, pool: 10, pgbenchClients: 10 };
+  for (let i = 0; i < argv.length; i++) {
+    const v = argv[i + 1];
+    const num = (): number => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n <= 0) throw new Error(`${argv[i]} needs a positive integer, got ${String(v)}`);
+      i++;
+      return n;
+    };
+    switch (argv[i]) {
+      case '--base':
+        if (v === undefined) throw new Error('--base needs a path');
+        o.base = v;
+        i++;
+        break;
+      case '--connections':
+        o.connections = num();
+        break;
+      case '--duration':
+        o.durationS = num();
+        break;
+      case '--rounds':
+        o.rounds = num();
+        break;
+      case '--pool':
+        o.pool = num();
+        break;
+      case '--pgbench-clients':
+        o.pgbenchClients = num();
+        break;
+      default:
+        throw new Error(`unknown option ${argv[i]}`);
+    }
+  }
+  return o;
+}
+
+/** The statements of one write without group commit, as pgbench scripts (:k a counter, record or list of 64). */
+const NOW = '(floor(extract(epoch from now()) * 1000)::int8 + 0)';
+const KEY = (prefix: string): string => `'${prefix}' || lpad(:k::text, 6, '0')`;
+const BODY = SMALL_RECORD.replace('{{k}}', "' || lpad(:k::text, 6, '0') || '");
+const SCRIPTS: Record<string, string> = {
+  increment: `\\set k random(0, ${KEYS - 1})
+UPDATE pithos_variants SET v = (v::int8 + 1::int8)::text, version = nextval('pithos_seq')
+  WHERE name = ${KEY('gc-inc-')} AND t = 'i' AND (expires_at IS NULL OR expires_at > ${NOW})
+    AND abs(v::int8 + 1::int8) <= 9007199254740991 RETURNING v;
+`,
+  put: `\\set k random(0, ${KEYS - 1})
+WITH u AS (UPDATE pithos_records SET body = '${BODY}', expires_at = NULL, version = nextval('pithos_seq') WHERE id = ${KEY('gc-r-')} AND (expires_at IS NULL OR expires_at > ${NOW}) RETURNING 1),
+ c AS (INSERT INTO pithos_records AS x (id, body, expires_at, version) SELECT ${KEY('gc-r-')}, '${BODY}', NULL, nextval('pithos_seq') WHERE NOT EXISTS (SELECT 1 FROM u)
+       ON CONFLICT (id) DO UPDATE SET body = excluded.body, expires_at = excluded.expires_at, version = nextval('pithos_seq')
+       WHERE x.expires_at IS NOT NULL AND x.expires_at <= ${NOW} RETURNING 1)
+SELECT (SELECT count(*) FROM u) AS replaced, (SELECT count(*) FROM c) AS created;
+`,
+  // pushItems (src/store/postgres/lists.ts) on an existing list: lock, insert, new tail, NOTIFY.
+  push: `\\set k random(0, ${KEYS - 1})
+BEGIN;
+SELECT head, tail, version FROM pithos_lists WHERE name = ${KEY('gc-l-')} FOR UPDATE;
+INSERT INTO pithos_list_items (name, pos, v) SELECT ${KEY('gc-l-')}, tail, '"v"' FROM pithos_lists WHERE name = ${KEY('gc-l-')};
+UPDATE pithos_lists SET tail = tail + 1, version = nextval('pithos_seq'), op = 'push', op_data = '{}' WHERE name = ${KEY('gc-l-')};
+SELECT pg_notify('pithos_lists', ${KEY('gc-l-')});
+COMMIT;
+`,
+};
+
+const WORK: Record<string, { method: string; path: string; body: string; expect: string }> = {
+  increment: { method: 'POST', path: '/variants/gc-inc-{{k}}', body: '{"delta":1}', expect: '"data":{"variant":' },
+  put: { method: 'PUT', path: '/records/gc-r-{{k}}', body: `{"record":${SMALL_RECORD}}`, expect: '' },
+  push: { method: 'POST', path: '/lists/gc-l-{{k}}/push', body: '{"values":["v"]}', expect: '"data":{"length":' },
+};
+
+function pgbench(bin: string, c: PgCluster, script: string, o: Options, prepared: boolean): Promise<number> {
+  const args = ['-M', prepared ? 'prepared' : 'extended', '-h', '127.0.0.1', '-p', String(c.port), '-U', 'postgres', '-n'];
+  args.push('-c', String(o.pgbenchClients), '-j', String(Math.min(o.pgbenchClients, cpus().length)), '-T', String(o.durationS), '-f', script, 'postgres');
+  return new Promise((resolve, reject) => {
+    const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (b: Buffer) => (out += b.toString('utf8')));
+    child.stderr.on('data', (b: Buffer) => (out += b.toString('utf8')));
+    const killer = setTimeout(() => child.kill('SIGKILL'), (o.durationS + 30) * 1000);
+    child.on('exit', (code) => {
+      clearTimeout(killer);
+      const tps = /tps = ([0-9.]+) \(without initial connection time\)/.exec(out);
+      if (code !== 0 || tps === null) return reject(new Error(`pgbench exited ${code}: ${out.slice(-800)}`));
+      resolve(Number(tps[1]));
+    });
+  });
+}
+
+let runs = 0;
+async function wrk(s: Server, w: (typeof WORK)[string], o: Options): Promise<number> {
+  const r = await runWrk({
+    url: s.url,
+    threads: Math.min(2, o.connections),
+    connections: o.connections,
+    durationS: o.durationS,
+    script: join(ROOT, 'bench', 'wrk', 'bench.lua'),
+    scriptArgs: ['template', w.method, w.path, w.body, String(KEYS), `g${runs++}`, TOKEN, w.expect],
+  });
+  const e = errorSummary(r);
+  if (e.total > 0) console.log(`  ${s.name}: errors ${e.text}`);
+  return r.durationUs > 0 ? okCount(r) / (r.durationUs / 1e6) : 0;
+}
+
+async function main(): Promise<void> {
+  const o = options(process.argv.slice(2));
+  const bin = pgBinDir();
+  if (bin === undefined) throw new Error('PostgreSQL is not installed');
+  const cluster = await PgCluster.create();
+  const dir = mkdtempSync(join(tmpdir(), 'pithos-gc-bench-'));
+  const servers: Server[] = [];
+  try {
+    const start = (name: string, cmd: string): Promise<Server> =>
+      startServer(name, process.execPath, [
+        cmd,
+        '--host',
+        '127.0.0.1',
+        '--port',
+        '0',
+        '--store',
+        cluster.url,
+        '--auth-token',
+        TOKEN,
+        '--pg-pool-size',
+        String(o.pool),
+      ]);
+    servers.push(await start('this build', join(ROOT, 'bin', 'pithos')));
+    if (o.base !== undefined) servers.push(await start('base', o.base));
+    const s0 = servers[0];
+    await parallel([...Array(KEYS).keys()], 8, async (i) => {
+      const k = String(i).padStart(6, '0');
+      for (const [p, b] of [
+        [`/variants/gc-inc-${k}`, '{"variant":0}'],
+        [`/lists/gc-l-${k}`, '{"list":[]}'],
+      ]) {
+        const a = await http(s0, TOKEN, 'PUT', p, b);
+        if (a.status !== 201 && a.status !== 200) throw new Error(`set-up PUT ${p}: ${a.status} ${a.body}`);
+      }
+    });
+    console.log(
+      `busy machine: ${cpus().length} cores, load ${loadavg()[0].toFixed(2)}; wrk ${o.connections} connections, pool ${o.pool}, pgbench ${o.pgbenchClients} clients, ${o.durationS} s × ${o.rounds} rounds each`,
+    );
+    for (const work of Object.keys(WORK)) {
+      const script = join(dir, `${work}.sql`);
+      writeFileSync(script, SCRIPTS[work]);
+      const runners: Array<[string, () => Promise<number>]> = [
+        ...servers.map((s): [string, () => Promise<number>] => [s.name, () => wrk(s, WORK[work], o)]),
+        ['pgbench', () => pgbench(join(bin, 'pgbench'), cluster, script, o, work === 'increment')],
+      ];
+      const got = new Map<string, number[]>();
+      for (let r = 0; r < o.rounds; r++) {
+        for (const [name, f] of r % 2 === 0 ? runners : [...runners].reverse()) {
+          const v = await f();
+          got.set(name, [...(got.get(name) ?? []), v]);
+        }
+      }
+      const pgb = got.get('pgbench') ?? [];
+      const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
+      const cells = [...got].map(([name, xs]) => `${name} ${xs.map((x) => Math.round(x)).join(' / ')} (${(mean(xs) / mean(pgb)).toFixed(2)}× pgbench)`);
+      console.log(`${work}: ${cells.join('; ')}; load ${loadavg()[0].toFixed(2)}`);
+    }
+  } finally {
+    for (const s of servers) await s.stop();
+    cluster.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,251 @@
+/**
+ * Group commit on the shared store under faults: 64 writers over two nodes
+ * increment counters, push to lists and put records while the nodes'
+ * database connections are terminated and PostgreSQL is restarted. Every
+ * acknowledged increment is counted once, none answered "nothing was
+ * changed" is counted at all, every acknowledged push is popped exactly once
+ * and no push is applied twice. The nodes' /metrics prove the writes went in
+ * batches. Uses a PostgreSQL cluster of its own, since it restarts it.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import pg from 'pg';
+import { PgCluster, freshSchema } from '../helpers/postgres.js';
+import { PG_URL, PithosServer, expectSuccess, sleep, uniq, type Res } from '../helpers/server.js';
+
+const skip = PG_URL === undefined ? 'needs PITHOS_TEST_STORE (the PostgreSQL pass of npm test)' : false;
+const WRITERS = 64;
+const COUNTERS = 4;
+const LISTS = 2;
+let cluster: PgCluster | undefined;
+let nodes: PithosServer[] = [];
+
+before(async () => {
+  if (skip) return;
+  cluster = await PgCluster.create();
+  const url = await freshSchema(cluster.url, 'gcommit');
+  nodes = await Promise.all([0, 1].map(() => PithosServer.start({ store: url, testClock: false, args: ['--pg-statement-timeout-ms', '2000'] })));
+});
+
+after(async () => {
+  await Promise.all(nodes.map((n) => n.close()));
+  cluster?.destroy();
+});
+
+async function until(cond: () => boolean, ms: number, what: string): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+/** Ends every client session but this one's: the nodes' pooled connections, mid-batch. */
+async function terminateBackends(c: PgCluster): Promise<number> {
+  const client = new pg.Client({ connectionString: c.url });
+  await client.connect();
+  try {
+    const r = await client.query(
+      "SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'",
+    );
+    return Number(r.rows[0].n);
+  } finally {
+    await client.end();
+  }
+}
+
+/** What one answer says of its write: applied, not applied, or unknown (a 503 saying it may or may not have been). */
+type Outcome = 'applied' | 'not applied' | 'unknown';
+
+class Load {
+  readonly counters = Array.from({ length: COUNTERS }, () => uniq('gc'));
+  readonly lists = Array.from({ length: LISTS }, () => uniq('gcl'));
+  /** Per counter: acknowledged and unknown increments. */
+  readonly incs = this.counters.map(() => ({ acked: 0, unknown: 0 }));
+  /** Per pushed value: its list and outcome. */
+  readonly pushes = new Map<string, { list: string; outcome: Outcome }>();
+  readonly statuses = new Map<number, number>();
+  readonly bad: string[] = [];
+  private stop = false;
+  private running: Promise<void>[] = [];
+
+  private outcome(r: Res, ok: number): Outcome {
+    this.statuses.set(r.status, (this.statuses.get(r.status) ?? 0) + 1);
+    if (r.status === ok) return 'applied';
+    if (r.status !== 503) {
+      this.bad.push(`${r.status}: ${r.raw}`);
+      return 'unknown';
+    }
+    if (r.headers['retry-after'] !== '1') this.bad.push(`503 without Retry-After: ${r.raw}`);
+    return /may or may not/.test(String(r.body?.message)) ? 'unknown' : 'not applied';
+  }
+
+  get acked(): number {
+    return this.incs.reduce((s, x) => s + x.acked, 0);
+  }
+
+  start(): void {
+    this.running = Array.from({ length: WRITERS }, async (_, w) => {
+      const n = nodes[w % nodes.length];
+      for (let k = 0; !this.stop; k++) {
+        const c = (w + k) % COUNTERS;
+        const i = this.outcome(await n.req('POST', `/variants/${this.counters[c]}`, { delta: 1 }), 200);
+        if (i === 'applied') this.incs[c].acked++;
+        else if (i === 'unknown') this.incs[c].unknown++;
+        const value = `w${w}-${k}`;
+        const list = this.lists[k % LISTS];
+        const p = this.outcome(await n.req('POST', `/lists/${list}/push`, { values: [value] }), 200);
+        this.pushes.set(value, { list, outcome: p });
+        const rec = this.outcome(await n.req('PUT', `/records/${value}`, { record: { k } }), 201);
+        if (i !== 'applied' || p !== 'applied' || rec !== 'applied') await sleep(50);
+      }
+    });
+  }
+
+  async end(): Promise<void> {
+    this.stop = true;
+    await Promise.all(this.running);
+  }
+}
+
+/** Batches of more than one write a node sent, from its /metrics. */
+async function batchesOfMany(n: PithosServer): Promise<number> {
+  const m = (await n.req('GET', '/metrics')).raw;
+  const one = Number(/^pithos_store_batch_writes_bucket\{le="1"\} (\d+)$/m.exec(m)?.[1]);
+  const all = Number(/^pithos_store_batch_writes_count (\d+)$/m.exec(m)?.[1]);
+  assert.ok(Number.isFinite(one) && Number.isFinite(all), `no batch histogram in /metrics:\n${m.slice(0, 2000)}`);
+  return all - one;
+}
+
+test('64 writers over two nodes, backends terminated and PostgreSQL restarted: counters exact, every acknowledged push popped once', { skip }, async () => {
+  const c = cluster as PgCluster;
+  const load = new Load();
+  for (const ctr of load.counters)
+    expectSuccess(await nodes[0].req('PUT', `/variants/${ctr}`, { variant: 0 }), 201, 'variant created successfully', { variant: 0 });
+  load.start();
+  // Progress, not time, marks each phase: the machine may be busy.
+  await until(() => load.acked >= 300, 60_000, 'increments before the faults');
+  const killed = await terminateBackends(c);
+  assert.ok(killed > 0, 'no backend was terminated');
+  const mid = load.acked;
+  await until(() => load.acked >= mid + 300, 60_000, 'increments after the backends were terminated');
+  c.stop();
+  await sleep(1500);
+  c.start();
+  const restarted = load.acked;
+  await until(() => load.acked >= restarted + 300, 60_000, 'increments after PostgreSQL restarted');
+  await load.end();
+
+  assert.deepEqual(load.bad, [], 'answers other than success or 503 with Retry-After');
+  assert.ok((load.statuses.get(503) ?? 0) > 0, `the faults were not seen: ${JSON.stringify([...load.statuses])}`);
+  // Writes went in batches, on both nodes.
+  for (const n of nodes) assert.ok((await batchesOfMany(n)) > 0, 'a node sent no batch of several writes');
+
+  for (let i = 0; i < COUNTERS; i++) {
+    const v = (await nodes[1].req('GET', `/variants/${load.counters[i]}`)).body.data.variant as number;
+    const { acked, unknown } = load.incs[i];
+    assert.ok(v >= acked && v <= acked + unknown, `counter ${i}: ${v}, acknowledged ${acked}, unknown ${unknown}`);
+  }
+  const popped = new Map<string, number>();
+  for (const list of load.lists) {
+    for (;;) {
+      const r = await nodes[0].req('POST', `/lists/${list}/pop`, { count: 500 });
+      assert.equal(r.status, 200, r.raw);
+      const items = r.body.data.items as string[];
+      if (items.length === 0) break;
+      for (const x of items) {
+        popped.set(x, (popped.get(x) ?? 0) + 1);
+        assert.equal(load.pushes.get(x)?.list, list, `${x} popped from ${list}, pushed elsewhere or never`);
+      }
+    }
+  }
+  for (const [x, times] of popped) assert.equal(times, 1, `${x} popped ${times} times`);
+  for (const [x, p] of load.pushes) {
+    if (p.outcome === 'applied') assert.equal(popped.get(x), 1, `acknowledged push ${x} not popped`);
+    if (p.outcome === 'not applied') assert.equal(popped.get(x), undefined, `push ${x} answered "nothing was changed" but was applied`);
+  }
+  for (const n of nodes) assert.equal(n.child?.exitCode ?? null, null);
+});
+
+test('writes refused on their own terms inside batches fail alone with the answer they get alone; the others commit', { skip }, async () => {
+  const ctr = uniq('gcok');
+  const str = uniq('gcstr');
+  const none = uniq('gcnone');
+  const big = uniq('gcbig');
+  const top = uniq('gctop');
+  const set = uniq('gcset');
+  expectSuccess(await nodes[0].req('PUT', `/variants/${ctr}`, { variant: 0 }), 201, 'variant created successfully', { variant: 0 });
+  expectSuccess(await nodes[0].req('PUT', `/variants/${str}`, { variant: 'abc' }), 201, 'variant created successfully', { variant: 'abc' });
+  // 64-bit integers: a sum past 2^53 stays exact in a batch; one past 2^63 - 1 is refused alone.
+  const put = async (name: string, digits: string): Promise<void> => {
+    const r = await nodes[0].req('PUT', `/variants/${name}`, `{"variant":${digits}}`, { 'content-type': 'application/json' });
+    assert.equal(r.status, 201, r.raw);
+  };
+  await put(big, '9223372036854775000');
+  await put(top, '9223372036854775807');
+  // The answers each refused write gets when it is alone (a lone write takes the general path).
+  const alone = {
+    over: await nodes[0].req('POST', `/variants/${top}`, { delta: 1 }),
+    incr: await nodes[0].req('POST', `/variants/${str}`, { delta: 1 }),
+    push: await nodes[0].req('POST', `/lists/${none}/push`, { values: [1], create: false }),
+    del: await nodes[0].req('DELETE', `/records/${none}`),
+  };
+  assert.deepEqual([alone.over.status, alone.incr.status, alone.push.status, alone.del.status], [409, 409, 404, 404]);
+  const before = (await batchesOfMany(nodes[0])) + (await batchesOfMany(nodes[1]));
+  const answers = await Promise.all(
+    Array.from({ length: 520 }, async (_, i) => {
+      const n = nodes[i % 2];
+      if (i >= 480) {
+        // Overlapping members, one with U+0000, some repeated within the request.
+        const members = [`m${i % 7}`, `x${i}`, `x${i}`, `z\u0000${i % 3}`];
+        return { kind: 'sadd' as const, r: await n.req('POST', `/sets/${set}/add`, { members }) };
+      }
+      if (i >= 400) {
+        if (i % 2 === 0) return { kind: 'big' as const, r: await n.req('POST', `/variants/${big}`, { delta: 1 }) };
+        return { kind: 'over' as const, r: await n.req('POST', `/variants/${top}`, { delta: 1 }) };
+      }
+      switch (i % 5) {
+        case 0:
+          return { kind: 'incr' as const, r: await n.req('POST', `/variants/${str}`, { delta: 1 }) };
+        case 1:
+          return { kind: 'push' as const, r: await n.req('POST', `/lists/${none}/push`, { values: [i], create: false }) };
+        case 2:
+          return { kind: 'del' as const, r: await n.req('DELETE', `/records/${none}`) };
+        case 3:
+          return { kind: 'put' as const, r: await n.req('PUT', `/records/${ctr}-${i}`, { record: { i } }) };
+        default:
+          return { kind: 'ok' as const, r: await n.req('POST', `/variants/${ctr}`, { delta: 1 }) };
+      }
+    }),
+  );
+  const after = (await batchesOfMany(nodes[0])) + (await batchesOfMany(nodes[1]));
+  assert.ok(after > before, 'no batch of several writes was sent during the burst');
+  let ok = 0;
+  let added = 0;
+  for (const { kind, r } of answers) {
+    if (kind === 'ok') {
+      assert.equal(r.status, 200, r.raw);
+      ok++;
+    } else if (kind === 'sadd') {
+      assert.equal(r.status, 200, r.raw);
+      added += r.body.data.added as number;
+    } else if (kind === 'big') {
+      assert.equal(r.status, 200, r.raw);
+    } else if (kind === 'put') {
+      assert.equal(r.status, 201, r.raw);
+    } else {
+      assert.equal(r.status, alone[kind].status, r.raw);
+      assert.equal(r.body.message, alone[kind].body.message);
+    }
+  }
+  expectSuccess(await nodes[1].req('GET', `/variants/${ctr}`), 200, 'variant queried successfully', { variant: ok });
+  // 40 adds: 7 shared members, 40 of their own, 3 with U+0000; each added once.
+  assert.equal(added, 50);
+  assert.equal((await nodes[0].req('GET', `/sets/${set}`)).body.data.count, 50);
+  // 40 increments of 9223372036854775000, digit for digit.
+  assert.match((await nodes[1].req('GET', `/variants/${big}`)).raw, /"variant":9223372036854775040\b/);
+  assert.match((await nodes[1].req('GET', `/variants/${top}`)).raw, /"variant":9223372036854775807\b/);
+  expectSuccess(await nodes[1].req('GET', `/variants/${str}`), 200, 'variant queried successfully', { variant: 'abc' });
+  assert.equal((await nodes[1].req('GET', `/lists/${none}`)).status, 404);
+  for (let i = 3; i < 400; i += 5) assert.equal((await nodes[(i + 1) % 2].req('GET', `/records/${ctr}-${i}`)).body.data.i, i);
+});
