@@ -9,7 +9,7 @@ const silentError = "CallExpression[callee.property.name=/^(on|once)$/][argument
 const swallowed = 'a swallowed failure: handle it or log it with its cause';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'client/dist/**', 'client/node_modules/**', 'web/build.mjs', 'eslint.config.js'] },
+  { ignores: ['dist/**', 'node_modules/**', '.tmp/**', 'client/dist/**', 'client/node_modules/**', 'web/build.mjs', 'eslint.config.js'] },
   {
     files: ['src/**/*.ts', 'client/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts', 'web/**/*.ts', 'web/**/*.tsx'],
     languageOptions: {

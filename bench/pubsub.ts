@@ -11,14 +11,12 @@
  *
  * Bounded: each round gives up after 60 s.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { startServer } from './proc.js';
-import { freePort, waitPort } from '../test/helpers/net.js';
+import { startRespPair } from './resp-pair.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const arg = (name: string, def: number): number => {
@@ -62,26 +60,10 @@ async function main(): Promise<void> {
   const rounds = arg('--rounds', 3);
   const messages = arg('--messages', 2000);
   const subscribers = arg('--subscribers', 100);
-  const dir = mkdtempSync(join(tmpdir(), 'pithos-pubsub-bench-'));
-  const token = 'bench-pubsub-token';
-  const rport = await freePort();
-  const pport = await freePort();
-  const redis = spawn('redis-server', ['--port', String(rport), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--daemonize', 'no'], { stdio: 'ignore' });
-  const pithos = await startServer('pithos', process.execPath, [
-    join(ROOT, 'bin', 'pithos'),
-    '--port',
-    '0',
-    '--resp-port',
-    String(pport),
-    '--data-dir',
-    join(dir, 'pithos'),
-    '--auth-token',
-    token,
-  ]);
+  const pair = await startRespPair({ server: join(ROOT, 'bin', 'pithos'), redisArgs: [], pithosArgs: [] });
+  const { pithosPort: pport, redisPort: rport, token } = pair;
   const rates = { pithos: [] as number[], redis: [] as number[] };
   try {
-    await waitPort(rport);
-    await waitPort(pport);
     for (let r = 0; r < rounds; r++) {
       // Alternate which side goes first, so neither always runs on a warmer machine.
       for (const side of r % 2 === 0 ? (['pithos', 'redis'] as const) : (['redis', 'pithos'] as const)) {
@@ -92,9 +74,7 @@ async function main(): Promise<void> {
       );
     }
   } finally {
-    redis.kill('SIGKILL');
-    await pithos.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await pair.stop();
   }
   const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   console.log(`\n| subscribers | messages | Pithos (median/s) | Redis (median/s) | ratio per round | ratio (medians) |`);

@@ -12,12 +12,10 @@
  * request count and killed after 120 s.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startServer } from './proc.js';
-import { freePort, waitPort } from '../test/helpers/net.js';
+import { startRespPair } from './resp-pair.js';
 
 export interface RespLine {
   test: string;
@@ -60,33 +58,13 @@ function bench(port: number, password: string | undefined, test: string, pipelin
 export async function respLines(o: { root: string; server: string; rounds: number; requests: number; log: (s: string) => void }): Promise<RespLine[] | string> {
   if (spawnSync('sh', ['-c', 'command -v redis-benchmark && command -v redis-server']).status !== 0)
     return 'redis-benchmark or redis-server not installed (Debian packages redis-tools, redis-server)';
-  const dir = mkdtempSync(join(tmpdir(), 'pithos-resp-bench-'));
-  const token = 'bench-resp-token';
-  const rport = await freePort();
-  const pport = await freePort();
-  const redis = spawn(
-    'redis-server',
-    ['--port', String(rport), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', '', '--daemonize', 'no'],
-    {
-      stdio: 'ignore',
-    },
-  );
-  const pithos = await startServer('pithos', process.execPath, [
-    join(o.root, o.server),
-    '--port',
-    '0',
-    '--resp-port',
-    String(pport),
-    '--data-dir',
-    join(dir, 'pithos'),
-    '--auth-token',
-    token,
-    '--fsync',
-    'always',
-  ]);
+  const pair = await startRespPair({
+    server: join(o.root, o.server),
+    redisArgs: ['--appendonly', 'yes', '--appendfsync', 'always'],
+    pithosArgs: ['--fsync', 'always'],
+  });
+  const { pithosPort: pport, redisPort: rport, token } = pair;
   try {
-    await waitPort(rport);
-    await waitPort(pport);
     const lines: RespLine[] = TESTS.map((x) => ({ test: x.t, pipeline: x.p, pithos: [], redis: [], target: x.target }));
     for (let round = 0; round < o.rounds; round++) {
       for (const line of lines) {
@@ -109,9 +87,7 @@ export async function respLines(o: { root: string; server: string; rounds: numbe
     }
     return lines;
   } finally {
-    redis.kill('SIGKILL');
-    await pithos.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await pair.stop();
   }
 }
 
