@@ -5,7 +5,7 @@
  * (possible through the HTTP API, whose namespaces are separate) shows the
  * first in KINDS' order; an empty collection behaves as absent.
  */
-import type { Check, ListKind, Store } from '../store/store.js';
+import type { Check, Holding, ListKind, Store } from '../store/store.js';
 import { ErrorReply } from './resp.js';
 
 export type RType = 'string' | 'hash' | 'list' | 'set' | 'zset';
@@ -41,55 +41,48 @@ function present(type: RType, it: Item): boolean {
   return true;
 }
 
-/** The key's type and lifetime, or undefined when no visible kind holds it. Hashes that are empty records are absent too. */
-export async function keyInfo(store: Store, key: string, skip?: RType, empties?: RType[]): Promise<KeyInfo | undefined> {
-  for (const type of TYPES) {
-    if (type === skip) continue;
-    const { items } = await page(store, KINDS[type], key, null, 1);
-    const it = items[0];
-    if (it === undefined || it.name !== key) continue;
-    if (!present(type, it) || (type === 'hash' && (await hashEmpty(store, key)))) {
+/** Each type's kind, in TYPES' order: what Store.holders is asked. */
+const ALL_KINDS: readonly ListKind[] = TYPES.map((t) => KINDS[t]);
+
+/**
+ * The key's type and lifetime from what holds it in each kind (TYPES' order),
+ * or undefined when no visible kind does; an empty object is absent, and its
+ * type goes to `empties` (the caller may have to delete it first).
+ */
+function infoOf(held: ReadonlyArray<Holding | null>, skip: RType | undefined, empties: RType[] | undefined): KeyInfo | undefined {
+  for (let i = 0; i < TYPES.length; i++) {
+    const h = held[i];
+    const type = TYPES[i]!;
+    if (h === null || h === undefined || type === skip) continue;
+    if (h.empty) {
       empties?.push(type);
       continue;
     }
-    return { type, ttlMs: it.ttl_ms };
+    return { type, ttlMs: h.ttlMs };
   }
   return undefined;
 }
 
-async function hashEmpty(store: Store, key: string): Promise<boolean> {
-  try {
-    const rec = JSON.parse(await store.records.get(key)) as Record<string, unknown>;
-    return Object.keys(rec).length === 0;
-  } catch {
-    return true;
-  }
+/** The key's type and lifetime, or undefined when no visible kind holds it (empty objects are absent; their types go to `empties`). */
+export async function keyInfo(store: Store, key: string, skip?: RType, empties?: RType[]): Promise<KeyInfo | undefined> {
+  return infoOf(await store.holders(key, ALL_KINDS), skip, empties);
 }
 
-/** The answer to "is it there" when a kind's listing could not be read without waiting. */
+/** The answer to "is it there" when the store could not tell without waiting. */
 export const WAIT = Symbol('wait');
 
 /**
- * keyInfo answered at once, from listings the store serves from memory (the
- * log store's): WAIT when one of them would have to wait, or the key names
- * an empty object of some kind, so the caller takes the general path.
+ * keyInfo answered at once, when the store serves it from memory (the log
+ * store's): WAIT when it would have to wait, or the key names an empty
+ * object of some kind, so the caller takes the general path.
  */
 export function keyInfoNow(store: Store, key: string, skip?: RType): KeyInfo | undefined | typeof WAIT {
-  for (const type of TYPES) {
-    if (type === skip) continue;
-    const text = ifInMemory(() => store.list(KINDS[type], { prefix: key, limit: 1, after: null }));
-    if (text === undefined) return WAIT;
-    const it = (JSON.parse(text) as { items: Item[] }).items[0];
-    if (it === undefined || it.name !== key) continue;
-    // An empty object must go before the key is written (claim): the general path does that.
-    if (!present(type, it)) return WAIT;
-    if (type === 'hash') {
-      const rec = ifInMemory(() => store.records.get(key));
-      if (rec === undefined || rec === '{}') return WAIT;
-    }
-    return { type, ttlMs: it.ttl_ms };
-  }
-  return undefined;
+  const held = ifInMemory(() => store.holders(key, ALL_KINDS));
+  if (held === undefined) return WAIT;
+  const empties: RType[] = [];
+  const info = infoOf(held, skip, empties);
+  // An empty object must go before the key is written (claim): the general path does that.
+  return empties.length > 0 && info === undefined ? WAIT : info;
 }
 
 /**

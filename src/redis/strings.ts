@@ -111,31 +111,21 @@ function inMemory(store: Store, key: string): string | undefined {
 }
 
 const MISSING = Symbol('missing');
+const OTHER = Symbol('other');
 
-/** The variant's data, MISSING when the store says at once it has none, undefined when it would have to wait: one read. */
-function probe(store: Store, key: string): string | typeof MISSING | undefined {
-  try {
-    const r = store.variants.get(key);
-    if (typeof r === 'string') return r;
-    r.then(noWait, noWait);
-    return undefined;
-  } catch (err) {
-    return isMissing(err) ? MISSING : undefined;
-  }
-}
-
-/** Whether the store says at once that it holds no variant `key` (it threw not_found without waiting). */
-function missingNow(store: Store, key: string): boolean {
-  try {
-    const r = store.variants.get(key);
-    if (r instanceof Promise) {
-      r.then(noWait, noWait);
-      return false;
-    }
-    return false;
-  } catch (err) {
-    return isMissing(err);
-  }
+/**
+ * What the fast paths of GET, INCR and SET decide on, read at once (no
+ * waiting, no thrown miss): the variant's data when a string holds the key,
+ * MISSING when no kind does, OTHER when another type does, undefined when
+ * the store would have to wait or an empty object of some kind is in the
+ * way (the general path decides).
+ */
+function look(store: Store, key: string): string | typeof MISSING | typeof OTHER | undefined {
+  const info = keyInfoNow(store, key);
+  if (info === undefined) return MISSING;
+  if (info === WAIT) return undefined;
+  if (info.type !== 'string') return OTHER;
+  return inMemory(store, key);
 }
 
 function noWait(): void {
@@ -159,10 +149,10 @@ const incrError = (err: unknown): never => {
 function incrBy(store: Store, key: string, delta: bigint): Promise<Reply> | Issued {
   const d = intReply(String(delta));
   const input: ScalarInput = { value: Number(delta), text: String(delta) };
-  const cur = inMemory(store, key);
-  if (cur !== undefined && variantText(cur)[1] === 'i') return new Issued(store.variants.increment(key, input, 'i').then(incrReply, incrError));
+  const cur = look(store, key);
+  if (typeof cur === 'string' && variantText(cur)[1] === 'i') return new Issued(store.variants.increment(key, input, 'i').then(incrReply, incrError));
   // A new counter, when the store can tell at once that the key is free: created from the delta.
-  if (cur === undefined && missingNow(store, key) && keyInfoNow(store, key, 'string') === undefined) {
+  if (cur === MISSING) {
     return new Issued(
       store.variants.put(key, input, 0, { ifAbsent: true }).then(
         () => d,
@@ -210,14 +200,10 @@ export function floatText(v: number): string {
 /** GET: answered at once when the store has the value in memory (its measured fast path), else through getString. */
 function get(c: Call): Reply | Promise<Reply> {
   const key = c.args[1]!;
-  const data = probe(c.store, key);
+  const data = look(c.store, key);
   if (typeof data === 'string') return variantText(data)[0];
-  // A miss answered at once when no other kind holds the key (the listings are in memory too).
-  if (data === MISSING) {
-    const other = keyInfoNow(c.store, key, 'string');
-    if (other === undefined) return null;
-    if (other !== WAIT) throw WRONGTYPE;
-  }
+  if (data === MISSING) return null;
+  if (data === OTHER) throw WRONGTYPE;
   return getString(c.store, key).then((s) => s?.text ?? null);
 }
 
@@ -267,11 +253,11 @@ function setCommand(c: Call): Promise<Reply> | Issued {
   if (c.args.length === 3) {
     const key = c.args[1]!;
     const value = c.args[2]!;
-    const cur = inMemory(c.store, key);
-    if (cur !== undefined && variantText(cur)[1] === (isStoredInteger(value) ? 'i' : 's'))
+    const cur = look(c.store, key);
+    if (typeof cur === 'string' && variantText(cur)[1] === (isStoredInteger(value) ? 'i' : 's'))
       return new Issued(c.store.variants.put(key, inputOf(value), 0).then(() => OK));
     // A new key no other kind holds, as far as the store can tell at once: one create, nothing to remove.
-    if (cur === undefined && missingNow(c.store, key) && keyInfoNow(c.store, key, 'string') === undefined) {
+    if (cur === MISSING) {
       return new Issued(c.store.variants.put(key, inputOf(value), 0, undefined, true).then(() => OK));
     }
   }

@@ -8,6 +8,8 @@
  * Backend-free: the listing views and the secondary indexes both use it.
  */
 export type Compare<T> = (a: T, b: T) => number;
+/** A compare cheaper than the list's own that gives the same order against one probe, or undefined when there is none for it. */
+export type CompareFor<T> = (probe: T) => Compare<T> | undefined;
 
 const CHUNK = 512;
 
@@ -15,47 +17,56 @@ export class SortedList<T> {
   private chunks: T[][] = [];
   size = 0;
 
-  constructor(private readonly cmp: Compare<T>) {}
+  constructor(
+    private readonly cmp: Compare<T>,
+    private readonly fastFor?: CompareFor<T>,
+  ) {}
 
   /** Builds from values already sorted by `cmp` and free of duplicates (open-time rebuilds). */
-  static fromSorted<T>(cmp: Compare<T>, sorted: readonly T[]): SortedList<T> {
-    const s = new SortedList(cmp);
+  static fromSorted<T>(cmp: Compare<T>, sorted: readonly T[], fastFor?: CompareFor<T>): SortedList<T> {
+    const s = new SortedList(cmp, fastFor);
     for (let i = 0; i < sorted.length; i += CHUNK / 2) s.chunks.push(sorted.slice(i, i + CHUNK / 2));
     s.size = sorted.length;
     return s;
   }
 
   /** Index of the chunk that holds `x` or would: the last chunk whose first element is ≤ x (0 if none). */
-  private chunkOf(x: T): number {
+  private chunkOf(x: T, cmp: Compare<T>): number {
     const cs = this.chunks;
     let lo = 0;
     let hi = cs.length - 1;
     while (lo < hi) {
       const mid = (lo + hi + 1) >> 1;
-      if (this.cmp(cs[mid][0], x) <= 0) lo = mid;
+      if (cmp(cs[mid][0], x) <= 0) lo = mid;
       else hi = mid - 1;
     }
     return lo;
   }
 
   /** First position in `c` whose element is ≥ x (or > x when `after`). */
-  private lower(c: T[], x: T, after: boolean): number {
+  private lower(c: T[], x: T, after: boolean, cmp: Compare<T>): number {
     let lo = 0;
     let hi = c.length;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
-      const r = this.cmp(c[mid], x);
+      const r = cmp(c[mid], x);
       if (r < 0 || (after && r === 0)) lo = mid + 1;
       else hi = mid;
     }
     return lo;
   }
 
+  /** The compare for searches of `x`: the cheaper one when it holds for `x`. */
+  private cmpFor(x: T): Compare<T> {
+    return this.fastFor?.(x) ?? this.cmp;
+  }
+
   has(x: T): boolean {
     if (this.size === 0) return false;
-    const c = this.chunks[this.chunkOf(x)];
-    const i = this.lower(c, x, false);
-    return i < c.length && this.cmp(c[i], x) === 0;
+    const cmp = this.cmpFor(x);
+    const c = this.chunks[this.chunkOf(x, cmp)];
+    const i = this.lower(c, x, false, cmp);
+    return i < c.length && cmp(c[i], x) === 0;
   }
 
   /** Adds `x`; false when an equal element is already there. */
@@ -65,10 +76,11 @@ export class SortedList<T> {
       this.size = 1;
       return true;
     }
-    const ci = this.chunkOf(x);
+    const cmp = this.cmpFor(x);
+    const ci = this.chunkOf(x, cmp);
     const c = this.chunks[ci];
-    const i = this.lower(c, x, false);
-    if (i < c.length && this.cmp(c[i], x) === 0) return false;
+    const i = this.lower(c, x, false, cmp);
+    if (i < c.length && cmp(c[i], x) === 0) return false;
     c.splice(i, 0, x);
     this.size++;
     if (c.length > CHUNK) this.chunks.splice(ci + 1, 0, c.splice(CHUNK / 2));
@@ -78,10 +90,11 @@ export class SortedList<T> {
   /** Removes the element equal to `x`; false when there is none. */
   delete(x: T): boolean {
     if (this.size === 0) return false;
-    const ci = this.chunkOf(x);
+    const cmp = this.cmpFor(x);
+    const ci = this.chunkOf(x, cmp);
     const c = this.chunks[ci];
-    const i = this.lower(c, x, false);
-    if (i >= c.length || this.cmp(c[i], x) !== 0) return false;
+    const i = this.lower(c, x, false, cmp);
+    if (i >= c.length || cmp(c[i], x) !== 0) return false;
     c.splice(i, 1);
     this.size--;
     if (c.length === 0) this.chunks.splice(ci, 1);
@@ -96,8 +109,9 @@ export class SortedList<T> {
   walk(x: T, after: boolean, visit: (e: T) => boolean): void {
     const cs = this.chunks;
     if (cs.length === 0) return;
-    let ci = this.chunkOf(x);
-    let i = this.lower(cs[ci], x, after);
+    const cmp = this.cmpFor(x);
+    let ci = this.chunkOf(x, cmp);
+    let i = this.lower(cs[ci], x, after, cmp);
     for (; ci < cs.length; ci++, i = 0) {
       const c = cs[ci];
       for (; i < c.length; i++) if (!visit(c[i])) return;
@@ -110,8 +124,9 @@ export class SortedList<T> {
     let ci = 0;
     let i = 0;
     if (x !== undefined && cs.length > 0) {
-      ci = this.chunkOf(x);
-      i = this.lower(cs[ci], x, after);
+      const cmp = this.cmpFor(x);
+      ci = this.chunkOf(x, cmp);
+      i = this.lower(cs[ci], x, after, cmp);
     }
     for (; ci < cs.length; ci++, i = 0) {
       const c = cs[ci];
@@ -125,9 +140,10 @@ export class SortedList<T> {
     let ci = cs.length - 1;
     let i = ci < 0 ? -1 : cs[ci].length - 1;
     if (x !== undefined && cs.length > 0) {
-      ci = this.chunkOf(x);
+      const cmp = this.cmpFor(x);
+      ci = this.chunkOf(x, cmp);
       // Last position ≤ x (< x when `before`) is one below the first > x (≥ x).
-      i = this.lower(cs[ci], x, !before) - 1;
+      i = this.lower(cs[ci], x, !before, cmp) - 1;
     }
     for (; ci >= 0; ci--, i = ci >= 0 ? cs[ci].length - 1 : -1) {
       const c = cs[ci];
@@ -157,3 +173,15 @@ export function codePointCompare(a: string, b: string): number {
   }
   return a.length - b.length;
 }
+
+/** UTF-16 unit order: JavaScript's `<`. */
+const unitCompare: Compare<string> = (a, b) => (a === b ? 0 : a < b ? -1 : 1);
+const HIGH_UNIT = /[\ud800-\uffff]/;
+
+/**
+ * codePointCompare's cheaper stand-in for a probe with no unit at or above
+ * U+D800: the two orders part only where both strings' first differing
+ * units are at or above U+D800, and the probe's never is, so for it `<` on
+ * units is code-point order.
+ */
+export const codePointCompareFor: CompareFor<string> = (probe) => (HIGH_UNIT.test(probe) ? undefined : unitCompare);

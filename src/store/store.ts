@@ -138,6 +138,16 @@ export interface RowQuery {
 /** The kinds and their unions are declared with their table (kinds.ts). */
 export type { ChangeKind, ListKind };
 
+/**
+ * A live object found by Store.holders: whether it is empty (a list, set or
+ * sorted set with no elements, a record with no fields) and its remaining
+ * lifetime in milliseconds (null: none).
+ */
+export interface Holding {
+  empty: boolean;
+  ttlMs: number | null;
+}
+
 /** A listing request (docs/api.md "List names"): names in byte order. */
 export interface ListOptions {
   /** Only names that start with this ('' = all). */
@@ -437,6 +447,13 @@ export interface Store {
    * returned exactly once across pages. Synchronous when served from memory.
    */
   list(kind: ListKind, opts: ListOptions): Sync<string>;
+  /**
+   * For each of `kinds`, the live object named `name` in it, or null: the
+   * question Redis's one keyspace asks of every key (src/redis/keyspace.ts).
+   * One decision (one statement on the shared store), one lookup per kind,
+   * no listing; synchronous when served from memory.
+   */
+  holders(name: string, kinds: readonly ListKind[]): Sync<Array<Holding | null>>;
   /** The change feed; a store without one answers GET /watch with 503. */
   readonly changes?: ChangeFeed;
   /** Messages between nodes (pub/sub); a store of one node has none. */

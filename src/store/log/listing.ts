@@ -4,13 +4,14 @@
  * lifetime for all, and each kind's own fields (EXTRAS): the row count for
  * tables, the holder for locks, a list's length, a set's member count.
  */
-import type { ListKind, ListOptions, Sync } from '../store.js';
+import type { Holding, ListKind, ListOptions, Sync } from '../store.js';
 import type { Atomic } from './atomic.js';
 import { listPrefix, nameOfTop, rowGroup } from './keys.js';
 import { leaseDecoder } from './locks.js';
 import type { NameView } from './names.js';
 import { metaDecoder } from './tables.js';
 import { headDecoder } from './lists.js';
+import { recordDecoder } from './records.js';
 import type { Decoder, Engine } from '../../engine/index.js';
 import { type Header, headerDecoder } from './collections.js';
 
@@ -69,3 +70,40 @@ export function list(engine: Engine, atomic: Atomic, names: NameView, kind: List
     return `${out}],"next":${next}}`;
   });
 }
+
+/** How each kind's value says its object is empty (Store.holders); kinds that cannot be empty have none. */
+interface Emptiness<T> {
+  dec: Decoder<T>;
+  empty(v: T): boolean;
+}
+const emptiness = <T>(e: Emptiness<T>): Emptiness<unknown> => e as unknown as Emptiness<unknown>;
+const noMembers = emptiness({ dec: headerDecoder, empty: (h: Header) => h.count === 0 });
+const EMPTINESS: Record<ListKind, Emptiness<unknown> | undefined> = {
+  tables: undefined,
+  records: emptiness({ dec: recordDecoder, empty: (json: string) => json === '{}' }),
+  variants: undefined,
+  locks: undefined,
+  lists: emptiness({ dec: headDecoder, empty: (h: { head: number; tail: number }) => h.tail === h.head }),
+  sets: noMembers,
+  zsets: noMembers,
+};
+
+/** Store.holders: one read decision, one key per kind. */
+export function holders(atomic: Atomic, name: string, kinds: readonly ListKind[]): Sync<Array<Holding | null>> {
+  return atomic.readNow((tx) =>
+    kinds.map((kind): Holding | null => {
+      const key = listPrefix(kind) + name;
+      const e = EMPTINESS[kind];
+      if (e === undefined) {
+        if (!tx.has(key)) return null;
+      } else {
+        const v = tx.get(key, e.dec);
+        if (v === undefined) return null;
+        if (e.empty(v)) return { empty: true, ttlMs: ttlOf(tx.expiry(key), tx.now) };
+      }
+      return { empty: false, ttlMs: ttlOf(tx.expiry(key), tx.now) };
+    }),
+  );
+}
+
+const ttlOf = (exp: number, now: number): number | null => (exp === 0 ? null : Math.max(0, exp - now));

@@ -3,11 +3,11 @@
  * engine, every change through one Atomic (atomic.ts).
  */
 import { Engine, type EngineOptions, type Logger } from '../../engine/index.js';
-import type { ListKind, ListOptions, StorageMetrics, Store, StoreStats, Sync, Transaction } from '../store.js';
+import type { Holding, ListKind, ListOptions, StorageMetrics, Store, StoreStats, Sync, Transaction } from '../store.js';
 import { Atomic } from './atomic.js';
 import { backupStream } from './backup.js';
 import { IndexRegistry } from './indexes.js';
-import { list } from './listing.js';
+import { holders, list } from './listing.js';
 import { NameView } from './names.js';
 import { ENTRY_PREFIX, groupNoun, isTopLevel, STAGED_PREFIX } from './keys.js';
 import { dropUnfinished } from './staged.js';
@@ -81,6 +81,10 @@ export class LogStore implements Store {
 
   list(kind: ListKind, opts: ListOptions): Sync<string> {
     return list(this.engine, this.atomic, this.names, kind, opts);
+  }
+
+  holders(name: string, kinds: readonly ListKind[]): Sync<Array<Holding | null>> {
+    return holders(this.atomic, name, kinds);
   }
 
   transact(txn: Transaction): Promise<string> {

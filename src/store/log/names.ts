@@ -18,7 +18,7 @@
  * the view is live and has no expiry, which is what the check would say.
  */
 import { type Engine, Op } from '../../engine/index.js';
-import { codePointCompare, SortedList } from '../sorted.js';
+import { codePointCompare, codePointCompareFor, SortedList } from '../sorted.js';
 import type { Tx } from './atomic.js';
 import { isTopLevel, namespaceOf } from './keys.js';
 
@@ -52,7 +52,7 @@ export class NameView {
     // Native sort is UTF-16 order; only names with characters above U+D7FF can sort differently.
     keys.sort();
     if (keys.some((k) => /[\ud800-\uffff]/.test(k))) keys.sort(codePointCompare);
-    this.list = SortedList.fromSorted(codePointCompare, keys);
+    this.list = SortedList.fromSorted(codePointCompare, keys, codePointCompareFor);
   }
 
   private doubtOf(key: string): Doubt {

@@ -15,7 +15,7 @@ import type { Atomic, Tx } from './atomic.js';
 import { rethrowFromEngine } from './errors.js';
 import { recordKey } from './keys.js';
 
-const recordDecoder: Decoder<string> = (buf) => buf.toString('utf8');
+export const recordDecoder: Decoder<string> = (buf) => buf.toString('utf8');
 const missing = (id: string): StoreError => missingObject('record', id);
 
 export function recordExists(tx: Tx, id: string): boolean {

@@ -9,13 +9,13 @@
  * it every SWEEP_MS (it is idempotent, so no election is needed); until it
  * runs, expired objects are already invisible.
  */
-import type { BatchObserver, ListKind, ListOptions, Store, StoreAvailability, StoreStats, Transaction } from '../store.js';
+import type { BatchObserver, Holding, ListKind, ListOptions, Store, StoreAvailability, StoreStats, Transaction } from '../store.js';
 import { PgChanges } from './changes.js';
 import { GroupCommit } from './group-commit.js';
 import { hasFeed, hasGroup, MIGRATIONS, migrate, schemaVersion } from './schema.js';
 import { Db, isUnavailable, type PgOptions } from './sql.js';
 import { PgIndexes } from './indexes.js';
-import { list } from './listing.js';
+import { holders, list } from './listing.js';
 import { PgLocks } from './locks.js';
 import { PgLists } from './lists.js';
 import { PgMessages } from './bus.js';
@@ -188,6 +188,10 @@ export class PgStore implements Store {
 
   list(kind: ListKind, opts: ListOptions): Promise<string> {
     return this.db.ops.run(() => list(this.db.q, kind, opts));
+  }
+
+  holders(name: string, kinds: readonly ListKind[]): Promise<Array<Holding | null>> {
+    return this.db.ops.run(() => holders(this.db.q, name, kinds));
   }
 
   transact(txn: Transaction): Promise<string> {

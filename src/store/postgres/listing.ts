@@ -14,7 +14,7 @@
  * - A table's `rows` is the sum of its slots in pithos_row_counts (tables.ts),
  *   kept by every statement that inserts or deletes rows: no count of rows.
  */
-import type { ListKind, ListOptions } from '../store.js';
+import type { Holding, ListKind, ListOptions } from '../store.js';
 import type { Q } from './sql.js';
 import { KINDS } from '../kinds.js';
 import { rowCount } from './tids.js';
@@ -91,4 +91,33 @@ export async function list(q: Q, kind: ListKind, opts: ListOptions): Promise<str
   }
   const next = rows.length > opts.limit && n > 0 ? JSON.stringify(rows[n - 1].name) : 'null';
   return `${out}],"next":${next}}`;
+}
+
+/** What says each kind's object is empty (Store.holders), as SQL over its row; kinds that cannot be empty have `false`. */
+const EMPTY: Record<ListKind, string> = {
+  tables: 'false',
+  records: `body = '{}'`,
+  variants: 'false',
+  locks: 'false',
+  lists: 'tail = head',
+  sets: 'count = 0',
+  zsets: 'count = 0',
+};
+
+/** Store.holders: one statement, one indexed lookup per kind. */
+export async function holders(q: Q, name: string, kinds: readonly ListKind[]): Promise<Array<Holding | null>> {
+  if (kinds.length === 0) return [];
+  // The database's text cannot hold U+0000, so no object has such a name.
+  if (name.includes('\u0000')) return kinds.map(() => null);
+  const parts = kinds.map((kind, i) => {
+    const src = SOURCES[kind];
+    return `SELECT ${i} AS i, ${EMPTY[kind]} AS empty, expires_at, ${q.now} AS now FROM ${src.table} WHERE ${src.name} = $1 AND ${q.live()}`;
+  });
+  const rows = await q.query(parts.join(' UNION ALL '), [name]);
+  const out: Array<Holding | null> = kinds.map(() => null);
+  for (const r of rows) {
+    const exp = r.expires_at;
+    out[Number(r.i)] = { empty: r.empty === true, ttlMs: exp === null ? null : Math.max(0, Number(exp) - Number(r.now)) };
+  }
+  return out;
 }
