@@ -55,34 +55,61 @@ async function round(port: number, password: string | undefined, subscribers: nu
   }
 }
 
-async function main(): Promise<void> {
-  if (spawnSync('sh', ['-c', 'command -v redis-server']).status !== 0) throw new Error('redis-server not installed (Debian package redis-server)');
-  const rounds = arg('--rounds', 3);
-  const messages = arg('--messages', 2000);
-  const subscribers = arg('--subscribers', 100);
-  const pair = await startRespPair({ server: join(ROOT, 'bin', 'pithos'), redisArgs: [], pithosArgs: [] });
+export interface PubsubRates {
+  subscribers: number;
+  messages: number;
+  pithos: number[];
+  redis: number[];
+}
+
+/** `rounds` rounds on each side, alternated; a string says why it could not run. */
+export async function pubsubRates(o: {
+  server: string;
+  rounds: number;
+  messages: number;
+  subscribers: number;
+  log: (s: string) => void;
+}): Promise<PubsubRates | string> {
+  if (spawnSync('sh', ['-c', 'command -v redis-server']).status !== 0) return 'redis-server not installed (Debian package redis-server)';
+  const pair = await startRespPair({ server: o.server, redisArgs: [], pithosArgs: [] });
   const { pithosPort: pport, redisPort: rport, token } = pair;
-  const rates = { pithos: [] as number[], redis: [] as number[] };
+  const rates: PubsubRates = { subscribers: o.subscribers, messages: o.messages, pithos: [], redis: [] };
   try {
-    for (let r = 0; r < rounds; r++) {
+    for (let r = 0; r < o.rounds; r++) {
       // Alternate which side goes first, so neither always runs on a warmer machine.
       for (const side of r % 2 === 0 ? (['pithos', 'redis'] as const) : (['redis', 'pithos'] as const)) {
-        rates[side].push(await round(side === 'pithos' ? pport : rport, side === 'pithos' ? token : undefined, subscribers, messages));
+        rates[side].push(await round(side === 'pithos' ? pport : rport, side === 'pithos' ? token : undefined, o.subscribers, o.messages));
       }
-      console.log(
-        `round ${r + 1}: Pithos ${rates.pithos.at(-1)!.toFixed(0)}/s, Redis ${rates.redis.at(-1)!.toFixed(0)}/s delivered (load ${loadavg()[0]!.toFixed(1)})`,
+      o.log(
+        `  pub/sub round ${r + 1}: Pithos ${rates.pithos.at(-1)!.toFixed(0)}/s, Redis ${rates.redis.at(-1)!.toFixed(0)}/s delivered (load ${loadavg()[0]!.toFixed(1)})`,
       );
     }
   } finally {
     await pair.stop();
   }
-  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  console.log(`\n| subscribers | messages | Pithos (median/s) | Redis (median/s) | ratio per round | ratio (medians) |`);
-  console.log(`|---:|---:|---:|---:|---|---:|`);
-  const per = rates.pithos.map((p, i) => (p / rates.redis[i]!).toFixed(2)).join(', ');
-  console.log(
-    `| ${subscribers} | ${messages} | ${median(rates.pithos).toFixed(0)} | ${median(rates.redis).toFixed(0)} | ${per} | ${(median(rates.pithos) / median(rates.redis)).toFixed(2)}× |`,
-  );
+  return rates;
 }
 
-await main();
+export function pubsubTable(r: PubsubRates): string {
+  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const per = r.pithos.map((p, i) => (p / r.redis[i]!).toFixed(2)).join(', ');
+  return [
+    '| subscribers | messages | Pithos (median/s) | Redis (median/s) | ratio per round | ratio (medians) |',
+    '|---:|---:|---:|---:|---|---:|',
+    `| ${r.subscribers} | ${r.messages} | ${median(r.pithos).toFixed(0)} | ${median(r.redis).toFixed(0)} | ${per} | ${(median(r.pithos) / median(r.redis)).toFixed(2)}× |`,
+  ].join('\n');
+}
+
+async function main(): Promise<void> {
+  const r = await pubsubRates({
+    server: join(ROOT, 'bin', 'pithos'),
+    rounds: arg('--rounds', 3),
+    messages: arg('--messages', 2000),
+    subscribers: arg('--subscribers', 100),
+    log: (s) => console.log(s),
+  });
+  if (typeof r === 'string') throw new Error(r);
+  console.log('\n' + pubsubTable(r));
+}
+
+if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) await main();

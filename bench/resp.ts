@@ -13,7 +13,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { loadavg } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startRespPair } from './resp-pair.js';
 
@@ -22,6 +22,8 @@ export interface RespLine {
   pipeline: number;
   pithos: number[];
   redis: number[];
+  /** The bare node:net baseline (bench/resp-baseline.ts): what Node itself reaches doing the same durably. */
+  node: number[];
   target: number;
 }
 
@@ -59,29 +61,25 @@ export async function respLines(o: { root: string; server: string; rounds: numbe
   if (spawnSync('sh', ['-c', 'command -v redis-benchmark && command -v redis-server']).status !== 0)
     return 'redis-benchmark or redis-server not installed (Debian packages redis-tools, redis-server)';
   const pair = await startRespPair({
-    server: join(o.root, o.server),
+    server: resolve(o.root, o.server),
     redisArgs: ['--appendonly', 'yes', '--appendfsync', 'always'],
     pithosArgs: ['--fsync', 'always'],
+    baseline: true,
   });
   const { pithosPort: pport, redisPort: rport, token } = pair;
+  const ports = { pithos: pport, redis: rport, node: pair.baselinePort! };
   try {
-    const lines: RespLine[] = TESTS.map((x) => ({ test: x.t, pipeline: x.p, pithos: [], redis: [], target: x.target }));
+    const lines: RespLine[] = TESTS.map((x) => ({ test: x.t, pipeline: x.p, pithos: [], redis: [], node: [], target: x.target }));
     for (let round = 0; round < o.rounds; round++) {
       for (const line of lines) {
         // Alternate which side goes first, so neither always runs on a warmer machine.
-        const sides: Array<'pithos' | 'redis'> = round % 2 === 0 ? ['pithos', 'redis'] : ['redis', 'pithos'];
+        const sides: Array<'pithos' | 'redis' | 'node'> = round % 2 === 0 ? ['pithos', 'redis', 'node'] : ['node', 'redis', 'pithos'];
         for (const side of sides) {
-          const rate = await bench(
-            side === 'pithos' ? pport : rport,
-            side === 'pithos' ? token : undefined,
-            line.test,
-            line.pipeline,
-            o.requests * line.pipeline,
-          );
+          const rate = await bench(ports[side], side === 'pithos' ? token : undefined, line.test, line.pipeline, o.requests * line.pipeline);
           line[side].push(rate);
         }
         o.log(
-          `  ${line.test.toUpperCase()} -P ${line.pipeline}: Pithos ${line.pithos.at(-1)?.toFixed(0)}/s, Redis ${line.redis.at(-1)?.toFixed(0)}/s (load ${loadavg()[0]!.toFixed(1)})`,
+          `  ${line.test.toUpperCase()} -P ${line.pipeline}: Pithos ${line.pithos.at(-1)?.toFixed(0)}/s, Redis ${line.redis.at(-1)?.toFixed(0)}/s, node:net ${line.node.at(-1)?.toFixed(0)}/s (load ${loadavg()[0]!.toFixed(1)})`,
         );
       }
     }
@@ -95,14 +93,14 @@ const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floo
 
 export function respTable(lines: RespLine[]): string {
   const out = [
-    '| command | pipeline | Pithos (median/s) | Redis appendfsync always (median/s) | ratio per round | ratio (medians) | target |',
-    '|---|---:|---:|---:|---|---:|---|',
+    '| command | pipeline | Pithos (median/s) | Redis appendfsync always (median/s) | node:net baseline (median/s) | ratio per round | ratio (medians) | baseline ÷ Redis | target |',
+    '|---|---:|---:|---:|---:|---|---:|---:|---|',
   ];
   for (const l of lines) {
     const per = l.pithos.map((p, i) => (p / (l.redis[i] ?? NaN)).toFixed(2)).join(', ');
     const ratio = median(l.pithos) / median(l.redis);
     out.push(
-      `| ${l.test.toUpperCase()} | ${l.pipeline} | ${median(l.pithos).toFixed(0)} | ${median(l.redis).toFixed(0)} | ${per} | ${ratio.toFixed(2)}× | ≥ ${l.target}× ${ratio >= l.target ? 'met' : 'not met'} |`,
+      `| ${l.test.toUpperCase()} | ${l.pipeline} | ${median(l.pithos).toFixed(0)} | ${median(l.redis).toFixed(0)} | ${median(l.node).toFixed(0)} | ${per} | ${ratio.toFixed(2)}× | ${(median(l.node) / median(l.redis)).toFixed(2)}× | ≥ ${l.target}× ${ratio >= l.target ? 'met' : 'not met'} |`,
     );
   }
   return out.join('\n');

@@ -26,6 +26,8 @@ import { destroyAgent, startServer, type Server } from './proc.js';
 import { ensureWrk, errorSummary, mergeResults, okCount, percentile, runWrk, type WrkResult } from './wrk.js';
 import { summarizeProfiles } from './cpuprofile.js';
 import { comparisonTable, postgresLines, redisLines, type Comparison } from './compare.js';
+import { respLines, respTable, type RespLine } from './resp.js';
+import { pubsubRates, pubsubTable, type PubsubRates } from './pubsub.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const LUA = join(ROOT, 'bench', 'wrk', 'bench.lua');
@@ -496,6 +498,8 @@ async function main(): Promise<void> {
   const fsync = fsyncLatency(work);
   const rows: Row[] = [];
   const comparisons: Comparison[] = [];
+  let resp: RespLine[] | string | undefined;
+  let pubsub: PubsubRates | string | undefined;
   const ops = OPS.filter((op) => o.ops.includes(op.id));
   let stopping = false;
   let current: Server | null = null;
@@ -576,6 +580,12 @@ async function main(): Promise<void> {
       log('comparison: webdis + Redis (appendfsync always)');
       comparisons.push(...(await redisLines(copts, rate('incr-variant'), rate('put-small'))));
     }
+    if (o.compare.has('redis') && !stopping) {
+      log('comparison: redis-benchmark against the RESP port, redis-server and the node:net baseline');
+      resp = await respLines({ root: ROOT, server: o.server, rounds: Math.max(o.rounds, 3), requests: 20000, log });
+      log('comparison: pub/sub fan-out beside redis-server');
+      pubsub = await pubsubRates({ server: resolve(ROOT, o.server), rounds: Math.max(o.rounds, 3), messages: 2000, subscribers: 100, log });
+    }
     if (o.compare.has('postgres') && !stopping) {
       log('comparison: Pithos on PostgreSQL beside pgbench');
       comparisons.push(...(await postgresLines(copts)));
@@ -601,6 +611,14 @@ async function main(): Promise<void> {
         `the rounds of each line alternate between the two sides):\n\n${comparisonTable(comparisons)}\n`,
     );
   }
+  if (resp !== undefined)
+    process.stdout.write(
+      `\nThe Redis protocol (docs/benchmarks.md, "Redis protocol"; redis-benchmark -c 32 -r 100000, the three sides alternated):\n\n${typeof resp === 'string' ? `skipped: ${resp}` : respTable(resp)}\n`,
+    );
+  if (pubsub !== undefined)
+    process.stdout.write(
+      `\nPub/sub fan-out (docs/benchmarks.md, "Pub/sub fan-out"):\n\n${typeof pubsub === 'string' ? `skipped: ${pubsub}` : pubsubTable(pubsub)}\n`,
+    );
   const noisy = rows.filter((r) => r.pithos && r.baseline && Math.max(r.pithos.otherCores, r.baseline.otherCores) > 0.15);
   if (noisy.length) {
     process.stdout.write(
