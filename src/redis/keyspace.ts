@@ -41,31 +41,36 @@ function present(type: RType, it: Item): boolean {
   return true;
 }
 
-/** Each type's kind, in TYPES' order: what Store.holders is asked. */
-const ALL_KINDS: readonly ListKind[] = TYPES.map((t) => KINDS[t]);
+/** What Store.holders is asked when one type is left out (or none): the other types, and their kinds, in TYPES' order. */
+const ASK = Object.fromEntries(
+  [...TYPES, 'none' as const].map((skip) => {
+    const types = TYPES.filter((t) => t !== skip);
+    return [skip, { types, kinds: types.map((t) => KINDS[t]) }];
+  }),
+) as Record<RType | 'none', { types: RType[]; kinds: ListKind[] }>;
 
 /**
- * The key's type and lifetime from what holds it in each kind (TYPES' order),
- * or undefined when no visible kind does; an empty object is absent, and its
- * type goes to `empties` (the caller may have to delete it first).
+ * The key's type and lifetime from what holds it in each of `types`' kinds,
+ * or undefined when none does; an empty object is absent, and its type goes
+ * to `empties` (the caller may have to delete it first).
  */
-function infoOf(held: ReadonlyArray<Holding | null>, skip: RType | undefined, empties: RType[] | undefined): KeyInfo | undefined {
-  for (let i = 0; i < TYPES.length; i++) {
+function infoOf(held: ReadonlyArray<Holding | null>, types: readonly RType[], empties: RType[] | undefined): KeyInfo | undefined {
+  for (let i = 0; i < types.length; i++) {
     const h = held[i];
-    const type = TYPES[i]!;
-    if (h === null || h === undefined || type === skip) continue;
+    if (h === null || h === undefined) continue;
     if (h.empty) {
-      empties?.push(type);
+      empties?.push(types[i]!);
       continue;
     }
-    return { type, ttlMs: h.ttlMs };
+    return { type: types[i]!, ttlMs: h.ttlMs };
   }
   return undefined;
 }
 
-/** The key's type and lifetime, or undefined when no visible kind holds it (empty objects are absent; their types go to `empties`). */
+/** The key's type and lifetime, or undefined when no visible kind holds it (empty objects are absent; their types go to `empties`). `skip` leaves a type out. */
 export async function keyInfo(store: Store, key: string, skip?: RType, empties?: RType[]): Promise<KeyInfo | undefined> {
-  return infoOf(await store.holders(key, ALL_KINDS), skip, empties);
+  const ask = ASK[skip ?? 'none'];
+  return infoOf(await store.holders(key, ask.kinds), ask.types, empties);
 }
 
 /** The answer to "is it there" when the store could not tell without waiting. */
@@ -77,10 +82,11 @@ export const WAIT = Symbol('wait');
  * object of some kind, so the caller takes the general path.
  */
 export function keyInfoNow(store: Store, key: string, skip?: RType): KeyInfo | undefined | typeof WAIT {
-  const held = ifInMemory(() => store.holders(key, ALL_KINDS));
+  const ask = ASK[skip ?? 'none'];
+  const held = ifInMemory(() => store.holders(key, ask.kinds));
   if (held === undefined) return WAIT;
   const empties: RType[] = [];
-  const info = infoOf(held, skip, empties);
+  const info = infoOf(held, ask.types, empties);
   // An empty object must go before the key is written (claim): the general path does that.
   return empties.length > 0 && info === undefined ? WAIT : info;
 }

@@ -207,13 +207,30 @@ class Conn implements Session {
         slot.done = true;
         slot.value = v;
         // Outside the loop nothing else would send it.
-        if (!this.running) this.pump(true);
+        if (!this.running) this.sendSoon();
       });
     } else {
       slot.done = true;
       slot.value = r;
     }
     return slot;
+  }
+
+  private sendPending = false;
+
+  /**
+   * Sends the settled replies once the promises settling now have all run:
+   * a group commit settles a pipeline's writes together, and their replies
+   * go out in one socket write, not one each. A tick queued from a promise
+   * callback runs after every callback queued with it.
+   */
+  private sendSoon(): void {
+    if (this.sendPending) return;
+    this.sendPending = true;
+    process.nextTick(() => {
+      this.sendPending = false;
+      if (!this.running && !this.closed) this.pump(true);
+    });
   }
 
   /** Encodes the settled replies at the head of the queue; `send` hands them to the socket. */

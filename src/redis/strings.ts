@@ -9,7 +9,7 @@ import type { ScalarInput, VType } from '../store/variant.js';
 import type { Mutation, Store, VersionOut } from '../store/store.js';
 import { StoreError } from '../store/errors.js';
 import { type Command, float, int, int64, is, isStoredInteger, notFloat, notInteger, syntaxError, type Call } from './command.js';
-import { absentChecks, assertNotOther, claim, deleteOf, ifInMemory, isMissing, keyInfo, keyInfoNow, type RType, TYPES, WAIT, WRONGTYPE } from './keyspace.js';
+import { absentChecks, assertNotOther, claim, deleteOf, isMissing, keyInfo, keyInfoNow, type RType, TYPES, WAIT, WRONGTYPE } from './keyspace.js';
 import { ErrorReply, Issued, NULL_ARRAY, OK, type Reply } from './resp.js';
 
 /** A string value as Redis shows it, with the variant's type and version. */
@@ -105,27 +105,27 @@ const KEPT_CHANGING = new ErrorReply('ERR the key kept changing under concurrent
 const TOO_BIG = new ErrorReply('ERR string exceeds maximum allowed size (--max-body-bytes, docs/redis.md "Limits")');
 const maxValue = (c: Call): number => c.server.maxValueBytes ?? 16 * 1024 * 1024;
 
-/** The variant's data when the store has it in memory now (its synchronous fast path), else undefined. */
-function inMemory(store: Store, key: string): string | undefined {
-  return ifInMemory(() => store.variants.get(key));
-}
-
 const MISSING = Symbol('missing');
 const OTHER = Symbol('other');
 
 /**
  * What the fast paths of GET, INCR and SET decide on, read at once (no
- * waiting, no thrown miss): the variant's data when a string holds the key,
- * MISSING when no kind does, OTHER when another type does, undefined when
- * the store would have to wait or an empty object of some kind is in the
- * way (the general path decides).
+ * waiting): the variant's data when a string holds the key (the first type
+ * a name shows, so nothing else is asked), MISSING when no kind does, OTHER
+ * when another type does, undefined when the store would have to wait or an
+ * empty object of some kind is in the way (the general path decides).
  */
 function look(store: Store, key: string): string | typeof MISSING | typeof OTHER | undefined {
-  const info = keyInfoNow(store, key);
-  if (info === undefined) return MISSING;
-  if (info === WAIT) return undefined;
-  if (info.type !== 'string') return OTHER;
-  return inMemory(store, key);
+  try {
+    const r = store.variants.get(key);
+    if (typeof r === 'string') return r;
+    r.then(noWait, noWait);
+    return undefined;
+  } catch (err) {
+    if (!isMissing(err)) return undefined;
+  }
+  const other = keyInfoNow(store, key, 'string');
+  return other === undefined ? MISSING : other === WAIT ? undefined : OTHER;
 }
 
 function noWait(): void {
