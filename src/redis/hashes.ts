@@ -10,6 +10,7 @@ import type { Store, VersionOut } from '../store/store.js';
 import { type Call, type Command, float, int, int64, notInteger, syntaxError } from './command.js';
 import { assertNotOther, claim, isMissing } from './keyspace.js';
 import { ErrorReply, MapReply, OK, type Reply } from './resp.js';
+import { retryOnRace } from './races.js';
 import { floatText } from './strings.js';
 import { MAX_RANDOM, scanPage } from './sets.js';
 
@@ -36,27 +37,22 @@ async function read(store: Store, key: string, out?: VersionOut): Promise<Fields
  * Applies `f` to the current fields and writes the changed ones (null
  * deletes) under the version read. `f` returns the changes and the reply.
  */
-async function update(c: Call, key: string, f: (cur: Fields) => [Fields, Reply]): Promise<Reply> {
-  for (let attempt = 0; attempt < 50; attempt++) {
+function update(c: Call, key: string, f: (cur: Fields) => [Fields, Reply]): Promise<Reply> {
+  return retryOnRace(async () => {
     const out: VersionOut = { version: 0 };
     const cur = (await read(c.store, key, out)) ?? {};
     const [changes, answer] = f(cur);
     if (Object.keys(changes).length === 0) return answer;
-    try {
-      if (out.version === 0) {
-        // Empty leftovers of other kinds go first; another type that appeared meanwhile is WRONGTYPE, never deleted.
-        await claim(c.store, key, 'hash');
-        await c.store.records.put(key, changes, 0, { ifAbsent: true });
-      } else if (Object.keys(cur).every((f) => changes[f] === null) && Object.values(changes).every((v) => v === null)) {
-        // The last fields go: so does the hash, as in Redis, if nothing changed it since it was read.
-        await deleteIfUnchanged(c.store, key, out.version);
-      } else await c.store.records.patch(key, changes, { ifVersion: out.version });
-      return answer;
-    } catch (err) {
-      if ((err as { kind?: unknown }).kind !== 'precondition') throw err;
-    }
-  }
-  throw new ErrorReply('ERR the key kept changing under concurrent writes; try again');
+    if (out.version === 0) {
+      // Empty leftovers of other kinds go first; another type that appeared meanwhile is WRONGTYPE, never deleted.
+      await claim(c.store, key, 'hash');
+      await c.store.records.put(key, changes, 0, { ifAbsent: true });
+    } else if (Object.keys(cur).every((f) => changes[f] === null) && Object.values(changes).every((v) => v === null)) {
+      // The last fields go: so does the hash, as in Redis, if nothing changed it since it was read.
+      await deleteIfUnchanged(c.store, key, out.version);
+    } else await c.store.records.patch(key, changes, { ifVersion: out.version });
+    return answer;
+  });
 }
 
 async function deleteIfUnchanged(store: Store, key: string, version: number): Promise<void> {

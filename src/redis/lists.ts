@@ -10,6 +10,7 @@ import { type Call, type Command, float, int, is, syntaxError } from './command.
 import { assertNotOther, claim, ifInMemory, isMissing } from './keyspace.js';
 import { remainingTtl } from './strings.js';
 import { ErrorReply, Issued, NULL_ARRAY, OK, type Reply } from './resp.js';
+import { retryOnRace } from './races.js';
 
 /** An item as Redis shows it: a string as itself, anything else an HTTP client stored as its JSON text. */
 export const itemText = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v));
@@ -64,17 +65,12 @@ async function push(c: Call, s: ListSide, onlyExisting: boolean): Promise<Reply>
 }
 
 /** LPUSHX / RPUSHX: only onto a list that holds items (an emptied one is absent), decided on the version read. */
-async function pushExisting(c: Call, key: string, values: string[], s: ListSide): Promise<Reply> {
-  for (let attempt = 0; attempt < 50; attempt++) {
+function pushExisting(c: Call, key: string, values: string[], s: ListSide): Promise<Reply> {
+  return retryOnRace(async () => {
     const out: VersionOut = { version: 0 };
     if ((await range(c.store, key, 0, 0, out)) === undefined) return 0;
-    try {
-      return (JSON.parse(await c.store.lists.push(key, values, s, false, { ifVersion: out.version })) as { length: number }).length;
-    } catch (err) {
-      if ((err as { kind?: unknown }).kind !== 'precondition') throw err;
-    }
-  }
-  throw new ErrorReply('ERR the key kept changing under concurrent writes; try again');
+    return (JSON.parse(await c.store.lists.push(key, values, s, false, { ifVersion: out.version })) as { length: number }).length;
+  });
 }
 
 /** Pops up to `count` items (Redis counts may exceed the store's per-call maximum). */
@@ -228,23 +224,18 @@ async function mpop(c: Call, from: number, ms: number): Promise<Reply> {
 }
 
 /** Read, change, write back under the version read; retried when another writer got there first. */
-async function rewrite(c: Call, key: string, f: (items: unknown[]) => unknown[] | undefined): Promise<boolean> {
-  for (let attempt = 0; attempt < 50; attempt++) {
+function rewrite(c: Call, key: string, f: (items: unknown[]) => unknown[] | undefined): Promise<boolean> {
+  return retryOnRace(async () => {
     const out: VersionOut = { version: 0 };
     const r = await range(c.store, key, 0, -1, out);
     if (r === undefined) return false;
     const next = f(r.items);
     if (next === undefined) return true;
-    try {
-      // One atomic replacement, under the version read, keeping the lifetime.
-      if (next.length === 0) await c.store.lists.delete(key, { ifVersion: out.version });
-      else await c.store.lists.put(key, next, await remainingTtl(c.store, key), { ifVersion: out.version });
-      return true;
-    } catch (err) {
-      if ((err as { kind?: unknown }).kind !== 'precondition') throw err;
-    }
-  }
-  throw new ErrorReply('ERR the key kept changing under concurrent writes; try again');
+    // One atomic replacement, under the version read, keeping the lifetime.
+    if (next.length === 0) await c.store.lists.delete(key, { ifVersion: out.version });
+    else await c.store.lists.put(key, next, await remainingTtl(c.store, key), { ifVersion: out.version });
+    return true;
+  });
 }
 
 async function lpos(c: Call): Promise<Reply> {

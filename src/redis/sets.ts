@@ -9,6 +9,7 @@ import type { Store, VersionOut } from '../store/store.js';
 import { type Call, type Command, int, is, syntaxError } from './command.js';
 import { assertNotOther, claim, deleteKey, isMissing } from './keyspace.js';
 import { ErrorReply, type Reply, SetReply } from './resp.js';
+import { retryOnRace } from './races.js';
 
 interface Members {
   members: string[];
@@ -141,20 +142,15 @@ async function spop(c: Call): Promise<Reply> {
   if (c.args.length > 3) throw syntaxError();
   const n = c.args.length === 3 ? int(c.args[2]!) : undefined;
   if (n !== undefined && n < 0) throw new ErrorReply('ERR value is out of range, must be positive');
-  for (let attempt = 0; attempt < 50; attempt++) {
+  return retryOnRace(async (): Promise<Reply> => {
     const out: VersionOut = { version: 0 };
     const ms = await members(c.store, key, out);
     if (ms === undefined) return n === undefined ? null : [];
     const chosen = pick(ms, n ?? 1);
     if (chosen.length === 0) return [];
-    try {
-      await c.store.sets.remove(key, chosen, { ifVersion: out.version });
-      return n === undefined ? chosen[0]! : new SetReply(chosen);
-    } catch (err) {
-      if ((err as { kind?: unknown }).kind !== 'precondition') throw err;
-    }
-  }
-  throw new ErrorReply('ERR the key kept changing under concurrent writes; try again');
+    await c.store.sets.remove(key, chosen, { ifVersion: out.version });
+    return n === undefined ? chosen[0]! : new SetReply(chosen);
+  });
 }
 
 async function srandmember(c: Call): Promise<Reply> {

@@ -11,6 +11,7 @@ import { StoreError } from '../store/errors.js';
 import { type Command, float, int, int64, is, isStoredInteger, notFloat, notInteger, syntaxError, type Call } from './command.js';
 import { absentChecks, assertNotOther, claim, deleteOf, isMissing, keyInfo, keyInfoNow, type RType, TYPES, WAIT, WRONGTYPE } from './keyspace.js';
 import { ErrorReply, Issued, NULL_ARRAY, OK, type Reply } from './resp.js';
+import { lostRace, RACED, retryOnRace } from './races.js';
 
 /** A string value as Redis shows it, with the variant's type and version. */
 export interface StringValue {
@@ -78,20 +79,15 @@ export async function updateString(
   key: string,
   f: (cur: StringValue | undefined) => { text: string; keepTtlMs?: number | null } | undefined,
 ): Promise<string | undefined> {
-  for (let attempt = 0; attempt < 50; attempt++) {
+  return retryOnRace(async () => {
     const cur = await getString(store, key);
     const next = f(cur);
     if (next === undefined) return undefined;
     let ttl = 0;
     if (cur !== undefined) ttl = await remainingTtl(store, key);
-    try {
-      await putString(store, key, next.text, ttl, cur?.version ?? 0, false);
-      return next.text;
-    } catch (err) {
-      if ((err as { kind?: unknown }).kind !== 'precondition') throw err;
-    }
-  }
-  throw new ErrorReply('ERR the key kept changing under concurrent writes; try again');
+    await putString(store, key, next.text, ttl, cur?.version ?? 0, false);
+    return next.text;
+  });
 }
 
 /** Seconds left of a key's lifetime (0: none), for writes that keep it. */
@@ -101,7 +97,6 @@ export async function remainingTtl(store: Store, key: string): Promise<number> {
 }
 
 const OVERFLOW = new ErrorReply('ERR increment or decrement would overflow');
-const KEPT_CHANGING = new ErrorReply('ERR the key kept changing under concurrent writes; try again');
 const TOO_BIG = new ErrorReply('ERR string exceeds maximum allowed size (--max-body-bytes, docs/redis.md "Limits")');
 const maxValue = (c: Call): number => c.server.maxValueBytes ?? 16 * 1024 * 1024;
 
@@ -165,22 +160,18 @@ function incrBy(store: Store, key: string, delta: bigint): Promise<Reply> | Issu
 
 /** The general path of INCRBY; `raced` is a create of the fast path that another writer got ahead of. */
 async function incrSlow(store: Store, key: string, input: ScalarInput, d: number | bigint, raced?: unknown): Promise<Reply> {
-  if (raced !== undefined && (raced as { kind?: unknown }).kind !== 'precondition') throw raced;
-  for (let attempt = 0; attempt < 50; attempt++) {
+  if (raced !== undefined && !lostRace(raced)) throw raced;
+  return retryOnRace(async () => {
     try {
       return incrReply(await store.variants.increment(key, input, 'i'));
     } catch (err) {
       if (!isMissing(err)) incrError(err);
     }
+    // Missing: created from the delta, unless another writer created it first (a lost race: incremented next time).
     await claim(store, key, 'string');
-    try {
-      await store.variants.put(key, input, 0, { ifAbsent: true });
-      return d;
-    } catch (err) {
-      if ((err as { kind?: unknown }).kind !== 'precondition') throw err;
-    }
-  }
-  throw new ErrorReply('ERR the key kept changing under concurrent writes; try again');
+    await store.variants.put(key, input, 0, { ifAbsent: true });
+    return d;
+  });
 }
 
 /**
@@ -264,16 +255,10 @@ function setCommand(c: Call): Promise<Reply> | Issued {
   return set(c);
 }
 
-async function setWith(c: Call, key: string, value: string, o: SetOptions): Promise<Reply> {
+function setWith(c: Call, key: string, value: string, o: SetOptions): Promise<Reply> {
   // SET … GET answers the value it replaced: the write holds only while the version read is current (RACED: retried).
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const r = await setWithOnce(c, key, value, o, o.get ? await getString(c.store, key) : undefined);
-    if (r !== RACED) return r;
-  }
-  throw KEPT_CHANGING;
+  return retryOnRace(async () => setWithOnce(c, key, value, o, o.get ? await getString(c.store, key) : undefined));
 }
-
-const RACED = Symbol('raced');
 
 async function setWithOnce(c: Call, key: string, value: string, o: SetOptions, old?: StringValue): Promise<Reply | typeof RACED> {
   if (o.nx || o.xx) {
@@ -319,7 +304,7 @@ async function msetnx(store: Store, a: readonly string[]): Promise<Reply> {
   for (let i = 1; i < a.length; i += 2) values.set(a[i]!, a[i + 1]!);
   const keys = [...values.keys()].sort();
   const mutations: Mutation[] = keys.map((k) => ({ kind: 'variant', name: k, op: 'SET', value: inputOf(values.get(k)!), ttl: 0, retype: true }));
-  for (let attempt = 0; attempt < 50; attempt++) {
+  return retryOnRace(async () => {
     for (const k of keys) {
       const empties: RType[] = [];
       if ((await keyInfo(store, k, undefined, empties)) !== undefined) return 0;
@@ -330,10 +315,10 @@ async function msetnx(store: Store, a: readonly string[]): Promise<Reply> {
       return 1;
     } catch (err) {
       // A check failed: some key appeared meanwhile (answered 0 above next time), or an empty object did.
-      if (!(err instanceof StoreError) || !/^transaction check \d+ failed/.test(err.message)) throw err;
+      if (err instanceof StoreError && /^transaction check \d+ failed/.test(err.message)) return RACED;
+      throw err;
     }
-  }
-  throw KEPT_CHANGING;
+  });
 }
 
 async function getRange(c: Call): Promise<Reply> {
@@ -451,17 +436,18 @@ export const STRING_COMMANDS: Command[] = [
     summary: 'get, then delete',
     run: async (c) => {
       // The delete holds only while the version read is current: nothing another client writes in between is lost unseen.
-      for (let attempt = 0; attempt < 50; attempt++) {
+      return retryOnRace(async () => {
         const s = await getString(c.store, c.args[1]!);
         if (s === undefined) return null;
         try {
           await c.store.variants.delete(c.args[1]!, undefined, { ifVersion: s.version });
           return s.text;
         } catch (err) {
-          if ((err as { kind?: unknown }).kind !== 'precondition' && !isMissing(err)) throw err;
+          // Gone since it was read: read again (nil now, or a new value).
+          if (isMissing(err)) return RACED;
+          throw err;
         }
-      }
-      throw KEPT_CHANGING;
+      });
     },
   },
   { name: 'getex', arity: -2, flags: ['write', 'fast'], keys: [1, 1, 1], summary: 'get, and set or remove the lifetime', run: getex },

@@ -9,6 +9,7 @@ import type { Store, VersionOut } from '../store/store.js';
 import { type Call, type Command, float, int, is, syntaxError } from './command.js';
 import { assertNotOther, claim, deleteOf, isMissing } from './keyspace.js';
 import { Dbl, ErrorReply, NULL_ARRAY, type Reply } from './resp.js';
+import { retryOnRace } from './races.js';
 import { scanPage } from './sets.js';
 
 interface Item {
@@ -82,7 +83,7 @@ async function zaddRepeated(
   pairs: Array<[string, number]>,
   o: { nx: boolean; xx: boolean; gt: boolean; lt: boolean; ch: boolean },
 ): Promise<Reply> {
-  for (let attempt = 0; attempt < 50; attempt++) {
+  return retryOnRace(async () => {
     const out: VersionOut = { version: 0 };
     const cur = new Map((await allItems(c.store, key, out))?.map((x): [string, number] => [x.member, x.score]) ?? []);
     const next = new Map<string, number>();
@@ -97,17 +98,9 @@ async function zaddRepeated(
       else updated++;
       next.set(m, s);
     }
-    if (next.size > 0) {
-      try {
-        await c.store.zsets.add(key, [...next], 'upsert', true, out.version === 0 ? undefined : { ifVersion: out.version });
-      } catch (err) {
-        if ((err as { kind?: unknown }).kind === 'precondition') continue;
-        throw err;
-      }
-    }
+    if (next.size > 0) await c.store.zsets.add(key, [...next], 'upsert', true, out.version === 0 ? undefined : { ifVersion: out.version });
     return o.ch ? added + updated : added;
-  }
-  throw new ErrorReply('ERR the key kept changing under concurrent writes; try again');
+  });
 }
 
 async function zaddIncr(c: Call, key: string, [member, delta]: [string, number], o: { nx: boolean; xx: boolean; gt: boolean; lt: boolean }): Promise<Reply> {
@@ -243,25 +236,20 @@ async function byScore(c: Call, rev: boolean): Promise<Reply> {
 }
 
 /** Removes exactly `pick(items)` under the version read (pops, range removals); resolves to what was removed. */
-async function removeWhere(c: Call, key: string, pick: (xs: Item[]) => Item[]): Promise<Item[]> {
-  for (let attempt = 0; attempt < 50; attempt++) {
+function removeWhere(c: Call, key: string, pick: (xs: Item[]) => Item[]): Promise<Item[]> {
+  return retryOnRace(async () => {
     const out: VersionOut = { version: 0 };
     const xs = await allItems(c.store, key, out);
     if (xs === undefined) return [];
     const gone = pick(xs);
     if (gone.length === 0) return [];
-    try {
-      await c.store.zsets.remove(
-        key,
-        gone.map((x) => x.member),
-        { ifVersion: out.version },
-      );
-      return gone;
-    } catch (err) {
-      if ((err as { kind?: unknown }).kind !== 'precondition') throw err;
-    }
-  }
-  throw new ErrorReply('ERR the key kept changing under concurrent writes; try again');
+    await c.store.zsets.remove(
+      key,
+      gone.map((x) => x.member),
+      { ifVersion: out.version },
+    );
+    return gone;
+  });
 }
 
 async function zpop(c: Call, max: boolean): Promise<Reply> {

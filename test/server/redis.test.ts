@@ -251,6 +251,35 @@ test('GETSET, GETDEL and MSETNX are atomic under concurrent clients: each old va
   }
 });
 
+test('read-then-write commands retry a lost race: HINCRBY, ZADD GT, SPOP, LSET and INCR on a new key stay exact under concurrent clients', async () => {
+  const cs = Array.from({ length: 8 }, () => client());
+  await Promise.all(cs.map((x) => x.connect()));
+  // HINCRBY reads the field and writes it under the version read: every increment counts once.
+  await Promise.all(cs.flatMap((x) => Array.from({ length: 10 }, () => x.hincrby('race:h', 'n', 1))));
+  assert.equal(await cs[0]!.hget('race:h', 'n'), '80');
+  // ZADD GT keeps the greatest score whatever order the writes land in.
+  await Promise.all(cs.flatMap((x, i) => Array.from({ length: 5 }, (_, j) => x.zadd('race:z', 'GT', String(i * 5 + j), 'm'))));
+  assert.equal(await cs[0]!.zscore('race:z', 'm'), '39');
+  // SPOP: every member popped exactly once across the clients.
+  await cs[0]!.sadd('race:s', ...Array.from({ length: 40 }, (_, i) => `e${i}`));
+  const popped = (await Promise.all(cs.flatMap((x) => Array.from({ length: 5 }, () => x.spop('race:s'))))).filter((v) => v !== null);
+  assert.equal(popped.length, 40);
+  assert.equal(new Set(popped).size, 40, 'a member popped twice');
+  assert.equal(await cs[0]!.exists('race:s'), 0, 'the emptied set is gone');
+  // LSET on one index: the list keeps its length and ends holding one of the values written.
+  await cs[0]!.rpush('race:l', 'a', 'b', 'c');
+  await Promise.all(cs.map((x, i) => x.lset('race:l', 1, `w${i}`)));
+  const l = await cs[0]!.lrange('race:l', 0, -1);
+  assert.equal(l.length, 3);
+  assert.match(l[1]!, /^w[0-7]$/);
+  // INCR racing on a key none of them saw: one creates it, the others increment it.
+  const got = await Promise.all(cs.map((x) => x.incr('race:new')));
+  assert.deepEqual(
+    got.map(Number).sort((a, b) => a - b),
+    [1, 2, 3, 4, 5, 6, 7, 8],
+  );
+});
+
 test('EXEC of writes a Store transaction holds is all or nothing', async () => {
   const r = client();
   await r.connect();

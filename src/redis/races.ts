@@ -1,0 +1,36 @@
+/**
+ * Read, decide, write under the version read: how a Redis command whose
+ * answer depends on what it replaces (GETDEL, SET … GET, HINCRBY, LSET,
+ * SPOP, ZADD GT, …) stays correct when another client, on this node or
+ * another, writes the same key in between. The write carries the version
+ * it read (`ifVersion`, `ifAbsent`); the store refuses it when the key
+ * changed, and the command reads and decides again.
+ */
+import { ErrorReply } from './resp.js';
+
+/** What an attempt returns when it lost a race without a store failure (a transaction's check): it runs again. */
+export const RACED = Symbol('raced');
+
+/** After this many lost races in a row the client is told to try again (a key written without pause by others). */
+const ATTEMPTS = 50;
+
+export const KEPT_CHANGING = new ErrorReply('ERR the key kept changing under concurrent writes; try again');
+
+/** Whether a store failure is a refused version condition: another writer got there first. */
+export const lostRace = (err: unknown): boolean => (err as { kind?: unknown } | null)?.kind === 'precondition';
+
+/**
+ * Runs `attempt` until it neither throws a refused version condition nor
+ * returns RACED, at most ATTEMPTS times; any other failure ends it.
+ */
+export async function retryOnRace<T>(attempt: () => Promise<T | typeof RACED>): Promise<T> {
+  for (let i = 0; i < ATTEMPTS; i++) {
+    try {
+      const r = await attempt();
+      if (r !== RACED) return r;
+    } catch (err) {
+      if (!lostRace(err)) throw err;
+    }
+  }
+  throw KEPT_CHANGING;
+}
