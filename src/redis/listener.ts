@@ -76,7 +76,7 @@ class Conn implements Session {
   /** Pub/sub (resp-pubsub.ts): messages are written as they come, past the hard output bound the connection closes. */
   readonly pubsub = new ConnSubscriptions(
     (r) => this.write(r),
-    () => this.socket.writableLength > LIMITS.hardOutputBytes,
+    () => this.unread > LIMITS.hardOutputBytes,
     () => this.close(),
   );
   private readonly parser: Parser;
@@ -256,7 +256,20 @@ class Conn implements Session {
     const before = this.pending.length;
     encode(r, this.proto, this.pending);
     for (let j = before; j < this.pending.length; j++) this.pendingBytes += this.pending[j]!.length;
-    this.flush();
+    // Messages published together (a publisher's pipeline, a burst from the bus) go out in one write.
+    if (this.outOfBandPending) return;
+    this.outOfBandPending = true;
+    process.nextTick(() => {
+      this.outOfBandPending = false;
+      if (!this.closed) this.flush();
+    });
+  }
+
+  private outOfBandPending = false;
+
+  /** Bytes of replies owed to the client: in the socket's buffer, and encoded but not yet handed to it. */
+  get unread(): number {
+    return this.socket.writableLength + this.pendingBytes;
   }
 
   private flush(): void {
