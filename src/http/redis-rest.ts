@@ -23,6 +23,7 @@ export interface RedisRest {
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
+const NOT_SERVED = 'ERR the Redis REST protocol is not served by this server';
 const RESP_TYPE = 'application/octet-stream';
 
 /** `{"error": message}` with `status`; what every refusal on these routes looks like (server.ts uses it too). */
@@ -84,15 +85,18 @@ function formatOf(req: IncomingMessage): Format {
 }
 
 /**
- * The caller, for the runner. Its name (CLIENT INFO's user) and its abort
- * signal are made only when a command asks for them, so a plain GET or SET
- * pays for neither.
+ * The caller, for the runner. Its name (CLIENT INFO's user), its roles and
+ * its abort signal are worked out only when a command asks for them, once
+ * per request, so a plain GET or SET pays for none of them and a pipeline of
+ * writes checks its token once.
  */
 class HttpCaller implements Caller {
   private who: string | undefined;
   private ctl: AbortController | undefined;
+  private write: boolean | undefined;
+  private admin: boolean | undefined;
   constructor(
-    readonly token: string,
+    private readonly token: string,
     private readonly auth: Authenticator,
     private readonly res: ServerResponse,
   ) {}
@@ -102,6 +106,10 @@ class HttpCaller implements Caller {
       this.who = r.ok ? r.name : '';
     }
     return this.who;
+  }
+  may(role: 'write' | 'admin'): boolean {
+    if (role === 'write') return (this.write ??= this.auth.check(this.token, 'write', 'POST', '/redis').ok);
+    return (this.admin ??= this.auth.check(this.token, 'admin', 'POST', '/redis').ok);
   }
   get addr(): string {
     const s = this.res.req.socket;
@@ -130,7 +138,7 @@ function parseJson(raw: string): unknown {
 /** A handler's work; a RestRequestError becomes its 400, anything else what server.ts makes of it. */
 async function answer(ctx: Ctx, res: ServerResponse, work: (rest: RedisRest, caller: Caller, f: Format) => Promise<void>): Promise<void> {
   const rest = ctx.redis;
-  if (rest === undefined) return sendUpstashError(res, 503, 'ERR the Redis REST protocol is not served by this server');
+  if (rest === undefined) return sendUpstashError(res, 503, NOT_SERVED);
   try {
     const f = formatOf(res.req);
     await work(rest, new HttpCaller(restToken(res.req) ?? '', rest.auth, res), f);
@@ -160,9 +168,25 @@ function sendEntries(res: ServerResponse, rs: readonly Reply[], f: Format): void
   send(res, 200, s + ']', JSON_TYPE);
 }
 
-/** POST /redis: `["SET","k","v"]`. */
-export function redisCommand(ctx: Ctx, _name: string, _body: unknown, res: ServerResponse, raw: string): Promise<void> {
-  return answer(ctx, res, async (rest, caller, f) => sendReply(res, await rest.runner.run(commandOf(parseJson(raw)), caller), f));
+/**
+ * POST /redis: `["SET","k","v"]`. The route of every single command
+ * @upstash/redis sends without auto-pipelining: a reply the command had at
+ * once is sent without a promise, and one that waits costs one `then`.
+ */
+export function redisCommand(ctx: Ctx, _name: string, _body: unknown, res: ServerResponse, raw: string): void | Promise<void> {
+  const rest = ctx.redis;
+  if (rest === undefined) return sendUpstashError(res, 503, NOT_SERVED);
+  let f: Format;
+  let r: Reply | Promise<Reply | undefined>;
+  try {
+    f = formatOf(res.req);
+    r = rest.runner.run(commandOf(parseJson(raw)), new HttpCaller(restToken(res.req) ?? '', rest.auth, res));
+  } catch (err) {
+    if (!(err instanceof RestRequestError)) throw err;
+    return sendUpstashError(res, 400, err.message);
+  }
+  if (!(r instanceof Promise)) return sendReply(res, r, f);
+  return r.then((x) => sendReply(res, x ?? null, f));
 }
 
 /** One path segment, percent-decoded as UTF-8 (node:http hands raw bytes over one per char). */
@@ -180,7 +204,7 @@ export function redisPath(ctx: Ctx, path: string, _body: unknown, res: ServerRes
     const words = path.split('/').map(segment);
     if (words[0] === '') throw new RestRequestError('ERR no command in the path: /redis/<command>/<arg>/…');
     if (raw.length > 0) words.push(raw);
-    sendReply(res, await rest.runner.run(commandOf(words), caller), f);
+    sendReply(res, (await rest.runner.run(commandOf(words), caller)) ?? null, f);
   });
 }
 
@@ -226,7 +250,7 @@ class SseSubscriber implements Subscriber {
 }
 
 async function stream(ctx: Ctx, path: string, res: ServerResponse, patterns: boolean): Promise<void> {
-  if (ctx.redis === undefined) return sendUpstashError(res, 503, 'ERR the Redis REST protocol is not served by this server');
+  if (ctx.redis === undefined) return sendUpstashError(res, 503, NOT_SERVED);
   let names: string[];
   try {
     names = path.split('/').map(segment);
