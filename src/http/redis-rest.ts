@@ -9,17 +9,16 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { exceedsDepth, MAX_DEPTH } from '../store/json.js';
-import type { Authenticator } from './auth.js';
+import { type Authenticated, type AuthResult, holds } from './auth.js';
 import { closeIfBodyPending } from './envelope.js';
 import type { Ctx } from './context.js';
 import { encode, ErrorReply, type Reply } from '../redis/resp.js';
 import { HUB, type Subscriber } from '../redis/pubsub.js';
 import { type Caller, commandOf, commandsOf, entryJson, NoPerm, replyJson, RestRequestError, type RestRunner } from '../redis/upstash.js';
 
-/** What the REST routes need beside the store: the runner over the command table and the secrets. */
+/** What the REST routes need beside the store: the runner over the command table (server.ts checks the token). */
 export interface RedisRest {
   runner: RestRunner;
-  auth: Authenticator;
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -85,31 +84,21 @@ function formatOf(req: IncomingMessage): Format {
 }
 
 /**
- * The caller, for the runner. Its name (CLIENT INFO's user), its roles and
- * its abort signal are worked out only when a command asks for them, once
- * per request, so a plain GET or SET pays for none of them and a pipeline of
- * writes checks its token once.
+ * The caller, for the runner: what server.ts found for its token (on the
+ * request, Authenticated), so a command's role is checked without checking
+ * the token again. Its abort signal is made only when a command asks for it.
  */
 class HttpCaller implements Caller {
-  private who: string | undefined;
   private ctl: AbortController | undefined;
-  private write: boolean | undefined;
-  private admin: boolean | undefined;
   constructor(
-    private readonly token: string,
-    private readonly auth: Authenticator,
+    private readonly who: AuthResult,
     private readonly res: ServerResponse,
   ) {}
   get name(): string {
-    if (this.who === undefined) {
-      const r = this.auth.check(this.token, 'read', undefined, undefined);
-      this.who = r.ok ? r.name : '';
-    }
-    return this.who;
+    return this.who.ok ? this.who.name : '';
   }
   may(role: 'write' | 'admin'): boolean {
-    if (role === 'write') return (this.write ??= this.auth.check(this.token, 'write', 'POST', '/redis').ok);
-    return (this.admin ??= this.auth.check(this.token, 'admin', 'POST', '/redis').ok);
+    return holds(this.who, role);
   }
   get addr(): string {
     const s = this.res.req.socket;
@@ -124,6 +113,15 @@ class HttpCaller implements Caller {
     return this.ctl.signal;
   }
 }
+
+/** The caller of a request server.ts admitted to an Upstash route. */
+function callerOf(res: ServerResponse): HttpCaller {
+  const who = (res.req as IncomingMessage & Partial<Authenticated>).who;
+  // server.ts sets it before any Upstash handler runs; without it, the request has no role.
+  return new HttpCaller(who ?? NOBODY, res);
+}
+
+const NOBODY: AuthResult = Object.freeze({ ok: false, status: 401, message: 'missing token' });
 
 function parseJson(raw: string): unknown {
   if (raw.length === 0) throw new RestRequestError('ERR the request body is empty: send a JSON array, e.g. ["GET","k"]');
@@ -141,7 +139,7 @@ async function answer(ctx: Ctx, res: ServerResponse, work: (rest: RedisRest, cal
   if (rest === undefined) return sendUpstashError(res, 503, NOT_SERVED);
   try {
     const f = formatOf(res.req);
-    await work(rest, new HttpCaller(restToken(res.req) ?? '', rest.auth, res), f);
+    await work(rest, callerOf(res), f);
   } catch (err) {
     if (!(err instanceof RestRequestError)) throw err;
     sendUpstashError(res, 400, err.message);
@@ -180,7 +178,7 @@ export function redisCommand(ctx: Ctx, _name: string, _body: unknown, res: Serve
   let r: Reply | Promise<Reply | undefined>;
   try {
     f = formatOf(res.req);
-    r = rest.runner.run(commandOf(parseJson(raw)), new HttpCaller(restToken(res.req) ?? '', rest.auth, res));
+    r = rest.runner.run(commandOf(parseJson(raw)), callerOf(res));
   } catch (err) {
     if (!(err instanceof RestRequestError)) throw err;
     return sendUpstashError(res, 400, err.message);
