@@ -214,6 +214,17 @@ test('/pipeline: each command sees the effects of those before it, whether it wa
   ]);
 });
 
+test('/pipeline: a pipeline longer than the writes it may have pending at once answers every command in order', async () => {
+  // 1,024 commands may wait for their durable write at once; the rest start as the oldest settle.
+  const cmds = Array.from({ length: 1100 }, (_, i) => ['INCR', `long:${i % 10}`]);
+  const r = await post('/pipeline', cmds);
+  assert.equal(r.status, 200, r.text.slice(0, 200));
+  assert.deepEqual(
+    r.json,
+    cmds.map((_, i) => ({ result: Math.floor(i / 10) + 1 })),
+  );
+});
+
 test('/pipeline: durable writes share group commits', { skip: onlyLog('counts the fdatasyncs of the log') }, async () => {
   const fsyncs = async (): Promise<number> => {
     const m = await srv.req('GET', '/metrics');
