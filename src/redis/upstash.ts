@@ -180,7 +180,7 @@ export class RestRunner {
     const cmd = this.check(words, s.caller);
     if (cmd instanceof ErrorReply) return cmd;
     s.lastCommand = cmd.name;
-    const r = execute(cmd, { store: this.opts.store, args: words, session: s, server: this.view }, this.opts.log);
+    const r = execute(cmd, this.call(words, s), this.opts.log);
     if (r instanceof Issued || r instanceof Promise) return r;
     return r ?? null;
   }
