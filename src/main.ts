@@ -293,9 +293,9 @@ async function serve(
   KEYSPACE.attach(db.changes);
   let httpPort = 0;
   // Upstash's REST protocol under /redis (docs/redis-rest.md): the command table, over HTTP.
-  const runner = new RestRunner({ store: db, auth, version: version(), storeName: shared ? 'postgres' : 'log', port: () => httpPort, log });
+  const runner = new RestRunner({ store: db, version: version(), storeName: shared ? 'postgres' : 'log', port: () => httpPort, log });
   const server = new PithosServer({
-    ctx: { store: db, health: new Health(dataDir, db), advanceClock: testClock ? (ms) => (offset += ms) : undefined, watch, redis: { runner, auth } },
+    ctx: { store: db, health: new Health(dataDir, db), advanceClock: testClock ? (ms) => (offset += ms) : undefined, watch, redis: { runner } },
     authToken: token,
     auth,
     cors: cfg.corsOrigin.length > 0 ? new Cors(cfg.corsOrigin, cfg.accessLog) : undefined,

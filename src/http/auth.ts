@@ -18,7 +18,18 @@ import type { Role } from './routes.js';
 /** The role a route needs comes from the route table (routes.ts); a token holds one of these. */
 export type TokenRole = Exclude<Role, 'public'>;
 
-export type AuthResult = { readonly ok: true; readonly name: string } | { readonly ok: false; readonly status: 401 | 403; readonly message: string };
+export type AuthResult =
+  { readonly ok: true; readonly name: string; readonly role: Role } | { readonly ok: false; readonly status: 401 | 403; readonly message: string };
+
+/**
+ * What the server found for a request's token, kept on the request for a
+ * handler that checks a role per command (the Redis REST routes, which
+ * admit a read token and look at each command's needs) without checking the
+ * token again.
+ */
+export interface Authenticated {
+  who: AuthResult | undefined;
+}
 
 export interface TokenEntry {
   name: string;
@@ -29,9 +40,14 @@ export interface TokenEntry {
 export class TokensFileError extends Error {}
 
 const RANK: Readonly<Record<Role, number>> = { public: 0, read: 1, write: 2, admin: 3 };
+
+/** Does an accepted token hold `need`? */
+export function holds(r: AuthResult, need: Role): boolean {
+  return r.ok && RANK[r.role] >= RANK[need];
+}
 const MISSING: AuthResult = Object.freeze({ ok: false, status: 401, message: 'missing Auth-Token header' });
 const WRONG: AuthResult = Object.freeze({ ok: false, status: 401, message: 'wrong Auth-Token' });
-const PUBLIC: AuthResult = Object.freeze({ ok: true, name: '' });
+const PUBLIC: AuthResult = Object.freeze({ ok: true, name: '', role: 'public' });
 /** The main secret's name in logs and messages; reserved in the tokens file. */
 export const MAIN_NAME = 'main';
 const NAME = /^[A-Za-z0-9._-]{1,64}$/;
@@ -53,7 +69,7 @@ interface SameLength {
 function known(name: string, role: TokenRole, token: string): Known {
   // node:http hands header bytes over one per char (latin1), so a token is
   // compared as its UTF-8 bytes read as latin1.
-  return { bytes: Buffer.from(token, 'utf8'), role, name, ok: Object.freeze({ ok: true, name }) };
+  return { bytes: Buffer.from(token, 'utf8'), role, name, ok: Object.freeze({ ok: true, name, role }) };
 }
 
 /**
@@ -99,7 +115,7 @@ export class Authenticator {
   constructor(mainToken: string) {
     this.main = Buffer.from(mainToken, 'utf8');
     this.mainScratch = Buffer.alloc(this.main.length);
-    this.mainOk = Object.freeze({ ok: true, name: MAIN_NAME });
+    this.mainOk = Object.freeze({ ok: true, name: MAIN_NAME, role: 'admin' });
   }
 
   /** Number of named tokens in force (the main secret not counted). */

@@ -23,7 +23,7 @@ export interface Ctx {
   advanceClock: ((ms: number) => void) | undefined;
   /** The change feed's fan-out (watch.ts); absent: GET /watch answers 503. */
   watch?: WatchHub;
-  /** The Upstash REST routes' runner and secrets (redis-rest.ts); absent: they answer 503. */
+  /** The Upstash REST routes' runner (redis-rest.ts); absent: they answer 503. */
   redis?: RedisRest;
 }
 

@@ -9,20 +9,20 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { exceedsDepth, MAX_DEPTH } from '../store/json.js';
-import type { Authenticator } from './auth.js';
+import { type Authenticated, type AuthResult, holds } from './auth.js';
 import { closeIfBodyPending } from './envelope.js';
 import type { Ctx } from './context.js';
 import { encode, ErrorReply, type Reply } from '../redis/resp.js';
 import { HUB, type Subscriber } from '../redis/pubsub.js';
 import { type Caller, commandOf, commandsOf, entryJson, NoPerm, replyJson, RestRequestError, type RestRunner } from '../redis/upstash.js';
 
-/** What the REST routes need beside the store: the runner over the command table and the secrets. */
+/** What the REST routes need beside the store: the runner over the command table (server.ts checks the token). */
 export interface RedisRest {
   runner: RestRunner;
-  auth: Authenticator;
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
+const NOT_SERVED = 'ERR the Redis REST protocol is not served by this server';
 const RESP_TYPE = 'application/octet-stream';
 
 /** `{"error": message}` with `status`; what every refusal on these routes looks like (server.ts uses it too). */
@@ -84,24 +84,21 @@ function formatOf(req: IncomingMessage): Format {
 }
 
 /**
- * The caller, for the runner. Its name (CLIENT INFO's user) and its abort
- * signal are made only when a command asks for them, so a plain GET or SET
- * pays for neither.
+ * The caller, for the runner: what server.ts found for its token (on the
+ * request, Authenticated), so a command's role is checked without checking
+ * the token again. Its abort signal is made only when a command asks for it.
  */
 class HttpCaller implements Caller {
-  private who: string | undefined;
   private ctl: AbortController | undefined;
   constructor(
-    readonly token: string,
-    private readonly auth: Authenticator,
+    private readonly who: AuthResult,
     private readonly res: ServerResponse,
   ) {}
   get name(): string {
-    if (this.who === undefined) {
-      const r = this.auth.check(this.token, 'read', undefined, undefined);
-      this.who = r.ok ? r.name : '';
-    }
-    return this.who;
+    return this.who.ok ? this.who.name : '';
+  }
+  may(role: 'write' | 'admin'): boolean {
+    return holds(this.who, role);
   }
   get addr(): string {
     const s = this.res.req.socket;
@@ -117,6 +114,15 @@ class HttpCaller implements Caller {
   }
 }
 
+/** The caller of a request server.ts admitted to an Upstash route. */
+function callerOf(res: ServerResponse): HttpCaller {
+  const who = (res.req as IncomingMessage & Partial<Authenticated>).who;
+  // server.ts sets it before any Upstash handler runs; without it, the request has no role.
+  return new HttpCaller(who ?? NOBODY, res);
+}
+
+const NOBODY: AuthResult = Object.freeze({ ok: false, status: 401, message: 'missing token' });
+
 function parseJson(raw: string): unknown {
   if (raw.length === 0) throw new RestRequestError('ERR the request body is empty: send a JSON array, e.g. ["GET","k"]');
   if (exceedsDepth(raw, MAX_DEPTH)) throw new RestRequestError(`ERR the request body nests deeper than ${MAX_DEPTH} levels`);
@@ -130,10 +136,10 @@ function parseJson(raw: string): unknown {
 /** A handler's work; a RestRequestError becomes its 400, anything else what server.ts makes of it. */
 async function answer(ctx: Ctx, res: ServerResponse, work: (rest: RedisRest, caller: Caller, f: Format) => Promise<void>): Promise<void> {
   const rest = ctx.redis;
-  if (rest === undefined) return sendUpstashError(res, 503, 'ERR the Redis REST protocol is not served by this server');
+  if (rest === undefined) return sendUpstashError(res, 503, NOT_SERVED);
   try {
     const f = formatOf(res.req);
-    await work(rest, new HttpCaller(restToken(res.req) ?? '', rest.auth, res), f);
+    await work(rest, callerOf(res), f);
   } catch (err) {
     if (!(err instanceof RestRequestError)) throw err;
     sendUpstashError(res, 400, err.message);
@@ -160,9 +166,25 @@ function sendEntries(res: ServerResponse, rs: readonly Reply[], f: Format): void
   send(res, 200, s + ']', JSON_TYPE);
 }
 
-/** POST /redis: `["SET","k","v"]`. */
-export function redisCommand(ctx: Ctx, _name: string, _body: unknown, res: ServerResponse, raw: string): Promise<void> {
-  return answer(ctx, res, async (rest, caller, f) => sendReply(res, await rest.runner.run(commandOf(parseJson(raw)), caller), f));
+/**
+ * POST /redis: `["SET","k","v"]`. The route of every single command
+ * @upstash/redis sends without auto-pipelining: a reply the command had at
+ * once is sent without a promise, and one that waits costs one `then`.
+ */
+export function redisCommand(ctx: Ctx, _name: string, _body: unknown, res: ServerResponse, raw: string): void | Promise<void> {
+  const rest = ctx.redis;
+  if (rest === undefined) return sendUpstashError(res, 503, NOT_SERVED);
+  let f: Format;
+  let r: Reply | Promise<Reply | undefined>;
+  try {
+    f = formatOf(res.req);
+    r = rest.runner.run(commandOf(parseJson(raw)), callerOf(res));
+  } catch (err) {
+    if (!(err instanceof RestRequestError)) throw err;
+    return sendUpstashError(res, 400, err.message);
+  }
+  if (!(r instanceof Promise)) return sendReply(res, r, f);
+  return r.then((x) => sendReply(res, x ?? null, f));
 }
 
 /** One path segment, percent-decoded as UTF-8 (node:http hands raw bytes over one per char). */
@@ -180,7 +202,7 @@ export function redisPath(ctx: Ctx, path: string, _body: unknown, res: ServerRes
     const words = path.split('/').map(segment);
     if (words[0] === '') throw new RestRequestError('ERR no command in the path: /redis/<command>/<arg>/…');
     if (raw.length > 0) words.push(raw);
-    sendReply(res, await rest.runner.run(commandOf(words), caller), f);
+    sendReply(res, (await rest.runner.run(commandOf(words), caller)) ?? null, f);
   });
 }
 
@@ -226,7 +248,7 @@ class SseSubscriber implements Subscriber {
 }
 
 async function stream(ctx: Ctx, path: string, res: ServerResponse, patterns: boolean): Promise<void> {
-  if (ctx.redis === undefined) return sendUpstashError(res, 503, 'ERR the Redis REST protocol is not served by this server');
+  if (ctx.redis === undefined) return sendUpstashError(res, 503, NOT_SERVED);
   let names: string[];
   try {
     names = path.split('/').map(segment);

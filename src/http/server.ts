@@ -31,7 +31,7 @@ import { sendError } from './envelope.js';
 import type { Args, Ctx } from './context.js';
 import { HttpError } from './errors.js';
 import { type Match, type Route, route } from './router.js';
-import { Authenticator } from './auth.js';
+import { type Authenticated, type AuthResult, Authenticator } from './auth.js';
 import type { Cors } from './cors.js';
 import type { AccessLog } from './access.js';
 import { answerProbe, probeOf } from './probes.js';
@@ -65,7 +65,7 @@ export interface ServerOptions {
  * Request state is kept on the request object itself (node:http lets the
  * server choose the class), so reading a body needs no per-request closure.
  */
-class PithosRequest extends http.IncomingMessage {
+class PithosRequest extends http.IncomingMessage implements Authenticated {
   server!: PithosServer;
   route!: Route;
   response!: ServerResponse;
@@ -75,6 +75,8 @@ class PithosRequest extends http.IncomingMessage {
   chunks: Buffer[] | undefined = undefined;
   size = 0;
   failed = false;
+  /** Set on the Upstash routes only (Authenticated). */
+  who: AuthResult | undefined = undefined;
 
   constructor(socket: net.Socket) {
     super(socket);
@@ -251,6 +253,7 @@ export class PithosServer {
     const upstash = m?.route.def.upstash === true;
     const who = this.auth.check(upstash ? restToken(req) : req.headers['auth-token'], m === undefined ? 'read' : m.route.def.role, req.method, req.url);
     if (who.ok !== true && upstash) return refuseUpstash(res, who.status, who.message);
+    if (upstash) req.who = who;
     if (who.ok !== true && this.opts.altAuth?.(req) !== true) {
       // A scraper's Authorization header that did not match is a wrong token, not a missing
       // one; on /metrics only, the one route that takes it (elsewhere Auth-Token is missing).

@@ -6,16 +6,18 @@
  * in src/http/redis-rest.ts carry the requests here and the answers back, so
  * a command is judged by dispatch.ts exactly as the RESP listener judges it.
  */
-import type { Authenticator } from '../http/auth.js';
 import type { Store } from '../store/store.js';
 import type { Call, Command, ServerView, Session } from './command.js';
 import { execute, resolve, roleOf, settle } from './dispatch.js';
 import { Multi } from './multi.js';
-import { Dbl, doubleText, ErrorReply, MapReply, NULL_ARRAY, type Reply, SetReply, Simple } from './resp.js';
+import { Dbl, doubleText, ErrorReply, Issued, MapReply, NULL_ARRAY, type Reply, SetReply, Simple } from './resp.js';
 import { buildTable, type CommandTable } from './table.js';
 
 /** Longest a blocking command (BLPOP …) waits over REST: an HTTP request is no place to wait for minutes. */
 export const REST_MAX_BLOCK_MS = 30_000;
+
+/** A pipeline's commands whose durability may be pending at once (the RESP listener's bound on replies owed). */
+const MAX_IN_FLIGHT = 1024;
 
 /** Commands of a RESP connection's own state, which a stateless request has no use for: what to do instead. */
 const CONNECTION_ONLY: Readonly<Record<string, string>> = {
@@ -40,28 +42,42 @@ export class RestRequestError extends Error {}
 /** The refusal of a token that may not run a command (403 for one command; one entry's error in a pipeline). */
 export class NoPerm extends ErrorReply {}
 
-/** Who sent a request: the raw token (as Authenticator.check takes it) and its name. */
+/** Who sent a request: its token's name, and whether that token holds a role. */
 export interface Caller {
-  readonly token: string;
   readonly name: string;
+  /** May this token run a command that needs `role`? */
+  may(role: 'write' | 'admin'): boolean;
   readonly addr: string;
   /** Aborted when the client goes away: a blocking command then stops waiting. */
   readonly gone: AbortSignal;
 }
 
-/** A request's session: what CLIENT INFO and the like read; fresh for every request. */
+/**
+ * A request's session: what CLIENT INFO and the like read; fresh for every
+ * request. What only some commands read (the caller's name, the MULTI
+ * queue) is made when first asked for, so a plain INCR allocates neither.
+ */
 class RestSession implements Session {
   proto: 2 | 3 = 2;
   name = '';
   role: 'read' | 'write' | 'admin' | undefined = undefined;
   readonly createdAt = Date.now();
   lastCommand = 'NULL';
-  readonly multi = new Multi();
+  private queue: Multi | undefined = undefined;
   constructor(
     readonly id: number,
-    readonly user: string,
     readonly caller: Caller,
   ) {}
+  private named: string | undefined = undefined;
+  get user(): string {
+    return (this.named ??= this.caller.name);
+  }
+  set user(v: string) {
+    this.named = v;
+  }
+  get multi(): Multi {
+    return (this.queue ??= new Multi());
+  }
   get addr(): string {
     return this.caller.addr;
   }
@@ -72,7 +88,6 @@ class RestSession implements Session {
 
 export interface RestOptions {
   store: Store;
-  auth: Authenticator;
   version: string;
   storeName: string;
   /** The HTTP port, for INFO's tcp_port. */
@@ -139,7 +154,7 @@ export class RestRunner {
   }
 
   private session(caller: Caller): RestSession {
-    return new RestSession(this.nextId++, caller.name, caller);
+    return new RestSession(this.nextId++, caller);
   }
 
   /** The command `words` name, checked for the caller's role; an ErrorReply when it may not run. */
@@ -151,34 +166,61 @@ export class RestRunner {
     }
     const need = roleOf(cmd);
     // The route itself admitted a read token: a command that only reads needs no second look.
-    if (need !== 'read' && !this.opts.auth.check(caller.token, need, 'POST', '/redis').ok)
-      return new NoPerm(`NOPERM this token may not run the '${cmd.name}' command (it needs a ${need} token)`);
+    if (need !== 'read' && !caller.may(need)) return new NoPerm(`NOPERM this token may not run the '${cmd.name}' command (it needs a ${need} token)`);
     return cmd;
   }
 
-  private async runOne(words: string[], s: RestSession): Promise<Reply> {
+  /**
+   * Starts one command: its reply when it had one at once, a promise of it,
+   * or Issued when its store work is all issued and only durability is
+   * pending. Never rejects: a failure is its ErrorReply (dispatch.ts).
+   */
+  private start(words: string[], s: RestSession): Reply | Promise<Reply | undefined> | Issued {
     this.stats.commands++;
     const cmd = this.check(words, s.caller);
     if (cmd instanceof ErrorReply) return cmd;
     s.lastCommand = cmd.name;
-    return (await settle(execute(cmd, this.call(words, s), this.opts.log))) ?? null;
+    const r = execute(cmd, this.call(words, s), this.opts.log);
+    if (r instanceof Issued || r instanceof Promise) return r;
+    return r ?? null;
   }
 
   private call(args: string[], session: Session): Call {
     return { store: this.opts.store, args, session, server: this.view };
   }
 
-  /** One command; its reply (an ErrorReply when it failed). */
-  run(words: string[], caller: Caller): Promise<Reply> {
-    return this.runOne(words, this.session(caller));
+  /** One command; its reply (an ErrorReply when it failed), at once when the command had it. */
+  run(words: string[], caller: Caller): Reply | Promise<Reply | undefined> {
+    const r = this.start(words, this.session(caller));
+    return r instanceof Issued ? r.reply : r;
   }
 
-  /** Each command on its own, in order: one failing does not stop the next. */
+  /**
+   * Each command on its own, in order: one failing does not stop the next.
+   * As on a RESP connection (listener.ts), a command that must wait is
+   * awaited before the next starts, so each sees the effects of those
+   * before it; one whose store work is issued (Issued) lets the next start
+   * at once, so the pipeline's writes share the log's group commits. The
+   * answers are in command order whatever order they settle in.
+   */
   async pipeline(cmds: string[][], caller: Caller): Promise<Reply[]> {
     const s = this.session(caller);
-    const out = new Array<Reply>(cmds.length);
-    for (let i = 0; i < cmds.length; i++) out[i] = await this.runOne(cmds[i]!, s);
-    return out;
+    const out = new Array<Reply | Promise<Reply | undefined>>(cmds.length);
+    let oldest = 0;
+    for (let i = 0; i < cmds.length; i++) {
+      const r = this.start(cmds[i]!, s);
+      if (r instanceof Issued) {
+        out[i] = r.reply;
+        // Bounded like a RESP connection's replies owed: a long pipeline does not queue all its writes at once.
+        if (i - oldest >= MAX_IN_FLIGHT) await out[oldest++];
+      } else out[i] = r instanceof Promise ? ((await r) ?? null) : r;
+    }
+    const replies = new Array<Reply>(out.length);
+    for (let i = 0; i < out.length; i++) {
+      const r = out[i]!;
+      replies[i] = (r instanceof Promise ? await r : r) ?? null;
+    }
+    return replies;
   }
 
   /**

@@ -53,8 +53,8 @@ test('check: 401 missing vs wrong; the main secret is admin; public needs nothin
   assert.deepEqual(a.check('SECRET!', 'read', 'GET', '/x'), { ok: false, status: 401, message: 'wrong Auth-Token' });
   assert.deepEqual(a.check('SECREX', 'read', 'GET', '/x'), { ok: false, status: 401, message: 'wrong Auth-Token' });
   assert.deepEqual(a.check(['SECRET', 'SECRET'], 'read', 'GET', '/x'), { ok: false, status: 401, message: 'wrong Auth-Token' });
-  for (const role of ['read', 'write', 'admin'] as const) assert.deepEqual(a.check('SECRET', role, 'PUT', '/x'), { ok: true, name: 'main' });
-  assert.deepEqual(a.check(undefined, 'public', 'GET', '/livez'), { ok: true, name: '' });
+  for (const role of ['read', 'write', 'admin'] as const) assert.deepEqual(a.check('SECRET', role, 'PUT', '/x'), { ok: true, name: 'main', role: 'admin' });
+  assert.deepEqual(a.check(undefined, 'public', 'GET', '/livez'), { ok: true, name: '', role: 'public' });
   // The same answer object every time: the main-secret path allocates no result.
   assert.equal(a.check('SECRET', 'write', 'PUT', '/x'), a.check('SECRET', 'read', 'GET', '/y'));
 });
@@ -77,7 +77,7 @@ test('check: roles of named tokens, 403 naming token, method and path (no query 
     message: "token 'reader' may not PUT /records/a",
   });
   assert.deepEqual(a.check('w-token-0123456789', 'admin', 'GET', '/backup'), { ok: false, status: 403, message: "token 'writer' may not GET /backup" });
-  assert.deepEqual(a.check('w-token-0123456789', 'write', 'PUT', '/x'), { ok: true, name: 'writer' });
+  assert.deepEqual(a.check('w-token-0123456789', 'write', 'PUT', '/x'), { ok: true, name: 'writer', role: 'write' });
   // same length as a named token, different bytes
   assert.equal(a.check('r-token-0123456788', 'read', 'GET', '/').ok, false);
   assert.equal(a.check('SECRET', 'admin', 'GET', '/').ok, true);

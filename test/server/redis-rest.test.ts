@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { Redis } from '@upstash/redis';
-import { PithosServer } from '../helpers/server.js';
+import { onlyLog, PithosServer } from '../helpers/server.js';
 
 const READER = 'reader-token-abcdef123456';
 const WRITER = 'writer-token-abcdef123456';
@@ -182,6 +182,67 @@ test('pipeline(): each command on its own, answers in order, one failure does no
   q.lpush('p:a', 'y');
   await assert.rejects(q.exec(), /WRONGTYPE/);
   assert.equal(await redis.get('p:a'), 4);
+});
+
+test('/pipeline: each command sees the effects of those before it, whether it waited for them or not', async () => {
+  // INCR and SET of a plain string take the fast path (their store work issued at once); APPEND and
+  // the refused LPUSH do not; the answers are in order and every later command sees the earlier ones.
+  const r = await post('/pipeline', [
+    ['SET', 'q:a', '10'],
+    ['INCR', 'q:a'],
+    ['APPEND', 'q:a', '0'],
+    ['INCR', 'q:a'],
+    ['GET', 'q:a'],
+    ['LPUSH', 'q:a', 'x'],
+    ['INCRBY', 'q:a', '5'],
+    ['DEL', 'q:a'],
+    ['INCR', 'q:a'],
+    ['GET', 'q:a'],
+  ]);
+  assert.equal(r.status, 200, r.text);
+  assert.deepEqual(r.json, [
+    { result: 'OK' },
+    { result: 11 },
+    { result: 3 },
+    { result: 111 },
+    { result: '111' },
+    { error: 'WRONGTYPE Operation against a key holding the wrong kind of value' },
+    { result: 116 },
+    { result: 1 },
+    { result: 1 },
+    { result: '1' },
+  ]);
+});
+
+test('/pipeline: a pipeline longer than the writes it may have pending at once answers every command in order', async () => {
+  // 1,024 commands may wait for their durable write at once; the rest start as the oldest settle.
+  const cmds = Array.from({ length: 1100 }, (_, i) => ['INCR', `long:${i % 10}`]);
+  const r = await post('/pipeline', cmds);
+  assert.equal(r.status, 200, r.text.slice(0, 200));
+  assert.deepEqual(
+    r.json,
+    cmds.map((_, i) => ({ result: Math.floor(i / 10) + 1 })),
+  );
+});
+
+test('/pipeline: durable writes share group commits', { skip: onlyLog('counts the fdatasyncs of the log') }, async () => {
+  const fsyncs = async (): Promise<number> => {
+    const m = await srv.req('GET', '/metrics');
+    const hit = /^pithos_log_fsync_duration_seconds_count (\d+)$/m.exec(m.raw);
+    assert.ok(hit !== null, 'no fsync count in /metrics');
+    return Number(hit[1]);
+  };
+  const cmds = Array.from({ length: 64 }, (_, i) => ['INCR', `gc:${i % 32}`]);
+  const before = await fsyncs();
+  const r = await post('/pipeline', cmds);
+  const used = (await fsyncs()) - before;
+  assert.equal(r.status, 200, r.text);
+  assert.deepEqual(
+    r.json,
+    cmds.map((_, i) => ({ result: i < 32 ? 1 : 2 })),
+  );
+  // One fdatasync per command when each waited for the one before; a few when they share commits.
+  assert.ok(used >= 1 && used <= 8, `${used} fdatasyncs for 64 INCRs`);
 });
 
 test('multi(): one block; a command that cannot be queued aborts it whole', async () => {
