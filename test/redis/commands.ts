@@ -5,7 +5,7 @@
  * command says how to compare its replies: as they are, or sorted where
  * Redis's order is its hash table's (SMEMBERS, KEYS, HGETALL, …).
  */
-export type Cmp = 'exact' | 'sorted' | 'pairs' | 'size';
+export type Cmp = 'exact' | 'sorted' | 'pairs' | 'size' | 'lifetime';
 
 export interface Gen {
   args: string[];
@@ -59,7 +59,8 @@ export function generator(rand: () => number): () => Gen {
     () => e('EXISTS', ...some(key)),
     () => e('TYPE', key()),
     () => e('EXPIRE', key(), pick(['100', '1000', '-1'])),
-    () => e('TTL', key()),
+    // Each server reads its own clock: a remaining lifetime may round to seconds on either side of one.
+    () => ({ args: ['TTL', key()], cmp: 'lifetime' }),
     () => e('PERSIST', key()),
     () => e('DBSIZE'),
     () => s('KEYS', pick(['*', 'k[12]', 'k?', 'x*'])),
@@ -156,6 +157,20 @@ export function generator(rand: () => number): () => Gen {
   ];
   table.push(() => ({ args: ['MULTI'], cmp: 'exact', block: some(() => pick(queued)(), 4) }));
   return () => pick(table)();
+}
+
+/**
+ * Two replies normalised for comparison under `cmp`: for a lifetime in
+ * seconds (not -1 or -2, which say none or no key), Pithos's is taken as
+ * Redis's when they are one second apart or less.
+ */
+export function normalisePair(pithos: unknown, redis: unknown, cmp: Cmp): [unknown, unknown] {
+  if (cmp === 'lifetime') {
+    const [p, r] = [Number(pithos), Number(redis)];
+    if (Number.isInteger(p) && Number.isInteger(r) && p >= 0 && r >= 0 && Math.abs(p - r) <= 1) return [redis, redis];
+    return [pithos, redis];
+  }
+  return [normalise(pithos, cmp), normalise(redis, cmp)];
 }
 
 /** A reply normalised for comparison under `cmp`. */

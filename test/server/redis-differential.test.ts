@@ -16,7 +16,7 @@ import type { PithosServer } from '../helpers/server.js';
 import { STORE, TOKEN } from '../helpers/server.js';
 import { RedisServer, startWithResp } from '../helpers/redis.js';
 import { rng } from '../helpers/rng.js';
-import { type Gen, generator, normalise } from '../redis/commands.js';
+import { type Gen, generator, normalisePair } from '../redis/commands.js';
 
 const COUNT = Number(process.env.PITHOS_REDIS_DIFF_COUNT ?? (STORE === 'log' ? 3000 : 1500));
 const SEED = Number(process.env.PITHOS_REDIS_DIFF_SEED ?? 20261128);
@@ -124,8 +124,7 @@ async function compare(pithosSide: Side, redisSide: Side, reconcile = (_p: unkno
     const [x, y0] = await Promise.all([pithosSide(g), redisSide(g)]);
     const y = reconcile(x, y0);
     if (g.block !== undefined) history.push(...g.block.map((w) => `  ${w.join(' ')}`), 'EXEC');
-    const nx = normalise(x, g.cmp);
-    const ny = normalise(y, g.cmp);
+    const [nx, ny] = normalisePair(x, y, g.cmp);
     compared++;
     assert.deepEqual(
       nx,
