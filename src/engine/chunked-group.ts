@@ -298,9 +298,13 @@ export class Group implements Map<string, Entry> {
 
   /**
    * Up to `limit` keys above `after` ('' = from the first), in key order,
-   * with their entries: one page of a collection's members (a set lists its
-   * members in key order, docs/format.md). Costs the page plus, at most, one
-   * chunk's keys below `after`. `bare`: the member keys, without the prefix.
+   * with their entries, appended to `keys` and `entries`: one page of a
+   * collection's members (a set lists its members in key order,
+   * docs/format.md), or a step of a snapshot copied in steps. Costs the page
+   * plus, at most, one chunk's keys below `after`. `bare`: the member keys,
+   * without the prefix. A chunk the page takes whole is copied by the native
+   * iterators, as copy() copies it: no [key, entry] pair per member, which
+   * made a page of a million-member group 3-5x as slow as copy().
    */
   keysAfter(after: string, limit: number, keys: string[], entries: Entry[], bare = false): void {
     if (this.chunks.length === 0 || limit <= 0) return;
@@ -313,13 +317,27 @@ export class Group implements Map<string, Entry> {
         a = after.slice(this.cut);
       } else if (after > this.name) return;
     }
+    const end = keys.length + limit;
     for (let i = from ? this.find(after) : 0; i < this.chunks.length; i++) {
-      for (const [k, e] of this.sortedMap(i)) {
+      const m = this.sortedMap(i);
+      if (!from && bare && m.size <= end - keys.length) {
+        const ks = Array.from(m.keys());
+        const es = Array.from(m.values());
+        for (let j = 0; j < ks.length; j++) {
+          keys.push(ks[j]);
+          entries.push(es[j]);
+        }
+        if (keys.length >= end) return;
+        continue;
+      }
+      for (const [k, e] of m) {
         if (from && k <= a) continue;
         keys.push(bare ? k : this.name + k);
         entries.push(e);
-        if (keys.length >= limit) return;
+        if (keys.length >= end) return;
       }
+      // Every key of the chunks after the one `after` falls in is above it.
+      from = false;
     }
   }
 

@@ -52,7 +52,9 @@ export class GroupSnapshot<T> {
   /**
    * `members` and `versions` are parallel: the members' keys without the
    * group's prefix `group` (as the directory holds them, chunked-group.ts), in key
-   * order, and their current versions.
+   * order, and their current versions. `after`: a snapshot taken in steps
+   * (copyMore), to be continued after this key ('' = from the group's first);
+   * undefined when `members` is the whole snapshot.
    */
   constructor(
     private readonly fs: FileOps,
@@ -65,12 +67,29 @@ export class GroupSnapshot<T> {
     /** The instant: members expired at it are not part of the snapshot. */
     private readonly now: number,
     segments: readonly Segment[],
+    private after?: string,
   ) {
     for (const seg of segments) {
       if (seg.fd < 0) continue;
       seg.readers++;
       this.pinned.push(seg);
     }
+  }
+
+  /**
+   * Copies up to `limit` more members (the next in key order after those
+   * copied so far) and returns how many it copied: fewer than `limit` when
+   * the group has no more. For a snapshot taken in steps, with the event
+   * loop running between them; the caller knows the group did not change
+   * between the steps (a version it checks at each), which is what makes
+   * the steps one instant. Pointers only, as Reader.snapshot copies them.
+   */
+  copyMore(limit: number): number {
+    if (this.released) throw new StorageIOError('copy into a released snapshot', undefined);
+    if (this.after === undefined || limit <= 0) return 0;
+    const n = this.keydir.appendGroupKeys(this.group, this.after, limit, this.members, this.versions);
+    if (n > 0) this.after = this.group + this.members[this.members.length - 1];
+    return n;
   }
 
   /** Members, including any that had expired but were not yet swept (read() skips them). */

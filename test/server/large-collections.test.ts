@@ -308,6 +308,42 @@ test('whole-set reads and combines while pairs of members are added are each one
   console.log(`# ${STORE}: reads saw ${seen.join(', ')} of ${k} pairs`);
 });
 
+test('whole-list reads while both ends are rewritten are each one instant of the list', async () => {
+  const l = uniq('elist');
+  assert.equal((await srv.req('PUT', `/lists/${l}`, { list: Array.from({ length: N }, (_, i) => i) })).status, 201);
+  // The first item, then the last, set to the same round number: one instant shows them equal, or the
+  // first one round ahead; a copy torn across writes (its first items early, its last late) shows the last ahead.
+  let stop = false;
+  let k = 0;
+  const writer = (async () => {
+    while (!stop) {
+      k++;
+      assert.equal((await srv.req('PATCH', `/lists/${l}`, { set: { index: 0, value: k } })).status, 200);
+      assert.equal((await srv.req('PATCH', `/lists/${l}`, { set: { index: -1, value: k } })).status, 200);
+    }
+  })();
+  const seen: string[] = [];
+  try {
+    for (let r = 0; r < 6; r++) {
+      const read = await big('GET', `/lists/${l}`);
+      assert.equal(read.status, 200, read.body.slice(0, 200));
+      const got = (JSON.parse(read.body) as { data: { items: number[]; length: number } }).data;
+      assert.equal(got.length, N);
+      assert.equal(got.items.length, N);
+      const first = got.items[0];
+      const last = got.items[N - 1] === N - 1 ? 0 : got.items[N - 1];
+      assert.ok(first === last || first === last + 1, `first item ${first}, last ${last}: not one instant of the list`);
+      for (let j = 1; j < N - 1; j++) if (got.items[j] !== j) assert.fail(`item ${j} is ${got.items[j]}`);
+      seen.push(`${first}/${last}`);
+    }
+  } finally {
+    stop = true;
+    await writer;
+  }
+  assert.ok(k >= 3, `only ${k} rounds of writes during the reads`);
+  console.log(`# ${STORE}: list reads saw first/last ${seen.join(', ')} of ${k} rounds`);
+});
+
 test('a client that goes away in the middle of a large answer stops it; the server answers on', async () => {
   assert.ok(wideSet !== '');
   const p = await paused(`/sets/${wideSet}`);
