@@ -48,6 +48,9 @@ interface Loc {
 export class GroupSnapshot<T> {
   private readonly pinned: Segment[] = [];
   private released = false;
+  /** Readers holding it (retain); the first is its taker. */
+  private holders = 1;
+  private freed: (() => void) | undefined;
 
   /**
    * `members` and `versions` are parallel: the members' keys without the
@@ -253,10 +256,27 @@ export class GroupSnapshot<T> {
     }
   }
 
-  /** Unpins the segments (idempotent). Reads after this fail. */
+  /**
+   * One more holder: a reader that shares this snapshot (the same range of
+   * the same version), and releases it once as every holder does; false
+   * when it was released already.
+   */
+  retain(): boolean {
+    if (this.released) return false;
+    this.holders++;
+    return true;
+  }
+
+  /** `fn` runs when the last holder has released the snapshot. */
+  onFree(fn: () => void): void {
+    this.freed = fn;
+  }
+
+  /** One holder's release; the last unpins the segments. Reads after that fail. */
   release(): void {
-    if (this.released) return;
+    if (this.released || --this.holders > 0) return;
     this.released = true;
+    this.freed?.();
     for (const seg of this.pinned) {
       seg.readers--;
       if (seg.retired && seg.readers === 0) void seg.closeQuietly(this.fs);

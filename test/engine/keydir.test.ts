@@ -128,7 +128,12 @@ function check(kd: KeyDir, model: Map<string, Entry>): void {
     );
     assert.deepEqual(kd.groupKeysAfter(g, g.slice(0, -1) + '\u0001', 2)[0], [], 'a key above the group: nothing');
     // A snapshot copied in steps pages through the whole group; a page takes whole chunks natively.
-    for (const step of [1, 3, 7, 50]) {
+    assert.deepEqual(
+      kd.groupKeysAfter(g, mid, 300, true)[0],
+      want.filter(([k]) => k > mid).map(([k]) => k.slice(g.length)),
+      'a long bare page: chunks copied natively, its start found by binary search',
+    );
+    for (const step of [1, 3, 7, 50, 256]) {
       const got: string[] = [];
       const es: Entry[] = [];
       let at = '';

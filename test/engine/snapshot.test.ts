@@ -81,6 +81,32 @@ test('a snapshot copied in steps holds what one copied at once holds, from the f
   }
 });
 
+test('a shared snapshot stays readable until every holder has released it, and says so once', async () => {
+  const dir = tmpDir('snap-share');
+  const e = await open(dir, { durability: 'never' });
+  try {
+    await e.write(Array.from({ length: 10 }, (_, i) => put(key(i), `v${i}`)));
+    const s = e.snapshot(G, dec);
+    let freed = 0;
+    s.onFree(() => freed++);
+    assert.ok(s.retain());
+    assert.ok(s.retain());
+    s.release();
+    s.release();
+    assert.equal(freed, 0);
+    assert.equal((await readAll(s, 4)).length, 10, 'one holder left: still readable');
+    s.release();
+    assert.equal(freed, 1);
+    assert.throws(() => s.read(0, 1), /released/);
+    assert.equal(s.retain(), false, 'a released snapshot takes no new holder');
+    s.release();
+    assert.equal(freed, 1);
+  } finally {
+    await e.close();
+    rmDir(dir);
+  }
+});
+
 test('members expired at the instant of the snapshot are left out; reads of a range coalesce and stay in order', async () => {
   const dir = tmpDir('snap-exp');
   let now = 1_000_000;

@@ -267,6 +267,27 @@ test('writes while large collection answers are being sent do not tear them: eac
   assert.equal(after.data.members[0], 'aaa-new');
 });
 
+test('concurrent reads of one large list are each answered whole, from one copy or several; a read after a write sees it', async () => {
+  const l = uniq('flist');
+  assert.equal((await srv.req('PUT', `/lists/${l}`, { list: wideMembers })).status, 201);
+  // Four readers of one instant (on the log store they share one copy of the item versions), each
+  // paused with most of its answer still to come, so they finish one after another.
+  const first = await Promise.all([1, 2, 3, 4].map(() => paused(`/lists/${l}`)));
+  assert.equal((await srv.req('PATCH', `/lists/${l}`, { set: { index: 0, value: 'changed' } })).status, 200);
+  const later = await Promise.all([1, 2].map(() => paused(`/lists/${l}`)));
+  for (const p of first) {
+    const got = JSON.parse(await rest(p)) as { data: { items: string[]; length: number } };
+    assert.equal(got.data.length, W);
+    assert.deepEqual(got.data.items, wideMembers);
+  }
+  for (const p of later) {
+    const got = JSON.parse(await rest(p)) as { data: { items: string[]; length: number } };
+    assert.equal(got.data.items.length, W);
+    assert.equal(got.data.items[0], 'changed');
+    assert.deepEqual(got.data.items.slice(1), wideMembers.slice(1));
+  }
+});
+
 test('whole-set reads and combines while pairs of members are added are each one instant of the sets', async () => {
   const s = uniq('cset');
   assert.equal((await srv.req('PUT', `/sets/${s}`, { set: members })).status, 201);

@@ -9,7 +9,8 @@
  * starts again; after MAX_TRIES the range is snapshotted in one step
  * (lists.ts, rangeItems), so a reader of a list written without pause is
  * slower, never refused. The answer's first byte is sent only after the
- * copy is whole, so a restart is never visible to the client.
+ * copy is whole, so a restart is never visible to the client. Readers of
+ * the same range at the same version share one copy (SharedCopies).
  */
 import type { Decoder, GroupSnapshot } from '../../engine/index.js';
 import { ELEMENT_BATCH } from '../elements.js';
@@ -73,21 +74,67 @@ async function fill(atomic: Atomic, name: string, snap: GroupSnapshot<string>, s
   return true;
 }
 
+/** A copy under way or made, which readers of the same range of the same version share. */
+interface Shared {
+  snap: GroupSnapshot<string>;
+  seen: Seen;
+  /** Whether the copy is whole (false: the list changed while it was made). */
+  whole: Promise<boolean>;
+}
+
+/**
+ * Copies shared by readers: keyed by list name, header version, rollback
+ * count and range, so only readers of one instant share one. Many clients
+ * reading the same large list at once (a fan-out) hold one copy of its item
+ * versions between them, not one each.
+ */
+export type SharedCopies = Map<string, Shared>;
+
+const answer = (sh: Shared): Elements<string[]> => ({
+  count: sh.seen.count,
+  version: sh.seen.version,
+  first: [],
+  rest: snapshotBatches(sh.snap, 0, sh.seen.n - 1),
+});
+
+/** Waits for a copy this reader holds; false (and released) when it is not whole. */
+async function held(sh: Shared): Promise<boolean> {
+  let whole: boolean;
+  try {
+    whole = await sh.whole;
+  } catch (err) {
+    sh.snap.release();
+    throw err;
+  }
+  if (!whole) sh.snap.release();
+  return whole;
+}
+
 /** The items start..stop (inclusive) as batches: a list's whole-range read on the log store. */
-export async function listItems(atomic: Atomic, name: string, start: number, stop: number, reads: ListReads): Promise<Elements<string[]>> {
+export async function listItems(
+  atomic: Atomic,
+  copies: SharedCopies,
+  name: string,
+  start: number,
+  stop: number,
+  reads: ListReads,
+): Promise<Elements<string[]>> {
   for (let attempt = 0; attempt < MAX_TRIES; attempt++) {
     const o = await settled(atomic.readNow((tx) => open(tx, name, start, stop, reads)));
     if ('done' in o) return o.done;
-    const { snap, seen } = o;
-    let whole: boolean;
-    try {
-      whole = await fill(atomic, name, snap, seen);
-    } catch (err) {
-      snap.release();
-      throw err;
+    const key = `${name}\u0000${o.seen.version} ${o.seen.rollbacks} ${start} ${stop}`;
+    const other = copies.get(key);
+    if (other !== undefined && other.snap.retain()) {
+      o.snap.release();
+      if (await held(other)) return answer(other);
+      continue;
     }
-    if (whole) return { count: seen.count, version: seen.version, first: [], rest: snapshotBatches(snap, 0, seen.n - 1) };
-    snap.release();
+    const sh: Shared = { snap: o.snap, seen: o.seen, whole: fill(atomic, name, o.snap, o.seen) };
+    copies.set(key, sh);
+    o.snap.onFree(() => {
+      if (copies.get(key) === sh) copies.delete(key);
+    });
+    if (await held(sh)) return answer(sh);
   }
   return settled(atomic.readNow((tx) => reads.oneStep(tx, name, start, stop)));
 }

@@ -24,7 +24,7 @@ import { expiryOf } from '../validate.js';
 import { checkPrecondition } from '../versions.js';
 import type { Atomic, Tx } from './atomic.js';
 import { isListKey, itemKey, listGroup, listKey, nameOfTop } from './keys.js';
-import { listItems, type ListReads } from './list-copy.js';
+import { listItems, type ListReads, type SharedCopies } from './list-copy.js';
 import { snapshotBatches } from './snapshot-batches.js';
 import { fillFrom, STAGE_STEP, stagedWrite } from './staged.js';
 
@@ -259,6 +259,8 @@ export class LogLists implements ListStore {
   private readonly waiting = new WaitingPops();
   /** Lists whose first waiter's pop is being decided after a read from disk: later ones wait their turn. */
   private readonly serving = new Set<string>();
+  /** Copies of long ranges that concurrent readers of one instant share (list-copy.ts). */
+  private readonly copies: SharedCopies = new Map();
 
   constructor(private readonly atomic: Atomic) {
     atomic.observe(this.onCommit);
@@ -303,7 +305,7 @@ export class LogLists implements ListStore {
 
   /** A long range is copied in steps (list-copy.ts); a short one is read in one decision. */
   items(name: string, start: number, stop: number): Sync<Elements<string[]>> {
-    return listItems(this.atomic, name, start, stop, LIST_READS);
+    return listItems(this.atomic, this.copies, name, start, stop, LIST_READS);
   }
 
   range(name: string, start: number, stop: number, out?: VersionOut): Sync<string> {
