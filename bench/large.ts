@@ -22,9 +22,11 @@ import { startServer, type Server } from './proc.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const MEMBERS = Number(process.env.PITHOS_BENCH_LARGE_MEMBERS ?? 1_000_000);
-/** PITHOS_BENCH_LARGE_ONLY=writes: only the probed large writes (after the fill). */
+/** PITHOS_BENCH_LARGE_ONLY=writes: only the probed large writes (after the fill); =reads: the reads and the concurrent GETs only. */
 const ONLY = process.env.PITHOS_BENCH_LARGE_ONLY;
 const SERVER = process.env.PITHOS_BENCH_SERVER ?? join(ROOT, 'bin', 'pithos');
+/** Extra options for the server's node (`--cpu-prof`, `--trace-gc`: where a probe's wait comes from), space-separated. */
+const NODE_ARGS = (process.env.PITHOS_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
 const TOKEN = 'SECRET';
 const fmt = (n: number, d = 0): string => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
 const member = (i: number): string => 'member-' + String(i).padStart(9, '0');
@@ -175,9 +177,15 @@ export async function largeCollections(store?: string): Promise<void> {
   console.log(`  large collections, ${fmt(MEMBERS)} elements (${store === undefined ? 'log store' : 'PostgreSQL'}):`);
   const data = mkdtempSync(join(tmpdir(), 'pithos-bench-large-'));
   const dir = store === undefined ? ['--data-dir', data, '--fsync', 'never', '--cache-mb', '1024'] : ['--store', store, '--pg-statement-timeout-ms', '300000'];
-  const s = await startServer('pithos', process.execPath, [SERVER, '--port', '0', '--auth-token', TOKEN, '--max-body-bytes', String(256 << 20), ...dir], {
-    timeoutMs: 120_000,
-  });
+  const s = await startServer(
+    'pithos',
+    process.execPath,
+    [...NODE_ARGS, SERVER, '--port', '0', '--auth-token', TOKEN, '--max-body-bytes', String(256 << 20), ...dir],
+    {
+      timeoutMs: 120_000,
+      logFile: process.env.PITHOS_BENCH_SERVER_LOG,
+    },
+  );
   try {
     if (ONLY === 'writes') {
       await ok(s, 'PUT', '/variants/probe', '{"variant":1}');
@@ -198,7 +206,7 @@ export async function largeCollections(store?: string): Promise<void> {
         `    ${what.padEnd(40)} ${fmt(ms).padStart(6)} ms, ${fmt(result.bytes / 1e6, 1).padStart(5)} MB; ${probeLine(lat)} (target p99 ≤ 50, max ≤ 200)`,
       );
     }
-    await largeWrites(s);
+    if (ONLY !== 'reads') await largeWrites(s);
     const before = rssMb(s.child.pid);
     let peak = before;
     const sampler = setInterval(() => (peak = Math.max(peak, rssMb(s.child.pid))), 50);
@@ -209,6 +217,7 @@ export async function largeCollections(store?: string): Promise<void> {
       `    20 concurrent GET /lists/big: ${fmt(ms)} ms, statuses ${codes}; RSS ${fmt(before)} MB before, peak ${fmt(peak)} MB ` +
         `(+${fmt(peak - before)}; target < +1,024); ${probeLine(lat)} (target p99 ≤ 100)`,
     );
+    if (ONLY === 'reads') return;
     const others = JSON.stringify({ op: 'union', with: Array.from({ length: 16 }, (_, i) => (i % 2 === 0 ? 'big2' : 'big')), store: 'u' });
     const t = performance.now();
     const refused = await call(s, 'POST', '/sets/big/combine', others, false, true);

@@ -229,6 +229,11 @@ export class Engine {
     return this.reader.snapshot(group, dec, at);
   }
 
+  /** An empty snapshot of a group, filled in steps: Reader.openSnapshot. */
+  openSnapshot<T>(group: string, dec: Decoder<T>, after: string, at?: number): GroupSnapshot<T> {
+    return this.reader.openSnapshot(group, dec, after, at);
+  }
+
   /** Every key that starts with `prefix`, expired-but-unswept ones included, in no order: Reader.keys. */
   keys(prefix = ''): Generator<string, void, undefined> {
     return this.reader.keys(prefix);

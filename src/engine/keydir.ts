@@ -250,6 +250,13 @@ export class KeyDir {
     return [keys, entries];
   }
 
+  /** groupKeysAfter's member keys and entries appended to `keys` and `entries`; returns how many. */
+  appendGroupKeys(group: string, after: string, limit: number, keys: string[], entries: Entry[]): number {
+    const n = keys.length;
+    this.groups.get(group)?.keysAfter(after, limit, keys, entries, true);
+    return keys.length - n;
+  }
+
   /**
    * Every key that starts with `prefix`, in no particular order; a group is
    * walked only when its keys can start with `prefix`, so asking for one kind

@@ -253,6 +253,15 @@ export class Reader {
   }
 
   /**
+   * An empty snapshot of `group`, to be filled in steps by copyMore from the
+   * first member after `after` ('' = from the first): for a group too large
+   * to copy in one step. Its segments are pinned now, as snapshot() pins them.
+   */
+  openSnapshot<T>(group: string, dec: Decoder<T>, after: string, at?: number): GroupSnapshot<T> {
+    return new GroupSnapshot(this.fs, this.keydir, this.log, dec, group, [], [], at ?? this.now(), this.core.segments, after);
+  }
+
+  /**
    * Every key that starts with `prefix` (expired-but-unswept ones included),
    * in no particular order: for views kept outside the engine (the store's
    * listing and secondary indexes, docs/query.md). One pass over the directory.

@@ -48,11 +48,16 @@ interface Loc {
 export class GroupSnapshot<T> {
   private readonly pinned: Segment[] = [];
   private released = false;
+  /** Readers holding it (retain); the first is its taker. */
+  private holders = 1;
+  private freed: (() => void) | undefined;
 
   /**
    * `members` and `versions` are parallel: the members' keys without the
    * group's prefix `group` (as the directory holds them, chunked-group.ts), in key
-   * order, and their current versions.
+   * order, and their current versions. `after`: a snapshot taken in steps
+   * (copyMore), to be continued after this key ('' = from the group's first);
+   * undefined when `members` is the whole snapshot.
    */
   constructor(
     private readonly fs: FileOps,
@@ -65,12 +70,29 @@ export class GroupSnapshot<T> {
     /** The instant: members expired at it are not part of the snapshot. */
     private readonly now: number,
     segments: readonly Segment[],
+    private after?: string,
   ) {
     for (const seg of segments) {
       if (seg.fd < 0) continue;
       seg.readers++;
       this.pinned.push(seg);
     }
+  }
+
+  /**
+   * Copies up to `limit` more members (the next in key order after those
+   * copied so far) and returns how many it copied: fewer than `limit` when
+   * the group has no more. For a snapshot taken in steps, with the event
+   * loop running between them; the caller knows the group did not change
+   * between the steps (a version it checks at each), which is what makes
+   * the steps one instant. Pointers only, as Reader.snapshot copies them.
+   */
+  copyMore(limit: number): number {
+    if (this.released) throw new StorageIOError('copy into a released snapshot', undefined);
+    if (this.after === undefined || limit <= 0) return 0;
+    const n = this.keydir.appendGroupKeys(this.group, this.after, limit, this.members, this.versions);
+    if (n > 0) this.after = this.group + this.members[this.members.length - 1];
+    return n;
   }
 
   /** Members, including any that had expired but were not yet swept (read() skips them). */
@@ -234,10 +256,27 @@ export class GroupSnapshot<T> {
     }
   }
 
-  /** Unpins the segments (idempotent). Reads after this fail. */
+  /**
+   * One more holder: a reader that shares this snapshot (the same range of
+   * the same version), and releases it once as every holder does; false
+   * when it was released already.
+   */
+  retain(): boolean {
+    if (this.released) return false;
+    this.holders++;
+    return true;
+  }
+
+  /** `fn` runs when the last holder has released the snapshot. */
+  onFree(fn: () => void): void {
+    this.freed = fn;
+  }
+
+  /** One holder's release; the last unpins the segments. Reads after that fail. */
   release(): void {
-    if (this.released) return;
+    if (this.released || --this.holders > 0) return;
     this.released = true;
+    this.freed?.();
     for (const seg of this.pinned) {
       seg.readers--;
       if (seg.retired && seg.readers === 0) void seg.closeQuietly(this.fs);

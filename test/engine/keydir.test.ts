@@ -127,6 +127,31 @@ function check(kd: KeyDir, model: Map<string, Entry>): void {
       'a key below the group: from the first',
     );
     assert.deepEqual(kd.groupKeysAfter(g, g.slice(0, -1) + '\u0001', 2)[0], [], 'a key above the group: nothing');
+    // A snapshot copied in steps pages through the whole group; a page takes whole chunks natively.
+    assert.deepEqual(
+      kd.groupKeysAfter(g, mid, 300, true)[0],
+      want.filter(([k]) => k > mid).map(([k]) => k.slice(g.length)),
+      'a long bare page: chunks copied natively, its start found by binary search',
+    );
+    for (const step of [1, 3, 7, 50, 256]) {
+      const got: string[] = [];
+      const es: Entry[] = [];
+      let at = '';
+      for (;;) {
+        const n = kd.appendGroupKeys(g, at, step, got, es);
+        if (n < step) break;
+        at = g + got[got.length - 1];
+      }
+      assert.deepEqual(
+        got,
+        want.map(([k]) => k.slice(g.length)),
+        `pages of ${step}`,
+      );
+      assert.deepEqual(
+        es,
+        want.map(([, e]) => e),
+      );
+    }
   }
 }
 

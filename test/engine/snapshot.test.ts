@@ -48,6 +48,65 @@ test('a snapshot reads the versions of its instant, cached or not, after overwri
   }
 });
 
+test('a snapshot copied in steps holds what one copied at once holds, from the first member or after a given key', async () => {
+  const dir = tmpDir('snap-steps');
+  const e = await open(dir, { durability: 'never' });
+  try {
+    // More members than two chunks of the key directory hold, so steps start and end inside chunks and take whole ones.
+    const n = 10_000;
+    for (let i = 0; i < n; i += 1000) await e.write(Array.from({ length: 1000 }, (_, k) => put(key(i + k), `v${i + k}`)));
+    const once = e.snapshot(G, dec);
+    const whole = await readAll(once, 777);
+    once.release();
+    const cases: Array<[string, number]> = [
+      ['', 1000],
+      ['', 4096],
+      ['', n],
+      [key(4999), 3000],
+      [key(n - 1), 10],
+    ];
+    for (const [after, step] of cases) {
+      const s = e.openSnapshot(G, dec, after);
+      let steps = 0;
+      while (s.copyMore(step) === step) steps++;
+      const from = after === '' ? 0 : Number(after.slice(G.length)) + 1;
+      assert.equal(s.length, n - from, `after '${after.slice(G.length)}' in steps of ${step} (${steps} full steps)`);
+      assert.deepEqual(await readAll(s, 777), whole.slice(from));
+      s.release();
+      assert.throws(() => s.copyMore(1), /released/);
+    }
+  } finally {
+    await e.close();
+    rmDir(dir);
+  }
+});
+
+test('a shared snapshot stays readable until every holder has released it, and says so once', async () => {
+  const dir = tmpDir('snap-share');
+  const e = await open(dir, { durability: 'never' });
+  try {
+    await e.write(Array.from({ length: 10 }, (_, i) => put(key(i), `v${i}`)));
+    const s = e.snapshot(G, dec);
+    let freed = 0;
+    s.onFree(() => freed++);
+    assert.ok(s.retain());
+    assert.ok(s.retain());
+    s.release();
+    s.release();
+    assert.equal(freed, 0);
+    assert.equal((await readAll(s, 4)).length, 10, 'one holder left: still readable');
+    s.release();
+    assert.equal(freed, 1);
+    assert.throws(() => s.read(0, 1), /released/);
+    assert.equal(s.retain(), false, 'a released snapshot takes no new holder');
+    s.release();
+    assert.equal(freed, 1);
+  } finally {
+    await e.close();
+    rmDir(dir);
+  }
+});
+
 test('members expired at the instant of the snapshot are left out; reads of a range coalesce and stay in order', async () => {
   const dir = tmpDir('snap-exp');
   let now = 1_000_000;

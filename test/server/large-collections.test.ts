@@ -267,6 +267,28 @@ test('writes while large collection answers are being sent do not tear them: eac
   assert.equal(after.data.members[0], 'aaa-new');
 });
 
+test('concurrent reads of one large list are each answered whole, from one copy or several; a read after a write sees it', async () => {
+  const l = uniq('flist');
+  assert.equal((await srv.req('PUT', `/lists/${l}`, { list: wideMembers })).status, 201);
+  // Three readers of one instant (on the log store they share one copy of the item versions), each
+  // paused with most of its answer still to come, so they finish one after another; five in all,
+  // as PostgreSQL's default pool keeps five readers open at once.
+  const first = await Promise.all([1, 2, 3].map(() => paused(`/lists/${l}`)));
+  assert.equal((await srv.req('PATCH', `/lists/${l}`, { set: { index: 0, value: 'changed' } })).status, 200);
+  const later = await Promise.all([1, 2].map(() => paused(`/lists/${l}`)));
+  for (const p of first) {
+    const got = JSON.parse(await rest(p)) as { data: { items: string[]; length: number } };
+    assert.equal(got.data.length, W);
+    assert.deepEqual(got.data.items, wideMembers);
+  }
+  for (const p of later) {
+    const got = JSON.parse(await rest(p)) as { data: { items: string[]; length: number } };
+    assert.equal(got.data.items.length, W);
+    assert.equal(got.data.items[0], 'changed');
+    assert.deepEqual(got.data.items.slice(1), wideMembers.slice(1));
+  }
+});
+
 test('whole-set reads and combines while pairs of members are added are each one instant of the sets', async () => {
   const s = uniq('cset');
   assert.equal((await srv.req('PUT', `/sets/${s}`, { set: members })).status, 201);
@@ -306,6 +328,42 @@ test('whole-set reads and combines while pairs of members are added are each one
   // The writes did land while the reads ran.
   assert.ok(k >= 3, `only ${k} adds during the reads`);
   console.log(`# ${STORE}: reads saw ${seen.join(', ')} of ${k} pairs`);
+});
+
+test('whole-list reads while both ends are rewritten are each one instant of the list', async () => {
+  const l = uniq('elist');
+  assert.equal((await srv.req('PUT', `/lists/${l}`, { list: Array.from({ length: N }, (_, i) => i) })).status, 201);
+  // The first item, then the last, set to the same round number: one instant shows them equal, or the
+  // first one round ahead; a copy torn across writes (its first items early, its last late) shows the last ahead.
+  let stop = false;
+  let k = 0;
+  const writer = (async () => {
+    while (!stop) {
+      k++;
+      assert.equal((await srv.req('PATCH', `/lists/${l}`, { set: { index: 0, value: k } })).status, 200);
+      assert.equal((await srv.req('PATCH', `/lists/${l}`, { set: { index: -1, value: k } })).status, 200);
+    }
+  })();
+  const seen: string[] = [];
+  try {
+    for (let r = 0; r < 6; r++) {
+      const read = await big('GET', `/lists/${l}`);
+      assert.equal(read.status, 200, read.body.slice(0, 200));
+      const got = (JSON.parse(read.body) as { data: { items: number[]; length: number } }).data;
+      assert.equal(got.length, N);
+      assert.equal(got.items.length, N);
+      const first = got.items[0];
+      const last = got.items[N - 1] === N - 1 ? 0 : got.items[N - 1];
+      assert.ok(first === last || first === last + 1, `first item ${first}, last ${last}: not one instant of the list`);
+      for (let j = 1; j < N - 1; j++) if (got.items[j] !== j) assert.fail(`item ${j} is ${got.items[j]}`);
+      seen.push(`${first}/${last}`);
+    }
+  } finally {
+    stop = true;
+    await writer;
+  }
+  assert.ok(k >= 3, `only ${k} rounds of writes during the reads`);
+  console.log(`# ${STORE}: list reads saw first/last ${seen.join(', ')} of ${k} rounds`);
 });
 
 test('a client that goes away in the middle of a large answer stops it; the server answers on', async () => {

@@ -312,6 +312,12 @@ export class Tx {
     return this.engine.snapshot(group, dec, this.now);
   }
 
+  /** An empty snapshot of a group at this decision's instant, filled in later decisions (GroupSnapshot.copyMore). */
+  openSnapshot<T>(group: string, dec: Decoder<T>, after: string): GroupSnapshot<T> {
+    if (this.ops.length > 0) throw new Error('snapshot in a decision that writes');
+    return this.engine.openSnapshot(group, dec, after, this.now);
+  }
+
   /** Live rows of a group in t_id order, as this decision sees them. */
   rows(group: string, dec: Decoder<RowMemo>): RowMemo[] {
     // A group read for an earlier attempt is used before scanning again: a

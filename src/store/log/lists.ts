@@ -24,6 +24,7 @@ import { expiryOf } from '../validate.js';
 import { checkPrecondition } from '../versions.js';
 import type { Atomic, Tx } from './atomic.js';
 import { isListKey, itemKey, listGroup, listKey, nameOfTop } from './keys.js';
+import { listItems, type ListReads, type SharedCopies } from './list-copy.js';
 import { snapshotBatches } from './snapshot-batches.js';
 import { fillFrom, STAGE_STEP, stagedWrite } from './staged.js';
 
@@ -252,10 +253,14 @@ export function deleteList(tx: Tx, name: string, pre: Precondition | undefined):
   tx.dropGroup(listGroup(name, h.inc));
 }
 
+const LIST_READS: ListReads = { head: listHead, decoder: itemDecoder, oneStep: rangeItems };
+
 export class LogLists implements ListStore {
   private readonly waiting = new WaitingPops();
   /** Lists whose first waiter's pop is being decided after a read from disk: later ones wait their turn. */
   private readonly serving = new Set<string>();
+  /** Copies of long ranges that concurrent readers of one instant share (list-copy.ts). */
+  private readonly copies: SharedCopies = new Map();
 
   constructor(private readonly atomic: Atomic) {
     atomic.observe(this.onCommit);
@@ -298,8 +303,9 @@ export class LogLists implements ListStore {
     });
   }
 
+  /** A long range is copied in steps (list-copy.ts); a short one is read in one decision. */
   items(name: string, start: number, stop: number): Sync<Elements<string[]>> {
-    return this.atomic.readNow((tx) => rangeItems(tx, name, start, stop));
+    return listItems(this.atomic, this.copies, name, start, stop, LIST_READS);
   }
 
   range(name: string, start: number, stop: number, out?: VersionOut): Sync<string> {

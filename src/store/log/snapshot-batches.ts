@@ -9,13 +9,20 @@ import type { GroupSnapshot } from '../../engine/index.js';
 import { BATCH_BYTES } from '../stream.js';
 import { ELEMENT_BATCH } from '../elements.js';
 
-/** Members [from, to] (inclusive) of `snap`; the snapshot is released at the end, on failure, and by `return()`. */
+/** Members [from, to] (inclusive) of `snap`; the snapshot is released (once) at the end, on failure, or by `return()`. */
 export function snapshotBatches<T>(snap: GroupSnapshot<T>, from: number, to: number): AsyncIterable<T[]> {
   let p = from;
+  // Released once, however the iteration ends: a shared snapshot counts its holders' releases.
+  let held = true;
+  const release = (): void => {
+    if (!held) return;
+    held = false;
+    snap.release();
+  };
   const it: AsyncIterator<T[]> = {
     next: async (): Promise<IteratorResult<T[]>> => {
       if (p > to) {
-        snap.release();
+        release();
         return { done: true, value: undefined };
       }
       // A batch ends at ELEMENT_BATCH members or BATCH_BYTES of stored values, whichever comes first.
@@ -31,12 +38,12 @@ export function snapshotBatches<T>(snap: GroupSnapshot<T>, from: number, to: num
         p = end;
         return { done: false, value: vals };
       } catch (err) {
-        snap.release();
+        release();
         throw err;
       }
     },
     return: (): Promise<IteratorResult<T[]>> => {
-      snap.release();
+      release();
       p = to + 1;
       return Promise.resolve({ done: true, value: undefined });
     },
