@@ -4,16 +4,21 @@
  *
  *   npm run bench:group -- [--base OTHER/bin/pithos] [--connections 32]
  *        [--duration 8] [--rounds 2] [--pool 10] [--pgbench-clients 10]
+ *        [--work increment,put,push,zincr,txns,lone]
  *
  * One throw-away PostgreSQL cluster; this build's server and, with --base,
  * another build's, both over the same database (the older one ignores
  * pithos_group). For each write (the increment over 64 counters, a 100-byte
- * record PUT, a list push of one value) wrk drives each server and pgbench
- * runs the statements one such write costs without group commit (the
- * increment's UPDATE prepared; the record PUT's statement; the push's
- * transaction), alternately (a b c, c b a, …), so a busy machine's drift
- * falls on all of them. Every run is bounded: wrk and pgbench get a
- * duration and are killed 30 s past it.
+ * record PUT, a list push of one value, a sorted-set increment, the
+ * 3-mutation /txns of two counter adds and a record put) wrk drives each
+ * server and pgbench runs the statements one such write costs without group
+ * commit (the increment's UPDATE prepared; the record PUT's statement; the
+ * push's and zset increment's transactions; the /txns as one statement, a
+ * CTE of its three writes), alternately (a b c, c b a, …), so a busy
+ * machine's drift falls on all of them. Then the latency of a lone request
+ * (the increment and the record PUT at 1 connection), each server in turn.
+ * Every run is bounded: wrk and pgbench get a duration and are killed 30 s
+ * past it.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -22,7 +27,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { http, parallel, startServer, type Server } from './proc.js';
 import { SMALL_RECORD } from './ops.js';
-import { okCount, runWrk, errorSummary } from './wrk.js';
+import { okCount, percentile, runWrk, errorSummary, type WrkResult } from './wrk.js';
 import { PgCluster, pgBinDir } from '../test/helpers/postgres.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -36,10 +41,12 @@ interface Options {
   rounds: number;
   pool: number;
   pgbenchClients: number;
+  /** The works to run (WORK's names, and `lone` for the 1-connection latency). */
+  work: string[];
 }
 
 function options(argv: string[]): Options {
-  const o: Options = { connections: 32, durationS: 8, rounds: 2, pool: 10, pgbenchClients: 10 };
+  const o: Options = { connections: 32, durationS: 8, rounds: 2, pool: 10, pgbenchClients: 10, work: [...Object.keys(WORK), 'lone'] };
   for (let i = 0; i < argv.length; i++) {
     const v = argv[i + 1];
     const num = (): number => {
@@ -68,6 +75,11 @@ function options(argv: string[]): Options {
         break;
       case '--pgbench-clients':
         o.pgbenchClients = num();
+        break;
+      case '--work':
+        o.work = (v ?? '').split(',');
+        for (const w of o.work) if (w !== 'lone' && !(w in WORK)) throw new Error(`--work: unknown work ${w}`);
+        i++;
         break;
       default:
         throw new Error(`unknown option ${argv[i]}`);
@@ -102,13 +114,47 @@ UPDATE pithos_lists SET tail = tail + 1, version = nextval('pithos_seq'), op = '
 SELECT pg_notify('pithos_lists', ${KEY('gc-l-')});
 COMMIT;
 `,
+  // zsetIncr (src/store/postgres/zsets.ts) of an existing member: lock the header, read the score, write member and header.
+  zincr: `\\set k random(0, ${KEYS - 1})
+BEGIN;
+SELECT count, version FROM pithos_zsets WHERE name = ${KEY('gc-z-')} FOR UPDATE;
+SELECT score FROM pithos_zset_members WHERE name = ${KEY('gc-z-')} AND member = '\\x6d'::bytea;
+WITH m AS (INSERT INTO pithos_zset_members (name, member, score) VALUES (${KEY('gc-z-')}, '\\x6d'::bytea, 1)
+    ON CONFLICT (name, member) DO UPDATE SET score = pithos_zset_members.score + 1)
+  UPDATE pithos_zsets SET version = nextval('pithos_seq'), op = 'incr', op_data = '{}' WHERE name = ${KEY('gc-z-')};
+COMMIT;
+`,
+  // The 3-mutation /txns as one statement: a CTE of its two counter adds and its record put.
+  txns: `\\set k random(0, ${KEYS - 1})
+\\set n random(1, 1000000000)
+WITH a AS (UPDATE pithos_variants SET v = (v::int8 + -1::int8)::text, version = nextval('pithos_seq')
+    WHERE name = ${KEY('gc-a-')} AND t = 'i' AND (expires_at IS NULL OR expires_at > ${NOW}) AND abs(v::int8 + -1::int8) <= 9007199254740991 RETURNING v),
+  b AS (UPDATE pithos_variants SET v = (v::int8 + 1::int8)::text, version = nextval('pithos_seq')
+    WHERE name = ${KEY('gc-b-')} AND t = 'i' AND (expires_at IS NULL OR expires_at > ${NOW}) AND abs(v::int8 + 1::int8) <= 9007199254740991 RETURNING v),
+  r AS (UPDATE pithos_records SET body = '{"last":' || :n || ',"amount":1}', expires_at = NULL, version = nextval('pithos_seq')
+    WHERE id = ${KEY('gc-t-')} AND (expires_at IS NULL OR expires_at > ${NOW}) RETURNING 1)
+SELECT (SELECT v FROM a) AS a, (SELECT v FROM b) AS b, (SELECT count(*) FROM r) AS r;
+`,
 };
 
 const WORK: Record<string, { method: string; path: string; body: string; expect: string }> = {
   increment: { method: 'POST', path: '/variants/gc-inc-{{k}}', body: '{"delta":1}', expect: '"data":{"variant":' },
   put: { method: 'PUT', path: '/records/gc-r-{{k}}', body: `{"record":${SMALL_RECORD}}`, expect: '' },
   push: { method: 'POST', path: '/lists/gc-l-{{k}}/push', body: '{"values":["v"]}', expect: '"data":{"length":' },
+  zincr: { method: 'POST', path: '/zsets/gc-z-{{k}}/incr', body: '{"member":"m","delta":1}', expect: '"data":{"score":' },
+  txns: {
+    method: 'POST',
+    path: '/txns',
+    body:
+      '{"mutations":[{"kind":"variant","name":"gc-a-{{k}}","operation":"ADD","delta":-1},' +
+      '{"kind":"variant","name":"gc-b-{{k}}","operation":"ADD","delta":1},' +
+      '{"kind":"record","name":"gc-t-{{k}}","operation":"PUT","values":{"last":{{n}},"amount":1}}]}',
+    expect: '"data"',
+  },
 };
+
+/** The lone request's latency: the increment and the record PUT at 1 connection. */
+const LONE = ['increment', 'put'];
 
 function pgbench(bin: string, c: PgCluster, script: string, o: Options, prepared: boolean): Promise<number> {
   const args = ['-M', prepared ? 'prepared' : 'extended', '-h', '127.0.0.1', '-p', String(c.port), '-U', 'postgres', '-n'];
@@ -130,17 +176,45 @@ function pgbench(bin: string, c: PgCluster, script: string, o: Options, prepared
 
 let runs = 0;
 async function wrk(s: Server, w: (typeof WORK)[string], o: Options): Promise<number> {
+  const r = await drive(s, w, o, o.connections);
+  return r.durationUs > 0 ? okCount(r) / (r.durationUs / 1e6) : 0;
+}
+
+async function drive(s: Server, w: (typeof WORK)[string], o: Options, connections: number): Promise<WrkResult> {
   const r = await runWrk({
     url: s.url,
-    threads: Math.min(2, o.connections),
-    connections: o.connections,
+    threads: Math.min(2, connections),
+    connections,
     durationS: o.durationS,
     script: join(ROOT, 'bench', 'wrk', 'bench.lua'),
     scriptArgs: ['template', w.method, w.path, w.body, String(KEYS), `g${runs++}`, TOKEN, w.expect],
   });
   const e = errorSummary(r);
   if (e.total > 0) console.log(`  ${s.name}: errors ${e.text}`);
-  return r.durationUs > 0 ? okCount(r) / (r.durationUs / 1e6) : 0;
+  return r;
+}
+
+/** Each server's lone-request latency (p50, p99, mean of wrk's uncorrected histogram, µs), in turns alternating per round. */
+async function loneLatency(servers: Server[], o: Options): Promise<void> {
+  for (const work of LONE) {
+    const got = new Map<string, WrkResult[]>();
+    for (let r = 0; r < o.rounds; r++) {
+      for (const s of r % 2 === 0 ? servers : [...servers].reverse()) got.set(s.name, [...(got.get(s.name) ?? []), await drive(s, WORK[work], o, 1)]);
+    }
+    const cells = [...got].map(([name, rs]) => {
+      const all = new Map<number, number>();
+      let n = 0;
+      let sum = 0;
+      for (const x of rs)
+        for (const [us, c] of x.latency) {
+          all.set(us, (all.get(us) ?? 0) + c);
+          n += c;
+          sum += us * c;
+        }
+      return `${name} p50 ${percentile(all, 50)} µs, p99 ${percentile(all, 99)} µs, mean ${Math.round(sum / n)} µs (${n} requests)`;
+    });
+    console.log(`${work} at 1 connection: ${cells.join('; ')}; load ${loadavg()[0].toFixed(2)}`);
+  }
 }
 
 async function main(): Promise<void> {
@@ -173,6 +247,10 @@ async function main(): Promise<void> {
       for (const [p, b] of [
         [`/variants/gc-inc-${k}`, '{"variant":0}'],
         [`/lists/gc-l-${k}`, '{"list":[]}'],
+        [`/zsets/gc-z-${k}`, '{"zset":{"m":0}}'],
+        [`/variants/gc-a-${k}`, '{"variant":1000000000}'],
+        [`/variants/gc-b-${k}`, '{"variant":0}'],
+        [`/records/gc-t-${k}`, '{"record":{"last":0,"amount":1}}'],
       ]) {
         const a = await http(s0, TOKEN, 'PUT', p, b);
         if (a.status !== 201 && a.status !== 200) throw new Error(`set-up PUT ${p}: ${a.status} ${a.body}`);
@@ -181,7 +259,7 @@ async function main(): Promise<void> {
     console.log(
       `busy machine: ${cpus().length} cores, load ${loadavg()[0].toFixed(2)}; wrk ${o.connections} connections, pool ${o.pool}, pgbench ${o.pgbenchClients} clients, ${o.durationS} s × ${o.rounds} rounds each`,
     );
-    for (const work of Object.keys(WORK)) {
+    for (const work of Object.keys(WORK).filter((w) => o.work.includes(w))) {
       const script = join(dir, `${work}.sql`);
       writeFileSync(script, SCRIPTS[work]);
       const runners: Array<[string, () => Promise<number>]> = [
@@ -200,6 +278,7 @@ async function main(): Promise<void> {
       const cells = [...got].map(([name, xs]) => `${name} ${xs.map((x) => Math.round(x)).join(' / ')} (${(mean(xs) / mean(pgb)).toFixed(2)}× pgbench)`);
       console.log(`${work}: ${cells.join('; ')}; load ${loadavg()[0].toFixed(2)}`);
     }
+    if (o.work.includes('lone')) await loneLatency(servers, o);
   } finally {
     for (const s of servers) await s.stop();
     cluster.destroy();

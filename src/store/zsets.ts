@@ -28,8 +28,10 @@ function membersJson(pairs: ReadonlyArray<[string, number]>): string {
 
 /** The change feed's data of each sorted-set write. */
 export const zsetEvents = {
+  /** An add's event up to its results (the shared store's group commit appends them in the database). */
+  addHead: (pairs: ReadonlyArray<[string, number]>, mode: ZMode): string => `{"members":${membersJson(pairs)},"mode":"${mode}"`,
   add: (pairs: ReadonlyArray<[string, number]>, mode: ZMode, added: number, updated: number, count: number): string =>
-    `{"members":${membersJson(pairs)},"mode":"${mode}","added":${added},"updated":${updated},"count":${count}}`,
+    `${zsetEvents.addHead(pairs, mode)},"added":${added},"updated":${updated},"count":${count}}`,
   incr: (member: string, delta: number, score: number): string =>
     `{"member":${JSON.stringify(member)},"delta":${scoreText(delta)},"score":${scoreText(score)}}`,
   remove: (members: readonly string[], removed: number, count: number): string =>

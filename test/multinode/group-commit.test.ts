@@ -1,10 +1,12 @@
 /**
  * Group commit on the shared store under faults: 64 writers over two nodes
- * increment counters, push to lists and put records while the nodes'
- * database connections are terminated and PostgreSQL is restarted. Every
- * acknowledged increment is counted once, none answered "nothing was
- * changed" is counted at all, every acknowledged push is popped exactly once
- * and no push is applied twice. The nodes' /metrics prove the writes went in
+ * increment counters and sorted-set scores, push to lists, put records and
+ * add and remove set members while the nodes' database connections are
+ * terminated and PostgreSQL is restarted. Every acknowledged increment is
+ * counted once, none answered "nothing was changed" is counted at all, every
+ * acknowledged push is popped exactly once, no push is applied twice, and a
+ * set holds exactly the members whose add was acknowledged and whose remove
+ * was not (unknown outcomes either way). The nodes' /metrics prove the writes went in
  * batches. Uses a PostgreSQL cluster of its own, since it restarts it.
  */
 import assert from 'node:assert/strict';
@@ -18,12 +20,21 @@ const WRITERS = 64;
 const COUNTERS = 4;
 const LISTS = 2;
 let cluster: PgCluster | undefined;
+let storeUrl = '';
 let nodes: PithosServer[] = [];
 
 before(async () => {
   if (skip) return;
   cluster = await PgCluster.create();
+  // Commit timestamps tell which changes one transaction made (feedTransactions); a server setting, read at start.
+  const admin = new pg.Client({ connectionString: cluster.url });
+  await admin.connect();
+  await admin.query('ALTER SYSTEM SET track_commit_timestamp = on');
+  await admin.end();
+  cluster.stop();
+  cluster.start();
   const url = await freshSchema(cluster.url, 'gcommit');
+  storeUrl = url;
   nodes = await Promise.all([0, 1].map(() => PithosServer.start({ store: url, testClock: false, args: ['--pg-statement-timeout-ms', '2000'] })));
 });
 
@@ -64,6 +75,12 @@ class Load {
   readonly incs = this.counters.map(() => ({ acked: 0, unknown: 0 }));
   /** Per pushed value: its list and outcome. */
   readonly pushes = new Map<string, { list: string; outcome: Outcome }>();
+  readonly zset = uniq('gcz');
+  /** Per zset member (one per counter): acknowledged and unknown increments. */
+  readonly zincs = this.counters.map(() => ({ acked: 0, unknown: 0 }));
+  readonly set = uniq('gcs');
+  /** Per member added to the set: the add's outcome, and the remove's (every other member is removed again). */
+  readonly members = new Map<string, { add: Outcome; remove?: Outcome }>();
   readonly statuses = new Map<number, number>();
   readonly bad: string[] = [];
   private stop = false;
@@ -97,7 +114,13 @@ class Load {
         const p = this.outcome(await n.req('POST', `/lists/${list}/push`, { values: [value] }), 200);
         this.pushes.set(value, { list, outcome: p });
         const rec = this.outcome(await n.req('PUT', `/records/${value}`, { record: { k } }), 201);
-        if (i !== 'applied' || p !== 'applied' || rec !== 'applied') await sleep(50);
+        const z = this.outcome(await n.req('POST', `/zsets/${this.zset}/incr`, { member: `m${c}`, delta: 1 }), 200);
+        if (z === 'applied') this.zincs[c].acked++;
+        else if (z === 'unknown') this.zincs[c].unknown++;
+        const m: { add: Outcome; remove?: Outcome } = { add: this.outcome(await n.req('POST', `/sets/${this.set}/add`, { members: [value] }), 200) };
+        this.members.set(value, m);
+        if (k % 2 === 1) m.remove = this.outcome(await n.req('POST', `/sets/${this.set}/remove`, { members: [value] }), 200);
+        if ([i, p, rec, z, m.add, m.remove].some((x) => x !== undefined && x !== 'applied')) await sleep(50);
       }
     });
   }
@@ -117,55 +140,85 @@ async function batchesOfMany(n: PithosServer): Promise<number> {
   return all - one;
 }
 
-test('64 writers over two nodes, backends terminated and PostgreSQL restarted: counters exact, every acknowledged push popped once', { skip }, async () => {
-  const c = cluster as PgCluster;
-  const load = new Load();
-  for (const ctr of load.counters)
-    expectSuccess(await nodes[0].req('PUT', `/variants/${ctr}`, { variant: 0 }), 201, 'variant created successfully', { variant: 0 });
-  load.start();
-  // Progress, not time, marks each phase: the machine may be busy.
-  await until(() => load.acked >= 300, 60_000, 'increments before the faults');
-  const killed = await terminateBackends(c);
-  assert.ok(killed > 0, 'no backend was terminated');
-  const mid = load.acked;
-  await until(() => load.acked >= mid + 300, 60_000, 'increments after the backends were terminated');
-  c.stop();
-  await sleep(1500);
-  c.start();
-  const restarted = load.acked;
-  await until(() => load.acked >= restarted + 300, 60_000, 'increments after PostgreSQL restarted');
-  await load.end();
-
-  assert.deepEqual(load.bad, [], 'answers other than success or 503 with Retry-After');
-  assert.ok((load.statuses.get(503) ?? 0) > 0, `the faults were not seen: ${JSON.stringify([...load.statuses])}`);
-  // Writes went in batches, on both nodes.
-  for (const n of nodes) assert.ok((await batchesOfMany(n)) > 0, 'a node sent no batch of several writes');
-
-  for (let i = 0; i < COUNTERS; i++) {
-    const v = (await nodes[1].req('GET', `/variants/${load.counters[i]}`)).body.data.variant as number;
-    const { acked, unknown } = load.incs[i];
-    assert.ok(v >= acked && v <= acked + unknown, `counter ${i}: ${v}, acknowledged ${acked}, unknown ${unknown}`);
+/** The set holds the members whose add was acknowledged and remove was not; none answered "not applied" (or removed for sure). */
+async function checkSet(load: Load): Promise<void> {
+  const r = await nodes[1].req('GET', `/sets/${load.set}`);
+  assert.equal(r.status, 200, r.raw);
+  const held = new Set(r.body.data.members as string[]);
+  assert.equal(r.body.data.count, held.size, 'the set header counts its members');
+  let removed = 0;
+  for (const [x, m] of load.members) {
+    const there = held.has(x);
+    if (m.remove === 'applied') removed++;
+    if (m.remove === 'applied' || m.add === 'not applied') assert.ok(!there, `${x}: add ${m.add}, remove ${m.remove}, still there`);
+    else if (m.add === 'applied' && (m.remove === undefined || m.remove === 'not applied')) assert.ok(there, `${x}: add ${m.add}, remove ${m.remove}, missing`);
   }
-  const popped = new Map<string, number>();
-  for (const list of load.lists) {
-    for (;;) {
-      const r = await nodes[0].req('POST', `/lists/${list}/pop`, { count: 500 });
-      assert.equal(r.status, 200, r.raw);
-      const items = r.body.data.items as string[];
-      if (items.length === 0) break;
-      for (const x of items) {
-        popped.set(x, (popped.get(x) ?? 0) + 1);
-        assert.equal(load.pushes.get(x)?.list, list, `${x} popped from ${list}, pushed elsewhere or never`);
+  assert.ok(removed > 0, 'no set remove was acknowledged');
+}
+
+test(
+  '64 writers over two nodes, backends terminated and PostgreSQL restarted: counters and zset scores exact, every acknowledged push popped once, set members exact',
+  { skip },
+  async () => {
+    const c = cluster as PgCluster;
+    const load = new Load();
+    for (const ctr of load.counters)
+      expectSuccess(await nodes[0].req('PUT', `/variants/${ctr}`, { variant: 0 }), 201, 'variant created successfully', { variant: 0 });
+    // The set exists before any remove (a remove from no set is a 404).
+    assert.equal((await nodes[0].req('PUT', `/sets/${load.set}`, { set: ['seed'] })).status, 201);
+    load.start();
+    // Progress, not time, marks each phase: the machine may be busy.
+    await until(() => load.acked >= 300, 60_000, 'increments before the faults');
+    const killed = await terminateBackends(c);
+    assert.ok(killed > 0, 'no backend was terminated');
+    const mid = load.acked;
+    await until(() => load.acked >= mid + 300, 60_000, 'increments after the backends were terminated');
+    c.stop();
+    await sleep(1500);
+    c.start();
+    const restarted = load.acked;
+    await until(() => load.acked >= restarted + 300, 60_000, 'increments after PostgreSQL restarted');
+    await load.end();
+
+    assert.deepEqual(load.bad, [], 'answers other than success or 503 with Retry-After');
+    assert.ok((load.statuses.get(503) ?? 0) > 0, `the faults were not seen: ${JSON.stringify([...load.statuses])}`);
+    // Writes went in batches, on both nodes.
+    for (const n of nodes) assert.ok((await batchesOfMany(n)) > 0, 'a node sent no batch of several writes');
+
+    for (let i = 0; i < COUNTERS; i++) {
+      const v = (await nodes[1].req('GET', `/variants/${load.counters[i]}`)).body.data.variant as number;
+      const { acked, unknown } = load.incs[i];
+      assert.ok(v >= acked && v <= acked + unknown, `counter ${i}: ${v}, acknowledged ${acked}, unknown ${unknown}`);
+    }
+    const zs = (await nodes[0].req('GET', `/zsets/${load.zset}`)).body.data.items as { member: string; score: number }[];
+    for (let i = 0; i < COUNTERS; i++) {
+      const v = zs.find((x) => x.member === `m${i}`)?.score ?? 0;
+      const { acked, unknown } = load.zincs[i];
+      assert.ok(acked > 0, `no increment of zset member m${i} was acknowledged`);
+      assert.ok(v >= acked && v <= acked + unknown, `zset member m${i}: ${v}, acknowledged ${acked}, unknown ${unknown}`);
+    }
+    await checkSet(load);
+    const popped = new Map<string, number>();
+    for (const list of load.lists) {
+      for (;;) {
+        const r = await nodes[0].req('POST', `/lists/${list}/pop`, { count: 500 });
+        assert.equal(r.status, 200, r.raw);
+        const items = r.body.data.items as string[];
+        if (items.length === 0) break;
+        for (const x of items) {
+          popped.set(x, (popped.get(x) ?? 0) + 1);
+          assert.equal(load.pushes.get(x)?.list, list, `${x} popped from ${list}, pushed elsewhere or never`);
+        }
       }
     }
-  }
-  for (const [x, times] of popped) assert.equal(times, 1, `${x} popped ${times} times`);
-  for (const [x, p] of load.pushes) {
-    if (p.outcome === 'applied') assert.equal(popped.get(x), 1, `acknowledged push ${x} not popped`);
-    if (p.outcome === 'not applied') assert.equal(popped.get(x), undefined, `push ${x} answered "nothing was changed" but was applied`);
-  }
-  for (const n of nodes) assert.equal(n.child?.exitCode ?? null, null);
-});
+    for (const [x, times] of popped) assert.equal(times, 1, `${x} popped ${times} times`);
+    for (const [x, p] of load.pushes) {
+      if (p.outcome === 'applied') assert.equal(popped.get(x), 1, `acknowledged push ${x} not popped`);
+      if (p.outcome === 'not applied') assert.equal(popped.get(x), undefined, `push ${x} answered "nothing was changed" but was applied`);
+    }
+    for (const n of nodes) assert.equal(n.child?.exitCode ?? null, null);
+  },
+);
 
 test('writes refused on their own terms inside batches fail alone with the answer they get alone; the others commit', { skip }, async () => {
   const ctr = uniq('gcok');
@@ -248,4 +301,142 @@ test('writes refused on their own terms inside batches fail alone with the answe
   expectSuccess(await nodes[1].req('GET', `/variants/${str}`), 200, 'variant queried successfully', { variant: 'abc' });
   assert.equal((await nodes[1].req('GET', `/lists/${none}`)).status, 404);
   for (let i = 3; i < 400; i += 5) assert.equal((await nodes[(i + 1) % 2].req('GET', `/records/${ctr}-${i}`)).body.data.i, i);
+});
+
+async function query(sql: string, params: unknown[] = []): Promise<Record<string, unknown>[]> {
+  const client = new pg.Client({ connectionString: storeUrl });
+  await client.connect();
+  try {
+    return (await client.query(sql, params)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+/** A header's change-feed data as the database holds it (what /watch publishes). */
+const opData = async (table: string, name: string): Promise<string> =>
+  (await query(`SELECT op_data FROM ${table} WHERE name = $1`, [name]))[0].op_data as string;
+
+/**
+ * The change-feed events of the objects named `like` and the transactions
+ * that wrote them, told apart by their commit timestamps (xmin is a batch
+ * op's subtransaction): a write alone is one transaction per event, writes
+ * sharing a batch share one.
+ */
+async function feedTransactions(like: string): Promise<{ events: number; transactions: number }> {
+  const r = await query('SELECT count(*)::int AS n, count(DISTINCT pg_xact_commit_timestamp(xmin))::int AS x FROM pithos_changes WHERE name LIKE $1', [like]);
+  return { events: r[0].n as number, transactions: r[0].x as number };
+}
+
+test('set remove, zset add/incr/remove and record PATCH in batches: answers, scores and feed data as alone', { skip }, async () => {
+  const [zf, zg, zr, zbig, sr, rec, none] = ['gczf', 'gczg', 'gczr', 'gczbig', 'gcsr', 'gcrec', 'gcnone2'].map(uniq);
+  const ok = async (r: Promise<Res>, status = 201): Promise<void> => assert.equal((await r).status, status, (await r).raw);
+  const forty = Array.from({ length: 40 }, (_, i) => `r${i}`);
+  await ok(nodes[0].req('PUT', `/zsets/${zr}`, { zset: Object.fromEntries([...forty, 'keep'].map((m, i) => [m, i])) }));
+  await ok(nodes[0].req('PUT', `/sets/${sr}`, { set: [...forty, 'keep'] }));
+  await ok(nodes[0].req('PUT', `/zsets/${zbig}`, { zset: { a: 1.7e308 } }));
+  await ok(nodes[0].req('PUT', `/records/${rec}`, { record: { base: true } }));
+  for (let j = 1; j < 40; j += 2) await ok(nodes[0].req('PUT', `/records/${rec}-${j}`, { record: { base: true } }));
+  // The answers each refused write gets when it is alone (a lone write takes the general path).
+  const alone = {
+    zover: await nodes[0].req('POST', `/zsets/${zbig}/incr`, { member: 'a', delta: 1e308 }),
+    zrem: await nodes[0].req('POST', `/zsets/${none}/remove`, { members: ['a'] }),
+    srem: await nodes[0].req('POST', `/sets/${none}/remove`, { members: ['a'] }),
+    zadd: await nodes[0].req('POST', `/zsets/${none}/add`, { members: { a: 1 }, create: false }),
+    zincr: await nodes[0].req('POST', `/zsets/${none}/incr`, { member: 'a', delta: 1, create: false }),
+    patch: await nodes[0].req('PATCH', `/records/${none}`, { sets: { a: 1 } }),
+  };
+  assert.deepEqual(
+    Object.values(alone).map((r) => r.status),
+    [409, 404, 404, 404, 404, 404],
+  );
+  const refused = Object.keys(alone) as (keyof typeof alone)[];
+  const before = (await batchesOfMany(nodes[0])) + (await batchesOfMany(nodes[1]));
+  const answers = await Promise.all(
+    Array.from({ length: 400 }, async (_, i) => {
+      const n = nodes[i % 2];
+      const j = Math.floor(i / 10);
+      switch (i % 10) {
+        case 0:
+        case 1:
+          return { kind: 'zi' as const, r: await n.req('POST', `/zsets/${zf}/incr`, { member: 'f', delta: 0.1 }) };
+        case 2:
+        case 3:
+          return { kind: 'za' as const, i, r: await n.req('POST', `/zsets/${zg}/add`, { members: { top: i, [`u${i}`]: i }, mode: 'gt' }) };
+        case 4:
+          return { kind: 'zr' as const, r: await n.req('POST', `/zsets/${zr}/remove`, { members: [`r${j}`, `r${(j + 1) % 40}`] }) };
+        case 5:
+          return { kind: 'sr' as const, r: await n.req('POST', `/sets/${sr}/remove`, { members: [`r${j}`, `r${(j + 1) % 40}`] }) };
+        case 6:
+          // Half on one record (a batch's PATCHes of one record read the same version: one wins, the others go alone), half on records of their own.
+          if (j % 2 === 0) return { kind: 'patch' as const, r: await n.req('PATCH', `/records/${rec}`, { sets: { [`f${j}`]: j } }) };
+          return { kind: 'patch' as const, r: await n.req('PATCH', `/records/${rec}-${j}`, { sets: { j } }) };
+        default: {
+          const kind = refused[(i + j) % refused.length];
+          const a = alone[kind];
+          const again = {
+            zover: () => n.req('POST', `/zsets/${zbig}/incr`, { member: 'a', delta: 1e308 }),
+            zrem: () => n.req('POST', `/zsets/${none}/remove`, { members: ['a'] }),
+            srem: () => n.req('POST', `/sets/${none}/remove`, { members: ['a'] }),
+            zadd: () => n.req('POST', `/zsets/${none}/add`, { members: { a: 1 }, create: false }),
+            zincr: () => n.req('POST', `/zsets/${none}/incr`, { member: 'a', delta: 1, create: false }),
+            patch: () => n.req('PATCH', `/records/${none}`, { sets: { a: 1 } }),
+          }[kind];
+          return { kind: 'refused' as const, a, r: await again() };
+        }
+      }
+    }),
+  );
+  const after = (await batchesOfMany(nodes[0])) + (await batchesOfMany(nodes[1]));
+  assert.ok(after > before, 'no batch of several writes was sent during the burst');
+  let zadded = 0;
+  let zremoved = 0;
+  let sremoved = 0;
+  for (const x of answers) {
+    if (x.kind === 'refused') {
+      assert.equal(x.r.status, x.a.status, x.r.raw);
+      assert.equal(x.r.body.message, x.a.body.message);
+      continue;
+    }
+    assert.equal(x.r.status, 200, x.r.raw);
+    if (x.kind === 'za') zadded += x.r.body.data.added as number;
+    if (x.kind === 'zr') zremoved += x.r.body.data.removed as number;
+    if (x.kind === 'sr') sremoved += x.r.body.data.removed as number;
+  }
+  // 80 increments by 0.1: the same float sum in any order.
+  let f = 0;
+  for (let i = 0; i < 80; i++) f += 0.1;
+  const score = (await nodes[1].req('GET', `/zsets/${zf}/members/f`)).body.data.score as number;
+  assert.equal(score, f);
+  assert.equal(await opData('pithos_zsets', zf), `{"member":"f","delta":0.1,"score":${String(f)}}`);
+  // gt: every u<i> added once, top added once and ends at the greatest score.
+  assert.equal(zadded, 81);
+  const zgot = (await nodes[1].req('GET', `/zsets/${zg}/members/top`)).body.data;
+  assert.equal(zgot.score, 393);
+  assert.equal((await nodes[1].req('GET', `/zsets/${zg}`)).body.data.count, 81);
+  assert.match(await opData('pithos_zsets', zg), /^\{"members":\{"top":\d+,"u\d+":\d+\},"mode":"gt","added":1,"updated":[01],"count":\d+\}$/);
+  // Overlapping removes: each member removed once.
+  assert.equal(zremoved, 40);
+  assert.equal(sremoved, 40);
+  assert.deepEqual((await nodes[0].req('GET', `/zsets/${zr}`)).body.data, { items: [{ member: 'keep', score: 40 }], count: 1 });
+  assert.deepEqual((await nodes[0].req('GET', `/sets/${sr}`)).body.data, { members: ['keep'], count: 1, next: null });
+  assert.match(await opData('pithos_sets', sr), /^\{"members":\["r\d+","r\d+"\],"removed":[12],"count":\d+\}$/);
+  // 20 PATCHes of one record, each its own field: none lost; 20 of records of their own.
+  const body = (await nodes[1].req('GET', `/records/${rec}`)).body.data as Record<string, unknown>;
+  assert.deepEqual(body, { base: true, ...Object.fromEntries(Array.from({ length: 20 }, (_, j) => [`f${2 * j}`, 2 * j])) });
+  for (let j = 1; j < 40; j += 2) assert.deepEqual((await nodes[j % 2].req('GET', `/records/${rec}-${j}`)).body.data, { base: true, j });
+  // The writes of each kind shared transactions (alone, each event would have one of its own).
+  const shared: [string, number][] = [
+    [zf, 80],
+    [zg, 80],
+    [zr, -1],
+    [sr, -1],
+    [`${rec}-%`, 40],
+  ];
+  for (const [like, events] of shared) {
+    const t = await feedTransactions(like);
+    if (events >= 0) assert.equal(t.events, events, `${like}: change-feed events`);
+    assert.ok(t.transactions < t.events, `${like}: ${t.events} changes in ${t.transactions} transactions`);
+  }
+  assert.match((await nodes[0].req('GET', `/zsets/${zbig}/members/a`)).raw, /"score":1\.7e\+308/);
 });

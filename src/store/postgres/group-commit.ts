@@ -35,6 +35,8 @@ import { DEADLINE_SLACK_MS, type Db, type Named } from './sql.js';
 
 /** Writes in one batch at most. Above 64, a transaction's subtransactions overflow PostgreSQL's per-backend cache of them. */
 export const MAX_OPS = 64;
+/** Members of a set or sorted-set write in a batch at most (a write of more goes alone). */
+export const GROUP_MEMBERS = 64;
 /** Bytes of the batch's JSON at most (a write larger than this goes alone). */
 export const MAX_BYTES = 256 * 1024;
 /**
@@ -52,7 +54,12 @@ export type GroupOp =
   | { k: 'r'; n: string; b: string; ttl: number }
   | { k: 'd'; n: string }
   | { k: 'p'; n: string; s: 'left' | 'right'; c: boolean; vals: string[] }
-  | { k: 'sa'; n: string; c: boolean; m: string; hex: string[] };
+  | { k: 'rp'; n: string; b: string; ver: number; ttl?: number }
+  | { k: 'sa'; n: string; c: boolean; m: string; hex: string[] }
+  | { k: 'sr'; n: string; m: string; hex: string[] }
+  | { k: 'za'; n: string; c: boolean; mode: string; e: string; hex: string[]; sc: string[] }
+  | { k: 'zi'; n: string; c: boolean; m: string; hex: string[]; d: string }
+  | { k: 'zr'; n: string; m: string; hex: string[] };
 
 /** The write must run alone, on the general path (it changed nothing). */
 const ALONE = Symbol('alone');

@@ -2,31 +2,78 @@
  * The server side of group commit (group-commit.ts): `pithos_group(ops,
  * offset)` applies a batch of single-object writes in one transaction, the
  * one statement that calls it, so the batch costs one round trip and one WAL
- * flush.
+ * flush. Migration 12 installs it (CREATE OR REPLACE over migration 11's,
+ * group-sql-11.ts, whose ops it still takes, so a node of either release
+ * can send to it).
  *
  * `ops` is a JSON array; each element is one write:
  *   {"k":"i","n":name,"d":delta}                    variant increment of an integer by a safe integer (64-bit sum)
  *   {"k":"v","n":name,"t":type,"v":json,"ttl":s}    variant put (no condition, same type or new)
  *   {"k":"r","n":id,"b":json,"ttl":s}               record put (no condition)
+ *   {"k":"rp","n":id,"b":json,"ver":v[,"ttl":s]}    record patch's write: the merged body over version v (no ttl: expiry kept)
  *   {"k":"d","n":id}                                record delete
  *   {"k":"p","n":name,"s":side,"c":create,"vals":[json texts]}  list push (no condition)
  *   {"k":"sa","n":name,"c":create,"m":members as JSON,"hex":[members' UTF-8 in hex]}  set add (no condition)
+ *   {"k":"sr","n":name,"m":members as JSON,"hex":[…]}                                  set remove (no condition)
+ *   {"k":"za","n":name,"c":create,"mode":mode,"e":feed head,"hex":[…],"sc":[scores as text]}  zset add (distinct members)
+ *   {"k":"zi","n":name,"c":create,"m":member as JSON,"hex":[member],"d":delta as text}      zset incr
+ *   {"k":"zr","n":name,"m":members as JSON,"hex":[…]}                                  zset remove (no condition)
  * The answer is an array of {"i": the op's place in `ops` (1-based), "r": its
  * result} or {"i", "f": true}: the op found nothing it may do here (a missing
- * object, another type, an overflow, a value the statement refused) and
- * changed nothing; the node runs it alone on the general path, which gives
- * the exact answer or error. Each op runs in a subtransaction of its own
- * (BEGIN … EXCEPTION), so one refused by a data or constraint error is undone
- * alone; any other error (serialization, deadlock, cancel, read-only, lost
- * connection) fails the whole call and nothing of the batch is applied.
+ * object, another type, an overflow, a version moved on, a value the
+ * statement refused) and changed nothing; the node runs it alone on the
+ * general path, which gives the exact answer or error. Each op runs in a
+ * subtransaction of its own (BEGIN … EXCEPTION), so one refused by a data,
+ * cardinality or constraint error is undone alone; any other error
+ * (serialization, deadlock, cancel, read-only, lost connection) fails the
+ * whole call and nothing of the batch is applied.
  *
- * Ops are applied ordered by (table, name), variants, records, lists, then sets
- * as /txns lock them (txns.ts), and by arrival within one object: row locks
- * are taken in one global order, so batches from several nodes queue on each
- * other instead of deadlocking. The statements are those of variants.ts,
- * records.ts and lists.ts (pushItems), so the triggers stamp versions, record
- * the change feed and the list's NOTIFY goes out at this commit.
+ * Ops are applied ordered by (table, name), variants, records, lists, sets,
+ * then sorted sets as /txns lock them (txns.ts), and by arrival within one
+ * object: row locks are taken in one global order, so batches from several
+ * nodes queue on each other instead of deadlocking. The statements are those
+ * of variants.ts, records.ts, lists.ts (pushItems), sets.ts and zsets.ts, so
+ * the triggers stamp versions, record the change feed (the header's op and
+ * op_data, written as the node writes them) and the list's NOTIFY goes out at
+ * this commit.
+ *
+ * A sorted set's scores are float8 both ways: given as the node's shortest
+ * text (exact), answered as float8's shortest text (exact since PostgreSQL
+ * 12), and written into the change feed by pithos_num as JavaScript's
+ * String(number) writes them, so the feed reads as the general path's.
  */
+import { GROUP_COLLECTIONS } from './group-sql-collections.js';
+
+/** JavaScript's String(x) of a finite float8: its shortest digits (from float8out with extra_float_digits 1), laid out as String() does. */
+export const NUM_FUNCTION = `CREATE OR REPLACE FUNCTION pithos_num(x float8) RETURNS text LANGUAGE plpgsql IMMUTABLE
+SET extra_float_digits = 1 AS $$
+DECLARE t text; neg bool; e int := 0; d text; p int; n int; k int; r numeric; c text; m int;
+BEGIN
+  IF x = 0 THEN RETURN '0'; END IF;
+  t := x::text; neg := left(t, 1) = '-'; IF neg THEN t := substr(t, 2); END IF;
+  IF position('e' IN t) > 0 THEN e := split_part(t, 'e', 2)::int; t := split_part(t, 'e', 1); END IF;
+  p := position('.' IN t); IF p = 0 THEN p := length(t) + 1; END IF;
+  d := replace(t, '.', ''); n := p - 1 + e;
+  WHILE left(d, 1) = '0' LOOP d := substr(d, 2); n := n - 1; END LOOP;
+  d := rtrim(d, '0'); k := length(d);
+  -- float8out's digits round-trip but are not always the fewest (a value on the boundary between two
+  -- float8s, which JavaScript's shortest accepts): the fewest that read back as x, nearest first.
+  FOR j IN 1 .. k - 1 LOOP
+    r := round(('0.' || d)::numeric, j);
+    IF r >= 1 THEN c := '1'; m := n + 1; ELSE c := rtrim(substr(r::text, 3), '0'); m := n; END IF;
+    -- (Past float8's range at either end a candidate cannot be x, and float8in refuses it.)
+    IF m BETWEEN -322 AND 308 THEN
+      IF ('0.' || c || 'e' || m)::float8 = abs(x) THEN d := c; n := m; k := length(d); EXIT; END IF;
+    END IF;
+  END LOOP;
+  IF k <= n AND n <= 21 THEN t := d || repeat('0', n - k);
+  ELSIF 0 < n AND n <= 21 THEN t := left(d, n) || '.' || substr(d, n + 1);
+  ELSIF -6 < n AND n <= 0 THEN t := '0.' || repeat('0', -n) || d;
+  ELSE t := left(d, 1) || CASE WHEN k > 1 THEN '.' || substr(d, 2) ELSE '' END || 'e' || CASE WHEN n - 1 >= 0 THEN '+' ELSE '-' END || abs(n - 1);
+  END IF;
+  RETURN CASE WHEN neg THEN '-' || t ELSE t END;
+END $$`;
+
 export const GROUP_FUNCTION = `CREATE OR REPLACE FUNCTION pithos_group(ops jsonb, off int8) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
   o jsonb; i int8; n text; k text; res jsonb; acc jsonb := '[]'::jsonb;
@@ -34,7 +81,8 @@ DECLARE
   exp int8; x text; h record; hd int8; tl int8; ex bool; vals text[]; cnt int8;
 BEGIN
   FOR o, i IN SELECT e.o, e.i FROM jsonb_array_elements(ops) WITH ORDINALITY AS e(o, i)
-      ORDER BY CASE e.o->>'k' WHEN 'r' THEN 2 WHEN 'd' THEN 2 WHEN 'p' THEN 3 WHEN 'sa' THEN 4 ELSE 1 END, e.o->>'n', e.i LOOP
+      ORDER BY CASE e.o->>'k' WHEN 'r' THEN 2 WHEN 'rp' THEN 2 WHEN 'd' THEN 2 WHEN 'p' THEN 3 WHEN 'sa' THEN 4 WHEN 'sr' THEN 4
+        WHEN 'za' THEN 5 WHEN 'zi' THEN 5 WHEN 'zr' THEN 5 ELSE 1 END, e.o->>'n', e.i LOOP
     n := o->>'n'; k := o->>'k'; res := NULL; hd := NULL; tl := NULL;
     exp := CASE WHEN coalesce((o->>'ttl')::float8, 0) = 0 THEN NULL ELSE now_ms + round((o->>'ttl')::float8 * 1000)::int8 END;
     BEGIN
@@ -63,39 +111,15 @@ BEGIN
             WHERE y.expires_at IS NOT NULL AND y.expires_at <= now_ms;
           IF FOUND THEN res := 'true'::jsonb; END IF;
         END IF;
+      ELSIF k = 'rp' THEN
+        UPDATE pithos_records SET body = o->>'b', version = nextval('pithos_seq'), expires_at = CASE WHEN o ? 'ttl' THEN exp ELSE expires_at END
+          WHERE id = n AND version = (o->>'ver')::int8 AND (expires_at IS NULL OR expires_at > now_ms);
+        IF FOUND THEN res := 'true'::jsonb; END IF;
       ELSIF k = 'd' THEN
         DELETE FROM pithos_records WHERE id = n AND (expires_at IS NULL OR expires_at > now_ms);
         IF FOUND THEN res := 'true'::jsonb; END IF;
-      ELSIF k = 'sa' THEN
-        -- setAdd (src/store/postgres/sets.ts) with lockHeader's cases: live, expired (emptied), none (a header to lock).
-        SELECT s.count, (s.expires_at IS NULL OR s.expires_at > now_ms) AS live, s.op IS NOT DISTINCT FROM '' AS placeholder
-          INTO h FROM pithos_sets s WHERE s.name = n FOR UPDATE;
-        IF NOT FOUND THEN
-          IF (o->>'c')::bool THEN
-            INSERT INTO pithos_sets (name, count, expires_at, version, op) VALUES (n, 0, NULL, nextval('pithos_seq'), '')
-              ON CONFLICT (name) DO NOTHING;
-            IF FOUND THEN hd := 0; ex := false; END IF;
-          END IF;
-        ELSIF h.placeholder THEN
-          IF (o->>'c')::bool THEN hd := 0; ex := false; END IF;
-        ELSIF h.live THEN
-          hd := h.count; ex := true;
-        ELSIF (o->>'c')::bool THEN
-          DELETE FROM pithos_set_members WHERE name = n;
-          hd := 0; ex := false;
-        END IF;
-        IF hd IS NOT NULL THEN
-          INSERT INTO pithos_set_members (name, member) SELECT n, decode(t.m, 'hex') FROM jsonb_array_elements_text(o->'hex') AS t(m)
-            ON CONFLICT (name, member) DO NOTHING;
-          GET DIAGNOSTICS cnt = ROW_COUNT;
-          IF cnt > 0 THEN
-            UPDATE pithos_sets SET count = hd + cnt, version = nextval('pithos_seq'), op = 'add',
-                op_data = '{"members":' || (o->>'m') || ',"added":' || cnt || ',"count":' || (hd + cnt) || '}',
-                expires_at = CASE WHEN ex THEN expires_at END
-              WHERE name = n;
-          END IF;
-          res := jsonb_build_array(cnt, hd + cnt);
-        END IF;
+      ELSIF k IN ('sa', 'sr', 'za', 'zi', 'zr') THEN
+        res := pithos_group_collection(o, now_ms);
       ELSIF k = 'p' THEN
         vals := ARRAY(SELECT jsonb_array_elements_text(o->'vals'));
         SELECT l.head, l.tail, (l.expires_at IS NULL OR l.expires_at > now_ms) AS live, l.op IS NOT DISTINCT FROM '' AS placeholder
@@ -130,10 +154,13 @@ BEGIN
           res := to_jsonb(tl - hd);
         END IF;
       END IF;
-    EXCEPTION WHEN data_exception OR integrity_constraint_violation THEN
+    EXCEPTION WHEN data_exception OR integrity_constraint_violation OR cardinality_violation THEN
       res := NULL;
     END;
     acc := acc || CASE WHEN res IS NULL THEN jsonb_build_object('i', i, 'f', true) ELSE jsonb_build_object('i', i, 'r', res) END;
   END LOOP;
   RETURN acc;
 END $$`;
+
+/** Migration 12's statements, in order (pithos_group calls the others). */
+export const GROUP_STATEMENTS = [NUM_FUNCTION, ...GROUP_COLLECTIONS, GROUP_FUNCTION];

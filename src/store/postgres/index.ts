@@ -66,7 +66,7 @@ export class PgStore implements Store {
     this.locks = db.ops.bound(new PgLocks(db));
     this.lists = db.ops.bound(new PgLists(db, group));
     this.sets = db.ops.bound(new PgSets(db, group));
-    this.zsets = db.ops.bound(new PgZsets(db));
+    this.zsets = db.ops.bound(new PgZsets(db, group));
     this.messages = new PgMessages(db);
   }
 

@@ -109,7 +109,7 @@ export class PgRecords implements RecordStore {
   /** Records this node saw written by several at once, until when (bounded: cleared when full). */
   private readonly contended = new Map<string, number>();
 
-  /** `group`: batches the plain put with other writes (group-commit.ts); absent, each goes alone. */
+  /** `group`: batches the plain put, the delete and PATCH's write with other writes (group-commit.ts); absent, each goes alone. */
   constructor(
     private readonly db: Db,
     private readonly group?: GroupCommit,
@@ -170,13 +170,20 @@ export class PgRecords implements RecordStore {
     // As the log store: the condition first, then 404.
     checkPrecondition(`record '${id}'`, live ? Number(r[0].version) : undefined, pre);
     if (!live) throw missing(id);
-    const p = params(merge(r[0].body as string));
-    p.push(Number(r[0].version));
-    const w = await q.query(
-      `UPDATE pithos_records SET body = $2, version = ${NEXT}${expiry} WHERE id = $1 AND version = $${p.length} AND ${q.live()} RETURNING 1`,
-      p,
-    );
-    if (w.length > 0) return;
+    const body = merge(r[0].body as string);
+    const ver = Number(r[0].version);
+    const write = async (): Promise<boolean> => {
+      const p = [...params(body), ver];
+      const w = await q.query(
+        `UPDATE pithos_records SET body = $2, version = ${NEXT}${expiry} WHERE id = $1 AND version = $${p.length} AND ${q.live()} RETURNING 1`,
+        p,
+      );
+      return w.length > 0;
+    };
+    // The write over the version read rides in a batch; one the batch could not do (the version moved on) runs alone and finds that out.
+    const batched = this.group !== undefined && (ttl === undefined || Number.isFinite(ttl));
+    const op = { k: 'rp' as const, n: id, b: body, ver, ...(ttl === undefined ? {} : { ttl }) };
+    if (batched ? await this.group.submit(op, () => true, write) : await write()) return;
     // Written under us: a record written by several at once, whose writers then queue on its
     // lock (a while, for the next PATCHes too) rather than read again and again.
     if (this.contended.size >= 1024) this.contended.clear();

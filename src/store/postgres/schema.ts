@@ -15,7 +15,8 @@
  * expires_at NULL = no expiry.
  */
 import type pg from 'pg';
-import { GROUP_FUNCTION } from './group-sql.js';
+import { GROUP_STATEMENTS } from './group-sql.js';
+import { GROUP_FUNCTION_11 } from './group-sql-11.js';
 
 /** SQL over pithos_seq: the highest value drawn so far (a new sequence has drawn none). */
 export const DRAWN = 'CASE WHEN is_called THEN last_value ELSE last_value - 1 END';
@@ -331,8 +332,15 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 11,
     name: 'group commit: pithos_group, a batch of single-object writes in one statement',
-    // src/store/postgres/group-sql.ts; without it (not PostgreSQL) every write goes alone.
-    statements: [GROUP_FUNCTION],
+    // src/store/postgres/group-sql-11.ts; without it (not PostgreSQL) every write goes alone.
+    statements: [GROUP_FUNCTION_11],
+    postgresOnly: true,
+  },
+  {
+    version: 12,
+    name: 'group commit: set remove, sorted-set add, incr and remove, record patch in pithos_group',
+    // src/store/postgres/group-sql.ts: CREATE OR REPLACE, the ops of migration 11 included.
+    statements: GROUP_STATEMENTS,
     postgresOnly: true,
   },
 ];

@@ -25,11 +25,8 @@ import {
   writeHeader,
 } from './collections.js';
 import { cursorRest, declare, fetchRows, MEMBER_FETCH, withReader } from './pages.js';
-import type { GroupCommit } from './group-commit.js';
+import { GROUP_MEMBERS, type GroupCommit } from './group-commit.js';
 import type { Db, Q, Reader } from './sql.js';
-
-/** Set adds of at most this many members ride in group commit's batches; larger ones go alone. */
-const GROUP_MEMBERS = 64;
 
 const LIVE_HEADER = (q: Q): string => `pithos_sets h WHERE h.name = $1 AND ${q.live('h.expires_at')}`;
 
@@ -126,7 +123,7 @@ async function memberBatches(r: Reader): Promise<Batches<string[]>> {
 }
 
 export class PgSets implements SetStore {
-  /** `group`: batches the unconditional add of a few members with other writes (group-commit.ts); absent, each goes alone. */
+  /** `group`: batches the unconditional add and remove of a few members with other writes (group-commit.ts); absent, each goes alone. */
   constructor(
     private readonly db: Db,
     private readonly group?: GroupCommit,
@@ -214,8 +211,14 @@ export class PgSets implements SetStore {
   }
 
   async remove(name: string, members: readonly string[], pre?: Precondition): Promise<string> {
-    const [removed, count] = await this.db.run((q) => setRemove(q, name, members, pre));
-    return results.removed(removed, count);
+    const alone = async (): Promise<string> => {
+      const [removed, count] = await this.db.run((q) => setRemove(q, name, members, pre));
+      return results.removed(removed, count);
+    };
+    if (this.group === undefined || pre !== undefined || members.length === 0 || members.length > GROUP_MEMBERS) return alone();
+    // pithos_group does what setRemove does.
+    const op = { k: 'sr' as const, n: name, m: JSON.stringify(members), hex: members.map((m) => memberBytes(m).toString('hex')) };
+    return this.group.submit(op, (r) => results.removed(...(r as [number, number])), alone);
   }
 
   async contains(name: string, members: readonly string[]): Promise<string> {

@@ -16,7 +16,7 @@
  *
  * The functions taking a Q are the decisions; transactions (txns.ts) reuse them.
  */
-import { collectionMissing, type ZMode, type ZRange, zaddEffect } from '../collection.js';
+import { collectionMissing, scoreText, type ZMode, type ZRange, zaddEffect } from '../collection.js';
 import { results } from '../txn.js';
 import { incremented, memberAnswer, memberItem, notMember, zsetEvents } from '../zsets.js';
 import { ELEMENT_BATCH } from '../elements.js';
@@ -36,6 +36,7 @@ import {
   writeHeader,
 } from './collections.js';
 import { cursorRest, declare, fetchRows, MEMBER_FETCH, withReader } from './pages.js';
+import { GROUP_MEMBERS, type GroupCommit } from './group-commit.js';
 import type { Db, Q } from './sql.js';
 
 const LIVE_HEADER = (q: Q): string => `pithos_zsets h WHERE h.name = $1 AND ${q.live('h.expires_at')}`;
@@ -186,25 +187,63 @@ function zbatch(rows: Record<string, unknown>[]): ZBatch {
   return { members, scores };
 }
 
+/** Hex of a member's UTF-8, as pithos_group takes members (a member may hold U+0000, which text cannot). */
+const hex = (m: string): string => memberBytes(m).toString('hex');
+
 export class PgZsets implements ZsetStore {
-  constructor(private readonly db: Db) {}
+  /** `group`: batches add, incr and remove of a few members without a condition with other writes (group-commit.ts); absent, each goes alone. */
+  constructor(
+    private readonly db: Db,
+    private readonly group?: GroupCommit,
+  ) {}
+
+  /** The batcher, when a write of `n` members without `pre` may ride in a batch. */
+  private batcher(n: number, pre: Precondition | undefined): GroupCommit | undefined {
+    return pre === undefined && n > 0 && n <= GROUP_MEMBERS ? this.group : undefined;
+  }
 
   put(name: string, pairs: ReadonlyArray<[string, number]>, ttl: number, pre?: Precondition): Promise<boolean> {
     return this.db.run((q) => zsetPut(q, name, pairs, ttl, pre));
   }
 
   async add(name: string, pairs: ReadonlyArray<[string, number]>, mode: ZMode, create: boolean, pre?: Precondition): Promise<string> {
-    const [added, updated, count] = await this.db.run((q) => zsetAdd(q, name, pairs, mode, create, pre));
-    return results.addedOrUpdated(added, updated, count);
+    const alone = async (): Promise<string> => {
+      const [added, updated, count] = await this.db.run((q) => zsetAdd(q, name, pairs, mode, create, pre));
+      return results.addedOrUpdated(added, updated, count);
+    };
+    // A member named twice would be written twice by one statement there: alone, as zsetAdd decides it.
+    const group = this.batcher(pairs.length, pre);
+    if (group === undefined || new Set(pairs.map((p) => p[0])).size !== pairs.length) return alone();
+    const op = {
+      k: 'za' as const,
+      n: name,
+      c: create,
+      mode,
+      e: zsetEvents.addHead(pairs, mode),
+      hex: pairs.map((p) => hex(p[0])),
+      sc: pairs.map((p) => scoreText(p[1])),
+    };
+    return group.submit(op, (r) => results.addedOrUpdated(...(r as [number, number, number])), alone);
   }
 
   async incr(name: string, member: string, delta: number, create: boolean, pre?: Precondition): Promise<string> {
-    return results.score(await this.db.run((q) => zsetIncr(q, name, member, delta, create, pre)));
+    const alone = async (): Promise<string> => results.score(await this.db.run((q) => zsetIncr(q, name, member, delta, create, pre)));
+    const group = this.batcher(1, pre);
+    if (group === undefined) return alone();
+    // pithos_group answers the new score as float8's shortest text, which reads back exactly.
+    const op = { k: 'zi' as const, n: name, c: create, m: JSON.stringify(member), hex: [hex(member)], d: scoreText(delta) };
+    return group.submit(op, (r) => results.score(Number(r)), alone);
   }
 
   async remove(name: string, members: readonly string[], pre?: Precondition): Promise<string> {
-    const [removed, count] = await this.db.run((q) => zsetRemove(q, name, members, pre));
-    return results.removed(removed, count);
+    const alone = async (): Promise<string> => {
+      const [removed, count] = await this.db.run((q) => zsetRemove(q, name, members, pre));
+      return results.removed(removed, count);
+    };
+    const group = this.batcher(members.length, pre);
+    if (group === undefined) return alone();
+    const op = { k: 'zr' as const, n: name, m: JSON.stringify(members), hex: members.map(hex) };
+    return group.submit(op, (r) => results.removed(...(r as [number, number])), alone);
   }
 
   /**
