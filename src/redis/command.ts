@@ -51,6 +51,11 @@ export interface Call {
   readonly server: ServerView;
   /** Inside EXEC: a blocking command does not wait, as in Redis (it answers as its timeout would). */
   readonly nonBlocking?: boolean;
+  /**
+   * The arguments as sent, for a command marked `bytes` whose arguments are
+   * not all UTF-8 (`args` then holds them as Latin-1 text, one character per byte).
+   */
+  readonly raw?: readonly Buffer[];
 }
 
 /** A handler's reply; undefined when the command has answered by itself (QUIT). */
@@ -67,6 +72,12 @@ export interface Command {
   /** One line for docs/redis.md. */
   readonly summary: string;
   readonly run: Handler;
+  /**
+   * It keeps nothing and answers its arguments as sent (ECHO, PING with a
+   * message), so it takes bytes that are not UTF-8 too: `redis-cli --pipe`
+   * ends its input with an ECHO of 20 random bytes and waits for them back.
+   */
+  readonly bytes?: true;
 }
 
 // ---- argument helpers: Redis's own error texts ----------------------------------

@@ -120,12 +120,13 @@ export const CONNECTION_COMMANDS: Command[] = [
     flags: ['fast', 'stale'],
     keys: [0, 0, 0],
     summary: 'PONG, or the message',
+    bytes: true,
     run: (c) => {
       if (c.args.length > 2) throw new ErrorReply("ERR wrong number of arguments for 'ping' command");
-      return c.args.length === 2 ? c.args[1]! : new Simple('PONG');
+      return c.args.length === 2 ? (c.raw?.[1] ?? c.args[1]!) : new Simple('PONG');
     },
   },
-  { name: 'echo', arity: 2, flags: ['fast'], keys: [0, 0, 0], summary: 'the message', run: (c) => c.args[1]! },
+  { name: 'echo', arity: 2, flags: ['fast'], keys: [0, 0, 0], summary: 'the message', bytes: true, run: (c) => c.raw?.[1] ?? c.args[1]! },
   { name: 'time', arity: 1, flags: ['fast', 'loading', 'stale'], keys: [0, 0, 0], summary: 'server time', run: () => timeReply() },
   { name: 'client', arity: -2, flags: ['loading', 'stale'], keys: [0, 0, 0], summary: 'ID, SETNAME, GETNAME, INFO, LIST, KILL (own connections)', run: client },
   { name: 'info', arity: -1, flags: ['loading', 'stale'], keys: [0, 0, 0], summary: 'server, clients, persistence, stats, keyspace', run: info },

@@ -6,6 +6,7 @@
  * in order; a client that does not read its replies is stopped from reading
  * more (soft bound) and closed past the hard one.
  */
+import { isUtf8 } from 'node:buffer';
 import net from 'node:net';
 import tls from 'node:tls';
 import type { Store } from '../store/store.js';
@@ -295,8 +296,14 @@ class Conn implements Session {
   /** One command: decoded, checked, run; resolves to its reply (undefined: nothing to send). */
   private run(raw: Buffer[]): Reply | undefined | Promise<Reply | undefined> | Issued {
     this.server.stats.commands++;
-    const words = decode(raw);
-    if (words instanceof ErrorReply) return this.fail(words);
+    let words = decode(raw);
+    let bytes: Buffer[] | undefined;
+    if (words instanceof ErrorReply) {
+      // Bytes that are not UTF-8 only for a command that answers them as sent; inside MULTI only text is queued.
+      if (this.multi.active || !isUtf8(raw[0]!) || this.server.table.get(raw[0]!.toString().toLowerCase())?.bytes !== true) return this.fail(words);
+      words = raw.map((b) => b.toString('latin1'));
+      bytes = raw;
+    }
     const cmd = resolve(this.server.table, words);
     if (cmd instanceof ErrorReply) {
       this.server.count('unknown', true);
@@ -307,9 +314,9 @@ class Conn implements Session {
     const denied = this.denied(cmd) ?? this.pubsub.refusal(cmd.name, this.proto);
     if (denied !== undefined) return this.fail(denied);
     if (this.multi.active && !Multi.RUNS_NOW.has(cmd.name)) return this.multi.queue(cmd, words);
-    const pong = cmd.name === 'ping' ? this.pubsub.subscribedPing(words, this.proto) : undefined;
+    const pong = cmd.name === 'ping' ? this.pubsub.subscribedPing(words, this.proto, bytes) : undefined;
     if (pong !== undefined) return this.server.count(cmd.name, false, pong);
-    const r = execute(cmd, { store: this.server.opts.store, args: words, session: this, server: this.server.view }, this.server.opts.log);
+    const r = execute(cmd, { store: this.server.opts.store, args: words, raw: bytes, session: this, server: this.server.view }, this.server.opts.log);
     if (r instanceof Issued) return new Issued(r.reply.then((x) => this.server.count(cmd.name, x instanceof ErrorReply, x) ?? null));
     if (r instanceof Promise) return r.then((x) => this.server.count(cmd.name, x instanceof ErrorReply, x));
     return this.server.count(cmd.name, r instanceof ErrorReply, r);

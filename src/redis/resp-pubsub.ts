@@ -51,9 +51,9 @@ export class ConnSubscriptions implements Subscriber {
   }
 
   /** PING on a RESP2 connection in subscribed mode answers as a message does, `["pong", message or ""]` (Redis's own); undefined elsewhere. */
-  subscribedPing(words: readonly string[], proto: 2 | 3): Reply | undefined {
+  subscribedPing(words: readonly string[], proto: 2 | 3, raw?: readonly Buffer[]): Reply | undefined {
     if (proto === 3 || this.count === 0 || words.length > 2) return undefined;
-    return ['pong', words[1] ?? ''];
+    return ['pong', raw?.[1] ?? words[1] ?? ''];
   }
 
   async subscribe(names: readonly string[], patterns: boolean, kind: string): Promise<undefined> {

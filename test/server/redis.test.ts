@@ -378,11 +378,33 @@ test('redis-cli works against it', async () => {
   assert.ok(Number(cli('COMMAND', 'COUNT')) > 120);
 });
 
-test('values that are not UTF-8 are refused and change nothing', async () => {
+test('values that are not UTF-8 are refused and change nothing; ECHO and PING answer any bytes as sent', async () => {
   const r = client();
   await r.connect();
   await assert.rejects(r.set('bin:k', Buffer.from([0xff, 0xfe, 0x00])), /not valid UTF-8/);
   assert.equal(await r.exists('bin:k'), 0);
+  const bytes = Buffer.from([0xaf, 0xc2, 0x06, 0xca, 0xb9, 0xe1, 0x00, 0xff, 0x80]);
+  assert.deepEqual(await r.echoBuffer(bytes), bytes);
+  assert.deepEqual(await r.pingBuffer(bytes), bytes);
+  // Inside MULTI only text is queued: the bytes are refused there, and EXEC fails as for any refused command.
+  const m = r.multi();
+  m.echo(bytes);
+  await assert.rejects(m.exec(), /EXECABORT/);
+});
+
+test('redis-cli --pipe (mass insertion) runs every command and finds the end of its replies', async () => {
+  // redis-cli ends the input with an ECHO of 20 random bytes and waits for them to come back.
+  const input = Array.from({ length: 500 }, (_, i) => `SET mass:${i} v${i}\r\nINCR mass:n\r\n`).join('');
+  const out = execFileSync('redis-cli', ['-p', String(port), '-a', TOKEN, '--no-auth-warning', '--pipe', '--pipe-timeout', '20'], {
+    input,
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  assert.match(out, /errors: 0, replies: 1000/);
+  const r = client();
+  await r.connect();
+  assert.equal(await r.get('mass:499'), 'v499');
+  assert.equal(await r.get('mass:n'), '500');
 });
 
 test('the RESP port is in the start-up log and --resp-port is off by default', async () => {
