@@ -21,7 +21,11 @@ export const lostRace = (err: unknown): boolean => (err as { kind?: unknown } | 
 
 /**
  * Runs `attempt` until it neither throws a refused version condition nor
- * returns RACED, at most ATTEMPTS times; any other failure ends it.
+ * returns RACED, at most ATTEMPTS times; any other failure ends it. After a
+ * lost race it waits a random time that grows with the losses (up to
+ * MAX_BACKOFF_MS): writers that lost together on the shared store, where a
+ * read and its write are two round trips, come back apart, so each round has
+ * fewer of them instead of all colliding again.
  */
 export async function retryOnRace<T>(attempt: () => Promise<T | typeof RACED>): Promise<T> {
   for (let i = 0; i < ATTEMPTS; i++) {
@@ -31,6 +35,10 @@ export async function retryOnRace<T>(attempt: () => Promise<T | typeof RACED>): 
     } catch (err) {
       if (!lostRace(err)) throw err;
     }
+    await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(MAX_BACKOFF_MS, 2 ** i)));
   }
   throw KEPT_CHANGING;
 }
+
+/** The longest wait after a lost race: 50 losses in a row then take at most about 2 s. */
+const MAX_BACKOFF_MS = 50;
