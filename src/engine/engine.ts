@@ -28,7 +28,7 @@ import { Sweeper, SweptKeyDir } from './sweeper.js';
 import { type BatchVisitor, replay, replayFloor } from './feed.js';
 import { type BackupFile, snapshotFiles } from './backup-files.js';
 import type { Segment } from './segment.js';
-import type { EngineObserver, EngineOptions, EngineStats, MISS, VersionRef, WriteOp } from './types.js';
+import type { EngineObserver, EngineOptions, EngineStats, MISS, Seen, VersionRef, WriteOp } from './types.js';
 import * as path from 'node:path';
 
 export { Op } from './format.js';
@@ -200,7 +200,7 @@ export class Engine {
   }
 
   /** The decoded value when it is in memory, undefined when absent, MISS when it must be read: Reader.peek. */
-  peek<T>(key: string, dec: Decoder<T>, now?: number, seen?: { version: number }): T | undefined | typeof MISS {
+  peek<T>(key: string, dec: Decoder<T>, now?: number, seen?: Seen): T | undefined | typeof MISS {
     return this.reader.peek(key, dec, now, seen);
   }
 

@@ -2,6 +2,7 @@
 export { Engine, MISS, Op } from './engine.js';
 export type { DecodedEntry } from './format.js';
 export type { Decoder, Durability, VersionRef, EngineObserver, EngineOptions, EngineStats, Logger, WriteOp } from './engine.js';
+export type { Seen } from './types.js';
 export { BatchTooLargeError, CorruptionError, DataDirError, DirectoryLockedError, EngineClosedError, StorageFullError, StorageIOError } from './errors.js';
 export type { FileOps } from './fileops.js';
 export { makeDirectory, nodeFileOps, writeFileDurably } from './fileops.js';

@@ -15,7 +15,7 @@ import type { EngineCore } from './core.js';
 import { GroupSnapshot } from './snapshot.js';
 import { readSealedBatch, TAG_BYTES } from './seal.js';
 import { plainValue } from './codec.js';
-import { type EngineObserver, MISS, type VersionRef } from './types.js';
+import { type EngineObserver, MISS, type Seen, type VersionRef } from './types.js';
 
 export class Reader {
   // The same objects core holds, kept here so a read reaches them from `this`.
@@ -65,13 +65,16 @@ export class Reader {
   /**
    * The decoded value when it is in memory, undefined when the key is absent,
    * MISS when it must be read from disk with read(). Never waits. `seen`,
-   * when given, receives the key's version from the same lookup, so a read's
-   * value and ETag come from one instant without a second search.
+   * when given, receives the key's version (and expiry) from the same lookup,
+   * so a read's value and ETag come from one instant without a second search.
    */
-  peek<T>(key: string, dec: Decoder<T>, now?: number, seen?: { version: number }): T | undefined | typeof MISS {
+  peek<T>(key: string, dec: Decoder<T>, now?: number, seen?: Seen): T | undefined | typeof MISS {
     const e = this.live(key, now);
     if (e === undefined) return undefined;
-    if (seen !== undefined) seen.version = e.seq;
+    if (seen !== undefined) {
+      seen.version = e.seq;
+      seen.exp = e.exp;
+    }
     return this.decoded(key, e, dec);
   }
 

@@ -92,6 +92,12 @@ export interface EngineObserver {
   compacted(bytesIn: number, bytesOut: number): void;
 }
 
+/** What peek() saw of a live key besides its value: its version (the batch's seq) and its expiry (0 = never). */
+export interface Seen {
+  version: number;
+  exp?: number;
+}
+
 /** Returned by peek() when the value is not cached and must be read with read(). */
 export const MISS: unique symbol = Symbol('miss');
 

@@ -123,6 +123,12 @@ export class Authenticator {
     return this.count;
   }
 
+  /**
+   * Counts the replacements of the named tokens: a holder of a checked
+   * token (a RESP connection) may keep the answer while this has not moved.
+   */
+  generation = 0;
+
   /** Replaces the named tokens at once; a request sees either the old set or the new one. */
   setTokens(entries: readonly TokenEntry[]): void {
     const byLen = new Map<number, SameLength>();
@@ -134,6 +140,7 @@ export class Authenticator {
     }
     this.named = [...byLen.values()];
     this.count = entries.length;
+    this.generation++;
   }
 
   /**

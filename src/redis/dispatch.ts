@@ -63,13 +63,34 @@ export async function settle(r: Reply | undefined | Promise<Reply | undefined> |
   return r instanceof Issued ? r.reply : r;
 }
 
-/** Runs a resolved command; a failure becomes its Redis error. A reply the handler had at once is not wrapped in a promise. */
-export function execute(cmd: Command, call: Call, log: (level: 'error', msg: string) => void): Reply | undefined | Promise<Reply | undefined> | Issued {
+/**
+ * Runs a resolved command; a failure becomes its Redis error. A reply the
+ * handler had at once is not wrapped in a promise. `then`, when given, sees
+ * every reply (a failure's error included) before it is returned, in the
+ * same step that turns a failure into its error: a pipelined command pays
+ * for one promise reaction here, not two.
+ */
+export function execute(
+  cmd: Command,
+  call: Call,
+  log: (level: 'error', msg: string) => void,
+  then: (r: Reply | undefined) => Reply | undefined = same,
+): Reply | undefined | Promise<Reply | undefined> | Issued {
+  let r: ReturnType<Command['run']>;
   try {
-    const r = cmd.run(call);
-    if (r instanceof Issued) return new Issued(r.reply.catch((err: unknown) => toReply(err, log)));
-    return r instanceof Promise ? r.catch((err: unknown) => toReply(err, log)) : r;
+    r = cmd.run(call);
   } catch (err) {
-    return toReply(err, log);
+    return then(toReply(err, log));
   }
+  if (r instanceof Issued)
+    return new Issued(
+      r.reply.then(
+        (x) => then(x) ?? null,
+        (err: unknown) => then(toReply(err, log)) ?? null,
+      ),
+    );
+  if (r instanceof Promise) return r.then(then, (err: unknown) => then(toReply(err, log)));
+  return then(r);
 }
+
+const same = (r: Reply | undefined): Reply | undefined => r;

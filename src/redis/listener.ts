@@ -10,7 +10,7 @@ import { isUtf8 } from 'node:buffer';
 import net from 'node:net';
 import tls from 'node:tls';
 import type { Store } from '../store/store.js';
-import type { Authenticator } from '../http/auth.js';
+import { type Authenticator, type AuthResult, holds } from '../http/auth.js';
 import type { TlsMaterial } from '../tls.js';
 import type { Call, Command, ServerView, Session } from './command.js';
 import { decode, execute, resolve, roleOf } from './dispatch.js';
@@ -53,7 +53,8 @@ const MAX_IN_FLIGHT = 1024;
 interface Slot {
   done: boolean;
   value: Reply | undefined;
-  settled: Promise<void>;
+  /** Settles once the reply is there; undefined for a reply that was there at once. */
+  settled: Promise<void> | undefined;
 }
 
 const NOAUTH = new ErrorReply('NOAUTH Authentication required.');
@@ -164,7 +165,7 @@ class Conn implements Session {
         const reply = this.run(args);
         if (reply instanceof Issued) {
           this.enqueue(reply.reply);
-          if (this.slots.length > MAX_IN_FLIGHT) await this.slots[0]!.settled;
+          if (this.slots.length > MAX_IN_FLIGHT && !this.slots[0]!.done) await this.slots[0]!.settled;
         } else if (reply instanceof Promise) {
           this.pump(true);
           await this.enqueue(reply).settled;
@@ -201,7 +202,7 @@ class Conn implements Session {
   private pendingBytes = 0;
 
   private enqueue(r: Reply | undefined | Promise<Reply | undefined>): Slot {
-    const slot: Slot = { done: false, value: undefined, settled: Promise.resolve() };
+    const slot: Slot = { done: false, value: undefined, settled: undefined };
     this.slots.push(slot);
     if (r instanceof Promise) {
       slot.settled = r.then((v) => {
@@ -316,10 +317,10 @@ class Conn implements Session {
     if (this.multi.active && !Multi.RUNS_NOW.has(cmd.name)) return this.multi.queue(cmd, words);
     const pong = cmd.name === 'ping' ? this.pubsub.subscribedPing(words, this.proto, bytes) : undefined;
     if (pong !== undefined) return this.server.count(cmd.name, false, pong);
-    const r = execute(cmd, { store: this.server.opts.store, args: words, raw: bytes, session: this, server: this.server.view }, this.server.opts.log);
-    if (r instanceof Issued) return new Issued(r.reply.then((x) => this.server.count(cmd.name, x instanceof ErrorReply, x) ?? null));
-    if (r instanceof Promise) return r.then((x) => this.server.count(cmd.name, x instanceof ErrorReply, x));
-    return this.server.count(cmd.name, r instanceof ErrorReply, r);
+    const server = this.server;
+    return execute(cmd, { store: server.opts.store, args: words, raw: bytes, session: this, server: server.view }, server.opts.log, (x) =>
+      server.count(cmd.name, x instanceof ErrorReply, x),
+    );
   }
 
   /** A command refused before it runs; inside MULTI it also makes EXEC fail, as in Redis. */
@@ -328,16 +329,30 @@ class Conn implements Session {
     return e;
   }
 
-  /** Why the connection's token may not run `cmd`, if it may not. */
+  /** The tokens' generation (Authenticator.generation) in which the connection's token last held `checked`; -1: never checked. */
+  private checkedIn = -1;
+  private checked: AuthResult | undefined;
+
+  /**
+   * Why the connection's token may not run `cmd`, if it may not. The token
+   * is looked up again only when the tokens were reloaded since the last
+   * look (a reload may remove it or change its role), not per command.
+   */
   private denied(cmd: Command): ErrorReply | undefined {
     if (this.token === undefined || cmd.flags.includes('noauth')) return undefined;
+    const auth = this.server.opts.auth;
+    if (this.checkedIn !== auth.generation) {
+      this.checked = auth.check(this.token, 'read', 'RESP', cmd.name);
+      this.checkedIn = auth.generation;
+    }
     const need = roleOf(cmd);
-    const r = this.server.opts.auth.check(this.token, need, 'RESP', cmd.name);
-    if (r.ok) return undefined;
-    if (r.status === 401) {
+    const r = this.checked!;
+    if (holds(r, need)) return undefined;
+    if (!r.ok) {
       // The token was removed by a reload: the connection is no longer authenticated.
       this.user = undefined;
       this.token = undefined;
+      this.checkedIn = -1;
       return NOAUTH;
     }
     return new ErrorReply(`NOPERM this token may not run the '${cmd.name}' command (it needs a ${need} token)`);
@@ -354,6 +369,7 @@ class Conn implements Session {
     if (name !== undefined && name !== 'default' && name !== r.name) return WRONGPASS;
     this.user = r.name;
     this.token = latin1;
+    this.checkedIn = -1;
     const auth = this.server.opts.auth;
     this.role = auth.check(latin1, 'admin', 'RESP', 'AUTH').ok ? 'admin' : auth.check(latin1, 'write', 'RESP', 'AUTH').ok ? 'write' : 'read';
     clearTimeout(this.authTimer);

@@ -141,9 +141,8 @@ const incrError = (err: unknown): never => {
  * An integer the store holds in memory is incremented at once (Issued: a
  * pipeline of them shares group commits).
  */
-function incrBy(store: Store, key: string, delta: bigint): Promise<Reply> | Issued {
-  const d = intReply(String(delta));
-  const input: ScalarInput = { value: Number(delta), text: String(delta) };
+function incrBy(store: Store, key: string, delta: bigint | Delta): Promise<Reply> | Issued {
+  const [input, d] = typeof delta === 'bigint' ? deltaOf(delta) : delta;
   const cur = look(store, key);
   if (typeof cur === 'string' && variantText(cur)[1] === 'i') return new Issued(store.variants.increment(key, input, 'i').then(incrReply, incrError));
   // A new counter, when the store can tell at once that the key is free: created from the delta.
@@ -157,6 +156,15 @@ function incrBy(store: Store, key: string, delta: bigint): Promise<Reply> | Issu
   }
   return incrSlow(store, key, input, d);
 }
+
+/** A delta as the store takes it, and as INCRBY answers a new key's value. */
+type Delta = readonly [ScalarInput, number | bigint];
+const deltaOf = (delta: bigint): Delta => {
+  const text = String(delta);
+  return [Object.freeze({ value: Number(delta), text }), intReply(text)];
+};
+const PLUS_ONE = deltaOf(1n);
+const MINUS_ONE = deltaOf(-1n);
 
 /** The general path of INCRBY; `raced` is a create of the fast path that another writer got ahead of. */
 async function incrSlow(store: Store, key: string, input: ScalarInput, d: number | bigint, raced?: unknown): Promise<Reply> {
@@ -472,8 +480,8 @@ export const STRING_COMMANDS: Command[] = [
     run: (c) => mset(c, false),
   },
   { name: 'msetnx', arity: -3, flags: ['write', 'denyoom'], keys: [1, -1, 2], summary: 'set many when none exists', run: (c) => mset(c, true) },
-  { name: 'incr', arity: 2, flags: ['write', 'denyoom', 'fast'], keys: [1, 1, 1], summary: 'add 1', run: (c) => incrBy(c.store, c.args[1]!, 1n) },
-  { name: 'decr', arity: 2, flags: ['write', 'denyoom', 'fast'], keys: [1, 1, 1], summary: 'subtract 1', run: (c) => incrBy(c.store, c.args[1]!, -1n) },
+  { name: 'incr', arity: 2, flags: ['write', 'denyoom', 'fast'], keys: [1, 1, 1], summary: 'add 1', run: (c) => incrBy(c.store, c.args[1]!, PLUS_ONE) },
+  { name: 'decr', arity: 2, flags: ['write', 'denyoom', 'fast'], keys: [1, 1, 1], summary: 'subtract 1', run: (c) => incrBy(c.store, c.args[1]!, MINUS_ONE) },
   {
     name: 'incrby',
     arity: 3,

@@ -352,6 +352,47 @@ test('a read token may run read commands only', async () => {
   }
 });
 
+test('a reload of the tokens file (SIGHUP) reaches open connections: a demoted token loses its writes, a removed one is NOAUTH', async () => {
+  const file = path.join(srv.dataDir, 'tokens-reload');
+  writeFileSync(file, 'demoted write DEMOTED-token-333\nremoved write REMOVED-token-44\n');
+  const s = await startWithResp({ args: ['--tokens-file', file] });
+  try {
+    const open = async (password: string): Promise<Redis> => {
+      const r = new Redis({ port: s.port, host: '127.0.0.1', password, lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false });
+      clients.push(r);
+      await r.connect();
+      return r;
+    };
+    const demoted = await open('DEMOTED-token-333');
+    const removed = await open('REMOVED-token-44');
+    assert.equal(await demoted.incr('reload:n'), 1);
+    assert.equal(await removed.incr('reload:n'), 2);
+    writeFileSync(file, 'demoted read DEMOTED-token-333\n');
+    s.srv.signal('SIGHUP');
+    const deadline = Date.now() + 10_000;
+    // The reload has happened once the removed token's next command is refused.
+    for (;;) {
+      const err = await removed.get('reload:n').then(
+        () => undefined,
+        (e: Error) => e,
+      );
+      if (err !== undefined) {
+        assert.match(err.message, /NOAUTH/);
+        break;
+      }
+      assert.ok(Date.now() < deadline, 'the reload did not reach the open connection');
+      await sleep(50);
+    }
+    await assert.rejects(demoted.incr('reload:n'), /NOPERM/);
+    assert.equal(await demoted.get('reload:n'), '2');
+    // Still refused: the connection is no longer authenticated.
+    await assert.rejects(removed.incr('reload:n'), /NOAUTH/);
+    assert.equal(await demoted.get('reload:n'), '2');
+  } finally {
+    await s.srv.close();
+  }
+});
+
 test("/metrics counts RESP commands and errors by the table's names, and open connections", async () => {
   const r = client();
   await r.connect();

@@ -12,7 +12,7 @@
  * decision is thrown away (nothing was written) and run again once the value
  * is there. Nothing else in the log store calls engine.write.
  */
-import { type Decoder, type Engine, groupOf, type GroupSnapshot, MISS, Op, type VersionRef, type WriteOp } from '../../engine/index.js';
+import { type Decoder, type Engine, groupOf, type GroupSnapshot, MISS, Op, type Seen, type VersionRef, type WriteOp } from '../../engine/index.js';
 import { StoreError } from '../errors.js';
 import { fromEngine } from './errors.js';
 import { type RowMemo, RowWrites } from './row-writes.js';
@@ -119,10 +119,23 @@ export class Tx {
     return this.engine.upcomingSeq;
   }
 
+  /**
+   * The stored key `get` looked at last, and what it saw (live or not, its
+   * version and expiry): a decision that reads a key and then asks its
+   * version or expiry, or whether the batch creates it (names.ts), gets the
+   * answer without searching the directory again. Nothing changes the
+   * directory while a decision runs.
+   */
+  private seenKey: string | undefined;
+  private seenLive = false;
+  private readonly seen: Seen = { version: 0, exp: 0 };
+
   get<T>(key: string, dec: Decoder<T>): T | undefined {
     const o = this.keys?.get(key);
     if (o !== undefined) return o === null ? undefined : (o.memo as T);
-    const v = this.engine.peek(key, dec, this.now);
+    const v = this.engine.peek(key, dec, this.now, this.seen);
+    this.seenKey = key;
+    this.seenLive = v !== undefined;
     if (v !== MISS) return v;
     const f = this.fetched.lookup(key);
     if (f !== undefined && this.engine.has(key, this.now)) return f.v as T | undefined;
@@ -193,12 +206,19 @@ export class Tx {
   version(key: string): number | undefined {
     const o = this.keys?.get(key);
     if (o !== undefined) return o === null ? undefined : this.seq;
+    if (key === this.seenKey) return this.seenLive ? this.seen.version : undefined;
     return this.engine.versionOf(key, this.now);
   }
 
   has(key: string): boolean {
     const o = this.keys?.get(key);
     if (o !== undefined) return o !== null;
+    return this.stored(key);
+  }
+
+  /** Whether a live version of `key` is stored, whatever this decision wrote. */
+  stored(key: string): boolean {
+    if (key === this.seenKey) return this.seenLive;
     return this.engine.has(key, this.now);
   }
 
@@ -206,6 +226,7 @@ export class Tx {
   expiry(key: string): number {
     const o = this.keys?.get(key);
     if (o !== undefined) return o === null ? 0 : o.exp;
+    if (key === this.seenKey) return this.seenLive ? (this.seen.exp ?? 0) : 0;
     return this.engine.expiresAt(key, this.now) ?? 0;
   }
 
@@ -336,6 +357,10 @@ export class Tx {
   }
 }
 
+const rejectFromEngine = (err: unknown): never => {
+  throw fromEngine(err);
+};
+
 /** A synchronous decision: a promise here would let another request interleave. */
 export type Decide<T> = (tx: Tx) => T extends PromiseLike<unknown> ? never : T;
 
@@ -384,11 +409,45 @@ export class Atomic {
    * decision that meets a missing value restarts after reading it.
    */
   atomically<T>(load: ((tx: Tx) => void) | undefined, decide: Decide<T>): Promise<T> {
-    return this.run(new Fetched(this.engine), 0, load, decide);
+    // The first attempt, which nearly every decision needs alone (what it
+    // reads is in memory), runs here without run()'s async machinery.
+    const fetched = new Fetched(this.engine);
+    const tx = new Tx(this.engine, fetched, this.now());
+    let result: T;
+    try {
+      if (load !== undefined) load(tx);
+      result = decide(tx) as T;
+      for (let i = 0; i < this.extenders.length; i++) this.extenders[i](tx);
+    } catch (err) {
+      if (!(err instanceof NeedsRead)) return Promise.reject(fromEngine(err));
+      return this.run(fetched, err.progress ? 0 : 1, load, decide, err);
+    }
+    if (tx.ops.length === 0) return Promise.resolve(result);
+    let written: Promise<void>;
+    try {
+      written = this.commit(tx);
+    } catch (err) {
+      return Promise.reject(fromEngine(err));
+    }
+    return written.then(() => result, rejectFromEngine);
   }
 
-  private async run<T>(fetched: Fetched, stale: number, load: ((tx: Tx) => void) | undefined, decide: Decide<T>): Promise<T> {
-    for (let attempt = 0; attempt < MAX_RESTARTS; attempt++) {
+  /** The decision's batch into the engine, its observers and hooks told, in the same turn; settles when the log has it. */
+  private commit(tx: Tx): Promise<void> {
+    const written = this.engine.write(tx.ops);
+    for (let i = 0; i < this.observers.length; i++) this.observers[i](tx, written);
+    if (tx.commitHooks !== undefined) for (const f of tx.commitHooks) f(written);
+    return written;
+  }
+
+  /** The attempts after the first, which met a value on disk (`first`): read it, decide again. */
+  private async run<T>(fetched: Fetched, stale: number, load: ((tx: Tx) => void) | undefined, decide: Decide<T>, first: NeedsRead): Promise<T> {
+    try {
+      await first.promise;
+    } catch (readErr) {
+      throw fromEngine(readErr);
+    }
+    for (let attempt = 1; attempt < MAX_RESTARTS; attempt++) {
       const tx = new Tx(this.engine, fetched, this.now());
       let result: T;
       try {
@@ -406,11 +465,8 @@ export class Atomic {
         continue;
       }
       if (tx.ops.length > 0) {
-        const written = this.engine.write(tx.ops);
-        for (let i = 0; i < this.observers.length; i++) this.observers[i](tx, written);
-        if (tx.commitHooks !== undefined) for (const f of tx.commitHooks) f(written);
         try {
-          await written;
+          await this.commit(tx);
         } catch (err) {
           throw fromEngine(err);
         }
@@ -441,7 +497,7 @@ export class Atomic {
     } catch (err) {
       if (!(err instanceof NeedsRead)) return Promise.reject(err);
       // Continue the ordinary way once the read this attempt started is done.
-      return err.promise.then(() => this.run(fetched, 0, undefined, decide));
+      return this.run(fetched, 0, undefined, decide, err);
     }
     if (tx.ops.length > 0) return Promise.reject(new Error('a read decision queued writes'));
     return result;

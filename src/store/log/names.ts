@@ -83,7 +83,7 @@ export class NameView {
     for (let i = 0; i < ops.length; i++) {
       const o = ops[i];
       if (o.op !== Op.Put || !isTopLevel(o.key)) continue;
-      if (!this.engine.has(o.key)) {
+      if (!tx.stored(o.key)) {
         this.list.add(o.key);
         (added ??= []).push(o.key);
       }
