@@ -39,8 +39,9 @@ export function currentVariant(tx: Tx, name: string): Variant | undefined {
 /** Creates or replaces; returns [created, the new variant]. */
 export function setVariant(tx: Tx, name: string, value: ScalarInput, ttl: number, pre?: Precondition, retype = false): [boolean, Variant] {
   const x = variantOf(value);
-  if (pre !== undefined) checkPrecondition(`variant '${name}'`, tx.version(variantKey(name)), pre);
+  // Read first: the version below then comes from the same directory lookup (Tx's memo).
   const cur = currentVariant(tx, name);
+  if (pre !== undefined) checkPrecondition(`variant '${name}'`, tx.version(variantKey(name)), pre);
   if (!retype) checkSameType(name, cur, x);
   tx.put(variantKey(name), encode(x), x, variantDecoder, expiryOf(ttl, tx.now));
   return [cur === undefined, x];
