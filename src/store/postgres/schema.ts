@@ -16,6 +16,7 @@
  */
 import type pg from 'pg';
 import { GROUP_STATEMENTS } from './group-sql.js';
+import { MIGRATION_12 } from './group-sql-12.js';
 import { GROUP_FUNCTION_11 } from './group-sql-11.js';
 
 /** SQL over pithos_seq: the highest value drawn so far (a new sequence has drawn none). */
@@ -339,7 +340,14 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 12,
     name: 'group commit: set remove, sorted-set add, incr and remove, record patch in pithos_group',
-    // src/store/postgres/group-sql.ts: CREATE OR REPLACE, the ops of migration 11 included.
+    // src/store/postgres/group-sql-12.ts: CREATE OR REPLACE, the ops of migration 11 included.
+    statements: MIGRATION_12,
+    postgresOnly: true,
+  },
+  {
+    version: 13,
+    name: "group commit: a batch's increments of distinct counters in one statement",
+    // src/store/postgres/group-sql.ts: pithos_group_increments, and pithos_group calling it.
     statements: GROUP_STATEMENTS,
     postgresOnly: true,
   },
