@@ -73,7 +73,8 @@ export class Reader {
     if (e === undefined) return undefined;
     if (seen !== undefined) {
       seen.version = e.seq;
-      seen.exp = e.exp;
+      // Only for a caller that asked for it (Tx's memo): a version-only object keeps its shape.
+      if (seen.exp !== undefined) seen.exp = e.exp;
     }
     return this.decoded(key, e, dec);
   }

@@ -92,7 +92,11 @@ export interface EngineObserver {
   compacted(bytesIn: number, bytesOut: number): void;
 }
 
-/** What peek() saw of a live key besides its value: its version (the batch's seq) and its expiry (0 = never). */
+/**
+ * What peek() saw of a live key besides its value: its version (the batch's
+ * seq) and, when `exp` is present (not undefined) in the object passed, its
+ * expiry (0 = never).
+ */
 export interface Seen {
   version: number;
   exp?: number;

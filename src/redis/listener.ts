@@ -344,6 +344,8 @@ class Conn implements Session {
     if (this.checkedIn !== auth.generation) {
       this.checked = auth.check(this.token, 'read', 'RESP', cmd.name);
       this.checkedIn = auth.generation;
+      // A reload may have changed the token's role: what CLIENT LIST shows it follows.
+      if (this.checked.ok) this.role = this.checked.role as 'read' | 'write' | 'admin';
     }
     const need = roleOf(cmd);
     const r = this.checked!;

@@ -352,9 +352,9 @@ test('a read token may run read commands only', async () => {
   }
 });
 
-test('a reload of the tokens file (SIGHUP) reaches open connections: a demoted token loses its writes, a removed one is NOAUTH', async () => {
+test('a reload of the tokens file (SIGHUP) reaches open connections: a demoted token loses its writes and its view of others, a removed one is NOAUTH', async () => {
   const file = path.join(srv.dataDir, 'tokens-reload');
-  writeFileSync(file, 'demoted write DEMOTED-token-333\nremoved write REMOVED-token-44\n');
+  writeFileSync(file, 'demoted admin DEMOTED-token-333\nremoved write REMOVED-token-44\nother write OTHER-token-5555\n');
   const s = await startWithResp({ args: ['--tokens-file', file] });
   try {
     const open = async (password: string): Promise<Redis> => {
@@ -365,9 +365,13 @@ test('a reload of the tokens file (SIGHUP) reaches open connections: a demoted t
     };
     const demoted = await open('DEMOTED-token-333');
     const removed = await open('REMOVED-token-44');
+    const other = await open('OTHER-token-5555');
+    assert.equal(await other.ping(), 'PONG');
     assert.equal(await demoted.incr('reload:n'), 1);
     assert.equal(await removed.incr('reload:n'), 2);
-    writeFileSync(file, 'demoted read DEMOTED-token-333\n');
+    // An admin token sees every connection in CLIENT LIST; a read token only its own.
+    assert.match((await demoted.call('client', 'list')) as string, /user=other/);
+    writeFileSync(file, 'demoted read DEMOTED-token-333\nother write OTHER-token-5555\n');
     s.srv.signal('SIGHUP');
     const deadline = Date.now() + 10_000;
     // The reload has happened once the removed token's next command is refused.
@@ -385,6 +389,8 @@ test('a reload of the tokens file (SIGHUP) reaches open connections: a demoted t
     }
     await assert.rejects(demoted.incr('reload:n'), /NOPERM/);
     assert.equal(await demoted.get('reload:n'), '2');
+    assert.doesNotMatch((await demoted.call('client', 'list')) as string, /user=other/);
+    assert.match((await demoted.call('client', 'list')) as string, /user=demoted/);
     // Still refused: the connection is no longer authenticated.
     await assert.rejects(removed.incr('reload:n'), /NOAUTH/);
     assert.equal(await demoted.get('reload:n'), '2');

@@ -133,6 +133,8 @@ export class Tx {
   get<T>(key: string, dec: Decoder<T>): T | undefined {
     const o = this.keys?.get(key);
     if (o !== undefined) return o === null ? undefined : (o.memo as T);
+    // Forgotten first: a decoder that throws leaves no memo that pairs another key with this one's version.
+    this.seenKey = undefined;
     const v = this.engine.peek(key, dec, this.now, this.seen);
     this.seenKey = key;
     this.seenLive = v !== undefined;
