@@ -417,9 +417,7 @@ export class Atomic {
     const tx = new Tx(this.engine, fetched, this.now());
     let result: T;
     try {
-      if (load !== undefined) load(tx);
-      result = decide(tx) as T;
-      for (let i = 0; i < this.extenders.length; i++) this.extenders[i](tx);
+      result = this.decideIn(tx, load, decide);
     } catch (err) {
       if (!(err instanceof NeedsRead)) return Promise.reject(fromEngine(err));
       return this.run(fetched, err.progress ? 0 : 1, load, decide, err);
@@ -432,6 +430,14 @@ export class Atomic {
       return Promise.reject(fromEngine(err));
     }
     return written.then(() => result, rejectFromEngine);
+  }
+
+  /** One attempt of a decision: what it loads, the decision, then the extenders' additions to its batch. */
+  private decideIn<T>(tx: Tx, load: ((tx: Tx) => void) | undefined, decide: Decide<T>): T {
+    if (load !== undefined) load(tx);
+    const result = decide(tx) as T;
+    for (let i = 0; i < this.extenders.length; i++) this.extenders[i](tx);
+    return result;
   }
 
   /** The decision's batch into the engine, its observers and hooks told, in the same turn; settles when the log has it. */
@@ -453,9 +459,7 @@ export class Atomic {
       const tx = new Tx(this.engine, fetched, this.now());
       let result: T;
       try {
-        if (load !== undefined) load(tx);
-        result = decide(tx) as T;
-        for (let i = 0; i < this.extenders.length; i++) this.extenders[i](tx);
+        result = this.decideIn(tx, load, decide);
       } catch (err) {
         if (!(err instanceof NeedsRead)) throw fromEngine(err);
         if (!err.progress && ++stale >= MAX_STALE_RESTARTS) break;
