@@ -511,3 +511,47 @@ test("a batch's increments of distinct counters go in one statement, with each r
   for (let i = 0; i < 300; i += 37)
     expectSuccess(await nodes[(i + 1) % 2].req('GET', `/variants/${counters[i]}`), 200, 'variant queried successfully', { variant: i + 1000 });
 });
+
+test('increments in one statement keep the global lock order when a counter is created while the batch waits for a lock', { skip }, async () => {
+  const p = uniq('gclock');
+  const a = `${p}-a`;
+  const b = `${p}-b`;
+  expectSuccess(await nodes[0].req('PUT', `/variants/${b}`, { variant: 0 }), 201, 'variant created successfully', { variant: 0 });
+  const ops = JSON.stringify([
+    { k: 'i', n: a, d: 1 },
+    { k: 'i', n: b, d: 1 },
+  ]);
+  const session = async (): Promise<pg.Client> => {
+    const c = new pg.Client({ connectionString: storeUrl });
+    await c.connect();
+    return c;
+  };
+  const [holder, s1, s2] = await Promise.all([session(), session(), session()]);
+  try {
+    // The holder keeps b locked; s1's batch waits for it, having found no a; a is created; s2's batch locks a, then waits for b.
+    await holder.query('BEGIN');
+    await holder.query('SELECT 1 FROM pithos_variants WHERE name = $1 FOR UPDATE', [b]);
+    const first = s1.query('SELECT pithos_group($1::jsonb, 0::int8) AS r', [ops]);
+    await sleep(300);
+    expectSuccess(await nodes[1].req('PUT', `/variants/${a}`, { variant: 100 }), 201, 'variant created successfully', { variant: 100 });
+    const second = s2.query('SELECT pithos_group($1::jsonb, 0::int8) AS r', [ops]);
+    await sleep(300);
+    await holder.query('COMMIT');
+    // Neither batch may fail (a deadlock is found only after deadlock_timeout and fails one of them).
+    const [r1, r2] = await Promise.all([first, second]);
+    const answers = (r: pg.QueryResult): Array<[number, unknown]> =>
+      (r.rows[0].r as Array<{ i: number; r?: unknown; f?: true }>).map((x): [number, unknown] => [x.i, x.f === true ? 'f' : x.r]).sort((x, y) => x[0] - y[0]);
+    // s1 did not lock a (it did not exist yet): that increment is its "run it alone"; s2 increments both after s1.
+    assert.deepEqual(answers(r1), [
+      [1, 'f'],
+      [2, '1'],
+    ]);
+    assert.deepEqual(answers(r2), [
+      [1, '101'],
+      [2, '2'],
+    ]);
+  } finally {
+    await holder.query('ROLLBACK').catch(() => undefined);
+    await Promise.all([holder.end(), s1.end(), s2.end()]);
+  }
+});
