@@ -5,10 +5,11 @@
  * SMOVE are conditional writes on the version read, retried on a race.
  */
 import { glob, type Glob } from './glob.js';
+import { decisionOf } from '../store/decided.js';
 import type { Store, VersionOut } from '../store/store.js';
 import { type Call, type Command, int, is, syntaxError } from './command.js';
 import { assertNotOther, claim, deleteKey, isMissing } from './keyspace.js';
-import { ErrorReply, type Reply, SetReply } from './resp.js';
+import { ErrorReply, Issued, type Reply, SetReply } from './resp.js';
 import { retryOnRace } from './races.js';
 
 interface Members {
@@ -28,22 +29,43 @@ export async function members(store: Store, key: string, out?: VersionOut): Prom
   return undefined;
 }
 
-async function add(c: Call): Promise<Reply> {
+const added = (r: string): number => (JSON.parse(r) as { added: number }).added;
+const removed = (r: string): number => (JSON.parse(r) as { removed: number }).removed;
+
+/**
+ * SADD: the add to an existing set first; one the store decided at once is
+ * issued (Issued: a pipeline of them shares group commits). A missing set is
+ * created once the key is claimed.
+ */
+function add(c: Call): Promise<Reply> | Issued {
   const key = c.args[1]!;
   const ms = [...new Set(c.args.slice(2))];
+  const first = c.store.sets.add(key, ms, false);
+  if (decisionOf(first) === 'decided') return new Issued(first.then(added));
+  return addRest(c, key, ms, first);
+}
+
+async function addRest(c: Call, key: string, ms: string[], first: Promise<string>): Promise<Reply> {
   try {
-    return (JSON.parse(await c.store.sets.add(key, ms, false)) as { added: number }).added;
+    return added(await first);
   } catch (err) {
     if (!isMissing(err)) throw err;
   }
   await claim(c.store, key, 'set');
-  return (JSON.parse(await c.store.sets.add(key, ms, true)) as { added: number }).added;
+  return added(await c.store.sets.add(key, ms, true));
 }
 
-async function remove(c: Call): Promise<Reply> {
+/** SREM: as SADD, issued when the store decided it at once; a missing set removes nothing. */
+function remove(c: Call): Promise<Reply> | Issued {
   const key = c.args[1]!;
+  const first = c.store.sets.remove(key, [...new Set(c.args.slice(2))]);
+  if (decisionOf(first) === 'decided') return new Issued(first.then(removed));
+  return removeRest(c, key, first);
+}
+
+async function removeRest(c: Call, key: string, first: Promise<string>): Promise<Reply> {
   try {
-    return (JSON.parse(await c.store.sets.remove(key, [...new Set(c.args.slice(2))])) as { removed: number }).removed;
+    return removed(await first);
   } catch (err) {
     if (!isMissing(err)) throw err;
   }

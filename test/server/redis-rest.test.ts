@@ -243,6 +243,28 @@ test('/pipeline: durable writes share group commits', { skip: onlyLog('counts th
   );
   // One fdatasync per command when each waited for the one before; a few when they share commits.
   assert.ok(used >= 1 && used <= 8, `${used} fdatasyncs for 64 INCRs`);
+  // Adds to and removes from sets that exist share them too; the answers are each command's own.
+  assert.equal(
+    (
+      await post('/pipeline', [
+        ['SADD', 'gc:s1', 'x'],
+        ['SADD', 'gc:s2', 'x'],
+      ])
+    ).status,
+    200,
+  );
+  const sets = Array.from({ length: 64 }, (_, i) =>
+    i % 4 === 3 ? ['SREM', `gc:s${((i - 1) % 2) + 1}`, `m${i - 1}`] : ['SADD', `gc:s${(i % 2) + 1}`, `m${i}`, 'x'],
+  );
+  const beforeSets = await fsyncs();
+  const rs = await post('/pipeline', sets);
+  const usedSets = (await fsyncs()) - beforeSets;
+  assert.equal(rs.status, 200, rs.text);
+  assert.deepEqual(
+    rs.json,
+    sets.map(() => ({ result: 1 })),
+  );
+  assert.ok(usedSets >= 1 && usedSets <= 8, `${usedSets} fdatasyncs for 64 SADDs and SREMs`);
 });
 
 test('multi(): one block; a command that cannot be queued aborts it whole', async () => {

@@ -13,6 +13,7 @@
  * is there. Nothing else in the log store calls engine.write.
  */
 import { type Decoder, type Engine, groupOf, type GroupSnapshot, MISS, Op, type Seen, type VersionRef, type WriteOp } from '../../engine/index.js';
+import { markDecided, markRefused } from '../decided.js';
 import { StoreError } from '../errors.js';
 import { fromEngine } from './errors.js';
 import { type RowMemo, RowWrites } from './row-writes.js';
@@ -412,24 +413,25 @@ export class Atomic {
    */
   atomically<T>(load: ((tx: Tx) => void) | undefined, decide: Decide<T>): Promise<T> {
     // The first attempt, which nearly every decision needs alone (what it
-    // reads is in memory), runs here without run()'s async machinery.
+    // reads is in memory), runs here without run()'s async machinery; its
+    // promise says so (decided.ts).
     const fetched = new Fetched(this.engine);
     const tx = new Tx(this.engine, fetched, this.now());
     let result: T;
     try {
       result = this.decideIn(tx, load, decide);
     } catch (err) {
-      if (!(err instanceof NeedsRead)) return Promise.reject(fromEngine(err));
+      if (!(err instanceof NeedsRead)) return markRefused(Promise.reject(fromEngine(err)));
       return this.run(fetched, err.progress ? 0 : 1, load, decide, err);
     }
-    if (tx.ops.length === 0) return Promise.resolve(result);
+    if (tx.ops.length === 0) return markDecided(Promise.resolve(result));
     let written: Promise<void>;
     try {
       written = this.commit(tx);
     } catch (err) {
       return Promise.reject(fromEngine(err));
     }
-    return written.then(() => result, rejectFromEngine);
+    return markDecided(written.then(() => result, rejectFromEngine));
   }
 
   /** One attempt of a decision: what it loads, the decision, then the extenders' additions to its batch. */

@@ -11,6 +11,7 @@ import type { Decoder } from '../../engine/index.js';
 import { collectionMissing, combineLimit, type SetOp } from '../collection.js';
 import { batchesOf, keyBatches, mergeBatches } from '../elements.js';
 import type { Batches, Elements, Precondition, SetStore, VersionOut } from '../store.js';
+import { thenKeeping } from '../decided.js';
 import { results } from '../txn.js';
 import { copyMembers, unchanged } from './member-copy.js';
 import type { Atomic, Tx } from './atomic.js';
@@ -185,14 +186,14 @@ export class LogSets implements SetStore {
     return batchesOf(mergeBatches(op, c.keys[0], c.keys.slice(1), decodeKey), []);
   }
 
-  async add(name: string, members: readonly string[], create: boolean, pre?: Precondition): Promise<string> {
-    const [added, count] = await this.atomic.atomically(undefined, (tx) => setAdd(tx, name, members, create, pre));
-    return results.added(added, count);
+  add(name: string, members: readonly string[], create: boolean, pre?: Precondition): Promise<string> {
+    const p = this.atomic.atomically(undefined, (tx) => setAdd(tx, name, members, create, pre));
+    return thenKeeping(p, ([added, count]) => results.added(added, count));
   }
 
-  async remove(name: string, members: readonly string[], pre?: Precondition): Promise<string> {
-    const [removed, count] = await this.atomic.atomically(undefined, (tx) => setRemove(tx, name, members, pre));
-    return results.removed(removed, count);
+  remove(name: string, members: readonly string[], pre?: Precondition): Promise<string> {
+    const p = this.atomic.atomically(undefined, (tx) => setRemove(tx, name, members, pre));
+    return thenKeeping(p, ([removed, count]) => results.removed(removed, count));
   }
 
   contains(name: string, members: readonly string[]): Promise<string> {
