@@ -232,17 +232,25 @@ test('/pipeline: durable writes share group commits', { skip: onlyLog('counts th
     assert.ok(hit !== null, 'no fsync count in /metrics');
     return Number(hit[1]);
   };
-  const cmds = Array.from({ length: 64 }, (_, i) => ['INCR', `gc:${i % 32}`]);
-  const before = await fsyncs();
-  const r = await post('/pipeline', cmds);
-  const used = (await fsyncs()) - before;
-  assert.equal(r.status, 200, r.text);
-  assert.deepEqual(
-    r.json,
-    cmds.map((_, i) => ({ result: i < 32 ? 1 : 2 })),
+  /** Runs the pipeline, checks each command's answer, and checks that its writes took a few fdatasyncs, not one each. */
+  const shared = async (cmds: string[][], results: number[], what: string): Promise<void> => {
+    const before = await fsyncs();
+    const r = await post('/pipeline', cmds);
+    const used = (await fsyncs()) - before;
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(
+      r.json,
+      results.map((result) => ({ result })),
+    );
+    // One fdatasync per command when each waited for the one before; a few when they share commits.
+    assert.ok(used >= 1 && used <= 8, `${used} fdatasyncs for ${what}`);
+  };
+  const incrs = Array.from({ length: 64 }, (_, i) => ['INCR', `gc:${i % 32}`]);
+  await shared(
+    incrs,
+    incrs.map((_, i) => (i < 32 ? 1 : 2)),
+    '64 INCRs',
   );
-  // One fdatasync per command when each waited for the one before; a few when they share commits.
-  assert.ok(used >= 1 && used <= 8, `${used} fdatasyncs for 64 INCRs`);
   // Adds to and removes from sets that exist share them too; the answers are each command's own.
   assert.equal(
     (
@@ -256,15 +264,11 @@ test('/pipeline: durable writes share group commits', { skip: onlyLog('counts th
   const sets = Array.from({ length: 64 }, (_, i) =>
     i % 4 === 3 ? ['SREM', `gc:s${((i - 1) % 2) + 1}`, `m${i - 1}`] : ['SADD', `gc:s${(i % 2) + 1}`, `m${i}`, 'x'],
   );
-  const beforeSets = await fsyncs();
-  const rs = await post('/pipeline', sets);
-  const usedSets = (await fsyncs()) - beforeSets;
-  assert.equal(rs.status, 200, rs.text);
-  assert.deepEqual(
-    rs.json,
-    sets.map(() => ({ result: 1 })),
+  await shared(
+    sets,
+    sets.map(() => 1),
+    '64 SADDs and SREMs',
   );
-  assert.ok(usedSets >= 1 && usedSets <= 8, `${usedSets} fdatasyncs for 64 SADDs and SREMs`);
 });
 
 test('multi(): one block; a command that cannot be queued aborts it whole', async () => {
