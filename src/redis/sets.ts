@@ -5,7 +5,7 @@
  * SMOVE are conditional writes on the version read, retried on a race.
  */
 import { glob, type Glob } from './glob.js';
-import { decisionOf } from '../store/decided.js';
+import { isDecided } from '../store/decided.js';
 import type { Store, VersionOut } from '../store/store.js';
 import { type Call, type Command, int, is, syntaxError } from './command.js';
 import { assertNotOther, claim, deleteKey, isMissing } from './keyspace.js';
@@ -41,7 +41,7 @@ function add(c: Call): Promise<Reply> | Issued {
   const key = c.args[1]!;
   const ms = [...new Set(c.args.slice(2))];
   const first = c.store.sets.add(key, ms, false);
-  if (decisionOf(first) === 'decided') return new Issued(first.then(added));
+  if (isDecided(first)) return new Issued(first.then(added));
   return addRest(c, key, ms, first);
 }
 
@@ -59,7 +59,7 @@ async function addRest(c: Call, key: string, ms: string[], first: Promise<string
 function remove(c: Call): Promise<Reply> | Issued {
   const key = c.args[1]!;
   const first = c.store.sets.remove(key, [...new Set(c.args.slice(2))]);
-  if (decisionOf(first) === 'decided') return new Issued(first.then(removed));
+  if (isDecided(first)) return new Issued(first.then(removed));
   return removeRest(c, key, first);
 }
 
