@@ -110,6 +110,9 @@ export class PgChanges implements ChangeFeed {
     const c = new PgChanges(db);
     const floor = await db.q.query('SELECT floor FROM pithos_feed WHERE id = 1');
     c.emitted = c.safe = Number(floor[0]?.floor ?? 0);
+    // The database's identity, known from the start: a failover before the first poll would
+    // otherwise be the first identity this node sees, and its watchers never told (history.ts).
+    await c.history.changed(c.emitted);
     // Where a new watcher starts: the first watermark, waited for up to ~2 s (an open write
     // transaction holds it); later watchers start from what the polls have reached.
     await c.advance();
