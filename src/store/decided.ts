@@ -6,22 +6,30 @@
  * start the next command at once after a decided write, so a pipeline of them
  * shares group commits. A store that cannot tell (the shared store) marks
  * nothing, and the caller waits as for any promise.
+ *
+ * Only the promise marked last is remembered (one reference, no set of them:
+ * every write on the log store is marked, and a WeakSet's add cost more than
+ * the rest of the marking). So the question is asked right after the call
+ * that returned the promise, before any other write starts; asked later, the
+ * answer may be "not decided", which costs only the wait, never a wrong
+ * order.
  */
-const decided = new WeakSet<Promise<unknown>>();
+let last: Promise<unknown> | undefined;
 
 /** The write is decided and queued (or needs no write): `p` settles once it is durable, or rejects if the write fails. */
 export function markDecided<T>(p: Promise<T>): Promise<T> {
-  decided.add(p);
+  last = p;
   return p;
 }
 
+/** Whether `p` is the promise of a decided write; asked right after the call that returned it. */
 export function isDecided(p: Promise<unknown>): boolean {
-  return decided.has(p);
+  return p === last;
 }
 
 /** `p.then(f)`, decided when `p` is. */
 export function thenKeeping<T, U>(p: Promise<T>, f: (v: T) => U): Promise<U> {
   const q = p.then(f);
-  if (decided.has(p)) decided.add(q);
+  if (p === last) last = q;
   return q;
 }
