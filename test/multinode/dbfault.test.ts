@@ -502,6 +502,16 @@ test('a blocking pop waits past the bound: its waiting is no part of the request
   assert.ok(ms >= BOUND_MS + 1500, `answered after ${ms} ms, before the push`);
 });
 
+/** A node given both servers, the standby first, on `schema`, that follows whichever is the writable primary. */
+function multiHostNode(standby: PgCluster, primary: PgCluster, schema: string): Promise<PithosServer> {
+  const hosts = `127.0.0.1:${standby.port},127.0.0.1:${primary.port}`;
+  return PithosServer.start({
+    store: `postgres://postgres@${hosts}/postgres?options=${encodeURIComponent(`-c search_path=${schema}`)}&target_session_attrs=read-write`,
+    testClock: false,
+    args: ['--pg-statement-timeout-ms', String(BOUND_MS)],
+  });
+}
+
 test('failover to a promoted standby: a node started on the standby waits, a multi-host node finds the primary and follows it', { skip }, async () => {
   const c = cluster as PgCluster;
   const s = await c.standby();
@@ -520,12 +530,7 @@ test('failover to a promoted standby: a node started on the standby waits, a mul
       return n;
     });
     // Both hosts, the standby first: the node finds the primary (the second).
-    const hosts = `127.0.0.1:${s.port},127.0.0.1:${c.port}`;
-    const multi = await PithosServer.start({
-      store: `postgres://postgres@${hosts}/postgres?options=${encodeURIComponent('-c search_path=fault')}&target_session_attrs=read-write`,
-      testClock: false,
-      args: ['--pg-statement-timeout-ms', String(BOUND_MS)],
-    });
+    const multi = await multiHostNode(s, c, 'fault');
     started.push(multi);
     assert.match(multi.stdout, new RegExp(`writable primary 127\\.0\\.0\\.1:${c.port}`));
     const ctr = uniq('fo');
@@ -593,12 +598,7 @@ test('a failover right after a node starts, before its first feed poll, is still
   try {
     await freshSchema(p.url, 'early');
     s = await p.standby();
-    const hosts = `127.0.0.1:${s.port},127.0.0.1:${p.port}`;
-    const n = await PithosServer.start({
-      store: `postgres://postgres@${hosts}/postgres?options=${encodeURIComponent('-c search_path=early')}&target_session_attrs=read-write`,
-      testClock: false,
-      args: ['--pg-statement-timeout-ms', String(BOUND_MS)],
-    });
+    const n = await multiHostNode(s, p, 'early');
     started.push(n);
     // The feed's first poll is a second away (no watchers): the failover comes before it.
     p.stop();
