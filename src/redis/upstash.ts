@@ -19,22 +19,26 @@ export const REST_MAX_BLOCK_MS = 30_000;
 /** A pipeline's commands whose durability may be pending at once (the RESP listener's bound on replies owed). */
 const MAX_IN_FLIGHT = 1024;
 
-/** Commands of a RESP connection's own state, which a stateless request has no use for: what to do instead. */
-const CONNECTION_ONLY: Readonly<Record<string, string>> = {
-  multi: 'send the block to /redis/multi-exec',
-  exec: 'send the block to /redis/multi-exec',
-  discard: 'send the block to /redis/multi-exec',
-  watch: 'send the block to /redis/multi-exec',
-  unwatch: 'send the block to /redis/multi-exec',
-  auth: 'send the token as Authorization: Bearer <token>',
-  hello: 'every answer is JSON in RESP2 shapes',
-  quit: 'each request is its own exchange',
-  subscribe: 'POST /redis/subscribe/<channel> answers a stream of its messages',
-  psubscribe: 'POST /redis/psubscribe/<pattern> answers a stream of its messages',
-  unsubscribe: 'close the stream of POST /redis/subscribe/<channel>',
-  punsubscribe: 'close the stream of POST /redis/psubscribe/<pattern>',
-  reset: 'each request is its own exchange',
-};
+/**
+ * Commands of a RESP connection's own state, which a stateless request has
+ * no use for: what to do instead. A Map, since the name is the client's (an
+ * object would answer `__proto__` or `constructor` from its prototype).
+ */
+const CONNECTION_ONLY: ReadonlyMap<string, string> = new Map([
+  ['multi', 'send the block to /redis/multi-exec'],
+  ['exec', 'send the block to /redis/multi-exec'],
+  ['discard', 'send the block to /redis/multi-exec'],
+  ['watch', 'send the block to /redis/multi-exec'],
+  ['unwatch', 'send the block to /redis/multi-exec'],
+  ['auth', 'send the token as Authorization: Bearer <token>'],
+  ['hello', 'every answer is JSON in RESP2 shapes'],
+  ['quit', 'each request is its own exchange'],
+  ['subscribe', 'POST /redis/subscribe/<channel> answers a stream of its messages'],
+  ['psubscribe', 'POST /redis/psubscribe/<pattern> answers a stream of its messages'],
+  ['unsubscribe', 'close the stream of POST /redis/subscribe/<channel>'],
+  ['punsubscribe', 'close the stream of POST /redis/psubscribe/<pattern>'],
+  ['reset', 'each request is its own exchange'],
+]);
 
 /** A bad request: nothing of it ran (400 `{"error"}`). */
 export class RestRequestError extends Error {}
@@ -161,7 +165,7 @@ export class RestRunner {
   private check(words: readonly string[], caller: Caller): Command | ErrorReply {
     const cmd = resolve(this.table, words);
     if (cmd instanceof ErrorReply) {
-      const instead = CONNECTION_ONLY[words[0]!.toLowerCase()];
+      const instead = CONNECTION_ONLY.get(words[0]!.toLowerCase());
       return instead === undefined ? cmd : new ErrorReply(`ERR '${words[0]!.toLowerCase()}' is not available over REST: ${instead}`);
     }
     const need = roleOf(cmd);

@@ -353,6 +353,9 @@ test('errors: 400 {"error"} with Redis text, which the client throws', async () 
     ['[not json', /not valid JSON/],
     ['["GET"]', /wrong number of arguments for 'get' command/],
     ['["MULTI"]', /not available over REST: send the block to \/redis\/multi-exec/],
+    // Names an object's prototype holds are no commands either.
+    ['["__proto__","x"]', /^ERR unknown command '__proto__', with args beginning with: 'x' $/],
+    ['["constructor"]', /^ERR unknown command 'constructor', with args beginning with: $/],
   ] as const) {
     const e = await post('', body);
     assert.equal(e.status, 400, body);
