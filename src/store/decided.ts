@@ -12,19 +12,31 @@
  * the rest of the marking). So the question is asked right after the call
  * that returned the promise, before any other write starts; asked later, the
  * answer may be "not decided", which costs only the wait, never a wrong
- * order.
+ * order. The mark is forgotten at the end of the synchronous run that made
+ * it (a microtask), so a large answer is not kept alive by it.
  */
 let last: Promise<unknown> | undefined;
+let clearing = false;
+
+/** Forgets the mark once the code that made it has run (it holds the promise, and so its value). */
+function clear(): void {
+  last = undefined;
+  clearing = false;
+}
 
 /** The write is decided and queued (or needs no write): `p` settles once it is durable, or rejects if the write fails. */
 export function markDecided<T>(p: Promise<T>): Promise<T> {
   last = p;
+  if (!clearing) {
+    clearing = true;
+    queueMicrotask(clear);
+  }
   return p;
 }
 
 /** Whether `p` is the promise of a decided write; asked right after the call that returned it. */
 export function isDecided(p: Promise<unknown>): boolean {
-  return p === last;
+  return p === last && p !== undefined;
 }
 
 /** `p.then(f)`, decided when `p` is. */
