@@ -32,9 +32,18 @@ const IDENTITY = `SELECT (SELECT system_identifier::text FROM pg_control_system(
   ${DRAWN} AS last FROM pithos_seq`;
 const SEQUENCE = `SELECT ${DRAWN} AS last FROM pithos_seq`;
 
+/**
+ * The identity query's refusals that mean "this database will not say", not
+ * "this database failed": no such function (42883), not supported on this
+ * service (0A000), not permitted to this role (42501), not in this
+ * configuration (55000). The node then checks the sequence alone, as it
+ * would without the identity, rather than refusing to start.
+ */
+const NO_IDENTITY = new Set(['42883', '0A000', '42501', '55000']);
+
 export class History {
   private identity: string | undefined;
-  /** False on a database without pg_control_* (CockroachDB, YugabyteDB): the sequence is checked alone. */
+  /** False once the database would not tell its identity (NO_IDENTITY: CockroachDB, YugabyteDB, a managed service or a role that may not ask): the sequence is checked alone. */
   private withIdentity = true;
 
   constructor(
@@ -52,8 +61,10 @@ export class History {
     try {
       row = (await this.q.query(this.withIdentity ? IDENTITY : SEQUENCE))[0];
     } catch (err) {
-      if ((err as { code?: unknown })?.code !== '42883' || !this.withIdentity) throw err;
+      const code = (err as { code?: unknown })?.code;
+      if (!this.withIdentity || typeof code !== 'string' || !NO_IDENTITY.has(code)) throw err;
       this.withIdentity = false;
+      this.log('warn', `shared store: the database does not tell its identity (${String((err as Error).message)}); history is checked by the sequence alone`);
       row = (await this.q.query(SEQUENCE))[0];
     }
     const last = Number(row.last);
