@@ -144,6 +144,10 @@ export const CONNECTION_COMMANDS: Command[] = [
         KEYSPACE.set(c.args[3]!);
         return OK;
       }
+      if (is(c.args[1], 'SET') && c.args.length >= 3)
+        throw new ErrorReply(
+          `ERR CONFIG SET of '${c.args[2]}' is not supported by Pithos: notify-keyspace-events is the one setting it changes (docs/redis.md)`,
+        );
       throw new ErrorReply(`ERR CONFIG ${c.args[1]} is not supported by Pithos (docs/redis.md)`);
     },
   },

@@ -14,6 +14,15 @@ import { HUB } from './pubsub.js';
 
 /** Redis's flag letters; `A` is `g$lshzxetd`. */
 const LETTERS = /^[KEg$lshzxetdmnA]*$/;
+const ALL = 'g$lshzxetd';
+/** The event classes, in the order CONFIG GET lists them (Redis's keyspaceEventsFlagsToString, notify.c). */
+const CLASSES = ALL + 'n';
+
+/** The setting as Redis shows it: `A` for all of ALL (then `n` is not shown, as in Redis), else each class in order; then K, E and m. */
+function shown(f: ReadonlySet<string>): string {
+  const classes = [...ALL].every((c) => f.has(c)) ? 'A' : [...CLASSES].filter((c) => f.has(c)).join('');
+  return classes + ['K', 'E', 'm'].filter((c) => f.has(c)).join('');
+}
 
 /** A change as Redis's event name and the class letter that switches it on; undefined for kinds Redis has no name for. */
 function eventOf(c: Change): [string, string] | undefined {
@@ -54,6 +63,9 @@ function sideOf(c: Change): string | undefined {
 }
 
 export class KeyspaceNotifier {
+  /** What CONFIG GET shows. */
+  private setting = '';
+  /** The letters in force, `A` spelt out; empty while nothing would be published (no K or E, or no class). */
   private flags = '';
   private feed: ChangeFeed | undefined;
   private unsubscribe: (() => void) | undefined;
@@ -65,17 +77,18 @@ export class KeyspaceNotifier {
 
   /** The setting as CONFIG GET shows it. */
   get(): string {
-    return this.flags;
+    return this.setting;
   }
 
   /** CONFIG SET notify-keyspace-events <flags>: Redis's letters; '' switches off. */
   set(value: string): void {
     if (!LETTERS.test(value)) throw new ErrorReply(`ERR Invalid argument '${value}' for CONFIG SET 'notify-keyspace-events'`);
-    let f = value.replace(/A/g, 'g$lshzxetd');
-    // Without K or E nothing is published (Redis's rule).
-    if (!f.includes('K') && !f.includes('E')) f = '';
-    if (f !== '' && this.feed === undefined) throw new ErrorReply('ERR keyspace notifications need a store with a change feed');
-    this.flags = [...new Set(f)].join('');
+    const f = new Set(value.replace(/A/g, ALL));
+    // Kept as given (CONFIG GET shows it), but without K or E, or without a class, nothing is published (Redis's rule).
+    const on = (f.has('K') || f.has('E')) && [...CLASSES].some((c) => f.has(c));
+    if (on && this.feed === undefined) throw new ErrorReply('ERR keyspace notifications need a store with a change feed');
+    this.setting = shown(f);
+    this.flags = on ? [...f].join('') : '';
     if (this.flags === '') {
       this.unsubscribe?.();
       this.unsubscribe = undefined;

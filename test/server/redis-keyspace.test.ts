@@ -56,7 +56,8 @@ test('every write the change feed records, on __keyevent@0__ and __keyspace@0__,
     await until('the feed has ks:off', () => feed.events.length >= 1);
     assert.deepEqual(await cmd.config('GET', 'notify-keyspace-events'), ['notify-keyspace-events', '']);
     assert.equal(await rest('CONFIG', 'SET', 'notify-keyspace-events', 'KEA'), 'OK');
-    assert.deepEqual(await cmd.config('GET', 'notify-keyspace-events'), ['notify-keyspace-events', 'KEg$lshzxetd']);
+    // Shown as Redis shows it (notify.c): A for every class, the classes in Redis's order, then K, E, m.
+    assert.deepEqual(await cmd.config('GET', 'notify-keyspace-events'), ['notify-keyspace-events', 'AKE']);
     await cmd.set('ks:k', 'v'); // RESP
     await rest('HSET', 'ks:h', 'f', '1'); // REST
     const put = await srv.req('PUT', '/variants/ks:http', { variant: 5 }); // the HTTP API
@@ -85,11 +86,28 @@ test('every write the change feed records, on __keyevent@0__ and __keyspace@0__,
       spaces,
       want.map((w) => `${w.split(' ')[1]} ${w.split(' ')[0]}`),
     );
-    // Off again: nothing more.
-    await rest('CONFIG', 'SET', 'notify-keyspace-events', '');
-    await cmd.set('ks:after', 'v');
+    // Off again: nothing more, whether the setting is empty or names classes without K or E (kept, shown, silent).
+    for (const [set, shown] of [
+      ['Ag', 'A'],
+      ['', ''],
+    ]) {
+      await rest('CONFIG', 'SET', 'notify-keyspace-events', set);
+      assert.deepEqual(await cmd.config('GET', 'notify-keyspace-events'), ['notify-keyspace-events', shown]);
+      await cmd.set('ks:after', set);
+    }
     await new Promise((r) => setTimeout(r, 300));
     assert.equal(events.length, want.length);
+    for (const [set, shown] of [
+      ['Kx', 'xK'],
+      ['E$', '$E'],
+      ['KEn', 'nKE'],
+      ['nAKEm', 'AKEm'],
+      ['g$lshzxet', 'g$lshzxet'],
+    ]) {
+      await rest('CONFIG', 'SET', 'notify-keyspace-events', set);
+      assert.deepEqual(await cmd.config('GET', 'notify-keyspace-events'), ['notify-keyspace-events', shown], set);
+    }
+    await rest('CONFIG', 'SET', 'notify-keyspace-events', '');
     // Redis's letters only.
     const bad = await fetch(`${srv.base}/redis`, {
       method: 'POST',
