@@ -19,7 +19,7 @@ type Fields = Record<string, unknown>;
 export const fieldText = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v));
 
 /** The record's fields, or undefined when the hash is absent (an empty record is); WRONGTYPE for another type. */
-async function read(store: Store, key: string, out?: VersionOut): Promise<Fields | undefined> {
+export async function readHash(store: Store, key: string, out?: VersionOut): Promise<Fields | undefined> {
   try {
     const rec = JSON.parse(await store.records.get(key, out)) as Fields;
     if (Object.keys(rec).length > 0) return rec;
@@ -40,7 +40,7 @@ async function read(store: Store, key: string, out?: VersionOut): Promise<Fields
 function update(c: Call, key: string, f: (cur: Fields) => [Fields, Reply]): Promise<Reply> {
   return retryOnRace(async () => {
     const out: VersionOut = { version: 0 };
-    const cur = (await read(c.store, key, out)) ?? {};
+    const cur = (await readHash(c.store, key, out)) ?? {};
     const [changes, answer] = f(cur);
     if (Object.keys(changes).length === 0) return answer;
     if (out.version === 0) {
@@ -55,7 +55,7 @@ function update(c: Call, key: string, f: (cur: Fields) => [Fields, Reply]): Prom
   });
 }
 
-async function deleteIfUnchanged(store: Store, key: string, version: number): Promise<void> {
+export async function deleteIfUnchanged(store: Store, key: string, version: number): Promise<void> {
   try {
     await store.transact({ checks: [{ kind: 'record', name: key, version }], mutations: [{ kind: 'record', name: key, op: 'DELETE' }], serializable: true });
   } catch (err) {
@@ -114,7 +114,7 @@ async function incr(c: Call, isFloat: boolean): Promise<Reply> {
 }
 
 async function hrandfield(c: Call): Promise<Reply> {
-  const h = (await read(c.store, c.args[1]!)) ?? {};
+  const h = (await readHash(c.store, c.args[1]!)) ?? {};
   const keys = Object.keys(h);
   if (c.args.length === 2) return keys.length === 0 ? null : keys[Math.floor(Math.random() * keys.length)]!;
   const n = int(c.args[2]!);
@@ -151,7 +151,7 @@ export const HASH_COMMANDS: Command[] = [
     keys: [1, 1, 1],
     summary: 'a field',
     run: async (c) => {
-      const h = await read(c.store, c.args[1]!);
+      const h = await readHash(c.store, c.args[1]!);
       return h !== undefined && Object.hasOwn(h, c.args[2]!) ? fieldText(h[c.args[2]!]) : null;
     },
   },
@@ -162,7 +162,7 @@ export const HASH_COMMANDS: Command[] = [
     keys: [1, 1, 1],
     summary: 'fields',
     run: async (c) => {
-      const h = (await read(c.store, c.args[1]!)) ?? {};
+      const h = (await readHash(c.store, c.args[1]!)) ?? {};
       return c.args.slice(2).map((f) => (Object.hasOwn(h, f) ? fieldText(h[f]) : null));
     },
   },
@@ -172,7 +172,7 @@ export const HASH_COMMANDS: Command[] = [
     flags: ['readonly'],
     keys: [1, 1, 1],
     summary: 'every field and value',
-    run: async (c) => new MapReply(Object.entries((await read(c.store, c.args[1]!)) ?? {}).map(([k, v]): [Reply, Reply] => [k, fieldText(v)])),
+    run: async (c) => new MapReply(Object.entries((await readHash(c.store, c.args[1]!)) ?? {}).map(([k, v]): [Reply, Reply] => [k, fieldText(v)])),
   },
   {
     name: 'hdel',
@@ -193,7 +193,7 @@ export const HASH_COMMANDS: Command[] = [
     flags: ['readonly', 'fast'],
     keys: [1, 1, 1],
     summary: 'whether a field is there',
-    run: async (c) => (Object.hasOwn((await read(c.store, c.args[1]!)) ?? {}, c.args[2]!) ? 1 : 0),
+    run: async (c) => (Object.hasOwn((await readHash(c.store, c.args[1]!)) ?? {}, c.args[2]!) ? 1 : 0),
   },
   {
     name: 'hlen',
@@ -201,7 +201,7 @@ export const HASH_COMMANDS: Command[] = [
     flags: ['readonly', 'fast'],
     keys: [1, 1, 1],
     summary: 'number of fields',
-    run: async (c) => Object.keys((await read(c.store, c.args[1]!)) ?? {}).length,
+    run: async (c) => Object.keys((await readHash(c.store, c.args[1]!)) ?? {}).length,
   },
   {
     name: 'hkeys',
@@ -209,7 +209,7 @@ export const HASH_COMMANDS: Command[] = [
     flags: ['readonly'],
     keys: [1, 1, 1],
     summary: 'field names',
-    run: async (c) => Object.keys((await read(c.store, c.args[1]!)) ?? {}),
+    run: async (c) => Object.keys((await readHash(c.store, c.args[1]!)) ?? {}),
   },
   {
     name: 'hvals',
@@ -217,7 +217,7 @@ export const HASH_COMMANDS: Command[] = [
     flags: ['readonly'],
     keys: [1, 1, 1],
     summary: 'values',
-    run: async (c) => Object.values((await read(c.store, c.args[1]!)) ?? {}).map(fieldText),
+    run: async (c) => Object.values((await readHash(c.store, c.args[1]!)) ?? {}).map(fieldText),
   },
   {
     name: 'hstrlen',
@@ -226,7 +226,7 @@ export const HASH_COMMANDS: Command[] = [
     keys: [1, 1, 1],
     summary: "a value's length in bytes",
     run: async (c) => {
-      const h = (await read(c.store, c.args[1]!)) ?? {};
+      const h = (await readHash(c.store, c.args[1]!)) ?? {};
       return Object.hasOwn(h, c.args[2]!) ? Buffer.byteLength(fieldText(h[c.args[2]!])) : 0;
     },
   },
@@ -242,7 +242,7 @@ export const HASH_COMMANDS: Command[] = [
     run: async (c) =>
       scanPage(
         c,
-        Object.entries((await read(c.store, c.args[1]!)) ?? {}),
+        Object.entries((await readHash(c.store, c.args[1]!)) ?? {}),
         ([k]) => k,
         ([k, v]) => [k, fieldText(v)],
       ),

@@ -5,6 +5,7 @@
 import { glob, type Glob } from './glob.js';
 import { type Call, type Command, int, is, syntaxError } from './command.js';
 import { deleteKey, eachKey, expireOf, keyInfo, type RType, TYPES } from './keyspace.js';
+import { rename } from './rename.js';
 import { ErrorReply, OK, type Reply } from './resp.js';
 
 /** Redis's glob: glob.ts (kept under this name for its callers). */
@@ -180,6 +181,8 @@ export const KEY_COMMANDS: Command[] = [
       return 1;
     },
   },
+  { name: 'rename', arity: 3, flags: ['write'], keys: [1, 2, 1], summary: 'move a key to a new name (copied, then deleted)', run: (c) => rename(c, false) },
+  { name: 'renamenx', arity: 3, flags: ['write', 'fast'], keys: [1, 2, 1], summary: 'RENAME unless the new name exists', run: (c) => rename(c, true) },
   { name: 'keys', arity: 2, flags: ['readonly'], keys: [0, 0, 0], summary: 'every key matching a glob', run: keys },
   { name: 'scan', arity: -2, flags: ['readonly'], keys: [0, 0, 0], summary: 'page through keys (MATCH, COUNT, TYPE)', run: scan },
   { name: 'dbsize', arity: 1, flags: ['readonly', 'fast'], keys: [0, 0, 0], summary: 'number of keys', run: count },

@@ -27,7 +27,7 @@ interface Range {
 }
 
 /** The inclusive range, or undefined when the list is absent (WRONGTYPE when another type holds the key). */
-async function range(store: Store, key: string, start: number, stop: number, out?: VersionOut): Promise<Range | undefined> {
+export async function range(store: Store, key: string, start: number, stop: number, out?: VersionOut): Promise<Range | undefined> {
   try {
     const r = JSON.parse(await store.lists.range(key, start, stop, out)) as Range;
     if (r.length > 0) return r;

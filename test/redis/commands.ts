@@ -62,6 +62,7 @@ export function generator(rand: () => number): () => Gen {
     // Each server reads its own clock: a remaining lifetime may round to seconds on either side of one.
     () => ({ args: ['TTL', key()], cmp: 'lifetime' }),
     () => e('PERSIST', key()),
+    () => e(pick(['RENAME', 'RENAMENX']), key(), key()),
     () => e('DBSIZE'),
     () => s('KEYS', pick(['*', 'k[12]', 'k?', 'x*'])),
     // lists

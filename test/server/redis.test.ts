@@ -280,6 +280,56 @@ test('read-then-write commands retry a lost race: HINCRBY, ZADD GT, SPOP, LSET a
   );
 });
 
+test('RENAME and RENAMENX move every type with its lifetime; a push racing the rename is never lost', async () => {
+  const c = client();
+  await c.connect();
+  await assert.rejects(c.rename('ren:none', 'ren:x'), /ERR no such key/);
+  await assert.rejects(c.renamenx('ren:none', 'ren:x'), /ERR no such key/);
+  await c.set('ren:s', 'v', 'EX', 100);
+  await c.rpush('ren:l', 'a', 'b');
+  await c.sadd('ren:set', 'x', 'y');
+  await c.zadd('ren:z', 1, 'a', 2.5, 'b');
+  await c.hset('ren:h', 'f', '1', 'g', '2');
+  assert.equal(await c.rename('ren:s', 'ren:s'), 'OK');
+  assert.equal(await c.renamenx('ren:s', 'ren:s'), 0);
+  assert.equal(await c.rename('ren:s', 'ren:s2'), 'OK');
+  assert.equal(await c.get('ren:s2'), 'v');
+  assert.ok((await c.ttl('ren:s2')) > 90, 'the lifetime moves with the value');
+  assert.equal(await c.exists('ren:s'), 0);
+  // Onto a name of another type: it is replaced.
+  assert.equal(await c.rename('ren:l', 'ren:s2'), 'OK');
+  assert.equal(await c.type('ren:s2'), 'list');
+  assert.deepEqual(await c.lrange('ren:s2', 0, -1), ['a', 'b']);
+  assert.equal(await c.ttl('ren:s2'), -1);
+  assert.equal(await c.renamenx('ren:set', 'ren:h'), 0);
+  assert.equal(await c.renamenx('ren:set', 'ren:set2'), 1);
+  assert.deepEqual((await c.smembers('ren:set2')).sort(), ['x', 'y']);
+  assert.equal(await c.rename('ren:h', 'ren:set2'), 'OK');
+  assert.deepEqual(await c.hgetall('ren:set2'), { f: '1', g: '2' });
+  assert.equal(await c.renamenx('ren:z', 'ren:z2'), 1);
+  assert.deepEqual(await c.zrange('ren:z2', '0', '-1', 'WITHSCORES'), ['a', '1', 'b', '2.5']);
+  // Pushes while the list is renamed: each item ends in the new name or, pushed after the move, in a new list at the old one.
+  const ps = Array.from({ length: 4 }, () => client());
+  await Promise.all(ps.map((x) => x.connect()));
+  await c.rpush('ren:q', 'seed');
+  let pushed = 1;
+  const pushing = Promise.all(
+    ps.map(async (x, w) => {
+      for (let i = 0; i < 50; i++) {
+        await x.rpush('ren:q', `${w}-${i}`);
+        pushed++;
+      }
+    }),
+  );
+  await sleep(5);
+  assert.equal(await c.rename('ren:q', 'ren:q2'), 'OK');
+  await pushing;
+  const moved = await c.lrange('ren:q2', 0, -1);
+  const after = await c.lrange('ren:q', 0, -1);
+  assert.equal(moved.length + after.length, pushed, `${moved.length} moved and ${after.length} after the move, of ${pushed} pushed`);
+  assert.equal(new Set([...moved, ...after]).size, pushed, 'an item is in both names');
+});
+
 test('EXEC of writes a Store transaction holds is all or nothing', async () => {
   const r = client();
   await r.connect();
