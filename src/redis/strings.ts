@@ -187,13 +187,18 @@ async function incrSlow(store: Store, key: string, input: ScalarInput, d: number
  * Redis adds in long double, so -0.2542 + 0.5 prints 0.2458 where a double
  * sum carries a binary tail (0.24580000000000002): 15 significant digits,
  * what a double holds exactly, drop that tail (a differential test found it).
+ * Past 1e21 the digits are the double's: Redis's long double may differ after
+ * the 16th significant one (docs/redis.md, "Differences").
  */
 export function floatText(v: number): string {
   if (Number.isInteger(v) && Math.abs(v) < 1e21) return String(v);
   const r = Number(v.toPrecision(15));
   const s = String(r);
   if (!s.includes('e')) return s;
-  return r.toFixed(20).replace(/0+$/, '').replace(/\.$/, '');
+  // Redis prints with %.17Lf: every integer digit of a large value, 17 decimals of a small one.
+  if (Math.abs(r) >= 1e21) return BigInt(r).toString();
+  const t = r.toFixed(17).replace(/0+$/, '').replace(/\.$/, '');
+  return t === '-0' ? '0' : t;
 }
 
 /** GET: answered at once when the store has the value in memory (its measured fast path), else through getString. */

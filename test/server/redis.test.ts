@@ -280,6 +280,24 @@ test('read-then-write commands retry a lost race: HINCRBY, ZADD GT, SPOP, LSET a
   );
 });
 
+test("INCRBYFLOAT prints as Redis does past a double's exponent form: every integer digit, 17 decimals, no -0", async () => {
+  const c = client();
+  await c.connect();
+  // What redis-server 7.0.15 answered for each, one new key apiece.
+  for (const [by, want] of [
+    ['1e22', '10000000000000000000000'],
+    ['4.5e21', '4500000000000000000000'],
+    ['1e-7', '0.0000001'],
+    ['1.5e-10', '0.00000000015'],
+    ['1e-20', '0'],
+    ['-1e-20', '0'],
+    ['-1e-7', '-0.0000001'],
+  ] as const) {
+    assert.equal(await c.incrbyfloat(`ibf:${by}`, by), want, by);
+    assert.equal(await c.hincrbyfloat('ibf:h', by, by), want, `HINCRBYFLOAT ${by}`);
+  }
+});
+
 test('RENAME and RENAMENX move every type with its lifetime; a push racing the rename is never lost', async () => {
   const c = client();
   await c.connect();
