@@ -16,6 +16,9 @@ export const TYPES = Object.keys(KINDS) as RType[];
 
 export const WRONGTYPE = new ErrorReply('WRONGTYPE Operation against a key holding the wrong kind of value');
 
+/** The longest lifetime a key may be given, in seconds: the HTTP API's `ttl` bound (docs/redis.md, "Differences"). */
+export const MAX_TTL_S = 2147483647;
+
 /** What a listing shows of one name. */
 interface Item {
   name: string;

@@ -9,7 +9,7 @@ import type { ScalarInput, VType } from '../store/variant.js';
 import type { Mutation, Store, VersionOut } from '../store/store.js';
 import { StoreError } from '../store/errors.js';
 import { type Command, float, int, int64, is, isStoredInteger, notFloat, notInteger, syntaxError, type Call } from './command.js';
-import { absentChecks, assertNotOther, claim, deleteOf, isMissing, keyInfo, keyInfoNow, type RType, TYPES, WAIT, WRONGTYPE } from './keyspace.js';
+import { absentChecks, assertNotOther, claim, deleteOf, isMissing, keyInfo, keyInfoNow, MAX_TTL_S, type RType, TYPES, WAIT, WRONGTYPE } from './keyspace.js';
 import { ErrorReply, Issued, NULL_ARRAY, OK, type Reply } from './resp.js';
 import { lostRace, RACED, retryOnRace } from './races.js';
 
@@ -241,7 +241,7 @@ function setOptions(c: Call, from: number): SetOptions {
 async function set(c: Call): Promise<Reply> {
   const [, key, value] = c.args as [string, string, string];
   const o = setOptions(c, 3);
-  if (o.ttl !== undefined && o.ttl > 2147483647) throw new ErrorReply(`ERR invalid expire time in '${c.args[0]!.toLowerCase()}' command`);
+  if (o.ttl !== undefined && o.ttl > MAX_TTL_S) throw new ErrorReply(`ERR invalid expire time in '${c.args[0]!.toLowerCase()}' command`);
   if (!o.nx && !o.xx && !o.get && !o.keepTtl && o.ttl === undefined) {
     await putString(c.store, key, value, 0);
     return OK;
@@ -391,6 +391,7 @@ async function getex(c: Call): Promise<Reply> {
       ttl = w === 'EX' ? n : w === 'PX' ? n / 1000 : w === 'EXAT' ? n - Date.now() / 1000 : (n - Date.now()) / 1000;
     } else throw syntaxError();
   }
+  if (ttl !== undefined && ttl > MAX_TTL_S) throw new ErrorReply(`ERR invalid expire time in 'getex' command`);
   const s = await getString(c.store, key);
   if (s === undefined) return null;
   if (ttl !== undefined && ttl <= 0) await deleteOf(c.store, 'string', key);

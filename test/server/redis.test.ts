@@ -298,6 +298,26 @@ test("INCRBYFLOAT prints as Redis does past a double's exponent form: every inte
   }
 });
 
+test('a lifetime past 2,147,483,647 s is refused by every command that sets one, and changes nothing', async () => {
+  const c = client();
+  await c.connect();
+  await c.set('life:k', 'v', 'EX', 100);
+  const far = String(2147483648);
+  for (const [cmd, ...args] of [
+    ['set', 'life:k', 'w', 'EX', far],
+    ['setex', 'life:k', far, 'w'],
+    ['getex', 'life:k', 'EX', far],
+    ['expire', 'life:k', far],
+    ['pexpire', 'life:k', `${far}000`],
+  ] as const) {
+    await assert.rejects(c.call(cmd, ...args), new RegExp(`^ReplyError: ERR invalid expire time in '${cmd}' command`), cmd);
+  }
+  assert.equal(await c.get('life:k'), 'v');
+  assert.ok((await c.ttl('life:k')) <= 100);
+  assert.equal(await c.call('getex', 'life:k', 'EX', '2147483647'), 'v');
+  assert.equal(await c.ttl('life:k'), 2147483647);
+});
+
 test('RENAME and RENAMENX move every type with its lifetime; a push racing the rename is never lost', async () => {
   const c = client();
   await c.connect();
