@@ -17,6 +17,9 @@ function clientInfo(c: Call, s = c.session): string {
 
 function client(c: Call): Reply {
   const sub = c.args[1]!.toUpperCase();
+  // The subcommands that take no argument answer Redis's arity error for one (client|id has arity 2).
+  if ((sub === 'ID' || sub === 'GETNAME' || sub === 'INFO') && c.args.length !== 2)
+    throw new ErrorReply(`ERR wrong number of arguments for 'client|${sub.toLowerCase()}' command`);
   switch (sub) {
     case 'ID':
       return c.session.id;
@@ -41,8 +44,13 @@ function client(c: Call): Reply {
     case 'KILL': {
       // Own connections only (docs/redis.md): by ID, or by ADDR.
       const [what, value] = [c.args[2]?.toUpperCase(), c.args[3]];
-      if (value === undefined) throw syntaxError();
       const mine = (s: { user: string | undefined }): boolean => s.user === c.session.user;
+      // The old form, CLIENT KILL <addr>: OK when it closed one, else Redis's error.
+      if (c.args.length === 3) {
+        if (c.server.kill((s) => mine(s) && s.addr === c.args[2]) === 0) throw new ErrorReply('ERR No such client');
+        return OK;
+      }
+      if (value === undefined) throw syntaxError();
       if (what === 'ID') return c.server.kill((s) => mine(s) && s.id === int(value));
       if (what === 'ADDR') return c.server.kill((s) => mine(s) && s.addr === value);
       throw syntaxError();

@@ -212,6 +212,7 @@ export const KEY_COMMANDS: Command[] = [
     keys: [0, 0, 0],
     summary: 'delete every visible key (admin token)',
     run: async (c) => {
+      if (c.args.length > 2 || (c.args.length === 2 && !is(c.args[1], 'ASYNC') && !is(c.args[1], 'SYNC'))) throw syntaxError();
       const names: Array<[string, RType]> = [];
       await eachKey(c.store, '', (name, t) => {
         names.push([name, t]);

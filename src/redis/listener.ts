@@ -383,6 +383,7 @@ class Conn implements Session {
     let i = 1;
     if (args.length > 1) {
       const v = args[1]!;
+      if (!/^-?\d+$/.test(v)) return new ErrorReply('ERR Protocol version is not an integer or out of range');
       if (v !== '2' && v !== '3') return new ErrorReply('NOPROTO unsupported protocol version');
       proto = v === '3' ? 3 : 2;
       i = 2;

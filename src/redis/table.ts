@@ -6,6 +6,7 @@
  */
 import type { Command } from './command.js';
 import { CONNECTION_COMMANDS } from './connection.js';
+import { glob } from './glob.js';
 import { HASH_COMMANDS } from './hashes.js';
 import { KEY_COMMANDS } from './keys.js';
 import { LIST_COMMANDS } from './lists.js';
@@ -59,11 +60,28 @@ function info(c: Command): Reply {
   return [c.name, c.arity, c.flags.map((f) => new Simple(f)), c.keys[0], c.keys[1], c.keys[2], [], [], [], []];
 }
 
+/** COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN glob]: Pithos has no modules and no ACL categories, so those list nothing. */
+function commandList(t: CommandTable, args: readonly string[]): Reply {
+  if (args.length === 2) return [...t.keys()];
+  if (args.length !== 5 || args[2]!.toUpperCase() !== 'FILTERBY') throw new ErrorReply('ERR syntax error');
+  const by = args[3]!.toUpperCase();
+  if (by === 'PATTERN') {
+    // Matched without regard to case, as Redis does.
+    const re = glob(args[4]!.toLowerCase());
+    return [...t.keys()].filter((n) => re.test(n));
+  }
+  if (by === 'MODULE' || by === 'ACLCAT') return [];
+  throw new ErrorReply('ERR syntax error');
+}
+
 function command(t: CommandTable, args: readonly string[]): Reply {
   const sub = args[1]?.toUpperCase();
   if (sub === undefined) return [...t.values()].map(info);
-  if (sub === 'COUNT') return t.size;
-  if (sub === 'LIST') return [...t.keys()];
+  if (sub === 'COUNT') {
+    if (args.length !== 2) throw new ErrorReply("ERR wrong number of arguments for 'command|count' command");
+    return t.size;
+  }
+  if (sub === 'LIST') return commandList(t, args);
   if (sub === 'INFO')
     return (args.length === 2 ? [...t.values()] : args.slice(2).map((n) => t.get(n.toLowerCase()))).map((c) => (c === undefined ? null : info(c)));
   if (sub === 'DOCS') {

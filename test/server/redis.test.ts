@@ -298,6 +298,24 @@ test("INCRBYFLOAT prints as Redis does past a double's exponent form: every inte
   }
 });
 
+test('server commands answer bad arguments as Redis does, and change nothing', async () => {
+  const c = client();
+  await c.connect();
+  await c.set('srv:k', 'v');
+  // A FLUSHDB with an argument it does not know flushes nothing.
+  await assert.rejects(c.call('flushdb', 'BAD'), /^ReplyError: ERR syntax error/);
+  await assert.rejects(c.call('flushall', 'SYNC', 'x'), /^ReplyError: ERR syntax error/);
+  assert.equal(await c.get('srv:k'), 'v');
+  await assert.rejects(c.call('hello', 'abc'), /^ReplyError: ERR Protocol version is not an integer or out of range/);
+  await assert.rejects(c.call('hello', '4'), /^ReplyError: NOPROTO unsupported protocol version/);
+  await assert.rejects(c.call('client', 'id', 'x'), /^ReplyError: ERR wrong number of arguments for 'client\|id' command/);
+  await assert.rejects(c.call('client', 'kill', '1.2.3.4:5'), /^ReplyError: ERR No such client/);
+  await assert.rejects(c.call('command', 'count', 'x'), /^ReplyError: ERR wrong number of arguments for 'command\|count' command/);
+  assert.deepEqual(((await c.call('command', 'list', 'filterby', 'pattern', 'ZS*')) as string[]).sort(), ['zscan', 'zscore']);
+  assert.deepEqual(await c.call('command', 'list', 'filterby', 'pattern', 'xyz*'), []);
+  await assert.rejects(c.call('command', 'list', 'filterby', 'foo', 'x'), /^ReplyError: ERR syntax error/);
+});
+
 test('a lifetime past 2,147,483,647 s is refused by every command that sets one, and changes nothing', async () => {
   const c = client();
   await c.connect();
