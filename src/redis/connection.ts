@@ -106,7 +106,17 @@ function configGet(c: Call): Reply {
     port: String(c.server.port),
   };
   const out: Array<[Reply, Reply]> = [];
+  const seen = new Set<string>();
   for (const pat of c.args.slice(2)) {
+    // A name without a wildcard answers under the name as asked (Redis: CONFIG GET Port gives Port).
+    if (!/[*?[]/.test(pat)) {
+      const k = pat.toLowerCase();
+      if (Object.hasOwn(known, k) && !seen.has(k)) {
+        seen.add(k);
+        out.push([pat, known[k]!]);
+      }
+      continue;
+    }
     const re = new RegExp(
       '^' +
         pat
@@ -116,7 +126,11 @@ function configGet(c: Call): Reply {
         '$',
       'i',
     );
-    for (const [k, v] of Object.entries(known)) if (re.test(k) && !out.some(([x]) => x === k)) out.push([k, v]);
+    for (const [k, v] of Object.entries(known))
+      if (re.test(k) && !seen.has(k)) {
+        seen.add(k);
+        out.push([k, v]);
+      }
   }
   return new MapReply(out);
 }
@@ -145,8 +159,14 @@ export const CONNECTION_COMMANDS: Command[] = [
     keys: [0, 0, 0],
     summary: 'GET of the settings clients probe; SET notify-keyspace-events only',
     run: (c) => {
-      if (is(c.args[1], 'GET') && c.args.length >= 3) return configGet(c);
-      if (is(c.args[1], 'RESETSTAT')) return OK;
+      if (is(c.args[1], 'GET')) {
+        if (c.args.length < 3) throw new ErrorReply("ERR wrong number of arguments for 'config|get' command");
+        return configGet(c);
+      }
+      if (is(c.args[1], 'RESETSTAT')) {
+        if (c.args.length !== 2) throw new ErrorReply("ERR wrong number of arguments for 'config|resetstat' command");
+        return OK;
+      }
       // Keyspace notifications (keyspace-events.ts) are the one setting CONFIG SET changes.
       if (is(c.args[1], 'SET') && c.args.length === 4 && c.args[2]!.toLowerCase() === 'notify-keyspace-events') {
         KEYSPACE.set(c.args[3]!);

@@ -108,6 +108,15 @@ async function keys(c: Call): Promise<Reply> {
   return out;
 }
 
+/** EXPIRETIME / PEXPIRETIME: when the key's lifetime ends, from the remaining lifetime the store reports. */
+async function expireTime(c: Call, unit: 's' | 'ms'): Promise<Reply> {
+  const info = await keyInfo(c.store, c.args[1]!);
+  if (info === undefined) return -2;
+  if (info.ttlMs === null) return -1;
+  const at = Date.now() + info.ttlMs;
+  return unit === 'ms' ? at : Math.floor(at / 1000);
+}
+
 async function count(c: Call): Promise<number> {
   let n = 0;
   await eachKey(c.store, '', () => {
@@ -166,6 +175,22 @@ export const KEY_COMMANDS: Command[] = [
   { name: 'pexpire', arity: -3, flags: ['write', 'fast'], keys: [1, 1, 1], summary: 'ms to live', run: (c) => expire(c, 'ms', false) },
   { name: 'expireat', arity: -3, flags: ['write', 'fast'], keys: [1, 1, 1], summary: 'expire at a Unix time in s', run: (c) => expire(c, 's', true) },
   { name: 'pexpireat', arity: -3, flags: ['write', 'fast'], keys: [1, 1, 1], summary: 'expire at a Unix time in ms', run: (c) => expire(c, 'ms', true) },
+  {
+    name: 'expiretime',
+    arity: 2,
+    flags: ['readonly', 'fast'],
+    keys: [1, 1, 1],
+    summary: 'Unix time in s the key expires at, -1 none, -2 absent',
+    run: (c) => expireTime(c, 's'),
+  },
+  {
+    name: 'pexpiretime',
+    arity: 2,
+    flags: ['readonly', 'fast'],
+    keys: [1, 1, 1],
+    summary: 'Unix time in ms the key expires at',
+    run: (c) => expireTime(c, 'ms'),
+  },
   { name: 'ttl', arity: 2, flags: ['readonly', 'fast'], keys: [1, 1, 1], summary: 'seconds left, -1 none, -2 absent', run: (c) => ttl(c, 's') },
   { name: 'pttl', arity: 2, flags: ['readonly', 'fast'], keys: [1, 1, 1], summary: 'ms left', run: (c) => ttl(c, 'ms') },
   {

@@ -314,6 +314,18 @@ test('server commands answer bad arguments as Redis does, and change nothing', a
   assert.deepEqual(((await c.call('command', 'list', 'filterby', 'pattern', 'ZS*')) as string[]).sort(), ['zscan', 'zscore']);
   assert.deepEqual(await c.call('command', 'list', 'filterby', 'pattern', 'xyz*'), []);
   await assert.rejects(c.call('command', 'list', 'filterby', 'foo', 'x'), /^ReplyError: ERR syntax error/);
+  await assert.rejects(c.call('config', 'get'), /^ReplyError: ERR wrong number of arguments for 'config\|get' command/);
+  await assert.rejects(c.call('config', 'resetstat', 'x'), /^ReplyError: ERR wrong number of arguments for 'config\|resetstat' command/);
+  // A name without a wildcard comes back as asked, once.
+  assert.deepEqual(await c.call('config', 'get', 'Appendonly', 'APPENDONLY'), ['Appendonly', 'yes']);
+  // EXPIRETIME and PEXPIRETIME: when the lifetime ends; -1 without one, -2 without the key.
+  await c.set('srv:e', 'v', 'EX', 100);
+  const at = Number(await c.call('pexpiretime', 'srv:e'));
+  assert.ok(Math.abs(at - (Date.now() + 100_000)) < 2_000, `${at}`);
+  // Read again a moment later: the same second, or the next one when the two readings straddle it.
+  assert.ok(Math.abs(Number(await c.call('expiretime', 'srv:e')) - Math.floor(at / 1000)) <= 1);
+  assert.equal(await c.call('expiretime', 'srv:k'), -1);
+  assert.equal(await c.call('pexpiretime', 'srv:none'), -2);
 });
 
 test('a lifetime past 2,147,483,647 s is refused by every command that sets one, and changes nothing', async () => {
