@@ -312,7 +312,7 @@ class Conn implements Session {
     }
     if (this.user === undefined && !cmd.flags.includes('noauth')) return this.fail(NOAUTH);
     this.lastCommand = cmd.name;
-    const denied = this.denied(cmd) ?? this.pubsub.refusal(cmd.name, this.proto);
+    const denied = this.denied(cmd) ?? this.pubsub.refusal(cmd.name, words[1], this.proto);
     if (denied !== undefined) return this.fail(denied);
     if (this.multi.active && !Multi.RUNS_NOW.has(cmd.name)) return this.multi.queue(cmd, words);
     const pong = cmd.name === 'ping' ? this.pubsub.subscribedPing(words, this.proto, bytes) : undefined;

@@ -11,6 +11,8 @@ import { ErrorReply, Push, type Reply } from './resp.js';
 
 /** What a RESP2 connection in subscribed mode may still run (Redis's list). */
 const IN_SUBSCRIBED_MODE = new Set(['subscribe', 'unsubscribe', 'psubscribe', 'punsubscribe', 'ssubscribe', 'sunsubscribe', 'ping', 'quit', 'reset']);
+/** The table's commands that Redis declares as containers of subcommands. */
+const WITH_SUBCOMMANDS = new Set(['client', 'command', 'config', 'pubsub']);
 
 export class ConnSubscriptions implements Subscriber {
   readonly channels = new Set<string>();
@@ -44,10 +46,12 @@ export class ConnSubscriptions implements Subscriber {
     this.patterns.clear();
   }
 
-  /** Redis's refusal of `name` on a RESP2 connection in subscribed mode; undefined when it may run. */
-  refusal(name: string, proto: 2 | 3): ErrorReply | undefined {
+  /** Redis's refusal of `name` (with its subcommand `sub`) on a RESP2 connection in subscribed mode; undefined when it may run. */
+  refusal(name: string, sub: string | undefined, proto: 2 | 3): ErrorReply | undefined {
     if (proto === 3 || this.count === 0 || IN_SUBSCRIBED_MODE.has(name)) return undefined;
-    return new ErrorReply(`ERR Can't execute '${name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context`);
+    // Redis names a command with subcommands by both (pubsub|numsub).
+    const full = sub !== undefined && WITH_SUBCOMMANDS.has(name) ? `${name}|${sub.toLowerCase()}` : name;
+    return new ErrorReply(`ERR Can't execute '${full}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context`);
   }
 
   /** PING on a RESP2 connection in subscribed mode answers as a message does, `["pong", message or ""]` (Redis's own); undefined elsewhere. */

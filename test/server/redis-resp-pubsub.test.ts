@@ -89,6 +89,9 @@ test('RESP2: subscribed mode refuses other commands; RESP3: pushes, and any comm
   await c.until('*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n');
   c.send('GET x\r\n');
   await c.until("-ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context\r\n");
+  // A command with subcommands is named by both, as redis-server names it.
+  c.send('PUBSUB NUMSUB ch\r\n');
+  await c.until("-ERR Can't execute 'pubsub|numsub': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context\r\n");
   // PING answers as a message does, as redis-server 7 does in subscribed mode.
   c.send('PING\r\nPING hi\r\n');
   await c.until('*2\r\n$4\r\npong\r\n$0\r\n\r\n*2\r\n$4\r\npong\r\n$2\r\nhi\r\n');
