@@ -189,6 +189,8 @@ test('keyboard: focus stays local after navigating; sign out forgets the token; 
   await page.waitForURL(/#\/records$/);
   // Focus moves to the new view's heading, not to the whole page.
   await page.waitForFunction(() => document.activeElement?.tagName === 'H1');
+  // The view's form may come a moment after its heading: Tab once it is there.
+  await page.locator('#open-name').waitFor();
   await page.keyboard.press('Tab');
   assert.equal(await page.evaluate(() => document.activeElement?.id), 'open-name');
   assert.deepEqual(pageErrors, [], 'no script errors on the page');
