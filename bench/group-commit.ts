@@ -17,6 +17,8 @@
  * CTE of its three writes), alternately (a b c, c b a, …), so a busy
  * machine's drift falls on all of them. Then the latency of a lone request
  * (the increment and the record PUT at 1 connection), each server in turn.
+ * The increment has one more side: a bare node:http server doing the same
+ * database work (bench/pg-baseline.ts), the ceiling for any Node server here.
  * Every run is bounded: wrk and pgbench get a duration and are killed 30 s
  * past it.
  */
@@ -224,6 +226,7 @@ async function main(): Promise<void> {
   const cluster = await PgCluster.create();
   const dir = mkdtempSync(join(tmpdir(), 'pithos-gc-bench-'));
   const servers: Server[] = [];
+  let bare: Server | undefined;
   try {
     const start = (name: string, cmd: string): Promise<Server> =>
       startServer(name, process.execPath, [
@@ -259,11 +262,26 @@ async function main(): Promise<void> {
     console.log(
       `busy machine: ${cpus().length} cores, load ${loadavg()[0].toFixed(2)}; wrk ${o.connections} connections, pool ${o.pool}, pgbench ${o.pgbenchClients} clients, ${o.durationS} s × ${o.rounds} rounds each`,
     );
+    // The increment's ceiling: the same database work from a bare node:http server (bench/pg-baseline.ts).
+    if (o.work.includes('increment')) {
+      bare = await startServer('bare node:http + pg', process.execPath, [
+        join(ROOT, 'dist', 'bench', 'pg-baseline.js'),
+        '--port',
+        '0',
+        '--store',
+        cluster.url,
+        '--pool',
+        String(o.pool),
+      ]);
+    }
     for (const work of Object.keys(WORK).filter((w) => o.work.includes(w))) {
       const script = join(dir, `${work}.sql`);
       writeFileSync(script, SCRIPTS[work]);
       const runners: Array<[string, () => Promise<number>]> = [
-        ...servers.map((s): [string, () => Promise<number>] => [s.name, () => wrk(s, WORK[work], o)]),
+        ...[...servers, ...(work === 'increment' && bare !== undefined ? [bare] : [])].map((s): [string, () => Promise<number>] => [
+          s.name,
+          () => wrk(s, WORK[work], o),
+        ]),
         ['pgbench', () => pgbench(join(bin, 'pgbench'), cluster, script, o, work === 'increment')],
       ];
       const got = new Map<string, number[]>();
@@ -281,6 +299,7 @@ async function main(): Promise<void> {
     if (o.work.includes('lone')) await loneLatency(servers, o);
   } finally {
     for (const s of servers) await s.stop();
+    await bare?.stop();
     cluster.destroy();
     rmSync(dir, { recursive: true, force: true });
   }

@@ -386,6 +386,70 @@ async function runRow(op: OpSpec, mode: Fsync, pithos: Server, o: Options, work:
   return row;
 }
 
+/**
+ * The bare node:http server doing the REST lines' durable INCRs
+ * (bench/rest-baseline.ts), measured with the same wrk scripts for as many
+ * rounds, single and pipelined alternated: the ceiling of the pipeline's
+ * ratio. Runs when both REST lines ran with --fsync always.
+ */
+async function restBaseline(ops: OpSpec[], rows: Row[], o: Options, work: string): Promise<{ single: number; pipeline: number } | undefined> {
+  const single = ops.find((op) => op.id === 'redis-incr');
+  const pipeline = ops.find((op) => op.id === 'redis-pipeline');
+  const ran = (id: string): boolean => rows.some((r) => r.op.id === id && r.mode === 'always' && r.pithos !== undefined);
+  if (single === undefined || pipeline === undefined || !ran(single.id) || !ran(pipeline.id)) return undefined;
+  log('Upstash REST: the bare node:http server doing the same durable INCRs (bench/rest-baseline.ts)');
+  const srv = await startServer('rest-baseline', process.execPath, [
+    join(ROOT, 'dist', 'bench', 'rest-baseline.js'),
+    '--port',
+    '0',
+    '--file',
+    join(work, 'rest-baseline.log'),
+  ]);
+  try {
+    const s: Measured[] = [];
+    const p: Measured[] = [];
+    if (o.warmupS > 0) await measure(single, srv, o, o.warmupS, '{"result":');
+    for (let round = 0; round < o.rounds; round++) {
+      const order: Array<[OpSpec, Measured[], string]> = [
+        [single, s, '{"result":'],
+        [pipeline, p, '[{"result":'],
+      ];
+      if (round % 2 === 1) order.reverse();
+      for (const [op, into, expect] of order) {
+        const m = await measure(op, srv, o, o.durationS, expect);
+        into.push(m);
+        log(`rest-baseline ${op.id}: round ${round + 1}/${o.rounds} ${fmtRate(side(op, [m]).perSec)} req/s`);
+      }
+    }
+    return { single: side(single, s).perSec, pipeline: side(pipeline, p).perSec };
+  } finally {
+    await srv.stop();
+  }
+}
+
+/** The REST targets of docs/redis-rest.md beside the table: /redis against the PQL increment, and the pipeline's commands per second against /redis. */
+function restRatios(rows: Row[], modes: Fsync[], base: { single: number; pipeline: number } | undefined): string {
+  let out = '';
+  for (const mode of modes) {
+    const rate = (id: string): number | undefined => rows.find((r) => r.op.id === id && r.mode === mode)?.pithos?.perSec;
+    const pql = rate('incr-variant');
+    const single = rate('redis-incr');
+    const pipe = rate('redis-pipeline');
+    if (single !== undefined && pql !== undefined) {
+      const r = single / pql;
+      out += `- ${mode}: POST /redis ["INCR",k] ${fmtRate(single)} req/s ÷ POST /variants/<k> {"delta":1} ${fmtRate(pql)} req/s = ${r.toFixed(2)}× (target ≥ 0.95×: ${r >= 0.95 ? 'met' : 'not met'})\n`;
+    }
+    if (single !== undefined && pipe !== undefined) {
+      const r = (16 * pipe) / single;
+      out += `- ${mode}: POST /redis/pipeline of 16 INCRs ${fmtRate(pipe)} req/s = ${fmtRate(16 * pipe)} commands/s ÷ POST /redis ${fmtRate(single)} req/s = ${r.toFixed(1)}× (target ≥ 8×: ${r >= 8 ? 'met' : 'not met'})\n`;
+      if (mode === 'always' && base !== undefined) {
+        out += `  bare node:http doing the same durable INCRs (bench/rest-baseline.ts), same scripts: /redis ${fmtRate(base.single)} req/s, pipeline ${fmtRate(base.pipeline)} req/s = ${((16 * base.pipeline) / base.single).toFixed(1)}× (the ceiling of this ratio)\n`;
+      }
+    }
+  }
+  return out;
+}
+
 const fmtRate = (n: number | undefined): string => (n === undefined || Number.isNaN(n) ? '—' : Math.round(n).toLocaleString('en-US'));
 const fmtMs = (s?: Side): string => (s ? `${s.p50Ms.toFixed(2)} / ${s.p99Ms.toFixed(2)}` : '—');
 
@@ -500,6 +564,7 @@ async function main(): Promise<void> {
   const comparisons: Comparison[] = [];
   let resp: RespLine[] | string | undefined;
   let pubsub: PubsubRates | string | undefined;
+  let restBase: { single: number; pipeline: number } | undefined;
   const ops = OPS.filter((op) => o.ops.includes(op.id));
   let stopping = false;
   let current: Server | null = null;
@@ -563,6 +628,7 @@ async function main(): Promise<void> {
         }
       }
     }
+    if (!stopping) restBase = await restBaseline(ops, rows, o, work);
     const copts = {
       root: ROOT,
       server: o.server,
@@ -619,6 +685,8 @@ async function main(): Promise<void> {
     process.stdout.write(
       `\nPub/sub fan-out (docs/benchmarks.md, "Pub/sub fan-out"):\n\n${typeof pubsub === 'string' ? `skipped: ${pubsub}` : pubsubTable(pubsub)}\n`,
     );
+  const rest = restRatios(rows, o.modes, restBase);
+  if (rest !== '') process.stdout.write(`\nUpstash REST (docs/benchmarks.md, "Upstash REST"):\n${rest}`);
   const noisy = rows.filter((r) => r.pithos && r.baseline && Math.max(r.pithos.otherCores, r.baseline.otherCores) > 0.15);
   if (noisy.length) {
     process.stdout.write(
