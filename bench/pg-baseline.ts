@@ -4,12 +4,13 @@
  * own process, that answers `POST /variants/<name>` `{"delta":n}` with the
  * same database work as Pithos's group commit (src/store/postgres/
  * group-commit.ts): increments that arrive while two batches are in flight
- * go together, at most 64, as one call of `pithos_group`; a batch of one runs
- * the increment's own `UPDATE`. No routing, no auth, no deadlines, no
+ * go together, at most 64, as one call of `pithos_group_counters`
+ * (`--group pithos_group`: of `pithos_group`, as before migration 14); a
+ * batch of one runs the increment's own `UPDATE`. No routing, no auth, no deadlines, no
  * metrics, no checks: the ceiling of what any Node server doing this work on
  * the same machine can reach beside pgbench.
  *
- *   node dist/bench/pg-baseline.js --port <n> --store <postgres url> --pool <n>
+ *   node dist/bench/pg-baseline.js --port <n> --store <postgres url> --pool <n> [--group pithos_group]
  *
  * Prints `listening on http://127.0.0.1:<port>` when ready; SIGTERM stops it.
  */
@@ -24,6 +25,8 @@ const arg = (name: string): string => {
 
 const pool = new pg.Pool({ connectionString: arg('--store'), max: Number(arg('--pool')) });
 const GROUP = { name: 'pithos_group', text: 'SELECT pithos_group($1::jsonb, $2::int8) AS r' };
+const COUNTERS = { name: 'pithos_group_counters', text: 'SELECT op, val FROM pithos_group_counters($1::text[], $2::int8[], 0::int8)' };
+const byGroup = process.argv.includes('--group') && arg('--group') === 'pithos_group';
 const ALONE = {
   name: 'increment',
   text: `UPDATE pithos_variants SET v = (v::int8 + $2::int8)::text, version = nextval('pithos_seq')
@@ -51,6 +54,12 @@ async function send(batch: Job[]): Promise<void> {
   if (batch.length === 1) {
     const r = await pool.query({ ...ALONE, values: [batch[0].name, batch[0].delta] });
     return done(batch[0], r.rows[0]?.v);
+  }
+  if (!byGroup) {
+    const r = await pool.query({ ...COUNTERS, values: [batch.map((j) => j.name), batch.map((j) => j.delta)] });
+    const applied = new Map(r.rows.map((x: { op: string; val: string }) => [Number(x.op), x.val]));
+    batch.forEach((j, i) => done(j, applied.get(i + 1)));
+    return;
   }
   const ops = `[${batch.map((j) => JSON.stringify({ k: 'i', n: j.name, d: j.delta })).join(',')}]`;
   const r = await pool.query({ ...GROUP, values: [ops, 0] });

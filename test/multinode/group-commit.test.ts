@@ -555,3 +555,92 @@ test('increments in one statement keep the global lock order when a counter is c
     await Promise.all([holder.end(), s1.end(), s2.end()]);
   }
 });
+
+test(
+  'a batch of increments only goes to pithos_group_counters: a counter named twice in arrival order, refused ones as alone, one feed event each',
+  { skip },
+  async () => {
+    const p = uniq('gccount');
+    const name = (s: string): string => `${p}-${s}`;
+    for (const [s, v] of [
+      ['a', 1],
+      ['b', 10],
+      ['top', '9223372036854775806'],
+      ['str', '"text"'],
+    ] as const) {
+      const r = await nodes[0].req('PUT', `/variants/${name(s)}`, `{"variant":${v}}`, { 'content-type': 'application/json' });
+      assert.equal(r.status, 201, r.raw);
+    }
+    const before = (await query('SELECT coalesce(max(pos), 0)::int8 AS p FROM pithos_changes'))[0].p as string;
+    // a three times (the middle one negative), b once, top past int8 then back under it, str and a missing one refused.
+    const ops: Array<[string, number]> = [
+      ['a', 2],
+      ['top', 5],
+      ['b', 3],
+      ['a', -10],
+      ['str', 1],
+      ['none', 1],
+      ['top', -6],
+      ['a', 100],
+    ];
+    const rows = await query('SELECT op, val FROM pithos_group_counters($1::text[], $2::int8[], 0::int8)', [ops.map(([s]) => name(s)), ops.map(([, d]) => d)]);
+    assert.deepEqual(
+      rows.map((r) => [Number(r.op), r.val]).sort((x, y) => (x[0] as number) - (y[0] as number)),
+      [
+        [1, '3'],
+        [3, '13'],
+        [4, '-7'],
+        [7, '9223372036854775800'],
+        [8, '93'],
+      ],
+    );
+    const feed = await query('SELECT name, value FROM pithos_changes WHERE pos > $1 ORDER BY pos', [before]);
+    assert.deepEqual(
+      feed.filter((e) => e.name === name('a')).map((e) => e.value),
+      ['i3', 'i-7', 'i93'],
+      'one event per increment of a, in arrival order',
+    );
+    assert.equal(feed.length, 5);
+    // Through the nodes: increments only, many per counter at once, so batches of them name counters twice.
+    const counters = [name('c0'), name('c1'), name('c2')];
+    for (const c of counters) expectSuccess(await nodes[0].req('PUT', `/variants/${c}`, { variant: 0 }), 201, 'variant created successfully', { variant: 0 });
+    const metric = async (): Promise<number> => {
+      let n = 0;
+      for (const node of nodes) n += await batchesOfMany(node);
+      return n;
+    };
+    // The batches must have gone to pithos_group_counters: counted by the server's function statistics.
+    await query("ALTER SYSTEM SET track_functions = 'pl'");
+    await query('SELECT pg_reload_conf()');
+    await sleep(300);
+    const calls = async (): Promise<number> =>
+      Number((await query("SELECT coalesce(sum(calls), 0)::int8 AS n FROM pg_stat_user_functions WHERE funcname = 'pithos_group_counters'"))[0].n);
+    const callsBefore = await calls();
+    const manyBefore = await metric();
+    const answers = await Promise.all(Array.from({ length: 300 }, (_, i) => nodes[i % 2].req('POST', `/variants/${counters[i % 3]}`, { delta: 1 })));
+    assert.ok((await metric()) > manyBefore, 'no batch of several writes was sent');
+    // Backends report their statistics when idle, at most once a second.
+    let counted = 0;
+    for (let i = 0; i < 30 && counted <= callsBefore; i++, await sleep(200)) counted = await calls();
+    assert.ok(counted > callsBefore, 'no batch went to pithos_group_counters');
+    await query('ALTER SYSTEM RESET track_functions');
+    await query('SELECT pg_reload_conf()');
+    for (const [k, c] of counters.entries()) {
+      const got = answers
+        .filter((_, i) => i % 3 === k)
+        .map((a) => {
+          assert.equal(a.status, 200, JSON.stringify(a.body));
+          return a.body.data.variant as number;
+        })
+        .sort((x, y) => x - y);
+      assert.deepEqual(
+        got,
+        Array.from({ length: 100 }, (_, i) => i + 1),
+        `${c}: every increment answered its own value`,
+      );
+      expectSuccess(await nodes[1].req('GET', `/variants/${c}`), 200, 'variant queried successfully', { variant: 100 });
+    }
+    const events = await query('SELECT count(*)::int AS n FROM pithos_changes WHERE pos > $1 AND name LIKE $2', [before, `${p}-c%`]);
+    assert.equal(events[0].n, 303, 'a put and 100 increments per counter');
+  },
+);

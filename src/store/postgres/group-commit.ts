@@ -2,7 +2,7 @@
  * Group commit on the shared store (docs/scaling.md, "Group commit"): the
  * single-object writes of this node that arrive while MAX_IN_FLIGHT batches
  * are in flight go together, as one call of pithos_group (group-sql.ts), in
- * the next one:
+ * the next one (of pithos_group_counters when every write is an increment):
  * one statement, one round trip, one transaction, one WAL flush for all of
  * them.
  *
@@ -46,6 +46,8 @@ export const MAX_BYTES = 256 * 1024;
 export const MAX_IN_FLIGHT = 2;
 
 const GROUP: Named = { name: 'pithos_group', text: 'SELECT pithos_group($1::jsonb, $2::int8) AS r' };
+/** A batch of increments only (group-sql.ts, pithos_group_counters): less database time per increment than pithos_group. */
+const COUNTERS: Named = { name: 'pithos_group_counters', text: 'SELECT op, val FROM pithos_group_counters($1::text[], $2::int8[], $3::int8)' };
 
 /** One write of a batch, as pithos_group takes it (group-sql.ts). */
 export type GroupOp =
@@ -61,10 +63,26 @@ export type GroupOp =
   | { k: 'zi'; n: string; c: boolean; m: string; hex: string[]; d: string }
   | { k: 'zr'; n: string; m: string; hex: string[] };
 
+/** One write's outcome in a batch: its result, or f (it changed nothing and runs alone). */
+type Result = { i: number; r?: unknown; f?: true };
+
+/** The batch's names and deltas when every write in it is an increment. */
+function increments(batch: Job[]): { names: string[]; deltas: number[] } | undefined {
+  const names: string[] = [];
+  const deltas: number[] = [];
+  for (const j of batch) {
+    if (j.op.k !== 'i') return undefined;
+    names.push(j.op.n);
+    deltas.push(j.op.d);
+  }
+  return { names, deltas };
+}
+
 /** The write must run alone, on the general path (it changed nothing). */
 const ALONE = Symbol('alone');
 
 interface Job {
+  op: GroupOp;
   text: string;
   until: number;
   resolve(v: unknown): void;
@@ -83,6 +101,8 @@ export class GroupCommit {
     private readonly maxOps = MAX_OPS,
     private readonly maxBytes = MAX_BYTES,
     private readonly maxInFlight = MAX_IN_FLIGHT,
+    /** pithos_group_counters is installed (migration 14). */
+    private readonly counters = true,
   ) {}
 
   observe(o: BatchObserver): void {
@@ -98,7 +118,7 @@ export class GroupCommit {
     const until = this.db.ops.current?.until ?? Date.now() + this.db.ops.ms;
     let release: (() => void) | undefined;
     const r = await new Promise<unknown>((resolve, reject) => {
-      this.queue.push({ text: JSON.stringify(op), until, resolve, reject, hold: (done) => (release = done) });
+      this.queue.push({ op, text: JSON.stringify(op), until, resolve, reject, hold: (done) => (release = done) });
       this.flush();
     });
     if (r !== ALONE) return parse(r);
@@ -154,12 +174,9 @@ export class GroupCommit {
       return this.observed(1, started);
     }
     const until = Math.min(...batch.map((j) => j.until));
-    let results: { i: number; r?: unknown; f?: true }[];
+    let results: Result[];
     try {
-      const rows = await this.db.ops.until(until, () =>
-        this.db.q.query(GROUP, [`[${batch.map((j) => j.text).join(',')}]`, Math.trunc(this.db.opts.offsetMs())]),
-      );
-      results = rows[0].r as typeof results;
+      results = await this.db.ops.until(until, () => this.apply(batch));
     } catch (err) {
       this.observed(batch.length, started);
       // A database failure: every write's answer, as for a single statement. Anything else applied nothing: each goes alone.
@@ -178,6 +195,16 @@ export class GroupCommit {
     for (let i = 0; i < batch.length; i++) {
       if (!answered.has(i + 1)) batch[i].reject(new Error(`pithos_group answered no result for write ${i + 1} of ${batch.length}`));
     }
+  }
+
+  /** One statement for the batch: pithos_group_counters when every write is an increment, else pithos_group. */
+  private async apply(batch: Job[]): Promise<Result[]> {
+    const offset = Math.trunc(this.db.opts.offsetMs());
+    const incs = this.counters ? increments(batch) : undefined;
+    if (incs === undefined) return (await this.db.q.query(GROUP, [`[${batch.map((j) => j.text).join(',')}]`, offset]))[0].r as Result[];
+    const rows = await this.db.q.query(COUNTERS, [incs.names, incs.deltas, offset]);
+    const applied = new Map(rows.map((x) => [Number(x.op), x.val]));
+    return batch.map((_, i) => (applied.has(i + 1) ? { i: i + 1, r: applied.get(i + 1) } : { i: i + 1, f: true }));
   }
 
   private observed(ops: number, started: number): void {

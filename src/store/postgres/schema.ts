@@ -15,7 +15,7 @@
  * expires_at NULL = no expiry.
  */
 import type pg from 'pg';
-import { GROUP_STATEMENTS } from './group-sql.js';
+import { COUNTERS_FUNCTION, GROUP_STATEMENTS } from './group-sql.js';
 import { MIGRATION_12 } from './group-sql-12.js';
 import { GROUP_FUNCTION_11 } from './group-sql-11.js';
 
@@ -351,6 +351,13 @@ export const MIGRATIONS: readonly Migration[] = [
     statements: GROUP_STATEMENTS,
     postgresOnly: true,
   },
+  {
+    version: 14,
+    name: 'group commit: a batch of increments only, as arrays, in one statement',
+    // src/store/postgres/group-sql.ts: pithos_group_counters, which group-commit.ts sends such a batch to.
+    statements: [COUNTERS_FUNCTION],
+    postgresOnly: true,
+  },
 ];
 
 // 42710: a concurrent CREATE TABLE IF NOT EXISTS can fail on the table's row type ('type … already exists').
@@ -434,5 +441,11 @@ export async function hasFeed(pool: pg.Pool): Promise<boolean> {
 /** Whether group commit's function is installed (migration 11 ran, on PostgreSQL). */
 export async function hasGroup(pool: pg.Pool): Promise<boolean> {
   const r = await pool.query("SELECT to_regproc('pithos_group') IS NOT NULL AS ok");
+  return r.rows[0].ok === true;
+}
+
+/** Whether the database has pithos_group_counters (migration 14): a batch of increments only goes to it. */
+export async function hasCounters(pool: pg.Pool): Promise<boolean> {
+  const r = await pool.query("SELECT to_regproc('pithos_group_counters') IS NOT NULL AS ok");
   return r.rows[0].ok === true;
 }
