@@ -5,7 +5,7 @@
  * around. AUTH and HELLO's AUTH are answered by the listener, which holds
  * the secrets; the rest only read the session and the server's view.
  */
-import { type Call, type Command, int, is, syntaxError } from './command.js';
+import { type Call, type Command, int, int64, is, syntaxError } from './command.js';
 import { eachKey } from './keyspace.js';
 import { KEYSPACE } from './keyspace-events.js';
 import { ErrorReply, MapReply, OK, type Reply, Simple } from './resp.js';
@@ -149,6 +149,25 @@ export const CONNECTION_COMMANDS: Command[] = [
     },
   },
   { name: 'echo', arity: 2, flags: ['fast'], keys: [0, 0, 0], summary: 'the message', bytes: true, run: (c) => c.raw?.[1] ?? c.args[1]! },
+  {
+    name: 'wait',
+    arity: 3,
+    flags: ['noscript'],
+    keys: [0, 0, 0],
+    summary: '0 at once: no Redis replicas, and every write is durable before its answer',
+    run: (c) => {
+      // Redis reads the timeout first, with its own error texts; 0 replicas acknowledged, since Pithos has none to wait for.
+      let timeout: bigint;
+      try {
+        timeout = int64(c.args[2]!);
+      } catch {
+        throw new ErrorReply('ERR timeout is not an integer or out of range');
+      }
+      if (timeout < 0n) throw new ErrorReply('ERR timeout is negative');
+      int64(c.args[1]!);
+      return 0;
+    },
+  },
   { name: 'time', arity: 1, flags: ['fast', 'loading', 'stale'], keys: [0, 0, 0], summary: 'server time', run: () => timeReply() },
   { name: 'client', arity: -2, flags: ['loading', 'stale'], keys: [0, 0, 0], summary: 'ID, SETNAME, GETNAME, INFO, LIST, KILL (own connections)', run: client },
   { name: 'info', arity: -1, flags: ['loading', 'stale'], keys: [0, 0, 0], summary: 'server, clients, persistence, stats, keyspace', run: info },

@@ -64,6 +64,19 @@ export function generator(rand: () => number): () => Gen {
     () => e('PERSIST', key()),
     () => e(pick(['RENAME', 'RENAMENX']), key(), key()),
     () => e('DBSIZE'),
+    // Never a timeout of 0 with a replica asked for: Redis would wait for ever.
+    () =>
+      e(
+        'WAIT',
+        ...pick([
+          ['0', '0'],
+          ['1', '10'],
+          ['x', '0'],
+          ['0', '-1'],
+          ['0', 'y'],
+          ['-1', '0'],
+        ]),
+      ),
     () => s('KEYS', pick(['*', 'k[12]', 'k?', 'x*'])),
     // lists
     () => e('LPUSH', key(), ...some(val)),

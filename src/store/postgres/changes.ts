@@ -112,7 +112,7 @@ export class PgChanges implements ChangeFeed {
     c.emitted = c.safe = Number(floor[0]?.floor ?? 0);
     // The database's identity, known from the start: a failover before the first poll would
     // otherwise be the first identity this node sees, and its watchers never told (history.ts).
-    await c.history.changed(c.emitted);
+    await c.history.changed(c.emitted, false);
     // Where a new watcher starts: the first watermark, waited for up to ~2 s (an open write
     // transaction holds it); later watchers start from what the polls have reached.
     await c.advance();

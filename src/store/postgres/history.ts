@@ -54,9 +54,10 @@ export class History {
   /**
    * Whether history changed since the last check, given that this node
    * published up to `published`. When it did, the sequence has been
-   * re-based above `published` before this resolves.
+   * re-based above `published` before this resolves. `watched`: the caller
+   * tells watchers to reset on true (false at start, before any watcher).
    */
-  async changed(published: number): Promise<boolean> {
+  async changed(published: number, watched = true): Promise<boolean> {
     let row: Record<string, unknown>;
     try {
       row = (await this.q.query(this.withIdentity ? IDENTITY : SEQUENCE))[0];
@@ -82,7 +83,7 @@ export class History {
     this.log(
       'warn',
       `shared store: the database's history changed (${otherIdentity ? `${was} is now ${id}` : `the sequence is at ${last}, below ${published} already published`}); ` +
-        `positions re-based above ${published}, watchers told to reset`,
+        `positions re-based above ${published}${watched ? ', watchers told to reset' : ''}`,
     );
     return true;
   }
