@@ -114,13 +114,17 @@ async function incr(c: Call, isFloat: boolean): Promise<Reply> {
 }
 
 async function hrandfield(c: Call): Promise<Reply> {
-  const h = (await readHash(c.store, c.args[1]!)) ?? {};
-  const keys = Object.keys(h);
-  if (c.args.length === 2) return keys.length === 0 ? null : keys[Math.floor(Math.random() * keys.length)]!;
+  if (c.args.length === 2) {
+    const keys = Object.keys((await readHash(c.store, c.args[1]!)) ?? {});
+    return keys.length === 0 ? null : keys[Math.floor(Math.random() * keys.length)]!;
+  }
+  // Redis's order: the count and the option are checked before the key is read.
   const n = int(c.args[2]!);
-  if (n < -MAX_RANDOM) throw new ErrorReply(`ERR value is out of range: Pithos answers at most ${MAX_RANDOM} random fields (docs/redis.md)`);
   const withValues = c.args.length === 4;
   if (c.args.length > 4 || (withValues && c.args[3]!.toUpperCase() !== 'WITHVALUES')) throw syntaxError();
+  if (n < -MAX_RANDOM) throw new ErrorReply(`ERR value is out of range: Pithos answers at most ${MAX_RANDOM} random fields (docs/redis.md)`);
+  const h = (await readHash(c.store, c.args[1]!)) ?? {};
+  const keys = Object.keys(h);
   let chosen: string[];
   if (n >= 0) {
     chosen = [...keys].sort(() => Math.random() - 0.5).slice(0, n);

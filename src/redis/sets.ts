@@ -150,7 +150,7 @@ async function assertGone(s: Store, key: string, t: 'string' | 'hash' | 'list' |
 export const MAX_RANDOM = 1_000_000;
 
 /** Picks `n` distinct members at random (all of them when n ≥ size). */
-function pick(ms: string[], n: number): string[] {
+export function pick<T>(ms: readonly T[], n: number): T[] {
   const a = [...ms];
   for (let i = a.length - 1; i > 0; i--) {
     const j = Math.floor(Math.random() * (i + 1));
@@ -177,10 +177,14 @@ async function spop(c: Call): Promise<Reply> {
 
 async function srandmember(c: Call): Promise<Reply> {
   if (c.args.length > 3) throw syntaxError();
-  const ms = (await members(c.store, c.args[1]!)) ?? [];
-  if (c.args.length === 2) return ms.length === 0 ? null : ms[Math.floor(Math.random() * ms.length)]!;
+  if (c.args.length === 2) {
+    const ms = (await members(c.store, c.args[1]!)) ?? [];
+    return ms.length === 0 ? null : ms[Math.floor(Math.random() * ms.length)]!;
+  }
+  // Redis's order: the count is checked before the key is read.
   const n = int(c.args[2]!);
   if (n < -MAX_RANDOM) throw new ErrorReply(`ERR value is out of range: Pithos answers at most ${MAX_RANDOM} random members (docs/redis.md)`);
+  const ms = (await members(c.store, c.args[1]!)) ?? [];
   if (n >= 0) return pick(ms, n);
   if (ms.length === 0) return [];
   return Array.from({ length: -n }, () => ms[Math.floor(Math.random() * ms.length)]!);

@@ -10,7 +10,7 @@ import { type Call, type Command, float, int, is, syntaxError } from './command.
 import { assertNotOther, claim, deleteOf, isMissing } from './keyspace.js';
 import { Dbl, ErrorReply, NULL_ARRAY, type Reply } from './resp.js';
 import { retryOnRace } from './races.js';
-import { scanPage } from './sets.js';
+import { MAX_RANDOM, pick, scanPage } from './sets.js';
 
 interface Item {
   member: string;
@@ -30,6 +30,25 @@ export async function allItems(store: Store, key: string, out?: VersionOut): Pro
   }
   await assertNotOther(store, key, 'zset');
   return undefined;
+}
+
+/**
+ * ZRANDMEMBER key [count [WITHSCORES]], in Redis's order of checks: the
+ * count and the option before the key is read. A negative count may repeat
+ * members (at most MAX_RANDOM of them, as SRANDMEMBER).
+ */
+async function zrandmember(c: Call): Promise<Reply> {
+  if (c.args.length === 2) {
+    const xs = (await allItems(c.store, c.args[1]!)) ?? [];
+    return xs.length === 0 ? null : xs[Math.floor(Math.random() * xs.length)]!.member;
+  }
+  const n = int(c.args[2]!);
+  const withScores = c.args.length === 4 && is(c.args[3], 'WITHSCORES');
+  if (c.args.length > 3 && !withScores) throw syntaxError();
+  if (n < -MAX_RANDOM) throw new ErrorReply(`ERR value is out of range: Pithos answers at most ${MAX_RANDOM} random members (docs/redis.md)`);
+  const xs = (await allItems(c.store, c.args[1]!)) ?? [];
+  if (n >= 0) return reply(c, pick(xs, n), withScores);
+  return reply(c, xs.length === 0 ? [] : Array.from({ length: -n }, () => xs[Math.floor(Math.random() * xs.length)]!), withScores);
 }
 
 function finite(s: number): number {
@@ -330,6 +349,7 @@ export const ZSET_COMMANDS: Command[] = [
       }
     },
   },
+  { name: 'zrandmember', arity: -2, flags: ['readonly'], keys: [1, 1, 1], summary: 'random members [count [WITHSCORES]]', run: zrandmember },
   {
     name: 'zscore',
     arity: 3,

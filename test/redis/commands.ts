@@ -111,6 +111,10 @@ export function generator(rand: () => number): () => Gen {
     () => e('SDIFFSTORE', key(), ...some(key)),
     () => e('SMOVE', key(), key(), val()),
     () => e('SINTERCARD', '2', key(), key()),
+    // Random picks: with a count, how many (and every error) must match.
+    () => ({ args: ['SRANDMEMBER', key(), pick(['2', '-3', '0', '10', 'x'])], cmp: 'size' }),
+    () => ({ args: ['HRANDFIELD', key(), pick(['2', '-3', '0', '10', 'x']), ...pick([[], ['WITHVALUES'], ['BAD']])], cmp: 'size' }),
+    () => ({ args: ['ZRANDMEMBER', key(), pick(['2', '-3', '0', '10', 'x']), ...pick([[], ['WITHSCORES'], ['BAD']])], cmp: 'size' }),
     // sorted sets
     () =>
       e('ZADD', key(), ...pick([[], ['NX'], ['XX'], ['GT'], ['LT'], ['CH'], ['XX', 'CH'], ['GT', 'CH'], ['NX', 'XX']]), ...some(() => [score(), val()]).flat()),
