@@ -441,120 +441,141 @@ test('set remove, zset add/incr/remove and record PATCH in batches: answers, sco
   assert.match((await nodes[0].req('GET', `/zsets/${zbig}/members/a`)).raw, /"score":1\.7e\+308/);
 });
 
-test("a batch's increments of distinct counters go in one statement, with each refused one answered as alone and one feed event each", { skip }, async () => {
-  const p = uniq('gcset-inc');
-  const name = (s: string): string => `${p}-${s}`;
-  const put = async (s: string, body: string): Promise<void> => {
-    const r = await nodes[0].req('PUT', `/variants/${name(s)}`, body, { 'content-type': 'application/json' });
-    assert.equal(r.status, 201, r.raw);
-  };
-  await put('a', '{"variant":1}');
-  await put('b', '{"variant":10}');
-  await put('top', '{"variant":9223372036854775806}');
-  await put('str', '{"variant":"text"}');
-  await put('gone', '{"variant":5,"ttl":1}');
-  await sleep(1100);
-  // pithos_group directly: the increments of distinct counters (the set-based path), with a record write beside them.
-  const ops = [
-    { k: 'i', n: name('b'), d: 3 },
-    { k: 'i', n: name('a'), d: 2 },
-    { k: 'i', n: name('top'), d: 5 },
-    { k: 'i', n: name('str'), d: 1 },
-    { k: 'i', n: name('gone'), d: 1 },
-    { k: 'i', n: name('none'), d: 1 },
-    { k: 'd', n: name('no-record') },
-  ];
-  const before = (await query('SELECT coalesce(max(pos), 0)::int8 AS p FROM pithos_changes'))[0].p as string;
-  const r = (await query('SELECT pithos_group($1::jsonb, 0::int8) AS r', [JSON.stringify(ops)]))[0].r as Array<{ i: number; r?: unknown; f?: true }>;
-  const byOp = new Map(r.map((x) => [x.i, x.f === true ? 'f' : x.r]));
-  assert.deepEqual(
-    [...byOp].sort((x, y) => x[0] - y[0]),
-    [
-      [1, '13'],
-      [2, '3'],
-      [3, 'f'],
-      [4, 'f'],
-      [5, 'f'],
-      [6, 'f'],
-      [7, 'f'],
-    ],
-  );
-  const feed = await query('SELECT name, value FROM pithos_changes WHERE pos > $1 ORDER BY name', [before]);
-  assert.deepEqual(
-    feed.map((e) => [e.name, e.value]),
-    [
-      [name('a'), 'i3'],
-      [name('b'), 'i13'],
-    ],
-  );
-  // Through the nodes: 300 distinct counters, each incremented once at the same time, beside the refused ones.
-  const counters = Array.from({ length: 300 }, (_, i) => name(`c${i}`));
-  await Promise.all(counters.map((c, i) => nodes[i % 2].req('PUT', `/variants/${c}`, { variant: i })));
-  const aloneOver = await nodes[0].req('POST', `/variants/${name('top')}`, { delta: 5 });
-  const aloneStr = await nodes[0].req('POST', `/variants/${name('str')}`, { delta: 1 });
-  assert.deepEqual([aloneOver.status, aloneStr.status], [409, 409]);
-  const manyBefore = (await batchesOfMany(nodes[0])) + (await batchesOfMany(nodes[1]));
-  const answers = await Promise.all([
-    ...counters.map((c, i) => nodes[i % 2].req('POST', `/variants/${c}`, { delta: 1000 })),
-    ...Array.from({ length: 20 }, (_, i) => nodes[i % 2].req('POST', `/variants/${name('top')}`, { delta: 5 })),
-    ...Array.from({ length: 20 }, (_, i) => nodes[i % 2].req('POST', `/variants/${name('str')}`, { delta: 1 })),
-  ]);
-  assert.ok((await batchesOfMany(nodes[0])) + (await batchesOfMany(nodes[1])) > manyBefore, 'no batch of several writes was sent');
-  counters.forEach((_, i) => expectSuccess(answers[i], 200, 'variant incremented successfully', { variant: i + 1000 }));
-  for (const a of answers.slice(300, 320)) assert.deepEqual([a.status, a.body.message], [409, aloneOver.body.message]);
-  for (const a of answers.slice(320)) assert.deepEqual([a.status, a.body.message], [409, aloneStr.body.message]);
-  // One event per write: a put and an increment per counter, the increment's carrying its new value.
-  const events = await query('SELECT name, value FROM pithos_changes WHERE pos > $1 AND name LIKE $2', [before, `${p}-c%`]);
-  assert.equal(events.length, 600);
-  const values = new Set(events.map((e) => `${e.name as string}=${e.value as string}`));
-  counters.forEach((c, i) => assert.ok(values.has(`${c}=i${i + 1000}`), `no feed event of ${c}'s increment`));
-  for (let i = 0; i < 300; i += 37)
-    expectSuccess(await nodes[(i + 1) % 2].req('GET', `/variants/${counters[i]}`), 200, 'variant queried successfully', { variant: i + 1000 });
-});
+test(
+  "pithos_group's increments of distinct counters go in one statement, with each refused one answered as alone and one feed event each",
+  { skip },
+  async () => {
+    const p = uniq('gcset-inc');
+    const name = (s: string): string => `${p}-${s}`;
+    const put = async (s: string, body: string): Promise<void> => {
+      const r = await nodes[0].req('PUT', `/variants/${name(s)}`, body, { 'content-type': 'application/json' });
+      assert.equal(r.status, 201, r.raw);
+    };
+    await put('a', '{"variant":1}');
+    await put('b', '{"variant":10}');
+    await put('top', '{"variant":9223372036854775806}');
+    await put('str', '{"variant":"text"}');
+    await put('gone', '{"variant":5,"ttl":1}');
+    await sleep(1100);
+    // pithos_group directly: the increments of distinct counters (the set-based path), with a record write beside them.
+    const ops = [
+      { k: 'i', n: name('b'), d: 3 },
+      { k: 'i', n: name('a'), d: 2 },
+      { k: 'i', n: name('top'), d: 5 },
+      { k: 'i', n: name('str'), d: 1 },
+      { k: 'i', n: name('gone'), d: 1 },
+      { k: 'i', n: name('none'), d: 1 },
+      { k: 'd', n: name('no-record') },
+    ];
+    const before = (await query('SELECT coalesce(max(pos), 0)::int8 AS p FROM pithos_changes'))[0].p as string;
+    const r = (await query('SELECT pithos_group($1::jsonb, 0::int8) AS r', [JSON.stringify(ops)]))[0].r as Array<{ i: number; r?: unknown; f?: true }>;
+    const byOp = new Map(r.map((x) => [x.i, x.f === true ? 'f' : x.r]));
+    assert.deepEqual(
+      [...byOp].sort((x, y) => x[0] - y[0]),
+      [
+        [1, '13'],
+        [2, '3'],
+        [3, 'f'],
+        [4, 'f'],
+        [5, 'f'],
+        [6, 'f'],
+        [7, 'f'],
+      ],
+    );
+    const feed = await query('SELECT name, value FROM pithos_changes WHERE pos > $1 ORDER BY name', [before]);
+    assert.deepEqual(
+      feed.map((e) => [e.name, e.value]),
+      [
+        [name('a'), 'i3'],
+        [name('b'), 'i13'],
+      ],
+    );
+    // Through the nodes: 300 distinct counters, each incremented once at the same time, beside the refused ones.
+    const counters = Array.from({ length: 300 }, (_, i) => name(`c${i}`));
+    await Promise.all(counters.map((c, i) => nodes[i % 2].req('PUT', `/variants/${c}`, { variant: i })));
+    const aloneOver = await nodes[0].req('POST', `/variants/${name('top')}`, { delta: 5 });
+    const aloneStr = await nodes[0].req('POST', `/variants/${name('str')}`, { delta: 1 });
+    assert.deepEqual([aloneOver.status, aloneStr.status], [409, 409]);
+    const manyBefore = (await batchesOfMany(nodes[0])) + (await batchesOfMany(nodes[1]));
+    const answers = await Promise.all([
+      ...counters.map((c, i) => nodes[i % 2].req('POST', `/variants/${c}`, { delta: 1000 })),
+      ...Array.from({ length: 20 }, (_, i) => nodes[i % 2].req('POST', `/variants/${name('top')}`, { delta: 5 })),
+      ...Array.from({ length: 20 }, (_, i) => nodes[i % 2].req('POST', `/variants/${name('str')}`, { delta: 1 })),
+    ]);
+    assert.ok((await batchesOfMany(nodes[0])) + (await batchesOfMany(nodes[1])) > manyBefore, 'no batch of several writes was sent');
+    counters.forEach((_, i) => expectSuccess(answers[i], 200, 'variant incremented successfully', { variant: i + 1000 }));
+    for (const a of answers.slice(300, 320)) assert.deepEqual([a.status, a.body.message], [409, aloneOver.body.message]);
+    for (const a of answers.slice(320)) assert.deepEqual([a.status, a.body.message], [409, aloneStr.body.message]);
+    // One event per write: a put and an increment per counter, the increment's carrying its new value.
+    const events = await query('SELECT name, value FROM pithos_changes WHERE pos > $1 AND name LIKE $2', [before, `${p}-c%`]);
+    assert.equal(events.length, 600);
+    const values = new Set(events.map((e) => `${e.name as string}=${e.value as string}`));
+    counters.forEach((c, i) => assert.ok(values.has(`${c}=i${i + 1000}`), `no feed event of ${c}'s increment`));
+    for (let i = 0; i < 300; i += 37)
+      expectSuccess(await nodes[(i + 1) % 2].req('GET', `/variants/${counters[i]}`), 200, 'variant queried successfully', { variant: i + 1000 });
+  },
+);
 
-test('increments in one statement keep the global lock order when a counter is created while the batch waits for a lock', { skip }, async () => {
-  const p = uniq('gclock');
-  const a = `${p}-a`;
-  const b = `${p}-b`;
-  expectSuccess(await nodes[0].req('PUT', `/variants/${b}`, { variant: 0 }), 201, 'variant created successfully', { variant: 0 });
-  const ops = JSON.stringify([
-    { k: 'i', n: a, d: 1 },
-    { k: 'i', n: b, d: 1 },
-  ]);
-  const session = async (): Promise<pg.Client> => {
-    const c = new pg.Client({ connectionString: storeUrl });
-    await c.connect();
-    return c;
-  };
-  const [holder, s1, s2] = await Promise.all([session(), session(), session()]);
-  try {
-    // The holder keeps b locked; s1's batch waits for it, having found no a; a is created; s2's batch locks a, then waits for b.
-    await holder.query('BEGIN');
-    await holder.query('SELECT 1 FROM pithos_variants WHERE name = $1 FOR UPDATE', [b]);
-    const first = s1.query('SELECT pithos_group($1::jsonb, 0::int8) AS r', [ops]);
-    await sleep(300);
-    expectSuccess(await nodes[1].req('PUT', `/variants/${a}`, { variant: 100 }), 201, 'variant created successfully', { variant: 100 });
-    const second = s2.query('SELECT pithos_group($1::jsonb, 0::int8) AS r', [ops]);
-    await sleep(300);
-    await holder.query('COMMIT');
-    // Neither batch may fail (a deadlock is found only after deadlock_timeout and fails one of them).
-    const [r1, r2] = await Promise.all([first, second]);
-    const answers = (r: pg.QueryResult): Array<[number, unknown]> =>
-      (r.rows[0].r as Array<{ i: number; r?: unknown; f?: true }>).map((x): [number, unknown] => [x.i, x.f === true ? 'f' : x.r]).sort((x, y) => x[0] - y[0]);
-    // s1 did not lock a (it did not exist yet): that increment is its "run it alone"; s2 increments both after s1.
-    assert.deepEqual(answers(r1), [
-      [1, 'f'],
-      [2, '1'],
-    ]);
-    assert.deepEqual(answers(r2), [
-      [1, '101'],
-      [2, '2'],
-    ]);
-  } finally {
-    await holder.query('ROLLBACK').catch(() => undefined);
-    await Promise.all([holder.end(), s1.end(), s2.end()]);
-  }
-});
+/** Each batch function as a session calls it with increments by 1, answering [op, value or 'f'] for every op, in op order. */
+const BATCH_CALLS: Array<[string, (c: pg.Client, names: string[]) => Promise<Array<[number, unknown]>>]> = [
+  [
+    'pithos_group',
+    async (c, names) => {
+      const r = (await c.query('SELECT pithos_group($1::jsonb, 0::int8) AS r', [JSON.stringify(names.map((n) => ({ k: 'i', n, d: 1 })))])).rows[0].r as Array<{
+        i: number;
+        r?: unknown;
+        f?: true;
+      }>;
+      return r.map((x): [number, unknown] => [x.i, x.f === true ? 'f' : x.r]).sort((x, y) => x[0] - y[0]);
+    },
+  ],
+  [
+    'pithos_group_counters',
+    async (c, names) => {
+      const rows = (await c.query('SELECT op, val FROM pithos_group_counters($1::text[], $2::int8[], 0::int8)', [names, names.map(() => 1)])).rows;
+      const got = new Map(rows.map((r) => [Number(r.op), r.val as unknown]));
+      return names.map((_, i): [number, unknown] => [i + 1, got.get(i + 1) ?? 'f']);
+    },
+  ],
+];
+
+for (const [fn, call] of BATCH_CALLS) {
+  test(`${fn}: increments keep the global lock order when a counter is created while the batch waits for a lock`, { skip }, async () => {
+    const p = uniq(`gclock-${fn.length}`);
+    const a = `${p}-a`;
+    const b = `${p}-b`;
+    expectSuccess(await nodes[0].req('PUT', `/variants/${b}`, { variant: 0 }), 201, 'variant created successfully', { variant: 0 });
+    const session = async (): Promise<pg.Client> => {
+      const c = new pg.Client({ connectionString: storeUrl });
+      await c.connect();
+      return c;
+    };
+    const [holder, s1, s2] = await Promise.all([session(), session(), session()]);
+    try {
+      // The holder keeps b locked; s1's batch waits for it, having found no a; a is created; s2's batch locks a, then waits for b.
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM pithos_variants WHERE name = $1 FOR UPDATE', [b]);
+      const first = call(s1, [a, b]);
+      await sleep(300);
+      expectSuccess(await nodes[1].req('PUT', `/variants/${a}`, { variant: 100 }), 201, 'variant created successfully', { variant: 100 });
+      // pithos_group_counters also gets a counter named twice (its second round).
+      const second = call(s2, fn === 'pithos_group' ? [a, b] : [a, b, a]);
+      await sleep(300);
+      await holder.query('COMMIT');
+      // Neither batch may fail (a deadlock is found only after deadlock_timeout and fails one of them).
+      const [r1, r2] = await Promise.all([first, second]);
+      // s1 did not lock a (it did not exist yet): that increment is its "run it alone"; s2 increments both after s1.
+      assert.deepEqual(r1, [
+        [1, 'f'],
+        [2, '1'],
+      ]);
+      assert.deepEqual(r2, [[1, '101'], [2, '2'], ...(fn === 'pithos_group' ? [] : [[3, '102']])]);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await Promise.all([holder.end(), s1.end(), s2.end()]);
+    }
+  });
+}
 
 test(
   'a batch of increments only goes to pithos_group_counters: a counter named twice in arrival order, refused ones as alone, one feed event each',
@@ -612,19 +633,23 @@ test(
     // The batches must have gone to pithos_group_counters: counted by the server's function statistics.
     await query("ALTER SYSTEM SET track_functions = 'pl'");
     await query('SELECT pg_reload_conf()');
-    await sleep(300);
-    const calls = async (): Promise<number> =>
-      Number((await query("SELECT coalesce(sum(calls), 0)::int8 AS n FROM pg_stat_user_functions WHERE funcname = 'pithos_group_counters'"))[0].n);
-    const callsBefore = await calls();
-    const manyBefore = await metric();
-    const answers = await Promise.all(Array.from({ length: 300 }, (_, i) => nodes[i % 2].req('POST', `/variants/${counters[i % 3]}`, { delta: 1 })));
-    assert.ok((await metric()) > manyBefore, 'no batch of several writes was sent');
-    // Backends report their statistics when idle, at most once a second.
-    let counted = 0;
-    for (let i = 0; i < 30 && counted <= callsBefore; i++, await sleep(200)) counted = await calls();
-    assert.ok(counted > callsBefore, 'no batch went to pithos_group_counters');
-    await query('ALTER SYSTEM RESET track_functions');
-    await query('SELECT pg_reload_conf()');
+    let answers: Res[];
+    try {
+      await sleep(300);
+      const calls = async (): Promise<number> =>
+        Number((await query("SELECT coalesce(sum(calls), 0)::int8 AS n FROM pg_stat_user_functions WHERE funcname = 'pithos_group_counters'"))[0].n);
+      const callsBefore = await calls();
+      const manyBefore = await metric();
+      answers = await Promise.all(Array.from({ length: 300 }, (_, i) => nodes[i % 2].req('POST', `/variants/${counters[i % 3]}`, { delta: 1 })));
+      assert.ok((await metric()) > manyBefore, 'no batch of several writes was sent');
+      // Backends report their statistics when idle, at most once a second.
+      let counted = 0;
+      for (let i = 0; i < 30 && counted <= callsBefore; i++, await sleep(200)) counted = await calls();
+      assert.ok(counted > callsBefore, 'no batch went to pithos_group_counters');
+    } finally {
+      await query('ALTER SYSTEM RESET track_functions');
+      await query('SELECT pg_reload_conf()');
+    }
     for (const [k, c] of counters.entries()) {
       const got = answers
         .filter((_, i) => i % 3 === k)
