@@ -14,6 +14,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { readFileSync } from 'node:fs';
+import { serveBare } from './bare-server.js';
 
 export interface CannedResponse {
   status: number;
@@ -65,19 +66,7 @@ function main(): void {
     res.end(answer.body);
   });
 
-  server.listen(port, host, () => {
-    const address = server.address();
-    const actual = typeof address === 'object' && address !== null ? address.port : port;
-    process.stdout.write(`baseline listening on http://${host}:${actual}\n`);
-  });
-
-  const stop = (): void => {
-    server.close(() => process.exit(0));
-    server.closeAllConnections();
-    setTimeout(() => process.exit(0), 2000).unref();
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  serveBare(server, 'baseline', host, port);
 }
 
 main();

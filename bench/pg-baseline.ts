@@ -16,6 +16,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import pg from 'pg';
+import { serveBare } from './bare-server.js';
 
 const arg = (name: string): string => {
   const i = process.argv.indexOf(name);
@@ -98,15 +99,4 @@ const server = createServer((req: IncomingMessage, res: ServerResponse) => {
   });
 });
 
-server.listen(Number(arg('--port')), '127.0.0.1', () => {
-  const a = server.address();
-  process.stdout.write(`pg-baseline listening on http://127.0.0.1:${typeof a === 'object' && a !== null ? a.port : 0}\n`);
-});
-
-const stop = (): void => {
-  server.close(() => void pool.end().finally(() => process.exit(0)));
-  server.closeAllConnections();
-  setTimeout(() => process.exit(0), 2000).unref();
-};
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
+serveBare(server, 'pg-baseline', '127.0.0.1', Number(arg('--port')), () => pool.end());

@@ -13,7 +13,8 @@
  *
  * Prints `listening` when ready; SIGTERM stops it.
  */
-import { closeSync, fdatasync, openSync, write } from 'node:fs';
+import { closeSync, openSync } from 'node:fs';
+import { GroupLog } from './group-log.js';
 import { createServer, type Socket } from 'node:net';
 
 const arg = (name: string): string => {
@@ -28,28 +29,7 @@ const lists = new Map<string, string[]>();
 const sets = new Map<string, Set<string>>();
 const zsets = new Map<string, Map<string, number>>();
 
-/** Writes waiting for the next flush: their log lines, and what to do once they are on disk. */
-let lines: string[] = [];
-let waiting: Array<() => void> = [];
-let flushing = false;
-
-function flush(): void {
-  if (flushing || lines.length === 0) return;
-  flushing = true;
-  const buf = Buffer.from(lines.join(''));
-  const done = waiting;
-  lines = [];
-  waiting = [];
-  write(fd, buf, 0, buf.length, null, (err) => {
-    if (err) throw err;
-    fdatasync(fd, (err2) => {
-      if (err2) throw err2;
-      flushing = false;
-      for (const f of done) f();
-      flush();
-    });
-  });
-}
+const log = new GroupLog(fd);
 
 const bulk = (s: string): string => `$${Buffer.byteLength(s)}\r\n${s}\r\n`;
 
@@ -115,7 +95,7 @@ function serve(socket: Socket): void {
       replies.push(reply);
       if (isWrite) {
         writes++;
-        lines.push(parsed[0].join(' ') + '\n');
+        log.line(parsed[0].join(' ') + '\n');
       }
     }
     buf = buf.subarray(off);
@@ -125,8 +105,7 @@ function serve(socket: Socket): void {
     else {
       // The replies go once the last of these writes is flushed (they are all in the same or the next flush).
       let left = writes;
-      for (let i = 0; i < writes; i++) waiting.push(() => --left === 0 && socket.write(out));
-      flush();
+      for (let i = 0; i < writes; i++) log.then(() => --left === 0 && socket.write(out));
     }
   });
   socket.on('error', () => socket.destroy());

@@ -14,8 +14,10 @@
  *
  * Prints `listening on http://127.0.0.1:<port>` when ready; SIGTERM stops it.
  */
-import { fdatasync, openSync, write } from 'node:fs';
+import { openSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { serveBare } from './bare-server.js';
+import { GroupLog } from './group-log.js';
 
 const arg = (name: string): string => {
   const i = process.argv.indexOf(name);
@@ -23,37 +25,16 @@ const arg = (name: string): string => {
   return process.argv[i + 1]!;
 };
 
-const fd = openSync(arg('--file'), 'w');
 const counters = new Map<string, number>();
 
-let lines: string[] = [];
-let waiting: Array<() => void> = [];
-let flushing = false;
-
-function flush(): void {
-  if (flushing || lines.length === 0) return;
-  flushing = true;
-  const buf = Buffer.from(lines.join(''));
-  const done = waiting;
-  lines = [];
-  waiting = [];
-  write(fd, buf, 0, buf.length, null, (err) => {
-    if (err) throw err;
-    fdatasync(fd, (err2) => {
-      if (err2) throw err2;
-      flushing = false;
-      for (const f of done) f();
-      flush();
-    });
-  });
-}
+const log = new GroupLog(openSync(arg('--file'), 'w'));
 
 /** One command's answer, Upstash's shape; only INCR of an integer is served. */
 function run(cmd: unknown): { result: number } | { error: string } {
   if (!Array.isArray(cmd) || String(cmd[0]).toUpperCase() !== 'INCR' || typeof cmd[1] !== 'string') return { error: 'ERR only INCR key' };
   const v = (counters.get(cmd[1]) ?? 0) + 1;
   counters.set(cmd[1], v);
-  lines.push(`${cmd[1]}\t${v}\n`);
+  log.line(`${cmd[1]}\t${v}\n`);
   return { result: v };
 }
 
@@ -80,20 +61,8 @@ const server = createServer((req: IncomingMessage, res: ServerResponse) => {
       if ('error' in r) return answer(res, 400, JSON.stringify(r));
       out = JSON.stringify(r);
     } else return answer(res, 404, '{"error":"ERR not served here"}');
-    waiting.push(() => answer(res, 200, out));
-    flush();
+    log.then(() => answer(res, 200, out));
   });
 });
 
-server.listen(Number(arg('--port')), '127.0.0.1', () => {
-  const a = server.address();
-  process.stdout.write(`rest-baseline listening on http://127.0.0.1:${typeof a === 'object' && a !== null ? a.port : 0}\n`);
-});
-
-const stop = (): void => {
-  server.close(() => process.exit(0));
-  server.closeAllConnections();
-  setTimeout(() => process.exit(0), 2000).unref();
-};
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
+serveBare(server, 'rest-baseline', '127.0.0.1', Number(arg('--port')));
