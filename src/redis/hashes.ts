@@ -12,7 +12,7 @@ import { assertNotOther, claim, isMissing } from './keyspace.js';
 import { ErrorReply, MapReply, OK, type Reply } from './resp.js';
 import { retryOnRace } from './races.js';
 import { floatText } from './strings.js';
-import { MAX_RANDOM, scanPage } from './sets.js';
+import { MAX_RANDOM, randomOf, scanPage } from './sets.js';
 
 type Fields = Record<string, unknown>;
 
@@ -124,11 +124,7 @@ async function hrandfield(c: Call): Promise<Reply> {
   if (c.args.length > 4 || (withValues && c.args[3]!.toUpperCase() !== 'WITHVALUES')) throw syntaxError();
   if (n < -MAX_RANDOM) throw new ErrorReply(`ERR value is out of range: Pithos answers at most ${MAX_RANDOM} random fields (docs/redis.md)`);
   const h = (await readHash(c.store, c.args[1]!)) ?? {};
-  const keys = Object.keys(h);
-  let chosen: string[];
-  if (n >= 0) {
-    chosen = [...keys].sort(() => Math.random() - 0.5).slice(0, n);
-  } else chosen = keys.length === 0 ? [] : Array.from({ length: -n }, () => keys[Math.floor(Math.random() * keys.length)]!);
+  const chosen = randomOf(Object.keys(h), n);
   if (!withValues) return chosen;
   if (c.session.proto === 3) return chosen.map((k) => [k, fieldText(h[k])]);
   return chosen.flatMap((k) => [k, fieldText(h[k])]);

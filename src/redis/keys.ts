@@ -4,7 +4,7 @@
  */
 import { glob, type Glob } from './glob.js';
 import { type Call, type Command, int, is, syntaxError } from './command.js';
-import { deleteKey, eachKey, expireOf, keyInfo, MAX_TTL_S, type RType, TYPES } from './keyspace.js';
+import { deleteKey, eachKey, expireOf, invalidExpire, keyInfo, MAX_TTL_S, type RType, TYPES } from './keyspace.js';
 import { rename } from './rename.js';
 import { ErrorReply, OK, type Reply } from './resp.js';
 
@@ -35,7 +35,7 @@ async function expire(c: Call, unit: 's' | 'ms', absolute: boolean): Promise<Rep
   if (gt && lt) throw new ErrorReply('ERR GT and LT options at the same time are not compatible');
   const ms = unit === 's' ? n * 1000 : n;
   const ttlMs = absolute ? ms - Date.now() : ms;
-  if (ttlMs / 1000 > MAX_TTL_S) throw new ErrorReply(`ERR invalid expire time in '${c.args[0]!.toLowerCase()}' command`);
+  if (ttlMs / 1000 > MAX_TTL_S) throw invalidExpire(c.args[0]!);
   const info = await keyInfo(c.store, key);
   if (info === undefined) return 0;
   const cur = info.ttlMs;

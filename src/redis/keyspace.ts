@@ -19,6 +19,12 @@ export const WRONGTYPE = new ErrorReply('WRONGTYPE Operation against a key holdi
 /** The longest lifetime a key may be given, in seconds: the HTTP API's `ttl` bound (docs/redis.md, "Differences"). */
 export const MAX_TTL_S = 2147483647;
 
+/** Redis's refusal of a lifetime (≤ 0, or past MAX_TTL_S) given to `command`. */
+export const invalidExpire = (command: string): ErrorReply => new ErrorReply(`ERR invalid expire time in '${command.toLowerCase()}' command`);
+
+/** Seconds left of a key's lifetime as a write takes it (0: none; at least 1 ms when some is left). */
+export const ttlSeconds = (info: { ttlMs: number | null } | undefined): number => (info?.ttlMs == null ? 0 : Math.max(info.ttlMs, 1) / 1000);
+
 /** What a listing shows of one name. */
 interface Item {
   name: string;

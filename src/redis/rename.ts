@@ -10,7 +10,7 @@
 import type { Precondition, Store, VersionOut } from '../store/store.js';
 import type { Call } from './command.js';
 import { deleteIfUnchanged, readHash } from './hashes.js';
-import { claim, deleteKey, keyInfo, type RType } from './keyspace.js';
+import { claim, deleteKey, keyInfo, type RType, ttlSeconds } from './keyspace.js';
 import { range } from './lists.js';
 import { lostRace, RACED, retryOnRace } from './races.js';
 import { ErrorReply, OK, type Reply } from './resp.js';
@@ -86,7 +86,7 @@ export async function rename(c: Call, nx: boolean): Promise<Reply> {
         throw err;
       }
     } else await deleteKey(c.store, dst);
-    const ttl = info.ttlMs === null ? 0 : Math.max(info.ttlMs, 1) / 1000;
+    const ttl = ttlSeconds(info);
     try {
       await copy.write(dst, ttl);
     } catch (err) {

@@ -149,9 +149,15 @@ async function assertGone(s: Store, key: string, t: 'string' | 'hash' | 'list' |
 /** The most members a negative SRANDMEMBER (or fields a negative HRANDFIELD) count may ask for: its reply is built whole. */
 export const MAX_RANDOM = 1_000_000;
 
-/** Picks `n` distinct members at random (all of them when n ≥ size). */
-export function pick<T>(ms: readonly T[], n: number): T[] {
-  const a = [...ms];
+/**
+ * SRANDMEMBER's, HRANDFIELD's and ZRANDMEMBER's pick with a count, `n`
+ * checked by the caller (≥ -MAX_RANDOM): n ≥ 0 distinct elements (all of
+ * them when n ≥ size), n < 0 |n| elements that may repeat (none of an empty
+ * collection).
+ */
+export function randomOf<T>(xs: readonly T[], n: number): T[] {
+  if (n < 0) return xs.length === 0 ? [] : Array.from({ length: -n }, () => xs[Math.floor(Math.random() * xs.length)]!);
+  const a = [...xs];
   for (let i = a.length - 1; i > 0; i--) {
     const j = Math.floor(Math.random() * (i + 1));
     [a[i], a[j]] = [a[j]!, a[i]!];
@@ -168,7 +174,7 @@ async function spop(c: Call): Promise<Reply> {
     const out: VersionOut = { version: 0 };
     const ms = await members(c.store, key, out);
     if (ms === undefined) return n === undefined ? null : [];
-    const chosen = pick(ms, n ?? 1);
+    const chosen = randomOf(ms, n ?? 1);
     if (chosen.length === 0) return [];
     await c.store.sets.remove(key, chosen, { ifVersion: out.version });
     return n === undefined ? chosen[0]! : new SetReply(chosen);
@@ -184,10 +190,7 @@ async function srandmember(c: Call): Promise<Reply> {
   // Redis's order: the count is checked before the key is read.
   const n = int(c.args[2]!);
   if (n < -MAX_RANDOM) throw new ErrorReply(`ERR value is out of range: Pithos answers at most ${MAX_RANDOM} random members (docs/redis.md)`);
-  const ms = (await members(c.store, c.args[1]!)) ?? [];
-  if (n >= 0) return pick(ms, n);
-  if (ms.length === 0) return [];
-  return Array.from({ length: -n }, () => ms[Math.floor(Math.random() * ms.length)]!);
+  return randomOf((await members(c.store, c.args[1]!)) ?? [], n);
 }
 
 async function smove(c: Call): Promise<Reply> {

@@ -9,7 +9,22 @@ import type { ScalarInput, VType } from '../store/variant.js';
 import type { Mutation, Store, VersionOut } from '../store/store.js';
 import { StoreError } from '../store/errors.js';
 import { type Command, float, int, int64, is, isStoredInteger, notFloat, notInteger, syntaxError, type Call } from './command.js';
-import { absentChecks, assertNotOther, claim, deleteOf, isMissing, keyInfo, keyInfoNow, MAX_TTL_S, type RType, TYPES, WAIT, WRONGTYPE } from './keyspace.js';
+import {
+  absentChecks,
+  assertNotOther,
+  claim,
+  deleteOf,
+  isMissing,
+  keyInfo,
+  keyInfoNow,
+  MAX_TTL_S,
+  invalidExpire,
+  ttlSeconds,
+  type RType,
+  TYPES,
+  WAIT,
+  WRONGTYPE,
+} from './keyspace.js';
 import { ErrorReply, Issued, NULL_ARRAY, OK, type Reply } from './resp.js';
 import { lostRace, RACED, retryOnRace } from './races.js';
 
@@ -92,8 +107,7 @@ export async function updateString(
 
 /** Seconds left of a key's lifetime (0: none), for writes that keep it. */
 export async function remainingTtl(store: Store, key: string): Promise<number> {
-  const info = await keyInfo(store, key);
-  return info?.ttlMs == null ? 0 : Math.max(info.ttlMs, 1) / 1000;
+  return ttlSeconds(await keyInfo(store, key));
 }
 
 const OVERFLOW = new ErrorReply('ERR increment or decrement would overflow');
@@ -231,7 +245,7 @@ function setOptions(c: Call, from: number): SetOptions {
     else if (w === 'KEEPTTL' && o.ttl === undefined) o.keepTtl = true;
     else if ((w === 'EX' || w === 'PX' || w === 'EXAT' || w === 'PXAT') && o.ttl === undefined && !o.keepTtl && i + 1 < a.length) {
       const n = int(a[++i]!);
-      if (n <= 0) throw new ErrorReply(`ERR invalid expire time in '${c.args[0]!.toLowerCase()}' command`);
+      if (n <= 0) throw invalidExpire(c.args[0]!);
       o.ttl = w === 'EX' ? n : w === 'PX' ? n / 1000 : w === 'EXAT' ? n - Date.now() / 1000 : (n - Date.now()) / 1000;
     } else throw syntaxError();
   }
@@ -241,7 +255,7 @@ function setOptions(c: Call, from: number): SetOptions {
 async function set(c: Call): Promise<Reply> {
   const [, key, value] = c.args as [string, string, string];
   const o = setOptions(c, 3);
-  if (o.ttl !== undefined && o.ttl > MAX_TTL_S) throw new ErrorReply(`ERR invalid expire time in '${c.args[0]!.toLowerCase()}' command`);
+  if (o.ttl !== undefined && o.ttl > MAX_TTL_S) throw invalidExpire(c.args[0]!);
   if (!o.nx && !o.xx && !o.get && !o.keepTtl && o.ttl === undefined) {
     await putString(c.store, key, value, 0);
     return OK;
@@ -387,11 +401,11 @@ async function getex(c: Call): Promise<Reply> {
     if (w === 'PERSIST' && ttl === undefined && !persist) persist = true;
     else if ((w === 'EX' || w === 'PX' || w === 'EXAT' || w === 'PXAT') && ttl === undefined && !persist && i + 1 < a.length) {
       const n = int(a[++i]!);
-      if (n <= 0) throw new ErrorReply(`ERR invalid expire time in 'getex' command`);
+      if (n <= 0) throw invalidExpire('getex');
       ttl = w === 'EX' ? n : w === 'PX' ? n / 1000 : w === 'EXAT' ? n - Date.now() / 1000 : (n - Date.now()) / 1000;
     } else throw syntaxError();
   }
-  if (ttl !== undefined && ttl > MAX_TTL_S) throw new ErrorReply(`ERR invalid expire time in 'getex' command`);
+  if (ttl !== undefined && ttl > MAX_TTL_S) throw invalidExpire('getex');
   const s = await getString(c.store, key);
   if (s === undefined) return null;
   if (ttl !== undefined && ttl <= 0) await deleteOf(c.store, 'string', key);

@@ -10,7 +10,7 @@ import { type Call, type Command, float, int, is, syntaxError } from './command.
 import { assertNotOther, claim, deleteOf, isMissing } from './keyspace.js';
 import { Dbl, ErrorReply, NULL_ARRAY, type Reply } from './resp.js';
 import { retryOnRace } from './races.js';
-import { MAX_RANDOM, pick, scanPage } from './sets.js';
+import { MAX_RANDOM, randomOf, scanPage } from './sets.js';
 
 interface Item {
   member: string;
@@ -46,9 +46,7 @@ async function zrandmember(c: Call): Promise<Reply> {
   const withScores = c.args.length === 4 && is(c.args[3], 'WITHSCORES');
   if (c.args.length > 3 && !withScores) throw syntaxError();
   if (n < -MAX_RANDOM) throw new ErrorReply(`ERR value is out of range: Pithos answers at most ${MAX_RANDOM} random members (docs/redis.md)`);
-  const xs = (await allItems(c.store, c.args[1]!)) ?? [];
-  if (n >= 0) return reply(c, pick(xs, n), withScores);
-  return reply(c, xs.length === 0 ? [] : Array.from({ length: -n }, () => xs[Math.floor(Math.random() * xs.length)]!), withScores);
+  return reply(c, randomOf((await allItems(c.store, c.args[1]!)) ?? [], n), withScores);
 }
 
 function finite(s: number): number {
