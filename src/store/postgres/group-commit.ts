@@ -101,8 +101,6 @@ export class GroupCommit {
     private readonly maxOps = MAX_OPS,
     private readonly maxBytes = MAX_BYTES,
     private readonly maxInFlight = MAX_IN_FLIGHT,
-    /** pithos_group_counters is installed (migration 14). */
-    private readonly counters = true,
   ) {}
 
   observe(o: BatchObserver): void {
@@ -200,7 +198,8 @@ export class GroupCommit {
   /** One statement for the batch: pithos_group_counters when every write is an increment, else pithos_group. */
   private async apply(batch: Job[]): Promise<Result[]> {
     const offset = Math.trunc(this.db.opts.offsetMs());
-    const incs = this.counters ? increments(batch) : undefined;
+    // Migrations 11 to 14 are applied together or skipped together (schema.ts): with pithos_group comes pithos_group_counters.
+    const incs = increments(batch);
     if (incs === undefined) return (await this.db.q.query(GROUP, [`[${batch.map((j) => j.text).join(',')}]`, offset]))[0].r as Result[];
     const rows = await this.db.q.query(COUNTERS, [incs.names, incs.deltas, offset]);
     const applied = new Map(rows.map((x) => [Number(x.op), x.val]));

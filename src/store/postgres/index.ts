@@ -12,7 +12,7 @@
 import type { BatchObserver, Holding, ListKind, ListOptions, Store, StoreAvailability, StoreStats, Transaction } from '../store.js';
 import { PgChanges } from './changes.js';
 import { GroupCommit } from './group-commit.js';
-import { hasCounters, hasFeed, hasGroup, MIGRATIONS, migrate, schemaVersion } from './schema.js';
+import { hasFeed, hasGroup, MIGRATIONS, migrate, schemaVersion } from './schema.js';
 import { Db, isUnavailable, type PgOptions } from './sql.js';
 import { PgIndexes } from './indexes.js';
 import { holders, list } from './listing.js';
@@ -96,7 +96,7 @@ export class PgStore implements Store {
       }
     }
     // Group commit needs pithos_group (PostgreSQL only); elsewhere every write goes alone.
-    const s = new PgStore(db, (await hasGroup(db.pool)) ? new GroupCommit(db, undefined, undefined, undefined, await hasCounters(db.pool)) : undefined);
+    const s = new PgStore(db, (await hasGroup(db.pool)) ? new GroupCommit(db) : undefined);
     await s.indexes.init();
     if (await hasFeed(db.pool)) s.changes = await PgChanges.start(db);
     else opts.log('warn', 'shared store: the database has no change feed (it needs PostgreSQL 13 or newer); GET /watch answers 503');

@@ -443,9 +443,3 @@ export async function hasGroup(pool: pg.Pool): Promise<boolean> {
   const r = await pool.query("SELECT to_regproc('pithos_group') IS NOT NULL AS ok");
   return r.rows[0].ok === true;
 }
-
-/** Whether the database has pithos_group_counters (migration 14): a batch of increments only goes to it. */
-export async function hasCounters(pool: pg.Pool): Promise<boolean> {
-  const r = await pool.query("SELECT to_regproc('pithos_group_counters') IS NOT NULL AS ok");
-  return r.rows[0].ok === true;
-}
