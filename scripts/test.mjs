@@ -33,6 +33,7 @@ const pgPass = [
   'dist/test/store/query.property.test.js',
   'dist/test/store/pg-cursor.test.js',
   'dist/test/store/pg-sweep.test.js',
+  'dist/test/store/pg-round-trips.test.js',
 ];
 
 const first = run([...RUNNER, ...logPass]);

@@ -92,7 +92,7 @@ export const WAIT = Symbol('wait');
  */
 export function keyInfoNow(store: Store, key: string, skip?: RType): KeyInfo | undefined | typeof WAIT {
   const ask = ASK[skip ?? 'none'];
-  const held = ifInMemory(() => store.holders(key, ask.kinds));
+  const held = ifInMemory(store, () => store.holders(key, ask.kinds));
   if (held === undefined) return WAIT;
   const empties: RType[] = [];
   const info = infoOf(held, ask.types, empties);
@@ -201,9 +201,11 @@ export async function expireOf(store: Store, type: RType, key: string, ttl: numb
  * What a read answers when the store has it in memory now (a `Sync` read
  * that returned at once); undefined when it would have to wait or failed.
  * The fast paths of GET, INCR, SET and the pushes decide on it and fall back
- * to the general path, which reads again and reports any failure.
+ * to the general path, which reads again and reports any failure. On a
+ * store that never answers at once nothing is read.
  */
-export function ifInMemory<T>(read: () => T | Promise<T>): T | undefined {
+export function ifInMemory<T>(store: Store, read: () => T | Promise<T>): T | undefined {
+  if (!store.answersAtOnce) return undefined;
   let r: T | Promise<T>;
   try {
     r = read();

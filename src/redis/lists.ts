@@ -44,7 +44,7 @@ export async function range(store: Store, key: string, start: number, stop: numb
  */
 function pushCommand(c: Call, s: ListSide): Promise<Reply> | Issued {
   const key = c.args[1]!;
-  const head = ifInMemory(() => c.store.lists.range(key, 0, 0));
+  const head = ifInMemory(c.store, () => c.store.lists.range(key, 0, 0));
   if (head !== undefined && (JSON.parse(head) as Range).length > 0) {
     return new Issued(c.store.lists.push(key, c.args.slice(2), s, false).then((r) => (JSON.parse(r) as { length: number }).length));
   }

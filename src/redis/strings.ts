@@ -8,6 +8,7 @@
 import type { ScalarInput, VType } from '../store/variant.js';
 import type { Mutation, Store, VersionOut } from '../store/store.js';
 import { StoreError } from '../store/errors.js';
+import { isDecided, refusalOf } from '../store/decided.js';
 import { type Command, float, int, int64, is, isStoredInteger, notFloat, notInteger, syntaxError, type Call } from './command.js';
 import {
   absentChecks,
@@ -125,6 +126,7 @@ const OTHER = Symbol('other');
  * empty object of some kind is in the way (the general path decides).
  */
 function look(store: Store, key: string): string | typeof MISSING | typeof OTHER | undefined {
+  if (!store.answersAtOnce) return undefined;
   try {
     const r = store.variants.get(key);
     if (typeof r === 'string') return r;
@@ -151,24 +153,37 @@ const incrError = (err: unknown): never => {
 };
 
 /**
- * INCRBY and friends: the variant's atomic add; a missing key starts from 0.
- * An integer the store holds in memory is incremented at once (Issued: a
- * pipeline of them shares group commits).
+ * INCRBY and friends: the variant's atomic add first, as SADD does; one the
+ * store decided at once is issued (Issued: a pipeline of them shares group
+ * commits). One refused at once because no variant holds the key creates
+ * the counter from the delta when the store can tell at once that the key
+ * is free (also issued); anything else takes the general path.
  */
 function incrBy(store: Store, key: string, delta: bigint | Delta): Promise<Reply> | Issued {
   const [input, d] = typeof delta === 'bigint' ? deltaOf(delta) : delta;
-  const cur = look(store, key);
-  if (typeof cur === 'string' && variantText(cur)[1] === 'i') return new Issued(store.variants.increment(key, input, 'i').then(incrReply, incrError));
-  // A new counter, when the store can tell at once that the key is free: created from the delta.
-  if (cur === MISSING) {
-    return new Issued(
-      store.variants.put(key, input, 0, { ifAbsent: true }).then(
-        () => d,
-        (err: unknown) => incrSlow(store, key, input, d, err),
-      ),
-    );
+  const first = store.variants.increment(key, input, 'i');
+  if (isDecided(first)) return new Issued(first.then(incrReply, incrError));
+  const refused = refusalOf(first);
+  if (refused === undefined) return incrRest(store, key, input, d, first);
+  first.then(undefined, noWait);
+  if (!isMissing(refused)) return incrError(refused);
+  if (keyInfoNow(store, key, 'string') !== undefined) return incrSlow(store, key, input, d, undefined, true);
+  return new Issued(
+    store.variants.put(key, input, 0, { ifAbsent: true }).then(
+      () => d,
+      (err: unknown) => incrSlow(store, key, input, d, err),
+    ),
+  );
+}
+
+/** An add the store has not decided yet (it reads from disk, or it is the shared store): its answer, or the general path's when the key was missing. */
+async function incrRest(store: Store, key: string, input: ScalarInput, d: number | bigint, first: Promise<string>): Promise<Reply> {
+  try {
+    return incrReply(await first);
+  } catch (err) {
+    if (!isMissing(err)) incrError(err);
   }
-  return incrSlow(store, key, input, d);
+  return incrSlow(store, key, input, d, undefined, true);
 }
 
 /** A delta as the store takes it, and as INCRBY answers a new key's value. */
@@ -180,15 +195,23 @@ const deltaOf = (delta: bigint): Delta => {
 const PLUS_ONE = deltaOf(1n);
 const MINUS_ONE = deltaOf(-1n);
 
-/** The general path of INCRBY; `raced` is a create of the fast path that another writer got ahead of. */
-async function incrSlow(store: Store, key: string, input: ScalarInput, d: number | bigint, raced?: unknown): Promise<Reply> {
+/**
+ * The general path of INCRBY; `raced` is a create of the fast path that
+ * another writer got ahead of; `missing`: the add was just refused for want
+ * of the counter, so the first attempt creates it without asking again.
+ */
+async function incrSlow(store: Store, key: string, input: ScalarInput, d: number | bigint, raced?: unknown, missing = false): Promise<Reply> {
   if (raced !== undefined && !lostRace(raced)) throw raced;
+  let add = !missing;
   return retryOnRace(async () => {
-    try {
-      return incrReply(await store.variants.increment(key, input, 'i'));
-    } catch (err) {
-      if (!isMissing(err)) incrError(err);
+    if (add) {
+      try {
+        return incrReply(await store.variants.increment(key, input, 'i'));
+      } catch (err) {
+        if (!isMissing(err)) incrError(err);
+      }
     }
+    add = true;
     // Missing: created from the delta, unless another writer created it first (a lost race: incremented next time).
     await claim(store, key, 'string');
     await store.variants.put(key, input, 0, { ifAbsent: true });

@@ -16,22 +16,49 @@
  * it (a microtask), so a large answer is not kept alive by it.
  */
 let last: Promise<unknown> | undefined;
+let lastRefused: Promise<unknown> | undefined;
+let refusal: unknown;
 let clearing = false;
 
-/** Forgets the mark once the code that made it has run (it holds the promise, and so its value). */
+/** Forgets the marks once the code that made them has run (they hold the promises, and so their values). */
 function clear(): void {
   last = undefined;
+  lastRefused = undefined;
+  refusal = undefined;
   clearing = false;
+}
+
+function clearSoon(): void {
+  if (!clearing) {
+    clearing = true;
+    queueMicrotask(clear);
+  }
 }
 
 /** The write is decided and queued (or needs no write): `p` settles once it is durable, or rejects if the write fails. */
 export function markDecided<T>(p: Promise<T>): Promise<T> {
   last = p;
-  if (!clearing) {
-    clearing = true;
-    queueMicrotask(clear);
-  }
+  clearSoon();
   return p;
+}
+
+/**
+ * The decision was taken at once and refused the write (a missing object, a
+ * wrong type): nothing was written, and the promise rejects with `err`. A
+ * caller that asks `refusalOf` right after the call may act on the refusal
+ * in the same step (and must then handle the rejection itself).
+ */
+export function refusedNow<T>(err: unknown): Promise<T> {
+  const p = Promise.reject(err as Error) as Promise<T>;
+  lastRefused = p;
+  refusal = err;
+  clearSoon();
+  return p;
+}
+
+/** The error a write was refused with at once (refusedNow), or undefined; asked right after the call that returned `p`. */
+export function refusalOf(p: Promise<unknown>): unknown {
+  return p === lastRefused && p !== undefined ? refusal : undefined;
 }
 
 /** Whether `p` is the promise of a decided write; asked right after the call that returned it. */

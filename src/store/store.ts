@@ -454,6 +454,13 @@ export interface Store {
    * no listing; synchronous when served from memory.
    */
   holders(name: string, kinds: readonly ListKind[]): Sync<Array<Holding | null>>;
+  /**
+   * Whether a read of what is in memory answers synchronously (the log
+   * store). Where every read is a round trip (the shared store), a caller
+   * must not issue a read only to learn whether it answers at once: the
+   * answer would be thrown away, and the database asked twice.
+   */
+  readonly answersAtOnce: boolean;
   /** The change feed; a store without one answers GET /watch with 503. */
   readonly changes?: ChangeFeed;
   /** Messages between nodes (pub/sub); a store of one node has none. */

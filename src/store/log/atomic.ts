@@ -13,7 +13,7 @@
  * is there. Nothing else in the log store calls engine.write.
  */
 import { type Decoder, type Engine, groupOf, type GroupSnapshot, MISS, Op, type Seen, type VersionRef, type WriteOp } from '../../engine/index.js';
-import { markDecided } from '../decided.js';
+import { markDecided, refusedNow } from '../decided.js';
 import { StoreError } from '../errors.js';
 import { fromEngine } from './errors.js';
 import { type RowMemo, RowWrites } from './row-writes.js';
@@ -421,7 +421,7 @@ export class Atomic {
     try {
       result = this.decideIn(tx, load, decide);
     } catch (err) {
-      if (!(err instanceof NeedsRead)) return Promise.reject(fromEngine(err));
+      if (!(err instanceof NeedsRead)) return refusedNow(fromEngine(err));
       return this.run(fetched, err.progress ? 0 : 1, load, decide, err);
     }
     if (tx.ops.length === 0) return markDecided(Promise.resolve(result));

@@ -35,6 +35,7 @@ export class LogStore implements Store {
   readonly lists: LogLists;
   readonly sets: LogSets;
   readonly zsets: LogZsets;
+  readonly answersAtOnce = true;
   private readonly atomic: Atomic;
   /** Every top-level name in byte order (names.ts). */
   readonly names: NameView;

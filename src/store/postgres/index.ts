@@ -47,6 +47,7 @@ export class PgStore implements Store {
   readonly sets: PgSets;
   readonly zsets: PgZsets;
   readonly messages: PgMessages;
+  readonly answersAtOnce = false;
   /** The change feed; absent on a database without it (not PostgreSQL 13+: docs/scaling.md). */
   changes: PgChanges | undefined = undefined;
   private gcState: 0 | 1 | 2 = 0;
