@@ -148,9 +148,27 @@ export async function eachKey(
 
 /** Deletes whatever visible object `key` names, in every kind; resolves to whether one was live. */
 export async function deleteKey(store: Store, key: string): Promise<boolean> {
-  const info = await keyInfo(store, key);
-  for (const type of TYPES) await deleteOf(store, type, key);
-  return info !== undefined;
+  return deleteHeld(store, key);
+}
+
+/**
+ * Deletes what holds `key` in every type but `keep` (none: in every type),
+ * empty objects included; whether a live one was among them. The store is
+ * asked once which kinds hold the key, and only those are deleted: on the
+ * shared store each delete is a statement, and most keys are held by one
+ * kind or none.
+ */
+export async function deleteHeld(store: Store, key: string, keep?: RType): Promise<boolean> {
+  const ask = ASK[keep ?? 'none'];
+  const held = await store.holders(key, ask.kinds);
+  let live = false;
+  for (let i = 0; i < ask.types.length; i++) {
+    const h = held[i];
+    if (h === null || h === undefined) continue;
+    if (!h.empty) live = true;
+    await deleteOf(store, ask.types[i]!, key);
+  }
+  return live;
 }
 
 /** Deletes `key` in `type`'s kind; false when it was not there. */

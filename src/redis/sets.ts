@@ -8,7 +8,7 @@ import { glob, type Glob } from './glob.js';
 import { isDecided } from '../store/decided.js';
 import type { Store, VersionOut } from '../store/store.js';
 import { type Call, type Command, int, is, syntaxError } from './command.js';
-import { assertNotOther, claim, deleteKey, isMissing } from './keyspace.js';
+import { assertNotOther, claim, deleteHeld, deleteKey, isMissing } from './keyspace.js';
 import { ErrorReply, Issued, type Reply, SetReply } from './resp.js';
 import { retryOnRace } from './races.js';
 
@@ -127,7 +127,7 @@ async function store(c: Call, op: 'union' | 'inter' | 'diff'): Promise<Reply> {
   for (const k of new Set(keys)) if (!(await hasMembers(c.store, k))) await assertNotOther(c.store, k, 'set');
   const { count } = JSON.parse(await c.store.sets.combine(keys[0]!, op, keys.slice(1), dest)) as { count: number };
   if (count === 0) await deleteKey(c.store, dest);
-  else for (const t of ['string', 'hash', 'list', 'zset'] as const) await assertGone(c.store, dest, t);
+  else await deleteHeld(c.store, dest, 'set');
   return count;
 }
 
@@ -137,13 +137,8 @@ export async function replaceSet(s: Store, key: string, ms: string[]): Promise<v
     await deleteKey(s, key);
     return;
   }
-  for (const t of ['string', 'hash', 'list', 'zset'] as const) await assertGone(s, key, t);
+  await deleteHeld(s, key, 'set');
   await s.sets.put(key, ms, 0);
-}
-
-async function assertGone(s: Store, key: string, t: 'string' | 'hash' | 'list' | 'zset'): Promise<void> {
-  const { deleteOf } = await import('./keyspace.js');
-  await deleteOf(s, t, key);
 }
 
 /** The most members a negative SRANDMEMBER (or fields a negative HRANDFIELD) count may ask for: its reply is built whole. */

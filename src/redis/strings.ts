@@ -14,6 +14,7 @@ import {
   absentChecks,
   assertNotOther,
   claim,
+  deleteHeld,
   deleteOf,
   isMissing,
   keyInfo,
@@ -84,9 +85,13 @@ export async function putString(store: Store, key: string, text: string, ttl: nu
   if (!created) return;
   // SET replaces whatever the key held; a write that only creates (APPEND to nothing) removes empty leftovers only,
   // never another client's write that raced it.
+  if (replace) {
+    await deleteHeld(store, key, 'string');
+    return;
+  }
   const empties: RType[] = [];
-  if (!replace) await keyInfo(store, key, 'string', empties);
-  for (const type of replace ? TYPES : empties) if (type !== 'string') await deleteOf(store, type, key);
+  await keyInfo(store, key, 'string', empties);
+  for (const type of empties) await deleteOf(store, type, key);
 }
 
 /** Read-modify-write of a string with a version check, retried when another writer got there first. */
@@ -319,7 +324,7 @@ async function setWithOnce(c: Call, key: string, value: string, o: SetOptions, o
   if (o.keepTtl) ttl = await remainingTtl(c.store, key);
   if (ttl < 0 || (o.ttl !== undefined && ttl === 0)) {
     // An EXAT / PXAT in the past: the value is set and gone at once, as in Redis.
-    for (const type of TYPES) await deleteOf(c.store, type, key);
+    await deleteHeld(c.store, key);
   } else {
     try {
       await putString(c.store, key, value, ttl, o.nx ? 0 : o.get ? (old?.version ?? 0) : undefined);

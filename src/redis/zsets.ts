@@ -7,7 +7,7 @@
 import type { ZMode } from '../store/collection.js';
 import type { Store, VersionOut } from '../store/store.js';
 import { type Call, type Command, float, int, is, syntaxError } from './command.js';
-import { assertNotOther, claim, deleteOf, isMissing } from './keyspace.js';
+import { assertNotOther, claim, deleteHeld, isMissing } from './keyspace.js';
 import { Dbl, ErrorReply, NULL_ARRAY, type Reply } from './resp.js';
 import { retryOnRace } from './races.js';
 import { MAX_RANDOM, randomOf, scanPage } from './sets.js';
@@ -300,10 +300,10 @@ async function zrangestore(c: Call): Promise<Reply> {
   if (s.withScores) throw syntaxError();
   const xs = select((await allItems(c.store, src)) ?? [], s);
   if (xs.length === 0) {
-    for (const t of ['string', 'hash', 'list', 'set', 'zset'] as const) await deleteOf(c.store, t, dst);
+    await deleteHeld(c.store, dst);
     return 0;
   }
-  for (const t of ['string', 'hash', 'list', 'set'] as const) await deleteOf(c.store, t, dst);
+  await deleteHeld(c.store, dst, 'zset');
   await c.store.zsets.put(
     dst,
     xs.map((x) => [x.member, x.score]),

@@ -2,7 +2,8 @@
  * Round trips of Redis commands on the shared store (src/redis/strings.ts,
  * keyspace.ts `ifInMemory`): the fast paths that answer from memory on the
  * log store must not send a read to PostgreSQL only to throw its answer
- * away. Each statement the pool's clients send is counted while one
+ * away, and a write that replaces a key deletes only the kinds that hold
+ * it. Each statement the pool's clients send is counted while one
  * command runs through the command table. Needs PostgreSQL: runs in the
  * PostgreSQL pass of `npm test`.
  */
@@ -79,4 +80,17 @@ test('a push onto an existing list reads nothing before it', { skip }, async () 
   const before = await statements(['RPUSH', 'l', 'b']);
   assert.equal(before.reply, '2');
   assert.ok(!before.sent.some((q) => /^\s*SELECT/i.test(q) && /pithos_lists/.test(q) && !/FOR UPDATE/i.test(q)), before.sent.join('\n'));
+});
+
+test('SET of a new key and DEL of a string delete only the kinds that hold the key', { skip }, async () => {
+  const set = await statements(['SET', 'new', 'v']);
+  assert.equal(set.reply, '"OK"');
+  const deletes = (sent: string[]): string[] => sent.filter((q) => /^\s*(DELETE|BEGIN)/i.test(q));
+  // The create, and one question of which other kinds hold the name: none, so nothing is deleted.
+  assert.deepEqual(deletes(set.sent), [], set.sent.join('\n'));
+  assert.equal(set.sent.length, 2, set.sent.join('\n'));
+  const del = await statements(['DEL', 'new']);
+  assert.equal(del.reply, '1');
+  assert.equal(deletes(del.sent).length, 1, del.sent.join('\n'));
+  assert.equal(await run(['EXISTS', 'new']), '0');
 });
