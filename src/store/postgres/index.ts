@@ -37,6 +37,10 @@ const LOCK_ROW_GRACE_MS = 3_600_000;
 
 const SWEEPING = "SELECT set_config('pithos.sweep', 'on', true)";
 
+/** The keys of `table`'s expired rows that no other transaction holds, locked for the sweeper (`also`: a further condition). */
+const expiredRows = (now: string, table: string, key: string, also = ''): string =>
+  `SELECT ${key} FROM ${table} WHERE ${also}expires_at <= ${now} FOR UPDATE SKIP LOCKED`;
+
 export class PgStore implements Store {
   readonly tables: PgTables;
   readonly records: PgRecords;
@@ -132,16 +136,21 @@ export class PgStore implements Store {
         });
       }
       // One transaction marked as the sweeper's: the change feed reports these deletes as expiries.
+      // Each statement takes only rows no one else holds (SKIP LOCKED), so the sweeper never waits
+      // for a writer: a batch locks its rows in name order, and a sweep that waited in scan order
+      // could close a cycle with it. A row skipped now is expired for every reader meanwhile, and the
+      // next round takes it.
       await this.db.run(async (tx) => {
         if (this.changes !== undefined) await tx.query(SWEEPING);
-        await tx.query(`DELETE FROM pithos_records WHERE expires_at <= ${tx.now}`);
-        await tx.query(`DELETE FROM pithos_variants WHERE expires_at <= ${tx.now}`);
+        await tx.query(`DELETE FROM pithos_records WHERE id IN (${expiredRows(tx.now, 'pithos_records', 'id')})`);
+        await tx.query(`DELETE FROM pithos_variants WHERE name IN (${expiredRows(tx.now, 'pithos_variants', 'name')})`);
         // An expired lease: its token emptied (an expiry in the feed), the row kept for its fence.
-        await tx.query(`UPDATE pithos_locks SET token = '' WHERE token <> '' AND expires_at <= ${tx.now}`);
+        await tx.query(`UPDATE pithos_locks SET token = '' WHERE name IN (${expiredRows(tx.now, 'pithos_locks', 'name', "token <> '' AND ")})`);
       });
       await q.query(`DELETE FROM pithos_locks WHERE expires_at <= ${q.now} - ${LOCK_ROW_GRACE_MS}`);
       // Expired lists, sets and sorted sets with their elements, in one transaction marked as the
-      // sweeper's (expiries in the feed); a write that finds one expired empties it itself.
+      // sweeper's (expiries in the feed); a write that finds one expired empties it itself. The
+      // head is locked before its elements, as every writer of a collection does.
       await this.db.run(async (tx) => {
         if (this.changes !== undefined) await tx.query(SWEEPING);
         for (const [head, elems] of [
@@ -149,8 +158,11 @@ export class PgStore implements Store {
           ['pithos_sets', 'pithos_set_members'],
           ['pithos_zsets', 'pithos_zset_members'],
         ]) {
-          await tx.query(`DELETE FROM ${elems} i USING ${head} l WHERE i.name = l.name AND l.expires_at <= ${tx.now}`);
-          await tx.query(`DELETE FROM ${head} WHERE expires_at <= ${tx.now}`);
+          await tx.query(
+            `WITH gone AS (${expiredRows(tx.now, head, 'name')}),
+               elems AS (DELETE FROM ${elems} i USING gone WHERE i.name = gone.name)
+             DELETE FROM ${head} h USING gone WHERE h.name = gone.name`,
+          );
         }
       });
       await this.changes?.prune(Date.now());
