@@ -8,7 +8,8 @@ import type { ZMode } from '../store/collection.js';
 import type { Store, VersionOut } from '../store/store.js';
 import { type Call, type Command, float, int, is, syntaxError } from './command.js';
 import { assertNotOther, claim, deleteHeld, isMissing } from './keyspace.js';
-import { Dbl, ErrorReply, NULL_ARRAY, type Reply } from './resp.js';
+import { Dbl, ErrorReply, Issued, NULL_ARRAY, type Reply } from './resp.js';
+import { isDecided } from '../store/decided.js';
 import { retryOnRace } from './races.js';
 import { MAX_RANDOM, randomOf, scanPage } from './sets.js';
 
@@ -54,10 +55,18 @@ function finite(s: number): number {
   return s;
 }
 
-async function zadd(c: Call): Promise<Reply> {
+type ZaddOptions = { nx: boolean; xx: boolean; gt: boolean; lt: boolean; ch: boolean; incr: boolean };
+
+/**
+ * ZADD. Plain adds (NX, XX, GT, LT, CH alone) go to an existing sorted set
+ * first, as SADD does: one the store decided at once is issued (Issued: a
+ * pipeline of them shares group commits), and only a missing one needs the
+ * key claimed. INCR, a member named twice and XX with GT or LT read first.
+ */
+function zadd(c: Call): Promise<Reply> | Issued {
   const key = c.args[1]!;
   let i = 2;
-  const o = { nx: false, xx: false, gt: false, lt: false, ch: false, incr: false };
+  const o: ZaddOptions = { nx: false, xx: false, gt: false, lt: false, ch: false, incr: false };
   for (; i < c.args.length; i++) {
     const w = c.args[i]!.toUpperCase();
     if (w === 'NX' || w === 'XX' || w === 'GT' || w === 'LT' || w === 'CH' || w === 'INCR') o[w.toLowerCase() as keyof typeof o] = true;
@@ -71,21 +80,69 @@ async function zadd(c: Call): Promise<Reply> {
   const pairs: Array<[string, number]> = [];
   for (let j = 0; j < rest.length; j += 2) pairs.push([rest[j + 1]!, float(rest[j]!, notFloat)]);
   for (const [, s] of pairs) finite(s);
+  const mode: ZMode = o.nx ? 'nx' : o.gt ? 'gt' : o.lt ? 'lt' : o.xx ? 'xx' : 'upsert';
+  if (o.incr || (o.xx && mode !== 'xx') || new Set(pairs.map(([m]) => m)).size < pairs.length) return zaddClaimed(c, key, pairs, o, mode);
+  const answer = (r: string): number => {
+    const x = JSON.parse(r) as { added: number; updated: number };
+    return o.ch ? x.added + x.updated : x.added;
+  };
+  const first = c.store.zsets.add(key, pairs, mode, false);
+  if (isDecided(first)) return new Issued(first.then(answer));
+  return zaddRest(c, key, pairs, mode, first, answer);
+}
+
+/** A plain add the store has not decided at once: its answer, or, when the sorted set is missing, the key claimed and the set created. */
+async function zaddRest(
+  c: Call,
+  key: string,
+  pairs: Array<[string, number]>,
+  mode: ZMode,
+  first: Promise<string>,
+  answer: (r: string) => number,
+): Promise<Reply> {
+  try {
+    return answer(await first);
+  } catch (err) {
+    if (!isMissing(err)) throw err;
+  }
+  await claim(c.store, key, 'zset');
+  return answer(await c.store.zsets.add(key, pairs, mode, true));
+}
+
+const incrScore = (r: string): Reply => new Dbl((JSON.parse(r) as { score: number }).score);
+const incrFailed = (err: unknown): never => {
+  if ((err as { kind?: unknown }).kind === 'conflict') throw new ErrorReply('ERR resulting score is not a number (NaN)');
+  throw err;
+};
+
+/** ZINCRBY: as a plain ZADD, to an existing sorted set first; a missing one is created once the key is claimed. */
+function zincrby(c: Call, key: string, member: string, d: number): Promise<Reply> | Issued {
+  const first = c.store.zsets.incr(key, member, d, false);
+  if (isDecided(first)) return new Issued(first.then(incrScore, incrFailed));
+  return zincrbyRest(c, key, member, d, first);
+}
+
+async function zincrbyRest(c: Call, key: string, member: string, d: number, first: Promise<string>): Promise<Reply> {
+  try {
+    return incrScore(await first);
+  } catch (err) {
+    if (!isMissing(err)) incrFailed(err);
+  }
+  await claim(c.store, key, 'zset');
+  return c.store.zsets.incr(key, member, d, true).then(incrScore, incrFailed);
+}
+
+/** The ZADD forms that read before they write, on a claimed key. */
+async function zaddClaimed(c: Call, key: string, pairs: Array<[string, number]>, o: ZaddOptions, mode: ZMode): Promise<Reply> {
   await claim(c.store, key, 'zset');
   if (o.incr) return zaddIncr(c, key, pairs[0]!, o);
-  const mode: ZMode = o.nx ? 'nx' : o.gt ? 'gt' : o.lt ? 'lt' : o.xx ? 'xx' : 'upsert';
   if (new Set(pairs.map(([m]) => m)).size < pairs.length) return zaddRepeated(c, key, pairs, o);
-  let use = pairs;
-  let pre: { ifVersion: number } | undefined;
-  if (o.xx && mode !== 'xx') {
-    // XX with GT or LT: only members already there, decided on the version read.
-    const out: VersionOut = { version: 0 };
-    const have = new Set((await allItems(c.store, key, out))?.map((x) => x.member) ?? []);
-    use = use.filter(([m]) => have.has(m));
-    if (use.length === 0) return 0;
-    pre = { ifVersion: out.version };
-  }
-  const r = JSON.parse(await c.store.zsets.add(key, use, mode, true, pre)) as { added: number; updated: number };
+  // XX with GT or LT: only members already there, decided on the version read.
+  const out: VersionOut = { version: 0 };
+  const have = new Set((await allItems(c.store, key, out))?.map((x) => x.member) ?? []);
+  const use = pairs.filter(([m]) => have.has(m));
+  if (use.length === 0) return 0;
+  const r = JSON.parse(await c.store.zsets.add(key, use, mode, true, { ifVersion: out.version })) as { added: number; updated: number };
   return o.ch ? r.added + r.updated : r.added;
 }
 
@@ -320,16 +377,7 @@ export const ZSET_COMMANDS: Command[] = [
     flags: ['write', 'denyoom', 'fast'],
     keys: [1, 1, 1],
     summary: "add to a member's score",
-    run: async (c) => {
-      const d = finite(float(c.args[2]!, notFloat));
-      await claim(c.store, c.args[1]!, 'zset');
-      try {
-        return new Dbl((JSON.parse(await c.store.zsets.incr(c.args[1]!, c.args[3]!, d, true)) as { score: number }).score);
-      } catch (err) {
-        if ((err as { kind?: unknown }).kind === 'conflict') throw new ErrorReply('ERR resulting score is not a number (NaN)');
-        throw err;
-      }
-    },
+    run: (c) => zincrby(c, c.args[1]!, c.args[3]!, finite(float(c.args[2]!, notFloat))),
   },
   {
     name: 'zrem',

@@ -24,6 +24,7 @@
 import type { Decoder, Engine, GroupSnapshot } from '../../engine/index.js';
 import { collectionMissing, memberCompare, scoreText, type ZMode, type ZRange, zaddEffect } from '../collection.js';
 import { results } from '../txn.js';
+import { thenKeeping } from '../decided.js';
 import { incremented, memberAnswer, memberItem, notMember, zsetEvents } from '../zsets.js';
 import { RankedPairs, scoreOrder } from '../ranked.js';
 import { batchesOf, ELEMENT_BATCH } from '../elements.js';
@@ -340,14 +341,14 @@ export class LogZsets implements ZsetStore {
     });
   }
 
-  async add(name: string, pairs: ReadonlyArray<[string, number]>, mode: ZMode, create: boolean, pre?: Precondition): Promise<string> {
-    const [added, updated, count] = await this.atomic.atomically(undefined, (tx) => zsetAdd(this.indexes, tx, name, pairs, mode, create, pre));
-    return results.addedOrUpdated(added, updated, count);
+  add(name: string, pairs: ReadonlyArray<[string, number]>, mode: ZMode, create: boolean, pre?: Precondition): Promise<string> {
+    const p = this.atomic.atomically(undefined, (tx) => zsetAdd(this.indexes, tx, name, pairs, mode, create, pre));
+    return thenKeeping(p, ([added, updated, count]) => results.addedOrUpdated(added, updated, count));
   }
 
-  async incr(name: string, member: string, delta: number, create: boolean, pre?: Precondition): Promise<string> {
-    const s = await this.atomic.atomically(undefined, (tx) => zsetIncr(this.indexes, tx, name, member, delta, create, pre));
-    return results.score(s);
+  incr(name: string, member: string, delta: number, create: boolean, pre?: Precondition): Promise<string> {
+    const p = this.atomic.atomically(undefined, (tx) => zsetIncr(this.indexes, tx, name, member, delta, create, pre));
+    return thenKeeping(p, (s) => results.score(s));
   }
 
   async remove(name: string, members: readonly string[], pre?: Precondition): Promise<string> {
