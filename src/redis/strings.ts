@@ -23,7 +23,6 @@ import {
   invalidExpire,
   ttlSeconds,
   type RType,
-  TYPES,
   WAIT,
   WRONGTYPE,
 } from './keyspace.js';

@@ -7,7 +7,7 @@
 import type { ZMode } from '../store/collection.js';
 import type { Store, VersionOut } from '../store/store.js';
 import { type Call, type Command, float, int, is, syntaxError } from './command.js';
-import { assertNotOther, claim, deleteHeld, isMissing } from './keyspace.js';
+import { assertNotOther, claim, deleteHeld, isMissing, keyInfoNow } from './keyspace.js';
 import { Dbl, ErrorReply, Issued, NULL_ARRAY, type Reply } from './resp.js';
 import { isDecided } from '../store/decided.js';
 import { retryOnRace } from './races.js';
@@ -58,10 +58,14 @@ function finite(s: number): number {
 type ZaddOptions = { nx: boolean; xx: boolean; gt: boolean; lt: boolean; ch: boolean; incr: boolean };
 
 /**
- * ZADD. Plain adds (NX, XX, GT, LT, CH alone) go to an existing sorted set
- * first, as SADD does: one the store decided at once is issued (Issued: a
- * pipeline of them shares group commits), and only a missing one needs the
- * key claimed. INCR, a member named twice and XX with GT or LT read first.
+ * ZADD. A plain add (NX, XX, GT, LT, CH alone) to a key the store tells at
+ * once no other type holds (keyInfoNow: the log store, in the same turn as
+ * the add) goes to the sorted set with nothing asked first: one the store
+ * decided at once is issued (Issued: a pipeline of them shares group
+ * commits), and only a missing set needs the key claimed. Anything else
+ * claims the key first, so a name another type holds answers WRONGTYPE and
+ * changes nothing; INCR, a member named twice and XX with GT or LT read
+ * first.
  */
 function zadd(c: Call): Promise<Reply> | Issued {
   const key = c.args[1]!;
@@ -81,7 +85,8 @@ function zadd(c: Call): Promise<Reply> | Issued {
   for (let j = 0; j < rest.length; j += 2) pairs.push([rest[j + 1]!, float(rest[j]!, notFloat)]);
   for (const [, s] of pairs) finite(s);
   const mode: ZMode = o.nx ? 'nx' : o.gt ? 'gt' : o.lt ? 'lt' : o.xx ? 'xx' : 'upsert';
-  if (o.incr || (o.xx && mode !== 'xx') || new Set(pairs.map(([m]) => m)).size < pairs.length) return zaddClaimed(c, key, pairs, o, mode);
+  if (o.incr || (o.xx && mode !== 'xx') || new Set(pairs.map(([m]) => m)).size < pairs.length || keyInfoNow(c.store, key, 'zset') !== undefined)
+    return zaddClaimed(c, key, pairs, o, mode);
   const answer = (r: string): number => {
     const x = JSON.parse(r) as { added: number; updated: number };
     return o.ch ? x.added + x.updated : x.added;
@@ -115,8 +120,9 @@ const incrFailed = (err: unknown): never => {
   throw err;
 };
 
-/** ZINCRBY: as a plain ZADD, to an existing sorted set first; a missing one is created once the key is claimed. */
+/** ZINCRBY: as a plain ZADD, to the sorted set at once when the store tells at once that no other type holds the key; else on a claimed key. */
 function zincrby(c: Call, key: string, member: string, d: number): Promise<Reply> | Issued {
+  if (keyInfoNow(c.store, key, 'zset') !== undefined) return zincrbyClaimed(c, key, member, d);
   const first = c.store.zsets.incr(key, member, d, false);
   if (isDecided(first)) return new Issued(first.then(incrScore, incrFailed));
   return zincrbyRest(c, key, member, d, first);
@@ -128,21 +134,30 @@ async function zincrbyRest(c: Call, key: string, member: string, d: number, firs
   } catch (err) {
     if (!isMissing(err)) incrFailed(err);
   }
+  return zincrbyClaimed(c, key, member, d);
+}
+
+async function zincrbyClaimed(c: Call, key: string, member: string, d: number): Promise<Reply> {
   await claim(c.store, key, 'zset');
   return c.store.zsets.incr(key, member, d, true).then(incrScore, incrFailed);
 }
 
-/** The ZADD forms that read before they write, on a claimed key. */
+/** ZADD on a claimed key: the forms that read before they write, and a plain add the store could not clear at once. */
 async function zaddClaimed(c: Call, key: string, pairs: Array<[string, number]>, o: ZaddOptions, mode: ZMode): Promise<Reply> {
   await claim(c.store, key, 'zset');
   if (o.incr) return zaddIncr(c, key, pairs[0]!, o);
   if (new Set(pairs.map(([m]) => m)).size < pairs.length) return zaddRepeated(c, key, pairs, o);
-  // XX with GT or LT: only members already there, decided on the version read.
-  const out: VersionOut = { version: 0 };
-  const have = new Set((await allItems(c.store, key, out))?.map((x) => x.member) ?? []);
-  const use = pairs.filter(([m]) => have.has(m));
-  if (use.length === 0) return 0;
-  const r = JSON.parse(await c.store.zsets.add(key, use, mode, true, { ifVersion: out.version })) as { added: number; updated: number };
+  let use = pairs;
+  let pre: { ifVersion: number } | undefined;
+  if (o.xx && mode !== 'xx') {
+    // XX with GT or LT: only members already there, decided on the version read.
+    const out: VersionOut = { version: 0 };
+    const have = new Set((await allItems(c.store, key, out))?.map((x) => x.member) ?? []);
+    use = pairs.filter(([m]) => have.has(m));
+    if (use.length === 0) return 0;
+    pre = { ifVersion: out.version };
+  }
+  const r = JSON.parse(await c.store.zsets.add(key, use, mode, true, pre)) as { added: number; updated: number };
   return o.ch ? r.added + r.updated : r.added;
 }
 

@@ -104,6 +104,25 @@ test('writes over RESP are versioned objects the HTTP API reads, and HTTP writes
   assert.equal(await r.type('both:r'), 'hash');
 });
 
+test('a name the HTTP API put into a string and a sorted set is a string: ZADD and ZINCRBY answer WRONGTYPE and change nothing', async () => {
+  const r = client();
+  await r.connect();
+  assert.equal((await srv.req('PUT', '/variants/two:k', { variant: 'text' })).status, 201);
+  assert.equal((await srv.req('PUT', '/zsets/two:k', { zset: { a: 1 } })).status, 201);
+  assert.equal(await r.type('two:k'), 'string');
+  await assert.rejects(r.zadd('two:k', 2, 'b'), /WRONGTYPE/);
+  await assert.rejects(r.zadd('two:k', 'CH', 5, 'a'), /WRONGTYPE/);
+  await assert.rejects(r.zincrby('two:k', 1, 'a'), /WRONGTYPE/);
+  // Pipelined, the decided-at-once path is the one taken: still refused.
+  const p = await r.pipeline().zadd('two:k', 3, 'c').zincrby('two:k', 1, 'a').exec();
+  assert.deepEqual(
+    p!.map(([e]) => /WRONGTYPE/.test(String(e))),
+    [true, true],
+  );
+  const z = await srv.req('GET', '/zsets/two:k');
+  assert.deepEqual(z.body.data.items, [{ member: 'a', score: 1 }]);
+});
+
 test('integers are signed 64-bit: INCR is exact past 2^53 up to 2^63−1 and refuses to overflow; HTTP reads them digit for digit', async () => {
   // Integer replies as strings: a JS number would round them past 2^53.
   const r = client({ stringNumbers: true });
