@@ -21,12 +21,12 @@ let runner: RestRunner;
 
 const caller: Caller = { name: 't', may: () => true, addr: 'test', gone: new AbortController().signal };
 
-/** Runs one command and counts the statements sent to PostgreSQL meanwhile (the pool's clients, the group commit's included). */
 /** A command's reply as Upstash's JSON, for comparing. */
 async function run(words: string[]): Promise<string> {
   return replyJson((await runner.run(words, caller)) ?? null, false);
 }
 
+/** Runs one command and counts the statements sent to PostgreSQL meanwhile (the pool's clients, the group commit's included). */
 async function statements(words: string[]): Promise<{ reply: string; sent: string[] }> {
   const sent: string[] = [];
   const query = pg.Client.prototype.query;
@@ -66,7 +66,7 @@ test('GET, INCR and SET of an existing string are one statement each', { skip },
   assert.equal(set.sent.length, 1, set.sent.join('\n'));
 });
 
-test('INCR of a missing key is answered from the delta, and the key then reads back', { skip }, async () => {
+test('INCR of a missing key sends its add once, then creates the counter from the delta', { skip }, async () => {
   const incr = await statements(['INCR', 'fresh']);
   assert.equal(incr.reply, '1');
   // The add, refused for want of the counter, is not sent again before the create.

@@ -69,6 +69,8 @@ test('a sweep skips the expired rows another transaction holds, and the next rou
     assert.equal(await rows(`SELECT count(*) AS n FROM pithos_variants WHERE name = 'free'`), 0);
     assert.equal(await rows(`SELECT count(*) AS n FROM pithos_variants WHERE name = 'held'`), 1);
     assert.equal(await rows(`SELECT count(*) AS n FROM pithos_lists WHERE name = 'held-list'`), 1);
+    // A skipped collection keeps its elements with its header: nothing is left half swept.
+    assert.equal(await rows(`SELECT count(*) AS n FROM pithos_list_items WHERE name = 'held-list'`), 2);
   } finally {
     await other.query('ROLLBACK');
     await other.end();

@@ -38,8 +38,11 @@ const LOCK_ROW_GRACE_MS = 3_600_000;
 const SWEEPING = "SELECT set_config('pithos.sweep', 'on', true)";
 
 /** The keys of `table`'s expired rows that no other transaction holds, locked for the sweeper (`also`: a further condition). */
-const expiredRows = (now: string, table: string, key: string, also = ''): string =>
-  `SELECT ${key} FROM ${table} WHERE ${also}expires_at <= ${now} FOR UPDATE SKIP LOCKED`;
+const expiredRows = (now: string, table: string, key: string, also = '', limit?: number): string =>
+  `SELECT ${key} FROM ${table} WHERE ${also}expires_at <= ${now}${limit === undefined ? '' : ` LIMIT ${limit}`} FOR UPDATE SKIP LOCKED`;
+
+/** Expired collections a sweep transaction removes at most: their names travel through this node. */
+const SWEEP_CHUNK = 5_000;
 
 export class PgStore implements Store {
   readonly tables: PgTables;
@@ -147,24 +150,29 @@ export class PgStore implements Store {
         // An expired lease: its token emptied (an expiry in the feed), the row kept for its fence.
         await tx.query(`UPDATE pithos_locks SET token = '' WHERE name IN (${expiredRows(tx.now, 'pithos_locks', 'name', "token <> '' AND ")})`);
       });
-      await q.query(`DELETE FROM pithos_locks WHERE expires_at <= ${q.now} - ${LOCK_ROW_GRACE_MS}`);
-      // Expired lists, sets and sorted sets with their elements, in one transaction marked as the
-      // sweeper's (expiries in the feed); a write that finds one expired empties it itself. The
-      // head is locked before its elements, as every writer of a collection does.
-      await this.db.run(async (tx) => {
-        if (this.changes !== undefined) await tx.query(SWEEPING);
-        for (const [head, elems] of [
-          ['pithos_lists', 'pithos_list_items'],
-          ['pithos_sets', 'pithos_set_members'],
-          ['pithos_zsets', 'pithos_zset_members'],
-        ]) {
-          await tx.query(
-            `WITH gone AS (${expiredRows(tx.now, head, 'name')}),
-               elems AS (DELETE FROM ${elems} i USING gone WHERE i.name = gone.name)
-             DELETE FROM ${head} h USING gone WHERE h.name = gone.name`,
-          );
-        }
-      });
+      await q.query(`DELETE FROM pithos_locks WHERE name IN (${expiredRows(`${q.now} - ${LOCK_ROW_GRACE_MS}`, 'pithos_locks', 'name')})`);
+      // Expired lists, sets and sorted sets with their elements, SWEEP_CHUNK headers per transaction
+      // marked as the sweeper's (expiries in the feed); a write that finds one expired empties it
+      // itself. The headers are locked before their elements, as every writer of a collection does.
+      for (const [head, elems] of [
+        ['pithos_lists', 'pithos_list_items'],
+        ['pithos_sets', 'pithos_set_members'],
+        ['pithos_zsets', 'pithos_zset_members'],
+      ]) {
+        let swept: number;
+        do {
+          swept = await this.db.run(async (tx) => {
+            if (this.changes !== undefined) await tx.query(SWEEPING);
+            const gone = (await tx.query(expiredRows(tx.now, head, 'name', '', SWEEP_CHUNK))).map((r) => r.name as string);
+            if (gone.length === 0) return 0;
+            // The elements go in a statement of their own, after the headers are held: its snapshot
+            // has every element a writer added before it let go of the header, and none can be added now.
+            await tx.query(`DELETE FROM ${elems} WHERE name = ANY($1::text[])`, [gone]);
+            await tx.query(`DELETE FROM ${head} WHERE name = ANY($1::text[])`, [gone]);
+            return gone.length;
+          });
+        } while (swept === SWEEP_CHUNK && !this.closed);
+      }
       await this.changes?.prune(Date.now());
       // Index definitions of tables that are gone, database indexes nothing uses, builds that stopped.
       await this.indexes.sweep();
