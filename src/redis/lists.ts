@@ -7,7 +7,7 @@
 import { MAX_POP, MAX_WAIT_MS } from '../store/lists.js';
 import type { ListPop, ListSide, Store, VersionOut } from '../store/store.js';
 import { type Call, type Command, float, int, is, syntaxError } from './command.js';
-import { assertNotOther, claim, ifInMemory, isMissing } from './keyspace.js';
+import { assertNotOther, claim, ifInMemory, isMissing, keyInfoNow } from './keyspace.js';
 import { remainingTtl } from './strings.js';
 import { ErrorReply, Issued, NULL_ARRAY, OK, type Reply } from './resp.js';
 import { retryOnRace } from './races.js';
@@ -39,12 +39,13 @@ export async function range(store: Store, key: string, start: number, stop: numb
 }
 
 /**
- * LPUSH / RPUSH: onto a list the store holds in memory with items, one push
- * issued at once (Issued: a pipeline of them shares group commits).
+ * LPUSH / RPUSH: onto a list the store holds in memory with items, when it
+ * tells at once that no other type holds the key, one push issued at once
+ * (Issued: a pipeline of them shares group commits).
  */
 function pushCommand(c: Call, s: ListSide): Promise<Reply> | Issued {
   const key = c.args[1]!;
-  const head = ifInMemory(c.store, () => c.store.lists.range(key, 0, 0));
+  const head = keyInfoNow(c.store, key, 'list') === undefined ? ifInMemory(c.store, () => c.store.lists.range(key, 0, 0)) : undefined;
   if (head !== undefined && (JSON.parse(head) as Range).length > 0) {
     return new Issued(c.store.lists.push(key, c.args.slice(2), s, false).then((r) => (JSON.parse(r) as { length: number }).length));
   }
@@ -55,10 +56,14 @@ async function push(c: Call, s: ListSide, onlyExisting: boolean): Promise<Reply>
   const key = c.args[1]!;
   const values = c.args.slice(2);
   if (onlyExisting) return pushExisting(c, key, values, s);
-  try {
-    return (JSON.parse(await c.store.lists.push(key, values, s, false)) as { length: number }).length;
-  } catch (err) {
-    if (!isMissing(err)) throw err;
+  // Onto an existing list with nothing asked first only when no other type holds the key; else
+  // the key is claimed first, so a name another type holds answers WRONGTYPE.
+  if (keyInfoNow(c.store, key, 'list') === undefined) {
+    try {
+      return (JSON.parse(await c.store.lists.push(key, values, s, false)) as { length: number }).length;
+    } catch (err) {
+      if (!isMissing(err)) throw err;
+    }
   }
   await claim(c.store, key, 'list');
   return (JSON.parse(await c.store.lists.push(key, values, s, true)) as { length: number }).length;

@@ -8,7 +8,7 @@ import { glob, type Glob } from './glob.js';
 import { isDecided } from '../store/decided.js';
 import type { Store, VersionOut } from '../store/store.js';
 import { type Call, type Command, int, is, syntaxError } from './command.js';
-import { assertNotOther, claim, deleteHeld, deleteKey, isMissing } from './keyspace.js';
+import { assertNotOther, claim, deleteHeld, deleteKey, isMissing, keyInfoNow } from './keyspace.js';
 import { ErrorReply, Issued, type Reply, SetReply } from './resp.js';
 import { retryOnRace } from './races.js';
 
@@ -33,13 +33,16 @@ const added = (r: string): number => (JSON.parse(r) as { added: number }).added;
 const removed = (r: string): number => (JSON.parse(r) as { removed: number }).removed;
 
 /**
- * SADD: the add to an existing set first; one the store decided at once is
- * issued (Issued: a pipeline of them shares group commits). A missing set is
- * created once the key is claimed.
+ * SADD: when the store tells at once that no other type holds the key
+ * (keyInfoNow, in the same turn as the add), the add to an existing set
+ * first; one the store decided at once is issued (Issued: a pipeline of them
+ * shares group commits). A missing set, and any key the store cannot clear
+ * at once, is claimed first: a name another type holds answers WRONGTYPE.
  */
 function add(c: Call): Promise<Reply> | Issued {
   const key = c.args[1]!;
   const ms = [...new Set(c.args.slice(2))];
+  if (keyInfoNow(c.store, key, 'set') !== undefined) return addClaimed(c, key, ms);
   const first = c.store.sets.add(key, ms, false);
   if (isDecided(first)) return new Issued(first.then(added));
   return addRest(c, key, ms, first);
@@ -51,6 +54,10 @@ async function addRest(c: Call, key: string, ms: string[], first: Promise<string
   } catch (err) {
     if (!isMissing(err)) throw err;
   }
+  return addClaimed(c, key, ms);
+}
+
+async function addClaimed(c: Call, key: string, ms: string[]): Promise<Reply> {
   await claim(c.store, key, 'set');
   return added(await c.store.sets.add(key, ms, true));
 }

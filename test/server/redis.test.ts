@@ -104,7 +104,7 @@ test('writes over RESP are versioned objects the HTTP API reads, and HTTP writes
   assert.equal(await r.type('both:r'), 'hash');
 });
 
-test('a name the HTTP API put into a string and a sorted set is a string: ZADD and ZINCRBY answer WRONGTYPE and change nothing', async () => {
+test('a name the HTTP API put into a string and a collection is a string: ZADD, ZINCRBY, SADD and the pushes answer WRONGTYPE and change nothing', async () => {
   const r = client();
   await r.connect();
   assert.equal((await srv.req('PUT', '/variants/two:k', { variant: 'text' })).status, 201);
@@ -121,6 +121,19 @@ test('a name the HTTP API put into a string and a sorted set is a string: ZADD a
   );
   const z = await srv.req('GET', '/zsets/two:k');
   assert.deepEqual(z.body.data.items, [{ member: 'a', score: 1 }]);
+  // The same for a set and a list under a string's name.
+  assert.equal((await srv.req('PUT', '/sets/two:k', { set: ['m'] })).status, 201);
+  assert.equal((await srv.req('PUT', '/lists/two:k', { list: ['i'] })).status, 201);
+  await assert.rejects(r.sadd('two:k', 'n'), /WRONGTYPE/);
+  await assert.rejects(r.lpush('two:k', 'j'), /WRONGTYPE/);
+  await assert.rejects(r.rpush('two:k', 'j'), /WRONGTYPE/);
+  const q = await r.pipeline().sadd('two:k', 'o').rpush('two:k', 'k').exec();
+  assert.deepEqual(
+    q!.map(([e]) => /WRONGTYPE/.test(String(e))),
+    [true, true],
+  );
+  assert.deepEqual((await srv.req('GET', '/sets/two:k')).body.data.members, ['m']);
+  assert.deepEqual((await srv.req('GET', '/lists/two:k')).body.data.items, ['i']);
 });
 
 test('integers are signed 64-bit: INCR is exact past 2^53 up to 2^63−1 and refuses to overflow; HTTP reads them digit for digit', async () => {
