@@ -56,9 +56,10 @@ async function push(c: Call, s: ListSide, onlyExisting: boolean): Promise<Reply>
   const key = c.args[1]!;
   const values = c.args.slice(2);
   if (onlyExisting) return pushExisting(c, key, values, s);
-  // Onto an existing list with nothing asked first only when no other type holds the key; else
-  // the key is claimed first, so a name another type holds answers WRONGTYPE.
-  if (keyInfoNow(c.store, key, 'list') === undefined) {
+  // Onto an existing list with nothing asked first. On the log store only when no other type holds
+  // the key, else it is claimed first, so such a name answers WRONGTYPE; the shared store does not
+  // ask (a statement per push; docs/redis.md, "Deliberate differences").
+  if (!c.store.answersAtOnce || keyInfoNow(c.store, key, 'list') === undefined) {
     try {
       return (JSON.parse(await c.store.lists.push(key, values, s, false)) as { length: number }).length;
     } catch (err) {

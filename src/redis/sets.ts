@@ -33,16 +33,18 @@ const added = (r: string): number => (JSON.parse(r) as { added: number }).added;
 const removed = (r: string): number => (JSON.parse(r) as { removed: number }).removed;
 
 /**
- * SADD: when the store tells at once that no other type holds the key
- * (keyInfoNow, in the same turn as the add), the add to an existing set
- * first; one the store decided at once is issued (Issued: a pipeline of them
- * shares group commits). A missing set, and any key the store cannot clear
- * at once, is claimed first: a name another type holds answers WRONGTYPE.
+ * SADD: the add to an existing set first; one the store decided at once is
+ * issued (Issued: a pipeline of them shares group commits). A missing set is
+ * created once the key is claimed. On the log store the add goes first only
+ * when the store tells at once that no other type holds the key (keyInfoNow,
+ * in the same turn as the add), so such a name answers WRONGTYPE; the shared
+ * store would need a statement for that question, which would cost its group
+ * commit a round trip per add (docs/redis.md, "Deliberate differences").
  */
 function add(c: Call): Promise<Reply> | Issued {
   const key = c.args[1]!;
   const ms = [...new Set(c.args.slice(2))];
-  if (keyInfoNow(c.store, key, 'set') !== undefined) return addClaimed(c, key, ms);
+  if (c.store.answersAtOnce && keyInfoNow(c.store, key, 'set') !== undefined) return addClaimed(c, key, ms);
   const first = c.store.sets.add(key, ms, false);
   if (isDecided(first)) return new Issued(first.then(added));
   return addRest(c, key, ms, first);
