@@ -4,16 +4,21 @@
  * takes. The group writer (writer.ts) queues the result until the log has it.
  */
 import { BatchTooLargeError } from './errors.js';
-import { batchTooLarge, entrySize, MAX_BATCH_BYTES, MAX_KEY_BYTES, Op, valueCrc } from './format.js';
+import { batchTooLarge, ENTRY_HEADER_SIZE, entrySize, MAX_BATCH_BYTES, MAX_KEY_BYTES, Op, valueCrc } from './format.js';
 import { Entry } from './entry.js';
 import type { KeyDir } from './keydir.js';
 import type { WriteOp } from './types.js';
 
 export interface Pending {
   seq: number;
+  /** The encoded batch; empty while the batch is open to later writes of the same turn (writer.ts, join). */
   buf: Buffer;
-  /** The batch as the caller gave it, for the commit hook. */
-  ops: readonly WriteOp[];
+  /** The batch's writes in order, for the commit hook: one caller's, or several callers' when writes joined it. */
+  ops: WriteOp[];
+  /** Bytes the batch takes encoded (BATCH_HEADER_SIZE with no entry). */
+  size: number;
+  /** Settles when the log has the batch; every write that joined it is given this one. */
+  promise: Promise<void>;
   /** Entries created by this batch, with their value offsets inside `buf`. */
   created: Entry[];
   createdOffsets: number[];
@@ -49,14 +54,22 @@ export function checkOps(ops: readonly WriteOp[]): Error | undefined {
 }
 
 /**
- * Applies an encoded batch to the directory at `now`, recording in `p` the
- * entries it created (with their value offsets in the batch, from
- * `valueOffsets`) and every version it replaced, so failFrom (writer.ts)
- * can undo it. `stored` holds the values as the log holds them; the
- * directory caches the caller's values.
+ * Applies `ops`, which are being added to batch `p`, to the directory at
+ * `now`: records in `p` the entries they create (with their value offsets
+ * in the batch, from `valueOffsets`, which `layOut` computed) and every
+ * version they replace, so failFrom (writer.ts) can undo them. `stored`
+ * holds the values as the log holds them; the directory caches the caller's
+ * values.
  */
-export function applyBatch(kd: KeyDir, p: Pending, stored: readonly WriteOp[], keyLens: readonly number[], valueOffsets: readonly number[], now: number): void {
-  const ops = p.ops;
+export function applyBatch(
+  kd: KeyDir,
+  p: Pending,
+  ops: readonly WriteOp[],
+  stored: readonly WriteOp[],
+  keyLens: readonly number[],
+  valueOffsets: readonly number[],
+  now: number,
+): void {
   for (let i = 0; i < ops.length; i++) {
     const o = ops[i];
     if (o.op === Op.Put) {
@@ -89,4 +102,21 @@ export function applyBatch(kd: KeyDir, p: Pending, stored: readonly WriteOp[], k
       }
     }
   }
+}
+
+/**
+ * Where `ops` go when appended to a batch of `size` bytes, as encodeBatch
+ * lays them out (format.ts): each key's UTF-8 length into `keyLens`, each
+ * value's offset from the batch's start into `valueOffsets`. Returns the
+ * batch's new size.
+ */
+export function layOut(ops: readonly WriteOp[], size: number, keyLens: number[], valueOffsets: number[]): number {
+  for (let i = 0; i < ops.length; i++) {
+    const o = ops[i];
+    const kl = Buffer.byteLength(o.key, 'utf8');
+    keyLens[i] = kl;
+    valueOffsets[i] = size + ENTRY_HEADER_SIZE + kl;
+    size = valueOffsets[i] + (o.value === undefined ? 0 : o.value.length);
+  }
+  return size;
 }

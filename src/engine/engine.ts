@@ -133,17 +133,29 @@ export class Engine {
 
   // ---- writes (writer.ts) --------------------------------------------------
 
-  /** The sequence number the next call to write() will take. */
+  /** The sequence number the next batch will take (a write that joins the open batch takes that one's: writer.ts). */
   get upcomingSeq(): number {
     return this.writer.nextSeq;
   }
 
   /**
    * Appends one batch. The directory reflects it when this returns; the
-   * promise settles when the log has it (durably, under `always`).
+   * promise settles when the log has it (durably, under `always`). With an
+   * `owner`, the writes may share the batch that the owner's previous write
+   * of the same turn opened (GroupWriter.write says when).
    */
-  write(ops: readonly WriteOp[]): Promise<void> {
-    return this.writer.write(ops);
+  write(ops: readonly WriteOp[], owner?: object): Promise<void> {
+    return this.writer.write(ops, owner);
+  }
+
+  /** The sequence number of the batch the next write will start, closing the open batch to joins (GroupWriter.nextBatchSeq). */
+  nextBatchSeq(): number {
+    return this.writer.nextBatchSeq();
+  }
+
+  /** Bumped by every write that changed the directory: with `rollbacks`, tells a reader that nothing changed in between. */
+  get writes(): number {
+    return this.writer.writes;
   }
 
   /** Resolves once every batch queued or in flight at the time of the call has settled. */

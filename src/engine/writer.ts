@@ -12,7 +12,7 @@
  */
 import type { Logger } from '../log.js';
 import { EngineClosedError, StorageIOError, storageError } from './errors.js';
-import { encodeBatch } from './format.js';
+import { BATCH_HEADER_SIZE, encodeBatch, Op } from './format.js';
 import type { FileOps } from './fileops.js';
 import { type Entry, FLAG_CURRENT } from './entry.js';
 import type { KeyDir } from './keydir.js';
@@ -21,7 +21,7 @@ import type { EngineCore } from './core.js';
 import type { Compactor } from './compaction.js';
 import type { Rotation } from './rotation.js';
 import { sealingOverhead } from './seal.js';
-import { applyBatch, checkOps, type Pending } from './batch.js';
+import { applyBatch, checkOps, layOut, type Pending } from './batch.js';
 import type { Durability, EngineObserver, WriteOp } from './types.js';
 
 export class GroupWriter {
@@ -46,6 +46,13 @@ export class GroupWriter {
   observer: EngineObserver | undefined = undefined;
 
   private queue: Pending[] = [];
+  /** The last batch queued in this turn while later writes of its owner may still join it (write); not yet encoded. */
+  private open: Pending | undefined = undefined;
+  private openOwner: object | undefined = undefined;
+  /** The keys the open batch writes. */
+  private readonly openKeys = new Set<string>();
+  /** Calls of write() that changed the directory: state can change without a new sequence number when a write joins a batch. */
+  writes = 0;
   private flushing = false;
   /** A group's write (and sync) is under way; false between groups while the next waits for its turn. */
   private writing = false;
@@ -73,21 +80,47 @@ export class GroupWriter {
   /**
    * Appends one batch. The directory reflects it when this returns; the
    * promise settles when the log has it (durably, under `always`).
+   *
+   * With an `owner` (one client's pipeline: it is theirs to say), the writes
+   * may instead be added to the batch that the previous write of the same
+   * owner opened in this turn, and share its sequence number and its
+   * promise: one encoding, one checksum and one entry in the group for many
+   * small writes. They join only when no write of anyone else came between,
+   * no key of theirs is already in that batch (two writes of one key never
+   * share a version), neither drops a group, and the batch stays under
+   * JOIN_LIMIT_BYTES. Otherwise the open batch is closed and the writes
+   * start a new one.
    */
-  write(ops: readonly WriteOp[]): Promise<void> {
+  write(ops: readonly WriteOp[], owner?: object): Promise<void> {
     if (this.closed) return Promise.reject(new EngineClosedError());
     if (ops.length === 0) return Promise.resolve();
     const bad = checkOps(ops);
     if (bad !== undefined) return Promise.reject(bad);
-    const seq = this.nextSeq;
-    // Values go to the log as given, compression or not: a log segment is
-    // compressed once it stops being appended to (recode.ts), off this path.
-    const buf = encodeBatch(seq, ops, this.keyLens, this.valueOffsets, !this.sealed);
-    this.nextSeq++;
+    this.writes++;
+    const open = this.open;
+    if (open !== undefined) {
+      if (owner === this.openOwner && owner !== undefined && this.joins(ops)) {
+        const size = layOut(ops, open.size, this.keyLens, this.valueOffsets);
+        if (size <= JOIN_LIMIT_BYTES) {
+          open.size = size;
+          for (let i = 0; i < ops.length; i++) {
+            open.ops.push(ops[i]);
+            this.openKeys.add(ops[i].key);
+          }
+          applyBatch(this.keydir, open, ops, ops, this.keyLens, this.valueOffsets, this.now());
+          return open.promise;
+        }
+      }
+      this.closeOpen();
+    }
+    const join = owner !== undefined && !dropsGroup(ops);
     const p: Pending = {
-      seq,
-      buf,
-      ops,
+      seq: this.nextSeq++,
+      buf: EMPTY,
+      // Copied only when later writes may join it.
+      ops: join ? ops.slice() : (ops as WriteOp[]),
+      size: 0,
+      promise: undefined as unknown as Promise<void>,
       created: [],
       createdOffsets: [],
       unitAt: 0,
@@ -96,22 +129,62 @@ export class GroupWriter {
       resolve: noop,
       reject: noop,
     };
-    applyBatch(this.keydir, p, ops, this.keyLens, this.valueOffsets, this.now());
-    const promise = new Promise<void>((resolve, reject) => {
+    p.size = layOut(ops, BATCH_HEADER_SIZE, this.keyLens, this.valueOffsets);
+    applyBatch(this.keydir, p, ops, ops, this.keyLens, this.valueOffsets, this.now());
+    p.promise = new Promise<void>((resolve, reject) => {
       p.resolve = resolve;
       p.reject = reject;
     });
     this.queue.push(p);
+    if (join) {
+      this.open = p;
+      this.openOwner = owner;
+      for (let i = 0; i < ops.length; i++) this.openKeys.add(ops[i].key);
+    } else this.encode(p);
     if (!this.flushing) {
       this.flushing = true;
       // Let every request that arrived in this turn of the loop join the group.
       // eslint-disable-next-line @typescript-eslint/no-misused-promises -- flushLoop catches and logs every failure itself
       setImmediate(this.flushLoop);
     }
-    return promise;
+    return p.promise;
+  }
+
+  /**
+   * The sequence number of the batch the next write will start: the open
+   * batch is closed first, so a decision that needs its batch's number
+   * (a fence, an incarnation) starts a batch of its own and gets it.
+   */
+  nextBatchSeq(): number {
+    if (this.open !== undefined) this.closeOpen();
+    return this.nextSeq;
+  }
+
+  private joins(ops: readonly WriteOp[]): boolean {
+    for (let i = 0; i < ops.length; i++) {
+      const o = ops[i];
+      if (o.op === Op.DropGroup || this.openKeys.has(o.key)) return false;
+    }
+    return true;
+  }
+
+  /** No write joins the open batch any more: it is encoded as it stands. */
+  private closeOpen(): void {
+    const p = this.open as Pending;
+    this.open = undefined;
+    this.openOwner = undefined;
+    this.openKeys.clear();
+    this.encode(p);
+  }
+
+  private encode(p: Pending): void {
+    // Values go to the log as given, compression or not: a log segment is
+    // compressed once it stops being appended to (recode.ts), off this path.
+    p.buf = encodeBatch(p.seq, p.ops, this.keyLens, this.valueOffsets, !this.sealed);
   }
 
   private readonly flushLoop = async (): Promise<void> => {
+    if (this.open !== undefined) this.closeOpen();
     const group = this.queue;
     this.queue = [];
     this.writing = true;
@@ -281,6 +354,10 @@ export class GroupWriter {
     this.rolledBack++;
     const all = group.concat(this.queue);
     this.queue = [];
+    // The open batch, if any, is among those undone: nothing may join it now.
+    this.open = undefined;
+    this.openOwner = undefined;
+    this.openKeys.clear();
     const kd = this.keydir;
     for (let b = all.length - 1; b >= 0; b--) {
       const p = all[b];
@@ -339,6 +416,16 @@ export class GroupWriter {
     return new Promise((resolve) => this.flushDone.push(resolve));
   }
 }
+
+/**
+ * The most a batch grows by writes joining it: enough for any turn's small
+ * writes to share one, small enough that encoding it is a short step.
+ */
+const JOIN_LIMIT_BYTES = 1 << 20;
+
+const EMPTY = Buffer.alloc(0);
+
+const dropsGroup = (ops: readonly WriteOp[]): boolean => ops.some((o) => o.op === Op.DropGroup);
 
 function noop(): void {
   // A placeholder until the batch's promise is made, in the same synchronous run: nothing calls it.

@@ -144,8 +144,9 @@ class Conn implements Session {
    * (its store work is not all issued yet) is awaited before the next one
    * starts; one whose store work is all issued (Issued: it only waits for
    * durability, as a group commit does) lets the next one start at once, so
-   * a pipeline of them shares the log's group commits. Replies go out in
-   * command order whatever order they complete in.
+   * a pipeline of them shares the log's group commits, and on the log store
+   * its batches (Store.together). Replies go out in command order whatever
+   * order they complete in.
    */
   private async drain(): Promise<void> {
     if (this.running) return;
@@ -162,7 +163,9 @@ class Conn implements Session {
           break;
         }
         if (args === undefined) break;
-        const reply = this.run(args);
+        // The connection owns its writes: a pipeline's writes decided at once may share a batch of the log.
+        const raw = args;
+        const reply = this.server.opts.store.together(this, () => this.run(raw));
         if (reply instanceof Issued) {
           this.enqueue(reply.reply);
           if (this.slots.length > MAX_IN_FLIGHT && !this.slots[0]!.done) await this.slots[0]!.settled;

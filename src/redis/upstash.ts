@@ -204,15 +204,18 @@ export class RestRunner {
    * As on a RESP connection (listener.ts), a command that must wait is
    * awaited before the next starts, so each sees the effects of those
    * before it; one whose store work is issued (Issued) lets the next start
-   * at once, so the pipeline's writes share the log's group commits. The
-   * answers are in command order whatever order they settle in.
+   * at once, so the pipeline's writes share the log's group commits, and
+   * on the log store its batches (Store.together). The answers are in
+   * command order whatever order they settle in.
    */
   async pipeline(cmds: string[][], caller: Caller): Promise<Reply[]> {
     const s = this.session(caller);
     const out = new Array<Reply | Promise<Reply | undefined>>(cmds.length);
     let oldest = 0;
+    const store = this.opts.store;
     for (let i = 0; i < cmds.length; i++) {
-      const r = this.start(cmds[i]!, s);
+      // The session owns the pipeline's writes: those decided at once may share a batch of the log.
+      const r = store.together(s, () => this.start(cmds[i]!, s));
       if (r instanceof Issued) {
         out[i] = r.reply;
         // Bounded like a RESP connection's replies owed: a long pipeline does not queue all its writes at once.

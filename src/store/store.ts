@@ -461,6 +461,16 @@ export interface Store {
    * answer would be thrown away, and the database asked twice.
    */
   readonly answersAtOnce: boolean;
+  /**
+   * Runs `run` (synchronous) so that the writes it decides at once may share
+   * one batch of the log with the writes `owner` decided just before, in the
+   * same turn: one client's pipeline of small writes is then encoded,
+   * checksummed and committed as one batch, as MSET's keys are. The writes
+   * keep their order and their answers; two writes of one key never share a
+   * batch (their versions stay distinct). A store without such batches (the
+   * shared store) runs `run` as it is.
+   */
+  together<T>(owner: object, run: () => T): T;
   /** The change feed; a store without one answers GET /watch with 503. */
   readonly changes?: ChangeFeed;
   /** Messages between nodes (pub/sub); a store of one node has none. */

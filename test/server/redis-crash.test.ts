@@ -4,11 +4,13 @@
  * is killed; after the restart every acknowledged write is there, nothing
  * unsent is (each count lies between what was acknowledged and what was
  * sent), and every acknowledged move left its item in exactly one list.
+ * Pipelined INCRs, over RESP and /redis/pipeline, share batches of the log
+ * (docs/engine.md): the same bounds hold for each of their counters.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { PithosServer, TOKEN, untilCount } from '../helpers/server.js';
+import { keepAliveAgent, PithosServer, TOKEN, untilCount } from '../helpers/server.js';
 import { respPort, startWithResp } from '../helpers/redis.js';
 
 let srv: PithosServer;
@@ -121,6 +123,71 @@ test('SIGKILL during RESP writes: nothing acknowledged is lost, nothing unsent a
         assert.ok(!src.has(v), `moved item ${v} is not back in the source`);
       }
       for (const v of pushed) assert.ok(src.has(v) !== dst.includes(v), `pushed item ${v} is in exactly one list`);
+    } finally {
+      r.disconnect();
+    }
+  }
+});
+
+test('SIGKILL during pipelined writes (RESP and /redis/pipeline), whose commands share batches: every counter lies between the pipelines acknowledged and sent', async () => {
+  for (let round = 0; round < 2; round++) {
+    const port = respPort(srv);
+    const conns = await Promise.all(Array.from({ length: 3 }, () => connect(port)));
+    const p = `pp${round}`;
+    const WIDTH = 16;
+    // Per loop: pipelines sent and acknowledged; each pipeline adds 1 to each of the loop's WIDTH counters.
+    const tallies: Tally[] = [];
+    let stop = false;
+    const respLoop = async (r: Redis, i: number): Promise<void> => {
+      const t: Tally = (tallies[i] = { sent: 0, acked: 0 });
+      while (!stop) {
+        const pipe = r.pipeline();
+        for (let j = 0; j < WIDTH; j++) pipe.incr(`${p}:l${i}:c${j}`);
+        t.sent++;
+        try {
+          const res = await pipe.exec();
+          if (res === null || res.some(([err]) => err !== null)) return;
+        } catch {
+          return;
+        }
+        t.acked++;
+      }
+    };
+    const restLoop = async (i: number): Promise<void> => {
+      const t: Tally = (tallies[i] = { sent: 0, acked: 0 });
+      const body = JSON.stringify(Array.from({ length: WIDTH }, (_, j) => ['INCR', `${p}:l${i}:c${j}`]));
+      while (!stop) {
+        t.sent++;
+        try {
+          const r = await srv.req('POST', '/redis/pipeline', body, { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' });
+          if (r.status !== 200) return;
+          const entries = JSON.parse(r.raw) as Array<{ result?: unknown }>;
+          if (entries.length !== WIDTH || entries.some((e) => typeof e.result !== 'number')) return;
+        } catch {
+          return;
+        }
+        t.acked++;
+      }
+    };
+    const loops = [respLoop(conns[0]!, 0), respLoop(conns[1]!, 1), respLoop(conns[2]!, 2), restLoop(3), restLoop(4)];
+    const ended = Promise.all(loops);
+    await untilCount(`round ${round}: pipelines acknowledged`, () => tallies.reduce((n, t) => n + t.acked, 0), 60, { ended });
+    await srv.kill('SIGKILL');
+    stop = true;
+    await ended;
+    for (const c of conns) c.disconnect();
+    srv.agent.destroy();
+    srv.agent = keepAliveAgent();
+    await srv.spawn();
+    const r = await connect(respPort(srv));
+    try {
+      for (let i = 0; i < tallies.length; i++) {
+        const t = tallies[i]!;
+        const values = (await r.mget(Array.from({ length: WIDTH }, (_, j) => `${p}:l${i}:c${j}`))).map(Number);
+        for (let j = 0; j < WIDTH; j++) {
+          assert.ok(values[j]! >= t.acked && values[j]! <= t.sent, `loop ${i} counter ${j}: ${values[j]} not within acknowledged ${t.acked} .. sent ${t.sent}`);
+        }
+      }
     } finally {
       r.disconnect();
     }

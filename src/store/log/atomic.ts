@@ -37,21 +37,23 @@ class NeedsRead {
 /**
  * Values read from disk for a decision that had to restart. One stays valid
  * while nothing has changed the store since its read began: no write (the
- * sequence number) and no rolled-back write (which changes state without one).
+ * engine's count of writes: a write that joins a batch takes no new
+ * sequence number) and no rolled-back write.
  */
 class Fetched {
   /** Allocated by the first value read from disk: a decision served from memory needs none. */
+  /** `seq`: the engine's count of writes when the read began. */
   private values: Map<string, { seq: number; rollbacks: number; v: unknown }> | undefined;
   constructor(private readonly engine: Engine) {}
 
   lookup(key: string): { v: unknown } | undefined {
     if (this.values === undefined) return undefined;
     const f = this.values.get(key);
-    return f !== undefined && f.seq === this.engine.upcomingSeq && f.rollbacks === this.engine.rollbacks ? f : undefined;
+    return f !== undefined && f.seq === this.engine.writes && f.rollbacks === this.engine.rollbacks ? f : undefined;
   }
 
   need(key: string, read: Promise<unknown>): NeedsRead {
-    const seq = this.engine.upcomingSeq;
+    const seq = this.engine.writes;
     const rollbacks = this.engine.rollbacks;
     const progress = this.values?.has(key) !== true;
     return new NeedsRead(
@@ -64,7 +66,7 @@ class Fetched {
 
   /** One restart for many values (an index lookup whose rows are on disk), not one per value. */
   needAll(keys: readonly string[], reads: ReadonlyArray<Promise<unknown>>): NeedsRead {
-    const seq = this.engine.upcomingSeq;
+    const seq = this.engine.writes;
     const rollbacks = this.engine.rollbacks;
     const progress = keys.some((k) => this.values?.has(k) !== true);
     return new NeedsRead(
@@ -115,9 +117,13 @@ export class Tx {
     return this.engine.rollbacks;
   }
 
-  /** The sequence number the batch of this decision will get (fences, table incarnations). */
+  /**
+   * The sequence number the batch of this decision will get (fences, table
+   * incarnations). Asking closes the batch that writes of this turn were
+   * joining: this decision's batch then starts a new one, whose number this is.
+   */
   get seq(): number {
-    return this.engine.upcomingSeq;
+    return this.engine.nextBatchSeq();
   }
 
   /**
@@ -392,6 +398,8 @@ export type BatchExtender = (tx: Tx) => void;
 export class Atomic {
   private readonly observers: CommitObserver[] = [];
   private readonly extenders: BatchExtender[] = [];
+  /** Whose writes the decisions being run may join in one batch (together); undefined outside it. */
+  private owner: object | undefined = undefined;
 
   constructor(
     private readonly engine: Engine,
@@ -404,6 +412,22 @@ export class Atomic {
 
   extend(e: BatchExtender): void {
     this.extenders.push(e);
+  }
+
+  /**
+   * Runs `run` with the decisions it takes at once committed as `owner`'s:
+   * the engine may put them in the batch of `owner`'s previous write of this
+   * turn (Store.together, GroupWriter.write). A decision that must read from
+   * disk first commits later, on its own.
+   */
+  together<T>(owner: object, run: () => T): T {
+    const outer = this.owner;
+    this.owner = owner;
+    try {
+      return run();
+    } finally {
+      this.owner = outer;
+    }
   }
 
   /**
@@ -427,7 +451,7 @@ export class Atomic {
     if (tx.ops.length === 0) return markDecided(Promise.resolve(result));
     let written: Promise<void>;
     try {
-      written = this.commit(tx);
+      written = this.commit(tx, this.owner);
     } catch (err) {
       return Promise.reject(fromEngine(err));
     }
@@ -443,8 +467,8 @@ export class Atomic {
   }
 
   /** The decision's batch into the engine, its observers and hooks told, in the same turn; settles when the log has it. */
-  private commit(tx: Tx): Promise<void> {
-    const written = this.engine.write(tx.ops);
+  private commit(tx: Tx, owner?: object): Promise<void> {
+    const written = this.engine.write(tx.ops, owner);
     for (let i = 0; i < this.observers.length; i++) this.observers[i](tx, written);
     if (tx.commitHooks !== undefined) for (const f of tx.commitHooks) f(written);
     return written;

@@ -36,6 +36,10 @@ export class LogStore implements Store {
   readonly sets: LogSets;
   readonly zsets: LogZsets;
   readonly answersAtOnce = true;
+
+  together<T>(owner: object, run: () => T): T {
+    return this.atomic.together(owner, run);
+  }
   private readonly atomic: Atomic;
   /** Every top-level name in byte order (names.ts). */
   readonly names: NameView;

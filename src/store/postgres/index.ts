@@ -55,6 +55,11 @@ export class PgStore implements Store {
   readonly zsets: PgZsets;
   readonly messages: PgMessages;
   readonly answersAtOnce = false;
+
+  together<T>(_owner: object, run: () => T): T {
+    // Statements are batched by the group commit (group-commit.ts), not by caller.
+    return run();
+  }
   /** The change feed; absent on a database without it (not PostgreSQL 13+: docs/scaling.md). */
   changes: PgChanges | undefined = undefined;
   private gcState: 0 | 1 | 2 = 0;
