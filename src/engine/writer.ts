@@ -46,7 +46,7 @@ export class GroupWriter {
   observer: EngineObserver | undefined = undefined;
 
   private queue: Pending[] = [];
-  /** The last batch queued in this turn while later writes of its owner may still join it (write); not yet encoded. */
+  /** The last batch queued, while later writes of its owner in the same synchronous run may still join it (write); not yet encoded. */
   private open: Pending | undefined = undefined;
   private openOwner: object | undefined = undefined;
   /** The keys the open batch writes. */
@@ -83,7 +83,8 @@ export class GroupWriter {
    *
    * With an `owner` (one client's pipeline: it is theirs to say), the writes
    * may instead be added to the batch that the previous write of the same
-   * owner opened in this turn, and share its sequence number and its
+   * owner opened in the same synchronous run (it closes at the next
+   * microtask), and share its sequence number and its
    * promise: one encoding, one checksum and one entry in the group for many
    * small writes. They join only when no write of anyone else came between,
    * no key of theirs is already in that batch (two writes of one key never
@@ -140,6 +141,12 @@ export class GroupWriter {
       this.open = p;
       this.openOwner = owner;
       for (let i = 0; i < ops.length; i++) this.openKeys.add(ops[i].key);
+      // Open for the rest of this synchronous run only: once anyone else can
+      // run, a reader may have seen this batch's number, and a write joining
+      // later would appear under a version that reader took as complete.
+      queueMicrotask(() => {
+        if (this.open === p) this.closeOpen();
+      });
     } else this.encode(p);
     if (!this.flushing) {
       this.flushing = true;

@@ -464,7 +464,7 @@ export interface Store {
   /**
    * Runs `run` (synchronous) so that the writes it decides at once may share
    * one batch of the log with the writes `owner` decided just before, in the
-   * same turn: one client's pipeline of small writes is then encoded,
+   * same synchronous run: one client's pipeline of small writes is then encoded,
    * checksummed and committed as one batch, as MSET's keys are. The writes
    * keep their order and their answers; two writes of one key never share a
    * batch (their versions stay distinct). A store without such batches (the

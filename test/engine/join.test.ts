@@ -169,3 +169,38 @@ test('a failed log write rejects every write that joined and undoes them all', a
     await e.close();
   }
 });
+
+test('the open batch closes when the synchronous run ends: a later write of the owner, even while a group is being written, takes a new number', async () => {
+  let gate: Promise<void> | undefined;
+  let release = (): void => undefined;
+  const ops: FileOps = {
+    ...nodeFileOps,
+    writeAll: async (fd, buf, off, len, pos) => {
+      if (gate !== undefined) await gate;
+      return nodeFileOps.writeAll(fd, buf, off, len, pos);
+    },
+  };
+  const e = await open(dir('join-runs'), { fileOps: ops, durability: 'always' });
+  try {
+    gate = new Promise<void>((r) => {
+      release = r;
+    });
+    // A group in flight: the flush loop will not run again until it is written.
+    const g = e.write([put('z', '0')]);
+    await new Promise((r) => setImmediate(r));
+    const pa = e.write([put('a', '1')], me);
+    // Other code runs (a reader could see a's version now): b must not join a's batch.
+    await Promise.resolve();
+    const pb = e.write([put('b', '1')], me);
+    assert.notEqual(pb, pa);
+    assert.equal(e.versionOf('b'), (e.versionOf('a') as number) + 1);
+    await new Promise((r) => setTimeout(r, 10));
+    const pc = e.write([put('c', '1')], me);
+    assert.equal(e.versionOf('c'), (e.versionOf('b') as number) + 1);
+    release();
+    gate = undefined;
+    await Promise.all([g, pa, pb, pc]);
+  } finally {
+    await e.close();
+  }
+});

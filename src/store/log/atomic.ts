@@ -119,7 +119,7 @@ export class Tx {
 
   /**
    * The sequence number the batch of this decision will get (fences, table
-   * incarnations). Asking closes the batch that writes of this turn were
+   * incarnations). Asking closes the batch that writes of this run were
    * joining: this decision's batch then starts a new one, whose number this is.
    */
   get seq(): number {
@@ -416,8 +416,8 @@ export class Atomic {
 
   /**
    * Runs `run` with the decisions it takes at once committed as `owner`'s:
-   * the engine may put them in the batch of `owner`'s previous write of this
-   * turn (Store.together, GroupWriter.write). A decision that must read from
+   * the engine may put them in the batch of `owner`'s previous write in the
+   * same synchronous run (Store.together, GroupWriter.write). A decision that must read from
    * disk first commits later, on its own.
    */
   together<T>(owner: object, run: () => T): T {
