@@ -11,7 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Redis } from 'ioredis';
-import { PithosServer, STORE, TOKEN, sleep } from '../helpers/server.js';
+import { PithosServer, STORE, TOKEN, etag, sleep } from '../helpers/server.js';
 import { rawExchange, respPort, startWithResp } from '../helpers/redis.js';
 
 let srv: PithosServer;
@@ -615,3 +615,34 @@ test('the RESP port is in the start-up log and --resp-port is off by default', a
     await plain.close();
   }
 });
+
+test(
+  "one connection pipeline's writes share a batch of the log on the log store, never one key's two writes; one by one they do not",
+  { skip: STORE === 'postgres' ? 'log store only: the shared store has no batches of the log' : false },
+  async () => {
+    const r = client();
+    await r.connect();
+    const version = async (k: string): Promise<number> => etag(await srv.req('GET', `/variants/${k}`));
+    await r.mset('bv:a', '1', 'bv:b', '1', 'bv:c', '1');
+    // Sent in one write, decided in one synchronous run: one batch, so one version for its keys.
+    const res = await r.pipeline().incr('bv:a').incr('bv:b').incr('bv:a').incr('bv:c').exec();
+    assert.deepEqual(
+      res?.map(([err, v]) => [err, v]),
+      [
+        [null, 2],
+        [null, 2],
+        [null, 3],
+        [null, 2],
+      ],
+    );
+    const [a, b, c] = [await version('bv:a'), await version('bv:b'), await version('bv:c')];
+    // a's second INCR cannot join the batch that holds its first: it starts the next, which c joins.
+    assert.equal(c, a, "c joined the batch of a's second write");
+    assert.equal(a, b + 1, "a's second write took a batch after the one it shares with b");
+    // Commands sent one at a time wait for each other: separate batches.
+    await r.incr('bv:b');
+    const b2 = await version('bv:b');
+    await r.incr('bv:c');
+    assert.ok((await version('bv:c')) > b2);
+  },
+);
