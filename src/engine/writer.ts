@@ -103,12 +103,13 @@ export class GroupWriter {
       if (owner === this.openOwner && owner !== undefined && this.joins(ops)) {
         const size = layOut(ops, open.size, this.keyLens, this.valueOffsets);
         if (size <= JOIN_LIMIT_BYTES) {
+          // Applied first, as a new batch is applied before it is queued: the batch holds only what the directory shows.
+          applyBatch(this.keydir, open, ops, ops, this.keyLens, this.valueOffsets, this.now());
           open.size = size;
           for (let i = 0; i < ops.length; i++) {
             open.ops.push(ops[i]);
             this.openKeys.add(ops[i].key);
           }
-          applyBatch(this.keydir, open, ops, ops, this.keyLens, this.valueOffsets, this.now());
           return open.promise;
         }
       }

@@ -162,7 +162,7 @@ test('a failed log write rejects every write that joined and undoes them all', a
     assert.equal(str((await e.read('b', (x) => x)) as Buffer), 'old');
     assert.equal(await e.read('c', (x) => x), undefined);
     failing = false;
-    // Nothing joins the undone batch: the next write starts a batch of its own and lands.
+    // The engine goes on after the failure: the next write lands.
     await e.write([put('c', 'later')], me);
     assert.equal(str((await e.read('c', (x) => x)) as Buffer), 'later');
   } finally {

@@ -617,7 +617,7 @@ test('the RESP port is in the start-up log and --resp-port is off by default', a
 });
 
 test(
-  "one connection pipeline's writes share a batch of the log on the log store, never one key's two writes; one by one they do not",
+  "a pipeline's writes (RESP and /redis/pipeline) share a batch of the log on the log store, never one key's two writes",
   { skip: STORE === 'postgres' ? 'log store only: the shared store has no batches of the log' : false },
   async () => {
     const r = client();
@@ -639,10 +639,22 @@ test(
     // a's second INCR cannot join the batch that holds its first: it starts the next, which c joins.
     assert.equal(c, a, "c joined the batch of a's second write");
     assert.equal(a, b + 1, "a's second write took a batch after the one it shares with b");
-    // Commands sent one at a time wait for each other: separate batches.
-    await r.incr('bv:b');
-    const b2 = await version('bv:b');
-    await r.incr('bv:c');
-    assert.ok((await version('bv:c')) > b2);
+    // The same over REST: one /redis/pipeline request's writes share a batch, a repeated key takes the next.
+    const rest = await srv.req(
+      'POST',
+      '/redis/pipeline',
+      [
+        ['INCR', 'bv:x'],
+        ['INCR', 'bv:y'],
+        ['INCR', 'bv:x'],
+        ['INCR', 'bv:z'],
+      ],
+      { authorization: `Bearer ${TOKEN}` },
+    );
+    assert.equal(rest.status, 200, rest.raw);
+    assert.equal(rest.raw, '[{"result":1},{"result":1},{"result":2},{"result":1}]');
+    const [x, y, z] = [await version('bv:x'), await version('bv:y'), await version('bv:z')];
+    assert.equal(z, x, "z joined the batch of x's second write");
+    assert.equal(x, y + 1, "x's second write took a batch after the one it shares with y");
   },
 );
