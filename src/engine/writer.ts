@@ -144,10 +144,13 @@ export class GroupWriter {
       for (let i = 0; i < ops.length; i++) this.openKeys.add(ops[i].key);
       // Open for the rest of this synchronous run only: once anyone else can
       // run, a reader may have seen this batch's number, and a write joining
-      // later would appear under a version that reader took as complete.
-      queueMicrotask(() => {
-        if (this.open === p) this.closeOpen();
-      });
+      // later would appear under a version that reader took as complete. One
+      // close queued serves every batch opened before it runs: the owner's
+      // next run is a continuation queued after it.
+      if (!this.closeQueued) {
+        this.closeQueued = true;
+        queueMicrotask(this.closeAtEnd);
+      }
     } else this.encode(p);
     if (!this.flushing) {
       this.flushing = true;
@@ -175,6 +178,12 @@ export class GroupWriter {
     }
     return true;
   }
+
+  private closeQueued = false;
+  private readonly closeAtEnd = (): void => {
+    this.closeQueued = false;
+    if (this.open !== undefined) this.closeOpen();
+  };
 
   /** No write joins the open batch any more: it is encoded as it stands. */
   private closeOpen(): void {

@@ -68,7 +68,6 @@ interface Index {
 interface Pending {
   /** Header version before the decision (undefined: there was no sorted set). */
   before: number | undefined;
-  seq: number;
   rollbacks: number;
   /** A whole-object write or a delete: the structure is rebuilt, not patched. */
   reset: boolean;
@@ -91,7 +90,8 @@ export class ZsetIndexes {
     if (byName === undefined) this.pending.set(tx, (byName = new Map()));
     let p = byName.get(name);
     if (p !== undefined) return p;
-    p = { before: tx.version(headerKey('zset', name)), seq: tx.seq, rollbacks: this.engine.rollbacks, reset: false, changes: new Map() };
+    // Not tx.seq: asking for the batch's number would keep a pipeline's sorted-set writes out of a shared batch (GroupWriter.write).
+    p = { before: tx.version(headerKey('zset', name)), rollbacks: this.engine.rollbacks, reset: false, changes: new Map() };
     byName.set(name, p);
     const rec = p;
     tx.onCommit((written) => this.apply(name, rec, written));
@@ -105,9 +105,15 @@ export class ZsetIndexes {
       this.cache.delete(name);
       return;
     }
+    // The batch is in the directory now: the header's version is the number it took, shared or not.
+    const after = this.engine.versionOf(headerKey('zset', name));
+    if (after === undefined) {
+      this.cache.delete(name);
+      return;
+    }
     if (ix.order === undefined) ix.log.push(p.changes);
     else patch(ix.order, p.changes);
-    ix.seq = p.seq;
+    ix.seq = after;
     // An undone write leaves the structure ahead of the data: drop it (the rollback count also says so).
     written.catch(() => {
       if (this.cache.get(name) === ix) this.cache.delete(name);
