@@ -143,15 +143,18 @@ export function entrySize(keyBytes: number, valueBytes: number): number {
  * entry:  op u8 | keyLen u16 | valueLen u32 | expiresAt f64 | key | value
  * The crc covers every byte after itself, so a length field torn by a crash
  * is caught like any other damage. Without `checksum` the crc field is 0.
+ * `laidOut`, when given, is the batch's size as layOut (batch.ts) computed
+ * it, with every key's UTF-8 length already in `keyLens`: not measured again.
  */
-export function encodeBatch(seq: number, entries: readonly EntryIn[], keyLens: number[], valueOffsets: number[], checksum = true): Buffer {
-  let total = BATCH_HEADER_SIZE;
-  for (let i = 0; i < entries.length; i++) {
-    const e = entries[i];
-    const kl = Buffer.byteLength(e.key, 'utf8');
-    keyLens[i] = kl;
-    total += ENTRY_HEADER_SIZE + kl + (e.value === undefined ? 0 : e.value.length);
-  }
+export function encodeBatch(seq: number, entries: readonly EntryIn[], keyLens: number[], valueOffsets: number[], checksum = true, laidOut?: number): Buffer {
+  let total = laidOut ?? BATCH_HEADER_SIZE;
+  if (laidOut === undefined)
+    for (let i = 0; i < entries.length; i++) {
+      const e = entries[i];
+      const kl = Buffer.byteLength(e.key, 'utf8');
+      keyLens[i] = kl;
+      total += ENTRY_HEADER_SIZE + kl + (e.value === undefined ? 0 : e.value.length);
+    }
   const buf = Buffer.allocUnsafe(total);
   buf.writeUInt32LE(total, 4);
   writeSeq(buf, 8, seq);

@@ -151,7 +151,7 @@ export class GroupWriter {
         this.closeQueued = true;
         queueMicrotask(this.closeAtEnd);
       }
-    } else this.encode(p);
+    } else this.encode(p, true);
     if (!this.flushing) {
       this.flushing = true;
       // Let every request that arrived in this turn of the loop join the group.
@@ -194,10 +194,14 @@ export class GroupWriter {
     this.encode(p);
   }
 
-  private encode(p: Pending): void {
+  /**
+   * `laidOut`: the batch's ops are exactly those layOut just measured into
+   * keyLens (a batch that no write joined), so their lengths are reused.
+   */
+  private encode(p: Pending, laidOut = false): void {
     // Values go to the log as given, compression or not: a log segment is
     // compressed once it stops being appended to (recode.ts), off this path.
-    p.buf = encodeBatch(p.seq, p.ops, this.keyLens, this.valueOffsets, !this.sealed);
+    p.buf = encodeBatch(p.seq, p.ops, this.keyLens, this.valueOffsets, !this.sealed, laidOut ? p.size : undefined);
   }
 
   private readonly flushLoop = async (): Promise<void> => {

@@ -164,8 +164,7 @@ class Conn implements Session {
         }
         if (args === undefined) break;
         // The connection owns its writes: a pipeline's writes decided at once may share a batch of the log.
-        const raw = args;
-        const reply = this.server.opts.store.together(this, () => this.run(raw));
+        const reply = this.server.opts.store.together(this, Conn.runIn, args);
         if (reply instanceof Issued) {
           this.enqueue(reply.reply);
           if (this.slots.length > MAX_IN_FLIGHT && !this.slots[0]!.done) await this.slots[0]!.settled;
@@ -298,6 +297,11 @@ class Conn implements Session {
   }
 
   /** One command: decoded, checked, run; resolves to its reply (undefined: nothing to send). */
+  /** `c.run(raw)`, for Store.together. */
+  private static runIn(this: void, c: Conn, raw: Buffer[]): Reply | undefined | Promise<Reply | undefined> | Issued {
+    return c.run(raw);
+  }
+
   private run(raw: Buffer[]): Reply | undefined | Promise<Reply | undefined> | Issued {
     this.server.stats.commands++;
     let words = decode(raw);

@@ -189,6 +189,9 @@ export class RestRunner {
     return r ?? null;
   }
 
+  /** `start` for Store.together, which passes the session (the owner) and the command. */
+  private readonly startIn = (s: RestSession, words: string[]): Reply | Promise<Reply | undefined> | Issued => this.start(words, s);
+
   private call(args: string[], session: Session): Call {
     return { store: this.opts.store, args, session, server: this.view };
   }
@@ -215,7 +218,7 @@ export class RestRunner {
     const store = this.opts.store;
     for (let i = 0; i < cmds.length; i++) {
       // The session owns the pipeline's writes: those decided at once may share a batch of the log.
-      const r = store.together(s, () => this.start(cmds[i]!, s));
+      const r = store.together(s, this.startIn, cmds[i]!);
       if (r instanceof Issued) {
         out[i] = r.reply;
         // Bounded like a RESP connection's replies owed: a long pipeline does not queue all its writes at once.

@@ -462,15 +462,16 @@ export interface Store {
    */
   readonly answersAtOnce: boolean;
   /**
-   * Runs `run` (synchronous) so that the writes it decides at once may share
+   * Runs `run(owner, arg)` (synchronous) so that the writes it decides at once may share
    * one batch of the log with the writes `owner` decided just before, in the
    * same synchronous run: one client's pipeline of small writes is then encoded,
    * checksummed and committed as one batch, as MSET's keys are. The writes
    * keep their order and their answers; two writes of one key never share a
    * batch (their versions stay distinct). A store without such batches (the
-   * shared store) runs `run` as it is.
+   * shared store) runs `run` as it is. The owner and one argument are passed
+   * through, so a caller's loop needs no closure per command.
    */
-  together<T>(owner: object, run: () => T): T;
+  together<O extends object, A, T>(owner: O, run: (owner: O, arg: A) => T, arg: A): T;
   /** The change feed; a store without one answers GET /watch with 503. */
   readonly changes?: ChangeFeed;
   /** Messages between nodes (pub/sub); a store of one node has none. */

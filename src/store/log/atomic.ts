@@ -420,11 +420,11 @@ export class Atomic {
    * same synchronous run (Store.together, GroupWriter.write). A decision that must read from
    * disk first commits later, on its own.
    */
-  together<T>(owner: object, run: () => T): T {
+  together<O extends object, A, T>(owner: O, run: (owner: O, arg: A) => T, arg: A): T {
     const outer = this.owner;
     this.owner = owner;
     try {
-      return run();
+      return run(owner, arg);
     } finally {
       this.owner = outer;
     }

@@ -37,8 +37,8 @@ export class LogStore implements Store {
   readonly zsets: LogZsets;
   readonly answersAtOnce = true;
 
-  together<T>(owner: object, run: () => T): T {
-    return this.atomic.together(owner, run);
+  together<O extends object, A, T>(owner: O, run: (owner: O, arg: A) => T, arg: A): T {
+    return this.atomic.together(owner, run, arg);
   }
   private readonly atomic: Atomic;
   /** Every top-level name in byte order (names.ts). */

@@ -56,9 +56,9 @@ export class PgStore implements Store {
   readonly messages: PgMessages;
   readonly answersAtOnce = false;
 
-  together<T>(_owner: object, run: () => T): T {
+  together<O extends object, A, T>(owner: O, run: (owner: O, arg: A) => T, arg: A): T {
     // Statements are batched by the group commit (group-commit.ts), not by caller.
-    return run();
+    return run(owner, arg);
   }
   /** The change feed; absent on a database without it (not PostgreSQL 13+: docs/scaling.md). */
   changes: PgChanges | undefined = undefined;
