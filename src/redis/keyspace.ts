@@ -101,6 +101,19 @@ export function keyInfoNow(store: Store, key: string, skip?: RType): KeyInfo | u
 }
 
 /**
+ * Whether a write to the `type` object at `key` must claim the key first
+ * (claim: WRONGTYPE when another type holds it) instead of going to its kind
+ * at once: the store could not tell at once that no other type holds the
+ * key. `trustShared`: on the shared store, which tells nothing at once, go to
+ * the kind at once (SADD, the pushes: asking would cost a statement per add,
+ * docs/redis.md "Deliberate differences"); without it, always claim first.
+ */
+export function claimFirst(store: Store, key: string, type: RType, trustShared: boolean): boolean {
+  if (trustShared && !store.answersAtOnce) return false;
+  return keyInfoNow(store, key, type) !== undefined;
+}
+
+/**
  * Refuses a command on `key` for type `want` when the key holds another type
  * (WRONGTYPE). Called by reads that found nothing of their own kind, to tell
  * "missing" from "wrong type".

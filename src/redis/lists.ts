@@ -7,7 +7,7 @@
 import { MAX_POP, MAX_WAIT_MS } from '../store/lists.js';
 import type { ListPop, ListSide, Store, VersionOut } from '../store/store.js';
 import { type Call, type Command, float, int, is, syntaxError } from './command.js';
-import { assertNotOther, claim, ifInMemory, isMissing, keyInfoNow } from './keyspace.js';
+import { assertNotOther, claim, claimFirst, ifInMemory, isMissing } from './keyspace.js';
 import { remainingTtl } from './strings.js';
 import { ErrorReply, Issued, NULL_ARRAY, OK, type Reply } from './resp.js';
 import { retryOnRace } from './races.js';
@@ -45,7 +45,7 @@ export async function range(store: Store, key: string, start: number, stop: numb
  */
 function pushCommand(c: Call, s: ListSide): Promise<Reply> | Issued {
   const key = c.args[1]!;
-  const head = keyInfoNow(c.store, key, 'list') === undefined ? ifInMemory(c.store, () => c.store.lists.range(key, 0, 0)) : undefined;
+  const head = !claimFirst(c.store, key, 'list', true) ? ifInMemory(c.store, () => c.store.lists.range(key, 0, 0)) : undefined;
   if (head !== undefined && (JSON.parse(head) as Range).length > 0) {
     return new Issued(c.store.lists.push(key, c.args.slice(2), s, false).then((r) => (JSON.parse(r) as { length: number }).length));
   }
@@ -59,7 +59,7 @@ async function push(c: Call, s: ListSide, onlyExisting: boolean): Promise<Reply>
   // Onto an existing list with nothing asked first. On the log store only when no other type holds
   // the key, else it is claimed first, so such a name answers WRONGTYPE; the shared store does not
   // ask (a statement per push; docs/redis.md, "Deliberate differences").
-  if (!c.store.answersAtOnce || keyInfoNow(c.store, key, 'list') === undefined) {
+  if (!claimFirst(c.store, key, 'list', true)) {
     try {
       return (JSON.parse(await c.store.lists.push(key, values, s, false)) as { length: number }).length;
     } catch (err) {

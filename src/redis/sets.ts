@@ -8,7 +8,7 @@ import { glob, type Glob } from './glob.js';
 import { isDecided } from '../store/decided.js';
 import type { Store, VersionOut } from '../store/store.js';
 import { type Call, type Command, int, is, syntaxError } from './command.js';
-import { assertNotOther, claim, deleteHeld, deleteKey, isMissing, keyInfoNow } from './keyspace.js';
+import { assertNotOther, claim, claimFirst, deleteHeld, deleteKey, isMissing } from './keyspace.js';
 import { ErrorReply, Issued, type Reply, SetReply } from './resp.js';
 import { retryOnRace } from './races.js';
 
@@ -36,7 +36,7 @@ const removed = (r: string): number => (JSON.parse(r) as { removed: number }).re
  * SADD: the add to an existing set first; one the store decided at once is
  * issued (Issued: a pipeline of them shares group commits). A missing set is
  * created once the key is claimed. On the log store the add goes first only
- * when the store tells at once that no other type holds the key (keyInfoNow,
+ * when the store tells at once that no other type holds the key (claimFirst,
  * in the same turn as the add), so such a name answers WRONGTYPE; the shared
  * store would need a statement for that question, which would cost its group
  * commit a round trip per add (docs/redis.md, "Deliberate differences").
@@ -44,7 +44,7 @@ const removed = (r: string): number => (JSON.parse(r) as { removed: number }).re
 function add(c: Call): Promise<Reply> | Issued {
   const key = c.args[1]!;
   const ms = [...new Set(c.args.slice(2))];
-  if (c.store.answersAtOnce && keyInfoNow(c.store, key, 'set') !== undefined) return addClaimed(c, key, ms);
+  if (claimFirst(c.store, key, 'set', true)) return addClaimed(c, key, ms);
   const first = c.store.sets.add(key, ms, false);
   if (isDecided(first)) return new Issued(first.then(added));
   return addRest(c, key, ms, first);

@@ -7,7 +7,7 @@
 import type { ZMode } from '../store/collection.js';
 import type { Store, VersionOut } from '../store/store.js';
 import { type Call, type Command, float, int, is, syntaxError } from './command.js';
-import { assertNotOther, claim, deleteHeld, isMissing, keyInfoNow } from './keyspace.js';
+import { assertNotOther, claim, claimFirst, deleteHeld, isMissing } from './keyspace.js';
 import { Dbl, ErrorReply, Issued, NULL_ARRAY, type Reply } from './resp.js';
 import { isDecided } from '../store/decided.js';
 import { retryOnRace } from './races.js';
@@ -59,7 +59,7 @@ type ZaddOptions = { nx: boolean; xx: boolean; gt: boolean; lt: boolean; ch: boo
 
 /**
  * ZADD. A plain add (NX, XX, GT, LT, CH alone) to a key the store tells at
- * once no other type holds (keyInfoNow: the log store, in the same turn as
+ * once no other type holds (claimFirst: the log store, in the same turn as
  * the add) goes to the sorted set with nothing asked first: one the store
  * decided at once is issued (Issued: a pipeline of them shares group
  * commits), and only a missing set needs the key claimed. Anything else
@@ -85,7 +85,7 @@ function zadd(c: Call): Promise<Reply> | Issued {
   for (let j = 0; j < rest.length; j += 2) pairs.push([rest[j + 1]!, float(rest[j]!, notFloat)]);
   for (const [, s] of pairs) finite(s);
   const mode: ZMode = o.nx ? 'nx' : o.gt ? 'gt' : o.lt ? 'lt' : o.xx ? 'xx' : 'upsert';
-  if (o.incr || (o.xx && mode !== 'xx') || new Set(pairs.map(([m]) => m)).size < pairs.length || keyInfoNow(c.store, key, 'zset') !== undefined)
+  if (o.incr || (o.xx && mode !== 'xx') || new Set(pairs.map(([m]) => m)).size < pairs.length || claimFirst(c.store, key, 'zset', false))
     return zaddClaimed(c, key, pairs, o, mode);
   const answer = (r: string): number => {
     const x = JSON.parse(r) as { added: number; updated: number };
@@ -122,7 +122,7 @@ const incrFailed = (err: unknown): never => {
 
 /** ZINCRBY: as a plain ZADD, to the sorted set at once when the store tells at once that no other type holds the key; else on a claimed key. */
 function zincrby(c: Call, key: string, member: string, d: number): Promise<Reply> | Issued {
-  if (keyInfoNow(c.store, key, 'zset') !== undefined) return zincrbyClaimed(c, key, member, d);
+  if (claimFirst(c.store, key, 'zset', false)) return zincrbyClaimed(c, key, member, d);
   const first = c.store.zsets.incr(key, member, d, false);
   if (isDecided(first)) return new Issued(first.then(incrScore, incrFailed));
   return zincrbyRest(c, key, member, d, first);
