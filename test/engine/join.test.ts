@@ -204,3 +204,52 @@ test('the open batch closes when the synchronous run ends: a later write of the 
     await e.close();
   }
 });
+
+test('a log write that fails while the owner has a batch open undoes that batch too, and a later write of the owner starts a new one', async () => {
+  let fail: (err: Error) => void = () => undefined;
+  let failNext = false;
+  let started = (): void => undefined;
+  const writing = new Promise<void>((r) => {
+    started = r;
+  });
+  const ops: FileOps = {
+    ...nodeFileOps,
+    writeAll: (fd, buf, off, len, pos) => {
+      if (!failNext) return nodeFileOps.writeAll(fd, buf, off, len, pos);
+      failNext = false;
+      started();
+      // Settled by the test, so the writer's failure handling runs at a step the test chooses.
+      return new Promise<number>((_, reject) => {
+        fail = reject;
+      });
+    },
+  };
+  const e = await open(dir('join-fail-open'), { fileOps: ops });
+  try {
+    await e.write([put('a', 'old')]);
+    failNext = true;
+    const g = e.write([put('z', 'in flight')]);
+    g.catch(() => undefined);
+    // The flush loop has taken the group and started its (failing) write.
+    await writing;
+    const rollbacks = e.rollbacks;
+    let second: Promise<void> | undefined;
+    // Queued in this order: the writer's failure handling, the owner's next write, then the close of the open batch.
+    fail(Object.assign(new Error('EIO: injected'), { code: 'EIO' }));
+    queueMicrotask(() => {
+      second = e.write([put('b', 'after the failure')], me);
+    });
+    const first = e.write([put('a', 'joined the failed group')], me);
+    await assert.rejects(first, StorageIOError);
+    await assert.rejects(g, StorageIOError);
+    assert.equal(e.rollbacks, rollbacks + 1);
+    // The open batch was undone with the group: its write is gone, and nothing could join it afterwards.
+    assert.equal(str((await e.read('a', (x) => x)) as Buffer), 'old');
+    assert.ok(second !== undefined);
+    assert.notEqual(second, first, 'a write after the failure never joins the batch the failure undid');
+    await second;
+    assert.equal(str((await e.read('b', (x) => x)) as Buffer), 'after the failure');
+  } finally {
+    await e.close();
+  }
+});
