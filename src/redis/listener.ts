@@ -296,12 +296,12 @@ class Conn implements Session {
     }
   }
 
-  /** One command: decoded, checked, run; resolves to its reply (undefined: nothing to send). */
   /** `c.run(raw)`, for Store.together. */
   private static runIn(this: void, c: Conn, raw: Buffer[]): Reply | undefined | Promise<Reply | undefined> | Issued {
     return c.run(raw);
   }
 
+  /** One command: decoded, checked, run; resolves to its reply (undefined: nothing to send). */
   private run(raw: Buffer[]): Reply | undefined | Promise<Reply | undefined> | Issued {
     this.server.stats.commands++;
     let words = decode(raw);

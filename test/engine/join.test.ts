@@ -219,7 +219,7 @@ test('a log write that fails while the owner has a batch open undoes that batch 
       failNext = false;
       started();
       // Settled by the test, so the writer's failure handling runs at a step the test chooses.
-      return new Promise<number>((_, reject) => {
+      return new Promise<void>((_, reject) => {
         fail = reject;
       });
     },

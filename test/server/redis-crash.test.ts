@@ -194,7 +194,9 @@ test('SIGKILL during pipelined writes (RESP and /redis/pipeline), whose commands
         // INCRs went into one batch, which the log holds whole or not at all: after the kill its
         // counters are equal and carry that batch's number as their version.
         if (STORE === 'log' && i >= REST_LOOPS_FROM) {
-          assert.deepEqual(new Set(values).size, 1, `loop ${i}: the counters of one pipeline differ after the restart: ${values.join(',')}`);
+          assert.equal(new Set(values).size, 1, `loop ${i}: the counters of one pipeline differ after the restart: ${values.join(',')}`);
+          // A loop none of whose pipelines reached the log has no counters, so no versions.
+          if (values[0] === 0) continue;
           const versions = new Set<number>();
           for (let j = 0; j < WIDTH; j++) versions.add(etag(await srv.req('GET', `/variants/${p}:l${i}:c${j}`)));
           assert.equal(versions.size, 1, `loop ${i}: the counters of one pipeline have versions ${[...versions].join(',')}`);
