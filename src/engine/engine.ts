@@ -142,7 +142,7 @@ export class Engine {
    * Appends one batch. The directory reflects it when this returns; the
    * promise settles when the log has it (durably, under `always`). With an
    * `owner`, the writes may share the batch that the owner's previous write
-   * of the same turn opened (GroupWriter.write says when).
+   * of the same synchronous run opened (GroupWriter.write says when).
    */
   write(ops: readonly WriteOp[], owner?: object): Promise<void> {
     return this.writer.write(ops, owner);

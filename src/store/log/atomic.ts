@@ -41,24 +41,27 @@ class NeedsRead {
  * sequence number) and no rolled-back write.
  */
 class Fetched {
-  /** Allocated by the first value read from disk: a decision served from memory needs none. */
-  /** `seq`: the engine's count of writes when the read began. */
-  private values: Map<string, { seq: number; rollbacks: number; v: unknown }> | undefined;
+  /**
+   * Allocated by the first value read from disk: a decision served from
+   * memory needs none. `writes` and `rollbacks`: the engine's counts when the
+   * read began.
+   */
+  private values: Map<string, { writes: number; rollbacks: number; v: unknown }> | undefined;
   constructor(private readonly engine: Engine) {}
 
   lookup(key: string): { v: unknown } | undefined {
     if (this.values === undefined) return undefined;
     const f = this.values.get(key);
-    return f !== undefined && f.seq === this.engine.writes && f.rollbacks === this.engine.rollbacks ? f : undefined;
+    return f !== undefined && f.writes === this.engine.writes && f.rollbacks === this.engine.rollbacks ? f : undefined;
   }
 
   need(key: string, read: Promise<unknown>): NeedsRead {
-    const seq = this.engine.writes;
+    const writes = this.engine.writes;
     const rollbacks = this.engine.rollbacks;
     const progress = this.values?.has(key) !== true;
     return new NeedsRead(
       read.then((v) => {
-        (this.values ??= new Map()).set(key, { seq, rollbacks, v });
+        (this.values ??= new Map()).set(key, { writes, rollbacks, v });
       }),
       progress,
     );
@@ -66,13 +69,13 @@ class Fetched {
 
   /** One restart for many values (an index lookup whose rows are on disk), not one per value. */
   needAll(keys: readonly string[], reads: ReadonlyArray<Promise<unknown>>): NeedsRead {
-    const seq = this.engine.writes;
+    const writes = this.engine.writes;
     const rollbacks = this.engine.rollbacks;
     const progress = keys.some((k) => this.values?.has(k) !== true);
     return new NeedsRead(
       Promise.all(reads).then((vs) => {
         const values = (this.values ??= new Map());
-        for (let i = 0; i < keys.length; i++) values.set(keys[i], { seq, rollbacks, v: vs[i] });
+        for (let i = 0; i < keys.length; i++) values.set(keys[i], { writes, rollbacks, v: vs[i] });
       }),
       progress,
     );

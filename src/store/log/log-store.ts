@@ -37,9 +37,6 @@ export class LogStore implements Store {
   readonly zsets: LogZsets;
   readonly answersAtOnce = true;
 
-  together<O extends object, A, T>(owner: O, run: (owner: O, arg: A) => T, arg: A): T {
-    return this.atomic.together(owner, run, arg);
-  }
   private readonly atomic: Atomic;
   /** Every top-level name in byte order (names.ts). */
   readonly names: NameView;
@@ -67,6 +64,10 @@ export class LogStore implements Store {
     this.lists = new LogLists(this.atomic);
     this.sets = new LogSets(this.atomic);
     this.zsets = new LogZsets(engine, this.atomic);
+  }
+
+  together<O extends object, A, T>(owner: O, run: (owner: O, arg: A) => T, arg: A): T {
+    return this.atomic.together(owner, run, arg);
   }
 
   static async open(opts: EngineOptions & { now: () => number }): Promise<LogStore> {
